@@ -1,0 +1,275 @@
+"""Domains, metrics and exact map arithmetic shared by every constructor.
+
+OpenDP compares user domains and metrics by identifier only, so every descriptor here is a
+frozen dataclass whose every field appears in the identifier string.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+from opendp._internal import _extrinsic_distance, _extrinsic_domain
+from opendp.mod import Domain, Metric
+
+__all__ = [
+    "WeightedL1Distance",
+    "weighted_l1_distance",
+    "DyadicCountsDomain",
+    "dyadic_counts_domain",
+    "Box",
+    "as_box",
+    "array_columns",
+    "array_size",
+    "check_data_domain",
+    "check_metric",
+    "replacements",
+    "round_up",
+    "exact_epsilon",
+    "check_epsilon",
+    "check_scales",
+]
+
+# ---------------------------------------------------------------------------------------------
+# exact arithmetic for maps
+
+
+def round_up(value: Fraction | int) -> float:
+    """The smallest float >= ``value`` (exact rational), so a map never under-reports."""
+    f = float(value)
+    if Fraction(f) < value:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def exact_epsilon(weight: Fraction | int, scales: Sequence[float]) -> float:
+    """``weight * sum(1 / s)`` computed exactly over the rationals, rounded up to a float."""
+    total = sum((Fraction(1) / Fraction(float(s)) for s in scales), Fraction(0))
+    return round_up(Fraction(weight) * total)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameter checks (messages name the parameter and never contain private data)
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """A finite, strictly positive float, or a ``ValueError`` naming ``name``."""
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(epsilon).__name__}") from None
+    if isinstance(epsilon, bool) or not math.isfinite(eps) or eps <= 0.0:
+        raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}")
+    return eps
+
+
+def check_scales(scales: Any, length: int, name: str = "scales") -> tuple[float, ...]:
+    """``length`` finite positive floats, or a ``ValueError`` naming ``name``."""
+    try:
+        arr = np.asarray(scales, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of numbers") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size != length:
+        raise ValueError(f"{name} must have {length} entries (sigma_0..sigma_depth), got {arr.size}")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must all be finite and > 0")
+    return tuple(float(s) for s in arr)
+
+
+# ---------------------------------------------------------------------------------------------
+# the public box
+
+
+@dataclass(frozen=True)
+class Box:
+    """A public axis-aligned box ``[lower, upper]`` in R^d."""
+
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+
+    @property
+    def dim(self) -> int:
+        return len(self.lower)
+
+    def to_unit(self, x: np.ndarray) -> np.ndarray:
+        """Map rows into [0, 1]^d, clamping rows outside the box (a new array)."""
+        lo = np.asarray(self.lower)
+        width = np.asarray(self.upper) - lo
+        return np.clip((x - lo) / width, 0.0, 1.0)
+
+    def from_unit(self, u: np.ndarray) -> np.ndarray:
+        """Map points of [0, 1]^d back into the box."""
+        lo = np.asarray(self.lower)
+        return np.clip(lo + u * (np.asarray(self.upper) - lo), lo, np.asarray(self.upper))
+
+
+def as_box(bounds: Any, d: int, name: str = "bounds") -> Box:
+    """Validate ``bounds=(lower, upper)`` (scalars or length-d) for dimension ``d``."""
+    if bounds is None:
+        return Box((0.0,) * d, (1.0,) * d)
+    try:
+        lower, upper = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (lower, upper)") from None
+    lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (d,)) if np.ndim(lower) == 0 else np.asarray(lower, dtype=np.float64)
+    hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (d,)) if np.ndim(upper) == 0 else np.asarray(upper, dtype=np.float64)
+    if lo.shape != (d,) or hi.shape != (d,):
+        raise ValueError(f"{name} must give {d} lower and {d} upper values, got shapes {lo.shape} and {hi.shape}")
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise ValueError(f"{name} must be finite")
+    if np.any(lo >= hi):
+        raise ValueError(f"{name} must have lower < upper in every column")
+    return Box(tuple(float(v) for v in lo), tuple(float(v) for v in hi))
+
+
+# ---------------------------------------------------------------------------------------------
+# input data domains and metrics
+
+
+def _array2_descriptor(input_domain: Domain) -> Any:
+    if not str(input_domain).startswith("NPArray2Domain"):
+        raise ValueError(
+            "input_domain must be dp.numpy.array2_domain(num_columns=d, size=n or None, T=float), "
+            f"got {input_domain}"
+        )
+    return input_domain.descriptor
+
+
+def array_columns(input_domain: Domain) -> int:
+    """The number of columns of an ``array2_domain`` (which must be set)."""
+    desc = _array2_descriptor(input_domain)
+    if desc.num_columns is None:
+        raise ValueError("input_domain must set num_columns (the data dimension d)")
+    return int(desc.num_columns)
+
+
+def array_size(input_domain: Domain) -> int | None:
+    """The public number of rows of an ``array2_domain``, or ``None``."""
+    size = _array2_descriptor(input_domain).size
+    return None if size is None else int(size)
+
+
+def check_data_domain(input_domain: Domain) -> tuple[int, int | None]:
+    """Check a float ``array2_domain`` and return ``(d, n or None)``."""
+    desc = _array2_descriptor(input_domain)
+    if str(desc.T) != "f64":
+        raise ValueError(f"input_domain must have T=float (f64), got T={desc.T}")
+    d = array_columns(input_domain)
+    if d < 1:
+        raise ValueError("input_domain num_columns must be >= 1")
+    n = array_size(input_domain)
+    if n is not None and n < 1:
+        raise ValueError("input_domain size must be >= 1")
+    return d, n
+
+
+def check_metric(input_metric: Metric, size: int | None) -> str:
+    """Accept ``symmetric_distance`` and, when the size is public, ``change_one_distance``."""
+    name = str(input_metric)
+    if name == "SymmetricDistance()":
+        return "symmetric"
+    if name == "ChangeOneDistance()":
+        if size is None:
+            raise ValueError("input_metric change_one_distance needs a sized input_domain (size=n)")
+        return "change_one"
+    raise ValueError(
+        f"input_metric must be dp.symmetric_distance() or dp.change_one_distance(), got {name}"
+    )
+
+
+def replacements(metric_kind: str, d_in: Any) -> Fraction:
+    """An upper bound on the records added plus removed that ``d_in`` stands for, halved.
+
+    Each replacement changes an l1 histogram by at most 2: under ``symmetric_distance`` d_in
+    adds/removes change it by at most d_in, under ``change_one_distance`` d_in replacements by
+    2 * d_in.  This returns that l1 change divided by 2, as an exact rational.
+    """
+    if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)):
+        raise TypeError(f"d_in must be an integer distance, got {type(d_in).__name__}")
+    if d_in < 0:
+        raise ValueError("d_in must be >= 0")
+    return Fraction(int(d_in), 2) if metric_kind == "symmetric" else Fraction(int(d_in))
+
+
+def validate_data(x: Any, d: int, size: int | None, name: str = "data") -> np.ndarray:
+    """Check a data array at release time; errors name the parameter, never a value."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy ndarray")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{name} must have a float dtype, got {x.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-dimensional array, got {x.ndim} dimensions")
+    if x.shape[1] != d:
+        raise ValueError(f"{name} must have {d} columns, got {x.shape[1]}")
+    if size is not None and x.shape[0] != size:
+        raise ValueError(f"{name} must have exactly {size} rows (the domain's public size)")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one row")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must not contain NaN or infinite values")
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# weighted l1 metric on hierarchical counts
+
+
+@dataclass(frozen=True)
+class WeightedL1Distance:
+    """``l1(s)``: ``d(u, v) = sum_j sum_{nodes at level j} |u - v| / scales[j]``."""
+
+    scales: tuple[float, ...]
+
+
+def weighted_l1_distance(scales: Sequence[float]) -> Metric:
+    """The weighted l1 metric ``l1(s)`` on hierarchical counts, one scale per level.
+
+    :param scales: the level scales ``s_0 .. s_L`` (``s_j`` weights every node of level j)
+    """
+    desc = WeightedL1Distance(tuple(float(s) for s in scales))
+    return _extrinsic_distance(f"WeightedL1Distance(scales={desc.scales!r})", desc)
+
+
+@dataclass(frozen=True)
+class DyadicCountsDomain:
+    """Lazy count trees of the cyclic dyadic hierarchy of ``[lower, upper]`` to ``depth``."""
+
+    depth: int
+    num_columns: int
+    size: int | None
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+
+
+def dyadic_counts_domain(depth: int, num_columns: int, size: int | None, box: Box) -> Domain:
+    """The domain of :class:`~opendp_wasserstein.hierarchy.CountTree` values."""
+    desc = DyadicCountsDomain(depth, num_columns, size, box.lower, box.upper)
+    ident = (
+        f"DyadicCountsDomain(depth={depth}, num_columns={num_columns}, size={size}, "
+        f"lower={box.lower!r}, upper={box.upper!r})"
+    )
+
+    def member(x: Any) -> bool:
+        from opendp_wasserstein.hierarchy import CountTree
+
+        return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns
+
+    return _extrinsic_domain(ident, member, desc)
+
+
+def descriptor_of(domain: Domain, kind: type) -> Any:
+    """The descriptor of a user domain/metric, checked to be of ``kind``."""
+    desc = getattr(domain, "descriptor", None)
+    if not isinstance(desc, kind):
+        raise ValueError(f"expected a {kind.__name__} domain or metric, got {domain}")
+    return desc
+
+
+_ = dp  # keep the prelude import: it registers the numpy extras
