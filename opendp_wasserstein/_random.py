@@ -13,9 +13,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RandomSource", "as_random_source"]
+__all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM"]
 
 _TWO_M53 = 2.0**-53
+
+#: stream tags: with a seed, the noise, the corrections and the placement of one release draw
+#: from independent derived streams (:meth:`RandomSource.derive`)
+NOISE_STREAM, CORRECTION_STREAM, PLACEMENT_STREAM, SELECTION_STREAM = 0, 1, 2, 3
 
 
 class RandomSource:
@@ -25,14 +29,24 @@ class RandomSource:
         reproducible, **non-private** PCG64 stream (tests and figures only).
     """
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, _stream: tuple[int, ...] = ()) -> None:
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
                 raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
-            self._gen: np.random.Generator | None = np.random.Generator(np.random.PCG64(int(seed)))
+            if seed < 0:
+                raise ValueError("seed must be >= 0")
+            entropy = np.random.SeedSequence([int(seed), *_stream])
+            self._gen: np.random.Generator | None = np.random.Generator(np.random.PCG64(entropy))
         else:
             self._gen = None
         self.seed = seed
+        self._stream = _stream
+
+    def derive(self, tag: int) -> RandomSource:
+        """An independent stream: secure stays secure; a seeded source gives a seeded child."""
+        if self._gen is None:
+            return RandomSource()
+        return RandomSource(self.seed, (*self._stream, int(tag)))
 
     @property
     def secure(self) -> bool:
