@@ -1,59 +1,71 @@
 """Exact, vectorised discrete Laplace sampling.
 
 :func:`fast_discrete_laplace` draws ``LapZ(scales[i])`` for every entry of an array of
-per-element scales in one call, with
+per-element scales in one call, where
 
-.. math:: P(z) = \\frac{1 - e^{-1/\\sigma}}{1 + e^{-1/\\sigma}}\\, e^{-|z|/\\sigma}, \\qquad z \\in \\mathbb{Z}.
+.. math:: P(z) = \\frac{1 - e^{-1/\\sigma}}{1 + e^{-1/\\sigma}}\\, e^{-|z|/\\sigma},
+   \\qquad z \\in \\mathbb{Z}.
 
 The method is that of Canonne, Kamath and Steinke, "The Discrete Gaussian for Differential
-Privacy", NeurIPS 2020 (Algorithm 1, ``Bernoulli(exp(-gamma))`` from ``Bernoulli(rational)``
-draws, and Algorithm 2, discrete Laplace of rational scale), reorganised so that every step is
-an array operation over all pending elements and so that few random bits are used.
+Privacy", NeurIPS 2020: Algorithm 1 (``Bernoulli(exp(-gamma))`` from ``Bernoulli(rational)``
+draws) and Algorithm 2 (discrete Laplace with rational scale), reorganised so that every step is
+an array operation and so that few random bits are used.
 
-**Exactness.**  No probability is ever rounded.  Every float is a dyadic rational: write the
-scale as ``sigma = M * 2^(e - 53)`` with the integer mantissa ``2^52 <= M < 2^53`` (exact, from
-:func:`numpy.frexp`), so ``1 / sigma = 2^(53 - e) / M`` is a rational with denominator ``M``.
-The scale is **not** rounded.  With ``Y ~ Geometric(exp(-1/sigma))`` (``P(Y = y) = (1 - q) q^y``,
-``q = exp(-1/sigma)``), a fair sign ``B`` and rejection of ``(Y = 0, B = 1)``, ``(1 - 2B) Y`` is
-exactly ``LapZ(sigma)`` (CKS Algorithm 2, steps 5-8).  ``Y`` is sampled as follows.
+Exactness
+---------
+No probability is rounded and **the scale is not rounded**.  Every float is a dyadic rational:
+``sigma = M 2^(e - 53)`` with the integer mantissa ``2^52 <= M < 2^53`` (exact, from
+:func:`numpy.frexp`), so ``1/sigma = 2^(53 - e) / M``.  With ``q = exp(-1/sigma)``,
+``Y ~ Geometric(q)`` (``P(Y = y) = (1 - q) q^y``), a fair sign ``B`` and rejection of
+``(Y = 0, B = 1)``, ``(1 - 2B) Y`` is exactly ``LapZ(sigma)`` (CKS Algorithm 2, steps 5-8).
 
-* ``sigma >= 2``: let ``T = 2^k <= sigma < 2^(k+1)``.  Then ``Y = U + T V`` with ``U`` and ``V``
-  independent, ``P(U = u) ∝ exp(-u/sigma)`` on ``[0, T)`` and ``V ~ Geometric(exp(-T/sigma))``
-  (CKS Algorithm 2 uses ``T = t``, the numerator of the scale; any ``T`` works and a power of two
-  makes ``U`` a plain bit field).  ``U`` is a uniform ``k``-bit integer accepted with probability
-  ``exp(-U/sigma)``, where ``U/sigma = (U 2^(52-k)) / M`` is a rational in ``[0, 1)``.
-* ``sigma < 2``: ``T = 1``, ``U = 0``, ``Y = V``.
+``Y`` is drawn as follows.
 
-``V`` counts successes of ``Bernoulli(exp(-g))`` before the first failure, with ``g = T/sigma``
-(``2^52 / M``, in ``(1/2, 1]``) for ``sigma >= 1`` and ``g = 1/sigma = n + r/M`` (integer ``n``,
-``0 <= r < M``) for ``sigma < 1``; ``exp(-g)`` is drawn as ``n`` draws of ``Bernoulli(exp(-1))``
-and one of ``Bernoulli(exp(-r/M))`` (CKS Algorithm 1 for each).
+* ``sigma >= 2``: with ``T = 2^k <= sigma < 2^(k+1)``, ``Y = U + T V`` where ``U`` and ``V`` are
+  independent, ``P(U = u) ∝ q^u`` on ``[0, T)`` and ``V ~ Geometric(q^T)``.  (CKS Algorithm 2
+  takes ``T`` = the numerator of the scale; any positive integer ``T`` works, and a power of two
+  makes ``U`` a plain bit field.)  ``U`` is a uniform ``k``-bit integer accepted with
+  probability ``exp(-U/sigma)``, and ``U/sigma = (U 2^(52-k)) / M`` is a rational in ``[0, 1)``.
+* ``sigma < 2``: ``T = 1``, ``U = 0`` and ``Y = V``.
 
-Algorithm 1 for ``Bernoulli(exp(-a/M))`` with ``0 <= a <= M`` needs ``Bernoulli(a / (M K))`` for
-``K = 1, 2, ...``.  Each is drawn *exactly* from a uniform 64-bit word ``W`` and an integer
-multiplier ``m >= 1`` with ``L = M K m <= 2^64 - 1``: conditioned on ``W < L`` (else redraw),
-``floor(W / m)`` is uniform on ``[0, M K)`` and so ``P(W < a m) = a / (M K)`` exactly.  ``m`` is
-``floor(c / M / K)`` in float64 with ``c = 2^64 - 2^34``; with IEEE-754 correct rounding this
-gives ``m M K <= c (1 + 2^-53)^2 < 2^64 - 1``, so the float only picks a *valid* multiplier (it
-never enters a probability).  The word is compared lazily: its top byte first, and the other 56
-bits are drawn only when the top byte does not decide (probability about ``2^-7``); the
-undecided low bits are independent of the top byte, so this is the same comparison.  For
-``K > 1024`` (probability below ``1/1024!``) the draw uses ``Bernoulli(a/M) * Bernoulli(1/K)``
-instead, which keeps every integer below ``2^64``.  Scales below ``2^-11`` have
-``n >= 2048``; a draw that survives the first 2048 ``Bernoulli(exp(-1))`` steps of one trial
-(probability below ``exp(-2048)``) finishes that trial with exact Python integers.
+``V`` counts the successes of independent ``Bernoulli(exp(-g))`` trials before the first failure,
+with ``g = T/sigma = 2^52/M`` in ``(1/2, 1]`` for ``sigma >= 1`` and ``g = 1/sigma = n + r/M``
+(integers ``n >= 1``, ``0 <= r < M``) for ``sigma < 1``.  A trial is ``n`` draws of
+``Bernoulli(exp(-1))`` and one of ``Bernoulli(exp(-r/M))``, each by CKS Algorithm 1, which needs
+``Bernoulli(a / (M K))`` for ``K = 1, 2, ...``.
 
-**Range.**  Scales must be finite, positive and at most ``2^52`` (:data:`MAX_SCALE`).  A draw
-with ``|z| >= 2^62`` (probability below ``exp(-2^62 / sigma)``, i.e. below ``exp(-2^10)`` at
-``2^52``) cannot be stored in ``int64`` and raises :class:`OverflowError` rather than being
-clipped.
+Each such rational Bernoulli is exact.  With an integer multiplier ``m >= 1`` such that
+``L = M K m <= 2^64 - 1``, a uniform 64-bit word ``W`` conditioned on ``W < L`` (otherwise a
+fresh word is drawn) has ``floor(W/m)`` uniform on ``[0, M K)``, so ``P(W < a m) = a / (M K)``
+exactly.  For a single scale ``m = floor((2^64 - 1) / (M K))`` in exact integer arithmetic; for
+per-element scales ``m = floor(fl(fl(c / M) / K))`` in float64 with ``c = 2^64 - 2^34``: IEEE-754
+division rounds correctly, so ``m M K <= c (1 + 2^-53)^2 < 2^64 - 1`` and the float only picks a
+*valid* multiplier, it never enters a probability.  The word is compared lazily: its top byte
+first; the low 56 bits are drawn only when the top byte cannot decide (probability about
+``2^-7``), and as they are independent of the top byte this is the same comparison.  Steps
+``K > 1024`` (probability below ``1/1024!``) use ``Bernoulli(a/M) Bernoulli(1/K)`` instead, so
+every integer stays below ``2^64``.  Scales below ``2^-11`` have ``n >= 2048`` and ``2^(53-e)``
+does not fit in 64 bits; a trial that survives its first 2048 ``Bernoulli(exp(-1))`` draws
+(probability below ``exp(-2048)``) is finished with exact Python integers.
 
-**Randomness** comes only from the given :class:`~opendp_wasserstein._random.RandomSource`.
+Equal scales are drawn as streams: independent proposals, trials and signs are generated in bulk
+and the first accepted ones are kept (rejection sampling with independent proposals, so the
+kept values are independent draws from the target).  Scales that change from element to element
+are handled with per-element rejection loops instead.
+
+Range
+-----
+Scales must be finite, positive and at most ``2^52`` (:data:`MAX_SCALE`).  A draw with
+``|z| >= 2^62`` (probability below ``exp(-2^62/sigma)``, i.e. below ``exp(-1024)`` at ``2^52``)
+does not fit the output and raises :class:`OverflowError`; it is never clipped.
+
+Randomness comes only from the given :class:`~opendp_wasserstein._random.RandomSource`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Union
 
 import numpy as np
 
@@ -61,181 +73,217 @@ from opendp_wasserstein._random import RandomSource
 
 __all__ = ["fast_discrete_laplace", "MAX_SCALE"]
 
-#: largest accepted scale (the mantissa decomposition needs ``sigma < 2^53``; beyond ``2^52``
-#: draws would overflow ``int64`` with non-negligible probability anyway)
+#: largest accepted scale (the decomposition needs ``sigma < 2^53``; from ``2^52`` on, draws
+#: would overflow ``int64`` with non-negligible probability anyway)
 MAX_SCALE = 2.0**52
 
-_CHUNK = 1 << 19  # elements per vectorised block (bounds memory, keeps arrays cache-friendly)
-_K_MAX = 1024  # Algorithm-1 steps K <= _K_MAX use one word with denominator M*K < 2^63
-_TINY_EXP = -10  # frexp exponent below which 1/sigma = 2^(53-e)/M has a numerator >= 2^64
-_CHAIN_CAP = 2048  # exp(-1) steps drawn vectorised for tiny scales before the exact scalar path
-_MULT_C = float(2**64 - 2**34)  # see the module docstring: floor(c / M / K) is a valid multiplier
-_TWO52 = np.uint64(1 << 52)
-_S56 = np.uint64(56)
-_S8 = np.uint64(8)
+_CHUNK = 1 << 18  # elements per vectorised block (bounds memory, keeps arrays in cache)
+_RUN_MIN = 512  # runs of equal scales at least this long use the stream sampler
+_K_MAX = 1024  # Algorithm-1 steps K <= _K_MAX use one word with denominator M K < 2^63
+_TINY_EXP = -10  # frexp exponent below which 2^(53 - e) >= 2^64 (sigma < 2^-11)
+_CHAIN_CAP = 2048  # exp(-1) draws per trial done vectorised for tiny scales (n >= 2048)
+_MULT_C = float(2**64 - 2**34)  # floor(c / M / K) is a valid multiplier (module docstring)
+_MAX_WORD = 2**64 - 1
+_MIN_BLOCK = 1 << 12  # bytes fetched from the RandomSource at a time: at least 4 KiB ...
+_MAX_BLOCK = 1 << 18  # ... and at most 256 KiB
+_BYTES_PER_DRAW = 12  # about the measured mean use, 3-12 bytes a draw (sizes the blocks)
 _MAX_Y = 1 << 62
+_S8 = np.uint64(8)
+_S56 = np.uint64(56)
+_U52 = np.uint64(52)
+_TWO52 = np.uint64(1 << 52)
 
-_BoolArray = np.ndarray
-
-
-def _random_bytes(rng: RandomSource, n: int) -> np.ndarray:
-    """``n`` independent uniform bytes (the bytes of uniform 64-bit words)."""
-    return rng.uint64((n + 7) // 8).view(np.uint8)[:n]
-
-
-def _fair_bits(rng: RandomSource, n: int) -> _BoolArray:
-    """``n`` independent fair coin flips (eight per random byte)."""
-    return np.unpackbits(_random_bytes(rng, (n + 7) // 8))[:n].view(bool)
+# a threshold, multiplier or denominator: one per element, or one for all elements
+_Thr = Union[np.ndarray, np.uint64]
+_Flt = Union[np.ndarray, float]
 
 
-def _bernoulli(a_thr: np.ndarray, l_thr: np.ndarray, rng: RandomSource) -> _BoolArray:
-    """Exact ``Bernoulli(a_thr / l_thr)`` elementwise, for uint64 ``0 <= a_thr <= l_thr``.
+def _sel(x: _Thr, idx: np.ndarray) -> _Thr:
+    """``x[idx]`` for per-element arrays; a shared scalar is returned as is."""
+    return x[idx] if isinstance(x, np.ndarray) else x
 
-    A uniform 64-bit word ``W`` is drawn until ``W < l_thr`` and the result is ``W < a_thr``.
-    The top byte is drawn first; the low 56 bits are drawn only for the elements whose top
-    byte equals that of ``a_thr`` or is at least that of ``l_thr`` (only those can be undecided
-    or rejected).  ``a_thr``/``l_thr`` are equal-length uint64 arrays.
 
-    :param a_thr: success thresholds
-    :param l_thr: acceptance limits (``l_thr >= 1``)
-    :param rng: the randomness
-    :return: boolean array, ``True`` with probability ``a_thr / l_thr``
+class _Bits:
+    """Uniform random bytes from a :class:`RandomSource`, fetched in blocks.
+
+    Every byte is used at most once, so the bytes handed out are independent and uniform;
+    bytes left in the last block are discarded (whatever their values).
+
+    :param rng: the source
+    :param hint: expected number of bytes needed (sizes the blocks)
     """
-    w8 = _random_bytes(rng, a_thr.shape[0])
-    a8 = (a_thr >> _S56).astype(np.uint8)
-    l8 = (l_thr >> _S56).astype(np.uint8)
+
+    def __init__(self, rng: _Bits, hint: int) -> None:
+        self._rng = rng
+        self._block = min(max(hint, _MIN_BLOCK), _MAX_BLOCK)
+        self._buf = np.empty(0, dtype=np.uint8)
+        self._pos = 0
+
+    def _refill(self, n: int) -> None:
+        words = (max(self._block, n) + 7) // 8
+        self._buf = self._rng.uint64(words).view(np.uint8)
+        self._pos = 0
+
+    def bytes(self, n: int) -> np.ndarray:
+        """``n`` fresh uniform bytes (uint8)."""
+        if self._pos + n > self._buf.size:
+            self._refill(n)
+        out = self._buf[self._pos : self._pos + n]
+        self._pos += n
+        return out
+
+    def uint64(self, n: int) -> np.ndarray:
+        """``n`` fresh uniform 64-bit words."""
+        self._pos = (self._pos + 7) & ~7  # keep words aligned
+        return self.bytes(8 * n).view(np.uint64)
+
+    def view(self, n: int, dtype: type[np.unsignedinteger]) -> np.ndarray:
+        """``n`` fresh uniform integers of an unsigned ``dtype``."""
+        width = np.dtype(dtype).itemsize
+        self._pos = (self._pos + width - 1) // width * width
+        return self.bytes(width * n).view(dtype)
+
+
+def _random_bits(rng: _Bits, n: int) -> np.ndarray:
+    """``n`` independent fair coin flips as a boolean array (eight per random byte)."""
+    return np.unpackbits(rng.bytes((n + 7) // 8))[:n].view(bool)
+
+
+def _random_fields(rng: _Bits, n: int, k: np.ndarray | int, kmax: int) -> np.ndarray:
+    """``n`` independent uniform ``k``-bit integers (uint64), ``1 <= k <= kmax <= 63``."""
+    for width, dtype in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):
+        if kmax <= width:
+            words = rng.view(n, dtype)
+            shift = np.asarray(width - np.asarray(k)).astype(dtype)
+            return (words >> shift).astype(np.uint64)
+    return rng.uint64(n) >> (np.uint64(64) - np.asarray(k).astype(np.uint64))
+
+
+def _top_byte(x: _Thr) -> _Thr:
+    if isinstance(x, np.ndarray):
+        return (x >> _S56).astype(np.uint8)
+    return np.uint8(int(x) >> 56)
+
+
+def _bernoulli(a_thr: _Thr, l_thr: _Thr, size: int, rng: _Bits) -> np.ndarray:
+    """Exact ``Bernoulli(a_thr / l_thr)`` draws for uint64 ``0 <= a_thr <= l_thr``, ``l_thr >= 1``.
+
+    A uniform 64-bit word ``W`` is drawn until ``W < l_thr``; the result is ``W < a_thr``.  The
+    top byte of ``W`` is drawn first and the low 56 bits only for the elements whose top byte
+    equals that of ``a_thr`` or is at least that of ``l_thr`` (no other element can be undecided
+    or rejected).
+
+    :param a_thr: success thresholds (one per element, or one shared scalar)
+    :param l_thr: acceptance limits (one per element, or one shared scalar)
+    :param size: number of draws
+    :param rng: the randomness
+    :return: boolean array of length ``size``
+    """
+    w8 = rng.bytes(size)
+    a8 = _top_byte(a_thr)
+    l8 = _top_byte(l_thr)
     out = w8 < a8
     und = np.flatnonzero((w8 == a8) | (w8 >= l8))
-    while und.size:  # top byte undecided (probability about 2^-7): draw the low 56 bits
+    while und.size:  # top byte undecided: draw the low 56 bits
         word = (w8[und].astype(np.uint64) << _S56) | (rng.uint64(und.size) >> _S8)
-        out[und] = word < a_thr[und]
-        rej = und[word >= l_thr[und]]
+        out[und] = word < _sel(a_thr, und)
+        rej = und[word >= _sel(l_thr, und)]
         if not rej.size:
             break
-        # W >= l_thr: a completely fresh word for those elements, again top byte first
-        fresh = _random_bytes(rng, rej.size)
+        fresh = rng.bytes(rej.size)  # W >= l_thr: a fresh word, top byte first
+        w8 = w8.copy()
         w8[rej] = fresh
-        a8r = a8[rej]
+        a8r = _sel(a8, rej)
         out[rej] = fresh < a8r
-        und = rej[(fresh == a8r) | (fresh >= l8[rej])]
+        und = rej[(fresh == a8r) | (fresh >= _sel(l8, rej))]
     return out
 
 
-def _bernoulli_const(numer: int, denom: int, size: int, rng: RandomSource) -> _BoolArray:
-    """``size`` exact draws of ``Bernoulli(numer / denom)`` for integers ``0 <= numer <= denom < 2^64``."""
-    m = (2**64 - 1) // denom
-    a = np.full(size, numer * m, dtype=np.uint64)
-    lim = np.full(size, denom * m, dtype=np.uint64)
-    return _bernoulli(a, lim, rng)
+def _bernoulli_const(numer: int, denom: int, size: int, rng: _Bits) -> np.ndarray:
+    """``size`` exact ``Bernoulli(numer/denom)`` draws, integers ``0 <= numer <= denom < 2^64``."""
+    m = _MAX_WORD // denom
+    return _bernoulli(np.uint64(numer * m), np.uint64(denom * m), size, rng)
 
 
-def _bern_exp_minus_one(size: int, rng: RandomSource) -> _BoolArray:
-    """``size`` exact draws of ``Bernoulli(exp(-1))`` (CKS Algorithm 1 with ``gamma = 1``)."""
-    out = np.empty(size, dtype=bool)
-    # K = 1 draws Bernoulli(1): always 1.  K = 2 is a fair coin.
-    go = _fair_bits(rng, size)
-    out[~go] = False  # stopped at K = 2 (even)
-    act = np.flatnonzero(go)
+def _bern_exp_minus_one(size: int, rng: _Bits) -> np.ndarray:
+    """``size`` exact ``Bernoulli(exp(-1))`` draws (CKS Algorithm 1 with ``gamma = 1``)."""
+    # K = 1 draws Bernoulli(1) = 1; K = 2 is a fair coin; output 1 iff stopped at an odd K
+    out = _random_bits(rng, size)  # True: continue to K = 3 (provisional)
+    act = np.flatnonzero(out)
     k = 3
     while act.size:
-        a = _bernoulli_const(1, k, act.size, rng)
-        out[act[~a]] = bool(k % 2)
-        act = act[a]
-        k += 1
-    return out
-
-
-def _multiplier(mf: np.ndarray, k: int) -> np.ndarray:
-    """A valid multiplier ``m >= 1`` with ``m * M * k <= 2^64 - 1`` (``mf`` = ``M`` as float64).
-
-    IEEE-754 division rounds correctly, so ``q = fl(fl(c / M) / k) <= c / (M k) (1 + 2^-53)^2``
-    and ``floor(q) M k <= (2^64 - 2^34)(1 + 2^-52 + 2^-106) < 2^64 - 1``.  Requires ``M k <= 2^63``.
-    """
-    q = _MULT_C / mf
-    if k != 1:
-        q = q / float(k)
-    return np.floor(q).astype(np.uint64)
-
-
-def _bern_exp_ratio(
-    a: np.ndarray,
-    m_int: np.ndarray,
-    m_flt: np.ndarray,
-    a1: np.ndarray,
-    l1: np.ndarray,
-    rng: RandomSource,
-) -> _BoolArray:
-    """Exact ``Bernoulli(exp(-a / M))`` elementwise for uint64 ``0 <= a <= M`` (CKS Algorithm 1).
-
-    :param a: numerators
-    :param m_int: denominators ``M`` (uint64, ``2^52 <= M < 2^53``)
-    :param m_flt: ``M`` as float64 (exact)
-    :param a1: ``a * m1`` (the ``K = 1`` threshold)
-    :param l1: ``M * m1`` (the ``K = 1`` limit)
-    :param rng: the randomness
-    """
-    size = a.shape[0]
-    out = np.empty(size, dtype=bool)
-    draw = _bernoulli(a1, l1, rng)  # K = 1: Bernoulli(a / M)
-    out[~draw] = True  # stopped at K = 1 (odd)
-    act = np.flatnonzero(draw)
-    k = 2
-    while act.size:
-        if k <= _K_MAX:
-            m = _multiplier(m_flt[act], k)
-            draw = _bernoulli(a[act] * m, m_int[act] * m * np.uint64(k), rng)
-        else:  # Bernoulli(a / (M K)) = Bernoulli(a / M) * Bernoulli(1 / K), exactly
-            draw = _bernoulli(a1[act], l1[act], rng) & _bernoulli_const(1, k, act.size, rng)
+        draw = _bernoulli_const(1, k, act.size, rng)
         out[act[~draw]] = bool(k % 2)
         act = act[draw]
         k += 1
     return out
 
 
-class _Params:
-    """Per-element constants of the decomposition (see the module docstring)."""
+def _multiplier(m_flt: np.ndarray, k: int) -> np.ndarray:
+    """Per-element multipliers ``1 <= m`` with ``m M k <= 2^64 - 1`` (``m_flt`` is ``M``).
 
-    __slots__ = ("scale", "m_int", "m_flt", "m1", "l1", "k", "n", "r", "r1", "tiny")
-
-    def __init__(self, scale: np.ndarray) -> None:
-        mant, ex = np.frexp(scale)
-        self.scale = scale
-        self.m_flt = np.ldexp(mant, 53)  # exact integer 2^52 <= M < 2^53
-        self.m_int = self.m_flt.astype(np.uint64)
-        self.m1 = _multiplier(self.m_flt, 1)
-        self.l1 = self.m_int * self.m1
-        ex = ex.astype(np.int64)
-        big = ex >= 1  # sigma >= 1
-        self.k = np.where(big, ex - 1, 0)  # T = 2^k <= sigma (k = 0: no U part)
-        self.n = np.zeros(scale.shape, dtype=np.int64)
-        self.r = np.full(scale.shape, _TWO52, dtype=np.uint64)  # g = 2^52 / M for sigma >= 1
-        self.tiny = ex < _TINY_EXP
-        small = np.flatnonzero(~big & ~self.tiny)
-        if small.size:  # 1/sigma = s / M with s = 2^(53 - e) < 2^64
-            s = np.left_shift(np.uint64(1), (53 - ex[small]).astype(np.uint64))
-            m_small = self.m_int[small]
-            n_small = s // m_small
-            self.n[small] = n_small.astype(np.int64)
-            self.r[small] = s - n_small * m_small
-        tiny = np.flatnonzero(self.tiny)
-        if tiny.size:  # n >= 2048: the exact remainder is only needed after 2048 steps
-            self.n[tiny] = _CHAIN_CAP
-            self.r[tiny] = 0
-        self.r1 = self.r * self.m1
-
-    def take(self, idx: np.ndarray) -> _Params:
-        """The parameters of the elements ``idx``."""
-        new = object.__new__(_Params)
-        for name in self.__slots__:
-            setattr(new, name, getattr(self, name)[idx])
-        return new
+    ``q = fl(fl(c/M)/k) <= c/(M k) (1 + 2^-53)^2`` by IEEE-754 correct rounding, hence
+    ``floor(q) M k <= (2^64 - 2^34)(1 + 2^-52 + 2^-106) < 2^64 - 1``; ``m >= 1`` as ``M k <= 2^63``.
+    """
+    q = _MULT_C / m_flt
+    if k != 1:
+        q = q / float(k)
+    return np.floor(q).astype(np.uint64)
 
 
-def _tiny_finish_trial(scale: float, rng: RandomSource) -> bool:
-    """Finish a ``Bernoulli(exp(-1/scale))`` trial that survived ``_CHAIN_CAP`` steps.
+def _bern_exp_ratio(
+    a: _Thr,
+    m_int: _Thr,
+    m_flt: _Flt,
+    a1: _Thr,
+    l1: _Thr,
+    size: int,
+    rng: _Bits,
+) -> np.ndarray:
+    """Exact ``Bernoulli(exp(-a/M))`` draws for ``0 <= a <= M`` (CKS Algorithm 1).
+
+    Step ``K`` draws ``Bernoulli(a/(M K))``; the output is 1 iff the first failure is at an odd
+    ``K``.  Every argument is either one value per draw or one shared scalar.
+
+    :param a: numerators (uint64)
+    :param m_int: denominators ``M`` (uint64, ``2^52 <= M < 2^53``)
+    :param m_flt: ``M`` as float64 (exact)
+    :param a1: ``a m_1``, the ``K = 1`` threshold
+    :param l1: ``M m_1``, the ``K = 1`` limit
+    :param size: number of draws
+    :param rng: the randomness
+    """
+    draw = _bernoulli(a1, l1, size, rng)  # K = 1
+    out = ~draw  # stopped at K = 1 (odd): 1
+    act = np.flatnonzero(draw)
+    k = 2
+    while act.size:
+        a_k = _sel(a, act)
+        if k > _K_MAX:  # Bernoulli(a/(M K)) = Bernoulli(a/M) Bernoulli(1/K)
+            draw = _bernoulli(_sel(a1, act), _sel(l1, act), act.size, rng)
+            draw &= _bernoulli_const(1, k, act.size, rng)
+        elif isinstance(m_int, np.ndarray):
+            m = _multiplier(m_flt[act], k)  # type: ignore[index]
+            draw = _bernoulli(a_k * m, m_int[act] * m * np.uint64(k), act.size, rng)
+        else:
+            denom = int(m_int) * k
+            m_k = _MAX_WORD // denom
+            if isinstance(a_k, np.ndarray):
+                a_thr: _Thr = a_k * np.uint64(m_k)
+            else:
+                a_thr = np.uint64(int(a_k) * m_k)
+            draw = _bernoulli(a_thr, np.uint64(denom * m_k), act.size, rng)
+        out[act[~draw]] = bool(k % 2)
+        act = act[draw]
+        k += 1
+    return out
+
+
+def _tiny_finish_trial(scale: float, rng: _Bits) -> bool:
+    """Finish a ``Bernoulli(exp(-1/scale))`` trial that survived ``_CHAIN_CAP`` ``exp(-1)`` draws.
 
     Exact Python integers: ``1/scale = n + r/M``; ``n - _CHAIN_CAP`` more ``Bernoulli(exp(-1))``
-    draws, then ``Bernoulli(exp(-r/M))`` with Algorithm 1 using ``Bernoulli(r/M) Bernoulli(1/K)``.
+    draws, then ``Bernoulli(exp(-r/M))`` by Algorithm 1 with ``Bernoulli(r/M) Bernoulli(1/K)``.
     """
     mant, ex = math.frexp(scale)
     m_int = int(mant * 2.0**53)
@@ -253,120 +301,282 @@ def _tiny_finish_trial(scale: float, rng: RandomSource) -> bool:
         k += 1
 
 
-def _trial(p: _Params, rng: RandomSource) -> _BoolArray:
-    """One exact ``Bernoulli(exp(-(n + r/M)))`` draw per element."""
-    size = p.n.shape[0]
-    out = np.ones(size, dtype=bool)
-    chain = np.flatnonzero(p.n > 0)
-    step = 0
-    while chain.size:  # n draws of Bernoulli(exp(-1)), stopping at the first failure
-        ok = _bern_exp_minus_one(chain.size, rng)
-        out[chain[~ok]] = False
-        chain = chain[ok]
-        step += 1
-        chain = chain[p.n[chain] > step]
-        if step == _CHAIN_CAP:
-            break
-    finished = np.zeros(size, dtype=bool)
-    if step == _CHAIN_CAP:
-        survivors = np.flatnonzero(out & p.tiny)  # probability < exp(-2048) per trial
-        for i in survivors.tolist():
-            out[i] = _tiny_finish_trial(float(p.scale[i]), rng)
-            finished[i] = True
-    frac = np.flatnonzero(out & (p.r > 0) & ~finished)
+# --------------------------------------------------------------------------------------------
+# one scale for many draws: streams of independent proposals
+# --------------------------------------------------------------------------------------------
+
+
+class _Scale:
+    """The constants of the decomposition for one scale (exact Python integers)."""
+
+    def __init__(self, scale: float) -> None:
+        mant, ex = math.frexp(scale)
+        m = int(mant * 2.0**53)  # exact: scale = m 2^(ex - 53), 2^52 <= m < 2^53
+        self.scale = scale
+        self.m_int = np.uint64(m)
+        self.m_flt = float(m)
+        m1 = _MAX_WORD // m
+        self.l1 = np.uint64(m * m1)
+        self.m1 = np.uint64(m1)
+        self.k = ex - 1 if ex >= 1 else 0  # T = 2^k <= sigma
+        self.tiny = ex < _TINY_EXP
+        if ex >= 1:
+            self.n, r = 0, 1 << 52  # g = 2^52 / m
+            g = 2.0**52 / m
+        elif self.tiny:
+            self.n, r = _CHAIN_CAP, 0  # the rest is exact, in _tiny_finish_trial
+            g = math.inf
+        else:
+            self.n, r = divmod(1 << (53 - ex), m)
+            g = 1.0 / scale
+        self.r = np.uint64(r)
+        self.r1 = np.uint64(r * m1)
+        # floats below only size the batches; they never enter a probability
+        self.p_trial = math.exp(-g)  # success probability of one V trial
+        gu = 2.0**52 / m
+        self.p_accept_u = (1.0 - math.exp(-gu)) / gu
+        q = math.exp(-1.0 / scale)
+        self.p_accept_sign = (1.0 + q) / 2.0
+
+
+def _trials_const(s: _Scale, size: int, rng: _Bits) -> np.ndarray:
+    """``size`` independent ``Bernoulli(exp(-g))`` trials for one scale."""
+    if s.n == 0:
+        return _bern_exp_ratio(s.r, s.m_int, s.m_flt, s.r1, s.l1, size, rng)
+    out = np.zeros(size, dtype=bool)
+    act = np.arange(size)
+    for _ in range(s.n):
+        act = act[_bern_exp_minus_one(act.size, rng)]
+        if not act.size:
+            return out
+    if s.tiny:  # probability < exp(-2048) per trial
+        for i in act.tolist():
+            out[i] = _tiny_finish_trial(s.scale, rng)
+    elif int(s.r):
+        out[act] = _bern_exp_ratio(s.r, s.m_int, s.m_flt, s.r1, s.l1, act.size, rng)
+    else:
+        out[act] = True
+    return out
+
+
+def _geometric_const(s: _Scale, count: int, rng: _Bits) -> np.ndarray:
+    """``count`` draws of ``V``: lengths of the runs of successes in a stream of trials."""
+    out = np.empty(count, dtype=np.int64)
+    filled = 0
+    carry = 0  # successes at the end of the previous batch (start of the current run)
+    while filled < count:
+        size = int((count - filled) / (1.0 - s.p_trial) * 1.02) + 64
+        fail = np.flatnonzero(~_trials_const(s, size, rng))
+        if not fail.size:
+            carry += size
+            continue
+        runs = np.diff(fail, prepend=-1) - 1
+        runs[0] += carry
+        carry = size - 1 - int(fail[-1])
+        take = min(runs.size, count - filled)
+        out[filled : filled + take] = runs[:take]
+        filled += take
+    return out
+
+
+def _truncated_const(s: _Scale, count: int, rng: _Bits) -> np.ndarray:
+    """``count`` draws of ``U`` (``P(u) ∝ exp(-u/sigma)`` on ``[0, 2^k)``) by rejection."""
+    out = np.empty(count, dtype=np.uint64)
+    filled = 0
+    shift = np.uint64(52 - s.k)
+    while filled < count:
+        size = int((count - filled) / s.p_accept_u * 1.02) + 64
+        u = _random_fields(rng, size, s.k, s.k)
+        a = u << shift  # u / sigma = a / M
+        acc = _bern_exp_ratio(a, s.m_int, s.m_flt, a * s.m1, s.l1, size, rng)
+        u = u[acc]
+        take = min(u.size, count - filled)
+        out[filled : filled + take] = u[:take]
+        filled += take
+    return out
+
+
+def _sample_const(scale: float, count: int, rng: _Bits) -> np.ndarray:
+    """``count`` independent ``LapZ(scale)`` draws."""
+    s = _Scale(scale)
+    out = np.empty(count, dtype=np.int64)
+    filled = 0
+    while filled < count:
+        size = min(int((count - filled) / s.p_accept_sign * 1.01) + 64, _CHUNK)
+        y = _geometric_const(s, size, rng)
+        if np.any(y >= (_MAX_Y >> s.k)):
+            raise OverflowError("a discrete Laplace draw reached 2^62 in magnitude")
+        if s.k:
+            y <<= s.k
+            y += _truncated_const(s, size, rng).astype(np.int64)
+        neg = _random_bits(rng, size)
+        np.negative(y, out=y, where=neg)
+        z = y[~(neg & (y == 0))]  # CKS Algorithm 2 step 7: reject "-0"
+        take = min(z.size, count - filled)
+        out[filled : filled + take] = z[:take]
+        filled += take
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# per-element scales: per-element rejection loops over shrinking index sets
+# --------------------------------------------------------------------------------------------
+
+
+class _Params:
+    """Per-element constants of the decomposition (arrays; see the module docstring)."""
+
+    def __init__(self, scale: np.ndarray) -> None:
+        mant, ex = np.frexp(scale)
+        self.scale = scale
+        self.m_flt = np.ldexp(mant, 53)  # exact integers 2^52 <= M < 2^53
+        self.m_int = self.m_flt.astype(np.uint64)
+        self.m1 = _multiplier(self.m_flt, 1)
+        self.l1 = self.m_int * self.m1
+        ex = ex.astype(np.int64)
+        big = ex >= 1
+        self.k = np.where(big, ex - 1, 0)  # T = 2^k <= sigma
+        self.kmax = int(self.k.max())
+        self.n = np.zeros(scale.shape, dtype=np.int64)
+        self.r = np.full(scale.shape, _TWO52, dtype=np.uint64)  # g = 2^52 / M if sigma >= 1
+        self.tiny = ex < _TINY_EXP
+        small = np.flatnonzero(~big & ~self.tiny)
+        if small.size:  # 1/sigma = s/M with s = 2^(53 - e) < 2^64
+            s = np.left_shift(np.uint64(1), (53 - ex[small]).astype(np.uint64))
+            m_small = self.m_int[small]
+            n_small = s // m_small
+            self.n[small] = n_small.astype(np.int64)
+            self.r[small] = s - n_small * m_small
+        tiny = np.flatnonzero(self.tiny)
+        if tiny.size:  # n >= 2048; the exact rest is in _tiny_finish_trial
+            self.n[tiny] = _CHAIN_CAP
+            self.r[tiny] = 0
+        self.any_chain = bool(np.any(self.n))
+        self.any_tiny = tiny.size > 0
+        self.r1 = self.r * self.m1
+
+
+def _trials_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
+    """One ``Bernoulli(exp(-(n + r/M)))`` trial for each element ``idx``."""
+    out = np.ones(idx.size, dtype=bool)
+    finished = None
+    if p.any_chain:
+        n_idx = p.n[idx]
+        chain = np.flatnonzero(n_idx)
+        step = 0
+        while chain.size:  # n draws of Bernoulli(exp(-1)), stopping at the first failure
+            ok = _bern_exp_minus_one(chain.size, rng)
+            out[chain[~ok]] = False
+            step += 1
+            chain = chain[ok]
+            chain = chain[n_idx[chain] > step]
+        if p.any_tiny:  # past _CHAIN_CAP draws: probability < exp(-2048)
+            survivors = np.flatnonzero(out & p.tiny[idx])
+            if survivors.size:
+                finished = np.zeros(idx.size, dtype=bool)
+                for i in survivors.tolist():
+                    out[i] = _tiny_finish_trial(float(p.scale[idx[i]]), rng)
+                    finished[i] = True
+    frac_mask = out & (p.r[idx] > 0)
+    if finished is not None:
+        frac_mask &= ~finished
+    frac = np.flatnonzero(frac_mask)
     if frac.size:
+        g = idx[frac]
         out[frac] = _bern_exp_ratio(
-            p.r[frac], p.m_int[frac], p.m_flt[frac], p.r1[frac], p.l1[frac], rng
+            p.r[g], p.m_int[g], p.m_flt[g], p.r1[g], p.l1[g], g.size, rng
         )
     return out
 
 
-def _geometric_high(p: _Params, rng: RandomSource) -> np.ndarray:
-    """``V ~ Geometric(exp(-g))`` per element: successes before the first failed trial."""
-    v = np.zeros(p.n.shape[0], dtype=np.int64)
-    alive = np.arange(p.n.shape[0])
-    q = p
+def _geometric_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
+    """``V`` for each element ``idx``: successes before its first failed trial."""
+    v = np.zeros(idx.size, dtype=np.int64)
+    pos = np.arange(idx.size)
+    alive = idx
     while alive.size:
-        ok = _trial(q, rng)
+        ok = _trials_array(p, alive, rng)
+        pos = pos[ok]
         alive = alive[ok]
-        v[alive] += 1
-        q = q.take(ok)
+        v[pos] += 1
     return v
 
 
-def _truncated_low(p: _Params, rng: RandomSource) -> np.ndarray:
-    """``U`` on ``[0, 2^k)`` with ``P(U = u) ∝ exp(-u / sigma)``: uniform bits, exact rejection."""
-    u_out = np.zeros(p.k.shape[0], dtype=np.uint64)
-    todo = np.flatnonzero(p.k > 0)
-    if not todo.size:
-        return u_out
-    narrow = int(p.k[todo].max()) <= 32
-    while todo.size:
-        k = p.k[todo].astype(np.uint64)
-        if narrow:  # 32-bit fields suffice
-            w32 = rng.uint64((todo.size + 1) // 2).view(np.uint32)[: todo.size]
-            u = (w32 >> (np.uint32(32) - k.astype(np.uint32))).astype(np.uint64)
-        else:
-            u = rng.uint64(todo.size) >> (np.uint64(64) - k)
-        a = u << (np.uint64(52) - k)  # U / sigma = a / M
-        m1 = p.m1[todo]
-        acc = _bern_exp_ratio(a, p.m_int[todo], p.m_flt[todo], a * m1, p.l1[todo], rng)
-        u_out[todo[acc]] = u[acc]
-        todo = todo[~acc]
+def _truncated_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
+    """``U`` for each element ``idx`` (0 where ``k = 0``), by per-element rejection."""
+    u_out = np.zeros(idx.size, dtype=np.uint64)
+    pos = np.flatnonzero(p.k[idx] > 0)
+    g = idx[pos]
+    while g.size:
+        k = p.k[g]
+        u = _random_fields(rng, g.size, k, p.kmax)
+        a = u << (_U52 - k.astype(np.uint64))  # u / sigma = a / M
+        acc = _bern_exp_ratio(
+            a, p.m_int[g], p.m_flt[g], a * p.m1[g], p.l1[g], g.size, rng
+        )
+        u_out[pos[acc]] = u[acc]
+        pos = pos[~acc]
+        g = g[~acc]
     return u_out
 
 
-def _magnitude(p: _Params, rng: RandomSource) -> np.ndarray:
-    """``Y = U + 2^k V ~ Geometric(exp(-1/sigma))`` per element (int64)."""
-    u = _truncated_low(p, rng)
-    v = _geometric_high(p, rng)
-    if bool(np.any(v >= (np.int64(_MAX_Y) >> p.k))):  # then and only then Y >= 2^62
-        raise OverflowError("a discrete Laplace draw exceeded 2^62 in magnitude")
-    return u.astype(np.int64) + (v << p.k)
-
-
-def _sample_block(scale: np.ndarray, rng: RandomSource) -> np.ndarray:
-    out = np.empty(scale.shape[0], dtype=np.int64)
-    pending = np.arange(scale.shape[0])
+def _sample_array(scale: np.ndarray, rng: _Bits) -> np.ndarray:
+    """One ``LapZ(scale[i])`` draw per element (per-element scales)."""
     p = _Params(scale)
+    out = np.empty(scale.size, dtype=np.int64)
+    pending = np.arange(scale.size)
     while pending.size:
-        y = _magnitude(p, rng)
-        neg = _fair_bits(rng, pending.size)
+        v = _geometric_array(p, pending, rng)
+        k = p.k[pending]
+        if np.any(v >= (np.int64(_MAX_Y) >> k)):
+            raise OverflowError("a discrete Laplace draw reached 2^62 in magnitude")
+        y = (v << k) + _truncated_array(p, pending, rng).astype(np.int64)
+        neg = _random_bits(rng, pending.size)
         reject = neg & (y == 0)  # CKS Algorithm 2 step 7: reject "-0"
+        np.negative(y, out=y, where=neg)
         keep = ~reject
-        out[pending[keep]] = np.where(neg[keep], -y[keep], y[keep])
+        out[pending[keep]] = y[keep]
         pending = pending[reject]
-        p = p.take(reject)
     return out
 
 
 def fast_discrete_laplace(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     """Independent exact discrete Laplace draws, one per entry of ``scales``.
 
-    Entry ``i`` of the result is distributed as ``LapZ(scales[i])``:
-    ``P(z) = (1 - e^{-1/s}) / (1 + e^{-1/s}) e^{-|z|/s}`` for ``z`` in the integers, with no
-    floating-point approximation of any probability (see the module docstring).  All elements,
-    whatever their scales, are drawn together with array operations.
+    Entry ``i`` is distributed as ``LapZ(scales[i])``,
+    ``P(z) = (1 - e^{-1/s}) / (1 + e^{-1/s}) e^{-|z|/s}`` on the integers, with no
+    floating-point approximation of any probability and no rounding of the scales (see the
+    module docstring).  All elements are drawn with array operations: runs of equal scales as
+    streams, the other elements together with per-element rejection loops.
 
     Reference: C. L. Canonne, G. Kamath, T. Steinke, "The Discrete Gaussian for Differential
-    Privacy", NeurIPS 2020, Algorithms 1 and 2.
+    Privacy", NeurIPS 2020 (Algorithms 1 and 2).
 
-    :param scales: positive finite scales ``<= 2^52``, any shape
+    :param scales: finite scales in ``(0, 2^52]``, any shape
     :param rng: the source of randomness (secure, or seeded for reproducible tests)
     :return: ``int64`` array with the shape of ``scales``
     :raises ValueError: if a scale is not finite, not positive or above :data:`MAX_SCALE`
-    :raises OverflowError: if a draw has magnitude at least ``2^62`` (probability below
-        ``exp(-2^62 / max(scales))``)
+    :raises OverflowError: if a draw reaches ``2^62`` in magnitude (probability below
+        ``exp(-2^62 / max(scales))`` per draw)
     """
     arr = np.asarray(scales, dtype=np.float64)
     flat = np.ascontiguousarray(arr).reshape(-1)
     if flat.size == 0:
         return np.zeros(arr.shape, dtype=np.int64)
-    if not bool(np.all(np.isfinite(flat))) or not bool(np.all(flat > 0)):
+    if not (bool(np.all(np.isfinite(flat))) and bool(np.all(flat > 0))):
         raise ValueError("scales must be finite and positive")
     if bool(np.any(flat > MAX_SCALE)):
         raise ValueError(f"scales must be at most 2^52 = {MAX_SCALE:.6g}")
+    bits = _Bits(rng, _BYTES_PER_DRAW * flat.size + 64)
     out = np.empty(flat.size, dtype=np.int64)
-    for start in range(0, flat.size, _CHUNK):
-        out[start : start + _CHUNK] = _sample_block(flat[start : start + _CHUNK], rng)
+    starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1))
+    lengths = np.diff(starts, append=flat.size)
+    long_run = lengths >= _RUN_MIN
+    for start, length in zip(starts[long_run].tolist(), lengths[long_run].tolist()):
+        out[start : start + length] = _sample_const(float(flat[start]), length, bits)
+    if not bool(long_run.all()):
+        rest = np.flatnonzero(np.repeat(~long_run, lengths))
+        for lo in range(0, rest.size, _CHUNK):
+            part = rest[lo : lo + _CHUNK]
+            out[part] = _sample_array(flat[part], bits)
     return out.reshape(arr.shape)

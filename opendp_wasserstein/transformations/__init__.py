@@ -4,5 +4,17 @@ from opendp_wasserstein.transformations._dyadic_counts import (
     make_dyadic_counts,
     then_dyadic_counts,
 )
+from opendp_wasserstein.transformations._occupancy import make_occupancy, then_occupancy
+from opendp_wasserstein.transformations._schedule_scores import (
+    make_schedule_scores,
+    then_schedule_scores,
+)
 
-__all__ = ["make_dyadic_counts", "then_dyadic_counts"]
+__all__ = [
+    "make_occupancy",
+    "then_occupancy",
+    "make_schedule_scores",
+    "then_schedule_scores",
+    "make_dyadic_counts",
+    "then_dyadic_counts",
+]

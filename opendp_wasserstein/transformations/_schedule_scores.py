@@ -1,0 +1,169 @@
+"""The score transformation of Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Appendix B.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+from opendp._internal import _make_transformation
+from opendp.extras._utilities import to_then
+from opendp.mod import Domain, Metric, Transformation, assert_features
+
+from opendp_wasserstein.domains import (
+    as_box,
+    check_data_domain,
+    check_epsilon,
+    check_metric,
+    replacements,
+    round_up,
+    validate_data,
+)
+from opendp_wasserstein.hierarchy import build_count_tree, max_depth
+from opendp_wasserstein.schedules import Candidate, budget_of
+
+__all__ = ["ScoreTable", "score_table", "make_schedule_scores", "then_schedule_scores"]
+
+_U = Fraction(1, 2**53)  # unit roundoff of float64
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """The public part of the scores ``B_a(X) = const_a + sum_j weights[a, j] O_j(X)``.
+
+    :param const: ``C/(eps_main n) + 2 * 2^(-r_a/d)`` per candidate
+    :param weights: ``(|A|, L)``: ``4 C sigma_{j+1} 2^(-j/d) / n`` for ``j < r_a``, else 0
+    :param sensitivity: ``Delta_A``, the largest change of any score when one record is
+        replaced, including a bound on the rounding error of evaluating the scores in float
+    :param delta_exact: ``max_a sum_{1 <= j < r_a} weights[a, j]`` without the rounding term
+    """
+
+    const: np.ndarray
+    weights: np.ndarray
+    sensitivity: float
+    delta_exact: float
+
+    def scores(self, occupancy: np.ndarray) -> np.ndarray:
+        """Evaluate every candidate's score from ``O_0 .. O_{L-1}``."""
+        return self.const + (self.weights * occupancy.astype(np.float64)).sum(axis=1)
+
+
+def check_candidates(candidates: Sequence[Candidate], d: int, epsilon_main: float) -> tuple[Candidate, ...]:
+    """Candidates with valid depths and schedules, all using ``epsilon_main`` exactly."""
+    cands = tuple(candidates)
+    if not cands:
+        raise ValueError("candidates must not be empty")
+    for c in cands:
+        if not isinstance(c, Candidate):
+            raise TypeError("candidates must be opendp_wasserstein.schedules.Candidate objects")
+        if not 1 <= c.depth <= max_depth(d):
+            raise ValueError(f"candidates: depth {c.depth} must be in [1, {max_depth(d)}]")
+        if len(c.scales) != c.depth + 1 or not all(np.isfinite(c.scales)) or min(c.scales) <= 0:
+            raise ValueError("candidates: each schedule must have depth + 1 finite positive scales")
+        if budget_of(c.scales) > epsilon_main:
+            raise ValueError(
+                f"candidates: a schedule spends {budget_of(c.scales)} > epsilon_main = {epsilon_main}"
+            )
+        if budget_of(c.scales) < epsilon_main * (1 - 1e-9):
+            raise ValueError(
+                f"candidates: a schedule spends {budget_of(c.scales)}, not epsilon_main = {epsilon_main}"
+                " (every candidate must use the synthesis budget exactly)"
+            )
+    return cands
+
+
+def score_table(candidates: Sequence[Candidate], d: int, n: int, epsilon_main: float, c_abs: float = 1.0) -> ScoreTable:
+    """The public score coefficients and the sensitivity ``Delta_A`` (Appendix B.2, B.6)."""
+    L = max(c.depth for c in candidates)
+    k = len(candidates)
+    weights = np.zeros((k, L))
+    const = np.zeros(k)
+    for i, c in enumerate(candidates):  # a loop over the (at most 2d) candidates
+        j = np.arange(c.depth)
+        weights[i, : c.depth] = 4.0 * c_abs * np.asarray(c.scales[1:]) * 2.0 ** (-j / d) / n
+        const[i] = c_abs / (epsilon_main * n) + 2.0 * 2.0 ** (-c.depth / d)
+    # O_0 = 1 for every non-empty dataset: level 0 never moves, so it is left out of Delta
+    delta = max(sum((Fraction(float(w)) for w in weights[i, 1:]), Fraction(0)) for i in range(k))
+    # rounding: |fl(B) - B| <= gamma_{L+1} * (|const| + sum_j w_j O_j) with O_j <= min(n, 2^j);
+    # two evaluations (X and X') may each err by that much
+    gamma = (L + 1) * _U / (1 - (L + 1) * _U)
+    occ_max = np.minimum(float(n), 2.0 ** np.arange(L))
+    upper = max(
+        Fraction(float(const[i])) + sum((Fraction(float(w)) * Fraction(float(o)) for w, o in zip(weights[i], occ_max, strict=True)), Fraction(0))
+        for i in range(k)
+    )
+    sensitivity = round_up(delta + 2 * gamma * upper)
+    return ScoreTable(const, weights, sensitivity, round_up(delta))
+
+
+def make_schedule_scores(
+    input_domain: Domain,
+    input_metric: Metric,
+    candidates: Sequence[Candidate],
+    epsilon_main: float,
+    c_abs: float = 1.0,
+    bounds: Any = None,
+) -> Transformation:
+    r"""Construct a Transformation from data to the candidates' scores ``B_a(X)``.
+
+    ``B_a(X) = C/(eps_main n) + (4C/n) sum_{j<r_a} sigma_{j+1} O_j(X) 2^(-j/d) + 2 * 2^(-r_a/d)``
+    (Zare Moayedi et al. 2026, B.2), an upper bound on the expected W1 of Pruned-PMM run with
+    candidate ``a``.  Output: a float vector in ``linf_distance``; a replacement moves every
+    ``O_j`` by at most 1 and ``O_0`` not at all, so ``B_a`` moves by at most
+    ``Delta_a = (4C/n) sum_{1<=j<r_a} sigma_{j+1} 2^(-j/d)``; the map is
+    ``replacements(d_in) * Delta_A`` with ``Delta_A = max_a Delta_a`` plus a bound on the
+    float rounding of the scores (see :func:`score_table`).  The size ``n`` must be public.
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n, T=float)``
+    :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
+    :param candidates: the public candidates, e.g. :func:`~opendp_wasserstein.schedules.standard_candidates`
+    :param epsilon_main: the synthesis budget every candidate spends
+    :param c_abs: the constant ``C_abs`` with ``E|LapZ(sigma)| <= C_abs sigma`` (1 is valid)
+    :param bounds: the public box; default the unit cube
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.schedules import standard_candidates
+    >>> from opendp_wasserstein.transformations import make_schedule_scores
+    >>> dp.enable_features("contrib")
+    >>> cands = standard_candidates(d=2, n=1000, epsilon_main=0.9)
+    >>> t = make_schedule_scores(dp.numpy.array2_domain(num_columns=2, size=1000, T=float),
+    ...                          dp.change_one_distance(), cands, epsilon_main=0.9)
+    >>> t(np.random.default_rng(0).uniform(size=(1000, 2))).shape
+    (2,)
+    """
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("input_domain must have a public size n (array2_domain(size=n)): the scores scale with 1/n")
+    kind = check_metric(input_metric, n)
+    eps = check_epsilon(epsilon_main, "epsilon_main")
+    c_abs = check_epsilon(c_abs, "c_abs")
+    cands = check_candidates(candidates, d, eps)
+    box = as_box(bounds, d)
+    table = score_table(cands, d, n, eps, c_abs)
+    L = table.weights.shape[1]
+
+    def function(x: np.ndarray) -> list[float]:
+        x = validate_data(x, d, n)
+        occupancy = build_count_tree(box.to_unit(x), L).occupancy()[:L]
+        return table.scores(occupancy).tolist()
+
+    def stability_map(d_in: int) -> float:
+        return round_up(replacements(kind, d_in) * Fraction(table.sensitivity))
+
+    return _make_transformation(
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cands)),
+        dp.linf_distance(T=float),
+        function,
+        stability_map,
+    )
+
+
+then_schedule_scores = to_then(make_schedule_scores)

@@ -1,0 +1,142 @@
+import math
+from fractions import Fraction
+
+import numpy as np
+import opendp.prelude as dp
+import pytest
+from scipy import stats
+
+from opendp_wasserstein.domains import round_up
+from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_exponential_selection
+from opendp_wasserstein.measurements._adaptive import softmax_probabilities
+from opendp_wasserstein.schedules import standard_candidates
+from opendp_wasserstein.transformations._schedule_scores import score_table
+
+
+def dom(n=None, d=2):
+    return dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+
+
+VEC = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=4)
+LINF = dp.linf_distance(T=float)
+
+
+def test_exponential_selection_map_exact():
+    m = make_exponential_selection(VEC, LINF, epsilon=0.7, sensitivity=0.25)
+    scale = round_up(Fraction(2) * Fraction(0.25) / Fraction(0.7))
+    assert m.map(0.25) == round_up(Fraction(2) * Fraction(0.25) / Fraction(scale))
+    assert m.map(0.25) <= 0.7 and m.map(0.25) == pytest.approx(0.7, rel=1e-15)
+    assert m.check(0.25, m.map(0.25)) and not m.check(0.25, math.nextafter(m.map(0.25), 0))
+    assert m.map(0.5) == pytest.approx(1.4, rel=1e-15)
+    pf = make_exponential_selection(VEC, LINF, epsilon=0.7, sensitivity=0.25, selection="permute_and_flip")
+    assert pf.map(0.25) == pytest.approx(0.7, rel=1e-12) and pf.map(0.25) <= 0.7 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("selection", ["exponential", "permute_and_flip"])
+def test_selection_distribution(selection):
+    scores = np.array([0.0, 0.3, 1.0, 2.5])
+    eps, delta = 2.0, 0.5
+    m = make_exponential_selection(VEC, LINF, epsilon=eps, sensitivity=delta, selection=selection)
+    runs = 6000
+    counts = np.bincount([m(scores.tolist()) for _ in range(runs)], minlength=4)
+    if selection == "exponential":
+        p = softmax_probabilities(scores, eps, delta)
+        assert stats.chisquare(counts, p * runs).pvalue > 1e-4
+    else:
+        # permute-and-flip is never worse in expectation than the exponential mechanism
+        p = softmax_probabilities(scores, eps, delta)
+        assert (counts / runs) @ scores <= p @ scores + 0.03
+        # and it is a different law
+        assert stats.chisquare(counts, p * runs).pvalue < 1e-3
+
+
+def test_selection_errors():
+    with pytest.raises(ValueError, match="epsilon"):
+        make_exponential_selection(VEC, LINF, epsilon=0.0, sensitivity=1.0)
+    with pytest.raises(ValueError, match="sensitivity"):
+        make_exponential_selection(VEC, LINF, epsilon=1.0, sensitivity=-1.0)
+    with pytest.raises(ValueError, match="selection"):
+        make_exponential_selection(VEC, LINF, epsilon=1.0, sensitivity=1.0, selection="gumbel")
+
+
+@pytest.mark.parametrize("metric,d_in", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_adaptive_map_is_sequential_composition(metric, d_in):
+    n, d = 500, 3
+    meas = make_adaptive_pruned_pmm(dom(n, d), metric, epsilon_select=0.25, epsilon_main=0.75)
+    cands = standard_candidates(d, n, 0.75)
+    sens = score_table(cands, d, n, 0.75).sensitivity
+    scale = round_up(2 * Fraction(sens) / Fraction(0.25))
+    sel = round_up(2 * Fraction(sens) / Fraction(scale))
+    main = max(round_up(2 * sum(Fraction(1) / Fraction(s) for s in c.scales[1:])) for c in cands)
+    expected = round_up(Fraction(sel) + Fraction(main))
+    assert meas.map(d_in) == expected
+    assert meas.map(d_in) == 1.0
+    assert meas.check(d_in, 1.0) and not meas.check(d_in, math.nextafter(1.0, 0))
+    assert meas.map(3 * d_in) == pytest.approx(3.0, rel=1e-14) and meas.map(3 * d_in) >= 3.0 - 1e-15
+
+
+def test_adaptive_release_and_diagnostics():
+    n, d = 3000, 4
+    rng = np.random.default_rng(0)
+    x = np.zeros((n, d)) + 0.5
+    x[:, 0] = rng.uniform(size=n)  # a line
+    keep = x.copy()
+    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, seed=7, diagnostics=True)
+    y, info = meas(x)
+    assert np.array_equal(x, keep)
+    assert y.shape == (n, d)
+    assert {"s", "depth", "scales", "visited_nodes", "candidate_index", "num_candidates"} <= set(info)
+    assert info["visited_nodes"] <= 1 + 2 * n * info["depth"]
+    y2, info2 = meas(x)
+    assert np.array_equal(y, y2) and info == info2
+
+
+def test_adaptive_seeded_selection_follows_softmax():
+    n, d = 400, 2
+    x = np.random.default_rng(1).uniform(size=(n, d))
+    cands = standard_candidates(d, n, 0.5)
+    from opendp_wasserstein.transformations import make_schedule_scores
+
+    scores = np.array(make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, 0.5)(x))
+    p = softmax_probabilities(scores, 0.5, score_table(cands, d, n, 0.5).sensitivity)
+    runs = 600
+    chosen = [
+        make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, seed=s, diagnostics=True)(x)[1]["candidate_index"]
+        for s in range(runs)
+    ]
+    counts = np.bincount(chosen, minlength=len(cands))
+    assert stats.chisquare(counts, p * runs).pvalue > 1e-4
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"epsilon_select": 0.0}, "epsilon_select"),
+        ({"epsilon_select": float("nan")}, "epsilon_select"),
+        ({"epsilon_main": -1.0}, "epsilon_main"),
+        ({"epsilon_main": float("inf")}, "epsilon_main"),
+        ({"placement": "edge"}, "placement"),
+        ({"selection": "argmin"}, "selection"),
+    ],
+)
+def test_adaptive_bad_parameters(kwargs, match):
+    args = {"epsilon_select": 0.5, "epsilon_main": 0.5} | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        make_adaptive_pruned_pmm(dom(100), dp.symmetric_distance(), **args)
+
+
+def test_adaptive_needs_size_and_matching_candidates():
+    with pytest.raises(ValueError, match="size"):
+        make_adaptive_pruned_pmm(dom(None), dp.symmetric_distance(), 0.5, 0.5)
+    with pytest.raises(ValueError, match="candidates"):
+        make_adaptive_pruned_pmm(
+            dom(100), dp.symmetric_distance(), 0.5, 0.5, candidates=standard_candidates(2, 100, 0.4)
+        )
+
+
+def test_adaptive_high_dimension_runs():
+    n, d = 30000, 10
+    x = np.full((n, d), 0.5)
+    x[:, 0] = np.random.default_rng(2).uniform(size=n)
+    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.2, 0.8, seed=3)
+    assert meas(x).shape == (n, d)
