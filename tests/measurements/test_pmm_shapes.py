@@ -1,0 +1,32 @@
+"""The paper's Figure 3 claim at depth 15: pruning keeps PMM's accuracy on the nine 2-D shapes."""
+
+import numpy as np
+import opendp.prelude as dp
+
+from opendp_wasserstein.evaluation import SHAPES, make_shape, w1_estimate
+from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
+from opendp_wasserstein.schedules import paper_schedule
+
+
+def test_pruned_and_full_pmm_have_the_same_w1_on_the_shapes():
+    n, depth = 30000, 15  # r = ceil(log2(eps n)) at eps = 1
+    domain = dp.numpy.array2_domain(num_columns=2, size=n, T=float)
+    scales = paper_schedule(2, 1.0, depth)
+    ratios, visited = [], []
+    for i, name in enumerate(SHAPES):
+        x = make_shape(name, n, seed=i)
+        w = {}
+        for label, mk in (("pruned", make_pruned_pmm), ("full", make_pmm)):
+            meas = mk(domain, dp.change_one_distance(), depth, scales, seed=100 + i, diagnostics=True)
+            assert meas.map(1) == 1.0
+            y, info = meas(x)
+            w[label] = w1_estimate(x, y, sample_size=2000, repeats=2, seed=i).value
+            visited.append((label, info["visited_nodes"]))
+        ratios.append(w["pruned"] / w["full"])
+    ratios = np.array(ratios)
+    assert 0.9 <= ratios.mean() <= 1.1, ratios
+    assert np.all((ratios > 0.7) & (ratios < 1.4)), ratios
+    full = [v for label, v in visited if label == "full"]
+    pruned = [v for label, v in visited if label == "pruned"]
+    assert all(v == 2 ** (depth + 1) - 1 for v in full)
+    assert max(pruned) < 2 ** (depth + 1) - 1
