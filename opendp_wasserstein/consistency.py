@@ -100,5 +100,5 @@ def full_correction(noisy: NoisyCountTree, size: int | None) -> LeafMasses:
         handles = ch.reshape(-1)
         mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
     keep = mass > 0
-    active = (noisy.visited,)
+    active = tuple(2**j for j in range(noisy.depth + 1))
     return LeafMasses(noisy.cells(noisy.depth, handles[keep]), mass[keep], noisy.depth, noisy.visited, active)

@@ -1,0 +1,122 @@
+import json
+import os
+
+import numpy as np
+import pytest
+
+from opendp_wasserstein.cli import main
+
+
+@pytest.fixture
+def data(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(800, 2)) * [10, 5]
+    path = tmp_path / "in.csv"
+    path.write_text("height,weight\n" + "".join(f"{a},{b}\n" for a, b in x))
+    bounds = tmp_path / "b.json"
+    bounds.write_text(json.dumps({"height": [0, 10], "weight": [0, 5]}))
+    return path, bounds, tmp_path
+
+
+def test_synth_success_json(data, capsys):
+    path, bounds, tmp = data
+    out = tmp / "out.csv"
+    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds), "--json", "--seed", "1"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epsilon_certified"] == 1.0
+    assert summary["rows_out"] == 800 and summary["columns"] == ["height", "weight"]
+    lines = out.read_text().splitlines()
+    assert lines[0] == "height,weight" and len(lines) == 801
+    y = np.loadtxt(out, delimiter=",", skiprows=1)
+    assert np.all((y >= 0) & (y <= [10, 5]))
+
+
+@pytest.mark.parametrize("mechanism", ["pruned", "pmm"])
+def test_synth_other_mechanisms_and_columns(data, capsys, mechanism):
+    path, bounds, tmp = data
+    out = tmp / "o.csv"
+    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "0.5", "--bounds", str(bounds),
+               "--mechanism", mechanism, "--columns", "weight", "--quiet"])
+    assert rc == 0
+    assert out.read_text().splitlines()[0] == "weight"
+    assert capsys.readouterr().out == ""
+
+
+def test_synth_prints_eps_and_schedule(data, capsys):
+    path, bounds, tmp = data
+    assert main(["synth", str(path), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)]) == 0
+    out = capsys.readouterr().out
+    assert "certified epsilon" in out and "schedule" in out
+
+
+def write(tmp, name, text):
+    p = tmp / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("missing_bounds", "bounds"),
+        ("bounds_missing_column", "no \\[lower, upper\\] for column 'weight'"),
+        ("bounds_bad_order", "lower < upper"),
+        ("bounds_not_json", "not valid JSON"),
+        ("nan", "column 'height'.*NaN"),
+        ("text", "column 'weight'.*not numeric"),
+        ("unreadable", "cannot read input"),
+        ("empty", "empty"),
+        ("eps_zero", "epsilon"),
+        ("eps_negative", "epsilon"),
+        ("unknown_column", "not in input"),
+    ],
+)
+def test_synth_errors(data, capsys, case, match):
+    path, bounds, tmp = data
+    out = tmp / "out.csv"
+    args = ["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds)]
+    if case == "missing_bounds":
+        args = args[:-2]
+    elif case == "bounds_missing_column":
+        args[-1] = write(tmp, "b2.json", json.dumps({"height": [0, 10]}))
+    elif case == "bounds_bad_order":
+        args[-1] = write(tmp, "b3.json", json.dumps({"height": [10, 0], "weight": [0, 5]}))
+    elif case == "bounds_not_json":
+        args[-1] = write(tmp, "b4.json", "{height: 1")
+    elif case == "nan":
+        args[1] = write(tmp, "nan.csv", "height,weight\n1,2\nnan,3\n")
+    elif case == "text":
+        args[1] = write(tmp, "t.csv", "height,weight\n1,2\n3,abc\n")
+    elif case == "unreadable":
+        args[1] = str(tmp / "does-not-exist.csv")
+    elif case == "empty":
+        args[1] = write(tmp, "e.csv", "")
+    elif case == "eps_zero":
+        args[5] = "0"
+    elif case == "eps_negative":
+        args[5] = "-1"
+    elif case == "unknown_column":
+        args += ["--columns", "age"]
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "error:" in err and "Traceback" not in err
+    import re
+
+    assert re.search(match, err), err
+    assert not out.exists()
+    assert not [f for f in os.listdir(tmp) if f.startswith(".tmp-")]
+
+
+def test_demo_writes_png(tmp_path, capsys):
+    png = tmp_path / "demo.png"
+    rc = main(["demo", "--n", "3000", "-o", str(png), "--seed", "0", "--json"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epsilon_certified"] == 1.0 and png.exists() and png.stat().st_size > 1000
+    assert 0 < summary["w1_linf"] < 0.2
+
+
+def test_demo_bad_epsilon(capsys):
+    assert main(["demo", "--epsilon", "-2", "-o", ""]) == 2
