@@ -43,15 +43,17 @@ division rounds correctly, so ``m M K <= c (1 + 2^-53)^2 < 2^64 - 1`` and the fl
 *valid* multiplier, it never enters a probability.  The word is compared lazily: its top byte
 first; the low 56 bits are drawn only when the top byte cannot decide (probability about
 ``2^-7``), and as they are independent of the top byte this is the same comparison.  Steps
-``K > 1024`` (probability below ``1/1024!``) use ``Bernoulli(a/M) Bernoulli(1/K)`` instead, so
+``K > 1024`` (probability below ``1/1023!``) use ``Bernoulli(a/M) Bernoulli(1/K)`` instead, so
 every integer stays below ``2^64``.  Scales below ``2^-11`` have ``n >= 2048`` and ``2^(53-e)``
 does not fit in 64 bits; a trial that survives its first 2048 ``Bernoulli(exp(-1))`` draws
 (probability below ``exp(-2048)``) is finished with exact Python integers.
 
 Equal scales are drawn as streams: independent proposals, trials and signs are generated in bulk
 and the first accepted ones are kept (rejection sampling with independent proposals, so the
-kept values are independent draws from the target).  Scales that change from element to element
-are handled with per-element rejection loops instead.
+kept values are independent draws from the target; which ones are kept depends only on the
+accept/reject decisions and their order).  Scales that change from element to element are
+handled with per-element rejection loops instead.  Random bytes are read from the source in
+blocks; every byte is used at most once and bytes left over at the end are discarded.
 
 Range
 -----
@@ -65,7 +67,6 @@ Randomness comes only from the given :class:`~opendp_wasserstein._random.RandomS
 from __future__ import annotations
 
 import math
-from typing import Union
 
 import numpy as np
 
@@ -77,8 +78,9 @@ __all__ = ["fast_discrete_laplace", "MAX_SCALE"]
 #: would overflow ``int64`` with non-negligible probability anyway)
 MAX_SCALE = 2.0**52
 
-_CHUNK = 1 << 18  # elements per vectorised block (bounds memory, keeps arrays in cache)
-_RUN_MIN = 512  # runs of equal scales at least this long use the stream sampler
+_CHUNK = 1 << 17  # elements per vectorised block (bounds memory, keeps arrays in cache)
+_RUN_MIN = 1024  # runs of equal scales at least this long use the stream sampler
+_SORT_PROBE = 1024  # sample size used to decide whether sorting into runs pays
 _K_MAX = 1024  # Algorithm-1 steps K <= _K_MAX use one word with denominator M K < 2^63
 _TINY_EXP = -10  # frexp exponent below which 2^(53 - e) >= 2^64 (sigma < 2^-11)
 _CHAIN_CAP = 2048  # exp(-1) draws per trial done vectorised for tiny scales (n >= 2048)
@@ -94,8 +96,8 @@ _U52 = np.uint64(52)
 _TWO52 = np.uint64(1 << 52)
 
 # a threshold, multiplier or denominator: one per element, or one for all elements
-_Thr = Union[np.ndarray, np.uint64]
-_Flt = Union[np.ndarray, float]
+_Thr = np.ndarray | np.uint64
+_Flt = np.ndarray | float
 
 
 def _sel(x: _Thr, idx: np.ndarray) -> _Thr:
@@ -106,22 +108,24 @@ def _sel(x: _Thr, idx: np.ndarray) -> _Thr:
 class _Bits:
     """Uniform random bytes from a :class:`RandomSource`, fetched in blocks.
 
-    Every byte is used at most once, so the bytes handed out are independent and uniform;
+    Every byte is handed out at most once, so the bytes handed out are independent and uniform;
     bytes left in the last block are discarded (whatever their values).
 
     :param rng: the source
     :param hint: expected number of bytes needed (sizes the blocks)
     """
 
-    def __init__(self, rng: _Bits, hint: int) -> None:
+    def __init__(self, rng: RandomSource, hint: int) -> None:
         self._rng = rng
         self._block = min(max(hint, _MIN_BLOCK), _MAX_BLOCK)
         self._buf = np.empty(0, dtype=np.uint8)
         self._pos = 0
 
     def _refill(self, n: int) -> None:
-        words = (max(self._block, n) + 7) // 8
-        self._buf = self._rng.uint64(words).view(np.uint8)
+        rest = self._buf[self._pos :]  # unused bytes are kept, not thrown away
+        words = (max(self._block, n - rest.size) + 7) // 8
+        fresh = self._rng.uint64(words).view(np.uint8)
+        self._buf = np.concatenate((rest, fresh)) if rest.size else fresh
         self._pos = 0
 
     def bytes(self, n: int) -> np.ndarray:
@@ -262,8 +266,8 @@ def _bern_exp_ratio(
         if k > _K_MAX:  # Bernoulli(a/(M K)) = Bernoulli(a/M) Bernoulli(1/K)
             draw = _bernoulli(_sel(a1, act), _sel(l1, act), act.size, rng)
             draw &= _bernoulli_const(1, k, act.size, rng)
-        elif isinstance(m_int, np.ndarray):
-            m = _multiplier(m_flt[act], k)  # type: ignore[index]
+        elif isinstance(m_int, np.ndarray) and isinstance(m_flt, np.ndarray):
+            m = _multiplier(m_flt[act], k)
             draw = _bernoulli(a_k * m, m_int[act] * m * np.uint64(k), act.size, rng)
         else:
             denom = int(m_int) * k
@@ -458,47 +462,50 @@ class _Params:
 
 def _trials_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
     """One ``Bernoulli(exp(-(n + r/M)))`` trial for each element ``idx``."""
+    if not p.any_chain:  # all sigma >= 1: n = 0, r = 2^52
+        return _bern_exp_ratio(
+            _TWO52, p.m_int[idx], p.m_flt[idx], p.r1[idx], p.l1[idx], idx.size, rng
+        )
     out = np.ones(idx.size, dtype=bool)
+    n_idx = p.n[idx]
+    chain = np.flatnonzero(n_idx)
+    step = 0
+    while chain.size:  # n draws of Bernoulli(exp(-1)), stopping at the first failure
+        ok = _bern_exp_minus_one(chain.size, rng)
+        out[chain[~ok]] = False
+        step += 1
+        chain = chain[ok]
+        chain = chain[n_idx[chain] > step]
     finished = None
-    if p.any_chain:
-        n_idx = p.n[idx]
-        chain = np.flatnonzero(n_idx)
-        step = 0
-        while chain.size:  # n draws of Bernoulli(exp(-1)), stopping at the first failure
-            ok = _bern_exp_minus_one(chain.size, rng)
-            out[chain[~ok]] = False
-            step += 1
-            chain = chain[ok]
-            chain = chain[n_idx[chain] > step]
-        if p.any_tiny:  # past _CHAIN_CAP draws: probability < exp(-2048)
-            survivors = np.flatnonzero(out & p.tiny[idx])
-            if survivors.size:
-                finished = np.zeros(idx.size, dtype=bool)
-                for i in survivors.tolist():
-                    out[i] = _tiny_finish_trial(float(p.scale[idx[i]]), rng)
-                    finished[i] = True
+    if p.any_tiny:  # past _CHAIN_CAP draws: probability < exp(-2048)
+        survivors = np.flatnonzero(out & p.tiny[idx])
+        if survivors.size:
+            finished = np.zeros(idx.size, dtype=bool)
+            for i in survivors.tolist():
+                out[i] = _tiny_finish_trial(float(p.scale[idx[i]]), rng)
+                finished[i] = True
     frac_mask = out & (p.r[idx] > 0)
     if finished is not None:
         frac_mask &= ~finished
     frac = np.flatnonzero(frac_mask)
     if frac.size:
         g = idx[frac]
-        out[frac] = _bern_exp_ratio(
-            p.r[g], p.m_int[g], p.m_flt[g], p.r1[g], p.l1[g], g.size, rng
-        )
+        out[frac] = _bern_exp_ratio(p.r[g], p.m_int[g], p.m_flt[g], p.r1[g], p.l1[g], g.size, rng)
     return out
 
 
 def _geometric_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
     """``V`` for each element ``idx``: successes before its first failed trial."""
-    v = np.zeros(idx.size, dtype=np.int64)
+    v = np.empty(idx.size, dtype=np.int64)
     pos = np.arange(idx.size)
     alive = idx
+    successes = 0
     while alive.size:
         ok = _trials_array(p, alive, rng)
+        v[pos[~ok]] = successes  # first failure after `successes` successful trials
         pos = pos[ok]
         alive = alive[ok]
-        v[pos] += 1
+        successes += 1
     return v
 
 
@@ -511,9 +518,7 @@ def _truncated_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
         k = p.k[g]
         u = _random_fields(rng, g.size, k, p.kmax)
         a = u << (_U52 - k.astype(np.uint64))  # u / sigma = a / M
-        acc = _bern_exp_ratio(
-            a, p.m_int[g], p.m_flt[g], a * p.m1[g], p.l1[g], g.size, rng
-        )
+        acc = _bern_exp_ratio(a, p.m_int[g], p.m_flt[g], a * p.m1[g], p.l1[g], g.size, rng)
         u_out[pos[acc]] = u[acc]
         pos = pos[~acc]
         g = g[~acc]
@@ -537,6 +542,42 @@ def _sample_array(scale: np.ndarray, rng: _Bits) -> np.ndarray:
         keep = ~reject
         out[pending[keep]] = y[keep]
         pending = pending[reject]
+    return out
+
+
+def _dispatch(scale: np.ndarray, bits: _Bits, allow_sort: bool) -> np.ndarray:
+    """One draw per element of ``scale`` (1-D), choosing the faster sampler for each part.
+
+    Runs of equal consecutive scales covering ``_RUN_MIN`` elements (or a quarter of the array)
+    use the stream sampler.  If the other elements are many but take few distinct values (a
+    sample decides; this only affects speed), they are sorted into runs first.  The rest use the
+    per-element sampler.  Every element's draw is independent of the others', so how the
+    elements are grouped does not change the joint distribution.
+    """
+    size = scale.size
+    out = np.empty(size, dtype=np.int64)
+    starts = np.concatenate(([0], np.flatnonzero(scale[1:] != scale[:-1]) + 1))
+    lengths = np.diff(starts, append=size)
+    long_run = lengths >= min(_RUN_MIN, (size + 3) // 4)
+    for start, length in zip(starts[long_run].tolist(), lengths[long_run].tolist(), strict=True):
+        out[start : start + length] = _sample_const(float(scale[start]), length, bits)
+    if bool(long_run.all()):
+        return out
+    rest = np.flatnonzero(np.repeat(~long_run, lengths))
+    values = scale[rest]
+    if allow_sort and rest.size >= 4 * _RUN_MIN:
+        probe = values[:: max(1, rest.size // _SORT_PROBE)]
+        if np.unique(probe).size * _RUN_MIN <= rest.size // 4:
+            order = np.argsort(values)
+            res = np.empty(rest.size, dtype=np.int64)
+            res[order] = _dispatch(values[order], bits, allow_sort=False)
+            out[rest] = res
+            return out
+    # scales >= 1 and < 1 apart: the former then need no Bernoulli(exp(-1)) chains
+    for part in (np.flatnonzero(values >= 1.0), np.flatnonzero(values < 1.0)):
+        for lo in range(0, part.size, _CHUNK):
+            sub = part[lo : lo + _CHUNK]
+            out[rest[sub]] = _sample_array(values[sub], bits)
     return out
 
 
@@ -568,15 +609,4 @@ def fast_discrete_laplace(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     if bool(np.any(flat > MAX_SCALE)):
         raise ValueError(f"scales must be at most 2^52 = {MAX_SCALE:.6g}")
     bits = _Bits(rng, _BYTES_PER_DRAW * flat.size + 64)
-    out = np.empty(flat.size, dtype=np.int64)
-    starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1))
-    lengths = np.diff(starts, append=flat.size)
-    long_run = lengths >= _RUN_MIN
-    for start, length in zip(starts[long_run].tolist(), lengths[long_run].tolist()):
-        out[start : start + length] = _sample_const(float(flat[start]), length, bits)
-    if not bool(long_run.all()):
-        rest = np.flatnonzero(np.repeat(~long_run, lengths))
-        for lo in range(0, rest.size, _CHUNK):
-            part = rest[lo : lo + _CHUNK]
-            out[part] = _sample_array(flat[part], bits)
-    return out.reshape(arr.shape)
+    return _dispatch(flat, bits, allow_sort=True).reshape(arr.shape)

@@ -277,8 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"opendp-wasserstein: error: {msg}", file=sys.stderr)
         return 2
     except Exception as e:  # an OpenDP error from inside a release: first line only
-        msg = str(e).strip().splitlines()
-        print(f"opendp-wasserstein: error: {msg[-1] if msg else type(e).__name__}", file=sys.stderr)
+        lines = str(e).strip().splitlines()
+        print(f"opendp-wasserstein: error: {lines[-1] if lines else type(e).__name__}", file=sys.stderr)
         return 1
 
 
