@@ -94,11 +94,12 @@ class RandomSource:
         return out.astype(np.int64)
 
     def permutation(self, k: int) -> np.ndarray:
-        """A uniformly random permutation of ``range(k)`` (Fisher-Yates via sort of random keys)."""
-        # 128 random bits per key: ties have probability < k^2 2^-128, then broken by index
-        keys_hi = self.uint64(k)
-        keys_lo = self.uint64(k)
-        return np.lexsort((np.arange(k), keys_lo, keys_hi))
+        """A random permutation of ``range(k)``: the sort order of i.i.d. 64-bit keys.
+
+        Uniform up to key collisions (probability below ``k^2 / 2^65``; a tie keeps index
+        order), which is only used to shuffle released rows.
+        """
+        return np.argsort(self.uint64(k), kind="stable")
 
     def __repr__(self) -> str:
         return "RandomSource(secure)" if self.secure else f"RandomSource(seed={self.seed})"

@@ -107,7 +107,10 @@ class CountTree:
         self.n, self.d, self.depth = int(n), int(d), int(depth)
         self.bits = bits_per_coord(depth, d)
         words = morton_words(grid, depth)
-        order = np.lexsort(words[::-1]) if n > 1 else np.arange(n)
+        if words.shape[0] == 1:
+            order = np.argsort(words[0], kind="stable")
+        else:
+            order = np.lexsort(words[::-1])
         self.grid = np.ascontiguousarray(grid[order])
         words = words[:, order]
         # lcp of neighbours, in bits, capped at depth
