@@ -86,6 +86,7 @@ def pruned_correction(noisy: NoisyCountTree, size: int | None, rng: RandomSource
         handles = ch.reshape(-1)[keep]
         mass = child_mass[keep]
         active.append(int(handles.size))
+        noisy.forget(level)  # never revisited: memory stays O(widest level), not O(n r)
     return LeafMasses(noisy.cells(noisy.depth, handles), mass, noisy.depth, noisy.visited, tuple(active))
 
 

@@ -52,6 +52,8 @@ class NoisyCountTree:
         self._rng = rng
         self._backend = backend
         self._levels = [_Level(self.d) for _ in range(self.depth + 1)]
+        self._forgotten = 0
+        self._gone: set[int] = set()
         root = self._levels[0]
         root.cells = np.zeros((1, self.d), dtype=np.int64)
         root.lo = np.zeros(1, dtype=np.int64)
@@ -66,7 +68,18 @@ class NoisyCountTree:
     @property
     def visited(self) -> int:
         """The number of nodes whose noisy count has been drawn."""
-        return int(sum(level.noisy.size for level in self._levels))
+        return self._forgotten + int(sum(level.noisy.size for level in self._levels))
+
+    def forget(self, level: int) -> None:
+        """Free the nodes of ``level`` (a caller that will not revisit them saves memory).
+
+        Their noise stays drawn and counted in :attr:`visited`; asking for them again raises.
+        """
+        lvl = self._levels[level]
+        self._forgotten += int(lvl.noisy.size)
+        self._levels[level] = _Level(self.d)
+        self._levels[level].first_child = np.zeros(0, dtype=np.int64)
+        self._gone.add(level)
 
     def root(self) -> int:
         """The noisy root count ``n + LapZ(sigma_0)``."""
@@ -84,6 +97,8 @@ class NoisyCountTree:
         """
         if not 0 <= level < self.depth:
             raise ValueError(f"level must be in [0, {self.depth}), got {level}")
+        if level in self._gone:
+            raise ValueError(f"level {level} was forgotten and cannot be asked again")
         handles = np.asarray(handles, dtype=np.int64)
         parent = self._levels[level]
         if handles.size and (handles.min() < 0 or handles.max() >= parent.noisy.size):

@@ -13,6 +13,7 @@ from opendp_wasserstein.postprocessing import (
     make_pruned_consistency,
     make_synthesis,
 )
+from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts
 
@@ -34,6 +35,14 @@ def _pipeline(
     assert_features("contrib")
     check_placement(placement)
     t_counts = make_dyadic_counts(input_domain, input_metric, depth, scales, bounds)
+    if not pruned:
+        d = t_counts.output_domain.descriptor.num_columns
+        # every level is held at once while it is split: ~ (d + 5) int64 per node, plus temporaries
+        check_memory(
+            2.0 ** (depth + 1) * 8 * (d + 5) * 2,
+            f"full PMM at depth {depth} ({2 ** (depth + 1) - 1:,} nodes)",
+            "use make_pruned_pmm, which only expands nodes with positive mass, or a smaller depth",
+        )
     counts_domain = t_counts.output_domain
     m_noise = make_tree_laplace(counts_domain, t_counts.output_metric, backend=backend, seed=seed)
     correction = (

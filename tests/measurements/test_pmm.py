@@ -227,3 +227,29 @@ def test_budget_of_paper_schedules_is_exact():
         sigma = paper_schedule(d, eps, depth, s)
         assert len(sigma) == depth + 1 and sigma[0] == 1 / eps
         assert budget_of(sigma) == eps
+
+
+def test_full_pmm_refuses_depths_that_exhaust_memory(monkeypatch):
+    with pytest.raises(ValueError, match=r"full PMM at depth 40 .*memory"):
+        make_pmm(dom(100), dp.symmetric_distance(), 40, paper_schedule(2, 1.0, 40))
+    monkeypatch.setenv("OPENDP_WASSERSTEIN_MEMORY_LIMIT", str(2**20))
+    with pytest.raises(ValueError, match="MiB"):
+        make_pmm(dom(100), dp.symmetric_distance(), 14, paper_schedule(2, 1.0, 14))
+    # the pruned mechanism has no 2^depth term: deep hierarchies are fine
+    x = np.random.default_rng(0).uniform(size=(100, 2))
+    meas = make_pruned_pmm(dom(100), dp.symmetric_distance(), 100, paper_schedule(2, 1.0, 100), seed=0)
+    assert meas(x).shape == (100, 2)
+
+
+def test_pruned_traversal_frees_passed_levels():
+    from opendp_wasserstein.consistency import pruned_correction
+    from opendp_wasserstein.measurements import make_tree_laplace
+    from opendp_wasserstein.transformations import make_dyadic_counts
+
+    x = np.random.default_rng(0).uniform(size=(100, 2))
+    t = make_dyadic_counts(dom(100), dp.symmetric_distance(), 8, paper_schedule(2, 1.0, 8))
+    noisy = make_tree_laplace(t.output_domain, t.output_metric, seed=1)(t(x))
+    leaves = pruned_correction(noisy, 100, RandomSource(2))
+    assert leaves.visited == 1 + 2 * sum(leaves.active[:-1])
+    with pytest.raises(ValueError, match="forgotten"):
+        noisy.children(0, np.array([0]))
