@@ -6,10 +6,8 @@ epsilon is what the measurement's own privacy map certifies.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -122,11 +120,8 @@ def synthesize(
         eps_sel = DEFAULT_SELECT_FRACTION * eps if epsilon_select is None else check_epsilon(epsilon_select, "epsilon_select")
         if eps_sel >= eps:
             raise ValueError("epsilon_select must be smaller than epsilon")
-        eps_main = eps - eps_sel
-        if Fraction(eps_main) + Fraction(eps_sel) > Fraction(eps):  # keep the exact sum <= eps
-            eps_main = math.nextafter(eps_main, 0.0)
         meas = make_adaptive_pruned_pmm(
-            domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, seed=seed, diagnostics=True
+            domain, metric, eps_sel, eps - eps_sel, bounds=bounds, placement=placement, seed=seed, diagnostics=True
         )
     else:
         r = ambient_depth(eps, n) if depth is None else depth

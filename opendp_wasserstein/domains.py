@@ -30,6 +30,7 @@ __all__ = [
     "check_metric",
     "replacements",
     "round_up",
+    "round_down",
     "exact_epsilon",
     "check_epsilon",
     "check_scales",
@@ -44,6 +45,14 @@ def round_up(value: Fraction | int) -> float:
     f = float(value)
     if Fraction(f) < value:
         f = math.nextafter(f, math.inf)
+    return f
+
+
+def round_down(value: Fraction | int) -> float:
+    """The largest float <= ``value`` (exact rational)."""
+    f = float(value)
+    if Fraction(f) > value:
+        f = math.nextafter(f, -math.inf)
     return f
 
 

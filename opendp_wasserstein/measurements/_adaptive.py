@@ -13,7 +13,14 @@ from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.domains import check_data_domain, check_epsilon, check_metric, round_up
+from opendp_wasserstein.domains import (
+    check_data_domain,
+    check_epsilon,
+    check_metric,
+    replacements,
+    round_down,
+    round_up,
+)
 from opendp_wasserstein.measurements._exponential_selection import (
     SELECTIONS,
     make_exponential_selection,
@@ -103,7 +110,6 @@ def make_adaptive_pruned_pmm(
             "input_domain must have a public size n (array2_domain(size=n)): "
             "the candidate set and the scores depend on n"
         )
-    check_metric(input_metric, n)
     eps_sel = check_epsilon(epsilon_select, "epsilon_select")
     eps_main = check_epsilon(epsilon_main, "epsilon_main")
     check_placement(placement)
@@ -116,8 +122,19 @@ def make_adaptive_pruned_pmm(
 
     t_scores = make_schedule_scores(input_domain, input_metric, cands, eps_main, c_abs, bounds)
     table = score_table(cands, d, n, eps_main, c_abs)
+    kind = check_metric(input_metric, n)
+    # exact per-replacement losses: the synthesis spends 2 sum_{j>=1} 1/sigma_j (largest over the
+    # candidates); the selection gets what is left of the float total eps_sel + eps_main, so the
+    # certified total never exceeds that float (eps_sel is lowered by at most a few ulps)
+    main_unit = max(2 * sum((Fraction(1) / Fraction(s) for s in c.scales[1:]), Fraction(0)) for c in cands)
+    total = eps_sel + eps_main
+    sel_budget = Fraction(total) - main_unit
+    if sel_budget <= 0:  # pragma: no cover - check_candidates bounds main_unit by eps_main
+        raise ValueError("epsilon_select is too small to represent next to epsilon_main")
+    eps_sel_eff = round_down(sel_budget)
+    scale = round_up(2 * Fraction(table.sensitivity) / Fraction(eps_sel_eff))
     m_select = make_exponential_selection(
-        t_scores.output_domain, t_scores.output_metric, eps_sel, table.sensitivity, selection
+        t_scores.output_domain, t_scores.output_metric, eps_sel_eff, table.sensitivity, selection
     )
     select = t_scores >> m_select
     mains = [
@@ -151,8 +168,10 @@ def make_adaptive_pruned_pmm(
         }
 
     def privacy_map(d_in: int) -> float:
-        main = max(Fraction(m.map(d_in)) for m in mains)
-        return round_up(Fraction(select.map(d_in)) + main)
+        r = replacements(kind, d_in)
+        # selection: scores move by at most r * Delta in l_inf, loss 2 r Delta / scale
+        # (permute-and-flip and the exponential mechanism alike); synthesis: r * main_unit
+        return round_up(2 * r * Fraction(table.sensitivity) / Fraction(scale) + r * main_unit)
 
     return _make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
 

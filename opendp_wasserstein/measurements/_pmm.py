@@ -7,13 +7,13 @@ from typing import Any
 from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
+from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.measurements._tree_laplace import make_tree_laplace
 from opendp_wasserstein.postprocessing import (
     make_full_consistency,
     make_pruned_consistency,
     make_synthesis,
 )
-from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts
 

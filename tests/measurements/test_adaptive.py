@@ -65,14 +65,25 @@ def test_adaptive_map_is_sequential_composition(metric, d_in):
     meas = make_adaptive_pruned_pmm(dom(n, d), metric, epsilon_select=0.25, epsilon_main=0.75)
     cands = standard_candidates(d, n, 0.75)
     sens = score_table(cands, d, n, 0.75).sensitivity
-    scale = round_up(2 * Fraction(sens) / Fraction(0.25))
-    sel = round_up(2 * Fraction(sens) / Fraction(scale))
-    main = max(round_up(2 * sum(Fraction(1) / Fraction(s) for s in c.scales[1:])) for c in cands)
-    expected = round_up(Fraction(sel) + Fraction(main))
+    main = max(2 * sum(Fraction(1) / Fraction(s) for s in c.scales[1:]) for c in cands)
+    # the selection's exact loss is 2 Delta / scale with scale calibrated to what is left of 1.0
+    sel_eff = float(Fraction(1) - main)
+    if Fraction(sel_eff) > Fraction(1) - main:
+        sel_eff = math.nextafter(sel_eff, 0)
+    scale = round_up(2 * Fraction(sens) / Fraction(sel_eff))
+    expected = round_up(2 * Fraction(sens) / Fraction(scale) + main)
     assert meas.map(d_in) == expected
+    assert abs(sel_eff - 0.25) < 1e-15
     assert meas.map(d_in) == 1.0
     assert meas.check(d_in, 1.0) and not meas.check(d_in, math.nextafter(1.0, 0))
-    assert meas.map(3 * d_in) == pytest.approx(3.0, rel=1e-14) and meas.map(3 * d_in) >= 3.0 - 1e-15
+    assert meas.map(3 * d_in) == round_up(3 * (2 * Fraction(sens) / Fraction(scale) + main))
+
+
+@pytest.mark.parametrize("sel,main", [(0.2, 0.8), (0.1, 0.9), (0.3, 0.4), (0.01, 2.0)])
+def test_adaptive_total_never_exceeds_the_float_sum(sel, main):
+    meas = make_adaptive_pruned_pmm(dom(800, 2), dp.change_one_distance(), sel, main)
+    assert meas.map(1) == sel + main
+    assert not meas.check(1, math.nextafter(sel + main, 0))
 
 
 def test_adaptive_release_and_diagnostics():
