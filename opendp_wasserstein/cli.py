@@ -26,6 +26,7 @@ def run_demo(
     seed: int | None = None,
     shape: str = "two_moons",
     quiet: bool = False,
+    mechanism: str = "adaptive",
 ) -> dict[str, Any]:
     """Synthesise private data for an embedded 2-D shape and report eps, W1 and time.
 
@@ -34,50 +35,37 @@ def run_demo(
     :param out: where to write the PNG of original vs synthetic (``""`` for none)
     :param seed: **not private**: reproducible data and release, for figures only
     :param shape: one of :data:`opendp_wasserstein.evaluation.SHAPES`
+    :param mechanism: ``"adaptive"`` (default), ``"pruned"`` or ``"pmm"``
     :return: a summary dict (also printed unless ``quiet``)
     """
-    import opendp.prelude as dp
-
+    from opendp_wasserstein.api import synthesize
     from opendp_wasserstein.evaluation import make_shape, w1_estimate
-    from opendp_wasserstein.measurements import make_pruned_pmm
-    from opendp_wasserstein.schedules import ambient_depth, paper_schedule
 
-    dp.enable_features("contrib")
     x = make_shape(shape, n, seed=seed)
-    depth = ambient_depth(epsilon, n)
-    meas = make_pruned_pmm(
-        dp.numpy.array2_domain(num_columns=2, size=n, T=float),
-        dp.change_one_distance(),
-        depth=depth,
-        scales=paper_schedule(2, epsilon, depth, s=1),
-        placement="uniform",
-        seed=seed,
-        diagnostics=True,
-    )
-    t0 = time.perf_counter()
-    y, info = meas(x)
-    seconds = time.perf_counter() - t0
+    y, report = synthesize(x, epsilon, bounds=(0.0, 1.0), mechanism=mechanism, seed=seed)
     est = w1_estimate(x, y, metric="linf", seed=0 if seed is None else seed)
     summary = {
-        "mechanism": "pruned-pmm",
+        "mechanism": mechanism,
         "shape": shape,
         "n": n,
-        "epsilon_certified": meas.map(1),
-        "depth": depth,
-        "synthetic_size": int(y.shape[0]),
-        "visited_nodes": info["visited_nodes"],
+        "epsilon_certified": report.epsilon,
+        "depth": report.depth,
+        "model_dimension": report.details.get("s"),
+        "synthetic_size": report.size,
+        "visited_nodes": report.visited_nodes,
         "w1_linf": est.value,
         "w1_noise_floor": est.noise_floor,
-        "seconds": seconds,
+        "seconds": report.seconds,
         "png": out or None,
     }
     if out:
-        _plot_pair(x, y, out, f"{shape}: original (n={n}) vs Pruned-PMM, eps={meas.map(1):g}")
+        _plot_pair(x, y, out, f"{shape}: original (n={n}) vs {mechanism} synthetic, eps={report.epsilon:g}")
     if not quiet:
-        print(f"certified epsilon (meas.map(1), one replacement): {summary['epsilon_certified']}")
-        print(f"depth {depth}, {info['visited_nodes']} noisy nodes visited, {y.shape[0]} synthetic points")
+        print(f"certified epsilon (meas.map, one replacement): {report.epsilon}")
+        extra = f" (model dimension s = {report.details['s']})" if "s" in report.details else ""
+        print(f"{mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes visited, {report.size} synthetic points")
         print(f"W1 (l_inf) to the original: {est.value:.5f}  (subsampling floor {est.noise_floor:.5f})")
-        print(f"release time: {seconds:.3f} s")
+        print(f"release time: {report.seconds:.3f} s")
         if out:
             print(f"wrote {out}")
     return summary
@@ -237,6 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--n", type=int, default=30000)
     demo.add_argument("--epsilon", type=float, default=1.0)
     demo.add_argument("--shape", default="two_moons")
+    demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive")
     demo.add_argument("-o", "--out", default="demo.png", help="PNG path ('' for none)")
     demo.add_argument("--seed", type=int, default=None, help="NOT private: reproducible figures only")
     demo.add_argument("--json", action="store_true", help="print a JSON summary")
@@ -264,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise CliError("--n must be at least 2")
             if not args.epsilon > 0 or args.epsilon == float("inf"):
                 raise CliError("--epsilon must be finite and > 0")
-            summary = run_demo(args.n, args.epsilon, args.out, args.seed, args.shape, args.quiet or args.json)
+            summary = run_demo(args.n, args.epsilon, args.out, args.seed, args.shape, args.quiet or args.json, args.mechanism)
         elif args.command == "synth":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
