@@ -93,7 +93,7 @@ def plot(rows: list[dict], ks: list[int], path: str, n: int, eps: float, eps_sel
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n", type=int, default=30000)
     p.add_argument("--epsilon", type=float, default=1.0)
@@ -105,9 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true", help="small smoke run")
     a = p.parse_args(argv)
     if a.quick:
-        run(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 2, 500, a.seed, a.out)
-    else:
-        run(a.n, a.epsilon, a.epsilon_select, list(range(2, 11)), [1, 3, 5], a.repeats, a.sample, a.seed, a.out)
+        return run(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 2, 500, a.seed, a.out)
+    return run(a.n, a.epsilon, a.epsilon_select, list(range(2, 11)), [1, 3, 5], a.repeats, a.sample, a.seed, a.out)
 
 
 if __name__ == "__main__":
