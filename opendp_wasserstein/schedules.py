@@ -144,7 +144,7 @@ def standard_candidates(
 
     >>> from opendp_wasserstein.schedules import standard_candidates
     >>> [(c.s, c.depth) for c in standard_candidates(d=2, n=30000, epsilon_main=0.9)]
-    [(1, 29), (2, 5)]
+    [(1, 29), (2, 12)]
     """
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"d must be an integer >= 1, got {d!r}")
