@@ -40,27 +40,37 @@ def _save(fig: plt.Figure, name: str, dpi: int = 90) -> None:
 
 
 def figure_two_moons(n: int = 10000, epsilon: float = 1.0) -> None:
-    """Original two moons next to full PMM and Pruned-PMM releases at the same depth."""
+    """Original two moons next to PMM, Pruned-PMM (same depth and schedule) and Adaptive
+    Pruned-PMM, all at the same total epsilon."""
     dp.enable_features("contrib")
     x = make_shape("two_moons", n, seed=SEED)
     domain = dp.numpy.array2_domain(num_columns=2, size=n, T=float)
-    panels = [("original (sensitive)", x, None)]
-    for name, make, depth in (("PMM, depth 12", make_pmm, 12), ("Pruned-PMM, depth 26", make_pruned_pmm, 26)):
-        meas = make(
-            domain,
-            dp.symmetric_distance(),
-            depth=depth,
-            scales=paper_schedule(2, epsilon, depth),
-            placement="uniform",
-            seed=SEED,
-            diagnostics=True,
-        )
+    metric = dp.symmetric_distance()
+    depth = 12
+    runs = [
+        ("PMM", make_pmm(domain, metric, depth=depth, scales=paper_schedule(2, epsilon, depth),
+                         placement="uniform", seed=SEED, diagnostics=True)),
+        ("Pruned-PMM", make_pruned_pmm(domain, metric, depth=depth,
+                                       scales=paper_schedule(2, epsilon, depth),
+                                       placement="uniform", seed=SEED, diagnostics=True)),
+    ]
+    try:  # present once the adaptive mechanism is in the package
+        from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
+
+        runs.append(("Adaptive Pruned-PMM", make_adaptive_pruned_pmm(
+            domain, metric, epsilon_select=0.25 * epsilon, epsilon_main=0.75 * epsilon,
+            placement="uniform", seed=SEED, diagnostics=True)))
+    except ImportError:  # pragma: no cover
+        pass
+    panels = [("original (sensitive)", x)]
+    for name, meas in runs:
         y, info = meas(x)
         w = w1_estimate(x, y, metric="linf", seed=SEED).value
-        title = f"{name}\nmap(2) = {meas.map(2):g}, W1 = {w:.4f}, {info['visited_nodes']} nodes"
-        panels.append((title, y, None))
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4.3), sharex=True, sharey=True)
-    for ax, (title, pts, _) in zip(axes, panels):
+        title = (f"{name}, depth {info['depth']}\n"
+                 f"map(2) = {meas.map(2)!r}, W1 = {w:.4f}, {info['visited_nodes']} nodes")
+        panels.append((title, y))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.0), sharex=True, sharey=True)
+    for ax, (title, pts) in zip(axes, panels, strict=True):
         ax.scatter(pts[:, 0], pts[:, 1], s=0.6, alpha=0.5, color="tab:blue", rasterized=True)
         ax.set_title(title, fontsize=9)
         ax.set_aspect("equal")
@@ -87,7 +97,7 @@ def figure_hierarchy(n: int = 3000) -> None:
     """Cyclic bisection: occupied cells at levels 3, 6, 10 and the Morton (Z) order at level 6."""
     x = make_shape("two_moons", n, seed=SEED)
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.8))
-    for ax, level in zip(axes[:3], (3, 6, 10)):
+    for ax, level in zip(axes[:3], (3, 6, 10), strict=True):
         bits = coord_bits_at_level(level, 2)
         for i in range(2 ** int(bits[0]) + 1):
             ax.axvline(i * 2.0 ** -int(bits[0]), color="0.85", lw=0.5)

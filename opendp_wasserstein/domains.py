@@ -34,6 +34,8 @@ __all__ = [
     "exact_epsilon",
     "check_epsilon",
     "check_scales",
+    "validate_data",
+    "domain_allows_nan",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -108,10 +110,14 @@ class Box:
         return len(self.lower)
 
     def to_unit(self, x: np.ndarray) -> np.ndarray:
-        """Map rows into [0, 1]^d, clamping rows outside the box (a new array)."""
+        """Map rows into [0, 1]^d (a new array): coordinates outside the box, ``+-inf``
+        included, are clamped to its faces and NaN goes to the lower face."""
         lo = np.asarray(self.lower)
         width = np.asarray(self.upper) - lo
-        return np.clip((x - lo) / width, 0.0, 1.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            u = np.clip((x - lo) / width, 0.0, 1.0)
+        u[np.isnan(u)] = 0.0
+        return u
 
     def from_unit(self, u: np.ndarray) -> np.ndarray:
         """Map points of [0, 1]^d back into the box."""
@@ -135,6 +141,8 @@ def as_box(bounds: Any, d: int, name: str = "bounds") -> Box:
         raise ValueError(f"{name} must be finite")
     if np.any(lo >= hi):
         raise ValueError(f"{name} must have lower < upper in every column")
+    if np.any(hi / 2 - lo / 2 > np.finfo(np.float64).max / 2):  # upper - lower overflows
+        raise ValueError(f"{name} must have a finite width upper - lower in every column")
     return Box(tuple(float(v) for v in lo), tuple(float(v) for v in hi))
 
 
@@ -207,8 +215,20 @@ def replacements(metric_kind: str, d_in: Any) -> Fraction:
     return Fraction(int(d_in), 2) if metric_kind == "symmetric" else Fraction(int(d_in))
 
 
-def validate_data(x: Any, d: int, size: int | None, name: str = "data") -> np.ndarray:
-    """Check a data array at release time; errors name the parameter, never a value."""
+def validate_data(
+    x: Any, d: int, size: int | None, name: str = "data", nan: bool = True
+) -> np.ndarray:
+    """Check a data array at release time.  Errors name the parameter and depend only on
+    public facts (type, dtype, shape, the domain's public size) -- never on the values:
+
+    - ``+-inf`` is not an error: the box clamp maps it to the box face;
+    - NaN is not an error when the input domain admits NaN (``nan=True``, the default of
+      ``array2_domain(T=float)``): :meth:`Box.to_unit` imputes it at the box's lower bound, a
+      fixed row-wise map (as OpenDP's own ``make_np_clamp`` does with ``nan_to_num``);
+    - when the domain excludes NaN (``nan=False``), data holding NaN is outside the input
+      domain, on which no privacy guarantee is made, and is refused;
+    - an empty array is valid when the size is not public.
+    """
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy ndarray")
     if x.dtype.kind != "f":
@@ -219,11 +239,14 @@ def validate_data(x: Any, d: int, size: int | None, name: str = "data") -> np.nd
         raise ValueError(f"{name} must have {d} columns, got {x.shape[1]}")
     if size is not None and x.shape[0] != size:
         raise ValueError(f"{name} must have exactly {size} rows (the domain's public size)")
-    if x.shape[0] == 0:
-        raise ValueError(f"{name} must have at least one row")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} must not contain NaN or infinite values")
+    if not nan and np.isnan(x).any():
+        raise ValueError(f"{name} must not contain NaN: the input domain has nan=False")
     return x
+
+
+def domain_allows_nan(input_domain: Domain) -> bool:
+    """Whether an ``array2_domain`` admits NaN (its ``nan`` flag)."""
+    return bool(_array2_descriptor(input_domain).nan)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,13 +8,26 @@ from opendp_wasserstein.measurements._exponential_selection import (
     make_exponential_selection,
     then_exponential_selection,
 )
+from opendp_wasserstein.measurements._nn_histogram import (
+    largest_remainder,
+    make_nn_histogram,
+    then_nn_histogram,
+)
 from opendp_wasserstein.measurements._pmm import (
     make_pmm,
     make_pruned_pmm,
     then_pmm,
     then_pruned_pmm,
 )
+from opendp_wasserstein.measurements._tree_em import make_tree_em, then_tree_em
 from opendp_wasserstein.measurements._tree_laplace import make_tree_laplace, then_tree_laplace
+from opendp_wasserstein.measurements._tree_projection import (
+    make_tree_count_laplace,
+    make_tree_multiset,
+    make_tree_projection,
+    then_tree_count_laplace,
+    then_tree_projection,
+)
 
 __all__ = [
     "make_adaptive_pruned_pmm",
@@ -27,4 +40,14 @@ __all__ = [
     "then_pruned_pmm",
     "make_pmm",
     "then_pmm",
+    "make_tree_em",
+    "then_tree_em",
+    "make_tree_projection",
+    "then_tree_projection",
+    "make_tree_count_laplace",
+    "then_tree_count_laplace",
+    "make_tree_multiset",
+    "make_nn_histogram",
+    "then_nn_histogram",
+    "largest_remainder",
 ]

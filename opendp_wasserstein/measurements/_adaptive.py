@@ -148,7 +148,9 @@ def make_adaptive_pruned_pmm(
         if seed is None:
             return int(select(x))
         # seeded (non-private) runs: the same softmax, from the seeded stream
-        p = softmax_probabilities(np.asarray(t_scores(x)), eps_sel, table.sensitivity)
+        z = -np.asarray(t_scores(x)) / scale  # P(a) ~ exp(-B_a / scale), as the secure path
+        p = np.exp(z - z.max())
+        p /= p.sum()
         u = as_random_source(seed).derive(SELECTION_STREAM).uniform(1)[0]
         return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
 

@@ -13,6 +13,7 @@ from opendp_wasserstein.domains import (
     as_box,
     check_data_domain,
     check_metric,
+    domain_allows_nan,
     check_scales,
     dyadic_counts_domain,
     exact_epsilon,
@@ -97,9 +98,10 @@ def make_dyadic_counts(
     depth = check_depth(depth, d)
     sigma = check_scales(scales, depth + 1)
     box = as_box(bounds, d)
+    nan_ok = domain_allows_nan(input_domain)
 
     def function(x: np.ndarray) -> Any:
-        x = validate_data(x, d, n)
+        x = validate_data(x, d, n, nan=nan_ok)
         return build_count_tree(box.to_unit(x), depth)
 
     return _make_transformation(

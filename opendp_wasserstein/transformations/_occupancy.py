@@ -14,6 +14,7 @@ from opendp_wasserstein.domains import (
     as_box,
     check_data_domain,
     check_metric,
+    domain_allows_nan,
     replacements,
     validate_data,
 )
@@ -73,9 +74,10 @@ def make_occupancy(
     kind = check_metric(input_metric, n)
     depth = check_depth(depth, d)
     box = as_box(bounds, d)
+    nan_ok = domain_allows_nan(input_domain)
 
     def function(x: np.ndarray) -> np.ndarray:
-        x = validate_data(x, d, n)
+        x = validate_data(x, d, n, nan=nan_ok)
         return build_count_tree(box.to_unit(x), depth).occupancy()[:depth]
 
     return _make_transformation(

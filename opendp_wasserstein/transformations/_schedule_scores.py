@@ -18,6 +18,7 @@ from opendp_wasserstein.domains import (
     check_data_domain,
     check_epsilon,
     check_metric,
+    domain_allows_nan,
     replacements,
     round_up,
     validate_data,
@@ -145,11 +146,12 @@ def make_schedule_scores(
     c_abs = check_epsilon(c_abs, "c_abs")
     cands = check_candidates(candidates, d, eps)
     box = as_box(bounds, d)
+    nan_ok = domain_allows_nan(input_domain)
     table = score_table(cands, d, n, eps, c_abs)
     L = table.weights.shape[1]
 
     def function(x: np.ndarray) -> list[float]:
-        x = validate_data(x, d, n)
+        x = validate_data(x, d, n, nan=nan_ok)
         occupancy = build_count_tree(box.to_unit(x), L).occupancy()[:L]
         return table.scores(occupancy).tolist()
 
