@@ -97,7 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="sizes divided by 10")
     args = parser.parse_args()
-    dp.enable_features("contrib")
+    dp.enable_features("contrib", "idealized-numerics")
     f = 10 if args.small else 1
     bench_tree_em(k=1000 // f, m=1000 // f, n=100_000 // f)
     bench_projection(k=100_000 // f, n=1_000_000 // f, m=1000)

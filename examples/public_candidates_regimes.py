@@ -130,7 +130,7 @@ def _mechanisms(s: Setting, tree: Any, seed: int) -> dict[str, Callable[[np.ndar
 
 
 def run(quick: bool, reps: int, seed: int, out: str) -> tuple[list[dict], list[dict]]:
-    dp.enable_features("contrib")
+    dp.enable_features("contrib", "idealized-numerics")
     rows: list[dict] = []
     summary: list[dict] = []
     for s in _settings(quick, seed):

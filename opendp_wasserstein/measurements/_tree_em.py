@@ -74,7 +74,9 @@ def make_tree_em(
     the candidates only (when ``tree`` is None a fresh :func:`~opendp_wasserstein.trees.frt_tree`
     is built once, at construction).  Floats enter the argument in the scores, the
     log-sum-exp recursion, ``diam(T)`` and the inverse-CDF draws (float64 throughout; see
-    :mod:`opendp_wasserstein.tree_em`); to be gated behind OpenDP's idealised-numerics flag.
+    :mod:`opendp_wasserstein.tree_em`): the sampled law equals the exponential mechanism's
+    only up to floating-point error, so, as OpenDP's own float-based extras do, the
+    constructor requires ``dp.enable_features("contrib", "idealized-numerics")``.
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n, T=float)`` (sized)
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
@@ -90,7 +92,7 @@ def make_tree_em(
 
     >>> import numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein.measurements import make_tree_em
-    >>> dp.enable_features("contrib")
+    >>> dp.enable_features("contrib", "idealized-numerics")
     >>> C = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [5.0, 5.0]])
     >>> meas = make_tree_em(
     ...     dp.numpy.array2_domain(num_columns=2, size=100, T=float), dp.symmetric_distance(),
@@ -101,7 +103,7 @@ def make_tree_em(
     >>> out.shape, int(out.sum())
     ((4,), 10)
     """
-    assert_features("contrib")
+    assert_features("contrib", "idealized-numerics")
     d, n = check_data_domain(input_domain)
     if n is None:
         raise ValueError(

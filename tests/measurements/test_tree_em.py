@@ -161,3 +161,20 @@ def test_bad_data_at_release():
         meas(np.zeros((3, 2)))
     with pytest.raises(dp.OpenDPException, match="rows"):
         meas(np.zeros((4, 1)))
+
+
+def test_tree_em_requires_idealized_numerics():
+    """Tree-EM samples its law in float64: like OpenDP's float extras it is gated."""
+    import opendp.prelude as dp
+
+    from opendp_wasserstein.measurements import make_tree_em
+
+    dp.disable_features("idealized-numerics")
+    try:
+        with pytest.raises(dp.OpenDPException, match="idealized-numerics"):
+            make_tree_em(
+                dp.numpy.array2_domain(num_columns=1, size=5, T=float), dp.symmetric_distance(),
+                candidates=[[0.0], [1.0]], m=2, epsilon=1.0,
+            )
+    finally:
+        dp.enable_features("idealized-numerics")
