@@ -3,11 +3,17 @@
 
 - :mod:`opendp_wasserstein.transformations` and :mod:`opendp_wasserstein.measurements` hold the
   constructors (``make_x(input_domain, input_metric, ...)`` and ``then_x``).
-- :func:`synthesize` is the high-level entry point.
+- :func:`synthesize` and :func:`select_candidates` are the high-level entry points.
 """
 
-from opendp_wasserstein.api import SynthesisReport, synthesize
+from opendp_wasserstein.api import SelectionReport, SynthesisReport, select_candidates, synthesize
 
 __version__ = "0.1.0"
 
-__all__ = ["synthesize", "SynthesisReport", "__version__"]
+__all__ = [
+    "synthesize",
+    "SynthesisReport",
+    "select_candidates",
+    "SelectionReport",
+    "__version__",
+]

@@ -15,7 +15,15 @@ import opendp.prelude as dp
 
 from opendp_wasserstein.domains import as_box, check_epsilon
 
-__all__ = ["SynthesisReport", "synthesize", "MECHANISMS", "DEFAULT_SELECT_FRACTION"]
+__all__ = [
+    "SynthesisReport",
+    "synthesize",
+    "MECHANISMS",
+    "DEFAULT_SELECT_FRACTION",
+    "SelectionReport",
+    "select_candidates",
+    "SELECTION_MECHANISMS",
+]
 
 MECHANISMS = ("adaptive", "pruned", "pmm")
 
@@ -146,3 +154,88 @@ def synthesize(
         details=details,
     )
     return y, report
+
+
+SELECTION_MECHANISMS = ("projection", "tree-em", "nn")
+
+
+@dataclass(frozen=True)
+class SelectionReport:
+    """What :func:`select_candidates` did (public after the release).
+
+    :param mechanism: ``"projection"``, ``"tree-em"`` or ``"nn"``
+    :param epsilon: the loss certified by ``measurement.map`` for one replacement
+    :param m: the multiset size
+    :param k: the number of candidates
+    :param seconds: wall-clock time of the release
+    """
+
+    mechanism: str
+    epsilon: float
+    m: int
+    k: int
+    seconds: float
+
+
+def select_candidates(
+    D: Any,
+    C: Any,
+    m: int,
+    epsilon: float,
+    mechanism: str = "projection",
+    metric: str = "l2",
+    seed: int | None = None,
+) -> tuple[np.ndarray, SelectionReport]:
+    """Privately choose a size-``m`` multiset of public candidates ``C`` close in W1 to ``D``.
+
+    ``n = len(D)`` is treated as public; ``epsilon`` is the loss of replacing one record.
+
+    :param D: the sensitive data, ``n x p`` real numbers (not modified)
+    :param C: the public candidates, ``k x p`` distinct finite rows
+    :param m: the multiset size, ``>= 1``
+    :param epsilon: the privacy budget per replacement
+    :param mechanism: ``"projection"`` (default: hierarchical tree projection, exact
+        arithmetic), ``"tree-em"`` (Tree-EM; its float64 sampler needs OpenDP's
+        ``"idealized-numerics"`` feature, which you must enable yourself with
+        ``dp.enable_features("idealized-numerics")``) or ``"nn"`` (nearest-neighbour histogram)
+    :param metric: ``"l2"`` (default), ``"l1"`` or ``"linf"``
+    :param seed: **not private** -- reproducible tree and draws for tests only (``"nn"``
+        draws from OpenDP's own CSPRNG and cannot be seeded)
+    :return: ``k`` int64 multiplicities summing to ``m``, and a :class:`SelectionReport`
+
+    :example:
+
+    >>> import numpy as np
+    >>> from opendp_wasserstein import select_candidates
+    >>> D = np.random.default_rng(0).normal(size=(500, 2))
+    >>> C = np.array([[0.0, 0.0], [3.0, 3.0], [-3.0, 3.0]])
+    >>> counts, report = select_candidates(D, C, m=20, epsilon=1.0)
+    >>> int(counts.sum()), report.epsilon
+    (20, 1.0)
+    """
+    from opendp_wasserstein.measurements import (
+        make_nn_histogram,
+        make_tree_em,
+        make_tree_projection,
+    )
+
+    dp.enable_features("contrib")
+    if mechanism not in SELECTION_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
+    eps = check_epsilon(epsilon)
+    x = _as_data(D)
+    n, p = x.shape
+    domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
+    metric_in = dp.change_one_distance()
+    if mechanism == "tree-em":
+        meas = make_tree_em(domain, metric_in, C, m, eps, metric=metric, seed=seed)
+    elif mechanism == "projection":
+        meas = make_tree_projection(domain, metric_in, C, m, eps, metric=metric, seed=seed)
+    else:
+        if seed is not None:
+            raise ValueError("seed: mechanism='nn' draws OpenDP's own noise and cannot be seeded")
+        meas = make_nn_histogram(domain, metric_in, C, m, eps, metric=metric)
+    t0 = time.perf_counter()
+    counts = np.asarray(meas(x), dtype=np.int64)
+    seconds = time.perf_counter() - t0
+    return counts, SelectionReport(mechanism, meas.map(1), int(m), int(counts.size), seconds)

@@ -204,6 +204,45 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
+def run_select(args: argparse.Namespace) -> dict[str, Any]:
+    import opendp.prelude as dp
+
+    from opendp_wasserstein.api import select_candidates
+
+    if args.m < 1:
+        raise CliError("-m must be at least 1")
+    steps = _progress(3, args.quiet or args.json, "select")
+    header, x = read_numeric_csv(args.data, None, "data")
+    c_header, c = read_numeric_csv(args.candidates, None, "candidates")
+    if c_header != header:
+        raise CliError(f"the candidates file's columns {c_header} must match the data's {header}")
+    steps.update(1)
+    if args.mechanism == "tree-em":
+        if not args.idealized_numerics:
+            raise CliError(
+                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
+                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
+            )
+        dp.enable_features("idealized-numerics")
+    counts, report = select_candidates(x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric, seed=args.seed)
+    steps.update(1)
+    chosen = np.flatnonzero(counts)
+    rows = ([*c[i].tolist(), int(counts[i])] for i in chosen)
+    write_csv_atomic(args.output, [*header, "multiplicity"], rows)
+    steps.update(1)
+    steps.close()
+    summary = {
+        "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
+        "mechanism": report.mechanism, "epsilon_certified": report.epsilon, "m": report.m,
+        "k": report.k, "distinct_chosen": int(chosen.size), "seconds": report.seconds,
+    }
+    if not (args.quiet or args.json):
+        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
+        print(f"wrote {args.output}")
+    return summary
+
+
 def _progress(total: int, quiet: bool, desc: str) -> Any:
     try:
         from tqdm import tqdm
@@ -214,7 +253,7 @@ def _progress(total: int, quiet: bool, desc: str) -> Any:
             def update(self, k: int) -> None: ...
             def close(self) -> None: ...
         return _Null()
-    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, disable=None)  # off when not a TTY
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -241,6 +280,18 @@ def _parser() -> argparse.ArgumentParser:
     syn.add_argument("--seed", type=int, default=None, help="NOT private: reproducible output for tests only")
     syn.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     syn.add_argument("--quiet", action="store_true")
+    sel = sub.add_parser("select", help="privately choose m public candidates close in W1 to the data")
+    sel.add_argument("data", help="sensitive data CSV (header row, numeric columns)")
+    sel.add_argument("candidates", help="public candidates CSV with the same header")
+    sel.add_argument("-m", type=int, required=True, help="the multiset size")
+    sel.add_argument("--epsilon", type=float, required=True)
+    sel.add_argument("--mechanism", choices=["projection", "tree-em", "nn"], default="projection")
+    sel.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2")
+    sel.add_argument("--idealized-numerics", action="store_true", help="allow tree-em's float64 sampler")
+    sel.add_argument("-o", "--output", required=True, help="output CSV: chosen candidates and multiplicities")
+    sel.add_argument("--seed", type=int, default=None, help="NOT private: reproducible output for tests only")
+    sel.add_argument("--json", action="store_true")
+    sel.add_argument("--quiet", action="store_true")
     return p
 
 
@@ -257,6 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
             summary = run_synth(args)
+        elif args.command == "select":
+            if not np.isfinite(args.epsilon) or args.epsilon <= 0:
+                raise CliError("--epsilon must be finite and > 0")
+            summary = run_select(args)
         if args.json:
             print(json.dumps(summary))
         return 0

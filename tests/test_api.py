@@ -42,3 +42,32 @@ def test_synthesize_errors(kwargs, match):
     args = {"X": np.zeros((10, 2)), "epsilon": 1.0, "bounds": (0, 1)} | kwargs
     with pytest.raises((ValueError, TypeError), match=match):
         synthesize(**args)
+
+
+@pytest.mark.parametrize("mechanism", ["projection", "tree-em", "nn"])
+def test_select_candidates(mechanism):
+    from opendp_wasserstein import select_candidates
+
+    rng = np.random.default_rng(0)
+    D = rng.normal(size=(400, 3))
+    C = rng.normal(size=(30, 3))
+    keep = D.copy()
+    counts, report = select_candidates(D, C, 12, 0.5, mechanism=mechanism)
+    assert np.array_equal(D, keep)
+    assert counts.shape == (30,) and counts.sum() == 12 and np.all(counts >= 0)
+    assert report.epsilon == 0.5 and report.k == 30
+
+
+def test_select_candidates_errors():
+    from opendp_wasserstein import select_candidates
+
+    D = np.zeros((10, 2))
+    C = np.array([[0.0, 0.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="mechanism"):
+        select_candidates(D, C, 3, 1.0, mechanism="mst")
+    with pytest.raises(ValueError, match="m"):
+        select_candidates(D, C, 0, 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        select_candidates(D, C, 3, 0.0)
+    with pytest.raises(ValueError, match="seed"):
+        select_candidates(D, C, 3, 1.0, mechanism="nn", seed=1)

@@ -120,3 +120,52 @@ def test_demo_writes_png(tmp_path, capsys):
 
 def test_demo_bad_epsilon(capsys):
     assert main(["demo", "--epsilon", "-2", "-o", ""]) == 2
+
+
+@pytest.fixture
+def select_files(tmp_path):
+    rng = np.random.default_rng(1)
+    d = tmp_path / "d.csv"
+    d.write_text("a,b\n" + "".join(f"{x},{y}\n" for x, y in rng.normal(size=(600, 2))))
+    c = tmp_path / "c.csv"
+    c.write_text("a,b\n" + "".join(f"{x},{y}\n" for x, y in rng.normal(size=(40, 2)) * 2))
+    return d, c, tmp_path
+
+
+@pytest.mark.parametrize("mechanism", ["projection", "tree-em", "nn"])
+def test_select_success(select_files, capsys, mechanism):
+    d, c, tmp = select_files
+    out = tmp / "sel.csv"
+    args = ["select", str(d), str(c), "-m", "25", "--epsilon", "1", "--mechanism", mechanism, "-o", str(out), "--json"]
+    if mechanism == "tree-em":
+        args.append("--idealized-numerics")
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epsilon_certified"] == 1.0 and summary["m"] == 25
+    lines = out.read_text().splitlines()
+    assert lines[0] == "a,b,multiplicity"
+    assert sum(int(r.split(",")[-1]) for r in lines[1:]) == 25
+
+
+@pytest.mark.parametrize(
+    "case,match",
+    [("m0", "-m"), ("header", "columns"), ("eps", "epsilon"), ("treeem", "idealized-numerics"), ("dup", "distinct")],
+)
+def test_select_errors(select_files, capsys, case, match):
+    d, c, tmp = select_files
+    out = tmp / "sel.csv"
+    args = ["select", str(d), str(c), "-m", "5", "--epsilon", "1", "-o", str(out)]
+    if case == "m0":
+        args[4] = "0"
+    elif case == "header":
+        args[2] = write(tmp, "c2.csv", "x,y\n1,2\n")
+    elif case == "eps":
+        args[6] = "-1"
+    elif case == "treeem":
+        args += ["--mechanism", "tree-em"]
+    elif case == "dup":
+        args[2] = write(tmp, "c3.csv", "a,b\n1,2\n1,2\n")
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err and "Traceback" not in err
+    assert not out.exists()
