@@ -102,11 +102,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--sample", type=int, default=3000, help="W1 subsample size")
     p.add_argument("--seed", type=int, default=0, help="NOT private: reproducible figure")
     p.add_argument("--out", default="out")
+    p.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5], help="subspace dimensions k")
+    p.add_argument("--dims", type=int, nargs="+", default=list(range(2, 11)), help="ambient dimensions d")
     p.add_argument("--quick", action="store_true", help="small smoke run")
     a = p.parse_args(argv)
     if a.quick:
         return run(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 2, 500, a.seed, a.out)
-    return run(a.n, a.epsilon, a.epsilon_select, list(range(2, 11)), [1, 3, 5], a.repeats, a.sample, a.seed, a.out)
+    return run(a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.repeats, a.sample, a.seed, a.out)
 
 
 if __name__ == "__main__":
