@@ -57,17 +57,24 @@ class SynthesisReport:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _as_data(x: Any) -> np.ndarray:
-    arr = np.array(x, dtype=np.float64, copy=True) if not isinstance(x, np.ndarray) else x
-    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
-        raise TypeError("X must be a 2-D array of real numbers")
+def _as_data(x: Any, name: str = "X") -> np.ndarray:
+    """A float copy of 2-D real data; messages name ``name`` and never quote a value."""
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must be a 2-D array of real numbers, got dtype {x.dtype}")
+        arr = x
+    else:
+        try:
+            arr = np.array(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a 2-D array of real numbers") from None
     if arr.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional (rows x columns), got {arr.ndim} dimensions")
+        raise ValueError(f"{name} must be 2-dimensional (rows x columns), got {arr.ndim} dimensions")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError("X must have at least one row and one column")
+        raise ValueError(f"{name} must have at least one row and one column")
     arr = arr.astype(np.float64, copy=True)
     if not np.all(np.isfinite(arr)):
-        raise ValueError("X must not contain NaN or infinite values")
+        raise ValueError(f"{name} must not contain NaN or infinite values")
     return arr
 
 
@@ -223,7 +230,7 @@ def select_candidates(
     if mechanism not in SELECTION_MECHANISMS:
         raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)
-    x = _as_data(D)
+    x = _as_data(D, "D")
     n, p = x.shape
     domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
     metric_in = dp.change_one_distance()

@@ -43,8 +43,12 @@ __all__ = [
 
 
 def round_up(value: Fraction | int) -> float:
-    """The smallest float >= ``value`` (exact rational), so a map never under-reports."""
-    f = float(value)
+    """The smallest float >= ``value`` (exact rational), so a map never under-reports
+    (``inf`` past the largest float: a valid, if vacuous, bound)."""
+    try:
+        f = float(value)
+    except OverflowError:
+        return math.inf
     if Fraction(f) < value:
         f = math.nextafter(f, math.inf)
     return f
@@ -68,14 +72,24 @@ def exact_epsilon(weight: Fraction | int, scales: Sequence[float]) -> float:
 # parameter checks (messages name the parameter and never contain private data)
 
 
+#: privacy parameters must lie in [EPS_MIN, EPS_MAX]: far outside, 2/eps or eps * n overflow
+EPS_MIN, EPS_MAX = 1e-100, 1e100
+
+
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """A finite, strictly positive float, or a ``ValueError`` naming ``name``."""
+    """A float in ``[1e-100, 1e100]``, or a ``ValueError`` naming ``name``."""
+    if isinstance(epsilon, (str, bytes)):
+        raise TypeError(f"{name} must be a number, got {type(epsilon).__name__}")
+    if isinstance(epsilon, bool):
+        raise ValueError(f"{name} must be a number > 0, got {epsilon!r}")
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {type(epsilon).__name__}") from None
-    if isinstance(epsilon, bool) or not math.isfinite(eps) or eps <= 0.0:
+    if not math.isfinite(eps) or eps <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}")
+    if not EPS_MIN <= eps <= EPS_MAX:
+        raise ValueError(f"{name} must be between {EPS_MIN:g} and {EPS_MAX:g}, got {epsilon!r}")
     return eps
 
 
@@ -91,6 +105,8 @@ def check_scales(scales: Any, length: int, name: str = "scales") -> tuple[float,
         raise ValueError(f"{name} must have {length} entries (sigma_0..sigma_depth), got {arr.size}")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"{name} must all be finite and > 0")
+    if np.any(arr < EPS_MIN) or np.any(arr > EPS_MAX):
+        raise ValueError(f"{name} must all be between {EPS_MIN:g} and {EPS_MAX:g}")
     return tuple(float(s) for s in arr)
 
 

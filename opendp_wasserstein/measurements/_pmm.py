@@ -114,7 +114,20 @@ def make_pmm(
     r"""Construct the full-tree PMM of He, Vershynin and Zhu (COLT 2023), the baseline.
 
     Same parameters and privacy map as :func:`make_pruned_pmm`; every one of the
-    ``2^(depth+1) - 1`` nodes is drawn and split comparably, so cost grows as ``2^depth``.
+    ``2^(depth+1) - 1`` nodes is drawn and split comparably, so cost grows as ``2^depth``
+    (a depth whose tree would not fit in memory is refused up front, see
+    :mod:`opendp_wasserstein.limits`).
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
+    :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
+    :param depth: the depth ``r >= 1``
+    :param scales: ``sigma_0 .. sigma_r``
+    :param bounds: the public box ``(lower, upper)``; rows outside are clamped; default unit cube
+    :param placement: ``"center"`` (default) or ``"uniform"`` within each leaf cell
+    :param backend: discrete Laplace sampler, ``"fast"`` or ``"opendp"``
+    :param seed: **not private** -- reproducible runs for tests and figures only
+    :param diagnostics: release ``(points, info)``; ``info`` (public) has visited nodes etc.
+    :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
 

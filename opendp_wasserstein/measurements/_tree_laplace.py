@@ -54,6 +54,8 @@ def make_tree_laplace(
         )
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "fast" and max(met.scales) > 2.0**52:
+        raise ValueError("scales must be at most 2^52 with backend='fast' (use backend='opendp')")
     as_random_source(seed)  # validate now, draw fresh per release
 
     def function(counts: Any) -> NoisyCountTree:

@@ -93,7 +93,11 @@ def make_nearest_candidate(
         bad = ~np.isfinite(x).all(axis=1)
         if bad.any():
             x = np.where(bad[:, None], nearest.candidates[0], x)
-        return nearest.query(x)
+        out = nearest.query(x)
+        # rows so far out that every distance overflows to inf are likewise equidistant:
+        # the KD-tree reports its "no neighbour" index k for them; send them to candidate 0
+        out[out >= nearest.k] = 0
+        return out
 
     def stability_map(d_in: Any) -> int:
         if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)) or d_in < 0:

@@ -1,0 +1,67 @@
+"""Smoke test of the benchmark suite: ``benchmarks/run_all.py --quick --skip-peers`` runs and
+writes CSVs with the expected columns (the numbers themselves are not checked)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_ALL = ROOT / "benchmarks" / "run_all.py"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RUN_ALL.exists(), reason="benchmarks/ not present")
+def test_run_all_quick(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    proc = subprocess.run(
+        [sys.executable, str(RUN_ALL), "--quick", "--skip-peers", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "SUMMARY" in proc.stdout and "targets:" in proc.stdout
+
+    runs = {r["bench"]: r for r in _rows(out / "runs.csv")}
+    for name in ("bench_depth", "bench_laplace", "bench_adaptive_scaling", "bench_peers"):
+        assert runs[name]["status"] == "ok", runs[name]
+    assert runs.get("bench_public_candidates", {"status": "skipped"})["status"] in ("ok", "skipped")
+
+    depth = _rows(out / "bench_depth.csv")
+    assert depth and {"depth", "mechanism", "seconds", "visited", "w1"} <= set(depth[0])
+    assert {r["mechanism"] for r in depth} == {"pruned", "full"}
+
+    scaling = _rows(out / "bench_adaptive_scaling.csv")
+    assert {"d", "n", "status", "seconds", "floor_s", "ratio", "peak_mb", "visited"} <= set(scaling[0])
+    ok = [r for r in scaling if r["status"] == "ok"]
+    assert {r["d"] for r in ok} == {"2", "3", "10"}
+    for r in ok:
+        assert float(r["seconds"]) > 0 and float(r["floor_s"]) > 0 and int(r["visited"]) >= 1
+        assert abs(float(r["ratio"]) - float(r["seconds"]) / float(r["floor_s"])) < 1e-6 * float(r["ratio"])
+
+    peers = _rows(out / "bench_peers.csv")
+    assert {"dataset", "mechanism", "status", "seconds", "w1", "w1_floor"} <= set(peers[0])
+    by = {(r["dataset"], r["mechanism"]): r for r in peers}
+    for mech in ("pruned", "adaptive", "pmm", "flat_hist"):
+        r = by[("two_moons", mech)]
+        assert r["status"] == "ok" and 0 < float(r["w1"]) < 1 and float(r["seconds"]) > 0
+    assert by[("curve10", "stab_hist")]["status"] == "ok"
+    assert by[("two_moons", "mst")]["status"] == "skipped"  # --skip-peers: no numbers, a reason
+    assert by[("two_moons", "mst")]["w1"] == "" and by[("two_moons", "mst")]["note"]
+
+    laplace = out / "bench_laplace.csv"
+    assert laplace.exists() and _rows(laplace)
+
+    summary = _rows(out / "summary.csv")
+    assert [set(r) for r in summary[:1]] == [{"target", "goal", "value", "status"}]
+    assert any("10x codes+sort floor" in r["target"] for r in summary)
