@@ -36,6 +36,23 @@ def make_pruned_consistency(counts_domain: Domain, seed: int | None = None) -> F
 
     :param counts_domain: the dyadic counts domain the noisy tree was drawn on
     :param seed: **not private**; tie-breaking randomness for tests and figures only
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.transformations import make_dyadic_counts
+    >>> from opendp_wasserstein.measurements import make_tree_laplace
+    >>> from opendp_wasserstein.postprocessing import make_pruned_consistency, make_synthesis
+    >>> dp.enable_features("contrib")
+    >>> t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=2, size=100, T=float),
+    ...                        dp.symmetric_distance(), depth=4, scales=[1.0] + [8.0] * 4)
+    >>> meas = (t >> make_tree_laplace(t.output_domain, t.output_metric)
+    ...           >> make_pruned_consistency(t.output_domain)
+    ...           >> make_synthesis(t.output_domain, placement="center"))
+    >>> meas.map(2)
+    1.0
+    >>> meas(np.random.default_rng(0).uniform(size=(100, 2))).shape
+    (100, 2)
     """
     dom = descriptor_of(counts_domain, DyadicCountsDomain)
     as_random_source(seed)
@@ -47,7 +64,24 @@ def make_pruned_consistency(counts_domain: Domain, seed: int | None = None) -> F
 
 def make_full_consistency(counts_domain: Domain) -> Function:
     """The full-tree PMM correction of He, Vershynin and Zhu (2023): a comparable split at
-    every node and all ``2^depth`` leaves, as a ``Function`` to ``LeafMasses``."""
+    every node and all ``2^depth`` leaves, as a ``Function`` to ``LeafMasses``.
+
+    :param counts_domain: the dyadic counts domain the noisy tree was drawn on
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.transformations import make_dyadic_counts
+    >>> from opendp_wasserstein.measurements import make_tree_laplace
+    >>> from opendp_wasserstein.postprocessing import make_full_consistency, make_synthesis
+    >>> dp.enable_features("contrib")
+    >>> t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=1, size=20, T=float),
+    ...                        dp.change_one_distance(), depth=3, scales=[1.0] + [6.0] * 3)
+    >>> meas = (t >> make_tree_laplace(t.output_domain, t.output_metric)
+    ...           >> make_full_consistency(t.output_domain) >> make_synthesis(t.output_domain))
+    >>> meas.map(1), meas(np.full((20, 1), 0.3)).shape
+    (1.0, (20, 1))
+    """
     dom = descriptor_of(counts_domain, DyadicCountsDomain)
     return _new_pure_function(lambda noisy: full_correction(noisy, dom.size), TO="ExtrinsicObject")
 
@@ -62,6 +96,8 @@ def make_synthesis(
     :param placement: ``"center"`` or ``"uniform"``
     :param seed: **not private**; placement/shuffle randomness for tests and figures only
     :param diagnostics: release ``(points, info)`` with the public traversal statistics
+
+    See :func:`make_pruned_consistency` for an example that chains it.
     """
     dom = descriptor_of(counts_domain, DyadicCountsDomain)
     check_placement(placement)

@@ -161,8 +161,12 @@ def _edge_terms(bt: BinaryTree, counts: np.ndarray, n: int, m: int, epsilon: flo
     N = bt.parent.size
     A = np.zeros(N, dtype=np.int64)
     A[bt.leaf_of] = counts
-    for v in range(N - 1, 0, -1):  # parents come before children
-        A[bt.parent[v]] += A[v]
+    # subtree counts, one vectorised pass per depth, deepest first
+    by_depth = np.argsort(bt.depth, kind="stable")
+    starts = np.searchsorted(bt.depth[by_depth], np.arange(int(bt.depth.max()) + 2))
+    for dep in range(int(bt.depth.max()), 0, -1):
+        nodes = by_depth[starts[dep] : starts[dep + 1]]
+        np.add.at(A, bt.parent[nodes], A[nodes])
     if diam <= 0.0:
         return np.zeros((N, m + 1))
     coef = epsilon * bt.weight / (2.0 * diam * m)

@@ -26,6 +26,7 @@ from opendp_wasserstein.domains import (
     replacements,
     round_up,
 )
+from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.tree_em import sample_tree_em
 from opendp_wasserstein.trees import resolve_tree
@@ -117,6 +118,12 @@ def make_tree_em(
     eps = check_epsilon(epsilon)
     metric = check_ground_metric(metric)
     as_random_source(seed)
+    # the recursion holds (edge terms + G table + a temporary) N x (m + 1) floats, N <= 2k
+    check_memory(
+        3 * 8 * 2 * cand.shape[0] * (m + 1.0),
+        f"Tree-EM with k = {cand.shape[0]:,} candidates and m = {m:,}",
+        "lower m, or use make_tree_projection, whose memory does not grow with m",
+    )
     the_tree = resolve_tree(tree, cand, metric, seed)
     t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
     k = the_tree.k

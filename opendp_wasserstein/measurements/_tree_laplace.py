@@ -44,6 +44,22 @@ def make_tree_laplace(
         ``"opendp"`` (OpenDP's ``make_laplace``, ``T="i64"``, one call per level batch)
     :param seed: **not private** -- a seed for reproducible tests and figures only; default
         ``None`` draws from the operating system's CSPRNG
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.transformations import make_dyadic_counts
+    >>> from opendp_wasserstein.measurements import make_tree_laplace
+    >>> dp.enable_features("contrib")
+    >>> t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=2, size=100, T=float),
+    ...                        dp.symmetric_distance(), depth=3, scales=[1.0, 6.0, 6.0, 6.0])
+    >>> meas = t >> make_tree_laplace(t.output_domain, t.output_metric)
+    >>> meas.map(2)
+    1.0
+    >>> noisy = meas(np.random.default_rng(0).uniform(size=(100, 2)))
+    >>> handles, counts = noisy.children(0, np.array([0]))  # the root's two noisy children
+    >>> counts.shape
+    (1, 2)
     """
     assert_features("contrib")
     dom = descriptor_of(input_domain, DyadicCountsDomain)

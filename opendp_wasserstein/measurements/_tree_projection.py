@@ -76,6 +76,26 @@ def make_tree_count_laplace(
     :param input_metric: ``l1(s)`` with one scale per level ``0 .. tree.height``
     :param backend: discrete Laplace sampler, ``"fast"`` (default) or ``"opendp"``
     :param seed: **not private** -- reproducible noise for tests and figures only
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.trees import quadtree
+    >>> from opendp_wasserstein.transformations import (
+    ...     make_nearest_candidate, make_tree_counts, tree_level_scales)
+    >>> from opendp_wasserstein.measurements import make_tree_count_laplace, make_tree_multiset
+    >>> dp.enable_features("contrib")
+    >>> C = np.array([[0.1, 0.1], [0.9, 0.1], [0.5, 0.9]])
+    >>> tree = quadtree(C, bounds=(0.0, 1.0), seed=0)
+    >>> t = make_nearest_candidate(
+    ...     dp.numpy.array2_domain(num_columns=2, size=50, T=float), dp.symmetric_distance(), C)
+    >>> t = t >> make_tree_counts(t.output_domain, t.output_metric, tree, tree_level_scales(tree, 1.0))
+    >>> meas = t >> make_tree_count_laplace(t.output_domain, t.output_metric)
+    >>> meas = meas >> make_tree_multiset(t.output_domain, m=10)
+    >>> meas.map(2)
+    1.0
+    >>> int(meas(np.random.default_rng(0).uniform(size=(50, 2))).sum())
+    10
     """
     assert_features("contrib")
     dom = descriptor_of(input_domain, TreeCountsDomain)
@@ -115,6 +135,8 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
 
     :param counts_domain: the tree counts domain the noisy counts were drawn on
     :param m: the multiset size
+
+    See :func:`make_tree_count_laplace` for an example that chains it.
     """
     dom = descriptor_of(counts_domain, TreeCountsDomain)
     m = check_multiset_size(m)
