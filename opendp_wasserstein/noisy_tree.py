@@ -54,6 +54,8 @@ class NoisyCountTree:
         self._levels = [_Level(self.d) for _ in range(self.depth + 1)]
         self._forgotten = 0
         self._gone: set[int] = set()
+        self._pools: dict[float, np.ndarray] = {}
+        self._drawn: dict[float, int] = {}
         root = self._levels[0]
         root.cells = np.zeros((1, self.d), dtype=np.int64)
         root.lo = np.zeros(1, dtype=np.int64)
@@ -62,8 +64,18 @@ class NoisyCountTree:
         root.first_child = np.full(1, -1, dtype=np.int64)
 
     def _noise(self, level: int, size: int) -> np.ndarray:
-        scales = np.full(size, self.scales[level])
-        return sample_discrete_laplace(scales, self._rng, self._backend)
+        """``size`` fresh LapZ(sigma_level) draws.  Levels that share a scale share a pool
+        of i.i.d. draws, refilled in bulk (each draw is used once), so a schedule with one
+        level scale costs a few sampler calls per release instead of one per level."""
+        scale = self.scales[level]
+        pool = self._pools.get(scale, np.zeros(0, dtype=np.int64))
+        if pool.size < size:
+            want = max(size - pool.size, 4096, 2 * self._drawn.get(scale, 0))
+            fresh = sample_discrete_laplace(np.full(want, scale), self._rng, self._backend)
+            pool = np.concatenate([pool, fresh])
+            self._drawn[scale] = self._drawn.get(scale, 0) + want
+        self._pools[scale] = pool[size:]
+        return pool[:size]
 
     @property
     def visited(self) -> int:
@@ -103,7 +115,13 @@ class NoisyCountTree:
         parent = self._levels[level]
         if handles.size and (handles.min() < 0 or handles.max() >= parent.noisy.size):
             raise IndexError("handles must address nodes already materialised at this level")
-        new = np.unique(handles[parent.first_child[handles] < 0])
+        pending = handles[parent.first_child[handles] < 0]
+        if pending.size:  # distinct, increasing, without hashing: a mask over the level
+            mask = np.zeros(parent.noisy.size, dtype=bool)
+            mask[pending] = True
+            new = np.flatnonzero(mask)
+        else:
+            new = pending
         if new.size:
             self._expand(level, new)
         first = parent.first_child[handles]
