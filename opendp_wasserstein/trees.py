@@ -282,9 +282,9 @@ def distortion(tree: Tree, points: Any, metric: str = "l2", pairs: int = 20000, 
     if k * (k - 1) // 2 <= pairs:
         i, j = np.triu_indices(k, 1)
     else:
-        gen = np.random.default_rng(seed)
-        i = gen.integers(0, k, pairs)
-        j = gen.integers(0, k - 1, pairs)
+        gen = RandomSource(seed)  # the package's one source of randomness (seeded: public pairs)
+        i = gen.integers(k, pairs)
+        j = gen.integers(k - 1, pairs)
         j = j + (j >= i)
     d = _pair_distance(pts[i], pts[j], metric)
     ratio = tree.leaf_distance(i, j) / d

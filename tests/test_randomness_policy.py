@@ -50,13 +50,7 @@ ALLOWED_NP_RANDOM = {"Generator", "PCG64", "SeedSequence"}
 EVALUATION_ONLY = {"default_rng"}
 
 #: reviewed exceptions to (a): (file relative to the package, numpy.random attribute) -> reason
-KNOWN_EXCEPTIONS = {
-    ("trees.py", "default_rng"): (
-        "trees.distortion() draws random pairs of PUBLIC candidates to measure a tree's "
-        "distortion (evaluation only, never on private data); it belongs in evaluation/ or "
-        "should take a RandomSource"
-    ),
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 # ---------------------------------------------------------------------------------------------
