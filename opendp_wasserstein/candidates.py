@@ -56,6 +56,11 @@ def check_multiset_size(m: Any, name: str = "m") -> int:
     return int(m)
 
 
+#: candidate entries are bounded so that no distance overflows, and distinct candidates must be
+#: farther apart than this (relative to their magnitude) so that no distance is subnormal
+CANDIDATE_MAX, CANDIDATE_MIN_GAP = 1e150, 1e-150
+
+
 def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
     """A read-only ``(k, p)`` float64 copy of a public candidate set.
 
@@ -75,6 +80,8 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
         raise ValueError(f"{name} must have at least one column")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (no NaN or infinite entries)")
+    if np.abs(arr).max() > CANDIDATE_MAX:
+        raise ValueError(f"{name} must have entries of magnitude <= {CANDIDATE_MAX:g} (distances must not overflow)")
     if arr.shape[0] > 1:
         order = np.lexsort(arr.T[::-1])
         srt = arr[order]
@@ -83,6 +90,10 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
             first = int(np.flatnonzero(same)[0])
             i, j = sorted((int(order[first]), int(order[first + 1])))
             raise ValueError(f"{name} must be distinct: rows {i} and {j} are equal")
+        # tree builders divide by distances: distinct rows must not be subnormally close
+        nearest_gap = cKDTree(arr).query(arr, k=2, p=np.inf)[0][:, 1]
+        if nearest_gap.min() < CANDIDATE_MIN_GAP * max(1.0, float(np.abs(arr).max())):
+            raise ValueError(f"{name} must not hold rows closer than {CANDIDATE_MIN_GAP:g} (relative) to each other")
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
     return arr
