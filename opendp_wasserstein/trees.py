@@ -677,6 +677,26 @@ def _gather_runs(store: dict[str, list[np.ndarray]], where: np.ndarray, nodes: n
     return np.concatenate(vals), np.concatenate(lens), np.concatenate(owner)
 
 
+def _merged_child_runs(
+    tree: Tree, store: dict, where: np.ndarray, nodes: np.ndarray, N: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The slope runs of the children of ``nodes``, merged per parent in increasing slope
+    order: ``(vals, lens, owner, kid, before)``, ``owner`` the parent's position in ``nodes``,
+    ``kid`` the child a run came from and ``before`` the units of the parent's earlier runs."""
+    kids = _children_of(tree, nodes)
+    local = np.empty(N, dtype=np.int64)
+    local[nodes] = np.arange(nodes.size)
+    vals, lens, kid_owner = _gather_runs(store, where, kids)
+    kid = kids[kid_owner]
+    owner = local[tree.parent[kid]]
+    order = np.lexsort((kid, vals, owner))
+    vals, lens, owner, kid = vals[order], lens[order], owner[order], kid[order]
+    cum = np.cumsum(lens)
+    first = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1))
+    before = cum - lens - np.repeat(cum[first] - lens[first], np.diff(np.append(first, owner.size)))
+    return vals, lens, owner, kid, before
+
+
 def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
     r"""The size-``m`` multiset on the leaves minimising ``sum_{v != root} w_v |c_v - t_v|``.
 
@@ -757,18 +777,8 @@ def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
             lens = np.full(nodes.size, m, dtype=np.int64)
             owner = np.arange(nodes.size)
         else:
-            kids = _children_of(tree, nodes)
-            local = np.empty(N, dtype=np.int64)
-            local[nodes] = np.arange(nodes.size)
-            vals, lens, kid_owner = _gather_runs(store, where, kids)
-            kid = kids[kid_owner]
-            owner = local[tree.parent[kid]]
-            order = np.lexsort((kid, vals, owner))
-            vals, lens, owner = vals[order], lens[order], owner[order]
+            vals, lens, owner, _, before = _merged_child_runs(tree, store, where, nodes, N)
             # keep the m smallest slopes of every node
-            cum = np.cumsum(lens)
-            first = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1))
-            before = cum - lens - np.repeat(cum[first] - lens[first], np.diff(np.append(first, owner.size)))
             lens = np.clip(m - before, 0, lens)
             keep = lens > 0
             vals, lens, owner = vals[keep], lens[keep], owner[keep]
@@ -791,17 +801,7 @@ def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
         nodes = nodes[(tree.degree[nodes] > 0) & (c[nodes] > 0)]
         if nodes.size == 0:
             continue
-        kids = _children_of(tree, nodes)
-        local = np.empty(N, dtype=np.int64)
-        local[nodes] = np.arange(nodes.size)
-        vals, lens, kid_owner = _gather_runs(store, where, kids)
-        kid = kids[kid_owner]
-        owner = local[tree.parent[kid]]
-        order = np.lexsort((kid, vals, owner))
-        lens, owner, kid = lens[order], owner[order], kid[order]
-        cum = np.cumsum(lens)
-        first = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1))
-        before = cum - lens - np.repeat(cum[first] - lens[first], np.diff(np.append(first, owner.size)))
+        _, lens, owner, kid, before = _merged_child_runs(tree, store, where, nodes, N)
         take = np.clip(c[nodes][owner] - before, 0, lens)
         np.add.at(c, kid, take)
     return c[tree.leaves]
