@@ -23,14 +23,22 @@ __all__ = ["paper_schedule", "budget_of", "Candidate", "standard_candidates", "a
 
 def budget_of(scales: tuple[float, ...] | list[float]) -> float:
     """``2 sum_{j>=1} 1/sigma_j`` of a schedule ``sigma_0..sigma_r``, exact, rounded up."""
-    return round_up(2 * sum((Fraction(1) / Fraction(s) for s in scales[1:]), Fraction(0)))
+    return round_up(_budget(list(scales)))
+
+
+def _budget(scales: list[float]) -> Fraction:
+    """``2 sum_{j>=1} 1/sigma_j`` exactly."""
+    return 2 * sum((Fraction(1) / Fraction(s) for s in scales[1:]), Fraction(0))
 
 
 def _tighten(scales: list[float], epsilon: float) -> list[float]:
-    """Re-solve the last scale exactly so the budget rounds to ``epsilon`` and never exceeds it."""
+    """Re-solve the last scale over the rationals so that the exact budget is at most
+    ``epsilon`` and rounds up to it; if no float last scale lands in that window, nudge the
+    first level scale by one ulp and try again.  Falls back to a budget just below
+    ``epsilon`` (never above) if no attempt lands, which only happens for depth 1."""
     eps = Fraction(epsilon)
     for _ in range(64):
-        rest = 2 * sum((Fraction(1) / Fraction(s) for s in scales[1:-1]), Fraction(0))
+        rest = _budget(scales[:-1])
         remaining = (eps - rest) / 2  # what 1/sigma_r may be
         if remaining <= 0:  # pragma: no cover - the float schedule is never this far off
             scales[1:] = [math.nextafter(s, math.inf) for s in scales[1:]]
@@ -38,18 +46,17 @@ def _tighten(scales: list[float], epsilon: float) -> list[float]:
         last = round_up(1 / remaining)  # 1/last <= remaining: budget <= eps
         cand = last
         for _ in range(8):  # a smaller last scale raises the budget towards eps from below
-            trial = scales[:-1] + [cand]
-            exact = Fraction(1) * 2 * sum((Fraction(1) / Fraction(s) for s in trial[1:]), Fraction(0))
-            if exact <= eps and round_up(exact) == epsilon:
-                return trial
+            exact = rest + Fraction(2) / Fraction(cand)
             if exact > eps:
                 break
+            if round_up(exact) == epsilon:
+                return scales[:-1] + [cand]
             cand = math.nextafter(cand, 0.0)
-        # could not land exactly with the last scale alone: nudge another scale and retry
+        if len(scales) <= 2:
+            break  # depth 1: nothing else to nudge
         scales[1] = math.nextafter(scales[1], math.inf)
-        scales[-1] = last
-    scales[-1] = round_up(1 / ((eps - 2 * sum((Fraction(1) / Fraction(s) for s in scales[1:-1]), Fraction(0))) / 2))
-    return scales
+    remaining = (eps - _budget(scales[:-1])) / 2
+    return scales[:-1] + [round_up(1 / remaining)]
 
 
 def paper_schedule(d: int, epsilon: float, depth: int, s: int = 1) -> tuple[float, ...]:
