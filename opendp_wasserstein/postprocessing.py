@@ -97,7 +97,22 @@ def make_synthesis(
     :param seed: **not private**; placement/shuffle randomness for tests and figures only
     :param diagnostics: release ``(points, info)`` with the public traversal statistics
 
-    See :func:`make_pruned_consistency` for an example that chains it.
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.transformations import make_dyadic_counts
+    >>> from opendp_wasserstein.measurements import make_tree_laplace
+    >>> from opendp_wasserstein.postprocessing import make_pruned_consistency, make_synthesis
+    >>> dp.enable_features("contrib")
+    >>> t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=2, size=50, T=float),
+    ...                        dp.symmetric_distance(), depth=6, scales=[1.0] + [12.0] * 6,
+    ...                        bounds=([0, 0], [10, 5]))
+    >>> meas = (t >> make_tree_laplace(t.output_domain, t.output_metric)
+    ...           >> make_pruned_consistency(t.output_domain)
+    ...           >> make_synthesis(t.output_domain, placement="uniform", diagnostics=True))
+    >>> points, info = meas(np.random.default_rng(0).uniform(size=(50, 2)) * [10, 5])
+    >>> points.shape, bool(np.all(points <= [10, 5])), info["depth"]
+    ((50, 2), True, 6)
     """
     dom = descriptor_of(counts_domain, DyadicCountsDomain)
     check_placement(placement)

@@ -136,7 +136,23 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     :param counts_domain: the tree counts domain the noisy counts were drawn on
     :param m: the multiset size
 
-    See :func:`make_tree_count_laplace` for an example that chains it.
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.trees import quadtree
+    >>> from opendp_wasserstein.transformations import (
+    ...     make_nearest_candidate, make_tree_counts, tree_level_scales)
+    >>> from opendp_wasserstein.measurements import make_tree_count_laplace, make_tree_multiset
+    >>> dp.enable_features("contrib")
+    >>> C = np.array([[0.2, 0.2], [0.8, 0.8]])
+    >>> tree = quadtree(C, bounds=(0.0, 1.0), seed=1)
+    >>> t = make_nearest_candidate(
+    ...     dp.numpy.array2_domain(num_columns=2, size=40, T=float), dp.change_one_distance(), C)
+    >>> t = t >> make_tree_counts(t.output_domain, t.output_metric, tree, tree_level_scales(tree, 2.0))
+    >>> meas = (t >> make_tree_count_laplace(t.output_domain, t.output_metric)
+    ...           >> make_tree_multiset(t.output_domain, m=7))
+    >>> meas.map(1), int(meas(np.full((40, 2), 0.25)).sum())
+    (2.0, 7)
     """
     dom = descriptor_of(counts_domain, TreeCountsDomain)
     m = check_multiset_size(m)
