@@ -26,6 +26,7 @@ from opendp_wasserstein.domains import (
     check_metric,
     descriptor_of,
 )
+from opendp_wasserstein.measurements._tree_laplace import _identity_map
 from opendp_wasserstein.samplers import BACKENDS, sample_discrete_laplace
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (
@@ -54,13 +55,6 @@ class NoisyTreeCounts:
     tree: Tree
     noisy: np.ndarray
     scales: tuple[float, ...]
-
-
-def _identity_map(d_in: Any) -> float:
-    d = float(d_in)
-    if not d >= 0.0:
-        raise ValueError("d_in must be a non-negative l1(s) distance")
-    return d
 
 
 def make_tree_count_laplace(
