@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM"]
+__all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM", "SIZE_STREAM"]
 
 _TWO_M53 = 2.0**-53
 
 #: stream tags: with a seed, the noise, the corrections and the placement of one release draw
 #: from independent derived streams (:meth:`RandomSource.derive`)
-NOISE_STREAM, CORRECTION_STREAM, PLACEMENT_STREAM, SELECTION_STREAM = 0, 1, 2, 3
+NOISE_STREAM, CORRECTION_STREAM, PLACEMENT_STREAM, SELECTION_STREAM, SIZE_STREAM = 0, 1, 2, 3, 5
 
 
 class RandomSource:
@@ -106,9 +106,16 @@ class RandomSource:
 
 
 def as_random_source(rng: Any = None) -> RandomSource:
-    """Coerce ``None`` (secure), an int seed, or a :class:`RandomSource` to a RandomSource."""
+    """Coerce ``None``, an int seed, or a :class:`RandomSource` to a RandomSource.
+
+    ``None`` is the default everywhere: the operating system's CSPRNG, unless the call runs inside
+    :func:`opendp_wasserstein.runtime.reproducible` (a **non-private** seeded stream for tests and
+    figures).  Mechanisms call this when they release, never when they are constructed.
+    """
     if rng is None:
-        return RandomSource()
+        from opendp_wasserstein.runtime import current_seed
+
+        return RandomSource(current_seed())
     if isinstance(rng, RandomSource):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):

@@ -6,20 +6,28 @@ epsilon is what the measurement's own privacy map certifies.
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
+from opendp.mod import Measurement
 
-from opendp_wasserstein.domains import as_box, check_epsilon
+from opendp_wasserstein import runtime
+from opendp_wasserstein._compat import feature_enabled
+from opendp_wasserstein.domains import Box, as_box, check_epsilon, round_down, round_up
 
 __all__ = [
     "SynthesisReport",
     "synthesize",
     "MECHANISMS",
     "DEFAULT_SELECT_FRACTION",
+    "DEFAULT_SIZE_FRACTION",
     "SelectionReport",
     "select_candidates",
     "SELECTION_MECHANISMS",
@@ -29,6 +37,9 @@ MECHANISMS = ("adaptive", "pruned", "pmm")
 
 #: the share of epsilon spent on private schedule selection by default in ``synthesize``
 DEFAULT_SELECT_FRACTION = 0.2
+
+#: the share of epsilon spent on a DP count when the size is private, by default
+DEFAULT_SIZE_FRACTION = 0.1
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,47 @@ def _as_data(x: Any, name: str = "X") -> np.ndarray:
     return arr
 
 
+def _bounds(bounds: Any, d: int) -> Box:
+    """The public box: ``(lower, upper)``, a Box, ``{"lower", "upper"}``, or one ``(low, high)``
+    per column as a mapping ``{column index: (low, high)}`` covering every column."""
+    if bounds is None:
+        raise ValueError("bounds are required: give the public (lower, upper) box; they must not be inferred from the data")
+    if isinstance(bounds, dict) and set(bounds) != {"lower", "upper"}:
+        if set(bounds) != set(range(d)):
+            raise ValueError(f"bounds as a per-column mapping must have the keys 0 .. {d - 1}")
+        try:
+            pairs = [tuple(bounds[j]) for j in range(d)]
+            lower, upper = [p[0] for p in pairs], [p[1] for p in pairs]
+        except (TypeError, IndexError):
+            raise ValueError("bounds: each column needs a (low, high) pair") from None
+        return as_box({"lower": lower, "upper": upper}, d)
+    return as_box(bounds, d)
+
+
+@contextmanager
+def _contrib() -> Iterator[None]:
+    """OpenDP's ``"contrib"`` feature for the duration of one call, then the caller's state.
+
+    The constructors this API builds require it (as OpenDP's own extras do); the features the
+    caller had enabled are left exactly as they were.
+    """
+    had = feature_enabled("contrib")
+    if not had:
+        dp.enable_features("contrib")
+    try:
+        yield
+    finally:
+        if not had:
+            dp.disable_features("contrib")
+
+
+def _split(total: float, share: float) -> tuple[float, float]:
+    """``(a, b)``: ``a = fl(share * total)``, ``b = fl(total - a)``.  The exact ``a + b`` is within
+    half an ulp of ``total``, so rounding it down (as the adaptive map does) never passes it."""
+    a = share * total
+    return a, total - a
+
+
 def synthesize(
     X: Any,
     epsilon: float,
@@ -87,22 +139,35 @@ def synthesize(
     depth: int | None = None,
     placement: str = "uniform",
     public_size: bool = True,
-    seed: int | None = None,
+    epsilon_size: float | None = None,
 ) -> tuple[np.ndarray, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
+    With ``public_size=True`` (the default) ``n = len(X)`` is public and ``epsilon`` is the loss
+    of replacing one record.  With ``public_size=False`` ``n`` is private and ``epsilon`` is the
+    loss of adding or removing one record; nothing that shapes the release is computed from
+    ``n``: either ``depth`` is given (``"pruned"``/``"pmm"``; the noisy root count sets the number
+    of rows), or a share ``epsilon_size`` is spent on a DP count ``n_hat`` (OpenDP's
+    ``make_laplace``) from which the depth or the candidate set is chosen, and ``n_hat`` rows are
+    released.  Either way the reported epsilon is the certified map of the whole release.
+
+    Reproducible (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
+
     :param X: the sensitive data, ``n x d`` real numbers (not modified)
-    :param epsilon: the total privacy budget per replacement of one record
-    :param bounds: the public box ``(lower, upper)`` (scalars or length-d); rows outside are
-        clamped.  Required, and never inferred from the data (that would leak it).
+    :param epsilon: the total privacy budget (see above for the unit)
+    :param bounds: the public box: ``(lower, upper)`` (scalars or length-d), a
+        :class:`~opendp_wasserstein.domains.Box`, ``{"lower": ..., "upper": ...}`` or one
+        ``(low, high)`` per column as ``{0: (low, high), 1: ...}``; rows outside are clamped.
+        Required, never inferred from the data.  An ambiguous pair is refused.
     :param mechanism: ``"adaptive"`` (default: Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
         the ambient depth ``ceil(log2(eps n))`` with the paper's ``s = d`` schedule) or ``"pmm"``
         (the full-tree baseline, same depth and schedule)
     :param epsilon_select: adaptive only: the selection budget (default 20% of ``epsilon``)
-    :param depth: pruned/pmm only: the depth (default the ambient rule)
+    :param depth: pruned/pmm only: the depth (default the ambient rule, on ``n`` or ``n_hat``)
     :param placement: ``"uniform"`` (default) or ``"center"`` within leaf cells
-    :param public_size: treat ``n = len(X)`` as public (default; required by ``"adaptive"``)
-    :param seed: **not private** -- reproducible output for tests and figures only
+    :param public_size: whether ``n = len(X)`` is public (default True)
+    :param epsilon_size: private size only: the budget of the DP count (default 10% of
+        ``epsilon``; not used by pruned/pmm when ``depth`` is given)
     :return: the synthetic array and a :class:`SynthesisReport`
 
     :example:
@@ -113,54 +178,129 @@ def synthesize(
     >>> Y, report = synthesize(X, epsilon=1.0, bounds=(0, 1))
     >>> Y.shape[1], report.epsilon
     (2, 1.0)
+    >>> Y, report = synthesize(X, epsilon=1.0, bounds=(0, 1), public_size=False)
+    >>> report.epsilon <= 1.0, report.details["size_estimate"] == len(Y)
+    (True, True)
     """
-    from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm, make_pruned_pmm
-    from opendp_wasserstein.schedules import ambient_depth, paper_schedule
-
-    dp.enable_features("contrib")
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)
     x = _as_data(X)
     n, d = x.shape
-    if bounds is None:
-        raise ValueError("bounds are required: give the public (lower, upper) box; they must not be inferred from the data")
-    as_box(bounds, d)
-    domain = dp.numpy.array2_domain(num_columns=d, size=n if public_size else None, T=float)
-    metric = dp.change_one_distance() if public_size else dp.symmetric_distance()
-    scales: tuple[float, ...] = ()
-    if mechanism == "adaptive":
-        if not public_size:
-            raise ValueError("mechanism='adaptive' needs public_size=True (the candidates depend on n)")
-        eps_sel = DEFAULT_SELECT_FRACTION * eps if epsilon_select is None else check_epsilon(epsilon_select, "epsilon_select")
-        if eps_sel >= eps:
+    box = _bounds(bounds, d)
+    if epsilon_select is not None:
+        check_epsilon(epsilon_select, "epsilon_select")
+        if mechanism != "adaptive":
+            raise ValueError("epsilon_select applies only to mechanism='adaptive'")
+        if epsilon_select >= eps:
             raise ValueError("epsilon_select must be smaller than epsilon")
-        meas = make_adaptive_pruned_pmm(
-            domain, metric, eps_sel, eps - eps_sel, bounds=bounds, placement=placement, seed=seed, diagnostics=True
-        )
-    else:
-        r = ambient_depth(eps, n) if depth is None else depth
-        # with a public size the root is free: 2 sum_{j>=1} 1/sigma_j = eps per replacement;
-        # without one, an added/removed record costs 1/sigma_0 + sum_{j>=1} 1/sigma_j, which is
-        # 1.5 eps' for paper_schedule(eps'): spend eps' = 2 eps / 3
-        scales = paper_schedule(d, eps if public_size else 2.0 * eps / 3.0, r, s=d)
-        make = make_pruned_pmm if mechanism == "pruned" else make_pmm
-        meas = make(domain, metric, r, scales, bounds=bounds, placement=placement, seed=seed, diagnostics=True)
-    t0 = time.perf_counter()
-    y, info = meas(x)
-    seconds = time.perf_counter() - t0
+    if depth is not None and mechanism == "adaptive":
+        raise ValueError("depth applies only to mechanism='pruned' or 'pmm' (adaptive chooses it)")
+    if epsilon_size is not None:
+        check_epsilon(epsilon_size, "epsilon_size")
+        if public_size:
+            raise ValueError("epsilon_size applies only with public_size=False")
+        if epsilon_size >= eps:
+            raise ValueError("epsilon_size must be smaller than epsilon")
+    with _contrib():
+        meas = _synthesis_measurement(d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size)
+        t0 = time.perf_counter()
+        with runtime.diagnostics() as records:
+            y = meas(x)
+        seconds = time.perf_counter() - t0
+        certified = meas.map(1)
+    info: dict[str, Any] = {}
+    for r in records:
+        info |= r
     details = {k: v for k, v in info.items() if k not in {"depth", "visited_nodes", "scales"}}
     report = SynthesisReport(
         mechanism=mechanism,
-        epsilon=meas.map(1),
+        epsilon=certified,
         depth=int(info["depth"]),
-        scales=tuple(info.get("scales", ())) or tuple(scales),
+        scales=tuple(info.get("scales", ())),
         visited_nodes=int(info["visited_nodes"]),
         size=int(y.shape[0]),
         seconds=seconds,
         details=details,
     )
     return y, report
+
+
+def _synthesis_measurement(
+    d: int,
+    n: int | None,
+    eps: float,
+    box: Box,
+    mechanism: str,
+    epsilon_select: float | None,
+    depth: int | None,
+    placement: str,
+    epsilon_size: float | None,
+) -> Measurement:
+    """The certified measurement :func:`synthesize` releases with.  Built from public values
+    only: ``n`` is None when the size is private."""
+    from opendp_wasserstein.measurements import (
+        make_adaptive_pruned_pmm,
+        make_noisy_size_then,
+        make_pmm,
+        make_pruned_pmm,
+    )
+    from opendp_wasserstein.schedules import ambient_depth, paper_schedule
+
+    domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+    metric = dp.change_one_distance() if n is not None else dp.symmetric_distance()
+    bounds = {"lower": box.lower, "upper": box.upper}
+    sel_share = DEFAULT_SELECT_FRACTION if epsilon_select is None else epsilon_select / eps
+    make = make_pruned_pmm if mechanism == "pruned" else make_pmm
+
+    def schedule(levels_eps: float, r: int) -> tuple[float, ...]:
+        """The paper's s = d schedule spending ``levels_eps`` per replacement on levels >= 1."""
+        return paper_schedule(d, levels_eps, r, s=d)
+
+    if n is not None:  # public size: epsilon per replacement (change_one d_in = 1)
+        if mechanism == "adaptive":
+            eps_sel, eps_main = _split(eps, sel_share)
+            return make_adaptive_pruned_pmm(domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement)
+        r = ambient_depth(eps, n) if depth is None else depth
+        return make(domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement)
+
+    # private size: epsilon per added or removed record (symmetric d_in = 1)
+    if mechanism != "adaptive" and depth is not None:
+        # the noisy root count sets the number of rows: sigma_0 takes 2/3, the levels 1/3
+        root_eps = round_down(Fraction(eps) * 2 / 3)
+        sigma0 = round_up(1 / Fraction(root_eps))
+        levels_half = round_down(Fraction(eps) - 1 / Fraction(sigma0))
+        scales = (sigma0, *schedule(2 * levels_half, depth)[1:])
+        return make(domain, metric, depth, scales, bounds=bounds, placement=placement)
+    size_eps = DEFAULT_SIZE_FRACTION * eps if epsilon_size is None else epsilon_size
+    # what make_noisy_size_then's count (OpenDP's make_laplace) certifies for one record
+    count_scale = round_up(1 / Fraction(size_eps))
+    count_cost = Fraction(dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), count_scale).map(1))
+    rest = round_down(Fraction(eps) - count_cost)  # what one added record may cost after the count
+    if rest <= 0:
+        raise ValueError("epsilon_size leaves nothing for the synthesis")
+    if mechanism == "adaptive":
+        # one added record costs eps_sel + eps_main / 2 (the selection moves by a whole record)
+        eps_sel, half_main = _split(rest, sel_share)
+        eps_main = 2 * half_main
+
+        def build(n_hat: int) -> Measurement:
+            return make_adaptive_pruned_pmm(
+                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, size=n_hat
+            )
+
+        per_record = Fraction(round_down(Fraction(eps_sel) + Fraction(half_main)))
+    else:
+
+        def build(n_hat: int) -> Measurement:
+            r = ambient_depth(2 * rest, n_hat) if depth is None else depth
+            scales = (math.inf, *schedule(2 * rest, r)[1:])
+            return make(domain, metric, r, scales, bounds=bounds, placement=placement, output_size=n_hat)
+
+        per_record = Fraction(rest)
+    return make_noisy_size_then(
+        domain, metric, size_eps, build, bound=lambda d_in: round_up(int(d_in) * per_record)
+    )
 
 
 SELECTION_MECHANISMS = ("projection", "tree-em", "nn")
@@ -191,11 +331,16 @@ def select_candidates(
     epsilon: float,
     mechanism: str = "projection",
     metric: str = "l2",
-    seed: int | None = None,
+    public_size: bool = True,
 ) -> tuple[np.ndarray, SelectionReport]:
     """Privately choose a size-``m`` multiset of public candidates ``C`` close in W1 to ``D``.
 
-    ``n = len(D)`` is treated as public; ``epsilon`` is the loss of replacing one record.
+    With ``public_size=True`` (default) ``n = len(D)`` is public and ``epsilon`` is the loss of
+    replacing one record.  With ``public_size=False`` ``epsilon`` is the loss of adding or
+    removing one record and nothing is computed from ``n``: the projection charges and noises the
+    root count and normalises by it; the NN histogram's rounding never needs ``n``; Tree-EM needs
+    a public size and is refused.  Reproducible (non-private) runs: call inside
+    :func:`opendp_wasserstein.runtime.reproducible`.
 
     :param D: the sensitive data, ``n x p`` real numbers (not modified)
     :param C: the public candidates, ``k x p`` distinct finite rows
@@ -206,8 +351,7 @@ def select_candidates(
         ``"idealized-numerics"`` feature, which you must enable yourself with
         ``dp.enable_features("idealized-numerics")``) or ``"nn"`` (nearest-neighbour histogram)
     :param metric: ``"l2"`` (default), ``"l1"`` or ``"linf"``
-    :param seed: **not private** -- reproducible tree and draws for tests only (``"nn"``
-        draws from OpenDP's own CSPRNG and cannot be seeded)
+    :param public_size: whether ``n = len(D)`` is public (default True)
     :return: ``k`` int64 multiplicities summing to ``m``, and a :class:`SelectionReport`
 
     :example:
@@ -226,23 +370,30 @@ def select_candidates(
         make_tree_projection,
     )
 
-    dp.enable_features("contrib")
     if mechanism not in SELECTION_MECHANISMS:
         raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)
     x = _as_data(D, "D")
     n, p = x.shape
-    domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
-    metric_in = dp.change_one_distance()
-    if mechanism == "tree-em":
-        meas = make_tree_em(domain, metric_in, C, m, eps, metric=metric, seed=seed)
-    elif mechanism == "projection":
-        meas = make_tree_projection(domain, metric_in, C, m, eps, metric=metric, seed=seed)
-    else:
-        if seed is not None:
-            raise ValueError("seed: mechanism='nn' draws OpenDP's own noise and cannot be seeded")
-        meas = make_nn_histogram(domain, metric_in, C, m, eps, metric=metric)
-    t0 = time.perf_counter()
-    counts = np.asarray(meas(x), dtype=np.int64)
-    seconds = time.perf_counter() - t0
-    return counts, SelectionReport(mechanism, meas.map(1), int(m), int(counts.size), seconds)
+    if not public_size and mechanism == "tree-em":
+        raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
+    with _contrib():
+        if public_size:
+            domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
+            metric_in = dp.change_one_distance()
+            eps_unit = eps  # per replacement
+        else:
+            domain = dp.numpy.array2_domain(num_columns=p, T=float)
+            metric_in = dp.symmetric_distance()
+            eps_unit = 2 * eps  # the constructors spend epsilon per replacement, map(2)
+        if mechanism == "tree-em":
+            meas = make_tree_em(domain, metric_in, C, m, eps, metric=metric)
+        elif mechanism == "projection":
+            meas = make_tree_projection(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+        else:
+            meas = make_nn_histogram(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+        t0 = time.perf_counter()
+        counts = np.asarray(meas(x), dtype=np.int64)
+        seconds = time.perf_counter() - t0
+        certified = meas.map(1)
+    return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds)

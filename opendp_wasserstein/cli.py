@@ -41,7 +41,8 @@ def run_demo(
     from opendp_wasserstein.evaluation import make_shape, w1_estimate
 
     x = make_shape(shape, n, seed=seed)
-    y, report = synthesize(x, epsilon, bounds=(0.0, 1.0), mechanism=mechanism, seed=seed)
+    with _seeded(seed):
+        y, report = synthesize(x, epsilon, bounds=(0.0, 1.0), mechanism=mechanism)
     est = w1_estimate(x, y, metric="linf", seed=0 if seed is None else seed)
     summary = {
         "mechanism": mechanism,
@@ -170,6 +171,15 @@ def read_bounds(path: str, columns: Sequence[str]) -> tuple[list[float], list[fl
     return lower, upper
 
 
+def _seeded(seed: int | None) -> Any:
+    """``runtime.reproducible(seed)`` for ``--seed`` (NOT private), else no change."""
+    from contextlib import nullcontext
+
+    from opendp_wasserstein.runtime import reproducible
+
+    return nullcontext() if seed is None else reproducible(seed)
+
+
 def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     from opendp_wasserstein.api import synthesize
 
@@ -180,23 +190,27 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     if args.bounds is None:
         raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
     lower, upper = read_bounds(args.bounds, header)
-    y, report = synthesize(
-        x, args.epsilon, (lower, upper), mechanism=args.mechanism,
-        epsilon_select=args.epsilon_select, placement=args.placement, seed=args.seed,
-    )
+    with _seeded(args.seed):
+        y, report = synthesize(
+            x, args.epsilon, {"lower": lower, "upper": upper}, mechanism=args.mechanism,
+            epsilon_select=args.epsilon_select, placement=args.placement,
+            public_size=not args.private_size,
+        )
     steps.update(1)
     write_csv_atomic(args.output, header, (row for row in y.tolist()))
     steps.update(1)
     steps.close()
     summary = {
-        "command": "synth", "input": args.input, "output": args.output, "rows_in": int(x.shape[0]),
+        "command": "synth", "input": args.input, "output": args.output,
+        "rows_in": None if args.private_size else int(x.shape[0]),
         "rows_out": report.size, "columns": header, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "depth": report.depth,
         "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
         "seconds": report.seconds, "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        unit = "one added or removed record" if args.private_size else "one replacement"
+        print(f"certified epsilon (measurement map, {unit}): {report.epsilon}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
@@ -224,7 +238,11 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
                 "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
             )
         dp.enable_features("idealized-numerics")
-    counts, report = select_candidates(x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric, seed=args.seed)
+    with _seeded(args.seed):
+        counts, report = select_candidates(
+            x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric,
+            public_size=not args.private_size,
+        )
     steps.update(1)
     chosen = np.flatnonzero(counts)
     rows = ([*c[i].tolist(), int(counts[i])] for i in chosen)
@@ -278,6 +296,11 @@ def _parser() -> argparse.ArgumentParser:
     syn.add_argument("--placement", choices=["uniform", "center"], default="uniform")
     syn.add_argument("--columns", help="comma-separated subset of columns (default all)")
     syn.add_argument("--seed", type=int, default=None, help="NOT private: reproducible output for tests only")
+    syn.add_argument(
+        "--private-size", action="store_true",
+        help="treat the number of rows as private: epsilon is then per added/removed record and a "
+        "share of it buys a DP row count (default: the row count is public)",
+    )
     syn.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     syn.add_argument("--quiet", action="store_true")
     sel = sub.add_parser("select", help="privately choose m public candidates close in W1 to the data")
@@ -290,6 +313,10 @@ def _parser() -> argparse.ArgumentParser:
     sel.add_argument("--idealized-numerics", action="store_true", help="allow tree-em's float64 sampler")
     sel.add_argument("-o", "--output", required=True, help="output CSV: chosen candidates and multiplicities")
     sel.add_argument("--seed", type=int, default=None, help="NOT private: reproducible output for tests only")
+    sel.add_argument(
+        "--private-size", action="store_true",
+        help="treat the number of rows as private (not with tree-em): epsilon is then per added/removed record",
+    )
     sel.add_argument("--json", action="store_true")
     sel.add_argument("--quiet", action="store_true")
     return p

@@ -1,12 +1,16 @@
-"""Consistency corrections that turn a noisy count tree into consistent leaf masses.
+"""From noisy counts to consistent leaf masses: the traversals and corrections of the PMM family.
 
-Both are post-processing of the noisy tree (they read noisy counts and use auxiliary
-randomness independent of the data) and are vectorised over whole levels.
+- :func:`pruned_traversal`: Algorithms 1 and 2 of Zare Moayedi et al. (2026), top-down, level by
+  level: the two children of every node with positive corrected mass get their noisy counts, the
+  zero-respecting rule splits the parent's mass, children with zero mass are never expanded.
+  It reads the exact counts only to add noise to them, inside the measurement
+  :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`; what it returns,
+  :class:`LeafMasses`, is a function of the noisy counts and of independent coins alone.
+- :func:`full_consistency`: the full-tree PMM correction of He, Vershynin and Zhu (COLT 2023), a
+  comparable split at every node, applied to a released
+  :class:`~opendp_wasserstein.noisy_tree.NoisyTree` (post-processing).
 
-- :func:`pruned_correction`: Algorithms 1 and 2 of Zare Moayedi et al. (2026): the
-  zero-respecting correction applied top-down, expanding only children with positive mass.
-- :func:`full_correction`: the full-tree PMM of He, Vershynin and Zhu (COLT 2023): a
-  comparable split at every node, all ``2^depth`` leaves materialised.
+All integer arithmetic is exact: products that could pass 2^63 fall back to Python integers.
 """
 
 from __future__ import annotations
@@ -15,15 +19,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.noisy_tree import NoisyCountTree
+from opendp_wasserstein.hierarchy import CountTree, coord_bits_at_level
+from opendp_wasserstein.node_noise import NodeNoise
 
-__all__ = ["LeafMasses", "comparable_split", "zero_respecting_split", "pruned_correction", "full_correction"]
+__all__ = [
+    "LeafMasses",
+    "root_mass",
+    "comparable_split",
+    "zero_respecting_split",
+    "child_cells",
+    "pruned_traversal",
+    "full_consistency",
+    "prefix_cells",
+]
+
+_INT64_SAFE = 2**62
 
 
 @dataclass(frozen=True)
 class LeafMasses:
-    """Consistent non-negative masses on leaf cells of depth ``depth``.
+    """Consistent non-negative masses on leaf cells of depth ``depth`` (a release: public).
 
     :param cells: per-coordinate cell indices of the leaves with positive mass, shape (k, d)
     :param masses: their masses (positive integers), shape (k,)
@@ -38,68 +53,138 @@ class LeafMasses:
     visited: int
     active: tuple[int, ...]
 
+    def __post_init__(self) -> None:
+        for arr in (self.cells, self.masses):
+            arr.setflags(write=False)
+
     @property
     def total(self) -> int:
         return int(self.masses.sum())
 
 
-def root_mass(noisy_root: int, size: int | None) -> int:
+def root_mass(noisy_root: int | None, size: int | None) -> int:
     """The root mass: the public size ``n`` if known, else ``max(1, n'_root)``."""
     if size is not None:
         return int(size)
+    if noisy_root is None:  # pragma: no cover - constructors refuse this combination
+        raise ValueError("the root mass needs a public size or a noisy root count")
     return max(1, int(noisy_root))
 
 
 def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``m0 = floor(M a / (a + b))`` (``a + b > 0``): the pair ``(m0, M - m0)`` is comparable to
-    ``(a, b)`` (both entries <= or both >=), for ``M <= a + b`` and ``M >= a + b`` alike."""
+    """``m0 = floor(M a / (a + b))`` (``a + b > 0``, else ``floor(M / 2)``), exactly.
+
+    The pair ``(m0, M - m0)`` is comparable to ``(a, b)`` (both entries <= or both >=), for
+    ``M <= a + b`` and ``M >= a + b`` alike.  Inputs are non-negative int64; when ``M a`` could
+    pass 2^62 the product is taken over Python integers, so the split is exact at every scale.
+    """
+    mass = np.asarray(mass, dtype=np.int64)
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if mass.size == 0:
+        return mass.copy()
     total = a + b
+    if int(mass.max()) * max(int(a.max()), 1) >= _INT64_SAFE or int(total.max()) >= _INT64_SAFE:
+        mo, ao, to = (v.astype(object) for v in (mass, a, total))
+        out = [m // 2 if t == 0 else (m * x) // t for m, x, t in zip(mo, ao, to, strict=True)]
+        return np.array(out, dtype=np.int64)
     safe = np.where(total > 0, total, 1)
     return np.where(total > 0, (mass * a) // safe, mass // 2)
 
 
-def zero_respecting_split(
-    mass: np.ndarray, a: np.ndarray, b: np.ndarray, rng: RandomSource
-) -> np.ndarray:
-    """Algorithm 2: the lower child's share of parent mass ``M > 0`` given truncated noisy
-    counts ``a, b >= 0``.  Both zero: one child chosen uniformly at random takes ``M``;
-    exactly one zero: the other takes ``M``; otherwise the comparable floor split."""
+def zero_respecting_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray, coins: np.ndarray) -> np.ndarray:
+    """Algorithm 2: the lower child's share of parent mass ``M > 0`` given truncated noisy counts
+    ``a, b >= 0``.  Both zero: the child picked by the node's fair coin takes ``M`` (``coins``
+    holds one bit per node whose children are both zero, in order); exactly one zero: the other
+    takes ``M``; otherwise the comparable floor split."""
     m0 = comparable_split(mass, a, b)  # already M when b == 0 < a, and 0 when a == 0 < b
     both = (a == 0) & (b == 0)
     if np.any(both):
-        coin = rng.bits(int(both.sum()))
-        m0[both] = np.where(coin == 1, mass[both], 0)
+        m0[both] = np.where(coins == 1, mass[both], 0)
     return m0
 
 
-def pruned_correction(noisy: NoisyCountTree, size: int | None, rng: RandomSource) -> LeafMasses:
-    """Algorithm 1 (Pruned-PMM): top-down, level by level, only active nodes are expanded."""
-    handles = np.zeros(1, dtype=np.int64)
-    mass = np.array([root_mass(noisy.root(), size)], dtype=np.int64)
+def child_cells(cells: np.ndarray, level: int) -> np.ndarray:
+    """The cells of the two children of level-``level`` cells (rows 2i, 2i+1 for parent i)."""
+    d = cells.shape[1]
+    c = level % d
+    out = np.repeat(cells, 2, axis=0)
+    out[:, c] *= 2
+    out[1::2, c] += 1
+    return out
+
+
+def pruned_traversal(counts: CountTree, scales: tuple[float, ...], size: int | None, noise: NodeNoise) -> LeafMasses:
+    """Algorithms 1-2 on the exact count tree ``counts``: noise only the children of active nodes.
+
+    :param counts: the exact counts (private; only read to add noise)
+    :param scales: ``sigma_0 .. sigma_depth``; ``sigma_0 = inf`` when the root is not released
+    :param size: the public root mass, or None to use ``max(1, n + LapZ(sigma_0))``
+    :param noise: the noise and coins of the nodes
+    :return: the consistent leaf masses (a function of the noisy counts and the coins only)
+    """
+    d, depth = counts.d, counts.depth
+    cells = np.zeros((1, d), dtype=np.int64)
+    visited = 0
+    noisy_root = None
+    if size is None:
+        noisy_root = counts.n + int(noise.laplace(0, cells, scales[0])[0])
+        visited = 1
+    mass = np.array([root_mass(noisy_root, size)], dtype=np.int64)
+    lo = np.zeros(1, dtype=np.int64)
+    hi = np.full(1, counts.n, dtype=np.int64)
     active = [1]
-    for level in range(noisy.depth):
-        ch, counts = noisy.children(level, handles)
-        counts = np.maximum(counts, 0)
-        m0 = zero_respecting_split(mass, counts[:, 0], counts[:, 1], rng)
+    for level in range(depth):
+        mid = counts.split(level, lo, hi)
+        kids = child_cells(cells, level)
+        c_lo = np.stack([lo, mid], axis=1).reshape(-1)
+        c_hi = np.stack([mid, hi], axis=1).reshape(-1)
+        noisy = (c_hi - c_lo) + noise.laplace(level + 1, kids, scales[level + 1])
+        visited += int(noisy.size)
+        noisy = np.maximum(noisy, 0).reshape(-1, 2)
+        both = (noisy[:, 0] == 0) & (noisy[:, 1] == 0)
+        coins = noise.coins(level, cells[both]) if np.any(both) else np.zeros(0, dtype=np.int64)
+        m0 = zero_respecting_split(mass, noisy[:, 0], noisy[:, 1], coins)
         child_mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
         keep = child_mass > 0
-        handles = ch.reshape(-1)[keep]
-        mass = child_mass[keep]
-        active.append(int(handles.size))
-        noisy.forget(level)  # never revisited: memory stays O(widest level), not O(n r)
-    return LeafMasses(noisy.cells(noisy.depth, handles), mass, noisy.depth, noisy.visited, tuple(active))
+        cells, mass, lo, hi = kids[keep], child_mass[keep], c_lo[keep], c_hi[keep]
+        active.append(int(mass.size))
+    return LeafMasses(cells, mass, depth, visited, tuple(active))
 
 
-def full_correction(noisy: NoisyCountTree, size: int | None) -> LeafMasses:
-    """PMM (He et al.): every node of every level is expanded and split comparably."""
-    handles = np.zeros(1, dtype=np.int64)
-    mass = np.array([root_mass(noisy.root(), size)], dtype=np.int64)
-    for level in range(noisy.depth):
-        ch, counts = noisy.children(level, handles)
-        counts = np.maximum(counts, 0)
+def prefix_cells(prefix: np.ndarray, level: int, d: int) -> np.ndarray:
+    """Per-coordinate cell indices of level-``level`` cells given by their Morton prefixes.
+
+    Bit ``level - 1 - j`` of the prefix (counting from the least significant) is the bit chosen
+    at level ``j``, on coordinate ``j mod d``.  One vectorised pass per level.
+    """
+    prefix = np.asarray(prefix, dtype=np.int64)
+    cells = np.zeros((prefix.size, d), dtype=np.int64)
+    for j in range(level):
+        c = j % d
+        cells[:, c] = 2 * cells[:, c] + ((prefix >> (level - 1 - j)) & 1)
+    return cells
+
+
+def full_consistency(levels: tuple[np.ndarray, ...], d: int, size: int | None, visited: int) -> LeafMasses:
+    """PMM (He et al.): a comparable split of every node's mass between its two noisy children.
+
+    :param levels: noisy counts of every node, level ``j`` in Morton-prefix order (``2^j``)
+    :param d: the dimension
+    :param size: the public root mass, or None for ``max(1, noisy root)``
+    :param visited: the number of noisy nodes released (reported)
+    """
+    depth = len(levels) - 1
+    mass = np.array([root_mass(int(levels[0][0]), size)], dtype=np.int64)
+    for level in range(depth):
+        counts = np.maximum(levels[level + 1], 0).reshape(-1, 2)
         m0 = comparable_split(mass, counts[:, 0], counts[:, 1])
-        handles = ch.reshape(-1)
         mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
-    keep = mass > 0
-    active = tuple(2**j for j in range(noisy.depth + 1))
-    return LeafMasses(noisy.cells(noisy.depth, handles[keep]), mass[keep], noisy.depth, noisy.visited, active)
+    keep = np.flatnonzero(mass > 0)
+    active = tuple(2**j for j in range(depth + 1))
+    return LeafMasses(prefix_cells(keep, depth, d), mass[keep], depth, visited, active)
+
+
+def cell_bits(depth: int, d: int) -> np.ndarray:
+    """Bits per coordinate of a level-``depth`` cell index (cell side ``2^-bits``)."""
+    return coord_bits_at_level(depth, d)

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp._internal import _extrinsic_distance, _extrinsic_domain
 from opendp.mod import Domain, Metric
+
+from opendp_wasserstein._compat import extrinsic_distance, extrinsic_domain
 
 __all__ = [
     "WeightedL1Distance",
@@ -34,6 +35,7 @@ __all__ = [
     "exact_epsilon",
     "check_epsilon",
     "check_scales",
+    "SCALE_MAX",
     "validate_data",
     "domain_allows_nan",
 ]
@@ -63,8 +65,9 @@ def round_down(value: Fraction | int) -> float:
 
 
 def exact_epsilon(weight: Fraction | int, scales: Sequence[float]) -> float:
-    """``weight * sum(1 / s)`` computed exactly over the rationals, rounded up to a float."""
-    total = sum((Fraction(1) / Fraction(float(s)) for s in scales), Fraction(0))
+    """``weight * sum(1 / s)`` computed exactly over the rationals, rounded up to a float
+    (an infinite scale, a level that is not released, adds nothing)."""
+    total = sum((Fraction(1) / Fraction(float(s)) for s in scales if math.isfinite(s)), Fraction(0))
     return round_up(Fraction(weight) * total)
 
 
@@ -93,8 +96,16 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     return eps
 
 
-def check_scales(scales: Any, length: int, name: str = "scales") -> tuple[float, ...]:
-    """``length`` finite positive floats, or a ``ValueError`` naming ``name``."""
+#: noise scales are at most 2^52: beyond it no float budget is left to spend (1/sigma < 2^-52),
+#: and it keeps every noisy count, mass and split an exact int64 (see ``node_noise.NOISE_LIMIT``)
+SCALE_MAX = 2.0**52
+
+
+def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf: bool = False) -> tuple[float, ...]:
+    """``length`` positive floats in ``[1e-100, 2^52]``, or a ``ValueError`` naming ``name``.
+
+    With ``root_may_be_inf``, ``scales[0]`` may be ``inf``: the root count is not released.
+    """
     try:
         arr = np.asarray(scales, dtype=np.float64)
     except (TypeError, ValueError):
@@ -103,10 +114,11 @@ def check_scales(scales: Any, length: int, name: str = "scales") -> tuple[float,
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size != length:
         raise ValueError(f"{name} must have {length} entries (sigma_0..sigma_depth), got {arr.size}")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must all be finite and > 0")
-    if np.any(arr < EPS_MIN) or np.any(arr > EPS_MAX):
-        raise ValueError(f"{name} must all be between {EPS_MIN:g} and {EPS_MAX:g}")
+    rest = arr[1:] if root_may_be_inf and arr.size and arr[0] == np.inf else arr
+    if not np.all(np.isfinite(rest)) or np.any(rest <= 0):
+        raise ValueError(f"{name} must all be finite and > 0" + (" (sigma_0 may be inf)" if root_may_be_inf else ""))
+    if np.any(rest < EPS_MIN) or np.any(rest > SCALE_MAX):
+        raise ValueError(f"{name} must all be between {EPS_MIN:g} and 2^52 (= {SCALE_MAX:.0f})")
     return tuple(float(s) for s in arr)
 
 
@@ -141,16 +153,41 @@ class Box:
         return np.clip(lo + u * (np.asarray(self.upper) - lo), lo, np.asarray(self.upper))
 
 
+def _box_arrays(lower: Any, upper: Any, d: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        lo = np.asarray(lower, dtype=np.float64)
+        hi = np.asarray(upper, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers") from None
+    lo = np.broadcast_to(lo, (d,)) if lo.ndim == 0 else lo
+    hi = np.broadcast_to(hi, (d,)) if hi.ndim == 0 else hi
+    return lo, hi
+
+
 def as_box(bounds: Any, d: int, name: str = "bounds") -> Box:
-    """Validate ``bounds=(lower, upper)`` (scalars or length-d) for dimension ``d``."""
+    """Validate public bounds for dimension ``d``.
+
+    Accepted forms: a :class:`Box`; a mapping ``{"lower": ..., "upper": ...}``; a pair
+    ``(lower, upper)`` of scalars or length-``d`` sequences; ``None`` for the unit cube.  A pair of
+    two length-2 sequences at ``d = 2`` also reads as two per-column ``(low, high)`` pairs: when
+    both readings are valid boxes and differ, the argument is refused as ambiguous (never guessed).
+    """
     if bounds is None:
         return Box((0.0,) * d, (1.0,) * d)
-    try:
-        lower, upper = bounds
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair (lower, upper)") from None
-    lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (d,)) if np.ndim(lower) == 0 else np.asarray(lower, dtype=np.float64)
-    hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (d,)) if np.ndim(upper) == 0 else np.asarray(upper, dtype=np.float64)
+    if isinstance(bounds, Box):
+        lower, upper = bounds.lower, bounds.upper
+    elif isinstance(bounds, dict):
+        if set(bounds) != {"lower", "upper"}:
+            raise ValueError(f"{name} as a mapping must have exactly the keys 'lower' and 'upper'")
+        lower, upper = bounds["lower"], bounds["upper"]
+    else:
+        try:
+            lower, upper = bounds
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name} must be a pair (lower, upper), a Box or {{'lower': ..., 'upper': ...}}"
+            ) from None
+    lo, hi = _box_arrays(lower, upper, d, name)
     if lo.shape != (d,) or hi.shape != (d,):
         raise ValueError(f"{name} must give {d} lower and {d} upper values, got shapes {lo.shape} and {hi.shape}")
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
@@ -159,6 +196,15 @@ def as_box(bounds: Any, d: int, name: str = "bounds") -> Box:
         raise ValueError(f"{name} must have lower < upper in every column")
     if np.any(hi / 2 - lo / 2 > np.finfo(np.float64).max / 2):  # upper - lower overflows
         raise ValueError(f"{name} must have a finite width upper - lower in every column")
+    if d == 2 and not isinstance(bounds, (Box, dict)) and np.ndim(lower) == 1 and np.ndim(upper) == 1:
+        # the same 2 x 2 numbers read per column: (lo_0, hi_0), (lo_1, hi_1)
+        alt_lo, alt_hi = np.array([lo[0], hi[0]]), np.array([lo[1], hi[1]])
+        if np.all(alt_lo < alt_hi) and not (np.array_equal(alt_lo, lo) and np.array_equal(alt_hi, hi)):
+            raise ValueError(
+                f"{name} is ambiguous for 2 columns: it reads both as (lower, upper) and as one "
+                "(low, high) pair per column; pass Box(lower=[...], upper=[...]) or "
+                "{'lower': [...], 'upper': [...]} (or a per-column mapping in synthesize)"
+            )
     return Box(tuple(float(v) for v in lo), tuple(float(v) for v in hi))
 
 
@@ -282,7 +328,7 @@ def weighted_l1_distance(scales: Sequence[float]) -> Metric:
     :param scales: the level scales ``s_0 .. s_L`` (``s_j`` weights every node of level j)
     """
     desc = WeightedL1Distance(tuple(float(s) for s in scales))
-    return _extrinsic_distance(f"WeightedL1Distance(scales={desc.scales!r})", desc)
+    return extrinsic_distance(f"WeightedL1Distance(scales={desc.scales!r})", desc)
 
 
 @dataclass(frozen=True)
@@ -309,7 +355,7 @@ def dyadic_counts_domain(depth: int, num_columns: int, size: int | None, box: Bo
 
         return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns
 
-    return _extrinsic_domain(ident, member, desc)
+    return extrinsic_domain(ident, member, desc)
 
 
 def descriptor_of(domain: Domain, kind: type) -> Any:

@@ -38,14 +38,19 @@ def opendp_discrete_laplace(scales: np.ndarray) -> np.ndarray:
 
 
 def sample_discrete_laplace(
-    scales: np.ndarray, rng: RandomSource, backend: str = "fast"
+    scales: np.ndarray, rng: RandomSource, backend: str | None = None
 ) -> np.ndarray:
     """Independent ``LapZ(scales[i])`` draws, one per entry of ``scales`` (int64, same shape).
 
     :param scales: positive finite noise scales, any shape
     :param rng: the randomness; a seeded (non-secure) source needs ``backend="fast"``
-    :param backend: ``"fast"`` (default) or ``"opendp"``
+    :param backend: ``"fast"`` or ``"opendp"``; default: the enclosing
+        :func:`opendp_wasserstein.runtime.sampler` block's (``"fast"`` outside one)
     """
+    if backend is None:
+        from opendp_wasserstein.runtime import current_sampler
+
+        backend = current_sampler()
     if backend == "opendp":
         if not rng.secure:
             raise ValueError("backend='opendp' draws from OpenDP's own CSPRNG and cannot be seeded")

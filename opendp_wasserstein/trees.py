@@ -818,13 +818,14 @@ def _children_of(tree: Tree, nodes: np.ndarray) -> np.ndarray:
     return tree.child_ids[base + np.arange(total)]
 
 
-def resolve_tree(tree: Any, candidates: np.ndarray, metric: str, seed: int | None = None) -> Tree:
+def resolve_tree(tree: Any, candidates: np.ndarray, metric: str) -> Tree:
     """The tree a measurement uses: ``tree`` itself (checked to have one leaf per candidate) or,
-    when ``None``, a fresh :func:`frt_tree` on the candidates (public, built once, from the
-    seed's ``TREE_STREAM`` when a seed is given, else from the OS CSPRNG)."""
+    when ``None``, a fresh :func:`frt_tree` on the candidates (public, built once at
+    construction from the OS CSPRNG, or from the seed of an enclosing
+    :func:`opendp_wasserstein.runtime.reproducible` block)."""
     k = int(candidates.shape[0])
     if tree is None:
-        return frt_tree(candidates, metric, seed=as_random_source(seed).derive(TREE_STREAM))
+        return frt_tree(candidates, metric, seed=as_random_source().derive(TREE_STREAM))
     if not isinstance(tree, Tree):
         raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree or None, got {type(tree).__name__}")
     if tree.k != k:

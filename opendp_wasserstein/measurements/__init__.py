@@ -13,6 +13,7 @@ from opendp_wasserstein.measurements._nn_histogram import (
     make_nn_histogram,
     then_nn_histogram,
 )
+from opendp_wasserstein.measurements._noisy_size import make_noisy_size_then
 from opendp_wasserstein.measurements._pmm import (
     make_pmm,
     make_pruned_pmm,
@@ -20,7 +21,12 @@ from opendp_wasserstein.measurements._pmm import (
     then_pruned_pmm,
 )
 from opendp_wasserstein.measurements._tree_em import make_tree_em, then_tree_em
-from opendp_wasserstein.measurements._tree_laplace import make_tree_laplace, then_tree_laplace
+from opendp_wasserstein.measurements._tree_laplace import (
+    make_pruned_tree_laplace,
+    make_tree_laplace,
+    then_pruned_tree_laplace,
+    then_tree_laplace,
+)
 from opendp_wasserstein.measurements._tree_projection import (
     make_tree_count_laplace,
     make_tree_multiset,
@@ -36,6 +42,9 @@ __all__ = [
     "then_exponential_selection",
     "make_tree_laplace",
     "then_tree_laplace",
+    "make_pruned_tree_laplace",
+    "then_pruned_tree_laplace",
+    "make_noisy_size_then",
     "make_pruned_pmm",
     "then_pruned_pmm",
     "make_pmm",

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from opendp._internal import _make_measurement
-from opendp.extras._utilities import to_then
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
+from opendp_wasserstein import runtime
+from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.domains import (
     check_data_domain,
@@ -30,7 +31,10 @@ from opendp_wasserstein.schedules import Candidate, standard_candidates
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
     check_candidates,
+    check_score_size,
     make_schedule_scores,
+    occupancy_cap,
+    occupancy_units,
     score_table,
 )
 
@@ -55,9 +59,7 @@ def make_adaptive_pruned_pmm(
     candidates: Sequence[Candidate] | None = None,
     selection: str = "exponential",
     c_abs: float = 1.0,
-    backend: str = "fast",
-    seed: int | None = None,
-    diagnostics: bool = False,
+    size: int | None = None,
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Algorithm 3 and Appendix B).
 
@@ -68,13 +70,24 @@ def make_adaptive_pruned_pmm(
     2. Run Pruned-PMM with the chosen depth and schedule and fresh randomness
        (:func:`~opendp_wasserstein.measurements.make_pruned_pmm`, spending ``epsilon_main``).
 
-    Privacy map: sequential composition, the selection chain's map plus the largest Pruned-PMM
-    map over the candidates: ``k (epsilon_select + epsilon_main)`` for ``k`` replacements
-    (``d_in = 2k`` under ``symmetric_distance``, ``d_in = k`` under ``change_one_distance``),
-    summed over the rationals and rounded up.
+    The release is the synthetic array only (inside
+    :func:`opendp_wasserstein.runtime.diagnostics` the chosen candidate is recorded too: it is
+    a function of the release's randomness and the selection, both public after the release).
 
-    :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n, T=float)``; n public
-    :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
+    Privacy map: sequential composition, the selection chain's map plus the largest Pruned-PMM
+    map over the candidates, summed over the rationals and rounded up: ``k (epsilon_select +
+    epsilon_main)`` for ``k`` replacements (``d_in = 2k`` under ``symmetric_distance``,
+    ``d_in = k`` under ``change_one_distance``), never above the float ``epsilon_select +
+    epsilon_main`` for one replacement (the selection's scale absorbs the rounding).
+
+    **Private size.**  On a domain without a size, give ``size``, a public estimate of ``n``
+    (e.g. a DP count released before): it replaces ``n`` in the candidates, the scores and the
+    number of rows released (``sigma_0 = inf``: the root is neither noised nor charged).  One
+    added or removed record (``d_in = 1``) then costs at most ``epsilon_select + epsilon_main /
+    2`` (the selection absorbs the rounding, as above), and ``d_in`` records ``d_in`` times that.
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
+    :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param epsilon_select: budget of the selection
     :param epsilon_main: budget of the synthesis (every candidate spends it exactly)
     :param bounds: the public box ``(lower, upper)``; rows outside are clamped
@@ -82,11 +95,7 @@ def make_adaptive_pruned_pmm(
     :param candidates: public candidates; default ``standard_candidates(d, n, epsilon_main)``
     :param selection: ``"exponential"`` (the paper's) or ``"permute_and_flip"``
     :param c_abs: the score's constant ``C_abs`` (1 is valid for discrete Laplace)
-    :param backend: discrete Laplace sampler, ``"fast"`` or ``"opendp"``
-    :param seed: **not private** -- reproducible runs for tests and figures only (the
-        selection then samples the same softmax from the seeded stream)
-    :param diagnostics: release ``(points, info)`` where ``info`` holds what is public after the
-        release: the chosen candidate, its depth and schedule, visited nodes
+    :param size: the public estimate of ``n`` when the domain has no size (required then)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -105,30 +114,31 @@ def make_adaptive_pruned_pmm(
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
-    if n is None:
-        raise ValueError(
-            "input_domain must have a public size n (array2_domain(size=n)): "
-            "the candidate set and the scores depend on n"
-        )
+    norm = check_score_size(n, size)
     eps_sel = check_epsilon(epsilon_select, "epsilon_select")
     eps_main = check_epsilon(epsilon_main, "epsilon_main")
     check_placement(placement)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     cands = check_candidates(
-        standard_candidates(d, n, eps_main) if candidates is None else candidates, d, eps_main
+        standard_candidates(d, norm, eps_main) if candidates is None else candidates, d, eps_main
     )
-    as_random_source(seed)
-
-    t_scores = make_schedule_scores(input_domain, input_metric, cands, eps_main, c_abs, bounds)
-    table = score_table(cands, d, n, eps_main, c_abs)
     kind = check_metric(input_metric, n)
+
+    t_scores = make_schedule_scores(input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size)
+    # the very table make_schedule_scores calibrates its map to (same occupancy cap)
+    table = score_table(cands, d, norm, eps_main, c_abs, occ_cap=None if n is not None else occupancy_cap(norm))
     # exact per-replacement losses: the synthesis spends 2 sum_{j>=1} 1/sigma_j (largest over the
-    # candidates); the selection gets what is left of the float total eps_sel + eps_main, so the
-    # certified total never exceeds that float (eps_sel is lowered by at most a few ulps)
+    # candidates); the selection gets what is left of the exact total eps_sel + eps_main rounded
+    # down to a float, so the certified total never exceeds eps_sel + eps_main (it is lowered by at
+    # most a few ulps) nor the float the caller may have computed for it
     main_unit = max(2 * sum((Fraction(1) / Fraction(s) for s in c.scales[1:]), Fraction(0)) for c in cands)
-    total = eps_sel + eps_main
-    sel_budget = Fraction(total) - main_unit
+    if n is not None:  # one replacement: the selection and the synthesis both move once
+        total = round_down(Fraction(eps_sel) + Fraction(eps_main))
+        sel_budget = Fraction(total) - main_unit
+    else:  # one added or removed record: scores move by a whole Delta, the levels by half a unit
+        total = round_down(Fraction(eps_sel) + Fraction(eps_main) / 2)
+        sel_budget = Fraction(total) - main_unit / 2
     if sel_budget <= 0:  # pragma: no cover - check_candidates bounds main_unit by eps_main
         raise ValueError("epsilon_select is too small to represent next to epsilon_main")
     eps_sel_eff = round_down(sel_budget)
@@ -139,43 +149,55 @@ def make_adaptive_pruned_pmm(
     select = t_scores >> m_select
     mains = [
         make_pruned_pmm(
-            input_domain, input_metric, c.depth, c.scales, bounds, placement, backend, seed, diagnostics=True
+            input_domain,
+            input_metric,
+            c.depth,
+            c.scales if n is not None else (math.inf, *c.scales[1:]),
+            bounds,
+            placement,
+            output_size=size,
         )
         for c in cands
     ]
 
     def choose(x: np.ndarray) -> int:
-        if seed is None:
+        src = as_random_source()
+        if src.secure:
             return int(select(x))
-        # seeded (non-private) runs: the same softmax, from the seeded stream
+        # reproducible (non-private) runs: the same softmax, from the seeded stream
         z = -np.asarray(t_scores(x)) / scale  # P(a) ~ exp(-B_a / scale), as the secure path
         p = np.exp(z - z.max())
         p /= p.sum()
-        u = as_random_source(seed).derive(SELECTION_STREAM).uniform(1)[0]
+        u = src.derive(SELECTION_STREAM).uniform(1)[0]
         return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
 
     def function(x: np.ndarray) -> Any:
         a = choose(x)
-        points, info = mains[a](x)
-        if not diagnostics:
-            return points
+        with runtime.diagnostics() as inner:
+            points = mains[a](x)
         c = cands[a]
-        return points, info | {
-            "candidate_index": a,
-            "s": c.s,
-            "scales": c.scales,
-            "num_candidates": len(cands),
-            "epsilon_select": eps_sel,
-            "epsilon_main": eps_main,
-        }
+        runtime.record(
+            (inner[-1] if inner else {})
+            | {
+                "candidate_index": a,
+                "s": c.s,
+                "scales": c.scales,
+                "num_candidates": len(cands),
+                "epsilon_select": eps_sel,
+                "epsilon_main": eps_main,
+            }
+        )
+        return points
 
     def privacy_map(d_in: int) -> float:
         r = replacements(kind, d_in)
-        # selection: scores move by at most r * Delta in l_inf, loss 2 r Delta / scale
+        u = occupancy_units(kind, n, d_in)
+        # selection: scores move by at most u * Delta in l_inf, loss 2 u Delta / scale
         # (permute-and-flip and the exponential mechanism alike); synthesis: r * main_unit
-        return round_up(2 * r * Fraction(table.sensitivity) / Fraction(scale) + r * main_unit)
+        return round_up(2 * u * Fraction(table.sensitivity) / Fraction(scale) + r * main_unit)
 
-    return _make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
+    return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
 
 
 then_adaptive_pruned_pmm = to_then(make_adaptive_pruned_pmm)
+register(make_adaptive_pruned_pmm)

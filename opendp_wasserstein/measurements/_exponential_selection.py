@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp._internal import _make_measurement
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
+from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein.domains import check_epsilon, round_up
 
 __all__ = ["SELECTIONS", "make_exponential_selection", "then_exponential_selection"]
@@ -83,7 +82,8 @@ def make_exponential_selection(
     def function(scores: Any) -> int:
         return int(inner(np.asarray(scores, dtype=np.float64).tolist()))
 
-    return _make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
 
 
 then_exponential_selection = to_then(make_exponential_selection)
+register(make_exponential_selection)

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp._internal import _new_pure_function
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Function, Measurement, Metric, assert_features
 
+from opendp_wasserstein._compat import new_function, register, to_then
 from opendp_wasserstein.candidates import (
     check_candidate_dims,
     check_candidates,
@@ -57,7 +56,7 @@ def largest_remainder(noisy_counts: Any, m: int) -> np.ndarray:
 def make_largest_remainder(m: int) -> Function:
     """:func:`largest_remainder` as a post-processing ``Function`` (a list of counts in)."""
     m = check_multiset_size(m)
-    return _new_pure_function(lambda counts: largest_remainder(counts, m), TO="ExtrinsicObject")
+    return new_function(lambda counts: largest_remainder(counts, m))
 
 
 def _laplace_scale(meas_of: Any, d_in: int, epsilon: float) -> float:
@@ -135,3 +134,4 @@ def make_nn_histogram(
 
 
 then_nn_histogram = to_then(make_nn_histogram)
+register(make_nn_histogram)

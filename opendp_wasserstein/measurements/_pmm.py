@@ -4,51 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
-from opendp_wasserstein.limits import check_memory
-from opendp_wasserstein.measurements._tree_laplace import make_tree_laplace
-from opendp_wasserstein.postprocessing import (
-    make_full_consistency,
-    make_pruned_consistency,
-    make_synthesis,
+from opendp_wasserstein._compat import register, to_then
+from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance
+from opendp_wasserstein.measurements._tree_laplace import (
+    check_output_size,
+    make_pruned_tree_laplace,
+    make_tree_laplace,
 )
+from opendp_wasserstein.postprocessing import make_full_consistency, make_synthesis
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts
 
 __all__ = ["make_pruned_pmm", "then_pruned_pmm", "make_pmm", "then_pmm"]
-
-
-def _pipeline(
-    input_domain: Domain,
-    input_metric: Metric,
-    depth: int,
-    scales: Any,
-    bounds: Any,
-    placement: str,
-    pruned: bool,
-    backend: str,
-    seed: int | None,
-    diagnostics: bool,
-) -> Measurement:
-    assert_features("contrib")
-    check_placement(placement)
-    t_counts = make_dyadic_counts(input_domain, input_metric, depth, scales, bounds)
-    if not pruned:
-        d = t_counts.output_domain.descriptor.num_columns
-        # every level is held at once while it is split: ~ (d + 5) int64 per node, plus temporaries
-        check_memory(
-            2.0 ** (depth + 1) * 8 * (d + 5) * 2,
-            f"full PMM at depth {depth} ({2 ** (depth + 1) - 1:,} nodes)",
-            "use make_pruned_pmm, which only expands nodes with positive mass, or a smaller depth",
-        )
-    counts_domain = t_counts.output_domain
-    m_noise = make_tree_laplace(counts_domain, t_counts.output_metric, backend=backend, seed=seed)
-    correction = (
-        make_pruned_consistency(counts_domain, seed) if pruned else make_full_consistency(counts_domain)
-    )
-    return t_counts >> m_noise >> correction >> make_synthesis(counts_domain, placement, seed, diagnostics)
 
 
 def make_pruned_pmm(
@@ -58,29 +27,30 @@ def make_pruned_pmm(
     scales: Any,
     bounds: Any = None,
     placement: str = "center",
-    backend: str = "fast",
-    seed: int | None = None,
-    diagnostics: bool = False,
+    output_size: int | None = None,
 ) -> Measurement:
     r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP synthetic dataset.
 
-    The chain ``make_dyadic_counts >> make_tree_laplace >> make_pruned_consistency >>
-    make_synthesis`` (Zare Moayedi et al. 2026, Algorithms 1-2): noisy child counts are drawn
-    only below nodes with positive corrected mass, so at most ``1 + 2 m r`` nodes are visited.
-    The privacy map is the chain's: ``d_in * sum_{j>=1} 1/sigma_j`` for ``symmetric_distance``
-    on a sized domain (so ``map(2) == epsilon`` with ``paper_schedule(d, epsilon, depth, s)``),
-    ``+ d_in / sigma_0`` without a public size, and ``2 d_in sum_{j>=1} 1/sigma_j`` under
-    ``change_one_distance``.
+    The chain ``make_dyadic_counts >> make_pruned_tree_laplace >> make_synthesis`` (Zare
+    Moayedi et al. 2026, Algorithms 1-2): noisy child counts are drawn only below nodes with
+    positive corrected mass, so at most ``1 + 2 m r`` nodes are visited.  The privacy map is the
+    chain's: ``d_in * sum_{j>=1} 1/sigma_j`` for ``symmetric_distance`` on a sized domain (so
+    ``map(2) == epsilon`` with ``paper_schedule(d, epsilon, depth, s)``), ``+ d_in / sigma_0``
+    without a public size (unless ``sigma_0 = inf`` and ``output_size`` is given), and
+    ``2 d_in sum_{j>=1} 1/sigma_j`` under ``change_one_distance``.
+
+    The release is the synthetic array only: ``m`` rows (``m = n`` when the size is public),
+    each at the centre of, or uniform in, a leaf cell with positive mass, in random order.
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param depth: the depth ``r >= 1``
-    :param scales: ``sigma_0 .. sigma_r``
+    :param scales: ``sigma_0 .. sigma_r``, each in ``[1e-100, 2^52]`` (``sigma_0 = inf``: the root
+        is not released)
     :param bounds: the public box ``(lower, upper)``; rows outside are clamped; default unit cube
     :param placement: ``"center"`` (default) or ``"uniform"`` within each leaf cell
-    :param backend: discrete Laplace sampler, ``"fast"`` or ``"opendp"``
-    :param seed: **not private** -- reproducible runs for tests and figures only
-    :param diagnostics: release ``(points, info)``; ``info`` (public) has visited nodes etc.
+    :param output_size: without a public size, the number of rows to release when it is public
+        otherwise (e.g. a DP count released before; needs ``sigma_0 = inf``)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -96,8 +66,23 @@ def make_pruned_pmm(
     1.0
     >>> meas(np.random.default_rng(0).uniform(size=(500, 2))).shape
     (500, 2)
+
+    In OpenDP's Context API (every constructor of the package is registered):
+
+    >>> ctx = dp.Context.compositor(
+    ...     data=np.random.default_rng(1).uniform(size=(500, 2)),
+    ...     privacy_unit=dp.unit_of(contributions=1), privacy_loss=dp.loss_of(epsilon=1.0),
+    ...     split_evenly_over=1, domain=dp.numpy.array2_domain(num_columns=2, T=float))
+    >>> query = ctx.query().pruned_pmm(depth=6, scales=[float("inf")] + [12.0] * 6, output_size=500)
+    >>> query.release().shape
+    (500, 2)
     """
-    return _pipeline(input_domain, input_metric, depth, scales, bounds, placement, True, backend, seed, diagnostics)
+    assert_features("contrib")
+    check_placement(placement)
+    t_counts = make_dyadic_counts(input_domain, input_metric, depth, scales, bounds)
+    dom = t_counts.output_domain
+    m_noise = make_pruned_tree_laplace(dom, t_counts.output_metric, output_size)
+    return t_counts >> m_noise >> make_synthesis(dom, placement)
 
 
 def make_pmm(
@@ -107,26 +92,25 @@ def make_pmm(
     scales: Any,
     bounds: Any = None,
     placement: str = "center",
-    backend: str = "fast",
-    seed: int | None = None,
-    diagnostics: bool = False,
+    output_size: int | None = None,
 ) -> Measurement:
     r"""Construct the full-tree PMM of He, Vershynin and Zhu (COLT 2023), the baseline.
 
-    Same parameters and privacy map as :func:`make_pruned_pmm`; every one of the
-    ``2^(depth+1) - 1`` nodes is drawn and split comparably, so cost grows as ``2^depth``
-    (a depth whose tree would not fit in memory is refused up front, see
-    :mod:`opendp_wasserstein.limits`).
+    The chain ``make_dyadic_counts >> make_tree_laplace >> make_full_consistency >>
+    make_synthesis``: every one of the ``2^(depth+1) - 1`` nodes is noised and split comparably,
+    so cost grows as ``2^depth`` (a depth whose tree would not fit in memory is refused up front,
+    see :mod:`opendp_wasserstein.limits`).  Same parameters, privacy map and release as
+    :func:`make_pruned_pmm`.
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param depth: the depth ``r >= 1``
-    :param scales: ``sigma_0 .. sigma_r``
+    :param scales: ``sigma_0 .. sigma_r``, each in ``[1e-100, 2^52]`` (``sigma_0 = inf`` only with
+        a public size or ``output_size``)
     :param bounds: the public box ``(lower, upper)``; rows outside are clamped; default unit cube
     :param placement: ``"center"`` (default) or ``"uniform"`` within each leaf cell
-    :param backend: discrete Laplace sampler, ``"fast"`` or ``"opendp"``
-    :param seed: **not private** -- reproducible runs for tests and figures only
-    :param diagnostics: release ``(points, info)``; ``info`` (public) has visited nodes etc.
+    :param output_size: without a public size, the number of rows to release when it is public
+        otherwise (e.g. a DP count released before; needs ``sigma_0 = inf``)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -141,8 +125,18 @@ def make_pmm(
     >>> meas.map(1)
     1.0
     """
-    return _pipeline(input_domain, input_metric, depth, scales, bounds, placement, False, backend, seed, diagnostics)
+    assert_features("contrib")
+    check_placement(placement)
+    t_counts = make_dyadic_counts(input_domain, input_metric, depth, scales, bounds)
+    dom = t_counts.output_domain
+    scales = t_counts.output_metric.descriptor
+    assert isinstance(scales, WeightedL1Distance) and isinstance(dom.descriptor, DyadicCountsDomain)
+    check_output_size(output_size, dom.descriptor, scales.scales)
+    m_noise = make_tree_laplace(dom, t_counts.output_metric)
+    return t_counts >> m_noise >> make_full_consistency(dom, output_size) >> make_synthesis(dom, placement)
 
 
 then_pruned_pmm = to_then(make_pruned_pmm)
 then_pmm = to_then(make_pmm)
+register(make_pruned_pmm)
+register(make_pmm)

@@ -7,11 +7,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from opendp._internal import _make_measurement
-from opendp.extras._utilities import to_then
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
+from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.candidates import (
     check_candidate_dims,
@@ -52,7 +51,6 @@ def make_tree_em(
     epsilon: float,
     tree: Any = None,
     metric: str = "l2",
-    seed: int | None = None,
 ) -> Measurement:
     r"""Construct Tree-EM: a size-``m`` multiset on public candidates, by the exponential
     mechanism with score ``-W1_T(pi#D, S)`` on a tree metric, sampled exactly.
@@ -86,7 +84,6 @@ def make_tree_em(
     :param epsilon: the privacy loss of one replacement
     :param tree: a public :class:`~opendp_wasserstein.trees.Tree` with ``k`` leaves, or None
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
-    :param seed: **not private** -- reproducible tree and draws for tests and figures only
     :return: a Measurement releasing ``k`` int64 multiplicities summing to ``m``
 
     :example:
@@ -117,26 +114,26 @@ def make_tree_em(
     m = check_multiset_size(m)
     eps = check_epsilon(epsilon)
     metric = check_ground_metric(metric)
-    as_random_source(seed)
     # the recursion holds (edge terms + G table + a temporary) N x (m + 1) floats, N <= 2k
     check_memory(
         3 * 8 * 2 * cand.shape[0] * (m + 1.0),
         f"Tree-EM with k = {cand.shape[0]:,} candidates and m = {m:,}",
         "lower m, or use make_tree_projection, whose memory does not grow with m",
     )
-    the_tree = resolve_tree(tree, cand, metric, seed)
+    the_tree = resolve_tree(tree, cand, metric)
     t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
     k = the_tree.k
 
     def function(idx: Any) -> np.ndarray:
         arr = np.asarray(idx, dtype=np.int64)
         counts = np.bincount(arr, minlength=k)
-        return sample_tree_em(the_tree, counts, m, eps, as_random_source(seed).derive(SELECTION_STREAM), n=n)
+        return sample_tree_em(the_tree, counts, m, eps, as_random_source().derive(SELECTION_STREAM), n=n)
 
-    m_em = _make_measurement(
+    m_em = make_measurement(
         t_near.output_domain, t_near.output_metric, max_divergence(), function, tree_em_privacy_map(kind, eps)
     )
     return t_near >> m_em
 
 
 then_tree_em = to_then(make_tree_em)
+register(make_tree_em)

@@ -1,20 +1,46 @@
-"""The discrete Laplace measurement on hierarchical counts in ``l1(s)``."""
+"""The discrete Laplace measurements on hierarchical counts in ``l1(s)``.
+
+Both add independent ``LapZ(sigma_j)`` noise to the count of every node of level ``j`` of the
+complete dyadic tree (Zare Moayedi et al. 2026, Lemma in Appendix A.3).  What they release:
+
+- :func:`make_tree_laplace`: the whole noisy tree, a :class:`~opendp_wasserstein.noisy_tree.NoisyTree`
+  (``2^(r+1) - 1`` noisy counts), for the full-tree PMM of He, Vershynin and Zhu;
+- :func:`make_pruned_tree_laplace`: only what Algorithms 1-2 make of it, the consistent
+  :class:`~opendp_wasserstein.consistency.LeafMasses`; noise is drawn only where the
+  zero-respecting traversal looks, which has the law of drawing it everywhere first.
+
+Neither release holds the exact counts, the records or their codes.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from opendp._internal import _make_measurement
-from opendp.extras._utilities import to_then
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
-from opendp_wasserstein._random import NOISE_STREAM, as_random_source
-from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
-from opendp_wasserstein.noisy_tree import NoisyCountTree
-from opendp_wasserstein.samplers import BACKENDS
+from opendp_wasserstein._compat import make_measurement, register, to_then
+from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_random_source
+from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
+from opendp_wasserstein.domains import (
+    SCALE_MAX,
+    DyadicCountsDomain,
+    WeightedL1Distance,
+    descriptor_of,
+)
+from opendp_wasserstein.hierarchy import CountTree
+from opendp_wasserstein.limits import check_memory
+from opendp_wasserstein.node_noise import PooledNoise
+from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
 
-__all__ = ["make_tree_laplace", "then_tree_laplace"]
+__all__ = [
+    "make_tree_laplace",
+    "then_tree_laplace",
+    "make_pruned_tree_laplace",
+    "then_pruned_tree_laplace",
+    "check_output_size",
+]
 
 
 def _identity_map(d_in: Any) -> float:
@@ -24,26 +50,63 @@ def _identity_map(d_in: Any) -> float:
     return d
 
 
-def make_tree_laplace(
-    input_domain: Domain,
-    input_metric: Metric,
-    backend: str = "fast",
-    seed: int | None = None,
-) -> Measurement:
-    r"""Construct a Measurement adding ``LapZ(sigma_j)`` to every node of level ``j``.
+def _release_noise() -> PooledNoise:
+    """The noise of one release: fresh secure randomness (or the non-private test seed)."""
+    src = as_random_source()
+    return PooledNoise(src.derive(NOISE_STREAM), src.derive(CORRECTION_STREAM))
 
-    The release is a :class:`~opendp_wasserstein.noisy_tree.NoisyCountTree`: node noise is
-    drawn the first time the node is asked for and then fixed, which has the law of drawing the
-    whole noisy tree in advance.  Privacy map ``d_in -> d_in`` in ``max_divergence``: for
-    ``F(X) + lambda`` with independent ``lambda_i ~ LapZ(s_i)`` the privacy loss is
-    ``||F(X) - F(X')||_{l1(s)}`` (Zare Moayedi et al. 2026, Lemma in Appendix A.3).
+
+def check_output_size(output_size: Any, dom: DyadicCountsDomain, scales: tuple[float, ...]) -> int | None:
+    """The public root mass: ``output_size``, else the domain's size, else None (noisy root).
+
+    :raises ValueError: ``output_size`` on a sized domain, or a root that is neither public nor
+        released (``sigma_0 = inf`` without ``output_size``), or released but unused.
+    """
+    root_inf = math.isinf(scales[0])
+    if output_size is None:
+        if dom.size is None and root_inf:
+            raise ValueError(
+                "output_size is required when the input size is private and sigma_0 = inf "
+                "(the root count is then not released, so the number of rows must be given)"
+            )
+        return dom.size
+    if isinstance(output_size, bool) or not isinstance(output_size, int) or output_size < 1:
+        raise ValueError(f"output_size must be an integer >= 1, got {output_size!r}")
+    if dom.size is not None:
+        raise ValueError("output_size applies only when the input domain has no public size")
+    if not root_inf:
+        raise ValueError(
+            "output_size replaces the noisy root count: set sigma_0 = inf so the root is not charged"
+        )
+    return int(output_size)
+
+
+def _check(input_domain: Domain, input_metric: Metric) -> tuple[DyadicCountsDomain, WeightedL1Distance]:
+    assert_features("contrib")
+    dom = descriptor_of(input_domain, DyadicCountsDomain)
+    met = descriptor_of(input_metric, WeightedL1Distance)
+    if len(met.scales) != dom.depth + 1:
+        raise ValueError(
+            f"input_metric must have {dom.depth + 1} scales (one per level), got {len(met.scales)}"
+        )
+    if max(met.scales[1:]) > SCALE_MAX or (math.isfinite(met.scales[0]) and met.scales[0] > SCALE_MAX):
+        raise ValueError("input_metric scales must be at most 2^52 (exact integer noise)")
+    return dom, met
+
+
+def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement:
+    r"""Construct a Measurement releasing the whole noisy dyadic tree, ``n_theta + LapZ(sigma_|theta|)``.
+
+    The release is a :class:`~opendp_wasserstein.noisy_tree.NoisyTree`: the noisy count of every
+    one of the ``2^(r+1) - 1`` nodes (the root only when the size is private and ``sigma_0`` is
+    finite), nothing else.
+    Privacy map ``d_in -> d_in`` in ``max_divergence``: for ``F(X) + lambda`` with independent
+    ``lambda_i ~ LapZ(s_i)`` the privacy loss is ``||F(X) - F(X')||_{l1(s)}`` (Zare Moayedi et
+    al. 2026, Appendix A.3).  A depth whose tree would not fit in memory is refused here.
 
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l1(s)`` (``weighted_l1_distance``) with one scale per level
-    :param backend: discrete Laplace sampler, ``"fast"`` (default, exact vectorised) or
-        ``"opendp"`` (OpenDP's ``make_laplace``, ``T="i64"``, one call per level batch)
-    :param seed: **not private** -- a seed for reproducible tests and figures only; default
-        ``None`` draws from the operating system's CSPRNG
+    :return: a Measurement releasing a ``NoisyTree``
 
     :example:
 
@@ -57,27 +120,70 @@ def make_tree_laplace(
     >>> meas.map(2)
     1.0
     >>> noisy = meas(np.random.default_rng(0).uniform(size=(100, 2)))
-    >>> handles, counts = noisy.children(0, np.array([0]))  # the root's two noisy children
-    >>> counts.shape
-    (1, 2)
+    >>> [level.size for level in noisy.levels]   # 1, 2, 4, 8 nodes
+    [1, 2, 4, 8]
     """
-    assert_features("contrib")
-    dom = descriptor_of(input_domain, DyadicCountsDomain)
-    met = descriptor_of(input_metric, WeightedL1Distance)
-    if len(met.scales) != dom.depth + 1:
-        raise ValueError(
-            f"input_metric must have {dom.depth + 1} scales (one per level), got {len(met.scales)}"
-        )
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "fast" and max(met.scales) > 2.0**52:
-        raise ValueError("scales must be at most 2^52 with backend='fast' (use backend='opendp')")
-    as_random_source(seed)  # validate now, draw fresh per release
+    dom, met = _check(input_domain, input_metric)
+    release_root = dom.size is None and not math.isinf(met.scales[0])
+    check_memory(
+        2.0 ** (dom.depth + 1) * 8 * (dom.num_columns + 5) * 2,
+        f"the full tree at depth {dom.depth} ({2 ** (dom.depth + 1) - 1:,} nodes)",
+        "use make_pruned_tree_laplace, which only noises nodes with positive mass, or a smaller depth",
+    )
 
-    def function(counts: Any) -> NoisyCountTree:
-        return NoisyCountTree(counts, met.scales, as_random_source(seed).derive(NOISE_STREAM), backend)
+    def function(counts: CountTree) -> NoisyTree:
+        return draw_full_tree(counts, met.scales, _release_noise(), release_root)
 
-    return _make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
+    return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
+
+
+def make_pruned_tree_laplace(input_domain: Domain, input_metric: Metric, output_size: int | None = None) -> Measurement:
+    r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM (Algorithms 1-2).
+
+    It adds ``LapZ(sigma_j)`` to the count of a node of level ``j`` only when the zero-respecting
+    traversal reaches it: the root mass (the public size, else ``max(1, noisy root)``) is split
+    top-down between the two noisy children of every node with positive mass (Algorithm 2: a
+    child whose truncated noisy count is 0 gets nothing, both 0: a fair coin picks one), and
+    children with zero mass are not expanded, so at most ``1 + 2 m r`` nodes are noised.
+
+    **What is released**: a :class:`~opendp_wasserstein.consistency.LeafMasses`, the leaf cells
+    with positive mass, their masses and public traversal counts.  It is a function of the
+    imagined complete noisy tree and of independent coins, so the privacy map is that of
+    :func:`make_tree_laplace`, ``d_in -> d_in`` (post-processing); it holds no exact count, record
+    or code.
+
+    :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
+    :param input_metric: ``l1(s)`` with one scale per level
+    :param output_size: without a public input size, the number of rows to release when it is
+        known otherwise (e.g. a DP count released before); needs ``sigma_0 = inf`` (the root is
+        then neither noised nor charged).  Default: the public size, else ``max(1, noisy root)``.
+    :return: a Measurement releasing ``LeafMasses``
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.transformations import make_dyadic_counts
+    >>> from opendp_wasserstein.measurements import make_pruned_tree_laplace
+    >>> dp.enable_features("contrib")
+    >>> t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=2, size=100, T=float),
+    ...                        dp.symmetric_distance(), depth=4, scales=[1.0] + [8.0] * 4)
+    >>> meas = t >> make_pruned_tree_laplace(t.output_domain, t.output_metric)
+    >>> meas.map(2)
+    1.0
+    >>> leaves = meas(np.random.default_rng(0).uniform(size=(100, 2)))
+    >>> leaves.total, leaves.cells.shape[1]
+    (100, 2)
+    """
+    dom, met = _check(input_domain, input_metric)
+    size = check_output_size(output_size, dom, met.scales)
+
+    def function(counts: CountTree) -> LeafMasses:
+        return pruned_traversal(counts, met.scales, size, _release_noise())
+
+    return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
 
 then_tree_laplace = to_then(make_tree_laplace)
+then_pruned_tree_laplace = to_then(make_pruned_tree_laplace)
+register(make_tree_laplace)
+register(make_pruned_tree_laplace)

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from opendp._internal import _make_measurement, _new_pure_function
-from opendp.extras._utilities import to_then
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Function, Measurement, Metric, assert_features
 
+from opendp_wasserstein._compat import make_measurement, new_function, register, to_then
 from opendp_wasserstein._random import NOISE_STREAM, as_random_source
 from opendp_wasserstein.candidates import (
     check_candidate_dims,
@@ -20,6 +19,7 @@ from opendp_wasserstein.candidates import (
     check_multiset_size,
 )
 from opendp_wasserstein.domains import (
+    SCALE_MAX,
     WeightedL1Distance,
     check_data_domain,
     check_epsilon,
@@ -27,7 +27,7 @@ from opendp_wasserstein.domains import (
     descriptor_of,
 )
 from opendp_wasserstein.measurements._tree_laplace import _identity_map
-from opendp_wasserstein.samplers import BACKENDS, sample_discrete_laplace
+from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (
     TreeCounts,
@@ -58,7 +58,7 @@ class NoisyTreeCounts:
 
 
 def make_tree_count_laplace(
-    input_domain: Domain, input_metric: Metric, backend: str = "fast", seed: int | None = None
+    input_domain: Domain, input_metric: Metric
 ) -> Measurement:
     r"""Construct a Measurement adding ``LapZ(sigma_j)`` to the count of every node at depth ``j``.
 
@@ -68,8 +68,6 @@ def make_tree_count_laplace(
 
     :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
     :param input_metric: ``l1(s)`` with one scale per level ``0 .. tree.height``
-    :param backend: discrete Laplace sampler, ``"fast"`` (default) or ``"opendp"``
-    :param seed: **not private** -- reproducible noise for tests and figures only
 
     :example:
 
@@ -99,20 +97,19 @@ def make_tree_count_laplace(
         raise ValueError(
             f"input_metric must have {tree.height + 1} scales (one per level), got {len(met.scales)}"
         )
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    as_random_source(seed)
+    if max(met.scales) > SCALE_MAX:
+        raise ValueError("input_metric scales must be at most 2^52 (exact integer noise)")
     node_scales = np.asarray(met.scales)[tree.depth]
 
     def function(counts: TreeCounts) -> NoisyTreeCounts:
         if not isinstance(counts, TreeCounts) or counts.tree != tree:
             raise ValueError("data must be the TreeCounts of the domain's tree")
-        noise = sample_discrete_laplace(node_scales, as_random_source(seed).derive(NOISE_STREAM), backend)
+        noise = sample_discrete_laplace(node_scales, as_random_source().derive(NOISE_STREAM))
         noisy = counts.counts + noise
         noisy.setflags(write=False)
         return NoisyTreeCounts(tree, noisy, met.scales)
 
-    return _make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
+    return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
 
 then_tree_count_laplace = to_then(make_tree_count_laplace)
@@ -157,7 +154,7 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
         total = float(dom.size) if dom.size is not None else max(1.0, clamped[0])
         return closest_multiset(tree, clamped * (m / total), m)
 
-    return _new_pure_function(function, TO="ExtrinsicObject")
+    return new_function(function)
 
 
 def make_tree_projection(
@@ -168,8 +165,6 @@ def make_tree_projection(
     epsilon: float,
     tree: Any = None,
     metric: str = "l2",
-    backend: str = "fast",
-    seed: int | None = None,
 ) -> Measurement:
     r"""Construct the hierarchical tree projection (HTP): a size-``m`` multiset on public
     candidates from noisy subtree counts on a tree metric.
@@ -201,8 +196,6 @@ def make_tree_projection(
     :param tree: a public :class:`~opendp_wasserstein.trees.Tree` with ``k`` leaves, or None for
         a fresh :func:`~opendp_wasserstein.trees.frt_tree` built at construction
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
-    :param backend: discrete Laplace sampler, ``"fast"`` (default) or ``"opendp"``
-    :param seed: **not private** -- reproducible tree and noise for tests and figures only
     :return: a Measurement releasing ``k`` int64 multiplicities summing to ``m``
 
     :example:
@@ -213,7 +206,7 @@ def make_tree_projection(
     >>> C = np.random.default_rng(1).uniform(size=(30, 2))
     >>> meas = make_tree_projection(
     ...     dp.numpy.array2_domain(num_columns=2, size=500, T=float), dp.symmetric_distance(),
-    ...     candidates=C, m=50, epsilon=1.0, backend="opendp")
+    ...     candidates=C, m=50, epsilon=1.0)
     >>> meas.map(2)
     1.0
     >>> int(meas(np.random.default_rng(0).uniform(size=(500, 2))).sum())
@@ -227,15 +220,14 @@ def make_tree_projection(
     m = check_multiset_size(m)
     eps = check_epsilon(epsilon)
     metric = check_ground_metric(metric)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    as_random_source(seed)
-    the_tree = resolve_tree(tree, cand, metric, seed)
+    the_tree = resolve_tree(tree, cand, metric)
     t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
     scales = tree_level_scales(the_tree, eps, sized=n is not None)
     t_counts = make_tree_counts(t_near.output_domain, t_near.output_metric, the_tree, scales)
-    m_noise = make_tree_count_laplace(t_counts.output_domain, t_counts.output_metric, backend, seed)
+    m_noise = make_tree_count_laplace(t_counts.output_domain, t_counts.output_metric)
     return t_near >> t_counts >> m_noise >> make_tree_multiset(t_counts.output_domain, m)
 
 
 then_tree_projection = to_then(make_tree_projection)
+register(make_tree_count_laplace)
+register(make_tree_projection)

@@ -10,6 +10,7 @@ from opendp_wasserstein.transformations._nearest_candidate import (
     then_nearest_candidate,
 )
 from opendp_wasserstein.transformations._occupancy import make_occupancy, then_occupancy
+from opendp_wasserstein.transformations._row_count import make_row_count, then_row_count
 from opendp_wasserstein.transformations._schedule_scores import (
     make_schedule_scores,
     then_schedule_scores,
@@ -22,6 +23,8 @@ from opendp_wasserstein.transformations._tree_counts import (
 )
 
 __all__ = [
+    "make_row_count",
+    "then_row_count",
     "make_occupancy",
     "then_occupancy",
     "make_schedule_scores",

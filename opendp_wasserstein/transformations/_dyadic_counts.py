@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from opendp._internal import _make_transformation
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
+from opendp_wasserstein._compat import make_transformation, register, to_then
 from opendp_wasserstein.domains import (
     as_box,
     check_data_domain,
@@ -75,7 +74,8 @@ def make_dyadic_counts(
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized domain) ``dp.change_one_distance()``
     :param depth: the hierarchy depth ``r``, ``1 <= r <= 52 d``
-    :param scales: the level scales ``sigma_0 .. sigma_r`` (``r + 1`` positive floats)
+    :param scales: the level scales ``sigma_0 .. sigma_r`` (``r + 1`` floats in ``[1e-100, 2^52]``;
+        ``sigma_0 = inf`` says that the root count will not be released, so it is not charged)
     :param bounds: the public box ``(lower, upper)``, scalars or length-d; default the unit cube
     :return: a Transformation into :func:`~opendp_wasserstein.domains.dyadic_counts_domain`
 
@@ -96,7 +96,7 @@ def make_dyadic_counts(
     d, n = check_data_domain(input_domain)
     kind = check_metric(input_metric, n)
     depth = check_depth(depth, d)
-    sigma = check_scales(scales, depth + 1)
+    sigma = check_scales(scales, depth + 1, root_may_be_inf=True)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
 
@@ -104,7 +104,7 @@ def make_dyadic_counts(
         x = validate_data(x, d, n, nan=nan_ok)
         return build_count_tree(box.to_unit(x), depth)
 
-    return _make_transformation(
+    return make_transformation(
         input_domain,
         input_metric,
         dyadic_counts_domain(depth, d, n, box),
@@ -115,3 +115,4 @@ def make_dyadic_counts(
 
 
 then_dyadic_counts = to_then(make_dyadic_counts)
+register(make_dyadic_counts)

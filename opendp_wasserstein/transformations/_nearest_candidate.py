@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp._internal import _make_transformation
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
+from opendp_wasserstein._compat import make_transformation, register, to_then
 from opendp_wasserstein.candidates import NearestCandidates, check_candidate_dims
 from opendp_wasserstein.domains import (
     check_data_domain,
@@ -104,7 +103,7 @@ def make_nearest_candidate(
             raise ValueError("d_in must be a non-negative integer")
         return int(d_in)
 
-    return _make_transformation(
+    return make_transformation(
         input_domain,
         input_metric,
         candidate_index_domain(nearest.k, n),
@@ -115,3 +114,4 @@ def make_nearest_candidate(
 
 
 then_nearest_candidate = to_then(make_nearest_candidate)
+register(make_nearest_candidate)

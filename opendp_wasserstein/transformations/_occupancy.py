@@ -6,10 +6,9 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp._internal import _make_transformation
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
+from opendp_wasserstein._compat import make_transformation, register, to_then
 from opendp_wasserstein.domains import (
     as_box,
     check_data_domain,
@@ -80,7 +79,7 @@ def make_occupancy(
         x = validate_data(x, d, n, nan=nan_ok)
         return build_count_tree(box.to_unit(x), depth).occupancy()[:depth]
 
-    return _make_transformation(
+    return make_transformation(
         input_domain,
         input_metric,
         dp.numpy.arrayd_domain(shape=(depth,), T="i64"),
@@ -91,3 +90,4 @@ def make_occupancy(
 
 
 then_occupancy = to_then(make_occupancy)
+register(make_occupancy)

@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp._internal import _make_transformation
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
+from opendp_wasserstein._compat import make_transformation, register, to_then
 from opendp_wasserstein.domains import (
     as_box,
     check_data_domain,
@@ -26,7 +25,14 @@ from opendp_wasserstein.domains import (
 from opendp_wasserstein.hierarchy import build_count_tree, max_depth
 from opendp_wasserstein.schedules import Candidate, budget_of
 
-__all__ = ["ScoreTable", "score_table", "make_schedule_scores", "then_schedule_scores"]
+__all__ = [
+    "ScoreTable",
+    "score_table",
+    "make_schedule_scores",
+    "then_schedule_scores",
+    "check_score_size",
+    "occupancy_units",
+]
 
 _U = Fraction(1, 2**53)  # unit roundoff of float64
 
@@ -76,8 +82,14 @@ def check_candidates(candidates: Sequence[Candidate], d: int, epsilon_main: floa
     return cands
 
 
-def score_table(candidates: Sequence[Candidate], d: int, n: int, epsilon_main: float, c_abs: float = 1.0) -> ScoreTable:
-    """The public score coefficients and the sensitivity ``Delta_A`` (Appendix B.2, B.6)."""
+def score_table(
+    candidates: Sequence[Candidate], d: int, n: int, epsilon_main: float, c_abs: float = 1.0, occ_cap: int | None = None
+) -> ScoreTable:
+    """The public score coefficients and the sensitivity ``Delta_A`` (Appendix B.2, B.6).
+
+    ``occ_cap`` bounds every ``O_j`` in the rounding-error term (default ``n``: a public size
+    bounds the occupancy); with a private size the scores clamp ``O_j`` to it.
+    """
     L = max(c.depth for c in candidates)
     k = len(candidates)
     weights = np.zeros((k, L))
@@ -91,13 +103,41 @@ def score_table(candidates: Sequence[Candidate], d: int, n: int, epsilon_main: f
     # rounding: |fl(B) - B| <= gamma_{L+1} * (|const| + sum_j w_j O_j) with O_j <= min(n, 2^j);
     # two evaluations (X and X') may each err by that much
     gamma = (L + 1) * _U / (1 - (L + 1) * _U)
-    occ_max = np.minimum(float(n), 2.0 ** np.arange(L))
+    occ_max = np.minimum(float(n if occ_cap is None else occ_cap), 2.0 ** np.arange(L))
     upper = max(
         Fraction(float(const[i])) + sum((Fraction(float(w)) * Fraction(float(o)) for w, o in zip(weights[i], occ_max, strict=True)), Fraction(0))
         for i in range(k)
     )
     sensitivity = round_up(delta + 2 * gamma * upper)
     return ScoreTable(const, weights, sensitivity, round_up(delta))
+
+
+def check_score_size(n: int | None, size: Any) -> int:
+    """The score normaliser: the public ``n``, or the public ``size`` when ``n`` is private."""
+    if n is not None:
+        if size is not None:
+            raise ValueError("size applies only when the input domain has no public size")
+        return n
+    if size is None:
+        raise ValueError(
+            "size is required when input_domain has no public size: the scores scale with 1/n, "
+            "so give a public estimate (e.g. a DP count)"
+        )
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"size must be an integer >= 1, got {size!r}")
+    return int(size)
+
+
+def occupancy_cap(size: int) -> int:
+    """The public clamp of ``O_j`` when the size is private: ``4 size + 64``."""
+    return 4 * int(size) + 64
+
+
+def occupancy_units(metric_kind: str, n: int | None, d_in: int) -> Fraction:
+    """The most any ``O_j`` moves for ``d_in``: ``d_in`` records added or removed (private size),
+    else ``replacements(d_in)``."""
+    r = replacements(metric_kind, d_in)
+    return Fraction(int(d_in)) if n is None and metric_kind == "symmetric" else r
 
 
 def make_schedule_scores(
@@ -107,6 +147,7 @@ def make_schedule_scores(
     epsilon_main: float,
     c_abs: float = 1.0,
     bounds: Any = None,
+    size: int | None = None,
 ) -> Transformation:
     r"""Construct a Transformation from data to the candidates' scores ``B_a(X)``.
 
@@ -116,7 +157,12 @@ def make_schedule_scores(
     ``O_j`` by at most 1 and ``O_0`` not at all, so ``B_a`` moves by at most
     ``Delta_a = (4C/n) sum_{1<=j<r_a} sigma_{j+1} 2^(-j/d)``; the map is
     ``replacements(d_in) * Delta_A`` with ``Delta_A = max_a Delta_a`` plus a bound on the
-    float rounding of the scores (see :func:`score_table`).  The size ``n`` must be public.
+    float rounding of the scores (see :func:`score_table`).
+
+    When the size is private, the scores are normalised by a public ``size`` instead of ``n``
+    (e.g. a DP count released before): the formula, and so ``Delta_A``, take ``size`` for ``n``,
+    and the map is ``d_in * Delta_A`` (each added or removed record moves every ``O_j`` by at
+    most 1).
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
@@ -124,6 +170,8 @@ def make_schedule_scores(
     :param epsilon_main: the synthesis budget every candidate spends
     :param c_abs: the constant ``C_abs`` with ``E|LapZ(sigma)| <= C_abs sigma`` (1 is valid)
     :param bounds: the public box; default the unit cube
+    :param size: the public normaliser when the input domain has no size (required then, refused
+        otherwise)
 
     :example:
 
@@ -139,26 +187,30 @@ def make_schedule_scores(
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
-    if n is None:
-        raise ValueError("input_domain must have a public size n (array2_domain(size=n)): the scores scale with 1/n")
+    norm = check_score_size(n, size)
     kind = check_metric(input_metric, n)
     eps = check_epsilon(epsilon_main, "epsilon_main")
     c_abs = check_epsilon(c_abs, "c_abs")
     cands = check_candidates(candidates, d, eps)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
-    table = score_table(cands, d, n, eps, c_abs)
+    # with a private size O_j is clamped to a public cap (1-Lipschitz: Delta is unchanged), so the
+    # float rounding bound of the scores stays small
+    cap = None if n is not None else occupancy_cap(norm)
+    table = score_table(cands, d, norm, eps, c_abs, occ_cap=cap)
     L = table.weights.shape[1]
 
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=nan_ok)
         occupancy = build_count_tree(box.to_unit(x), L).occupancy()[:L]
+        if cap is not None:
+            occupancy = np.minimum(occupancy, cap)
         return table.scores(occupancy).tolist()
 
     def stability_map(d_in: int) -> float:
-        return round_up(replacements(kind, d_in) * Fraction(table.sensitivity))
+        return round_up(occupancy_units(kind, n, d_in) * Fraction(table.sensitivity))
 
-    return _make_transformation(
+    return make_transformation(
         input_domain,
         input_metric,
         dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cands)),
@@ -169,3 +221,4 @@ def make_schedule_scores(
 
 
 then_schedule_scores = to_then(make_schedule_scores)
+register(make_schedule_scores)

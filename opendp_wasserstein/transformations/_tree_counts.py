@@ -19,10 +19,9 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from opendp._internal import _extrinsic_domain, _make_transformation
-from opendp.extras._utilities import to_then
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
+from opendp_wasserstein._compat import extrinsic_domain, make_transformation, register, to_then
 from opendp_wasserstein.domains import (
     check_epsilon,
     check_metric,
@@ -72,7 +71,7 @@ def tree_counts_domain(tree: Tree, size: int | None) -> Domain:
     def member(x: Any) -> bool:
         return isinstance(x, TreeCounts) and x.tree == tree
 
-    return _extrinsic_domain(f"TreeCountsDomain(tree={tree!r}, size={size})", member, desc)
+    return extrinsic_domain(f"TreeCountsDomain(tree={tree!r}, size={size})", member, desc)
 
 
 def tree_counts_stability(metric_kind: str, size: int | None, scales: tuple[float, ...]) -> Any:
@@ -137,7 +136,7 @@ def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, sca
         counts.setflags(write=False)
         return TreeCounts(tree, counts)
 
-    return _make_transformation(
+    return make_transformation(
         input_domain,
         input_metric,
         tree_counts_domain(tree, n),
@@ -148,6 +147,7 @@ def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, sca
 
 
 then_tree_counts = to_then(make_tree_counts)
+register(make_tree_counts)
 
 
 def _budget(scales: list[float], charged: list[int]) -> Fraction:

@@ -1,0 +1,94 @@
+"""A DP estimate of the number of rows, then a mechanism built for it: sequential composition.
+
+When ``n`` is private, nothing that shapes a release (a depth, a candidate set, a score's
+normaliser, the number of rows) may be computed from ``n``.  :func:`make_noisy_size_then`
+releases ``n_hat = n + LapZ(1 / epsilon_size)`` with OpenDP's own integer ``make_laplace``
+first, and only then builds the mechanism that needs a size, from ``n_hat`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import opendp.prelude as dp
+from opendp.measures import max_divergence
+from opendp.mod import Domain, Measurement, Metric, assert_features
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein.domains import check_epsilon, round_up
+from opendp_wasserstein.transformations._row_count import make_row_count
+
+__all__ = ["make_noisy_size_then"]
+
+
+def make_noisy_size_then(
+    input_domain: Domain,
+    input_metric: Metric,
+    epsilon_size: float,
+    build: Callable[[int], Measurement],
+    bound: Callable[[int], float],
+) -> Measurement:
+    r"""Construct ``x -> build(n_hat)(x)`` with ``n_hat = max(1, n + LapZ(1/epsilon_size))``.
+
+    The count is OpenDP's: :func:`~opendp_wasserstein.transformations.make_row_count` ``>> dp.m.then_laplace(1/epsilon_size)``.
+    ``build`` makes, from the public ``n_hat`` alone, a Measurement on the same input domain and
+    metric (e.g. Pruned-PMM at the depth ``n_hat`` calls for, releasing ``n_hat`` rows);
+    ``bound(d_in)`` is a map that every such Measurement satisfies whatever ``n_hat`` is.
+
+    **Privacy map** (sequential composition of an adaptively chosen second mechanism, pure DP):
+    ``count.map(d_in) + bound(d_in)``, over the rationals, rounded up.  ``bound`` is the
+    caller's obligation; at release the built Measurement's own map is checked against it
+    (``check(d_in, bound(d_in))`` for ``d_in = 1, 2``), so a wrong ``bound`` fails loudly, and
+    the failure depends only on ``n_hat`` (which the release reveals anyway).
+
+    **Release**: whatever ``build(n_hat)`` releases (``n_hat`` itself is not returned; a
+    synthetic dataset of ``n_hat`` rows reveals it, which the map already pays for).
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=d, T=float)`` without ``size``
+    :param input_metric: ``dp.symmetric_distance()``
+    :param epsilon_size: the budget of the count (one added or removed record)
+    :param build: ``n_hat -> Measurement`` on ``input_domain``, ``input_metric``, ``max_divergence``
+    :param bound: ``d_in -> epsilon`` bounding the map of every ``build(n_hat)``
+    :return: a Measurement
+
+    :example:
+
+    >>> import math, numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.measurements import make_noisy_size_then, make_pruned_pmm
+    >>> from opendp_wasserstein.schedules import ambient_depth, paper_schedule
+    >>> dp.enable_features("contrib")
+    >>> dom, met = dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance()
+    >>> def build(n_hat):
+    ...     depth = ambient_depth(0.9, n_hat)
+    ...     scales = (math.inf, *paper_schedule(2, 0.9, depth)[1:])
+    ...     return make_pruned_pmm(dom, met, depth, scales, output_size=n_hat)
+    >>> meas = make_noisy_size_then(dom, met, 0.1, build, bound=lambda d_in: d_in * 0.45)
+    >>> meas.map(1)   # 0.1 for the count + 0.45 for the levels
+    0.55
+    >>> meas(np.random.default_rng(0).uniform(size=(300, 2))).shape[1]
+    2
+    """
+    assert_features("contrib")
+    eps = check_epsilon(epsilon_size, "epsilon_size")
+    count = make_row_count(input_domain, input_metric) >> dp.m.then_laplace(scale=round_up(1 / Fraction(eps)))
+    if not callable(build) or not callable(bound):
+        raise TypeError("build and bound must be callables")
+
+    def function(x: Any) -> Any:
+        n_hat = max(1, int(count(x)))
+        runtime.record({"size_estimate": n_hat})
+        inner = build(n_hat)
+        for d_in in (1, 2):
+            if not inner.check(d_in, bound(d_in)):
+                raise RuntimeError("the mechanism built from the noisy size exceeds its declared bound")
+        return inner(x)
+
+    def privacy_map(d_in: int) -> float:
+        return round_up(Fraction(count.map(d_in)) + Fraction(bound(d_in)))
+
+    return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
+
+

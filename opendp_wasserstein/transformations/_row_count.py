@@ -1,0 +1,57 @@
+"""The number of rows, as a stable transformation (for a DP count when the size is private)."""
+
+from __future__ import annotations
+
+import opendp.prelude as dp
+from opendp.mod import Domain, Metric, Transformation, assert_features
+
+from opendp_wasserstein._compat import make_transformation, register, to_then
+from opendp_wasserstein.domains import check_data_domain, check_metric
+
+__all__ = ["make_row_count", "then_row_count"]
+
+
+def make_row_count(input_domain: Domain, input_metric: Metric) -> Transformation:
+    """Construct a Transformation from a 2-D array to its number of rows (an ``i64``).
+
+    Stability map ``d_in -> d_in`` into ``absolute_distance``: adding or removing ``d_in`` rows
+    moves the count by at most ``d_in``.  Only for domains without a public size (with one, the
+    count is a constant and this transformation is pointless).
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=d, T=float)`` without ``size``
+    :param input_metric: ``dp.symmetric_distance()``
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.transformations import make_row_count
+    >>> dp.enable_features("contrib")
+    >>> t = make_row_count(dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance())
+    >>> meas = t >> dp.m.then_laplace(scale=10.0)
+    >>> meas.map(1)
+    0.1
+    """
+    assert_features("contrib")
+    _, n = check_data_domain(input_domain)
+    if n is not None:
+        raise ValueError("input_domain has a public size: there is nothing to count")
+    check_metric(input_metric, n)
+
+    def stability_map(d_in: int) -> int:
+        if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
+            raise ValueError("d_in must be a non-negative integer")
+        return d_in
+
+    return make_transformation(
+        input_domain,
+        input_metric,
+        dp.atom_domain(T="i64"),
+        dp.absolute_distance(T="i64"),
+        lambda x: int(x.shape[0]),
+        stability_map,
+    )
+
+
+
+then_row_count = to_then(make_row_count)
+register(make_row_count)
