@@ -52,6 +52,7 @@ from _common import fmt, machine_note, make_data, mem_available_bytes, write_csv
 
 from opendp_wasserstein.hierarchy import grid_codes, morton_words
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
+from opendp_wasserstein.runtime import diagnostics
 from opendp_wasserstein.schedules import max_candidate_depth
 
 EPS_SELECT, EPS_MAIN = 0.2, 0.8
@@ -98,16 +99,17 @@ def measure_cell(kind: str, n: int, d: int, runs: int, trace: bool, seed: int) -
     t0 = time.perf_counter()
     meas = make_adaptive_pruned_pmm(
         dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement="uniform", diagnostics=True,
+        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement="uniform",
     )
     build = time.perf_counter() - t0
     assert meas.map(1) == EPS_SELECT + EPS_MAIN
     secs, infos = [], []
     for _ in range(k):
         t0 = time.perf_counter()
-        y, info = meas(x)
+        with diagnostics() as records:
+            y = meas(x)
         secs.append(time.perf_counter() - t0)
-        infos.append(info)
+        infos.append(records[-1])
         assert y.shape == (n, d)
         del y
     best = int(np.argmin(secs))
@@ -130,7 +132,7 @@ def profile_cell(kind: str, n: int, d: int, seed: int, out: str) -> str:
     x = make_data(kind, n, d, seed)
     meas = make_adaptive_pruned_pmm(
         dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement="uniform", diagnostics=True,
+        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement="uniform",
     )
     meas(x)  # warm-up
     prof = cProfile.Profile()

@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import opendp.prelude as dp  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.evaluation import make_shape, w1_estimate  # noqa: E402
 from opendp_wasserstein.hierarchy import build_count_tree, coord_bits_at_level  # noqa: E402
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm  # noqa: E402
@@ -49,22 +50,24 @@ def figure_two_moons(n: int = 10000, epsilon: float = 1.0) -> None:
     depth = 12
     runs = [
         ("PMM", make_pmm(domain, metric, depth=depth, scales=paper_schedule(2, epsilon, depth),
-                         placement="uniform", seed=SEED, diagnostics=True)),
+                         placement="uniform")),
         ("Pruned-PMM", make_pruned_pmm(domain, metric, depth=depth,
                                        scales=paper_schedule(2, epsilon, depth),
-                                       placement="uniform", seed=SEED, diagnostics=True)),
+                                       placement="uniform")),
     ]
     try:  # present once the adaptive mechanism is in the package
         from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
 
         runs.append(("Adaptive Pruned-PMM", make_adaptive_pruned_pmm(
             domain, metric, epsilon_select=0.25 * epsilon, epsilon_main=0.75 * epsilon,
-            placement="uniform", seed=SEED, diagnostics=True)))
+            placement="uniform")))
     except ImportError:  # pragma: no cover
         pass
     panels = [("original (sensitive)", x)]
     for name, meas in runs:
-        y, info = meas(x)
+        with reproducible(SEED), diagnostics() as records:  # NOT private: a figure
+            y = meas(x)
+        info = records[-1]
         w = w1_estimate(x, y, metric="linf", seed=SEED).value
         title = (f"{name}, depth {info['depth']}\n"
                  f"map(2) = {meas.map(2)!r}, W1 = {w:.4f}, {info['visited_nodes']} nodes")
@@ -162,9 +165,10 @@ def figure_occupancy(n: int = 30000, epsilon: float = 1.0) -> None:
     for depth_r in (8, 12, 16, 20, 24, 28):
         meas = make_pruned_pmm(
             domain, dp.symmetric_distance(), depth=depth_r, scales=paper_schedule(2, epsilon, depth_r),
-            seed=SEED, diagnostics=True,
         )
-        _, info = meas(u)
+        with reproducible(SEED), diagnostics() as records:
+            meas(u)
+        info = records[-1]
         axes[1].plot(depth_r, info["visited_nodes"], "o", color="tab:orange")
     rr = np.arange(8, 29)
     axes[1].semilogy(rr, 2.0 ** (rr + 1) - 1, "k-", lw=1, label="PMM: 2^(r+1) - 1 nodes")

@@ -2,8 +2,8 @@
 
 1. Sequential composition of a Pruned-PMM release with an OpenDP noisy count.
 2. ``dp.binary_search_chain``: the schedule multiplier that meets a target epsilon.
-3. The Context API: register the constructors with ``dp.register`` and query them from a
-   ``dp.Context`` that tracks the budget.
+3. The Context API: every constructor of the package is registered with it on import (as
+   OpenDP's own extras are), so a ``dp.Context`` that tracks the budget can query them.
 
 Run: ``python examples/chaining_with_opendp.py``.
 """
@@ -11,13 +11,12 @@ Run: ``python examples/chaining_with_opendp.py``.
 from __future__ import annotations
 
 import numpy as np
-import opendp.context as opendp_context
 import opendp.prelude as dp
-from opendp.extras.numpy._make_np_count import make_np_count
 
 from opendp_wasserstein.evaluation import make_shape, w1
-from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pruned_pmm
+from opendp_wasserstein.measurements import make_pruned_pmm
 from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.transformations import make_row_count
 
 
 def main(n: int = 4000, seed: int = 0) -> dict:
@@ -29,7 +28,7 @@ def main(n: int = 4000, seed: int = 0) -> dict:
     domain = dp.numpy.array2_domain(num_columns=2, T=float)
     metric = dp.symmetric_distance()
     synth = make_pruned_pmm(domain, metric, depth=12, scales=paper_schedule(2, 0.5, 12))
-    count = make_np_count(domain, metric) >> dp.m.then_laplace(scale=4.0)
+    count = make_row_count(domain, metric) >> dp.m.then_laplace(scale=4.0)
     both = dp.c.make_composition([synth, count])
     y, noisy_n = both(x)
     out["composition_epsilon"] = both.map(1)
@@ -45,11 +44,7 @@ def main(n: int = 4000, seed: int = 0) -> dict:
     out["binary_search_epsilon"] = meas.map(2)
     print(f"binary search: multiplier found, map(2) = {meas.map(2):.6f} <= 0.7")
 
-    # 3. the Context API
-    for constructor in (make_pruned_pmm, make_adaptive_pruned_pmm):
-        name = constructor.__name__[5:]
-        if name not in opendp_context.constructors:
-            dp.register(constructor)
+    # 3. the Context API (the constructors are registered when the package is imported)
     context = dp.Context.compositor(
         data=x,
         privacy_unit=dp.unit_of(contributions=2),  # one replacement on a sized domain

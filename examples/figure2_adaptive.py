@@ -22,6 +22,7 @@ import opendp.prelude as dp
 
 from opendp_wasserstein.evaluation import make_subspace, w1_estimate
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm
+from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import ambient_depth, paper_schedule
 
 
@@ -34,18 +35,17 @@ def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repe
                 continue
             domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
             r = ambient_depth(eps, n)
-            pmm = make_pmm(domain, dp.change_one_distance(), r, paper_schedule(d, eps, r, s=d), seed=None)
+            pmm = make_pmm(domain, dp.change_one_distance(), r, paper_schedule(d, eps, r, s=d))
             for rep in range(repeats):
                 s = seed + 1000 * rep + 10 * d + k
                 x = make_subspace(n, d, k, seed=s)
-                ada = make_adaptive_pruned_pmm(
-                    domain, dp.change_one_distance(), eps_sel, eps - eps_sel, seed=s, diagnostics=True
-                )
+                ada = make_adaptive_pruned_pmm(domain, dp.change_one_distance(), eps_sel, eps - eps_sel)
                 for name, meas in (("pmm", pmm), ("adaptive", ada)):
                     t0 = time.perf_counter()
-                    out_ = meas(x)
+                    with reproducible(s), diagnostics() as records:  # NOT private: a figure
+                        y = meas(x)
                     secs = time.perf_counter() - t0
-                    y, info = out_ if isinstance(out_, tuple) else (out_, {})
+                    info = records[-1]
                     est = w1_estimate(x, y, metric="linf", sample_size=sample, repeats=2, seed=s)
                     rows.append({
                         "k": k, "d": d, "rep": rep, "mechanism": name, "w1": est.value,

@@ -46,6 +46,7 @@ import opendp.prelude as dp
 from opendp_wasserstein.candidates import NearestCandidates
 from opendp_wasserstein.evaluation import w1
 from opendp_wasserstein.measurements import make_nn_histogram, make_tree_em, make_tree_projection
+from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.trees import frt_tree
 
 METHODS = ("tree_em", "tree_projection", "nn_histogram")
@@ -118,13 +119,23 @@ def _settings(quick: bool, seed: int) -> list[Setting]:
     return out
 
 
+def _seeded(meas: Callable[[np.ndarray], np.ndarray], seed: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Release inside ``reproducible(seed)``: NOT private, for a reproducible figure."""
+
+    def release(x: np.ndarray) -> np.ndarray:
+        with reproducible(seed):
+            return meas(x)
+
+    return release
+
+
 def _mechanisms(s: Setting, tree: Any, seed: int) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
     n, p = s.data.shape
     dom = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
     sym = dp.symmetric_distance()
     return {
-        "tree_em": make_tree_em(dom, sym, s.candidates, s.m, s.epsilon, tree=tree, seed=seed),
-        "tree_projection": make_tree_projection(dom, sym, s.candidates, s.m, s.epsilon, tree=tree, seed=seed),
+        "tree_em": _seeded(make_tree_em(dom, sym, s.candidates, s.m, s.epsilon, tree=tree), seed),
+        "tree_projection": _seeded(make_tree_projection(dom, sym, s.candidates, s.m, s.epsilon, tree=tree), seed),
         "nn_histogram": make_nn_histogram(dom, sym, s.candidates, s.m, s.epsilon),
     }
 

@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 import numpy as np
 
 from opendp_wasserstein import synthesize
 from opendp_wasserstein.evaluation import w1
 
+
+def _seeded(seed: int | None) -> Any:
+    """``reproducible(seed)`` (NOT private: a reproducible example), or the secure default."""
+    from contextlib import nullcontext
+
+    from opendp_wasserstein.runtime import reproducible
+
+    return nullcontext() if seed is None else reproducible(seed)
 
 def main(argv: list[str] | None = None) -> dict:
     from sklearn.datasets import load_digits
@@ -33,7 +42,8 @@ def main(argv: list[str] | None = None) -> dict:
     rng = np.random.default_rng(a.seed)
     results = {}
     for mechanism in ("adaptive", "pmm"):
-        y, report = synthesize(x, a.epsilon, bounds=(0.0, 16.0), mechanism=mechanism, seed=a.seed)
+        with _seeded(a.seed):
+            y, report = synthesize(x, a.epsilon, bounds=(0.0, 16.0), mechanism=mechanism)
         results[mechanism] = (y, report)
         print(f"{mechanism:>8}: eps {report.epsilon}, depth {report.depth}, {report.visited_nodes} nodes, "
               f"W1 {w1(x, y):.3f}, {report.seconds:.2f} s")
@@ -75,7 +85,8 @@ def main(argv: list[str] | None = None) -> dict:
     z_pub, z = pca.transform(public), pca.transform(private)
     margin = 0.1 * (z_pub.max(0) - z_pub.min(0))
     lo, hi = z_pub.min(0) - margin, z_pub.max(0) + margin
-    yz, report = synthesize(z, a.epsilon, bounds=(lo, hi), mechanism="adaptive", seed=a.seed)
+    with _seeded(a.seed):
+        yz, report = synthesize(z, a.epsilon, bounds={"lower": lo, "upper": hi}, mechanism="adaptive")
     uz = rng.uniform(lo, hi, size=z.shape)
     hz = rng.permutation(len(z))
     print(f"public-PCA 2-D view: adaptive W1 {w1(z, yz):.3f} (s = {report.details.get('s')}, depth {report.depth}), "

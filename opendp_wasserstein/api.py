@@ -124,10 +124,11 @@ def _contrib() -> Iterator[None]:
 
 
 def _split(total: float, share: float) -> tuple[float, float]:
-    """``(a, b)``: ``a = fl(share * total)``, ``b = fl(total - a)``.  The exact ``a + b`` is within
-    half an ulp of ``total``, so rounding it down (as the adaptive map does) never passes it."""
+    """``(a, b)``: ``a = fl(share * total)`` and ``b`` the smallest float with ``a + b >= total``
+    exactly.  The exact ``a + b`` is then below the float after ``total``, so the adaptive map,
+    which rounds the exact sum down, certifies exactly ``total``: never more."""
     a = share * total
-    return a, total - a
+    return a, round_up(Fraction(total) - Fraction(a))
 
 
 def synthesize(

@@ -45,6 +45,7 @@ class LeafMasses:
     :param depth: the leaf level
     :param visited: the number of noisy nodes that were drawn
     :param active: the number of nodes with positive mass at each level ``0 .. depth``
+    :param scales: the noise scales ``sigma_0 .. sigma_depth`` (public parameters)
     """
 
     cells: np.ndarray
@@ -52,6 +53,7 @@ class LeafMasses:
     depth: int
     visited: int
     active: tuple[int, ...]
+    scales: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         for arr in (self.cells, self.masses):
@@ -149,7 +151,7 @@ def pruned_traversal(counts: CountTree, scales: tuple[float, ...], size: int | N
         keep = child_mass > 0
         cells, mass, lo, hi = kids[keep], child_mass[keep], c_lo[keep], c_hi[keep]
         active.append(int(mass.size))
-    return LeafMasses(cells, mass, depth, visited, tuple(active))
+    return LeafMasses(cells, mass, depth, visited, tuple(active), tuple(scales))
 
 
 def prefix_cells(prefix: np.ndarray, level: int, d: int) -> np.ndarray:
@@ -166,7 +168,9 @@ def prefix_cells(prefix: np.ndarray, level: int, d: int) -> np.ndarray:
     return cells
 
 
-def full_consistency(levels: tuple[np.ndarray, ...], d: int, size: int | None, visited: int) -> LeafMasses:
+def full_consistency(
+    levels: tuple[np.ndarray, ...], d: int, size: int | None, visited: int, scales: tuple[float, ...] = ()
+) -> LeafMasses:
     """PMM (He et al.): a comparable split of every node's mass between its two noisy children.
 
     :param levels: noisy counts of every node, level ``j`` in Morton-prefix order (``2^j``)
@@ -182,7 +186,7 @@ def full_consistency(levels: tuple[np.ndarray, ...], d: int, size: int | None, v
         mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
     keep = np.flatnonzero(mass > 0)
     active = tuple(2**j for j in range(depth + 1))
-    return LeafMasses(prefix_cells(keep, depth, d), mass[keep], depth, visited, active)
+    return LeafMasses(prefix_cells(keep, depth, d), mass[keep], depth, visited, active, tuple(scales))
 
 
 def cell_bits(depth: int, d: int) -> np.ndarray:

@@ -61,7 +61,7 @@ def make_full_consistency(counts_domain: Domain, output_size: int | None = None)
             raise TypeError("make_full_consistency takes the NoisyTree released by make_tree_laplace")
         if size is None and not noisy.root_released:
             raise ValueError("the noisy tree has no root count: give output_size")
-        return full_consistency(noisy.levels, noisy.d, size, noisy.nodes)
+        return full_consistency(noisy.levels, noisy.d, size, noisy.nodes, noisy.scales)
 
     return new_function(function)
 
@@ -102,6 +102,7 @@ def make_synthesis(counts_domain: Domain, placement: str = "center") -> Function
         runtime.record(
             {
                 "depth": leaves.depth,
+                "scales": leaves.scales,
                 "visited_nodes": leaves.visited,
                 "active_nodes": leaves.active,
                 "leaves": int(leaves.masses.size),

@@ -1,7 +1,17 @@
-import numpy as np
-import pytest
+import math
+from fractions import Fraction
 
-from opendp_wasserstein import synthesize
+import numpy as np
+import opendp.prelude as dp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opendp_wasserstein import select_candidates, synthesize
+from opendp_wasserstein.api import _synthesis_measurement
+from opendp_wasserstein.domains import Box
+from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.schedules import ambient_depth
 
 
 @pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
@@ -9,29 +19,166 @@ from opendp_wasserstein import synthesize
 def test_synthesize_certifies_epsilon(mechanism, eps):
     x = np.random.default_rng(0).uniform(-1, 1, size=(2000, 3))
     keep = x.copy()
-    y, report = synthesize(x, eps, bounds=(-1, 1), mechanism=mechanism, seed=1)
+    with reproducible(1):
+        y, report = synthesize(x, eps, bounds=(-1, 1), mechanism=mechanism)
     assert np.array_equal(x, keep)
     assert report.epsilon == eps
-    assert y.shape == (2000, 3) and np.all((y >= -1) & (y <= 1))
-    assert report.visited_nodes >= 1 and report.depth >= 1 and len(report.scales) == report.depth + 1
+    assert y.shape == (2000, 3)
+    assert np.all((y >= -1) & (y <= 1))
+    assert report.visited_nodes >= 1
+    assert report.depth >= 1
+    assert len(report.scales) == report.depth + 1
 
 
-def test_synthesize_unsized():
+def test_synthesize_leaves_opendp_features_as_they_were():
+    from opendp_wasserstein._compat import feature_enabled
+
+    dp.disable_features("contrib")
+    try:
+        synthesize(np.random.default_rng(0).uniform(size=(100, 2)), 1.0, bounds=(0, 1), mechanism="pruned")
+        assert not feature_enabled("contrib")
+    finally:
+        dp.enable_features("contrib")
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
+def test_synthesize_private_size(mechanism):
     x = np.random.default_rng(0).uniform(size=(500, 2))
-    y, report = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, seed=2)
-    assert report.epsilon <= 1.0 and report.epsilon == pytest.approx(1.0, rel=1e-12)
-    assert y.shape[1] == 2
-    with pytest.raises(ValueError, match="public_size"):
-        synthesize(x, 1.0, bounds=(0, 1), public_size=False)
+    with reproducible(2):
+        y, report = synthesize(x, 1.0, bounds=(0, 1), mechanism=mechanism, public_size=False)
+    assert report.epsilon <= 1.0
+    assert report.epsilon == pytest.approx(1.0, rel=1e-12)
+    assert y.shape == (report.details["size_estimate"], 2)
+    with reproducible(2):
+        y2, report2 = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, depth=7)
+    assert report2.depth == 7
+    assert report2.epsilon <= 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e-3, 1e3), st.sampled_from(["adaptive", "pruned"]), st.booleans())
+def test_synthesis_never_certifies_above_the_request(eps, mechanism, public):
+    """The measurement synthesize() would release with is certified at most epsilon (issue 10)."""
+    meas = _synthesis_measurement(2, 300 if public else None, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism, None, None, "center", None)
+    assert meas.map(1) <= eps
+    assert Fraction(meas.map(1)) <= Fraction(eps)
+
+
+def test_adaptive_split_never_overspends_on_1000_requests():
+    rng = np.random.default_rng(7)
+    box = Box((0.0,), (1.0,))
+    for eps in np.exp(rng.uniform(np.log(1e-2), np.log(1e2), size=1000)):
+        meas = _synthesis_measurement(1, 50, float(eps), box, "adaptive", None, None, "center", None)
+        assert meas.map(1) <= eps
+
+
+# --- issue 10: nothing public is computed from a private n --------------------------------------
+
+X4 = np.array([[0.1, 0.1], [0.2, 0.7], [0.8, 0.3], [0.6, 0.6]])
+X5 = np.vstack([X4, [[0.9, 0.9]]])
+
+
+def _public_view(x, seed, **kw):
+    with reproducible(seed):
+        y, report = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, placement="center", **kw)
+    return report.depth, len(y), tuple(sorted(map(tuple, np.round(y, 12))))
+
+
+def test_private_size_depth_has_overlapping_laws_on_neighbours():
+    depths4 = [_public_view(X4, s)[0] for s in range(150)]
+    depths5 = [_public_view(X5, s)[0] for s in range(150)]
+    assert len(set(depths4)) > 1  # the depth is random: it comes from the noisy count
+    common = set(depths4) & set(depths5)
+    assert sum(d in common for d in depths4) >= 140
+    assert sum(d in common for d in depths5) >= 140
+
+
+def test_private_size_depth_law_is_exactly_eps_size_private():
+    """The depth is a function of n_hat = max(1, n + LapZ(1/eps_size)) alone: its exact law on
+    n = 4 and n = 5 differs by at most e^eps_size (here eps_size = 0.1)."""
+    eps, eps_size = 1.0, 0.1
+    from opendp_wasserstein.domains import round_up
+
+    meas = _synthesis_measurement(2, None, eps, Box((0.0, 0.0), (1.0, 1.0)), "pruned", None, None, "center", None)
+    assert meas.map(1) <= eps
+    scale = round_up(1 / Fraction(eps_size))
+    count = dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale)
+    rest = float(Fraction(eps) - Fraction(count.map(1)))
+    a = math.exp(-1 / scale)
+    zs = np.arange(-2000, 2001)
+    pz = (1 - a) / (1 + a) * a ** np.abs(zs)
+
+    def depth_law(n):
+        law: dict[int, float] = {}
+        for z, p in zip(zs, pz, strict=True):
+            r = ambient_depth(2 * rest, max(1, n + int(z)))
+            law[r] = law.get(r, 0.0) + p
+        return law
+
+    l4, l5 = depth_law(4), depth_law(5)
+    assert set(l4) == set(l5)
+    worst = max(max(l4[r] / l5[r], l5[r] / l4[r]) for r in l4 if min(l4[r], l5[r]) > 1e-12)
+    assert worst <= math.exp(eps_size) * (1 + 1e-9)
+    # the implementation draws exactly this law (seeded, 400 releases, chi-square)
+    from scipy import stats
+
+    obs: dict[int, int] = {}
+    for s in range(400):
+        r = _public_view(X4, s)[0]
+        obs[r] = obs.get(r, 0) + 1
+    keys = sorted(k for k in l4 if l4[k] * 400 >= 5)
+    f_obs = np.array([obs.get(k, 0) for k in keys] + [400 - sum(obs.get(k, 0) for k in keys)])
+    f_exp = np.array([l4[k] * 400 for k in keys] + [400 * (1 - sum(l4[k] for k in keys))])
+    if f_exp[-1] < 1e-9:
+        f_obs, f_exp = f_obs[:-1], f_exp[:-1]
+    assert stats.chisquare(f_obs, f_exp * f_obs.sum() / f_exp.sum()).pvalue > 1e-6
+
+
+def test_private_size_points_share_a_support():
+    """With centre placement the points lie on the grid of the chosen depth; neighbours must not
+    land on disjoint grids (they did when the depth was read off n)."""
+    grid4 = {_public_view(X4, s)[0] for s in range(60)}
+    grid5 = {_public_view(X5, s)[0] for s in range(60)}
+    assert grid4 & grid5
+
+
+def test_report_holds_only_public_fields_when_n_is_private():
+    with reproducible(0):
+        y, report = synthesize(X5, 1.0, bounds=(0, 1), public_size=False)
+    assert report.size == len(y) == report.details["size_estimate"]
+    assert "n" not in report.details
+
+
+# --- bounds --------------------------------------------------------------------------------------
+
+
+def test_ambiguous_bounds_are_refused_never_guessed():
+    x = np.random.default_rng(0).uniform(size=(50, 2)) * [10, 20]
+    with pytest.raises(ValueError, match="ambiguous"):
+        synthesize(x, 1.0, bounds=[(0, 10), (5, 20)])
+    for ok in ({"lower": [0, 5], "upper": [10, 20]}, Box((0.0, 5.0), (10.0, 20.0)), {0: (0, 10), 1: (5, 20)}):
+        y, _ = synthesize(x, 1.0, bounds=ok, mechanism="pruned")
+        assert y.shape == (50, 2)
+    # one reading only is a valid box: no ambiguity
+    y, _ = synthesize(x, 1.0, bounds=([0, 0], [10, 20]), mechanism="pruned")
+    assert y.shape == (50, 2)
+    # per column: a (low, high) pair per column index
+    y, _ = synthesize(x, 1.0, bounds={0: (0, 10), 1: (0, 20)}, mechanism="pruned")
+    assert np.all(y[:, 1] <= 20)
 
 
 @pytest.mark.parametrize(
     "kwargs,match",
     [
         ({"bounds": None}, "bounds"),
+        ({"bounds": {0: (0, 1)}}, "per-column"),
         ({"epsilon": 0}, "epsilon"),
         ({"mechanism": "mst"}, "mechanism"),
         ({"epsilon_select": 2.0}, "epsilon_select"),
+        ({"epsilon_select": 0.1, "mechanism": "pruned"}, "epsilon_select"),
+        ({"depth": 5}, "depth"),
+        ({"epsilon_size": 0.1}, "epsilon_size"),
+        ({"epsilon_size": 2.0, "public_size": False}, "epsilon_size"),
         ({"X": np.zeros(5)}, "2-dimensional"),
         ({"X": np.array([[np.nan, 1.0]])}, "NaN"),
         ({"X": np.zeros((0, 2))}, "at least one row"),
@@ -46,21 +193,31 @@ def test_synthesize_errors(kwargs, match):
 
 @pytest.mark.parametrize("mechanism", ["projection", "tree-em", "nn"])
 def test_select_candidates(mechanism):
-    from opendp_wasserstein import select_candidates
-
     rng = np.random.default_rng(0)
     D = rng.normal(size=(400, 3))
     C = rng.normal(size=(30, 3))
     keep = D.copy()
     counts, report = select_candidates(D, C, 12, 0.5, mechanism=mechanism)
     assert np.array_equal(D, keep)
-    assert counts.shape == (30,) and counts.sum() == 12 and np.all(counts >= 0)
-    assert report.epsilon == 0.5 and report.k == 30
+    assert counts.shape == (30,)
+    assert counts.sum() == 12
+    assert np.all(counts >= 0)
+    assert report.epsilon == 0.5
+    assert report.k == 30
+
+
+@pytest.mark.parametrize("mechanism", ["projection", "nn"])
+def test_select_candidates_private_size(mechanism):
+    rng = np.random.default_rng(0)
+    D = rng.normal(size=(400, 3))
+    C = rng.normal(size=(30, 3))
+    counts, report = select_candidates(D, C, 12, 0.5, mechanism=mechanism, public_size=False)
+    assert counts.sum() == 12
+    assert report.epsilon <= 0.5
+    assert report.epsilon == pytest.approx(0.5, rel=1e-12)
 
 
 def test_select_candidates_errors():
-    from opendp_wasserstein import select_candidates
-
     D = np.zeros((10, 2))
     C = np.array([[0.0, 0.0], [1.0, 1.0]])
     with pytest.raises(ValueError, match="mechanism"):
@@ -69,5 +226,5 @@ def test_select_candidates_errors():
         select_candidates(D, C, 0, 1.0)
     with pytest.raises(ValueError, match="epsilon"):
         select_candidates(D, C, 3, 0.0)
-    with pytest.raises(ValueError, match="seed"):
-        select_candidates(D, C, 3, 1.0, mechanism="nn", seed=1)
+    with pytest.raises(ValueError, match="public_size"):
+        select_candidates(D, C, 3, 1.0, mechanism="tree-em", public_size=False)

@@ -4,11 +4,14 @@ from fractions import Fraction
 import numpy as np
 import opendp.prelude as dp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from opendp_wasserstein.domains import round_up
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_exponential_selection
 from opendp_wasserstein.measurements._adaptive import softmax_probabilities
+from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import standard_candidates
 from opendp_wasserstein.transformations._schedule_scores import score_table
 
@@ -92,14 +95,18 @@ def test_adaptive_release_and_diagnostics():
     x = np.zeros((n, d)) + 0.5
     x[:, 0] = rng.uniform(size=n)  # a line
     keep = x.copy()
-    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, seed=7, diagnostics=True)
-    y, info = meas(x)
+    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5)
+    with reproducible(7), diagnostics() as records:
+        y = meas(x)
+    (info,) = records
     assert np.array_equal(x, keep)
     assert y.shape == (n, d)
     assert {"s", "depth", "scales", "visited_nodes", "candidate_index", "num_candidates"} <= set(info)
-    assert info["visited_nodes"] <= 1 + 2 * n * info["depth"]
-    y2, info2 = meas(x)
-    assert np.array_equal(y, y2) and info == info2
+    assert info["visited_nodes"] <= 2 * n * info["depth"]
+    with reproducible(7), diagnostics() as records2:
+        y2 = meas(x)
+    assert np.array_equal(y, y2)
+    assert records2 == records
 
 
 def test_adaptive_seeded_selection_follows_softmax():
@@ -111,10 +118,12 @@ def test_adaptive_seeded_selection_follows_softmax():
     scores = np.array(make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, 0.5)(x))
     p = softmax_probabilities(scores, 0.5, score_table(cands, d, n, 0.5).sensitivity)
     runs = 600
-    chosen = [
-        make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, seed=s, diagnostics=True)(x)[1]["candidate_index"]
-        for s in range(runs)
-    ]
+    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5)
+    chosen = []
+    for s in range(runs):
+        with reproducible(s), diagnostics() as records:
+            meas(x)
+        chosen.append(records[0]["candidate_index"])
     counts = np.bincount(chosen, minlength=len(cands))
     assert stats.chisquare(counts, p * runs).pvalue > 1e-4
 
@@ -139,6 +148,8 @@ def test_adaptive_bad_parameters(kwargs, match):
 def test_adaptive_needs_size_and_matching_candidates():
     with pytest.raises(ValueError, match="size"):
         make_adaptive_pruned_pmm(dom(None), dp.symmetric_distance(), 0.5, 0.5)
+    with pytest.raises(ValueError, match="size applies only"):
+        make_adaptive_pruned_pmm(dom(100), dp.symmetric_distance(), 0.5, 0.5, size=100)
     with pytest.raises(ValueError, match="candidates"):
         make_adaptive_pruned_pmm(
             dom(100), dp.symmetric_distance(), 0.5, 0.5, candidates=standard_candidates(2, 100, 0.4)
@@ -149,5 +160,29 @@ def test_adaptive_high_dimension_runs():
     n, d = 30000, 10
     x = np.full((n, d), 0.5)
     x[:, 0] = np.random.default_rng(2).uniform(size=n)
-    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.2, 0.8, seed=3)
-    assert meas(x).shape == (n, d)
+    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.2, 0.8)
+    with reproducible(3):
+        assert meas(x).shape == (n, d)
+
+
+def test_adaptive_with_a_public_size_estimate():
+    """Private n: the candidates, scores and output size come from the public estimate."""
+    x = np.random.default_rng(4).uniform(size=(500, 2))
+    meas = make_adaptive_pruned_pmm(dom(None), dp.symmetric_distance(), 0.2, 0.8, size=480)
+    # one added/removed record: the selection moves by a whole Delta, the levels by half a unit
+    assert meas.map(1) <= 0.2 + 0.8 / 2
+    assert meas.map(1) == pytest.approx(0.6, rel=1e-12)
+    assert meas.map(2) == pytest.approx(1.2, rel=1e-12)
+    with reproducible(0):
+        y = meas(x)
+    assert y.shape == (480, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-3, 50.0), st.floats(1e-3, 50.0))
+def test_adaptive_never_certifies_above_the_float_sum(sel, main):
+    meas = make_adaptive_pruned_pmm(dom(1000, 2), dp.change_one_distance(), sel, main)
+    assert meas.map(1) <= sel + main
+    from fractions import Fraction
+
+    assert Fraction(meas.map(1)) <= Fraction(sel) + Fraction(main)

@@ -6,14 +6,14 @@ import opendp.prelude as dp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from opendp.extras.numpy._make_np_count import make_np_count
 from scipy import stats
 
-from opendp_wasserstein._random import RandomSource
 from opendp_wasserstein.consistency import comparable_split, zero_respecting_split
 from opendp_wasserstein.domains import round_up
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm, then_pruned_pmm
+from opendp_wasserstein.runtime import diagnostics, reproducible, sampler
 from opendp_wasserstein.schedules import budget_of, paper_schedule
+from opendp_wasserstein.transformations import make_row_count
 
 from .exact_pmm import counts_of, leaf_law
 
@@ -77,9 +77,10 @@ def test_implementation_matches_exact_law(pruned):
     mk = make_pruned_pmm if pruned else make_pmm
     runs = 4000
     observed: dict[tuple[int, ...], int] = {o: 0 for o in law}
+    meas = mk(dom(3), dp.symmetric_distance(), 2, scales)
     for seed in range(runs):
-        meas = mk(dom(3), dp.symmetric_distance(), 2, scales, seed=seed)
-        y = meas(x)
+        with reproducible(seed):
+            y = meas(x)
         cx = (y[:, 0] > 0.5).astype(int) * 2 + (y[:, 1] > 0.5).astype(int)
         observed[tuple(np.bincount(cx, minlength=4).tolist())] += 1
     keys = sorted(law, key=lambda o: -law[o])
@@ -97,27 +98,36 @@ def test_visited_nodes_bound_and_size():
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(2000, 2)) * 0.3
     r = 12
-    meas = make_pruned_pmm(dom(2000), dp.symmetric_distance(), r, paper_schedule(2, 1.0, r), seed=1, diagnostics=True)
-    y, info = meas(x)
+    meas = make_pruned_pmm(dom(2000), dp.symmetric_distance(), r, paper_schedule(2, 1.0, r))
+    with reproducible(1), diagnostics() as records:
+        y = meas(x)
+    (info,) = records
     m = y.shape[0]
     assert m == 2000  # public size is the root mass
-    assert info["visited_nodes"] <= 1 + 2 * m * r
-    assert info["visited_nodes"] == 1 + 2 * sum(info["active_nodes"][:-1])
+    assert info["visited_nodes"] <= 2 * m * r  # the root is not noised when n is public
+    assert info["visited_nodes"] == 2 * sum(info["active_nodes"][:-1])
     assert np.all((y >= 0) & (y <= 1))
 
 
 def test_unsized_root_mass_is_noisy_and_positive():
     x = np.full((50, 2), 0.25)
-    meas = make_pruned_pmm(dom(None), dp.symmetric_distance(), 4, paper_schedule(2, 1.0, 4), seed=3)
-    y = meas(x)
-    assert y.shape[0] >= 1
+    meas = make_pruned_pmm(dom(None), dp.symmetric_distance(), 4, paper_schedule(2, 1.0, 4))
+    sizes = set()
+    for seed in range(20):
+        with reproducible(seed), diagnostics() as records:
+            y = meas(x)
+        assert y.shape[0] >= 1
+        assert records[0]["visited_nodes"] == 1 + 2 * sum(records[0]["active_nodes"][:-1])
+        sizes.add(y.shape[0])
+    assert len(sizes) > 1  # the noisy root count, not n, sets the size
 
 
 def test_full_pmm_visits_every_node():
     x = np.full((50, 2), 0.25)
-    meas = make_pmm(dom(50), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6), seed=0, diagnostics=True)
-    y, info = meas(x)
-    assert info["visited_nodes"] == 2**7 - 1
+    meas = make_pmm(dom(50), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6))
+    with reproducible(0), diagnostics() as records:
+        y = meas(x)
+    assert records[0]["visited_nodes"] == 2**7 - 2  # every node but the public root
     assert y.shape == (50, 2)
 
 
@@ -126,9 +136,10 @@ def test_placements_and_bounds():
     for placement in ("center", "uniform"):
         meas = make_pruned_pmm(
             dom(3), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6),
-            bounds=([10, -3], [20, 1]), placement=placement, seed=4,
+            bounds={"lower": [10, -3], "upper": [20, 1]}, placement=placement,
         )
-        y = meas(x)
+        with reproducible(4):
+            y = meas(x)
         assert y.shape == (3, 2)
         assert np.all(y >= [10, -3]) and np.all(y <= [20, 1])
     with pytest.raises(ValueError, match="placement"):
@@ -137,7 +148,7 @@ def test_placements_and_bounds():
 
 def test_center_placement_hits_cell_centres():
     x = np.full((40, 1), 0.3)
-    meas = make_pruned_pmm(dom(40, d=1), dp.symmetric_distance(), 3, paper_schedule(1, 1.0, 3), seed=0)
+    meas = make_pruned_pmm(dom(40, d=1), dp.symmetric_distance(), 3, paper_schedule(1, 1.0, 3))
     y = meas(x)
     assert set(np.round(y[:, 0] * 16).astype(int).tolist()) <= {1, 3, 5, 7, 9, 11, 13, 15}
 
@@ -146,12 +157,16 @@ def test_seed_reproduces_and_input_untouched():
     rng = np.random.default_rng(5)
     x = rng.uniform(size=(300, 2))
     keep = x.copy()
-    m1 = make_pruned_pmm(dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform", seed=42)
-    a, b = m1(x), m1(x)
+    m1 = make_pruned_pmm(dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform")
+    with reproducible(42):
+        a = m1(x)
+    with reproducible(42):
+        b = m1(x)
     assert np.array_equal(a, b)
     assert np.array_equal(x, keep)
-    m2 = make_pruned_pmm(dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform", seed=43)
-    assert not np.array_equal(a, m2(x))
+    with reproducible(43):
+        c = m1(x)
+    assert not np.array_equal(a, c)
 
 
 def test_secure_default_differs_between_releases():
@@ -162,15 +177,16 @@ def test_secure_default_differs_between_releases():
 
 def test_opendp_backend_runs():
     x = np.random.default_rng(5).uniform(size=(100, 2))
-    m = make_pruned_pmm(dom(100), dp.symmetric_distance(), 5, paper_schedule(2, 1.0, 5), backend="opendp")
-    assert m(x).shape == (100, 2)
-    with pytest.raises(ValueError, match="backend"):
-        make_pruned_pmm(dom(100), dp.symmetric_distance(), 5, paper_schedule(2, 1.0, 5), backend="numpy")
+    m = make_pruned_pmm(dom(100), dp.symmetric_distance(), 5, paper_schedule(2, 1.0, 5))
+    with sampler("opendp"):
+        assert m(x).shape == (100, 2)
+    with pytest.raises(ValueError, match="sampler"), sampler("numpy"):
+        pass
 
 
 def test_composes_with_opendp_count():
     d_unsized = dom(None)
-    count = make_np_count(d_unsized, dp.symmetric_distance()) >> dp.m.then_laplace(scale=2.0)
+    count = make_row_count(d_unsized, dp.symmetric_distance()) >> dp.m.then_laplace(scale=2.0)
     pmm = make_pruned_pmm(d_unsized, dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6))
     comp = dp.c.make_composition([pmm, count])
     expected = pmm.map(1) + count.map(1)
@@ -205,7 +221,9 @@ def test_then_partial():
 )
 def test_corrections_are_consistent_nonnegative_zero_respecting_comparable(rows, seed):
     mass, a, b = (np.array(c, dtype=np.int64) for c in zip(*rows, strict=False))
-    m0 = zero_respecting_split(mass, a, b, RandomSource(seed))
+    both = (a == 0) & (b == 0)
+    coins = np.random.default_rng(seed).integers(0, 2, size=int(both.sum()))
+    m0 = zero_respecting_split(mass, a, b, coins)
     m1 = mass - m0
     assert np.all(m0 >= 0) and np.all(m1 >= 0)
     # zero-respecting: exactly one zero -> that child gets nothing
@@ -230,26 +248,48 @@ def test_budget_of_paper_schedules_is_exact():
 
 
 def test_full_pmm_refuses_depths_that_exhaust_memory(monkeypatch):
-    with pytest.raises(ValueError, match=r"full PMM at depth 40 .*memory"):
+    with pytest.raises(ValueError, match=r"full tree at depth 40 .*memory"):
         make_pmm(dom(100), dp.symmetric_distance(), 40, paper_schedule(2, 1.0, 40))
     monkeypatch.setenv("OPENDP_WASSERSTEIN_MEMORY_LIMIT", str(2**20))
     with pytest.raises(ValueError, match="MiB"):
         make_pmm(dom(100), dp.symmetric_distance(), 14, paper_schedule(2, 1.0, 14))
     # the pruned mechanism has no 2^depth term: deep hierarchies are fine
     x = np.random.default_rng(0).uniform(size=(100, 2))
-    meas = make_pruned_pmm(dom(100), dp.symmetric_distance(), 100, paper_schedule(2, 1.0, 100), seed=0)
+    meas = make_pruned_pmm(dom(100), dp.symmetric_distance(), 100, paper_schedule(2, 1.0, 100))
     assert meas(x).shape == (100, 2)
 
 
-def test_pruned_traversal_frees_passed_levels():
-    from opendp_wasserstein.consistency import pruned_correction
-    from opendp_wasserstein.measurements import make_tree_laplace
-    from opendp_wasserstein.transformations import make_dyadic_counts
+def test_comparable_split_is_exact_beyond_int64_products():
+    """M * a can pass 2^63 when noise is large: the split must stay exact (issue 10)."""
+    mass = np.array([10**6, 7, 2**40], dtype=np.int64)
+    a = np.array([2**61, 3, 2**60], dtype=np.int64)
+    b = np.array([2**60, 0, 2**61 - 5], dtype=np.int64)
+    got = comparable_split(mass, a, b)
+    want = [int(m) * int(x) // (int(x) + int(y)) for m, x, y in zip(mass, a, b, strict=True)]
+    assert got.tolist() == want
 
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 8),
+    st.lists(st.floats(1e-3, 2.0**52), min_size=9, max_size=9),
+    st.sampled_from(["fast", "opendp"]),
+)
+def test_sized_releases_have_exactly_n_rows_at_every_accepted_scale(n, scales, backend):
+    """Every scale the constructors accept keeps counts, noise and masses exact (issue 10)."""
+    depth = 3
+    sigma = scales[: depth + 1]
+    x = np.linspace(0.05, 0.95, 2 * n).reshape(n, 2)
+    for mk in (make_pruned_pmm, make_pmm):
+        meas = mk(dom(n), dp.symmetric_distance(), depth, sigma)
+        with sampler(backend):
+            assert meas(x).shape == (n, 2)
+
+
+def test_pruned_release_holds_only_the_synthetic_rows():
     x = np.random.default_rng(0).uniform(size=(100, 2))
-    t = make_dyadic_counts(dom(100), dp.symmetric_distance(), 8, paper_schedule(2, 1.0, 8))
-    noisy = make_tree_laplace(t.output_domain, t.output_metric, seed=1)(t(x))
-    leaves = pruned_correction(noisy, 100, RandomSource(2))
-    assert leaves.visited == 1 + 2 * sum(leaves.active[:-1])
-    with pytest.raises(ValueError, match="forgotten"):
-        noisy.children(0, np.array([0]))
+    meas = make_pruned_pmm(dom(100), dp.symmetric_distance(), 8, paper_schedule(2, 1.0, 8))
+    y = meas(x)
+    assert type(y) is np.ndarray
+    assert y.shape == (100, 2)
+    assert y.base is None or not np.shares_memory(y, x)

@@ -15,6 +15,7 @@ from opendp_wasserstein.measurements import (
     then_tree_projection,
 )
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
+from opendp_wasserstein.runtime import reproducible, sampler
 from opendp_wasserstein.transformations import (
     candidate_index_domain,
     make_tree_counts,
@@ -148,10 +149,12 @@ def test_schedule_is_inverse_square_root_of_level_weight():
 def test_count_laplace_map_and_noise_law():
     star = Tree([-1] + [0] * 3000, [0.0] + [1.0] * 3000)
     t = make_tree_counts(idx_dom(3000, 3000), dp.symmetric_distance(), star, [1.0, 1.5])
-    m = make_tree_count_laplace(t.output_domain, t.output_metric, seed=3)
-    assert m.map(0.75) == 0.75 and (t >> m).map(2) == t.map(2)
+    m = make_tree_count_laplace(t.output_domain, t.output_metric)
+    assert m.map(0.75) == 0.75
+    assert (t >> m).map(2) == t.map(2)
     x = np.arange(3000)
-    rel = m(t(x))
+    with reproducible(3):
+        rel = m(t(x))
     assert isinstance(rel, NoisyTreeCounts)
     noise = rel.noisy[1:] - 1
     # chi-square against the exact pmf of LapZ(1.5): P(z) = tanh(1/(2 s)) exp(-|z|/s)
@@ -162,7 +165,8 @@ def test_count_laplace_map_and_noise_law():
     exp_ = np.append(pmf, 1 - pmf.sum()) * noise.size
     assert stats.chisquare(obs, exp_).pvalue > 1e-4
     # seeded: reproducible
-    assert np.array_equal(m(t(x)).noisy, rel.noisy)
+    with reproducible(3):
+        assert np.array_equal(m(t(x)).noisy, rel.noisy)
 
 
 def test_exact_privacy_ratio_of_noisy_counts():
@@ -236,15 +240,20 @@ def test_map_is_exact(eps):
 def test_release_shape_seed_and_backends():
     rng = np.random.default_rng(0)
     x = rng.normal(0.5, 0.2, size=(200, 2))
-    a = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0, seed=4)
-    b = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0, seed=4)
-    out = a(x)
-    assert out.dtype == np.int64 and out.shape == (40,) and out.sum() == 30 and np.all(out >= 0)
-    assert np.array_equal(out, b(x))
+    with reproducible(4):
+        out = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0)(x)
+    with reproducible(4):
+        again = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0)(x)
+    assert out.dtype == np.int64
+    assert out.shape == (40,)
+    assert out.sum() == 30
+    assert np.all(out >= 0)
+    assert np.array_equal(out, again)
     secure = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0)
     assert len({tuple(secure(x).tolist()) for _ in range(5)}) > 1
-    od = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0, backend="opendp")
-    assert od(x).sum() == 30
+    od = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 30, 1.0)
+    with sampler("opendp"):
+        assert od(x).sum() == 30
     unsized = make_tree_projection(dom(None), dp.symmetric_distance(), CAND, 30, 1.0)
     assert unsized(x[:50]).sum() == 30
 
@@ -253,7 +262,8 @@ def test_high_epsilon_recovers_the_histogram():
     rng = np.random.default_rng(1)
     on = rng.choice(40, 4, replace=False)
     x = CAND[np.repeat(on, [40, 30, 20, 10])] + 1e-5
-    out = make_tree_projection(dom(100), dp.symmetric_distance(), CAND, 10, 1e6, seed=2)(x)
+    with reproducible(2):
+        out = make_tree_projection(dom(100), dp.symmetric_distance(), CAND, 10, 1e6)(x)
     expected = np.zeros(40, dtype=np.int64)
     expected[on] = [4, 3, 2, 1]
     assert np.array_equal(out, expected)
@@ -273,7 +283,6 @@ def test_then_partial():
         ({"candidates": [[0.0, 0.0], [0.0, 0.0]]}, "distinct"),
         ({"candidates": [[0.0], [1.0]]}, "2 columns"),
         ({"tree": TREE}, "40 candidates but the tree has 3 leaves"),
-        ({"backend": "numpy"}, "backend"),
         ({"epsilon": -1.0}, "epsilon"),
         ({"metric": "cosine"}, "metric"),
     ],
