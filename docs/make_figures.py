@@ -20,10 +20,10 @@ import numpy as np  # noqa: E402
 import opendp.prelude as dp  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.evaluation import make_shape, w1_estimate  # noqa: E402
 from opendp_wasserstein.hierarchy import build_count_tree, coord_bits_at_level  # noqa: E402
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm  # noqa: E402
+from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import paper_schedule  # noqa: E402
 
 STATIC = Path(__file__).resolve().parent / "_static"

@@ -20,7 +20,9 @@ from opendp.mod import Measurement
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import feature_enabled
-from opendp_wasserstein.domains import Box, as_box, check_epsilon, round_down, round_up
+from opendp_wasserstein.box import Box, as_box
+from opendp_wasserstein.exact import round_down, round_up
+from opendp_wasserstein.parameters import check_epsilon
 
 __all__ = [
     "SynthesisReport",
@@ -157,7 +159,7 @@ def synthesize(
     :param X: the sensitive data, ``n x d`` real numbers (not modified)
     :param epsilon: the total privacy budget (see above for the unit)
     :param bounds: the public box: ``(lower, upper)`` (scalars or length-d), a
-        :class:`~opendp_wasserstein.domains.Box`, ``{"lower": ..., "upper": ...}`` or one
+        :class:`~opendp_wasserstein.box.Box`, ``{"lower": ..., "upper": ...}`` or one
         ``(low, high)`` per column as ``{0: (low, high), 1: ...}``; rows outside are clamped.
         Required, never inferred from the data.  An ambiguous pair is refused.
     :param mechanism: ``"adaptive"`` (default: Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at

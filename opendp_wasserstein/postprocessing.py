@@ -14,8 +14,9 @@ from opendp.mod import Domain, Function
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import new_function
 from opendp_wasserstein._random import PLACEMENT_STREAM, as_random_source
+from opendp_wasserstein.box import Box
 from opendp_wasserstein.consistency import LeafMasses, full_consistency
-from opendp_wasserstein.domains import Box, DyadicCountsDomain, descriptor_of
+from opendp_wasserstein.domains import DyadicCountsDomain, descriptor_of
 from opendp_wasserstein.noisy_tree import NoisyTree
 from opendp_wasserstein.synthesis import check_placement, place_points
 

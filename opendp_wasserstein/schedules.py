@@ -13,50 +13,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
-from opendp_wasserstein.domains import check_epsilon, round_up
+from opendp_wasserstein.exact import round_up, spent, tighten_budget
 from opendp_wasserstein.hierarchy import max_depth
+from opendp_wasserstein.parameters import check_epsilon
 
 __all__ = ["paper_schedule", "budget_of", "Candidate", "standard_candidates", "ambient_depth"]
 
 
 def budget_of(scales: tuple[float, ...] | list[float]) -> float:
     """``2 sum_{j>=1} 1/sigma_j`` of a schedule ``sigma_0..sigma_r``, exact, rounded up."""
-    return round_up(_budget(list(scales)))
-
-
-def _budget(scales: list[float]) -> Fraction:
-    """``2 sum_{j>=1} 1/sigma_j`` exactly."""
-    return 2 * sum((Fraction(1) / Fraction(s) for s in scales[1:]), Fraction(0))
-
-
-def _tighten(scales: list[float], epsilon: float) -> list[float]:
-    """Re-solve the last scale over the rationals so that the exact budget is at most
-    ``epsilon`` and rounds up to it; if no float last scale lands in that window, nudge the
-    first level scale by one ulp and try again.  Falls back to a budget just below
-    ``epsilon`` (never above) if no attempt lands, which only happens for depth 1."""
-    eps = Fraction(epsilon)
-    for _ in range(64):
-        rest = _budget(scales[:-1])
-        remaining = (eps - rest) / 2  # what 1/sigma_r may be
-        if remaining <= 0:  # pragma: no cover - the float schedule is never this far off
-            scales[1:] = [math.nextafter(s, math.inf) for s in scales[1:]]
-            continue
-        last = round_up(1 / remaining)  # 1/last <= remaining: budget <= eps
-        cand = last
-        for _ in range(8):  # a smaller last scale raises the budget towards eps from below
-            exact = rest + Fraction(2) / Fraction(cand)
-            if exact > eps:
-                break
-            if round_up(exact) == epsilon:
-                return scales[:-1] + [cand]
-            cand = math.nextafter(cand, 0.0)
-        if len(scales) <= 2:
-            break  # depth 1: nothing else to nudge
-        scales[1] = math.nextafter(scales[1], math.inf)
-    remaining = (eps - _budget(scales[:-1])) / 2
-    return scales[:-1] + [round_up(1 / remaining)]
+    return round_up(spent(scales, range(1, len(scales))))
 
 
 def paper_schedule(d: int, epsilon: float, depth: int, s: int = 1) -> tuple[float, ...]:
@@ -87,7 +54,7 @@ def paper_schedule(d: int, epsilon: float, depth: int, s: int = 1) -> tuple[floa
     q = 2.0 ** ((s - 1) / (2 * d))
     S = float(depth) if s == 1 else (q**depth - 1.0) / (q - 1.0)
     scales = [1.0 / eps] + [2.0 * S / (eps * q**j) for j in range(depth)]
-    return tuple(_tighten(scales, eps))
+    return tuple(tighten_budget(scales, range(1, depth + 1), eps, adjust=depth))
 
 
 def ambient_depth(epsilon: float, n: int) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.box import Box
 from opendp_wasserstein.consistency import LeafMasses
-from opendp_wasserstein.domains import Box
 from opendp_wasserstein.hierarchy import coord_bits_at_level
 
 __all__ = ["PLACEMENTS", "check_placement", "place_points"]

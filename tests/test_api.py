@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from opendp_wasserstein import select_candidates, synthesize
 from opendp_wasserstein.api import _synthesis_measurement
-from opendp_wasserstein.domains import Box
+from opendp_wasserstein.box import Box
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.schedules import ambient_depth
 
@@ -97,7 +97,7 @@ def test_private_size_depth_law_is_exactly_eps_size_private():
     """The depth is a function of n_hat = max(1, n + LapZ(1/eps_size)) alone: its exact law on
     n = 4 and n = 5 differs by at most e^eps_size (here eps_size = 0.1)."""
     eps, eps_size = 1.0, 0.1
-    from opendp_wasserstein.domains import round_up
+    from opendp_wasserstein.exact import round_up
 
     meas = _synthesis_measurement(2, None, eps, Box((0.0, 0.0), (1.0, 1.0)), "pruned", None, None, "center", None)
     assert meas.map(1) <= eps

@@ -14,19 +14,14 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.domains import (
-    check_data_domain,
-    check_epsilon,
-    check_metric,
-    replacements,
-    round_down,
-    round_up,
-)
+from opendp_wasserstein.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.exact import round_down, round_up
 from opendp_wasserstein.measurements._exponential_selection import (
     SELECTIONS,
     make_exponential_selection,
 )
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
+from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.schedules import Candidate, standard_candidates
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (

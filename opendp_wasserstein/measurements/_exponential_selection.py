@@ -10,7 +10,8 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein.domains import check_epsilon, round_up
+from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.parameters import check_epsilon
 
 __all__ = ["SELECTIONS", "make_exponential_selection", "then_exponential_selection"]
 
@@ -64,7 +65,7 @@ def make_exponential_selection(
     delta = check_epsilon(sensitivity, "sensitivity")
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    if str(input_metric) != str(dp.linf_distance(T=float)):
+    if input_metric != dp.linf_distance(T=float):
         raise ValueError(f"input_metric must be dp.linf_distance(T=float), got {input_metric}")
     scale = round_up(2 * Fraction(delta) / Fraction(eps))  # >= 2 Delta / eps: never above eps
     if selection == "permute_and_flip":

@@ -16,7 +16,8 @@ from opendp_wasserstein.candidates import (
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.domains import check_data_domain, check_epsilon, check_metric
+from opendp_wasserstein.data import check_data_domain, check_metric
+from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 
 __all__ = ["make_nn_histogram", "then_nn_histogram", "largest_remainder", "make_largest_remainder"]

@@ -18,7 +18,8 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein.domains import check_epsilon, round_up
+from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.transformations._row_count import make_row_count
 
 __all__ = ["make_noisy_size_then"]

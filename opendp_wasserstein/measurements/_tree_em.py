@@ -18,14 +18,10 @@ from opendp_wasserstein.candidates import (
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.domains import (
-    check_data_domain,
-    check_epsilon,
-    check_metric,
-    replacements,
-    round_up,
-)
+from opendp_wasserstein.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.limits import check_memory
+from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.tree_em import sample_tree_em
 from opendp_wasserstein.trees import resolve_tree

@@ -23,16 +23,12 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_random_source
 from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
-from opendp_wasserstein.domains import (
-    SCALE_MAX,
-    DyadicCountsDomain,
-    WeightedL1Distance,
-    descriptor_of,
-)
+from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
 from opendp_wasserstein.hierarchy import CountTree
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.node_noise import PooledNoise
 from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
+from opendp_wasserstein.parameters import SCALE_MAX
 
 __all__ = [
     "make_tree_laplace",

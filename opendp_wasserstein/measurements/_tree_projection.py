@@ -18,15 +18,10 @@ from opendp_wasserstein.candidates import (
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.domains import (
-    SCALE_MAX,
-    WeightedL1Distance,
-    check_data_domain,
-    check_epsilon,
-    check_metric,
-    descriptor_of,
-)
+from opendp_wasserstein.data import check_data_domain, check_metric
+from opendp_wasserstein.domains import WeightedL1Distance, descriptor_of
 from opendp_wasserstein.measurements._tree_laplace import _identity_map
+from opendp_wasserstein.parameters import SCALE_MAX, check_epsilon
 from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (

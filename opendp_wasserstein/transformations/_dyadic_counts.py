@@ -8,19 +8,18 @@ import numpy as np
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.domains import (
-    as_box,
+from opendp_wasserstein.box import as_box
+from opendp_wasserstein.data import (
     check_data_domain,
     check_metric,
-    check_scales,
     domain_allows_nan,
-    dyadic_counts_domain,
-    exact_epsilon,
     replacements,
     validate_data,
-    weighted_l1_distance,
 )
+from opendp_wasserstein.domains import dyadic_counts_domain, weighted_l1_distance
+from opendp_wasserstein.exact import exact_epsilon
 from opendp_wasserstein.hierarchy import build_count_tree, max_depth
+from opendp_wasserstein.parameters import check_scales
 
 __all__ = ["make_dyadic_counts", "then_dyadic_counts", "check_depth", "dyadic_counts_stability"]
 

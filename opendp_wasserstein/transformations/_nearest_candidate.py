@@ -10,7 +10,7 @@ from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
 from opendp_wasserstein.candidates import NearestCandidates, check_candidate_dims
-from opendp_wasserstein.domains import (
+from opendp_wasserstein.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,
@@ -29,11 +29,11 @@ def candidate_index_domain(k: int, size: int | None) -> Domain:
 def check_index_domain(input_domain: Domain, k: int | None = None, name: str = "input_domain") -> tuple[int, int | None]:
     """Check a candidate-index domain (see :func:`candidate_index_domain`) and return
     ``(k, size)``; with ``k`` given, its bounds must be ``(0, k - 1)``."""
-    text = str(input_domain)
-    if not text.startswith("VectorDomain(AtomDomain(") or "T=i64" not in text:
+    element = getattr(input_domain, "element_domain", None)
+    if element is None or str(getattr(element, "carrier_type", "")) != "i64" or not str(input_domain.type).startswith("VectorDomain"):
         raise ValueError(
             f"{name} must be a vector domain of candidate indices, "
-            f"dp.vector_domain(dp.atom_domain(bounds=(0, k - 1), T='i64'), size=n or None), got {text}"
+            f"dp.vector_domain(dp.atom_domain(bounds=(0, k - 1), T='i64'), size=n or None), got {input_domain}"
         )
     bounds = input_domain.element_domain.bounds
     if bounds is None or int(bounds[0]) != 0:

@@ -9,8 +9,8 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.domains import (
-    as_box,
+from opendp_wasserstein.box import as_box
+from opendp_wasserstein.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,

@@ -6,7 +6,7 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.domains import check_data_domain, check_metric
+from opendp_wasserstein.data import check_data_domain, check_metric
 
 __all__ = ["make_row_count", "then_row_count"]
 

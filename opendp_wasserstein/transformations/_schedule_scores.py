@@ -12,17 +12,17 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.domains import (
-    as_box,
+from opendp_wasserstein.box import as_box
+from opendp_wasserstein.data import (
     check_data_domain,
-    check_epsilon,
     check_metric,
     domain_allows_nan,
     replacements,
-    round_up,
     validate_data,
 )
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import build_count_tree, max_depth
+from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.schedules import Candidate, budget_of
 
 __all__ = [

@@ -13,24 +13,17 @@ count per level by 1; the root changes only when the size changes.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import extrinsic_domain, make_transformation, register, to_then
-from opendp_wasserstein.domains import (
-    check_epsilon,
-    check_metric,
-    check_scales,
-    exact_epsilon,
-    replacements,
-    round_up,
-    weighted_l1_distance,
-)
+from opendp_wasserstein.data import check_metric, replacements
+from opendp_wasserstein.domains import weighted_l1_distance
+from opendp_wasserstein.exact import exact_epsilon, tighten_budget
+from opendp_wasserstein.parameters import check_epsilon, check_scales
 from opendp_wasserstein.transformations._nearest_candidate import check_index_domain
 from opendp_wasserstein.trees import Tree
 
@@ -150,10 +143,6 @@ then_tree_counts = to_then(make_tree_counts)
 register(make_tree_counts)
 
 
-def _budget(scales: list[float], charged: list[int]) -> Fraction:
-    return 2 * sum((Fraction(1) / Fraction(scales[j]) for j in charged), Fraction(0))
-
-
 def tree_level_scales(tree: Tree, epsilon: float, sized: bool = True) -> tuple[float, ...]:
     r"""The noise schedule ``sigma_0 .. sigma_h`` used by the hierarchical tree projection.
 
@@ -195,28 +184,4 @@ def tree_level_scales(tree: Tree, epsilon: float, sized: bool = True) -> tuple[f
     scales = [1.0 / eps] * (h + 1)
     for j, s in zip(charged, sig.tolist(), strict=True):
         scales[j] = float(s)
-    return tuple(_tighten(scales, charged, eps))
-
-
-def _tighten(scales: list[float], charged: list[int], epsilon: float) -> list[float]:
-    """Re-solve the largest charged scale (the finest budget step) so that the exact budget
-    ``2 sum_{charged} 1/sigma_j`` is at most ``epsilon`` and rounds up to it."""
-    eps = Fraction(epsilon)
-    j = max(charged, key=lambda i: scales[i])
-    rest_idx = [i for i in charged if i != j]
-    rest = _budget(scales, rest_idx)
-    while rest >= eps:  # pragma: no cover - the float schedule is never this far off
-        for i in rest_idx:
-            scales[i] = math.nextafter(scales[i], math.inf)
-        rest = _budget(scales, rest_idx)
-    cand = round_up(2 / (eps - rest))  # 2/cand <= eps - rest: budget <= eps
-    for _ in range(4096):
-        exact = rest + Fraction(2) / Fraction(cand)
-        if exact > eps:
-            cand = math.nextafter(cand, math.inf)
-            break
-        if round_up(exact) == epsilon:
-            break
-        cand = math.nextafter(cand, 0.0)
-    scales[j] = cand
-    return scales
+    return tuple(tighten_budget(scales, charged, eps, adjust=max(charged, key=lambda i: scales[i])))

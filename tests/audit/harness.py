@@ -562,7 +562,7 @@ def selection_cases() -> list[AuditCase]:
     """Exponential selection and permute-and-flip on 4 scores moved by the sensitivity in
     opposite directions (the worst case for the selected index)."""
     dp = _dp()
-    from opendp_wasserstein.domains import round_up
+    from opendp_wasserstein.exact import round_up
     from opendp_wasserstein.measurements import make_exponential_selection
 
     eps, sens = 1.0, 1.0

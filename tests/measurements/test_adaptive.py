@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from opendp_wasserstein.domains import round_up
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_exponential_selection
 from opendp_wasserstein.measurements._adaptive import softmax_probabilities
 from opendp_wasserstein.runtime import diagnostics, reproducible

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from opendp_wasserstein.consistency import comparable_split, zero_respecting_split
-from opendp_wasserstein.domains import round_up
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm, then_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible, sampler
 from opendp_wasserstein.schedules import budget_of, paper_schedule

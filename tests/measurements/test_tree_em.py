@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
-from opendp_wasserstein.domains import round_up
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.measurements import make_tree_em, then_tree_em
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.trees import Tree, frt_tree

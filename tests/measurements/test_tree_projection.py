@@ -7,7 +7,7 @@ import pytest
 from opendp.core import function_eval
 from scipy import stats
 
-from opendp_wasserstein.domains import round_up
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.measurements import (
     make_tree_count_laplace,
     make_tree_multiset,

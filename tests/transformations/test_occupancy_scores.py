@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.domains import round_up
+from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.schedules import Candidate, paper_schedule, standard_candidates
 from opendp_wasserstein.transformations import make_occupancy, make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
