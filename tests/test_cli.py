@@ -169,3 +169,30 @@ def test_select_errors(select_files, capsys, case, match):
     err = capsys.readouterr().err
     assert rc == 2 and match in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_synth_private_size_reports_nothing_read_off_n(data, capsys):
+    """--private-size: no field of the summary is computed from the private row count."""
+    path, bounds, tmp = data
+    out = tmp / "priv.csv"
+    seen = []
+    for seed in ("1", "2"):
+        rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds),
+                   "--json", "--seed", seed, "--private-size", "--mechanism", "pruned"])
+        assert rc == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["rows_in"] is None
+        assert summary["epsilon_certified"] <= 1.0
+        assert summary["rows_out"] == summary["details"]["size_estimate"]
+        assert len(out.read_text().splitlines()) == summary["rows_out"] + 1
+        seen.append((summary["rows_out"], summary["depth"]))
+    assert seen[0] != seen[1]  # the size and depth come from the noisy count, not from n
+
+
+def test_select_private_size(select_files, capsys):
+    d, c, tmp = select_files
+    out = tmp / "sel.csv"
+    assert main(["select", str(d), str(c), "-m", "9", "--epsilon", "1", "-o", str(out), "--json", "--private-size"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epsilon_certified"] <= 1.0
+    assert sum(int(r.split(",")[-1]) for r in out.read_text().splitlines()[1:]) == 9
