@@ -116,13 +116,18 @@ def child_cells(cells: np.ndarray, level: int) -> np.ndarray:
     return out
 
 
-def pruned_traversal(counts: CountTree, scales: tuple[float, ...], size: int | None, noise: NodeNoise) -> LeafMasses:
+def pruned_traversal(
+    counts: CountTree, scales: tuple[float, ...], size: int | None, noise: NodeNoise, threshold: float = 0.0
+) -> LeafMasses:
     """Algorithms 1-2 on the exact count tree ``counts``: noise only the children of active nodes.
 
     :param counts: the exact counts (private; only read to add noise)
     :param scales: ``sigma_0 .. sigma_depth``; ``sigma_0 = inf`` when the root is not released
     :param size: the public root mass, or None to use ``max(1, n + LapZ(sigma_0))``
     :param noise: the noise and coins of the nodes
+    :param threshold: a noisy count at most ``threshold * sigma_j`` is read as 0 by the split
+        (0, the paper's rule, truncates at 0 only); a post-processing choice that suppresses the
+        mass noise puts into empty cells
     :return: the consistent leaf masses (a function of the noisy counts and the coins only)
     """
     d, depth = counts.d, counts.depth
@@ -143,7 +148,8 @@ def pruned_traversal(counts: CountTree, scales: tuple[float, ...], size: int | N
         c_hi = np.stack([mid, hi], axis=1).reshape(-1)
         noisy = (c_hi - c_lo) + noise.laplace(level + 1, kids, scales[level + 1])
         visited += int(noisy.size)
-        noisy = np.maximum(noisy, 0).reshape(-1, 2)
+        cut = threshold * scales[level + 1]
+        noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)
         both = (noisy[:, 0] == 0) & (noisy[:, 1] == 0)
         coins = noise.coins(level, cells[both]) if np.any(both) else np.zeros(0, dtype=np.int64)
         m0 = zero_respecting_split(mass, noisy[:, 0], noisy[:, 1], coins)
