@@ -151,6 +151,10 @@ def read_file(
         raise TableFileError(f"cannot read file {path!r}: {kind} (delimiter {delim!r}; force another with --delimiter)") from None
     except UnicodeDecodeError:
         raise TableFileError(f"cannot read file {path!r}: not UTF-8 text") from None
+    # text carries microseconds at most: read timestamps as timestamp[us] (as they were written)
+    for i, f in enumerate(table.schema):
+        if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
+            table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("us", tz=f.type.tz)))
     return table
 
 
