@@ -27,7 +27,7 @@ from scipy.spatial.distance import cdist
 from opendp_wasserstein.evaluation.wasserstein import _EMD_MAX_ITER, W1Estimate
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import read_table
-from opendp_wasserstein.tables.schema import BoolColumn, CategoricalColumn, Schema
+from opendp_wasserstein.tables.schema import BoolColumn, CategoricalColumn, IntColumn, Schema
 
 __all__ = ["table_w1", "marginal_tvd", "MarginalTVD", "classifier_score", "ClassifierScore", "encode_table"]
 
@@ -121,7 +121,7 @@ def _column_codes(enc: TableEncoding, points: np.ndarray, bins: int) -> dict[str
             missing = points[:, j] >= 0.5
             j += 1
         b = bins
-        if hasattr(spec, "upper") and isinstance(spec.upper, int) and not isinstance(spec.upper, bool):
+        if isinstance(spec, IntColumn):
             b = min(bins, spec.upper - spec.lower + 1)  # an int column with few values
         codes = np.clip(np.floor(points[:, j] * b).astype(np.int64), 0, b - 1)
         j += 1

@@ -8,7 +8,13 @@ and writes CSV, TSV and Parquet files.
 """
 
 from opendp_wasserstein.tables.encoding import Axis, RawColumn, TableEncoding, category_boundaries
-from opendp_wasserstein.tables.frames import FrameInfo, column_names, frame_kind, read_table, write_table
+from opendp_wasserstein.tables.frames import (
+    FrameInfo,
+    column_names,
+    frame_kind,
+    read_table,
+    write_table,
+)
 from opendp_wasserstein.tables.schema import (
     NULL_FALLBACK,
     BoolColumn,

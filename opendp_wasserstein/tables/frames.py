@@ -131,7 +131,7 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
         data = data.select(list(names)).collect()
     out: dict[str, RawColumn] = {}
     dtypes: list[Any] = []
-    for i, name in enumerate(names):
+    for _i, name in enumerate(names):
         spec = schema[name]
         if kind == "pandas":
             series = data[name]

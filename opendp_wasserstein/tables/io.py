@@ -188,7 +188,10 @@ def write_file(table: Any, path: str, delimiter: str | None = None) -> None:
             import pyarrow.csv as pacsv
 
             delim = "\t" if fmt == "tsv" and delimiter is None else _check_delimiter(delimiter or ",")
-            pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(delimiter=delim))
+            with open(tmp, "w", newline="", encoding="utf-8") as f:  # the header as the csv module writes it
+                csv.writer(f, delimiter=delim).writerow(table.column_names)
+            with open(tmp, "ab") as fb:
+                pacsv.write_csv(table, fb, write_options=pacsv.WriteOptions(delimiter=delim, include_header=False))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

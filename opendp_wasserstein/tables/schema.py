@@ -28,7 +28,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -172,7 +172,7 @@ class IntColumn(_Base):
             raise SchemaError(f"column {name!r}: bounds must be [lower, upper]")
         for v, which in zip(self.bounds, ("lower", "upper"), strict=True):
             ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-            ok = ok or (isinstance(v, float) and v.is_integer())
+            ok = ok or (isinstance(v, float) and float(v).is_integer())
             if not ok or abs(int(v)) > _INT_LIMIT:
                 raise SchemaError(f"column {name!r}: {which} bound must be an integer of at most 2**53 in size")
         if not int(self.bounds[0]) < int(self.bounds[1]):
@@ -302,7 +302,7 @@ class BoolColumn(_Base):
         return {"type": self.type, **self._flags_json()}
 
 
-ColumnSpec = Union[FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn, BoolColumn]
+ColumnSpec = FloatColumn | IntColumn | DatetimeColumn | CategoricalColumn | BoolColumn
 
 _TYPES: dict[str, type] = {
     "float": FloatColumn,

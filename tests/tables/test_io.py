@@ -2,7 +2,13 @@ import pyarrow as pa
 import pytest
 
 from opendp_wasserstein.tables import CategoricalColumn, Schema, SchemaError
-from opendp_wasserstein.tables.io import TableFileError, detect_delimiter, file_format, read_file, write_file
+from opendp_wasserstein.tables.io import (
+    TableFileError,
+    detect_delimiter,
+    file_format,
+    read_file,
+    write_file,
+)
 
 SECRET = "SECRET-7f3a"
 
