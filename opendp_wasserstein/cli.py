@@ -326,13 +326,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _is_table_input(args: argparse.Namespace) -> bool:
-    """Parquet/TSV files and non-numeric CSVs go through the table path (schema or bounds)."""
-    from opendp_wasserstein.tables.io import file_format
-
-    return file_format(args.input) != "csv" or file_format(args.output) != "csv"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:

@@ -125,10 +125,14 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             "(derived_from_data: true) and are not private: replace them with public values and delete "
             f"the marks, or pass {DERIVED_FLAG} to release anyway"
         )
-    out, report = synthesize(
-        table, args.epsilon, schema=schema, columns=names, mechanism=args.mechanism,
-        epsilon_select=args.epsilon_select, placement=args.placement, seed=args.seed,
-    )
+    from opendp_wasserstein.cli import _seeded
+
+    with _seeded(args.seed):
+        out, report = synthesize(
+            table, args.epsilon, schema=schema, columns=names, mechanism=args.mechanism,
+            epsilon_select=args.epsilon_select, placement=args.placement,
+            public_size=not getattr(args, "private_size", False),
+        )
     delim = None
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":
         delim = args.delimiter or detect_delimiter(args.input)

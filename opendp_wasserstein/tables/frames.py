@@ -128,7 +128,11 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
     if not_given and columns is None:
         raise SchemaError(f"schema column(s) {not_given} are not in the table; its columns are {list(names)}")
     if kind == "polars-lazy":
-        data = data.select(list(names)).collect()
+        import polars as pl
+
+        every = list(data.collect_schema().names())
+        # by position: a name such as "*" or "^a$" would be read as a pattern by pl.col
+        data = data.select(pl.nth([every.index(n) for n in names])).collect()
     out: dict[str, RawColumn] = {}
     dtypes: list[Any] = []
     for _i, name in enumerate(names):
@@ -139,7 +143,7 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
         elif kind in ("polars", "polars-lazy"):
             col = data.get_column(name)
             dtypes.append(col.dtype)
-            series = col.to_pandas()
+            series = col.alias("column").to_pandas()  # (Polars cannot export a name holding NUL)
         elif kind == "arrow":
             col = data.column(name)
             dtypes.append(col.type)

@@ -172,7 +172,9 @@ def test_text_in_numeric_columns_is_missing_not_an_error():
 
 # --------------------------------------------------------------------------- Hypothesis
 
-_cat_labels = st.lists(st.text(min_size=0, max_size=4), min_size=1, max_size=6, unique=True)
+# text a table can hold: no lone surrogates (not UTF-8), no NUL (Polars cannot export it to Arrow)
+_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_cat_labels = st.lists(st.text(_chars, min_size=0, max_size=4), min_size=1, max_size=6, unique=True)
 
 
 @st.composite
@@ -195,7 +197,7 @@ def column_and_values(draw, n):
     if kind in ("cat", "icat"):
         if kind == "cat":
             cats = tuple(draw(_cat_labels))
-            pool = st.sampled_from(cats) | st.text(max_size=4)
+            pool = st.sampled_from(cats) | st.text(_chars, max_size=4)
         else:
             cats = tuple(draw(st.lists(st.integers(-5, 5), min_size=1, max_size=5, unique=True)))
             pool = st.sampled_from(cats) | st.integers(-9, 9)
@@ -220,7 +222,7 @@ def column_and_values(draw, n):
 def schema_and_frame(draw):
     n = draw(st.integers(1, 12))
     k = draw(st.integers(1, 5))
-    names = draw(st.lists(st.text(min_size=1, max_size=6), min_size=k, max_size=k, unique=True))
+    names = draw(st.lists(st.text(_chars, min_size=1, max_size=6), min_size=k, max_size=k, unique=True))
     specs, data = {}, {}
     for name in names:
         spec, series = draw(column_and_values(n))
@@ -241,7 +243,7 @@ def _check_output(out_pd: pd.DataFrame, schema: Schema):
             assert (present.astype(float) >= float(spec.bounds[0])).all() and (present.astype(float) <= float(spec.bounds[1])).all()
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(schema_and_frame(), st.sampled_from(["pandas", "polars", "polars-lazy", "arrow"]))
 def test_hypothesis_round_trip(sf, kind):
     schema, df = sf
@@ -254,7 +256,9 @@ def test_hypothesis_round_trip(sf, kind):
     dec = enc.decode(pts)
     out = write_table(dec, schema, info)
     assert type(out) is type(data)
-    assert _dtypes(out) == _dtypes(data) or kind == "pandas"  # pandas: nullable upgrades
+    for got, want in zip(_dtypes(out), _dtypes(data), strict=True):
+        # pandas: nullable upgrades; an all-null column's "null" type cannot hold labels
+        assert got == want or kind == "pandas" or str(want).lower() == "null"
     o = _collect(out)
     o = o if isinstance(o, pd.DataFrame) else o.to_pandas()
     assert list(o.columns) == list(schema.names)
@@ -272,7 +276,7 @@ def test_hypothesis_round_trip(sf, kind):
             assert np.array_equal(pts[:, j], pts2[:, j])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(schema_and_frame())
 def test_hypothesis_errors_name_columns_never_values(sf):
     schema, df = sf
