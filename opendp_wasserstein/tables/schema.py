@@ -143,6 +143,8 @@ class FloatColumn(_Base):
         hi = _finite_number(self.bounds[1], f"column {name!r}: upper bound")
         if not lo < hi:
             raise SchemaError(f"column {name!r}: bounds must have lower < upper")
+        if not math.isfinite(hi - lo):
+            raise SchemaError(f"column {name!r}: bounds must have a finite width (upper - lower overflows)")
 
     @property
     def lower(self) -> float:
