@@ -195,7 +195,7 @@ def draft_schema(table: Any, max_categories: int = 50, epsilon: float | None = N
             skipped[name] = f"unsupported type {t}"
     if not specs:
         raise SchemaError("no column of the table could be drafted")
-    from opendp_wasserstein.domains import round_up
+    from opendp_wasserstein.exact import round_up
 
     eps_total = round_up(spent) if spent else 0.0
     return DraftReport(Schema(specs, epsilon_spent=eps_total), skipped, eps_total)
