@@ -136,14 +136,16 @@ def _split(total: float, share: float) -> tuple[float, float]:
 def synthesize(
     X: Any,
     epsilon: float,
-    bounds: Any,
+    bounds: Any = None,
     mechanism: str = "adaptive",
     epsilon_select: float | None = None,
     depth: int | None = None,
     placement: str = "uniform",
     public_size: bool = True,
     epsilon_size: float | None = None,
-) -> tuple[np.ndarray, SynthesisReport]:
+    schema: Any = None,
+    columns: Any = None,
+) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
     With ``public_size=True`` (the default) ``n = len(X)`` is public and ``epsilon`` is the loss
@@ -171,7 +173,12 @@ def synthesize(
     :param public_size: whether ``n = len(X)`` is public (default True)
     :param epsilon_size: private size only: the budget of the DP count (default 10% of
         ``epsilon``; not used by pruned/pmm when ``depth`` is given)
-    :return: the synthetic array and a :class:`SynthesisReport`
+    :param schema: a :class:`~opendp_wasserstein.tables.Schema` (or a path or dict that
+        :meth:`~opendp_wasserstein.tables.Schema.from_json` reads): ``X`` is then a table
+        (pandas, Polars eager or lazy, pyarrow, or a 2-D numpy array) of mixed columns and the
+        result is the same type with the same column names and dtypes; ``bounds`` is not used
+    :param columns: with ``schema``: use only these columns of ``X``
+    :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
 
@@ -185,6 +192,17 @@ def synthesize(
     >>> report.epsilon <= 1.0, report.details["size_estimate"] == len(Y)
     (True, True)
     """
+    if schema is not None:
+        from opendp_wasserstein.tables import Schema
+        from opendp_wasserstein.tables.release import synthesize_table
+
+        if bounds is not None:
+            raise ValueError("give either bounds or schema, not both (a schema holds the bounds)")
+        schema = schema if isinstance(schema, Schema) else Schema.from_json(schema)
+        return synthesize_table(
+            X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
+            depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
+        )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)

@@ -286,8 +286,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=None, help="NOT private: reproducible figures only")
     demo.add_argument("--json", action="store_true", help="print a JSON summary")
     demo.add_argument("--quiet", action="store_true")
-    syn = sub.add_parser("synth", help="turn a numeric CSV into a private synthetic CSV")
-    syn.add_argument("input", help="input CSV with a header row; numeric columns")
+    syn = sub.add_parser("synth", help="turn a table file into a private synthetic table file")
+    syn.add_argument("input", help="input CSV/TSV/Parquet with a header; with --bounds numeric columns, with --schema any")
     syn.add_argument("-o", "--output", required=True, help="output CSV (written atomically)")
     syn.add_argument("--epsilon", type=float, required=True, help="total privacy budget per replaced record")
     syn.add_argument("--bounds", help='JSON file mapping each column to [lower, upper] (public; required)')
@@ -303,6 +303,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     syn.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     syn.add_argument("--quiet", action="store_true")
+    from opendp_wasserstein.tables import cli as tables_cli
+
+    tables_cli.add_synth_options(syn)
+    tables_cli.register(sub)
     sel = sub.add_parser("select", help="privately choose m public candidates close in W1 to the data")
     sel.add_argument("data", help="sensitive data CSV (header row, numeric columns)")
     sel.add_argument("candidates", help="public candidates CSV with the same header")
@@ -334,7 +338,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "synth":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
-            summary = run_synth(args)
+            if args.schema or args.bounds:
+                from opendp_wasserstein.tables.cli import run_synth_table
+
+                summary = run_synth_table(args)
+            else:
+                summary = run_synth(args)
+        elif args.command == "schema":
+            from opendp_wasserstein.tables.cli import run_schema
+
+            summary = run_schema(args)
         elif args.command == "select":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")

@@ -1,7 +1,7 @@
 """Evaluation helpers: 2-D test shapes and exact / subsampled 1-Wasserstein distances.
 
 Nothing here is a privacy mechanism: the shapes are public test data and the distances measure
-the utility of a release.  POT (``pip install POT``) is needed for exact W1 in two or more
+the utility of a release (including for mixed-type tables, :mod:`.tables`).  POT (``pip install POT``) is needed for exact W1 in two or more
 dimensions except between uniformly weighted sets of equal size.
 """
 
@@ -20,9 +20,21 @@ from opendp_wasserstein.evaluation.shapes import (
     make_subspace,
     make_two_moons,
 )
+from opendp_wasserstein.evaluation.tables import (
+    ClassifierScore,
+    MarginalTVD,
+    classifier_score,
+    marginal_tvd,
+    table_w1,
+)
 from opendp_wasserstein.evaluation.wasserstein import METRICS, W1Estimate, w1, w1_estimate
 
 __all__ = [
+    "ClassifierScore",
+    "MarginalTVD",
+    "classifier_score",
+    "marginal_tvd",
+    "table_w1",
     "METRICS",
     "SHAPES",
     "SUBSPACE_FILL",

@@ -1,0 +1,49 @@
+"""Real tables: a public schema, DataFrame/Arrow/numpy adapters, the unit-cube encoding, files.
+
+:mod:`~opendp_wasserstein.tables.schema` declares what the mechanisms may know about each
+column; :mod:`~opendp_wasserstein.tables.frames` reads pandas, Polars, pyarrow and numpy tables
+and writes the same type back; :mod:`~opendp_wasserstein.tables.encoding` maps a table into
+``[0, 1]^D`` so that the dyadic hierarchy applies; :mod:`~opendp_wasserstein.tables.io` reads
+and writes CSV, TSV and Parquet files.
+"""
+
+from opendp_wasserstein.tables.encoding import Axis, RawColumn, TableEncoding, category_boundaries
+from opendp_wasserstein.tables.frames import (
+    FrameInfo,
+    column_names,
+    frame_kind,
+    read_table,
+    write_table,
+)
+from opendp_wasserstein.tables.schema import (
+    NULL_FALLBACK,
+    BoolColumn,
+    CategoricalColumn,
+    ColumnSpec,
+    DatetimeColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    SchemaError,
+)
+
+__all__ = [
+    "Axis",
+    "BoolColumn",
+    "CategoricalColumn",
+    "ColumnSpec",
+    "DatetimeColumn",
+    "FloatColumn",
+    "FrameInfo",
+    "IntColumn",
+    "NULL_FALLBACK",
+    "RawColumn",
+    "Schema",
+    "SchemaError",
+    "TableEncoding",
+    "category_boundaries",
+    "column_names",
+    "frame_kind",
+    "read_table",
+    "write_table",
+]

@@ -1,0 +1,161 @@
+"""The command-line pieces for tables: ``schema`` and the table path of ``synth``.
+
+:func:`register` adds the ``schema`` subcommand and the table options of ``synth`` to the
+package's parser (``opendp_wasserstein.cli``); :func:`run_schema` and :func:`run_synth_table`
+carry them out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any
+
+__all__ = ["register", "add_synth_options", "run_schema", "run_synth_table", "DERIVED_FLAG"]
+
+DERIVED_FLAG = "--accept-data-derived-schema"
+
+
+def _columns(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+def register(sub: Any) -> None:
+    """Add the ``schema`` subcommand."""
+    sc = sub.add_parser("schema", help="draft a schema (types, bounds, categories) from a table file")
+    sc.add_argument("input", help="CSV (delimiter detected), TSV or Parquet file with a header")
+    sc.add_argument("-o", "--output", default=None, help="write the schema JSON here (default: print it)")
+    sc.add_argument("--columns", help="comma-separated subset of columns (default all)")
+    sc.add_argument("--delimiter", default=None, help="force the delimiter of a text file (e.g. ';' or '\\t')")
+    sc.add_argument("--max-categories", type=int, default=50, help="text columns with more distinct values are left out (default 50)")
+    sc.add_argument(
+        "--estimate-bounds", type=float, default=None, metavar="EPS",
+        help="find numeric and datetime bounds with OpenDP's private quantile at this total epsilon "
+        "(recorded in the schema and added to the epsilon of any release that uses it)",
+    )
+    sc.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
+    sc.add_argument("--quiet", action="store_true")
+
+
+def add_synth_options(syn: Any) -> None:
+    """Add the table options of ``synth``."""
+    syn.add_argument("--schema", help="schema JSON (see the 'schema' command); mixed column types, nulls")
+    syn.add_argument("--delimiter", default=None, help="force the input's delimiter (default: detected; output uses the same)")
+    syn.add_argument(
+        DERIVED_FLAG, action="store_true",
+        help="release even though the schema still has bounds or categories read off the data "
+        "(derived_from_data: true); those are NOT private",
+    )
+
+
+def _fail(msg: str) -> Exception:
+    from opendp_wasserstein.cli import CliError
+
+    return CliError(msg)
+
+
+def run_schema(args: argparse.Namespace) -> dict[str, Any]:
+    import opendp.prelude as dp
+
+    from opendp_wasserstein.tables.drafting import draft_schema
+    from opendp_wasserstein.tables.io import read_file
+
+    eps = args.estimate_bounds
+    if eps is not None and not (math.isfinite(eps) and eps > 0):
+        raise _fail("--estimate-bounds must be finite and > 0")
+    if args.max_categories < 1:
+        raise _fail("--max-categories must be at least 1")
+    table = read_file(args.input, delimiter=args.delimiter, columns=_columns(args.columns))
+    if eps is not None:
+        dp.enable_features("contrib")
+    report = draft_schema(table, max_categories=args.max_categories, epsilon=eps)
+    text = report.schema.dumps()
+    if args.output:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        tmp = os.path.join(directory, f".tmp-{os.getpid()}-schema.json")
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, args.output)
+    derived = report.schema.data_derived_columns()
+    summary = {
+        "command": "schema", "input": args.input, "output": args.output,
+        "columns": list(report.schema.names), "skipped": report.skipped,
+        "data_derived": derived, "epsilon_spent": report.epsilon_spent,
+    }
+    if not (args.quiet or args.json):
+        if not args.output:
+            sys.stdout.write(text)
+        for name, why in report.skipped.items():
+            print(f"left out column {name!r}: {why}", file=sys.stderr)
+        if derived:
+            print(
+                f"NOT PRIVATE: the bounds/categories of {derived} were read off the data "
+                "(marked derived_from_data). Replace them with public knowledge and delete the marks, "
+                f"or pass {DERIVED_FLAG} to synth"
+                + ("" if eps is not None else ", or draft again with --estimate-bounds EPS"),
+                file=sys.stderr,
+            )
+        if eps is not None:
+            print(f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced record), recorded in the schema", file=sys.stderr)
+        if args.output:
+            print(f"wrote {args.output}", file=sys.stderr)
+    return summary
+
+
+def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
+    from opendp_wasserstein.api import synthesize
+    from opendp_wasserstein.tables.io import detect_delimiter, file_format, read_file, write_file
+    from opendp_wasserstein.tables.schema import Schema
+
+    if args.schema and args.bounds:
+        raise _fail("give either --schema or --bounds, not both")
+    schema = Schema.from_json(args.schema) if args.schema else Schema.from_json(args.bounds)
+    columns = _columns(args.columns)
+    used = columns if columns else None
+    table = read_file(args.input, delimiter=args.delimiter, columns=used, schema=schema)
+    names = list(table.column_names)
+    schema.check_names(names, what="input")
+    derived = [c for c in schema.select(names).data_derived_columns()]
+    if derived and not args.accept_data_derived_schema:
+        raise _fail(
+            f"the schema's bounds or categories for column(s) {derived} were read off the data "
+            "(derived_from_data: true) and are not private: replace them with public values and delete "
+            f"the marks, or pass {DERIVED_FLAG} to release anyway"
+        )
+    from opendp_wasserstein.cli import _seeded
+
+    with _seeded(args.seed):
+        out, report = synthesize(
+            table, args.epsilon, schema=schema, columns=names, mechanism=args.mechanism,
+            epsilon_select=args.epsilon_select, placement=args.placement,
+            public_size=not getattr(args, "private_size", False),
+        )
+    delim = None
+    if file_format(args.output) == "csv" and file_format(args.input) == "csv":
+        delim = args.delimiter or detect_delimiter(args.input)
+    write_file(out, args.output, delimiter=delim)
+    summary = {
+        "command": "synth", "input": args.input, "output": args.output, "rows_in": table.num_rows,
+        "rows_out": report.size, "columns": names, "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon, "epsilon_release": report.details["epsilon_release"],
+        "epsilon_schema": report.details["epsilon_schema"], "depth": report.depth,
+        "schedule": list(report.scales), "visited_nodes": report.visited_nodes, "seconds": report.seconds,
+        "data_derived_schema": derived,
+        "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
+    }
+    if not (args.quiet or args.json):
+        extra = f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})" if report.details["epsilon_schema"] else ""
+        print(f"certified epsilon (one replacement): {report.epsilon}{extra}")
+        if derived:
+            print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
+        print(f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes")
+        print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
+        print(f"wrote {report.size} synthetic rows to {args.output}")
+    return summary
+
+
+def dumps(summary: dict[str, Any]) -> str:  # pragma: no cover - convenience
+    return json.dumps(summary)

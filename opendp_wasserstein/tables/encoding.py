@@ -1,0 +1,300 @@
+"""A table under a :class:`~opendp_wasserstein.tables.schema.Schema` as points of the unit cube.
+
+Every column becomes one or two coordinates ("axes") in ``[0, 1]``, so the package's dyadic
+hierarchy applies unchanged:
+
+* **float** ``[lo, hi]``: ``u = (x - lo) / (hi - lo)``, clamped; decoded ``lo + u (hi - lo)``.
+* **int** ``[lo, hi]``: the ``hi - lo + 1`` integers get equal cells,
+  ``u = (x - lo + 1/2) / (hi - lo + 1)``; decoded ``floor(lo + u (hi - lo + 1))`` clipped to
+  ``hi``, so every integer is equally likely under uniform placement in a cell.
+* **datetime** ``[lo, hi]``: microseconds since the epoch, scaled like a float column;
+  decoded by flooring to the microsecond (the frame adapter floors dates to the day).
+* **categorical** over ``K`` categories (``K + 1`` with the missing category, last, when
+  nullable) and **bool** (``K = 2``): category ``i`` owns an interval that is one node of a
+  balanced binary tree of dyadic intervals (a node over ``k`` categories gives its lower half to
+  the first ``floor(k / 2)`` of them), so dyadic bisection of the axis *is* that tree: ``K = 3``
+  gives ``[0, 1/2), [1/2, 3/4), [3/4, 1)``.  A record sits at the midpoint of its category's
+  interval; *any* ``u`` decodes by interval lookup, so every synthetic point decodes to a
+  declared category.
+* a **nullable numeric** column adds a two-category "is missing" axis before its value axis
+  (``[0, 1/2)`` present, ``[1/2, 1)`` missing); a missing record has value coordinate ``1/2``.
+
+Values that do not fit are handled the same way for every record, never by an error: numbers
+outside the bounds are clamped (``-inf``/``inf`` too); a missing value in a column not declared
+nullable is imputed at the midpoint of its bounds (categorical and bool: the fallback); a value
+outside the declared categories goes to the column's fallback.
+
+**The table metric** on encoded points: ``|u - v|`` on the axes of float, int and datetime
+columns (so numeric columns are scaled by their bounds; an int column by ``hi - lo + 1``), the
+discrete metric (0 if the same category, else 1) on categorical, bool and "is missing" axes, and
+the maximum over axes.  Its diameter is 1, like ``l_inf`` on the unit cube.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from opendp_wasserstein.tables.schema import (
+    BoolColumn,
+    CategoricalColumn,
+    DatetimeColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    SchemaError,
+)
+
+__all__ = ["RawColumn", "Axis", "TableEncoding", "category_boundaries"]
+
+
+@dataclass(frozen=True, eq=False)
+class RawColumn:
+    """One column in the adapters' common form.
+
+    :param values: float64 for float and int columns; int64 microseconds since the epoch for
+        datetime columns; int64 category indices for categorical and bool columns, ``-1`` for a
+        value outside the declared categories.  Entries under ``missing`` are ignored.
+    :param missing: bool, True where the value is null (or could not be read as the column type)
+    """
+
+    values: np.ndarray
+    missing: np.ndarray
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One coordinate of the encoding.
+
+    :param column: the schema column it belongs to
+    :param role: ``"value"`` (numeric), ``"missing"`` (the is-missing indicator of a nullable
+        numeric column) or ``"category"``
+    :param cells: number of categories on a discrete axis; ``0`` on a numeric axis
+    """
+
+    column: str
+    role: str
+    cells: int = 0
+
+    @property
+    def discrete(self) -> bool:
+        """True for axes under the discrete (0/1) metric."""
+        return self.cells > 0
+
+    @property
+    def levels(self) -> int:
+        """Bisections that resolve every category: ``ceil(log2 cells)`` (0 on numeric axes)."""
+        return math.ceil(math.log2(self.cells)) if self.cells > 1 else 0
+
+
+def category_boundaries(k: int) -> np.ndarray:
+    """``k + 1`` increasing dyadic boundaries: category ``i`` owns ``[b[i], b[i+1])``.
+
+    >>> category_boundaries(3).tolist()
+    [0.0, 0.5, 0.75, 1.0]
+    >>> category_boundaries(4).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    out = np.empty(k + 1)
+    out[0], out[k] = 0.0, 1.0
+    stack = [(0, k, 0.0, 1.0)]  # categories [a, b) own [lo, hi)
+    while stack:  # one entry per tree node over the category list (public, not data)
+        a, b, lo, hi = stack.pop()
+        if b - a <= 1:
+            continue
+        mid_cat = a + (b - a) // 2
+        mid = (lo + hi) / 2
+        out[mid_cat] = mid
+        stack.append((a, mid_cat, lo, mid))
+        stack.append((mid_cat, b, mid, hi))
+    return out
+
+
+_DAY_US = 86_400_000_000
+
+
+class TableEncoding:
+    """The encoding of a schema's columns into ``[0, 1]^D`` (see the module docstring).
+
+    :param schema: the public schema
+
+    :example:
+
+    >>> import numpy as np
+    >>> from opendp_wasserstein.tables import Schema, IntColumn, CategoricalColumn, RawColumn
+    >>> enc = TableEncoding(Schema({"age": IntColumn(bounds=(0, 3)),
+    ...                             "c": CategoricalColumn(categories=("a", "b", "c"))}))
+    >>> [a.role for a in enc.axes], enc.dimension
+    (['value', 'category'], 2)
+    >>> cols = {"age": RawColumn(np.array([0.0, 3.0]), np.zeros(2, bool)),
+    ...         "c": RawColumn(np.array([0, 2]), np.zeros(2, bool))}
+    >>> enc.encode(cols).tolist()
+    [[0.125, 0.25], [0.875, 0.875]]
+    >>> back = enc.decode(enc.encode(cols))
+    >>> back["age"].values.tolist(), back["c"].values.tolist()
+    ([0, 3], [0, 2])
+    """
+
+    def __init__(self, schema: Schema) -> None:
+        if not isinstance(schema, Schema):
+            raise TypeError("schema must be a Schema")
+        self.schema = schema
+        axes: list[Axis] = []
+        for name, spec in schema.items():
+            if isinstance(spec, (CategoricalColumn, BoolColumn)):
+                axes.append(Axis(name, "category", len(spec.categories) + int(spec.nullable)))
+            else:
+                if spec.nullable:
+                    axes.append(Axis(name, "missing", 2))
+                axes.append(Axis(name, "value"))
+        self.axes: tuple[Axis, ...] = tuple(axes)
+
+    @property
+    def dimension(self) -> int:
+        """The number of axes ``D``."""
+        return len(self.axes)
+
+    @cached_property
+    def _boundaries(self) -> dict[int, np.ndarray]:
+        return {a.cells: category_boundaries(a.cells) for a in self.axes if a.discrete}
+
+    def _cell_points(self, cells: int) -> np.ndarray:
+        b = self._boundaries[cells]
+        return (b[:-1] + b[1:]) / 2
+
+    def _lookup(self, u: np.ndarray, cells: int) -> np.ndarray:
+        b = self._boundaries[cells]
+        return np.clip(np.searchsorted(b, u, side="right") - 1, 0, cells - 1).astype(np.int64)
+
+    # ------------------------------------------------------------------ encode
+    def encode(self, columns: Mapping[str, RawColumn]) -> np.ndarray:
+        """Points in ``[0, 1]^D``, one row per record (the input is not modified)."""
+        missing_names = [n for n in self.schema.names if n not in columns]
+        if missing_names:
+            raise SchemaError(f"schema column(s) {missing_names} are not in the table")
+        n = None
+        for name in self.schema.names:
+            col = columns[name]
+            if n is None:
+                n = len(col.values)
+            if len(col.values) != n or len(col.missing) != n:
+                raise SchemaError(f"column {name!r} has a different length from the others")
+        out = np.empty((n or 0, self.dimension))
+        j = 0
+        for name, spec in self.schema.items():
+            col = columns[name]
+            miss = np.asarray(col.missing, dtype=bool)
+            if isinstance(spec, (CategoricalColumn, BoolColumn)):
+                k = len(spec.categories)
+                codes = np.asarray(col.values, dtype=np.int64)
+                codes = np.where((codes < 0) | (codes >= k), spec.fallback_code(), codes)
+                if spec.nullable:
+                    codes = np.where(miss | (codes < 0), k, codes)  # missing: the last cell
+                else:
+                    codes = np.where(miss | (codes < 0), spec.fallback_code(), codes)
+                out[:, j] = self._cell_points(self.axes[j].cells)[codes]
+                j += 1
+                continue
+            u = self._unit(spec, np.asarray(col.values))
+            if spec.nullable:
+                out[:, j] = np.where(miss, 0.75, 0.25)
+                out[:, j + 1] = np.where(miss, 0.5, u)
+                j += 2
+            else:
+                out[:, j] = np.where(miss, 0.5, u)  # imputed at the midpoint of the bounds
+                j += 1
+        return out
+
+    @staticmethod
+    def _unit(spec: FloatColumn | IntColumn | DatetimeColumn, values: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            if isinstance(spec, FloatColumn):
+                lo, hi = spec.lower, spec.upper
+                x = np.asarray(values, dtype=np.float64)
+                u = (np.clip(x, lo, hi) - lo) / (hi - lo)
+            elif isinstance(spec, IntColumn):
+                lo_i, hi_i = spec.lower, spec.upper
+                x = np.clip(np.asarray(values, dtype=np.float64), lo_i, hi_i)
+                u = (np.floor(x + 0.5) - lo_i + 0.5) / (hi_i - lo_i + 1.0)
+            else:
+                lo_t, hi_t = spec.lower_us, spec.upper_us
+                t = np.clip(np.asarray(values, dtype=np.int64), lo_t, hi_t)
+                u = (t - lo_t).astype(np.float64) / float(hi_t - lo_t)
+        u = np.nan_to_num(u, nan=0.5)  # entries under a missing mask; never read
+        return np.clip(u, 0.0, 1.0)
+
+    # ------------------------------------------------------------------ decode
+    def decode(self, points: np.ndarray) -> dict[str, RawColumn]:
+        """Columns of the schema from any points of ``[0, 1]^D`` (clipped into the cube).
+
+        Categorical and bool values come back as category indices in range, int columns as
+        int64 in bounds, datetimes as int64 microseconds in bounds, floats as float64 in bounds;
+        ``missing`` is only ever True in a nullable column.
+        """
+        p = np.asarray(points, dtype=np.float64)
+        if p.ndim != 2 or p.shape[1] != self.dimension:
+            raise ValueError(f"points must have shape (n, {self.dimension})")
+        p = np.clip(np.nan_to_num(p, nan=0.5), 0.0, 1.0)
+        out: dict[str, RawColumn] = {}
+        n = p.shape[0]
+        j = 0
+        for name, spec in self.schema.items():
+            if isinstance(spec, (CategoricalColumn, BoolColumn)):
+                k = len(spec.categories)
+                codes = self._lookup(p[:, j], self.axes[j].cells)
+                miss = codes == k if spec.nullable else np.zeros(n, dtype=bool)
+                out[name] = RawColumn(np.where(miss, 0, codes), miss)
+                j += 1
+                continue
+            if spec.nullable:
+                miss = p[:, j] >= 0.5
+                j += 1
+            else:
+                miss = np.zeros(n, dtype=bool)
+            u = p[:, j]
+            j += 1
+            values: np.ndarray
+            if isinstance(spec, FloatColumn):
+                values = np.clip(spec.lower + u * (spec.upper - spec.lower), spec.lower, spec.upper)
+            elif isinstance(spec, IntColumn):
+                width = spec.upper - spec.lower + 1.0
+                v = np.floor(spec.lower + u * width)
+                values = np.clip(v, spec.lower, spec.upper).astype(np.int64)
+            else:
+                lo_t, hi_t = spec.lower_us, spec.upper_us
+                off = np.floor(u * float(hi_t - lo_t))
+                values = np.clip(lo_t + off.astype(np.int64), lo_t, hi_t)
+            out[name] = RawColumn(values, miss)
+        return out
+
+    # ------------------------------------------------------------------ metric
+    def metric_view(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(numeric, discrete)``: the numeric axes as they are and the discrete axes as
+        category indices, for computing the table metric
+        ``max(max_numeric |u - v|, 1 if any discrete index differs)``."""
+        p = np.asarray(points, dtype=np.float64)
+        num = [j for j, a in enumerate(self.axes) if not a.discrete]
+        disc = [self._lookup(p[:, j], a.cells) for j, a in enumerate(self.axes) if a.discrete]
+        d = np.stack(disc, axis=1) if disc else np.zeros((p.shape[0], 0), dtype=np.int64)
+        return p[:, num], d
+
+    def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The table metric between encoded points ``a[i]`` and ``b[i]`` (row-wise).
+
+        >>> from opendp_wasserstein.tables import Schema, FloatColumn, BoolColumn
+        >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 10)), "b": BoolColumn()}))
+        >>> enc.distance(np.array([[0.25, 0.25], [0.25, 0.25]]), np.array([[0.5, 0.25], [0.5, 0.75]])).tolist()
+        [0.25, 1.0]
+        """
+        na, da = self.metric_view(a)
+        nb, db = self.metric_view(b)
+        dist = np.abs(na - nb).max(axis=1) if na.shape[1] else np.zeros(len(na))
+        if da.shape[1]:
+            dist = np.where((da != db).any(axis=1), 1.0, dist)
+        return dist

@@ -1,0 +1,384 @@
+"""Adapters between user tables and the columnar form of :mod:`~opendp_wasserstein.tables.encoding`.
+
+Accepted: a pandas ``DataFrame``, a Polars ``DataFrame`` or ``LazyFrame`` (collected), a pyarrow
+``Table`` and a 2-D numpy array (its columns are the schema's columns, in order).
+:func:`read_table` returns the columns under the schema and a :class:`FrameInfo`;
+:func:`write_table` turns decoded columns back into the **same** type with the same column names
+and dtypes:
+
+* a column whose dtype cannot hold a missing value (numpy-backed ``int64`` or ``bool`` in
+  pandas) becomes the pandas nullable dtype (``Int64``, ``boolean``) when the schema declares it
+  nullable, whatever the release holds, so the output dtype never depends on the data;
+* a categorical column comes back with its labels (only declared ones); a pandas or Polars
+  categorical dtype is kept when the declared categories fit in it;
+* dates come back as dates and datetimes as datetimes (with their time zone).
+
+How values are read never depends on their content beyond the rules of the encoding: a value
+that cannot be read as the column's type (text in a numeric column, say) counts as missing.
+Only the *dtypes* (public metadata) can make :func:`read_table` refuse a table, and its errors
+name the column, never a value.  The input is never modified.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opendp_wasserstein.tables.encoding import RawColumn
+from opendp_wasserstein.tables.schema import (
+    BoolColumn,
+    CategoricalColumn,
+    ColumnSpec,
+    DatetimeColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    SchemaError,
+)
+
+__all__ = ["FrameInfo", "read_table", "write_table", "frame_kind", "column_names"]
+
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    """What is needed to rebuild a table of the input's type (public: names and dtypes only).
+
+    :param kind: ``"pandas"``, ``"polars"``, ``"polars-lazy"``, ``"arrow"`` or ``"numpy"``
+    :param names: the column names, in the input's order
+    :param dtypes: the input's dtype per column (library objects)
+    """
+
+    kind: str
+    names: tuple[str, ...]
+    dtypes: tuple[Any, ...]
+
+
+def frame_kind(data: Any) -> str:
+    """The adapter for ``data``, or a ``TypeError`` naming the accepted types."""
+    mod = type(data).__module__.split(".")[0]
+    name = type(data).__name__
+    if mod == "pandas" and name == "DataFrame":
+        return "pandas"
+    if mod == "polars" and name == "DataFrame":
+        return "polars"
+    if mod == "polars" and name == "LazyFrame":
+        return "polars-lazy"
+    if mod == "pyarrow" and name == "Table":
+        return "arrow"
+    if isinstance(data, np.ndarray):
+        if data.ndim != 2:
+            raise ValueError(f"a numpy table must be 2-D (rows x columns), got {data.ndim} dimension(s)")
+        return "numpy"
+    raise TypeError(
+        "data must be a pandas DataFrame, a Polars DataFrame or LazyFrame, a pyarrow Table or a "
+        f"2-D numpy array, got {type(data).__name__}"
+    )
+
+
+def column_names(data: Any, schema: Schema | None = None) -> tuple[str, ...]:
+    """The table's column names (a numpy array's are the schema's, positionally)."""
+    kind = frame_kind(data)
+    if kind == "pandas":
+        names = tuple(str(c) for c in data.columns)
+        if len(set(names)) != len(names):
+            raise SchemaError("the table has duplicate column names")
+        return names
+    if kind == "polars":
+        return tuple(data.columns)
+    if kind == "polars-lazy":
+        return tuple(data.collect_schema().names())
+    if kind == "arrow":
+        names = tuple(data.column_names)
+        if len(set(names)) != len(names):
+            raise SchemaError("the table has duplicate column names")
+        return names
+    if schema is None:
+        raise SchemaError("a numpy table needs a schema to name its columns")
+    if data.shape[1] != len(schema):
+        raise SchemaError(f"the numpy table has {data.shape[1]} columns but the schema lists {len(schema)}: {list(schema.names)}")
+    return schema.names
+
+
+def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) -> tuple[dict[str, RawColumn], FrameInfo]:
+    """The columns of ``data`` under ``schema``, and how to rebuild the same type.
+
+    :param data: a pandas/Polars/pyarrow table or a 2-D numpy array (not modified)
+    :param schema: the public schema; every used column must be in it
+    :param columns: use only these columns (default: all of the table's columns)
+    :return: ``({name: RawColumn}, FrameInfo)``; the returned columns are in ``columns`` order
+    """
+    import pandas as pd
+
+    kind = frame_kind(data)
+    names = column_names(data, schema)
+    if columns is not None:
+        absent = [c for c in columns if c not in names]
+        if absent:
+            raise SchemaError(f"column(s) {absent} are not in the table; its columns are {list(names)}")
+        names = tuple(columns)
+    schema.check_names(names)
+    not_given = [n for n in schema.names if n not in names]
+    if not_given and columns is None:
+        raise SchemaError(f"schema column(s) {not_given} are not in the table; its columns are {list(names)}")
+    if kind == "polars-lazy":
+        import polars as pl
+
+        every = list(data.collect_schema().names())
+        # by position: a name such as "*" or "^a$" would be read as a pattern by pl.col
+        data = data.select(pl.nth([every.index(n) for n in names])).collect()
+    out: dict[str, RawColumn] = {}
+    dtypes: list[Any] = []
+    for _i, name in enumerate(names):
+        spec = schema[name]
+        if kind == "pandas":
+            series = data[name]
+            dtypes.append(series.dtype)
+        elif kind in ("polars", "polars-lazy"):
+            col = data.get_column(name)
+            dtypes.append(col.dtype)
+            series = col.alias("column").to_pandas()  # (Polars cannot export a name holding NUL)
+        elif kind == "arrow":
+            col = data.column(name)
+            dtypes.append(col.type)
+            series = col.to_pandas()
+        else:
+            dtypes.append(data.dtype)
+            _check_numpy_dtype(data.dtype, name, spec)
+            series = pd.Series(data[:, schema.names.index(name)])
+        out[name] = _read_column(series, name, spec)
+    return out, FrameInfo(kind, tuple(names), tuple(dtypes))
+
+
+def _check_numpy_dtype(dtype: np.dtype, name: str, spec: ColumnSpec) -> None:
+    kind = dtype.kind
+    ok = {
+        FloatColumn: "fiubO",
+        IntColumn: "fiubO",
+        DatetimeColumn: "MO",
+        BoolColumn: "biuO",
+        CategoricalColumn: "iuOUS" if isinstance(spec, CategoricalColumn) and isinstance(spec.categories[0], (int, np.integer)) else "OUS",
+    }[type(spec)]
+    if kind not in ok:
+        raise SchemaError(f"column {name!r}: a numpy array of dtype {dtype} cannot hold a {spec.type} column")
+    if spec.nullable and kind in "iubUS":
+        raise SchemaError(f"column {name!r} is nullable but a numpy array of dtype {dtype} cannot hold missing values; use a float or object array")
+
+
+def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
+    import pandas as pd
+
+    missing = series.isna().to_numpy(dtype=bool)
+    if isinstance(spec, (FloatColumn, IntColumn)):
+        if pd.api.types.is_bool_dtype(series.dtype):
+            values = series.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        elif pd.api.types.is_numeric_dtype(series.dtype):
+            values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            values = pd.to_numeric(series.astype(object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = missing | np.isnan(values)
+        return RawColumn(values, missing)
+    if isinstance(spec, DatetimeColumn):
+        if isinstance(series.dtype, pd.DatetimeTZDtype):
+            series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        if not pd.api.types.is_datetime64_dtype(series.dtype):
+            series = pd.to_datetime(series.astype(object), errors="coerce", utc=True, format="mixed").dt.tz_localize(None)
+        arr = series.to_numpy(dtype="datetime64[us]")
+        nat = np.isnat(arr)
+        values = np.where(nat, 0, arr.astype(np.int64))
+        return RawColumn(values, missing | nat)
+    if isinstance(spec, BoolColumn):
+        if pd.api.types.is_bool_dtype(series.dtype) and not missing.any():
+            codes = series.to_numpy(dtype=bool).astype(np.int64)
+        else:
+            codes = _bool_codes(series)
+        return RawColumn(codes, missing)
+    # categorical: index into the declared list, -1 outside it
+    index = pd.Index(list(spec.categories), dtype=object)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = series.cat.categories
+        mapped = index.get_indexer(pd.Index(cats, dtype=object))
+        raw = series.cat.codes.to_numpy()
+        codes = np.where(raw >= 0, mapped[np.clip(raw, 0, None)] if len(mapped) else -1, -1)
+    else:
+        vals = series.astype(object).to_numpy()
+        if isinstance(spec.categories[0], (int, np.integer)):
+            vals = _intlike(vals)
+        codes = index.get_indexer(vals)
+    return RawColumn(np.asarray(codes, dtype=np.int64), missing)
+
+
+def _intlike(vals: np.ndarray) -> np.ndarray:
+    """Integer-valued floats and integer strings as ints (for integer category lists)."""
+    import pandas as pd
+
+    num = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    ok = np.isfinite(num) & (np.floor(num) == num) & (np.abs(num) < 2**53)
+    out = np.full(len(vals), None, dtype=object)
+    out[ok] = num[ok].astype(np.int64)
+    return out
+
+
+def _bool_codes(series: Any) -> np.ndarray:
+    import pandas as pd
+
+    vals = pd.Series(series.astype(object).to_numpy(), dtype=object)
+    text = vals.map(lambda v: str(v).strip().lower() if isinstance(v, (str, bool, np.bool_, int, np.integer, float, np.floating)) else "")
+    codes = np.full(len(vals), -1, dtype=np.int64)
+    t = text.to_numpy(dtype=object)
+    codes[np.isin(t, list(_TRUE | {"1.0"}))] = 1
+    codes[np.isin(t, list(_FALSE | {"0.0"}))] = 0
+    return codes
+
+
+# ---------------------------------------------------------------------------------------- write
+
+
+def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, tz: Any = None) -> Any:
+    """A pyarrow array of the column's natural type, nulls where missing."""
+    import pyarrow as pa
+
+    mask = np.asarray(col.missing, dtype=bool)
+    if isinstance(spec, FloatColumn):
+        return pa.array(np.asarray(col.values, dtype=np.float64), mask=mask)
+    if isinstance(spec, IntColumn):
+        return pa.array(np.asarray(col.values, dtype=np.int64), mask=mask)
+    if isinstance(spec, DatetimeColumn):
+        us = np.asarray(col.values, dtype=np.int64)
+        if want_date:
+            days = np.floor_divide(us, 86_400_000_000).astype(np.int32)
+            return pa.array(days, type=pa.date32(), mask=mask)
+        arr = pa.array(us, type=pa.timestamp("us"), mask=mask)
+        if tz is not None:
+            arr = pa.array(us, type=pa.timestamp("us", tz=str(tz)), mask=mask)
+        return arr
+    if isinstance(spec, BoolColumn):
+        return pa.array(np.asarray(col.values, dtype=np.int64) == 1, mask=mask)
+    labels = np.asarray(list(spec.categories), dtype=object)
+    codes = np.asarray(col.values, dtype=np.int64)
+    if isinstance(spec.categories[0], str):
+        return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=mask), pa.array(labels.tolist(), type=pa.string())).cast(pa.string())
+    return pa.array(labels[codes].astype(np.int64), mask=mask)
+
+
+def _is_date_dtype(kind: str, dtype: Any, spec: DatetimeColumn) -> bool:
+    s = str(dtype).lower()
+    if kind == "arrow":
+        return s.startswith("date")
+    if kind in ("polars", "polars-lazy"):
+        return s == "date"
+    if kind == "numpy":
+        return s == "datetime64[d]"
+    return s == "object" and spec.date_only  # pandas: python date objects live in object columns
+
+
+def _tz_of(kind: str, dtype: Any) -> Any:
+    tz = getattr(dtype, "tz", None) or getattr(dtype, "time_zone", None)
+    return tz
+
+
+def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInfo) -> Any:
+    """Decoded columns as a table of ``info``'s type, names and (as far as possible) dtypes."""
+    import pyarrow as pa
+
+    arrays = []
+    for name, dtype in zip(info.names, info.dtypes, strict=True):
+        spec = schema[name]
+        want_date = isinstance(spec, DatetimeColumn) and _is_date_dtype(info.kind, dtype, spec)
+        arrays.append(_arrow_column(columns[name], spec, want_date, _tz_of(info.kind, dtype)))
+    if info.kind == "arrow":
+        fields = []
+        out = []
+        for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
+            try:
+                arr = arr.cast(dtype)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
+            out.append(arr)
+            fields.append(pa.field(name, arr.type))
+        return pa.Table.from_arrays(out, schema=pa.schema(fields))
+    if info.kind in ("polars", "polars-lazy"):
+        import polars as pl
+
+        series = []
+        for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
+            s = pl.Series(name, arr)
+            try:
+                s = s.cast(dtype)
+            except Exception:  # noqa: BLE001 - a dtype the labels do not fit (e.g. an Enum): keep
+                pass
+            series.append(s)
+        df = pl.DataFrame(series)
+        return df.lazy() if info.kind == "polars-lazy" else df
+    if info.kind == "pandas":
+        import pandas as pd
+
+        data = {}
+        for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
+            data[name] = _pandas_series(arr, dtype, schema[name], pd)
+        return pd.DataFrame(data, columns=list(info.names))
+    return _numpy_table(columns, schema, info)
+
+
+def _pandas_series(arr: Any, dtype: Any, spec: ColumnSpec, pd: Any) -> Any:
+    if isinstance(spec, DatetimeColumn) and str(dtype) == "object":
+        s = pd.Series(arr.to_pylist(), dtype=object)
+        return s.where(s.notna(), None)
+    s = arr.to_pandas()
+    target = dtype
+    if spec.nullable and isinstance(dtype, np.dtype) and dtype.kind in "iub":
+        target = {"i": "Int64", "u": "UInt64", "b": "boolean"}[dtype.kind]
+    if isinstance(dtype, pd.CategoricalDtype):
+        declared = [c for c in spec.categories] if isinstance(spec, CategoricalColumn) else [False, True]
+        if not set(declared) <= set(dtype.categories):
+            target = pd.CategoricalDtype(declared)
+    try:
+        return s.astype(target)
+    except (TypeError, ValueError):
+        return s
+
+
+def _numpy_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInfo) -> np.ndarray:
+    dtype = info.dtypes[0]
+    n = len(next(iter(columns.values())).values) if columns else 0
+    out = np.empty((n, len(info.names)), dtype=dtype)
+    for j, name in enumerate(info.names):
+        spec = schema[name]
+        col = columns[name]
+        miss = np.asarray(col.missing, dtype=bool)
+        if isinstance(spec, CategoricalColumn):
+            vals: np.ndarray = np.asarray(list(spec.categories), dtype=object)[np.asarray(col.values, dtype=np.int64)]
+        elif isinstance(spec, BoolColumn):
+            vals = np.asarray(col.values, dtype=np.int64) == 1
+        elif isinstance(spec, DatetimeColumn):
+            vals = np.asarray(col.values, dtype=np.int64).astype("datetime64[us]")
+            if dtype.kind == "M":
+                vals = vals.astype(dtype)
+            elif spec.date_only:
+                vals = np.array([v.item() for v in vals.astype("datetime64[D]")], dtype=object)
+            else:
+                vals = np.array([v.item() for v in vals], dtype=object)
+        else:
+            vals = np.asarray(col.values)
+        if dtype.kind == "O":
+            obj = np.empty(n, dtype=object)
+            obj[:] = [v.item() if isinstance(v, np.generic) else v for v in vals] if vals.dtype.kind != "O" else vals
+            obj[miss] = None
+            out[:, j] = obj
+        else:
+            if dtype.kind == "M":
+                vals = np.where(miss, np.datetime64("NaT"), vals).astype(dtype)
+            elif dtype.kind == "f":
+                vals = np.where(miss, np.nan, np.asarray(vals, dtype=np.float64))
+            out[:, j] = vals
+    return out
+
+
+def _python_date(us: int) -> _dt.date:  # pragma: no cover - helper kept for symmetry
+    return (_dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=int(us))).date()

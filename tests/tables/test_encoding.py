@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opendp_wasserstein.tables import (
+    BoolColumn,
+    CategoricalColumn,
+    DatetimeColumn,
+    FloatColumn,
+    IntColumn,
+    RawColumn,
+    Schema,
+    TableEncoding,
+    category_boundaries,
+)
+
+
+def _raw(values, missing=None):
+    values = np.asarray(values)
+    return RawColumn(values, np.zeros(len(values), bool) if missing is None else np.asarray(missing, bool))
+
+
+@given(st.integers(1, 300))
+def test_category_cells_are_a_balanced_dyadic_tree(k):
+    b = category_boundaries(k)
+    assert b[0] == 0 and b[-1] == 1 and np.all(np.diff(b) > 0)
+    depth = int(np.ceil(np.log2(k))) if k > 1 else 0
+    widths = np.diff(b)
+    # every cell is a dyadic interval at depth depth-1 or depth (balanced)
+    levels = -np.log2(widths)
+    assert np.all(levels == np.round(levels))
+    assert set(levels.astype(int)) <= {max(depth - 1, 0), depth}
+    assert np.all(np.mod(b[:-1], widths) == 0)  # aligned: a node of the dyadic tree
+    # bisecting depth times separates all categories: each depth-`depth` cell is inside one category
+    cells = (np.arange(2**depth) + 0.5) / 2**depth
+    owner = np.searchsorted(b, cells, side="right") - 1
+    assert set(owner) == set(range(k))
+
+
+def test_k3_matches_the_design():
+    assert category_boundaries(3).tolist() == [0.0, 0.5, 0.75, 1.0]
+
+
+def test_any_point_decodes_to_declared_values():
+    s = Schema({
+        "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
+        "x": FloatColumn(bounds=(-1.0, 1.0), nullable=True),
+        "i": IntColumn(bounds=(5, 9)),
+        "t": DatetimeColumn(bounds=("2015-01-01", "2016-01-01")),
+        "b": BoolColumn(),
+    })
+    enc = TableEncoding(s)
+    assert [a.role for a in enc.axes] == ["category", "missing", "value", "value", "value", "category"]
+    assert [a.cells for a in enc.axes] == [4, 2, 0, 0, 0, 2]
+    u = np.random.default_rng(1).uniform(size=(2000, enc.dimension))
+    u[:5] = 0.0
+    u[5:10] = 1.0
+    dec = enc.decode(u)
+    assert set(dec["c"].values[~dec["c"].missing]) <= {0, 1, 2}
+    assert dec["c"].missing.any() and dec["x"].missing.any()
+    assert not dec["i"].missing.any() and not dec["b"].missing.any() and not dec["t"].missing.any()
+    assert dec["i"].values.dtype == np.int64 and set(dec["i"].values) == {5, 6, 7, 8, 9}
+    x = dec["x"].values[~dec["x"].missing]
+    assert x.min() >= -1 and x.max() <= 1
+    assert dec["t"].values.min() >= s["t"].lower_us and dec["t"].values.max() <= s["t"].upper_us
+
+
+def test_int_cells_are_equal_width():
+    enc = TableEncoding(Schema({"i": IntColumn(bounds=(0, 3))}))
+    u = (np.arange(4000) + 0.5) / 4000
+    vals = enc.decode(u[:, None])["i"].values
+    assert np.bincount(vals).tolist() == [1000, 1000, 1000, 1000]
+
+
+def test_out_of_range_unseen_and_missing_handled_per_record():
+    s = Schema({
+        "x": FloatColumn(bounds=(0.0, 10.0)),
+        "c": CategoricalColumn(categories=("a", "b"), fallback="b"),
+        "d": CategoricalColumn(categories=("a", "b"), nullable=True),
+        "e": CategoricalColumn(categories=("a", "b")),
+    })
+    enc = TableEncoding(s)
+    cols = {
+        "x": _raw([-np.inf, 20.0, np.nan, 5.0], [False, False, True, False]),
+        "c": _raw([-1, 0, 1, -1], [False, False, False, True]),
+        "d": _raw([-1, 0, 1, 0], [False, False, False, True]),
+        "e": _raw([-1, 1, 1, 0], [False, False, False, True]),
+    }
+    p = enc.encode(cols)
+    assert p[:, 0].tolist() == [0.0, 1.0, 0.5, 0.5]  # clamped; missing imputed at the midpoint
+    back = enc.decode(p)
+    assert back["c"].values.tolist() == [1, 0, 1, 1]  # unseen and missing -> fallback "b"
+    assert back["d"].missing.tolist() == [True, False, False, True]  # unseen -> missing
+    assert back["e"].values.tolist() == [0, 1, 1, 0]  # unseen/missing -> first category
+
+
+def test_encode_does_not_modify_input():
+    s = Schema({"x": FloatColumn(bounds=(0.0, 1.0), nullable=True)})
+    v = np.array([np.nan, 2.0, 0.5])
+    m = np.array([True, False, False])
+    TableEncoding(s).encode({"x": RawColumn(v, m)})
+    assert np.isnan(v[0]) and v[1] == 2.0 and m.tolist() == [True, False, False]
+
+
+def test_table_metric():
+    s = Schema({"x": FloatColumn(bounds=(0.0, 4.0)), "c": CategoricalColumn(categories=("a", "b", "c"))})
+    enc = TableEncoding(s)
+    a = enc.encode({"x": _raw([0.0, 0.0, 1.0]), "c": _raw([0, 1, 2])})
+    b = enc.encode({"x": _raw([2.0, 1.0, 1.0]), "c": _raw([0, 2, 2])})
+    assert enc.distance(a, b).tolist() == [0.5, 1.0, 0.0]
+
+
+def test_missing_schema_column_is_named():
+    enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0.0, 1.0)), "y": BoolColumn()}))
+    with pytest.raises(ValueError, match="'y'"):
+        enc.encode({"x": _raw([0.5])})
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=30), st.integers(-(2**40), 2**40), st.integers(1, 2**40))
+def test_int_round_trip_in_bounds(values, lo, width):
+    hi = lo + width
+    enc = TableEncoding(Schema({"i": IntColumn(bounds=(lo, hi))}))
+    v = np.clip(np.asarray(values, dtype=np.int64), lo, hi)
+    out = enc.decode(enc.encode({"i": _raw(v.astype(float))}))["i"].values
+    assert out.tolist() == v.tolist()

@@ -1,0 +1,126 @@
+import json
+
+import pytest
+
+from opendp_wasserstein.tables import (
+    BoolColumn,
+    CategoricalColumn,
+    DatetimeColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    SchemaError,
+)
+
+ISSUE_SCHEMA = {
+    "columns": {
+        "income": {"type": "float", "bounds": [0, 500000], "nullable": True},
+        "age": {"type": "int", "bounds": [0, 120]},
+        "region": {"type": "categorical", "categories": ["north", "east", "south", "west"]},
+        "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
+        "smoker": {"type": "bool"},
+    }
+}
+
+
+def test_issue_schema_parses_and_round_trips():
+    s = Schema.from_json(ISSUE_SCHEMA)
+    assert s.names == ("income", "age", "region", "visit", "smoker")
+    assert s["income"] == FloatColumn(bounds=(0.0, 500000.0), nullable=True)
+    assert s["age"] == IntColumn(bounds=(0, 120))
+    assert s["region"].categories == ("north", "east", "south", "west")
+    assert s["visit"].lower_us < s["visit"].upper_us and s["visit"].date_only
+    assert isinstance(s["smoker"], BoolColumn)
+    assert Schema.from_json(s.to_json()) == s
+    assert Schema.from_json(s.dumps()) == s
+    assert Schema.from_json(json.dumps(ISSUE_SCHEMA)) == s
+    assert hash(s) == hash(Schema.from_json(s.to_json()))
+
+
+def test_schema_from_file(tmp_path):
+    p = tmp_path / "schema.json"
+    p.write_text(json.dumps(ISSUE_SCHEMA))
+    assert Schema.from_json(str(p)).names[0] == "income"
+    with pytest.raises(SchemaError, match="cannot read schema file"):
+        Schema.from_json(str(tmp_path / "nope.json"))
+
+
+def test_old_bounds_json_is_a_float_schema():
+    s = Schema.from_json({"height": [100, 220], "weight": [30, 200]})
+    assert s == Schema.from_bounds({"height": [100, 220], "weight": [30, 200]})
+    assert s["height"] == FloatColumn(bounds=(100.0, 220.0))
+    assert s.to_json() == {"columns": {"height": {"type": "float", "bounds": [100.0, 220.0]},
+                                       "weight": {"type": "float", "bounds": [30.0, 200.0]}}}
+
+
+def test_datetime_bounds_normalised():
+    import datetime as dt
+
+    a = Schema({"t": DatetimeColumn(bounds=(dt.date(2015, 1, 1), dt.datetime(2016, 1, 1, 12)))})
+    assert a["t"].bounds == ("2015-01-01", "2016-01-01T12:00:00")
+    assert not a["t"].date_only
+    assert Schema.from_json(a.to_json()) == a
+
+
+@pytest.mark.parametrize(
+    "entry, fragment",
+    [
+        ({"type": "float", "bounds": [1, 1]}, "lower < upper"),
+        ({"type": "float", "bounds": [0, float("inf")]}, "finite"),
+        ({"type": "float", "bounds": [0]}, "bounds must be"),
+        ({"type": "float", "bounds": ["a", 1]}, "must be a number"),
+        ({"type": "int", "bounds": [0, 1.5]}, "integer"),
+        ({"type": "int", "bounds": [0, 2**60]}, "integer"),
+        ({"type": "datetime", "bounds": ["2015-13-01", "2016-01-01"]}, "ISO"),
+        ({"type": "categorical", "categories": []}, "non-empty"),
+        ({"type": "categorical", "categories": ["a", "a"]}, "distinct"),
+        ({"type": "categorical", "categories": ["a", 1]}, "all strings or all integers"),
+        ({"type": "categorical", "categories": ["a"], "fallback": "b"}, "fallback"),
+        ({"type": "categorical", "categories": ["a"], "fallback": "null"}, "nullable"),
+        ({"type": "text"}, "type must be one of"),
+        ({"type": "bool", "nullable": "yes"}, "nullable must be true or false"),
+        ({"type": "bool", "color": 1}, "unknown field"),
+    ],
+)
+def test_bad_entries_name_the_column(entry, fragment):
+    with pytest.raises(SchemaError, match=fragment) as e:
+        Schema.from_json({"columns": {"my_col": entry}})
+    assert "my_col" in str(e.value)
+
+
+def test_fallback_codes():
+    assert CategoricalColumn(categories=("a", "b")).fallback_code() == 0
+    assert CategoricalColumn(categories=("a", "b"), nullable=True).fallback_code() == -1
+    assert CategoricalColumn(categories=("a", "b"), fallback="b").fallback_code() == 1
+    assert CategoricalColumn(categories=("a", "b"), fallback="null", nullable=True).fallback_code() == -1
+    # "null" that is itself a category means that category
+    assert CategoricalColumn(categories=("x", "null"), fallback="null").fallback_code() == 1
+
+
+def test_names_checks_list_the_schema():
+    s = Schema.from_json(ISSUE_SCHEMA)
+    with pytest.raises(SchemaError) as e:
+        s.check_names(["age", "zip"])
+    assert "'zip'" in str(e.value) and "'income'" in str(e.value)
+    assert s.select(["age", "region"]).names == ("age", "region")
+
+
+def test_derived_marks_and_epsilon_spent():
+    s = Schema.from_json({"columns": {"a": {"type": "int", "bounds": [0, 3], "derived_from_data": True},
+                                      "b": {"type": "bool"}}, "epsilon_spent": 0.25})
+    assert s.data_derived_columns() == ["a"]
+    assert s.epsilon_spent == 0.25
+    assert Schema.from_json(s.to_json()) == s
+    with pytest.raises(SchemaError, match="epsilon_spent"):
+        Schema({"b": BoolColumn()}, epsilon_spent=-1)
+
+
+def test_top_level_errors():
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        Schema.from_json("{not json")
+    with pytest.raises(SchemaError, match="at least one column"):
+        Schema({})
+    with pytest.raises(SchemaError, match="unknown top-level"):
+        Schema.from_json({"columns": {"a": {"type": "bool"}}, "extra": 1})
+    with pytest.raises(SchemaError, match="spec must be"):
+        Schema({"a": 3})
