@@ -56,7 +56,8 @@ class SynthesisReport:
     :param scales: the noise schedule ``sigma_0 .. sigma_depth``
     :param visited_nodes: noisy nodes drawn
     :param size: rows released
-    :param seconds: wall-clock time of the release
+    :param seconds: wall-clock time of the release; None when the size is private (the time
+        grows with ``n`` and no proof covers it)
     :param details: mechanism-specific public details (e.g. the selected candidate)
     """
 
@@ -66,7 +67,7 @@ class SynthesisReport:
     scales: tuple[float, ...]
     visited_nodes: int
     size: int
-    seconds: float
+    seconds: float | None
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -241,7 +242,7 @@ def synthesize(
         scales=tuple(info.get("scales", ())),
         visited_nodes=int(info["visited_nodes"]),
         size=int(y.shape[0]),
-        seconds=seconds,
+        seconds=seconds if public_size else None,
         details=details,
     )
     return y, report
@@ -335,14 +336,14 @@ class SelectionReport:
     :param epsilon: the loss certified by ``measurement.map`` for one replacement
     :param m: the multiset size
     :param k: the number of candidates
-    :param seconds: wall-clock time of the release
+    :param seconds: wall-clock time of the release; None when the size is private
     """
 
     mechanism: str
     epsilon: float
     m: int
     k: int
-    seconds: float
+    seconds: float | None
 
 
 def select_candidates(
@@ -417,4 +418,4 @@ def select_candidates(
         counts = np.asarray(meas(x), dtype=np.int64)
         seconds = time.perf_counter() - t0
         certified = meas.map(1)
-    return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds)
+    return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds if public_size else None)

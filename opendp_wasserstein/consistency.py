@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from opendp_wasserstein.hierarchy import CountTree, coord_bits_at_level
-from opendp_wasserstein.node_noise import NodeNoise
+from opendp_wasserstein.node_noise import NodeNoise, add_noise
 
 __all__ = [
     "LeafMasses",
@@ -135,7 +135,7 @@ def pruned_traversal(
     visited = 0
     noisy_root = None
     if size is None:
-        noisy_root = counts.n + int(noise.laplace(0, cells, scales[0])[0])
+        noisy_root = int(add_noise(np.array([counts.n]), noise.laplace(0, cells, scales[0]))[0])
         visited = 1
     mass = np.array([root_mass(noisy_root, size)], dtype=np.int64)
     lo = np.zeros(1, dtype=np.int64)
@@ -146,7 +146,7 @@ def pruned_traversal(
         kids = child_cells(cells, level)
         c_lo = np.stack([lo, mid], axis=1).reshape(-1)
         c_hi = np.stack([mid, hi], axis=1).reshape(-1)
-        noisy = (c_hi - c_lo) + noise.laplace(level + 1, kids, scales[level + 1])
+        noisy = add_noise(c_hi - c_lo, noise.laplace(level + 1, kids, scales[level + 1]))
         visited += int(noisy.size)
         cut = threshold * scales[level + 1]
         noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)

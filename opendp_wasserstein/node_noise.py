@@ -17,11 +17,22 @@ import numpy as np
 from opendp_wasserstein._random import RandomSource
 from opendp_wasserstein.samplers import sample_discrete_laplace
 
-__all__ = ["NodeNoise", "PooledNoise", "NOISE_LIMIT"]
+__all__ = ["NodeNoise", "PooledNoise", "NOISE_LIMIT", "add_noise"]
 
-#: noisy counts stay below this in magnitude (|count| <= 2^62 needs scales <= 2^52: the chance
-#: that LapZ(2^52) exceeds 2^61 is exp(-512)); a draw beyond it is refused, never wrapped
+#: noisy counts are clamped to ``[-2^61, 2^61]`` (with scales <= 2^52 a draw reaches it with
+#: probability below ``e^-511``), so that every count, mass and split stays an exact int64
 NOISE_LIMIT = 2**61
+
+
+def add_noise(counts: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """``clamp(counts + noise, -2^61, 2^61)``, exactly and without int64 overflow.
+
+    Clamping the noisy count is post-processing of the exact noisy count.  It is computed as
+    ``clamp(counts + clamp(noise, +-2^62), +-2^61)``, which is the same value whenever
+    ``|counts| <= 2^60`` (a larger draw puts either expression at the clamp).
+    """
+    z = np.clip(noise, -(2**62), 2**62)
+    return np.clip(np.asarray(counts, dtype=np.int64) + z, -NOISE_LIMIT, NOISE_LIMIT)
 
 
 class NodeNoise(Protocol):
@@ -61,8 +72,6 @@ class PooledNoise:
         if pool.size < size:
             want = max(size - pool.size, 4096, 2 * self._drawn.get(scale, 0))
             fresh = sample_discrete_laplace(np.full(want, scale), self._rng, self._backend)
-            if fresh.size and int(np.abs(fresh).max()) > NOISE_LIMIT:  # pragma: no cover - p < e^-500
-                raise OverflowError("a noise draw exceeded 2^61; scales must be at most 2^52")
             pool = np.concatenate([pool, fresh])
             self._drawn[scale] = self._drawn.get(scale, 0) + want
         self._pools[scale] = pool[size:]

@@ -14,7 +14,7 @@ import numpy as np
 
 from opendp_wasserstein.consistency import child_cells
 from opendp_wasserstein.hierarchy import CountTree
-from opendp_wasserstein.node_noise import NodeNoise
+from opendp_wasserstein.node_noise import NodeNoise, add_noise
 
 __all__ = ["NoisyTree", "draw_full_tree"]
 
@@ -62,7 +62,7 @@ def draw_full_tree(counts: CountTree, scales: tuple[float, ...], noise: NodeNois
     cells = np.zeros((1, d), dtype=np.int64)
     root = np.zeros(1, dtype=np.int64)
     if release_root:
-        root = counts.n + noise.laplace(0, cells, scales[0])
+        root = add_noise(np.array([counts.n]), noise.laplace(0, cells, scales[0]))
     levels = [root.astype(np.int64)]
     lo = np.zeros(1, dtype=np.int64)
     hi = np.full(1, counts.n, dtype=np.int64)
@@ -70,5 +70,5 @@ def draw_full_tree(counts: CountTree, scales: tuple[float, ...], noise: NodeNois
         mid = counts.split(level, lo, hi)
         lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
         cells = child_cells(cells, level)
-        levels.append((hi - lo) + noise.laplace(level + 1, cells, scales[level + 1]))
+        levels.append(add_noise(hi - lo, noise.laplace(level + 1, cells, scales[level + 1])))
     return NoisyTree(tuple(levels), d, tuple(scales), release_root)

@@ -228,3 +228,15 @@ def test_select_candidates_errors():
         select_candidates(D, C, 3, 0.0)
     with pytest.raises(ValueError, match="public_size"):
         select_candidates(D, C, 3, 1.0, mechanism="tree-em", public_size=False)
+
+
+def test_private_size_release_is_reproducible_and_reports_the_scales_used():
+    x = np.random.default_rng(0).uniform(size=(300, 2))
+    outs = []
+    for _ in range(2):
+        with reproducible(1):
+            y, report = synthesize(x, 1.0, bounds=(0, 1), public_size=False)
+        outs.append(y)
+    assert np.array_equal(outs[0], outs[1])
+    assert math.isinf(report.scales[0])  # the root is neither noised nor charged
+    assert report.seconds is None  # timing grows with the private n

@@ -176,7 +176,6 @@ def make_adaptive_pruned_pmm(
             | {
                 "candidate_index": a,
                 "s": c.s,
-                "scales": c.scales,
                 "num_candidates": len(cands),
                 "epsilon_select": eps_sel,
                 "epsilon_main": eps_main,

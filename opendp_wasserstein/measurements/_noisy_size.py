@@ -12,14 +12,17 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import opendp.prelude as dp
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein._random import SIZE_STREAM, as_random_source
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._row_count import make_row_count
 
 __all__ = ["make_noisy_size_then"]
@@ -78,8 +81,18 @@ def make_noisy_size_then(
     if not callable(build) or not callable(bound):
         raise TypeError("build and bound must be callables")
 
+    count_scale = round_up(1 / Fraction(eps))
+
+    def noisy_count(x: Any) -> int:
+        src = as_random_source()
+        if src.secure:  # OpenDP's own count and CSPRNG
+            return int(count(x))
+        # reproducible (NOT private) runs: the same LapZ law, drawn from the seeded stream
+        z = sample_discrete_laplace(np.array([count_scale]), src.derive(SIZE_STREAM), "fast")
+        return int(x.shape[0]) + int(z[0])
+
     def function(x: Any) -> Any:
-        n_hat = max(1, int(count(x)))
+        n_hat = max(1, noisy_count(x))
         runtime.record({"size_estimate": n_hat})
         inner = build(n_hat)
         for d_in in (1, 2):

@@ -21,6 +21,7 @@ from opendp_wasserstein.candidates import (
 from opendp_wasserstein.data import check_data_domain, check_metric
 from opendp_wasserstein.domains import WeightedL1Distance, descriptor_of
 from opendp_wasserstein.measurements._tree_laplace import _identity_map
+from opendp_wasserstein.node_noise import add_noise
 from opendp_wasserstein.parameters import SCALE_MAX, check_epsilon
 from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
@@ -100,7 +101,7 @@ def make_tree_count_laplace(
         if not isinstance(counts, TreeCounts) or counts.tree != tree:
             raise ValueError("data must be the TreeCounts of the domain's tree")
         noise = sample_discrete_laplace(node_scales, as_random_source().derive(NOISE_STREAM))
-        noisy = counts.counts + noise
+        noisy = add_noise(counts.counts, noise)
         noisy.setflags(write=False)
         return NoisyTreeCounts(tree, noisy, met.scales)
 

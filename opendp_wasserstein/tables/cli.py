@@ -138,7 +138,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         delim = args.delimiter or detect_delimiter(args.input)
     write_file(out, args.output, delimiter=delim)
     summary = {
-        "command": "synth", "input": args.input, "output": args.output, "rows_in": table.num_rows,
+        "command": "synth", "input": args.input, "output": args.output, "rows_in": None if getattr(args, "private_size", False) else table.num_rows,
         "rows_out": report.size, "columns": names, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "epsilon_release": report.details["epsilon_release"],
         "epsilon_schema": report.details["epsilon_schema"], "depth": report.depth,

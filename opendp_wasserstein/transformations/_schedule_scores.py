@@ -203,6 +203,9 @@ def make_schedule_scores(
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=nan_ok)
         occupancy = build_count_tree(box.to_unit(x), L).occupancy()[:L]
+        # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
+        # empty dataset is possible (private size), and Delta may leave level 0 out
+        occupancy[0] = 1
         if cap is not None:
             occupancy = np.minimum(occupancy, cap)
         return table.scores(occupancy).tolist()

@@ -115,3 +115,18 @@ def test_score_errors():
     with pytest.raises(ValueError, match="epsilon_main"):
         make_schedule_scores(dom(100), dp.symmetric_distance(), cands, -1.0)
     assert math.isfinite(make_schedule_scores(dom(100), dp.symmetric_distance(), cands, 1.0).map(2))
+
+
+def test_private_size_scores_respect_their_map_from_the_empty_dataset():
+    """With a private size the empty dataset is in the domain: O_0 must not move (it is fixed)."""
+    import opendp.prelude as dp
+
+    from opendp_wasserstein.schedules import standard_candidates
+    from opendp_wasserstein.transformations import make_schedule_scores
+
+    cands = standard_candidates(d=2, n=10, epsilon_main=0.9)
+    t = make_schedule_scores(dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance(), cands, 0.9, size=10)
+    empty = np.array(t(np.zeros((0, 2))))
+    for row in ([0.1, 0.1], [0.9, 0.4], [0.5, 0.5]):
+        one = np.array(t(np.array([row])))
+        assert np.max(np.abs(one - empty)) <= t.map(1)
