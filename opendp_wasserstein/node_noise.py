@@ -19,8 +19,9 @@ from opendp_wasserstein.samplers import sample_discrete_laplace
 
 __all__ = ["NodeNoise", "PooledNoise", "NOISE_LIMIT"]
 
-#: noisy counts stay below this in magnitude (|count| <= 2^62 needs scales <= 2^52: the chance
-#: that LapZ(2^52) exceeds 2^61 is exp(-512)); a draw beyond it is refused, never wrapped
+#: noise draws stay below this in magnitude, so noisy counts stay below ``2^62`` (which needs
+#: scales <= 2^52: the chance that LapZ(2^52) exceeds 2^61 is about exp(-512)); a draw beyond
+#: it is refused, never wrapped
 NOISE_LIMIT = 2**61
 
 
