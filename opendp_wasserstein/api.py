@@ -22,7 +22,7 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import feature_enabled
 from opendp_wasserstein.box import Box, as_box
 from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
 
 __all__ = [
     "SynthesisReport",
@@ -126,6 +126,12 @@ def _contrib() -> Iterator[None]:
             dp.disable_features("contrib")
 
 
+def _check_public_size(public_size: Any) -> None:
+    """``public_size`` is a flag: a truthy string such as ``"no"`` must not make ``n`` public."""
+    if not isinstance(public_size, (bool, np.bool_)):
+        raise TypeError(f"public_size must be True or False, got {type(public_size).__name__}")
+
+
 def _split(total: float, share: float) -> tuple[float, float]:
     """``(a, b)``: ``a = fl(share * total)`` and ``b`` the smallest float with ``a + b >= total``
     exactly.  The exact ``a + b`` is then below the float after ``total``, so the adaptive map,
@@ -193,6 +199,7 @@ def synthesize(
     >>> report.epsilon <= 1.0, report.details["size_estimate"] == len(Y)
     (True, True)
     """
+    _check_public_size(public_size)
     if schema is not None:
         from opendp_wasserstein.tables import Schema
         from opendp_wasserstein.tables.release import synthesize_table
@@ -225,7 +232,16 @@ def synthesize(
         if epsilon_size >= eps:
             raise ValueError("epsilon_size must be smaller than epsilon")
     with _contrib():
-        meas = _synthesis_measurement(d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size)
+        try:
+            meas = _synthesis_measurement(
+                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size
+            )
+        except ScaleLimitError as e:
+            if str(e).startswith("epsilon_size"):
+                raise
+            raise ValueError(
+                f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
+            ) from None
         t0 = time.perf_counter()
         with runtime.diagnostics() as records:
             y = meas(x)
@@ -320,6 +336,7 @@ def _synthesis_measurement(
             return make(domain, metric, r, scales, bounds=bounds, placement=placement, output_size=n_hat)
 
         per_record = Fraction(rest)
+    build(1)  # the smallest depth, so the smallest scales: an epsilon too small fails here, not at release
     return make_noisy_size_then(
         domain, metric, size_eps, build, bound=lambda d_in: round_up(int(d_in) * per_record)
     )
@@ -395,6 +412,7 @@ def select_candidates(
     if mechanism not in SELECTION_MECHANISMS:
         raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)
+    _check_public_size(public_size)
     x = _as_data(D, "D")
     n, p = x.shape
     if not public_size and mechanism == "tree-em":

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_epsilon", "check_scales", "EPS_MIN", "EPS_MAX", "SCALE_MAX"]
-
+__all__ = ["check_epsilon", "check_scales", "EPS_MIN", "EPS_MAX", "SCALE_MAX", "ScaleLimitError"]
 
 
 #: privacy parameters must lie in [EPS_MIN, EPS_MAX]: far outside, 2/eps or eps * n overflow
@@ -37,6 +36,13 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
 SCALE_MAX = 2.0**52
 
 
+class ScaleLimitError(ValueError):
+    """A noise scale above :data:`SCALE_MAX` (usually: an epsilon too small for exact integer noise).
+
+    A ``ValueError``; callers that derive scales from an epsilon catch it to name that epsilon.
+    """
+
+
 def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf: bool = False) -> tuple[float, ...]:
     """``length`` positive floats in ``[1e-100, 2^52]``, or a ``ValueError`` naming ``name``.
 
@@ -54,5 +60,6 @@ def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf
     if not np.all(np.isfinite(rest)) or np.any(rest <= 0):
         raise ValueError(f"{name} must all be finite and > 0" + (" (sigma_0 may be inf)" if root_may_be_inf else ""))
     if np.any(rest < EPS_MIN) or np.any(rest > SCALE_MAX):
-        raise ValueError(f"{name} must all be between {EPS_MIN:g} and 2^52 (= {SCALE_MAX:.0f})")
+        err = ScaleLimitError if np.any(rest > SCALE_MAX) else ValueError
+        raise err(f"{name} must all be between {EPS_MIN:g} and 2^52 (= {SCALE_MAX:.0f})")
     return tuple(float(s) for s in arr)

@@ -51,7 +51,7 @@ def make_full_consistency(counts_domain: Domain, output_size: int | None = None)
     """
     dom = descriptor_of(counts_domain, DyadicCountsDomain)
     if output_size is not None:
-        if isinstance(output_size, bool) or not isinstance(output_size, int) or output_size < 1:
+        if isinstance(output_size, (bool, np.bool_)) or not isinstance(output_size, (int, np.integer)) or output_size < 1:
             raise ValueError(f"output_size must be an integer >= 1, got {output_size!r}")
         if dom.size is not None:
             raise ValueError("output_size applies only when the input domain has no public size")

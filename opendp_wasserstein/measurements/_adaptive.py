@@ -116,7 +116,10 @@ def make_adaptive_pruned_pmm(
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     cands = check_candidates(
-        standard_candidates(d, norm, eps_main) if candidates is None else candidates, d, eps_main
+        standard_candidates(d, norm, eps_main) if candidates is None else candidates,
+        d,
+        eps_main,
+        default=candidates is None,
     )
     kind = check_metric(input_metric, n)
 

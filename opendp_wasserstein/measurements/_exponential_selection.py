@@ -65,6 +65,9 @@ def make_exponential_selection(
     delta = check_epsilon(sensitivity, "sensitivity")
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    if not isinstance(negate, (bool, np.bool_)):
+        raise TypeError(f"negate must be True or False, got {type(negate).__name__}")
+    negate = bool(negate)
     if input_metric != dp.linf_distance(T=float):
         raise ValueError(f"input_metric must be dp.linf_distance(T=float), got {input_metric}")
     scale = round_up(2 * Fraction(delta) / Fraction(eps))  # >= 2 Delta / eps: never above eps

@@ -17,7 +17,7 @@ from opendp_wasserstein.candidates import (
     check_multiset_size,
 )
 from opendp_wasserstein.data import check_data_domain, check_metric
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 
 __all__ = ["make_nn_histogram", "then_nn_histogram", "largest_remainder", "make_largest_remainder"]
@@ -38,10 +38,13 @@ def largest_remainder(noisy_counts: Any, m: int) -> np.ndarray:
     z = np.maximum(np.asarray(noisy_counts, dtype=np.int64), 0)
     if z.ndim != 1 or z.size == 0:
         raise ValueError("noisy_counts must be a non-empty vector")
-    if z.sum() == 0:
+    if not z.any():
         z = np.ones_like(z)
-    total = int(z.sum())
-    if m * int(z.max()) < 2**62:
+    if int(z.max()) * z.size < 2**62:
+        total = int(z.sum())
+    else:  # the int64 sum could wrap: add exactly
+        total = sum(int(v) for v in z.tolist())
+    if m * int(z.max()) < 2**62 and total < 2**62:
         scaled = z * m
         base, rem = scaled // total, scaled % total
     else:  # pragma: no cover - only for astronomically large counts
@@ -131,6 +134,8 @@ def make_nn_histogram(
     )
     d_in = 1 if kind == "change_one" else 2
     scale = _laplace_scale(lambda s: chain >> dp.m.then_laplace(scale=s), d_in, eps)
+    if scale > SCALE_MAX:  # as for every sampler of the package: noisy counts stay far below 2^63
+        raise ScaleLimitError("epsilon is too small: the Laplace scale 2/epsilon would pass 2^52")
     return chain >> dp.m.then_laplace(scale=scale) >> make_largest_remainder(m)
 
 

@@ -21,7 +21,7 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
 from opendp_wasserstein._random import SIZE_STREAM, as_random_source
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
 from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._row_count import make_row_count
 
@@ -77,11 +77,15 @@ def make_noisy_size_then(
     """
     assert_features("contrib")
     eps = check_epsilon(epsilon_size, "epsilon_size")
-    count = make_row_count(input_domain, input_metric) >> dp.m.then_laplace(scale=round_up(1 / Fraction(eps)))
+    scale = round_up(1 / Fraction(eps))
+    if scale > SCALE_MAX:  # as for every sampler of the package
+        raise ScaleLimitError("epsilon_size is too small: the count's Laplace scale 1/epsilon_size would pass 2^52")
+    rows = make_row_count(input_domain, input_metric)  # validates the data as every release does
+    count = rows >> dp.m.then_laplace(scale=scale)
     if not callable(build) or not callable(bound):
         raise TypeError("build and bound must be callables")
 
-    count_scale = round_up(1 / Fraction(eps))
+    count_scale = scale
 
     def noisy_count(x: Any) -> int:
         src = as_random_source()
@@ -89,7 +93,7 @@ def make_noisy_size_then(
             return int(count(x))
         # reproducible (NOT private) runs: the same LapZ law, drawn from the seeded stream
         z = sample_discrete_laplace(np.array([count_scale]), src.derive(SIZE_STREAM), "fast")
-        return int(x.shape[0]) + int(z[0])
+        return int(rows(x)) + int(z[0])
 
     def function(x: Any) -> Any:
         n_hat = max(1, noisy_count(x))

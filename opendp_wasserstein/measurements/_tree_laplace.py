@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
@@ -28,7 +29,7 @@ from opendp_wasserstein.hierarchy import CountTree
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.node_noise import PooledNoise
 from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
-from opendp_wasserstein.parameters import SCALE_MAX
+from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError
 
 __all__ = [
     "make_tree_laplace",
@@ -66,7 +67,7 @@ def check_output_size(output_size: Any, dom: DyadicCountsDomain, scales: tuple[f
                 "(the root count is then not released, so the number of rows must be given)"
             )
         return dom.size
-    if isinstance(output_size, bool) or not isinstance(output_size, int) or output_size < 1:
+    if isinstance(output_size, (bool, np.bool_)) or not isinstance(output_size, (int, np.integer)) or output_size < 1:
         raise ValueError(f"output_size must be an integer >= 1, got {output_size!r}")
     if dom.size is not None:
         raise ValueError("output_size applies only when the input domain has no public size")
@@ -86,8 +87,20 @@ def _check(input_domain: Domain, input_metric: Metric) -> tuple[DyadicCountsDoma
             f"input_metric must have {dom.depth + 1} scales (one per level), got {len(met.scales)}"
         )
     if max(met.scales[1:]) > SCALE_MAX or (math.isfinite(met.scales[0]) and met.scales[0] > SCALE_MAX):
-        raise ValueError("input_metric scales must be at most 2^52 (exact integer noise)")
+        raise ScaleLimitError("input_metric scales must be at most 2^52 (exact integer noise)")
     return dom, met
+
+
+def _check_counts(counts: Any, dom: DyadicCountsDomain) -> CountTree:
+    """The release-time input check: the exact count tree of the domain (its depth and dimension)."""
+    if not isinstance(counts, CountTree) or counts.depth != dom.depth or counts.d != dom.num_columns:
+        raise TypeError(
+            f"data must be the CountTree of the input domain (depth {dom.depth}, {dom.num_columns} columns), "
+            "as released by make_dyadic_counts"
+        )
+    if dom.size is not None and counts.n != dom.size:
+        raise ValueError(f"data must count exactly {dom.size} rows (the domain's public size)")
+    return counts
 
 
 def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement:
@@ -128,7 +141,7 @@ def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement
     )
 
     def function(counts: CountTree) -> NoisyTree:
-        return draw_full_tree(counts, met.scales, _release_noise(), release_root)
+        return draw_full_tree(_check_counts(counts, dom), met.scales, _release_noise(), release_root)
 
     return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
@@ -174,7 +187,7 @@ def make_pruned_tree_laplace(input_domain: Domain, input_metric: Metric, output_
     size = check_output_size(output_size, dom, met.scales)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(counts, met.scales, size, _release_noise())
+        return pruned_traversal(_check_counts(counts, dom), met.scales, size, _release_noise())
 
     return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 

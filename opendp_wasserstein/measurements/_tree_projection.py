@@ -22,7 +22,7 @@ from opendp_wasserstein.data import check_data_domain, check_metric
 from opendp_wasserstein.domains import WeightedL1Distance, descriptor_of
 from opendp_wasserstein.measurements._tree_laplace import _identity_map
 from opendp_wasserstein.node_noise import add_noise
-from opendp_wasserstein.parameters import SCALE_MAX, check_epsilon
+from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
 from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (
@@ -94,7 +94,7 @@ def make_tree_count_laplace(
             f"input_metric must have {tree.height + 1} scales (one per level), got {len(met.scales)}"
         )
     if max(met.scales) > SCALE_MAX:
-        raise ValueError("input_metric scales must be at most 2^52 (exact integer noise)")
+        raise ScaleLimitError("input_metric scales must be at most 2^52 (exact integer noise)")
     node_scales = np.asarray(met.scales)[tree.depth]
 
     def function(counts: TreeCounts) -> NoisyTreeCounts:
@@ -219,6 +219,10 @@ def make_tree_projection(
     the_tree = resolve_tree(tree, cand, metric)
     t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
     scales = tree_level_scales(the_tree, eps, sized=n is not None)
+    if max(scales) > SCALE_MAX:
+        raise ScaleLimitError(
+            "epsilon is too small: the tree projection's noise scales would pass 2^52 (exact integer noise)"
+        )
     t_counts = make_tree_counts(t_near.output_domain, t_near.output_metric, the_tree, scales)
     m_noise = make_tree_count_laplace(t_counts.output_domain, t_counts.output_metric)
     return t_near >> t_counts >> m_noise >> make_tree_multiset(t_counts.output_domain, m)

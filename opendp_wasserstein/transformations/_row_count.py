@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.data import check_data_domain, check_metric
+from opendp_wasserstein.data import (
+    check_data_domain,
+    check_metric,
+    domain_allows_nan,
+    validate_data,
+)
 
 __all__ = ["make_row_count", "then_row_count"]
 
@@ -32,10 +39,16 @@ def make_row_count(input_domain: Domain, input_metric: Metric) -> Transformation
     0.1
     """
     assert_features("contrib")
-    _, n = check_data_domain(input_domain)
+    d, n = check_data_domain(input_domain)
     if n is not None:
         raise ValueError("input_domain has a public size: there is nothing to count")
     check_metric(input_metric, n)
+    nan_ok = domain_allows_nan(input_domain)
+
+    def function(x: Any) -> int:
+        # the same release-time checks as every other constructor on this domain (type, dtype,
+        # shape; never the values), so a malformed array is refused rather than counted
+        return int(validate_data(x, d, None, nan=nan_ok).shape[0])
 
     def stability_map(d_in: int) -> int:
         if isinstance(d_in, bool) or not isinstance(d_in, int) or d_in < 0:
@@ -47,7 +60,7 @@ def make_row_count(input_domain: Domain, input_metric: Metric) -> Transformation
         input_metric,
         dp.atom_domain(T="i64"),
         dp.absolute_distance(T="i64"),
-        lambda x: int(x.shape[0]),
+        function,
         stability_map,
     )
 

@@ -22,7 +22,7 @@ from opendp_wasserstein.data import (
 )
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import build_count_tree, max_depth
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
 from opendp_wasserstein.schedules import Candidate, budget_of
 
 __all__ = [
@@ -58,8 +58,12 @@ class ScoreTable:
         return self.const + (self.weights * occupancy.astype(np.float64)).sum(axis=1)
 
 
-def check_candidates(candidates: Sequence[Candidate], d: int, epsilon_main: float) -> tuple[Candidate, ...]:
-    """Candidates with valid depths and schedules, all using ``epsilon_main`` exactly."""
+def check_candidates(
+    candidates: Sequence[Candidate], d: int, epsilon_main: float, default: bool = False
+) -> tuple[Candidate, ...]:
+    """Candidates with valid depths and schedules (level scales at most 2^52), all using
+    ``epsilon_main`` exactly.  ``default``: the candidates were derived from ``epsilon_main``
+    (then a scale above 2^52 means ``epsilon_main`` is too small, and the error says so)."""
     cands = tuple(candidates)
     if not cands:
         raise ValueError("candidates must not be empty")
@@ -70,6 +74,12 @@ def check_candidates(candidates: Sequence[Candidate], d: int, epsilon_main: floa
             raise ValueError(f"candidates: depth {c.depth} must be in [1, {max_depth(d)}]")
         if len(c.scales) != c.depth + 1 or not all(np.isfinite(c.scales)) or min(c.scales) <= 0:
             raise ValueError("candidates: each schedule must have depth + 1 finite positive scales")
+        if max(c.scales[1:]) > SCALE_MAX:
+            raise ScaleLimitError(
+                "epsilon_main is too small: the standard candidates' level scales would pass 2^52 (exact integer noise)"
+                if default
+                else "candidates: level scales must be at most 2^52 (exact integer noise)"
+            )
         if budget_of(c.scales) > epsilon_main:
             raise ValueError(
                 f"candidates: a schedule spends {budget_of(c.scales)} > epsilon_main = {epsilon_main}"

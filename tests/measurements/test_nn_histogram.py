@@ -64,6 +64,13 @@ def test_largest_remainder_examples():
     assert largest_remainder([10**12, 1], 10**6).tolist() == [10**6, 0]
 
 
+def test_largest_remainder_sums_huge_counts_exactly():
+    """Counts whose int64 sum would wrap (3 * 2^62 + 1 > 2^63): the total is added exactly."""
+    assert largest_remainder([2**62, 2**62, 2**62, 1], 3).tolist() == [1, 1, 1, 0]
+    assert largest_remainder([2**62, 2**61, 2**62, 0], 5).tolist() == [2, 1, 2, 0]
+    assert int(largest_remainder([2**60] * 20 + [3], 7).sum()) == 7
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(-50, 10**6), min_size=1, max_size=40), st.integers(1, 10**5))
 def test_largest_remainder_properties(counts, m):
