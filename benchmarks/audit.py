@@ -1,7 +1,8 @@
 """Privacy audit, long mode: every registered audit case with many more runs.
 
-For every case of ``tests/audit/harness.py`` (Pruned-PMM, PMM, Adaptive Pruned-PMM, the two
-selections, the public-candidate mechanisms, and the deliberately broken Pruned-PMM) it draws
+For every audit case of the registry (``tests/registry.py``: Pruned-PMM, PMM, Adaptive
+Pruned-PMM, the two selections, the public-candidate mechanisms, the private-size count) and the
+harness's deliberately broken Pruned-PMM (``tests/audit/harness.py``) it draws
 ``runs`` releases on each of two hard neighbouring datasets and prints the statistically valid
 (probability >= 1 - alpha) empirical lower bound on epsilon next to the epsilon certified by the
 measurement's own privacy map, and the exact max log-ratio where the output law is known.
@@ -16,9 +17,10 @@ Usage::
     python benchmarks/audit.py --quick    # the fast test setting (about a minute)
     python benchmarks/audit.py --factor 40 --secure
 
-Seeded runs (default) are reproducible and **not private**; ``--secure`` builds every
-measurement once without a seed and draws from the operating system's CSPRNG (the deployment
-path; faster for the mechanisms whose construction dominates).
+Seeded runs (default) are drawn inside ``opendp_wasserstein.runtime.reproducible`` and are
+reproducible and **not private**; ``--secure`` draws every release from the operating system's
+CSPRNG (the deployment path).  The cases that draw from OpenDP's own CSPRNG (the selections,
+the nearest-neighbour histogram, the private-size count) are secure either way.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.audit.harness import (  # noqa: E402
-    PUBLIC_CANDIDATE_IMPORT_ERROR,
     AuditCase,
     all_cases,
     timed_run,
@@ -59,8 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[AuditCase] = all_cases(include_broken=not a.no_broken)
     if a.only:
         cases = [c for c in cases if a.only in c.label]
-    if PUBLIC_CANDIDATE_IMPORT_ERROR is not None:
-        print(f"note: public-candidate mechanisms skipped ({PUBLIC_CANDIDATE_IMPORT_ERROR})")
     header = (
         f"{'mechanism':<34} {'case':<62} {'certified':>9} {'exact':>7} {'lower':>7} "
         f"{'runs':>6} {'seconds':>8}  status / strongest event"

@@ -1,5 +1,12 @@
-import opendp.prelude as dp
-import pytest
+import os
+
+# OpenDP captures a Rust backtrace for every error when RUST_BACKTRACE is set (about 0.1 s an
+# error); the malformed-input suites raise thousands.  RUST_LIB_BACKTRACE takes precedence for
+# library errors (panics still follow RUST_BACKTRACE); set it before OpenDP raises anything.
+os.environ.setdefault("RUST_LIB_BACKTRACE", "0")
+
+import opendp.prelude as dp  # noqa: E402
+import pytest  # noqa: E402
 
 dp.enable_features("contrib", "idealized-numerics")
 

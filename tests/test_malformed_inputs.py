@@ -1,18 +1,20 @@
-"""Adversarial and malformed inputs: constructors, releases, ``synthesize`` and the CLI.
+"""Adversarial and malformed inputs: every constructor, every release, ``synthesize``,
+``select_candidates``, the run-time options and the CLI.
 
+The constructors, their valid arguments, the parameters they validate and their releases come
+from the registry (``tests/registry.py``): a new constructor is covered by adding its entry.
 Every malformed input gets a clear error naming the parameter, or a documented behaviour that
 is tested here (clamping into the box, the upper child on a split plane, integer arrays in
 ``synthesize``).  Error messages and exception types never depend on private data values: two
 datasets of the same shape and dtype with different bad values give the identical error.
 Errors raised inside a release (``meas(x)``) arrive as ``dp.OpenDPException`` whose message
-contains ours.  Hypothesis checks the invariants of releases: size, bounds, inputs untouched.
-
-Cases marked ``BUG`` are strict xfails documenting defects found by this suite (see the
-reasons); they turn into failures once fixed, so the marker can be removed.
+contains ours.  Hypothesis checks the invariants of releases: size, bounds, inputs untouched
+(derandomised, so the suite is deterministic).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
@@ -23,28 +25,32 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein import select_candidates, synthesize
+from opendp_wasserstein import (
+    measurements,
+    postprocessing,
+    runtime,
+    select_candidates,
+    synthesize,
+    transformations,
+)
+from opendp_wasserstein.box import Box
 from opendp_wasserstein.cli import main
 from opendp_wasserstein.measurements import (
     make_adaptive_pruned_pmm,
     make_exponential_selection,
-    make_nn_histogram,
     make_pmm,
     make_pruned_pmm,
     make_tree_em,
+    make_tree_laplace,
     make_tree_projection,
 )
-from opendp_wasserstein.schedules import Candidate, paper_schedule
+from opendp_wasserstein.parameters import EPS_MIN, SCALE_MAX
+from opendp_wasserstein.schedules import paper_schedule
 from opendp_wasserstein.transformations import make_dyadic_counts, make_nearest_candidate
+from tests import registry
+from tests.registry import C3, CO, LINF, NAN, ROOTLESS, S2, SYM, VEC4, X5, dom
 
-dp.enable_features("contrib", "idealized-numerics")
-
-CO = dp.change_one_distance()
-SYM = dp.symmetric_distance()
-S2 = paper_schedule(2, 1.0, 2)
-C3 = [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
-NAN, INF = float("nan"), float("inf")
-X5 = np.random.default_rng(0).uniform(size=(5, 2))
+INF = float("inf")
 NOISELESS = [1e-3] * 3  # LapZ(1e-3) is 0 except with probability ~ e^-1000: the exact counts
 
 
@@ -52,12 +58,8 @@ def _centres(y):
     return sorted(map(tuple, np.asarray(y).tolist()))
 
 
-def dom(n: int | None = 5, d: int = 2, T: type = float):
-    return dp.numpy.array2_domain(num_columns=d, size=n, T=T)
-
-
-def bug(reason: str):
-    return pytest.mark.xfail(strict=True, reason=f"BUG: {reason}")
+def _search(pattern, text):
+    return re.search(pattern, text) is not None
 
 
 def case(id_, thunk, exc, match, marks=()):
@@ -65,136 +67,70 @@ def case(id_, thunk, exc, match, marks=()):
 
 
 # ---------------------------------------------------------------------------------------------
-# constructors
+# the registry covers every constructor and every parameter
 
 
-def pruned(**kw):
-    args = {"input_domain": dom(), "input_metric": CO, "depth": 2, "scales": S2} | kw
-    return lambda: make_pruned_pmm(**args)
+def _exported_constructors():
+    found = {}
+    for mod in (measurements, transformations, postprocessing):
+        for name in mod.__all__:
+            if name.startswith("make_"):
+                found[name] = getattr(mod, name)
+    return found
 
 
-def adaptive(**kw):
-    args = {"input_domain": dom(), "input_metric": CO, "epsilon_select": 0.5, "epsilon_main": 0.5} | kw
-    return lambda: make_adaptive_pruned_pmm(**args)
+def test_registry_covers_every_constructor():
+    exported = _exported_constructors()
+    names = [e.name for e in registry.ENTRIES]
+    assert len(names) == len(set(names))
+    assert set(names) == set(exported), (
+        f"missing from tests/registry.py: {sorted(set(exported) - set(names))}; "
+        f"not exported: {sorted(set(names) - set(exported))}"
+    )
+    for e in registry.ENTRIES:
+        assert e.constructor is exported[e.name]
+        assert e.kind in ("transformation", "measurement", "postprocessor")
+        assert e.randomness in ("package", "opendp", "none")
+        assert e.output in ("points", "multiset", "count", "index", "other")
 
 
-VEC4 = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=4)
+@pytest.mark.parametrize("e", registry.ENTRIES, ids=lambda e: e.short)
+def test_every_parameter_is_validated_or_explained(e):
+    params = set(inspect.signature(e.constructor).parameters)
+    validated = {k for r in e.rejects for k in r.overrides}
+    assert validated <= params, f"{e.name}: rejects name unknown parameters {validated - params}"
+    assert set(e.unvalidated) <= params
+    missing = params - validated - set(e.unvalidated)
+    assert not missing, f"{e.name}: no malformed-input case for {sorted(missing)} (add a Reject or explain in unvalidated)"
 
 
-def selection(**kw):
-    args = {"input_domain": VEC4, "input_metric": dp.linf_distance(T=float), "epsilon": 1.0, "sensitivity": 1.0} | kw
-    return lambda: make_exponential_selection(**args)
+@pytest.mark.parametrize("e", registry.ENTRIES, ids=lambda e: e.short)
+def test_valid_arguments_build_and_release(e):
+    for rel in e.releases():
+        out = rel()
+        assert out is not None, rel.label
+        if e.output == "points":
+            y = np.asarray(out)
+            assert y.ndim == 2 and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1)), rel.label
+        elif e.output == "multiset":
+            assert int(np.sum(out)) == 3 and np.all(np.asarray(out) >= 0), rel.label
 
 
-def public(mk, **kw):
-    args = {"input_domain": dom(), "input_metric": CO, "candidates": C3, "m": 3, "epsilon": 1.0} | kw
-    return lambda: mk(**args)
+# ---------------------------------------------------------------------------------------------
+# constructors: every reject of every entry
 
 
-OVERFLOW_EPS = "finite but extreme epsilon/sensitivity overflows a derived float: OverflowError without the parameter name"
-
-CONSTRUCTOR_CASES = [
-    # bounds
-    case("pruned-bounds-lower-equals-upper", pruned(bounds=(1.0, 1.0)), ValueError, "bounds.*lower < upper"),
-    case("pruned-bounds-lower-above-upper", pruned(bounds=([0.0, 2.0], [1.0, 1.0])), ValueError, "bounds"),
-    case("pruned-bounds-nan", pruned(bounds=(0.0, NAN)), ValueError, "bounds must be finite"),
-    case("pruned-bounds-inf", pruned(bounds=(-INF, 1.0)), ValueError, "bounds must be finite"),
-    case("pruned-bounds-width-overflows", pruned(bounds=(-1e308, 1e308)), ValueError, "bounds.*finite width"),
-    case("pruned-bounds-wrong-dimension", pruned(bounds=([0, 0, 0], [1, 1, 1])), ValueError, "bounds must give 2"),
-    case("pruned-bounds-not-a-pair", pruned(bounds=(0.0, 1.0, 2.0)), ValueError, "bounds must be a pair"),
-    case("pmm-bounds-nan-one-column", lambda: make_pmm(dom(), CO, 2, S2, bounds=([0, 0], [1, NAN])), ValueError, "bounds"),
-    # depth
-    case("pruned-depth-0", pruned(depth=0, scales=[1.0]), ValueError, "depth must be in \\[1, 104\\]"),
-    case("pruned-depth-negative", pruned(depth=-3, scales=[1.0]), ValueError, "depth"),
-    case("pruned-depth-above-max", pruned(depth=105, scales=[1.0] * 106), ValueError, "depth must be in \\[1, 104\\]"),
-    case("pmm-depth-above-max-1d", lambda: make_pmm(dom(d=1), CO, 53, [1.0] * 54), ValueError, "depth must be in \\[1, 52\\]"),
-    case("pruned-depth-float", pruned(depth=2.0), TypeError, "depth must be an integer"),
-    case("pruned-depth-bool", pruned(depth=True, scales=[1.0, 2.0]), TypeError, "depth must be an integer"),
-    # scales (the schedule carries the epsilon of Pruned-PMM / PMM)
-    case("pruned-scales-zero", pruned(scales=[1.0, 0.0, 4.0]), ValueError, "scales must all be finite and > 0"),
-    case("pruned-scales-negative", pruned(scales=[1.0, -4.0, 4.0]), ValueError, "scales"),
-    case("pruned-scales-nan", pruned(scales=[1.0, NAN, 4.0]), ValueError, "scales"),
-    case("pruned-scales-inf", pruned(scales=[1.0, 4.0, INF]), ValueError, "scales"),
-    case("pruned-scales-wrong-length", pruned(scales=[1.0, 4.0]), ValueError, "scales must have 3 entries"),
-    case("pruned-scales-2d", pruned(scales=[[1.0, 4.0, 4.0]]), ValueError, "scales must be one-dimensional"),
-    case("pruned-scales-text", pruned(scales=["a", "b", "c"]), TypeError, "scales"),
-    # domain, metric, options
-    case("pruned-domain-int", pruned(input_domain=dom(T=int)), ValueError, "input_domain must have T=float"),
-    case("pruned-domain-no-columns", pruned(input_domain=dp.numpy.array2_domain(size=5, T=float)), ValueError, "num_columns"),
-    case("pruned-domain-vector", pruned(input_domain=dp.vector_domain(dp.atom_domain(T=float))), ValueError, "input_domain"),
-    case("pruned-metric-l1", pruned(input_metric=dp.l1_distance(T=float)), ValueError, "input_metric"),
-    case("pruned-change-one-unsized", pruned(input_domain=dom(None)), ValueError, "input_metric.*sized"),
-    case("pmm-placement", lambda: make_pmm(dom(), CO, 2, S2, placement="corner"), ValueError, "placement"),
-    case("pmm-backend", lambda: make_pmm(dom(), CO, 2, S2, backend="numpy"), ValueError, "backend"),
-    case("pruned-seed-negative", pruned(seed=-1), ValueError, "seed must be >= 0"),
-    case("pruned-seed-float", pruned(seed=1.5), TypeError, "seed"),
-    # Adaptive Pruned-PMM
-    case("adaptive-eps-select-0", adaptive(epsilon_select=0.0), ValueError, "epsilon_select"),
-    case("adaptive-eps-select-negative", adaptive(epsilon_select=-0.5), ValueError, "epsilon_select"),
-    case("adaptive-eps-select-nan", adaptive(epsilon_select=NAN), ValueError, "epsilon_select"),
-    case("adaptive-eps-main-inf", adaptive(epsilon_main=INF), ValueError, "epsilon_main"),
-    case("adaptive-eps-main-negative-inf", adaptive(epsilon_main=-INF), ValueError, "epsilon_main"),
-    case("adaptive-eps-text", adaptive(epsilon_main="one"), TypeError, "epsilon_main"),
-    case("adaptive-eps-bool", adaptive(epsilon_select=True), ValueError, "epsilon_select"),
-    case("adaptive-eps-main-huge", adaptive(epsilon_main=1e308), ValueError, "epsilon_main"),
-    case("adaptive-unsized", adaptive(input_domain=dom(None), input_metric=SYM), ValueError, "size"),
-    case("adaptive-candidates-empty", adaptive(candidates=[]), ValueError, "candidates must not be empty"),
-    case("adaptive-candidate-depth-0", adaptive(candidates=[Candidate(1, 0, (1.0,))]), ValueError, "candidates"),
-    case("adaptive-candidate-wrong-type", adaptive(candidates=[(1, 1, (1.0, 4.0))]), TypeError, "candidates"),
-    case("adaptive-candidate-wrong-budget", adaptive(candidates=[Candidate(1, 1, (1.0, 8.0))]), ValueError, "candidates"),
-    case("adaptive-c-abs-0", adaptive(c_abs=0.0), ValueError, "c_abs"),
-    case("adaptive-selection", adaptive(selection="argmin"), ValueError, "selection"),
-    case("adaptive-placement", adaptive(placement="edge"), ValueError, "placement"),
-    # exponential selection
-    case("selection-eps-0", selection(epsilon=0.0), ValueError, "epsilon"),
-    case("selection-eps-negative", selection(epsilon=-1.0), ValueError, "epsilon"),
-    case("selection-eps-nan", selection(epsilon=NAN), ValueError, "epsilon"),
-    case("selection-eps-inf", selection(epsilon=INF), ValueError, "epsilon"),
-    case("selection-sensitivity-0", selection(sensitivity=0.0), ValueError, "sensitivity"),
-    case("selection-metric", selection(input_metric=dp.l1_distance(T=float)), ValueError, "input_metric"),
-    case("selection-kind", selection(selection="gumbel"), ValueError, "selection"),
-    case("selection-eps-subnormal", selection(epsilon=5e-324), ValueError, "epsilon"),
-    case("selection-sensitivity-huge", selection(sensitivity=1e308), ValueError, "sensitivity"),
-    # public-candidate mechanisms
-    case("tree-em-m-0", public(make_tree_em, m=0), ValueError, "m must be >= 1"),
-    case("tree-em-m-float", public(make_tree_em, m=2.0), TypeError, "m must be an integer"),
-    case("tree-em-k-0", public(make_tree_em, candidates=np.zeros((0, 2))), ValueError, "candidates.*k = 0"),
-    case("tree-em-duplicate-candidates", public(make_tree_em, candidates=[[0, 0], [1, 1], [0, 0]]), ValueError, "candidates must be distinct"),
-    case("tree-em-nan-candidate", public(make_tree_em, candidates=[[0, NAN], [1, 1]]), ValueError, "candidates must be finite"),
-    case("tree-em-inf-candidate", public(make_tree_em, candidates=[[0, 0], [INF, 1]]), ValueError, "candidates must be finite"),
-    case("tree-em-candidate-dims", public(make_tree_em, candidates=[[0, 0, 0], [1, 1, 1]]), ValueError, "candidates must have 2 columns"),
-    case("tree-em-candidates-1d", public(make_tree_em, candidates=[0.0, 1.0]), ValueError, "candidates must be a 2-dimensional"),
-    case("tree-em-candidates-text", public(make_tree_em, candidates=[["a", "b"]]), TypeError, "candidates"),
-    case("tree-em-eps-0", public(make_tree_em, epsilon=0.0), ValueError, "epsilon"),
-    case("tree-em-eps-nan", public(make_tree_em, epsilon=NAN), ValueError, "epsilon"),
-    case("tree-em-unsized", public(make_tree_em, input_domain=dom(None), input_metric=SYM), ValueError, "size"),
-    case("tree-em-ground-metric", public(make_tree_em, metric="l3"), ValueError, "metric"),
-    case("tree-em-tree-type", public(make_tree_em, tree="frt"), TypeError, "tree"),
-    case("tree-em-huge-candidates", public(make_tree_em, candidates=[[0, 0], [1e308, 1e308], [-1e308, 0]]), ValueError, "candidates|points"),
-    case("tree-em-subnormal-candidates", public(make_tree_em, candidates=[[0, 0], [5e-324, 0], [0, 5e-324]]), ValueError, "candidates|points"),
-    case("tree-projection-m-0", public(make_tree_projection, m=0), ValueError, "m must be >= 1"),
-    case("tree-projection-k-0", public(make_tree_projection, candidates=np.zeros((0, 2))), ValueError, "candidates"),
-    case("tree-projection-duplicates", public(make_tree_projection, candidates=[[1, 1], [1, 1]]), ValueError, "candidates must be distinct"),
-    case("tree-projection-dims", public(make_tree_projection, candidates=[[0.0], [1.0]]), ValueError, "candidates must have 2 columns"),
-    case("tree-projection-eps-inf", public(make_tree_projection, epsilon=INF), ValueError, "epsilon"),
-    case("tree-projection-backend", public(make_tree_projection, backend="x"), ValueError, "backend"),
-    case("tree-projection-eps-subnormal", public(make_tree_projection, epsilon=5e-324), ValueError, "epsilon"),
-    case("nn-histogram-m-0", public(make_nn_histogram, m=0), ValueError, "m must be >= 1"),
-    case("nn-histogram-k-0", public(make_nn_histogram, candidates=np.zeros((0, 2))), ValueError, "candidates"),
-    case("nn-histogram-duplicates", public(make_nn_histogram, candidates=[[0, 1], [0, 1]]), ValueError, "candidates must be distinct"),
-    case("nn-histogram-nan-candidate", public(make_nn_histogram, candidates=[[NAN, 1], [0, 1]]), ValueError, "candidates must be finite"),
-    case("nn-histogram-eps-negative", public(make_nn_histogram, epsilon=-1.0), ValueError, "epsilon"),
-    case("nearest-candidate-dims", lambda: make_nearest_candidate(dom(), CO, [[0.0], [1.0]]), ValueError, "candidates must have 2 columns"),
-    # the count transformation
-    case("dyadic-counts-depth-0", lambda: make_dyadic_counts(dom(), CO, 0, [1.0]), ValueError, "depth"),
-    case("dyadic-counts-scales", lambda: make_dyadic_counts(dom(), CO, 2, [1.0, 1.0, NAN]), ValueError, "scales"),
-]
+@pytest.mark.parametrize(
+    "e,reject", [pytest.param(e, r, id=f"{e.short}:{r.id}") for e, r in registry.constructor_cases()]
+)
+def test_constructor_rejects(e, reject):
+    with pytest.raises(reject.exc, match=reject.match):
+        e.build(reject.n, **reject.overrides)
 
 
-@pytest.mark.parametrize("thunk,exc,match", CONSTRUCTOR_CASES)
-def test_constructor_rejects(thunk, exc, match):
-    with pytest.raises(exc, match=match):
-        thunk()
+def test_reject_ids_are_unique():
+    ids = [(e.name, r.id) for e, r in registry.constructor_cases()]
+    assert len(ids) == len(set(ids))
 
 
 def test_subnormal_scale_gives_a_usable_map_or_a_clear_error():
@@ -206,35 +142,202 @@ def test_subnormal_scale_gives_a_usable_map_or_a_clear_error():
     assert meas.map(1) == math.inf
 
 
-def test_fast_backend_scale_limit_is_a_clear_constructor_error():
-    """Documented behaviour: the fast sampler supports scales up to 2^52, refused up front
-    above that (the opendp backend accepts them); scales above 1e100 are refused by both."""
-    with pytest.raises(ValueError, match="scales must be at most 2\\^52"):
-        make_pruned_pmm(dom(), CO, 2, [1.0, 4.0, 1e20], seed=0)
-    assert make_pruned_pmm(dom(), CO, 2, [1.0, 4.0, 1e20], backend="opendp")(X5).shape == (5, 2)
-    with pytest.raises(ValueError, match="scales"):
-        make_pruned_pmm(dom(), CO, 2, [1.0, 4.0, 1e308], backend="opendp")
+# ---------------------------------------------------------------------------------------------
+# the 2^52 cap of exact integer noise
+
+SCALED = [e for e in registry.ENTRIES if e.scale_overrides is not None]
+ABOVE = math.nextafter(SCALE_MAX, math.inf)
+
+
+def _takes_scales(e) -> bool:
+    """A ``scales`` parameter, or an input metric carrying the scales (the noise measurements)."""
+    if "scales" in inspect.signature(e.constructor).parameters:
+        return True
+    metric = e.args(registry.N).get("input_metric")
+    return type(getattr(metric, "descriptor", None)).__name__ == "WeightedL1Distance"
+
+
+def test_every_constructor_taking_scales_has_a_scale_case():
+    takes = {e.name for e in registry.ENTRIES if _takes_scales(e)}
+    assert takes <= {e.name for e in SCALED}
+    assert {"make_dyadic_counts", "make_pruned_pmm", "make_pmm", "make_tree_counts", "make_tree_laplace",
+            "make_pruned_tree_laplace", "make_tree_count_laplace", "make_adaptive_pruned_pmm"} <= {e.name for e in SCALED}
+
+
+@pytest.mark.parametrize("e", SCALED, ids=lambda e: e.short)
+def test_scales_above_2_52_refused_at_construction(e):
+    """Every constructor that takes noise scales accepts 2^52 and refuses the next float,
+    when it is built (not when it releases), with a message naming the cap."""
+    e.build(**e.scale_overrides(SCALE_MAX))
+    with pytest.raises(ValueError, match="2\\^52"):
+        e.build(**e.scale_overrides(ABOVE))
+
+
+TINY = [e for e in registry.ENTRIES if e.tiny_epsilon is not None]
+
+
+@pytest.mark.parametrize("e", TINY, ids=lambda e: e.short)
+def test_tiny_epsilon_refused_naming_it(e):
+    """An epsilon inside [1e-100, 1e100] whose noise scale would pass 2^52 is refused at
+    construction, and the message names that epsilon (not an internal 'scales')."""
+    param, overrides = e.tiny_epsilon
+    with pytest.raises(ValueError, match=f"^{param} is too small.*2\\^52"):
+        e.build(**overrides)
+
+
+def test_integer_noise_constructors_with_an_epsilon_are_all_listed():
+    """Every constructor deriving integer-noise scales from an epsilon says so in the registry;
+    the float samplers (the selection, Tree-EM) accept the smallest epsilon."""
+    assert {e.name for e in TINY} == {"make_adaptive_pruned_pmm", "make_tree_projection", "make_nn_histogram",
+                                      "make_noisy_size_then"}
+    for name in ("make_exponential_selection", "make_tree_em"):
+        e = registry.entry(name)
+        meas = e.build(epsilon=EPS_MIN)
+        assert meas.map(1) <= 2 * EPS_MIN
+        e.pipeline(meas, registry.N)(e.data(registry.N))
+
+
+def test_synthesize_and_select_name_a_tiny_epsilon():
+    for mechanism in ("adaptive", "pruned", "pmm"):
+        for public_size in (True, False):
+            with pytest.raises(ValueError, match="^epsilon is too small.*2\\^52"):
+                synthesize(X5, 1e-60, (0, 1), mechanism=mechanism, public_size=public_size)
+    with pytest.raises(ValueError, match="^epsilon_size is too small"):
+        synthesize(X5, 1.0, (0, 1), mechanism="pruned", public_size=False, epsilon_size=1e-60)
+    for mechanism in ("projection", "nn"):
+        with pytest.raises(ValueError, match="^epsilon is too small.*2\\^52"):
+            select_candidates(X5, C3, 3, 1e-60, mechanism=mechanism)
 
 
 # ---------------------------------------------------------------------------------------------
-# releases: meas(x) with malformed data
+# output_size and sigma_0 = inf (private size)
+
+OUTPUT_SIZED = [e for e in registry.ENTRIES if "output_size" in inspect.signature(e.constructor).parameters]
 
 
-def release_mechanisms():
-    return {
-        "pruned": lambda n=5: make_pruned_pmm(dom(n), CO, 2, S2, seed=1),
-        "pmm": lambda n=5: make_pmm(dom(n), CO, 2, S2, seed=1),
-        "pruned-unsized": lambda n=None: make_pruned_pmm(dom(None), SYM, 2, S2, seed=1),
-        "adaptive": lambda n=5: make_adaptive_pruned_pmm(dom(n), CO, 0.5, 0.5, seed=1),
-        "adaptive-secure": lambda n=5: make_adaptive_pruned_pmm(dom(n), CO, 0.5, 0.5),
-        "tree-em": lambda n=5: make_tree_em(dom(n), CO, C3, 3, 1.0, seed=1),
-        "tree-projection": lambda n=5: make_tree_projection(dom(n), CO, C3, 3, 1.0, seed=1),
-        "nn-histogram": lambda n=5: make_nn_histogram(dom(n), CO, C3, 3, 1.0),
-    }
+def test_output_size_constructors():
+    assert {e.name for e in OUTPUT_SIZED} == {"make_pruned_pmm", "make_pmm", "make_pruned_tree_laplace",
+                                             "make_full_consistency"}
+    for e in OUTPUT_SIZED:
+        ids = {r.id.split("-output-size")[0] for r in e.rejects if "output_size" in r.overrides}
+        assert ids, f"{e.name}: no malformed output_size case"
+        assert "output_size" in e.variants, f"{e.name}: no valid output_size release"
 
 
-BOX_MECHS = ["pruned", "pmm", "pruned-unsized", "adaptive", "adaptive-secure"]
-CANDIDATE_MECHS = ["tree-em", "tree-projection", "nn-histogram"]
+@pytest.mark.parametrize("e", OUTPUT_SIZED, ids=lambda e: e.short)
+@pytest.mark.parametrize("size", [1, 4, 9, np.int64(4)], ids=["1", "4", "9", "np.int64"])
+def test_output_size_sets_the_number_of_rows(e, size):
+    n, overrides = e.variants["output_size"]
+    with runtime.reproducible(3):
+        out = e.pipeline(e.build(n, **(dict(overrides) | {"output_size": size})), n)(registry.rows(n))
+    total = out.total if hasattr(out, "total") else np.asarray(out).shape[0]
+    assert total == int(size)
+
+
+def test_output_size_messages_name_the_parameter_for_every_bad_value():
+    """Same type for every malformed value; the message names output_size and quotes only the
+    (public) argument."""
+    for e in OUTPUT_SIZED:
+        n, overrides = e.variants["output_size"]
+        errs = set()
+        for bad in (0, -3, 2.5, True, "3", None if e.name != "make_full_consistency" else 0):
+            if bad is None:
+                continue
+            with pytest.raises(ValueError) as info:
+                e.build(n, **(dict(overrides) | {"output_size": bad}))
+            errs.add(type(info.value))
+            assert str(info.value).startswith("output_size must be an integer >= 1, got ")
+        assert errs == {ValueError}
+
+
+def test_rootless_tree_without_output_size_fails_naming_it():
+    """make_full_consistency cannot see the scales: a noisy tree without a root count and no
+    output_size is refused at release, naming output_size (a public configuration error)."""
+    t = make_dyadic_counts(dom(None), SYM, 2, ROOTLESS)
+    meas = t >> make_tree_laplace(t.output_domain, t.output_metric) >> postprocessing.make_full_consistency(t.output_domain)
+    with pytest.raises(dp.OpenDPException, match="output_size"):
+        meas(X5)
+
+
+def test_rootless_schedule_needs_output_size_for_every_private_size_mechanism():
+    for mk in (make_pruned_pmm, make_pmm):
+        with pytest.raises(ValueError, match="output_size is required"):
+            mk(dom(None), SYM, 2, ROOTLESS)
+        # with a public size sigma_0 = inf is fine: the root is the public n
+        assert mk(dom(), CO, 2, ROOTLESS)(X5).shape == (5, 2)
+    with pytest.raises(ValueError, match="output_size is required"):
+        t = make_dyadic_counts(dom(None), SYM, 2, ROOTLESS)
+        measurements.make_pruned_tree_laplace(t.output_domain, t.output_metric)
+
+
+# ---------------------------------------------------------------------------------------------
+# run-time options: argument errors
+
+
+@pytest.mark.parametrize(
+    "seed,exc,match",
+    [(-1, ValueError, "seed must be >= 0"), (1.5, TypeError, "seed must be an int, got float"),
+     (True, TypeError, "seed must be an int, got bool"), ("1", TypeError, "seed must be an int, got str"),
+     (None, TypeError, "seed must be an int, got NoneType"), (np.float64(2.0), TypeError, "seed must be an int")],
+)
+def test_reproducible_rejects(seed, exc, match):
+    with pytest.raises(exc, match=match):
+        with runtime.reproducible(seed):
+            pass  # pragma: no cover - never entered
+
+
+def test_reproducible_accepts_numpy_integers_and_restores_the_secure_default():
+    from opendp_wasserstein._random import as_random_source
+
+    with runtime.reproducible(np.int64(4)):
+        assert not as_random_source().secure
+        with runtime.reproducible(5):
+            assert as_random_source().seed == 5
+        assert as_random_source().seed == 4
+    assert as_random_source().secure
+    with pytest.raises(RuntimeError):
+        with runtime.reproducible(1):
+            raise RuntimeError("inside")
+    assert as_random_source().secure  # restored after an exception too
+
+
+@pytest.mark.parametrize("name", ["numpy", "", None, "OpenDP", 1])
+def test_sampler_rejects(name):
+    with pytest.raises(ValueError, match="sampler must be one of \\('fast', 'opendp'\\)"):
+        with runtime.sampler(name):
+            pass  # pragma: no cover - never entered
+
+
+def test_opendp_sampler_cannot_be_made_reproducible():
+    meas = registry.entry("make_pruned_pmm").releases()[0].build()
+    with runtime.sampler("opendp"):
+        assert meas(X5).shape == (5, 2)
+        with runtime.reproducible(1), pytest.raises(dp.OpenDPException, match="cannot be seeded"):
+            meas(X5)
+    assert runtime.current_sampler() == "fast"
+
+
+def test_diagnostics_take_no_arguments_and_collect_one_dict_per_release():
+    with pytest.raises(TypeError):
+        runtime.diagnostics(True)
+    meas = registry.entry("make_pruned_pmm").releases()[0].build()
+    with runtime.diagnostics() as info:
+        meas(X5), meas(X5)
+    assert len(info) == 2 and all(i["depth"] == 2 for i in info)
+    with runtime.diagnostics() as outer:
+        with runtime.diagnostics() as inner:
+            meas(X5)
+    assert len(inner) == 1 and outer == []
+
+
+# ---------------------------------------------------------------------------------------------
+# releases: meas(x) with malformed data, for every release of every entry taking an array
+
+ARRAY_RELEASES = registry.releases(array_input=True)
+
+
+def _rid(rel):
+    return rel.label
 
 
 def _with(value, at=(1, 1), base=X5):
@@ -243,7 +346,7 @@ def _with(value, at=(1, 1), base=X5):
     return x
 
 
-#: errors that depend only on the type, dtype and shape (public facts), for every mechanism
+#: errors that depend only on the type, dtype and shape (public facts), for every release
 BAD_DATA = {
     "int-dtype": (np.ones((5, 2), dtype=np.int64), "must have a float dtype, got int64"),
     "bool-dtype": (np.ones((5, 2), dtype=bool), "must have a float dtype, got bool"),
@@ -252,29 +355,28 @@ BAD_DATA = {
     "list": (X5.tolist(), "must be a numpy ndarray"),
     "1d": (X5[:, 0].copy(), "must be a 2-dimensional array, got 1 dimensions"),
     "3d": (X5[None].copy(), "must be a 2-dimensional array, got 3 dimensions"),
-    "empty": (np.zeros((0, 2)), "must have exactly 5 rows"),  # unsized: valid, see below
-    "wrong-rows": (X5[:4].copy(), "must have exactly 5 rows"),  # unsized: valid, see below
+    "empty": (np.zeros((0, 2)), "must have exactly 5 rows"),  # private size: valid, see below
+    "wrong-rows": (X5[:4].copy(), "must have exactly 5 rows"),  # private size: valid, see below
     "wrong-columns": (np.zeros((5, 3)), "must have 2 columns, got 3"),
 }
 
 
 @pytest.mark.parametrize("bad", list(BAD_DATA))
-@pytest.mark.parametrize("mech", list(release_mechanisms()))
-def test_release_rejects_malformed_data(mech, bad):
-    meas = release_mechanisms()[mech]()
+@pytest.mark.parametrize("rel", ARRAY_RELEASES, ids=_rid)
+def test_release_rejects_malformed_data(rel, bad):
+    meas = rel.build()
     x, match = BAD_DATA[bad]
-    if mech == "pruned-unsized" and bad in ("empty", "wrong-rows"):
-        # no public size: any number of rows is valid; the root mass is max(1, noisy count)
-        y = meas(x)
-        assert y.shape[0] >= 1 and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1))
+    if rel.n is None and bad in ("empty", "wrong-rows"):
+        # no public size: any number of rows is valid
+        with runtime.reproducible(0):
+            out = meas(x)
+        if rel.entry.output == "points":
+            y = np.asarray(out)
+            assert y.shape[0] >= 1 and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1))
         return
     with pytest.raises(dp.OpenDPException) as info:
         meas(x)
     assert _search("data " + match, str(info.value)), str(info.value)
-
-
-def _search(pattern, text):
-    return re.search(pattern, text) is not None
 
 
 NONFINITE = {
@@ -287,20 +389,26 @@ NONFINITE = {
 
 
 @pytest.mark.parametrize("name", list(NONFINITE))
-@pytest.mark.parametrize("mech", BOX_MECHS)
-def test_nonfinite_values_are_clamped_into_the_box(mech, name):
-    """Documented behaviour (``validate_data``, ``Box.to_unit``): +-inf and out-of-box values are
-    clamped to the faces, NaN is imputed at the lower face, when the domain admits NaN (the
-    default): a fixed row-wise map, so no error depends on the values."""
-    y = release_mechanisms()[mech]()(NONFINITE[name])
-    assert y.shape[1] == 2 and np.all(np.isfinite(y)) and np.all((y >= 0) & (y <= 1))
-    if mech != "pruned-unsized":
-        assert y.shape[0] == 5
+@pytest.mark.parametrize("rel", ARRAY_RELEASES, ids=_rid)
+def test_nonfinite_values_are_mapped_row_wise(rel, name):
+    """Documented behaviour: on the default domain (NaN admitted) +-inf and out-of-box values
+    are clamped to the box faces, NaN imputed at the lower face (``validate_data``,
+    ``Box.to_unit``); a row with a NaN or infinite coordinate goes to candidate 0
+    (``make_nearest_candidate``).  Fixed row-wise maps: no error depends on the values."""
+    out = rel.build()(NONFINITE[name])
+    if rel.entry.output == "points":
+        y = np.asarray(out)
+        assert y.shape[1] == 2 and np.all(np.isfinite(y)) and np.all((y >= 0) & (y <= 1))
+        if rel.n is not None:
+            assert y.shape[0] == 5
+    elif rel.entry.output == "multiset":
+        assert np.asarray(out).shape == (3,) and int(np.sum(out)) == 3
 
 
 def test_nan_goes_to_the_lower_face_and_inf_to_the_faces():
     x = np.array([[NAN, 0.9], [INF, -INF], [-INF, NAN]])
-    y = make_pmm(dom(3), CO, 2, NOISELESS, placement="center", seed=0)(x)
+    with runtime.reproducible(0):
+        y = make_pmm(dom(3), CO, 2, NOISELESS, placement="center")(x)
     assert _centres(y) == _centres([[0.25, 0.75], [0.75, 0.25], [0.25, 0.25]])
 
 
@@ -308,7 +416,7 @@ def test_nan_goes_to_the_lower_face_and_inf_to_the_faces():
 def test_nan_refused_when_the_domain_excludes_it(mk):
     """With ``array2_domain(nan=False)`` NaN data is outside the input domain and refused, with
     the same message wherever the NaN is; infinities are still clamped."""
-    meas = mk(dp.numpy.array2_domain(num_columns=2, size=5, T=float, nan=False), CO, 2, S2, seed=0)
+    meas = mk(dom(5, nan=False), CO, 2, S2)
     errs = []
     for at in ((0, 0), (4, 1)):
         with pytest.raises(dp.OpenDPException, match="must not contain NaN") as info:
@@ -316,15 +424,6 @@ def test_nan_refused_when_the_domain_excludes_it(mk):
         errs.append(str(info.value))
     assert errs[0] == errs[1]
     assert meas(_with(INF)).shape == (5, 2)
-
-
-@pytest.mark.parametrize("name", ["nan", "plus-inf", "minus-inf", "all-nan"])
-@pytest.mark.parametrize("mech", CANDIDATE_MECHS)
-def test_nonfinite_values_in_public_candidate_releases(mech, name):
-    """Documented behaviour (``make_nearest_candidate``): a row with a NaN or infinite
-    coordinate goes to candidate 0, a fixed row-wise map; the release never fails on it."""
-    out = release_mechanisms()[mech]()(NONFINITE[name])
-    assert out.shape == (3,) and int(np.sum(out)) == 3
 
 
 def test_nonfinite_rows_go_to_candidate_zero():
@@ -338,40 +437,41 @@ SAME_SHAPE_BAD_PAIRS = {
     "nan-vs-inf": (_with(NAN, (2, 0)), _with(INF, (3, 1))),
     "inf-vs-minus-inf": (_with(INF, (0, 1)), _with(-INF, (1, 0))),
     "nan-among-different-values": (_with(NAN, (1, 1), X5 * 1234.5), _with(NAN, (1, 1), X5 - 77.0)),
-    "finite-vs-nan": (X5, _with(NAN, (2, 1))),
+    "finite-vs-nan": (X5.copy(), _with(NAN, (2, 1))),
     "int-arrays-different-values": (np.arange(10).reshape(5, 2), np.full((5, 2), 987654)),
     "object-arrays-different-values": (X5.astype(object), (X5 * 3).astype(object)),
     "wrong-columns-different-values": (np.zeros((5, 3)), np.full((5, 3), NAN)),
+    "wrong-rows-different-values": (np.zeros((4, 2)), np.full((4, 2), 987654.0)),
 }
 
 _NONFINITE_PAIRS = {"nan-at-two-positions", "nan-vs-inf", "inf-vs-minus-inf", "nan-among-different-values", "finite-vs-nan"}
 
 
-def _outcome(make, x):
+def _outcome(meas, x):
     try:
-        make()(x)
+        meas(x)
     except Exception as e:  # noqa: BLE001 - the type is part of what is compared
         return type(e), str(e)
     return None, "released"
 
 
 @pytest.mark.parametrize("pair", list(SAME_SHAPE_BAD_PAIRS))
-@pytest.mark.parametrize("mech", list(release_mechanisms()))
-def test_release_outcome_does_not_depend_on_data_values(mech, pair):
+@pytest.mark.parametrize("rel", ARRAY_RELEASES, ids=_rid)
+def test_release_outcome_does_not_depend_on_data_values(rel, pair):
     """Same shape and dtype, different (bad) values: the same exception type and message, or
-    a release in both cases."""
-    make = release_mechanisms()[mech]
-    a, b = (_outcome(make, x) for x in SAME_SHAPE_BAD_PAIRS[pair])
+    a release in both cases; no data value is ever quoted."""
+    meas = rel.build()
+    a, b = (_outcome(meas, x) for x in SAME_SHAPE_BAD_PAIRS[pair])
     assert a == b
-    assert "1234" not in a[1] and "987654" not in a[1]
-    if pair in _NONFINITE_PAIRS:
+    assert "1234" not in a[1] and "987654" not in a[1] and "77" not in a[1]
+    if pair in _NONFINITE_PAIRS or (pair.startswith("wrong-rows") and rel.n is None):
         assert a == (None, "released")
 
 
 def test_selection_scores_nan_error_is_position_independent():
     """Documented behaviour: NaN scores are refused by OpenDP's noisy max (same error wherever
     the NaN is); infinite scores are valid and select (or avoid) that index."""
-    m = make_exponential_selection(VEC4, dp.linf_distance(T=float), 1.0, 1.0)
+    m = make_exponential_selection(VEC4, LINF, 1.0, 1.0)
     errs = []
     for scores in ([NAN, 0.0, 1.0, 2.0], [0.0, 1.0, 2.0, NAN]):
         with pytest.raises(dp.OpenDPException) as info:
@@ -382,10 +482,26 @@ def test_selection_scores_nan_error_is_position_independent():
     assert m([INF, INF, 0.0, INF]) == 2
 
 
+@pytest.mark.parametrize("name", ["make_tree_laplace", "make_pruned_tree_laplace"])
+def test_tree_laplace_refuses_an_input_that_is_not_the_domains_count_tree(name):
+    """Called directly, the noise measurements take the CountTree of their domain; anything
+    else (a raw array, another depth) is refused by type and depth, never by value."""
+    e = registry.entry(name)
+    meas = e.build()
+    deeper = make_dyadic_counts(dom(), CO, 3, paper_schedule(2, 1.0, 3))
+    errs = []
+    for bad in (X5.copy(), X5 * 7.0, deeper(X5), deeper(_with(0.9, (0, 0)))):
+        with pytest.raises(dp.OpenDPException, match="data must be the CountTree of the input domain") as info:
+            meas(bad)
+        errs.append(str(info.value).strip().splitlines()[-1])
+    assert len(set(errs)) == 1
+    wrong_n = make_dyadic_counts(dom(4), CO, 2, S2)(X5[:4].copy())
+    with pytest.raises(dp.OpenDPException, match="must count exactly 5 rows"):
+        meas(wrong_n)
+
+
 # ---------------------------------------------------------------------------------------------
 # valid edge cases: documented behaviour
-
-
 
 
 @pytest.mark.parametrize("mk", [make_pruned_pmm, make_pmm], ids=["pruned", "pmm"])
@@ -394,67 +510,61 @@ def test_split_planes_go_to_the_upper_child_and_faces_to_the_edge_cells(mk):
     2 (level 1) and 0, 4 (level 2) go to the upper cell; the faces -2 and 6 to the edge cells;
     rows outside are clamped onto the faces."""
     x = np.array([[-2.0], [0.0], [2.0], [4.0], [6.0], [-100.0], [1e308], [-1e308]])
-    meas = mk(dom(8, 1), CO, 2, NOISELESS, bounds=(-2.0, 6.0), placement="center", seed=0)
-    y = meas(x)
+    meas = mk(dom(8, 1), CO, 2, NOISELESS, bounds=(-2.0, 6.0), placement="center")
+    with runtime.reproducible(0):
+        y = meas(x)
     assert _centres(y) == _centres([[-1.0], [1.0], [3.0], [5.0], [5.0], [-1.0], [5.0], [-1.0]])
     assert np.all((y >= -2.0) & (y <= 6.0))
 
 
 def test_split_planes_in_two_dimensions():
     x = np.array([[0.5, 0.5], [0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.5], [0.5, 0.0]])
-    y = make_pruned_pmm(dom(6), CO, 2, NOISELESS, placement="center", seed=0)(x)
+    with runtime.reproducible(0):
+        y = make_pruned_pmm(dom(6), CO, 2, NOISELESS, placement="center")(x)
     expected = [[0.75, 0.75], [0.25, 0.25], [0.75, 0.75], [0.25, 0.75], [0.75, 0.75], [0.75, 0.25]]
     assert _centres(y) == _centres(expected)
 
 
-@pytest.mark.parametrize("mech", ["pruned", "pmm", "adaptive", "tree-em", "tree-projection", "nn-histogram"])
-@pytest.mark.parametrize(
-    "name,x",
-    [
-        ("huge", np.array([[1e308, -1e308]] * 5)),
-        ("subnormal", np.full((5, 2), 5e-324)),
-        ("duplicate-rows", np.repeat(X5[:1], 5, axis=0)),
-        ("on-faces", np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])),
-    ],
-)
-def test_valid_edge_data_releases_inside_bounds(mech, name, x):
-    if name == "huge" and mech in ("tree-em", "tree-projection"):
-        pass  # fixed: rows whose distances overflow go to candidate 0
-    out = release_mechanisms()[mech]()(x)
-    if mech in ("tree-em", "tree-projection", "nn-histogram"):
-        assert out.shape == (3,) and int(np.sum(out)) == 3 and np.all(np.asarray(out) >= 0)
-    else:
-        assert out.shape == (5, 2) and np.all((out >= 0.0) & (out <= 1.0))
+SIZED_RELEASES = [r for r in ARRAY_RELEASES if r.n is not None]
+EDGE_DATA = {
+    "huge": np.array([[1e308, -1e308]] * 5),
+    "subnormal": np.full((5, 2), 5e-324),
+    "duplicate-rows": np.repeat(X5[:1], 5, axis=0),
+    "on-faces": np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.5, 0.5]]),
+    "on-a-far-candidate": np.array([[1e200, 1e200]] + [[0.3, 0.3]] * 4),
+}
 
 
-@pytest.mark.parametrize("mech", ["pruned", "pmm", "adaptive", "tree-em", "tree-projection", "nn-histogram"])
-def test_one_row(mech):
-    out = release_mechanisms()[mech](1)(np.array([[0.3, 0.9]]))
-    if mech in ("tree-em", "tree-projection", "nn-histogram"):
-        assert int(np.sum(out)) == 3
-    else:
-        assert out.shape == (1, 2) and np.all((out >= 0.0) & (out <= 1.0))
+def _check_output(rel, out, n):
+    if rel.entry.output == "points":
+        y = np.asarray(out)
+        assert y.shape == (n, 2) and np.all((y >= 0.0) & (y <= 1.0))
+    elif rel.entry.output == "multiset":
+        assert np.asarray(out).shape == (3,) and int(np.sum(out)) == 3 and np.all(np.asarray(out) >= 0)
+    elif rel.entry.output == "index":
+        idx = np.asarray(out)
+        assert idx.shape == (n,) and idx.min() >= 0 and idx.max() < 3
 
 
-@pytest.mark.parametrize("mech", ["nearest", "tree-em", "tree-projection"])
-def test_nearest_candidate_with_huge_rows(mech):
-    x = X5.copy()
-    x[0] = [1e200, 1e200]
-    if mech == "nearest":
-        idx = np.asarray(make_nearest_candidate(dom(), CO, C3)(x))
-        assert idx.min() >= 0 and idx.max() < 3
-    else:
-        assert int(np.sum(release_mechanisms()[mech]()(x))) == 3
+@pytest.mark.parametrize("name", list(EDGE_DATA))
+@pytest.mark.parametrize("rel", SIZED_RELEASES, ids=_rid)
+def test_valid_edge_data_releases_inside_bounds(rel, name):
+    """Huge values (distances that overflow go to candidate 0), subnormals, duplicates, points
+    on the faces: valid data, released like any other."""
+    _check_output(rel, rel.build()(EDGE_DATA[name].copy()), 5)
 
 
-@pytest.mark.parametrize("mech", list(release_mechanisms()))
-def test_read_only_input_is_accepted_and_untouched(mech):
+@pytest.mark.parametrize("rel", SIZED_RELEASES, ids=_rid)
+def test_one_row(rel):
+    _check_output(rel, rel.build(1)(np.array([[0.3, 0.9]])), 1)
+
+
+@pytest.mark.parametrize("rel", ARRAY_RELEASES, ids=_rid)
+def test_read_only_input_is_accepted_and_untouched(rel):
     x = _with(NAN, (3, 0), X5 * 2 - 0.5)  # values outside the box and a NaN: clamping paths
-    if mech in CANDIDATE_MECHS:
-        x = X5 * 2 - 0.5
     keep = x.copy()
     x.setflags(write=False)
-    release_mechanisms()[mech]()(x)
+    rel.build()(x)
     assert np.array_equal(x, keep, equal_nan=True) and not x.flags.writeable
 
 
@@ -463,8 +573,11 @@ def test_synthesize_read_only_input_is_accepted_and_untouched():
     keep = x.copy()
     x.setflags(write=False)
     for mechanism in ("adaptive", "pruned", "pmm"):
-        y, _ = synthesize(x, 1.0, (0, 1), mechanism=mechanism, seed=0)
-        assert np.array_equal(x, keep) and y.shape == (5, 2) and np.all((y >= 0) & (y <= 1))
+        for public_size in (True, False):
+            with runtime.reproducible(0):
+                y, _ = synthesize(x, 1.0, (0, 1), mechanism=mechanism, public_size=public_size)
+            assert np.array_equal(x, keep) and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1))
+            assert y.shape[0] == 5 or not public_size
 
 
 def test_nearest_candidate_ties_go_to_the_lowest_index():
@@ -493,19 +606,34 @@ SYNTH_CASES = [
     case("bounds-nan", lambda: synthesize(X5, 1.0, (0, NAN)), ValueError, "bounds must be finite"),
     case("bounds-width-overflows", lambda: synthesize(X5, 1.0, (-1e308, 1e308)), ValueError, "bounds"),
     case("bounds-dimension", lambda: synthesize(X5, 1.0, ([0, 0, 0], [1, 1, 1])), ValueError, "bounds"),
+    case("bounds-ambiguous-2x2", lambda: synthesize(X5, 1.0, ([0, 1], [0, 1])), ValueError, "bounds"),
+    case("bounds-mapping-missing-column", lambda: synthesize(X5, 1.0, {0: (0, 1)}), ValueError, "keys 0 .. 1"),
+    case("bounds-mapping-not-pairs", lambda: synthesize(X5, 1.0, {0: 1, 1: 2}), ValueError, "bounds"),
+    case("bounds-mapping-wrong-keys", lambda: synthesize(X5, 1.0, {"lower": [0, 0], "high": [1, 1]}), ValueError, "bounds"),
     case("eps-0", lambda: synthesize(X5, 0.0, (0, 1)), ValueError, "epsilon"),
     case("eps-negative", lambda: synthesize(X5, -1.0, (0, 1)), ValueError, "epsilon"),
     case("eps-nan", lambda: synthesize(X5, NAN, (0, 1)), ValueError, "epsilon"),
     case("eps-inf", lambda: synthesize(X5, INF, (0, 1)), ValueError, "epsilon"),
     case("eps-huge", lambda: synthesize(X5, 1e308, (0, 1)), ValueError, "epsilon"),
+    case("eps-tiny", lambda: synthesize(X5, 1e-60, (0, 1)), ValueError, "epsilon is too small"),
     case("eps-select-too-big", lambda: synthesize(X5, 1.0, (0, 1), epsilon_select=1.0), ValueError, "epsilon_select"),
     case("eps-select-nan", lambda: synthesize(X5, 1.0, (0, 1), epsilon_select=NAN), ValueError, "epsilon_select"),
+    case("eps-select-not-adaptive", lambda: synthesize(X5, 1.0, (0, 1), mechanism="pmm", epsilon_select=0.1), ValueError,
+         "epsilon_select applies only"),
+    case("eps-size-with-public-size", lambda: synthesize(X5, 1.0, (0, 1), epsilon_size=0.1), ValueError,
+         "epsilon_size applies only with public_size=False"),
+    case("eps-size-too-big", lambda: synthesize(X5, 1.0, (0, 1), public_size=False, epsilon_size=1.0), ValueError,
+         "epsilon_size must be smaller than epsilon"),
+    case("eps-size-nan", lambda: synthesize(X5, 1.0, (0, 1), public_size=False, epsilon_size=NAN), ValueError, "epsilon_size"),
+    case("public-size-text", lambda: synthesize(X5, 1.0, (0, 1), public_size="no"), TypeError,
+         "public_size must be True or False, got str"),
+    case("public-size-none", lambda: synthesize(X5, 1.0, (0, 1), public_size=None), TypeError, "public_size"),
     case("mechanism", lambda: synthesize(X5, 1.0, (0, 1), mechanism="mst"), ValueError, "mechanism"),
     case("depth-0", lambda: synthesize(X5, 1.0, (0, 1), mechanism="pruned", depth=0), ValueError, "depth"),
     case("depth-above-max", lambda: synthesize(X5, 1.0, (0, 1), mechanism="pmm", depth=105), ValueError, "depth"),
-    case("adaptive-unsized", lambda: synthesize(X5, 1.0, (0, 1), public_size=False), ValueError, "public_size"),
+    case("depth-adaptive", lambda: synthesize(X5, 1.0, (0, 1), depth=3), ValueError, "depth applies only"),
     case("placement", lambda: synthesize(X5, 1.0, (0, 1), placement="edge"), ValueError, "placement"),
-    case("seed-negative", lambda: synthesize(X5, 1.0, (0, 1), seed=-2), ValueError, "seed"),
+    case("no-seed-parameter", lambda: synthesize(X5, 1.0, (0, 1), seed=2), TypeError, "seed"),
 ]
 
 
@@ -513,6 +641,16 @@ SYNTH_CASES = [
 def test_synthesize_rejects(thunk, exc, match):
     with pytest.raises(exc, match=match):
         thunk()
+
+
+def test_synthesize_accepts_every_documented_bounds_form():
+    forms = [(0, 1), ([0, 0], [1, 1]), {"lower": [0, 0], "upper": [1, 1]}, {0: (0, 1), 1: (0, 1)},
+             Box((0.0, 0.0), (1.0, 1.0))]
+    outs = []
+    for bounds in forms:
+        with runtime.reproducible(1):
+            outs.append(synthesize(X5, 1.0, bounds, mechanism="pruned")[0])
+    assert all(np.array_equal(outs[0], o) for o in outs)
 
 
 SELECT_CASES = [
@@ -524,9 +662,13 @@ SELECT_CASES = [
     case("candidate-dims", lambda: select_candidates(X5, [[0.0], [1.0]], 3, 1.0), ValueError, "candidates must have 2 columns"),
     case("eps-0", lambda: select_candidates(X5, C3, 3, 0.0), ValueError, "epsilon"),
     case("eps-nan", lambda: select_candidates(X5, C3, 3, NAN), ValueError, "epsilon"),
+    case("eps-tiny", lambda: select_candidates(X5, C3, 3, 1e-60), ValueError, "epsilon is too small"),
     case("mechanism", lambda: select_candidates(X5, C3, 3, 1.0, mechanism="mst"), ValueError, "mechanism"),
     case("ground-metric", lambda: select_candidates(X5, C3, 3, 1.0, metric="cosine"), ValueError, "metric"),
-    case("nn-seeded", lambda: select_candidates(X5, C3, 3, 1.0, mechanism="nn", seed=1), ValueError, "seed"),
+    case("tree-em-private-size", lambda: select_candidates(X5, C3, 3, 1.0, mechanism="tree-em", public_size=False),
+         ValueError, "public_size=True"),
+    case("public-size-text", lambda: select_candidates(X5, C3, 3, 1.0, public_size="False"), TypeError, "public_size"),
+    case("no-seed-parameter", lambda: select_candidates(X5, C3, 3, 1.0, seed=1), TypeError, "seed"),
     case("D-1d", lambda: select_candidates(X5[:, 0], C3, 3, 1.0), ValueError, "2-dimensional"),
     case("D-bool", lambda: select_candidates(np.ones((5, 2), bool), C3, 3, 1.0), TypeError, "real numbers"),
 ]
@@ -538,19 +680,21 @@ def test_select_candidates_rejects(thunk, exc, match):
         thunk()
 
 
+@pytest.mark.parametrize("public_size", [True, False], ids=["public-size", "private-size"])
 @pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
-def test_synthesize_error_does_not_depend_on_data_values(mechanism):
+def test_synthesize_error_does_not_depend_on_data_values(mechanism, public_size):
     for a, b in list(SAME_SHAPE_BAD_PAIRS.values())[:4]:
         errs = []
         for x in (a, b):
             with pytest.raises(Exception) as info:
-                synthesize(x, 1.0, (0, 1), mechanism=mechanism)
+                synthesize(x, 1.0, (0, 1), mechanism=mechanism, public_size=public_size)
             errs.append((type(info.value), str(info.value)))
         assert errs[0] == errs[1]
 
 
 def test_synthesize_integer_arrays_are_documented_valid():
-    y, rep = synthesize(np.arange(20).reshape(10, 2) % 3, 1.0, (0, 2), seed=0)
+    with runtime.reproducible(0):
+        y, rep = synthesize(np.arange(20).reshape(10, 2) % 3, 1.0, (0, 2))
     assert y.shape == (10, 2) and np.all((y >= 0) & (y <= 2)) and rep.epsilon == 1.0
 
 
@@ -685,7 +829,7 @@ def test_cli_valid_edge_inputs(files, name, body):
 
 
 # ---------------------------------------------------------------------------------------------
-# properties (hypothesis): size, bounds, inputs untouched (also read-only)
+# properties (hypothesis, derandomised): size, bounds, inputs untouched (also read-only)
 
 
 def _box(draw, d):
@@ -721,7 +865,8 @@ def datasets(draw, max_n=24, max_d=3):
     return x, (lo, hi)
 
 
-PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def _check_release(y, x, keep, lo, hi, n):
@@ -735,36 +880,50 @@ def _check_release(y, x, keep, lo, hi, n):
 
 @PROPS
 @given(datasets(), st.integers(1, 8), st.sampled_from(["pruned", "pmm"]), st.sampled_from(["center", "uniform"]),
-       st.booleans(), st.integers(0, 2**31))
-def test_property_pruned_and_pmm(data, depth, mech, placement, sized, seed):
+       st.sampled_from(["public", "private", "output_size"]), st.integers(0, 2**31))
+def test_property_pruned_and_pmm(data, depth, mech, placement, size, seed):
     x, (lo, hi) = data
     n, d = x.shape
     keep = x.copy()
     mk = make_pruned_pmm if mech == "pruned" else make_pmm
-    metric = CO if sized else SYM
-    meas = mk(dom(n if sized else None, d), metric, depth, paper_schedule(d, 1.0, depth), bounds=(lo, hi),
-              placement=placement, seed=seed)
-    _check_release(meas(x), x, keep, lo, hi, n if sized else None)
+    scales = paper_schedule(d, 1.0, depth)
+    if size == "public":
+        meas, rows_out = mk(dom(n, d), CO, depth, scales, bounds={"lower": lo, "upper": hi}, placement=placement), n
+    elif size == "private":
+        meas, rows_out = mk(dom(None, d), SYM, depth, scales, bounds={"lower": lo, "upper": hi}, placement=placement), None
+    else:
+        m = 1 + seed % 7
+        meas, rows_out = mk(dom(None, d), SYM, depth, (math.inf, *scales[1:]), bounds={"lower": lo, "upper": hi}, placement=placement,
+                            output_size=m), m
+    with runtime.reproducible(seed):
+        y = meas(x)
+    _check_release(y, x, keep, lo, hi, rows_out)
 
 
 @PROPS
-@given(datasets(max_n=16), st.integers(0, 2**31))
-def test_property_adaptive(data, seed):
+@given(datasets(max_n=16), st.booleans(), st.integers(0, 2**31))
+def test_property_adaptive(data, sized, seed):
     x, (lo, hi) = data
     n, d = x.shape
     keep = x.copy()
-    meas = make_adaptive_pruned_pmm(dom(n, d), CO, 0.3, 0.7, bounds=(lo, hi), placement="uniform", seed=seed)
-    _check_release(meas(x), x, keep, lo, hi, n)
+    if sized:
+        meas = make_adaptive_pruned_pmm(dom(n, d), CO, 0.3, 0.7, bounds={"lower": lo, "upper": hi}, placement="uniform")
+    else:
+        meas = make_adaptive_pruned_pmm(dom(None, d), SYM, 0.3, 0.7, bounds={"lower": lo, "upper": hi}, placement="uniform", size=1 + seed % 20)
+    with runtime.reproducible(seed):
+        y = meas(x)
+    _check_release(y, x, keep, lo, hi, n if sized else 1 + seed % 20)
 
 
 @PROPS
-@given(datasets(max_n=16), st.sampled_from(["adaptive", "pruned", "pmm"]), st.integers(0, 2**31))
-def test_property_synthesize(data, mechanism, seed):
+@given(datasets(max_n=16), st.sampled_from(["adaptive", "pruned", "pmm"]), st.booleans(), st.integers(0, 2**31))
+def test_property_synthesize(data, mechanism, public_size, seed):
     x, (lo, hi) = data
     keep = x.copy()
-    y, rep = synthesize(x, 1.0, (lo, hi), mechanism=mechanism, seed=seed)
-    _check_release(y, x, keep, lo, hi, x.shape[0])
-    assert rep.size == x.shape[0] and rep.epsilon <= 1.0
+    with runtime.reproducible(seed):
+        y, rep = synthesize(x, 1.0, {"lower": lo, "upper": hi}, mechanism=mechanism, public_size=public_size)
+    _check_release(y, x, keep, lo, hi, x.shape[0] if public_size else None)
+    assert rep.size == y.shape[0] and rep.epsilon <= 1.0
 
 
 @PROPS
@@ -775,6 +934,7 @@ def test_property_public_candidates(data, mech, seed):
     keep = x.copy()
     cand = np.random.default_rng(0).uniform(size=(4, d)) * (hi - lo) + lo
     mk = make_tree_em if mech == "tree-em" else make_tree_projection
-    out = mk(dom(n, d), CO, cand, 5, 1.0, seed=seed)(x)
+    with runtime.reproducible(seed):
+        out = mk(dom(n, d), CO, cand, 5, 1.0)(x)
     assert np.array_equal(x, keep)
     assert out.shape == (4,) and int(out.sum()) == 5 and np.all(out >= 0)
