@@ -166,7 +166,7 @@ def test_trees_dominate_the_candidate_metric(k, p, metric, builder, seed):
         t = frt_tree(D, "precomputed", seed=seed)
     else:
         lo, hi = pts.min(axis=0), pts.max(axis=0) + 1.0
-        t = quadtree(pts, (lo, hi), seed=seed, metric=metric)
+        t = quadtree(pts, {"lower": lo, "upper": hi}, seed=seed, metric=metric)
     assert t.k == pts.shape[0]
     i, j = np.triu_indices(pts.shape[0], 1)
     dt = t.leaf_distance(i, j)
