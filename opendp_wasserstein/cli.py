@@ -43,7 +43,9 @@ def run_demo(
     x = make_shape(shape, n, seed=seed)
     with _seeded(seed):
         y, report = synthesize(x, epsilon, bounds=(0.0, 1.0), mechanism=mechanism)
-    est = w1_estimate(x, y, metric="linf", seed=0 if seed is None else seed)
+    bar = _progress(1, quiet, "W1 evaluation")  # most of the demo's time; a bar on a terminal only
+    est = w1_estimate(x, y, metric="linf", seed=0 if seed is None else seed, on_step=bar.step)
+    bar.close()
     summary = {
         "mechanism": mechanism,
         "shape": shape,
@@ -261,73 +263,140 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
+class _NoProgress:
+    """Stands in for a progress bar where none is shown."""
+
+    total: int | None = None
+
+    def update(self, k: int = 1) -> None: ...
+
+    def step(self, done: int, total: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def _progress(total: int, quiet: bool, desc: str) -> Any:
+    """A progress bar on standard error, shown only on a terminal and only if tqdm is installed.
+
+    Nothing is shown when ``quiet``, when standard error is not a terminal (pipes, files, CI
+    logs) or when tqdm (the ``progress`` extra) is missing.  The bar has ``update(k)``,
+    ``step(done, total)`` (for steps whose count is known only as they run) and ``close()``.
+    """
+    stream = sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    if quiet or not (callable(isatty) and isatty()):
+        return _NoProgress()
     try:
         from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        quiet = True
-    if quiet:
-        class _Null:
-            def update(self, k: int) -> None: ...
-            def close(self) -> None: ...
-        return _Null()
-    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, disable=None)  # off when not a TTY
+    except ImportError:
+        return _NoProgress()
+
+    class _Bar(tqdm):  # type: ignore[misc,valid-type]
+        def step(self, done: int, total: int) -> None:
+            self.total = total
+            self.update(done - self.n)
+
+    return _Bar(total=total, desc=desc, file=stream, leave=False)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from opendp_wasserstein import __version__
+
+    try:
+        opendp_version = version("opendp")
+    except PackageNotFoundError:  # pragma: no cover - opendp is a dependency
+        opendp_version = "unknown"
+    return f"%(prog)s {__version__} (opendp {opendp_version})"
+
+
+_SEED_HELP = "NOT private: makes the output reproducible, for tests and figures only"
 
 
 def _parser() -> argparse.ArgumentParser:
+    from opendp_wasserstein.evaluation.shapes import SHAPES
+
     p = argparse.ArgumentParser(prog="opendp-wasserstein", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="synthesise private two-moons data and plot it")
-    demo.add_argument("--n", type=int, default=30000)
-    demo.add_argument("--epsilon", type=float, default=1.0)
-    demo.add_argument("--shape", default="two_moons")
-    demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive")
-    demo.add_argument("-o", "--out", default="demo.png", help="PNG path ('' for none)")
-    demo.add_argument("--seed", type=int, default=None, help="NOT private: reproducible figures only")
-    demo.add_argument("--json", action="store_true", help="print a JSON summary")
-    demo.add_argument("--quiet", action="store_true")
-    syn = sub.add_parser("synth", help="turn a table file into a private synthetic table file")
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = sub.add_parser(
+        "demo", help="synthesise private two-moons data and plot it",
+        description="Synthesise a private copy of an embedded 2-D shape, print the certified "
+        "epsilon, the W1 distance to the original and the time, and plot both.",
+    )
+    demo.add_argument("--n", type=int, default=30000, help="number of original points (default %(default)s)")
+    demo.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per replaced record (default %(default)s)")
+    demo.add_argument("--shape", choices=list(SHAPES), default="two_moons", metavar="SHAPE",
+                      help=f"the embedded 2-D shape: {', '.join(SHAPES)} (default %(default)s)")
+    demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive",
+                      help="Adaptive Pruned-PMM, Pruned-PMM or full PMM (default %(default)s)")
+    demo.add_argument("-o", "--out", default="demo.png", help="PNG path, '' for none (default %(default)s)")
+    demo.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
+    demo.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
+    demo.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
+    syn = sub.add_parser(
+        "synth", help="turn a table file into a private synthetic table file",
+        description="Release a private synthetic copy of a table file.  Its public description is "
+        "required: --bounds (numeric columns; rows outside the box are clamped) or --schema (any "
+        "column types).",
+    )
     syn.add_argument("input", help="input CSV/TSV/Parquet with a header; with --bounds numeric columns, with --schema any")
     syn.add_argument("-o", "--output", required=True, help="output CSV (written atomically)")
     syn.add_argument("--epsilon", type=float, required=True, help="total privacy budget per replaced record")
-    syn.add_argument("--bounds", help='JSON file mapping each column to [lower, upper] (public; required)')
-    syn.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive")
+    source = syn.add_mutually_exclusive_group(required=True)  # shown as required in the usage
+    source.add_argument("--bounds", metavar="BOUNDS.json",
+                     help='JSON file mapping each column to [lower, upper], e.g. {"age": [0, 120]}; '
+                     "public and never inferred from the data")
+    from opendp_wasserstein.tables import cli as tables_cli
+
+    tables_cli.add_synth_options(syn, source)  # --schema right after --bounds: one usage group
+    syn.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive",
+                     help="Adaptive Pruned-PMM, Pruned-PMM or full PMM (default %(default)s)")
     syn.add_argument("--epsilon-select", type=float, default=None, help="adaptive: selection budget (default 20%% of epsilon)")
-    syn.add_argument("--placement", choices=["uniform", "center"], default="uniform")
+    syn.add_argument("--placement", choices=["uniform", "center"], default="uniform",
+                     help="synthetic points uniform in their cell or at its centre (default %(default)s)")
     syn.add_argument("--columns", help="comma-separated subset of columns (default all)")
-    syn.add_argument("--seed", type=int, default=None, help="NOT private: reproducible output for tests only")
+    syn.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     syn.add_argument(
         "--private-size", action="store_true",
         help="treat the number of rows as private: epsilon is then per added/removed record and a "
         "share of it buys a DP row count (default: the row count is public)",
     )
     syn.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
-    syn.add_argument("--quiet", action="store_true")
-    from opendp_wasserstein.tables import cli as tables_cli
-
-    tables_cli.add_synth_options(syn)
+    syn.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
     tables_cli.register(sub)
-    sel = sub.add_parser("select", help="privately choose m public candidates close in W1 to the data")
+    sel = sub.add_parser(
+        "select", help="privately choose m public candidates close in W1 to the data",
+        description="Release a private size-m multiset of public candidates close in W1 to the "
+        "sensitive data.",
+    )
     sel.add_argument("data", help="sensitive data CSV (header row, numeric columns)")
     sel.add_argument("candidates", help="public candidates CSV with the same header")
     sel.add_argument("-m", type=int, required=True, help="the multiset size")
-    sel.add_argument("--epsilon", type=float, required=True)
-    sel.add_argument("--mechanism", choices=["projection", "tree-em", "nn"], default="projection")
-    sel.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2")
-    sel.add_argument("--idealized-numerics", action="store_true", help="allow tree-em's float64 sampler")
+    sel.add_argument("--epsilon", type=float, required=True, help="total privacy budget per replaced record")
+    sel.add_argument("--mechanism", choices=["projection", "tree-em", "nn"], default="projection",
+                     help="hierarchical tree projection, Tree-EM or the nearest-neighbour histogram "
+                     "(default %(default)s)")
+    sel.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="ground metric (default %(default)s)")
+    sel.add_argument("--idealized-numerics", action="store_true",
+                     help="allow tree-em's float64 sampler (OpenDP's 'idealized-numerics' feature)")
     sel.add_argument("-o", "--output", required=True, help="output CSV: chosen candidates and multiplicities")
-    sel.add_argument("--seed", type=int, default=None, help="NOT private: reproducible output for tests only")
+    sel.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     sel.add_argument(
         "--private-size", action="store_true",
         help="treat the number of rows as private (not with tree-em): epsilon is then per added/removed record",
     )
-    sel.add_argument("--json", action="store_true")
-    sel.add_argument("--quiet", action="store_true")
+    sel.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
+    sel.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error already printed by argparse
+        return e.code if isinstance(e.code, int) else 2
     try:
         if args.command == "demo":
             if args.n < 2:

@@ -1,5 +1,7 @@
+import io
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -194,3 +196,131 @@ def test_select_private_size(select_files, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] <= 1.0
     assert sum(int(r.split(",")[-1]) for r in out.read_text().splitlines()[1:]) == 9
+
+
+# ---------------------------------------------------------------------------------------------
+# --version, help texts, usage lines, progress
+
+
+def _subparsers():
+    import argparse
+
+    from opendp_wasserstein.cli import _parser
+
+    parser = _parser()
+    (group,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return parser, group.choices
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    from opendp_wasserstein import __version__
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"opendp-wasserstein {__version__} ")
+    assert f"(opendp {version('opendp')})" in out
+
+
+def test_every_option_of_every_subcommand_has_help():
+    import argparse
+
+    parser, subcommands = _subparsers()
+    assert {"demo", "synth", "select", "schema"} <= set(subcommands)
+    for name, sub in [("", parser), *subcommands.items()]:
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            label = f"{name} {'/'.join(action.option_strings) or action.dest}"
+            assert action.help, f"{label} has no help text"
+            assert action.help != argparse.SUPPRESS, label
+
+
+@pytest.mark.parametrize("command", ["demo", "synth", "select", "schema"])
+def test_help_of_each_subcommand_exits_zero(command, capsys):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: opendp-wasserstein {command}")
+
+
+def test_usage_shows_required_options_as_required():
+    import re
+
+    _, subcommands = _subparsers()
+    usage = " ".join(subcommands["synth"].format_usage().split())
+    for option in ("-o OUTPUT", "--epsilon EPSILON"):
+        assert option in usage, option
+        assert not re.search(r"\[" + re.escape(option), usage), f"{option} is shown as optional"
+    # one of the two public descriptions of the data is required
+    assert "(--bounds BOUNDS.json | --schema SCHEMA.json)" in usage
+    assert "[--mechanism" in usage
+    usage = " ".join(subcommands["select"].format_usage().split())
+    assert "-m M" in usage and "[-m" not in usage
+
+
+def test_usage_error_is_exit_code_two(capsys):
+    assert main(["synth", "in.csv", "-o", "out.csv", "--epsilon", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "one of the arguments --bounds --schema is required" in err
+    assert main(["demo", "--shape", "no-such-shape"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    """A standard error stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _run_quick_demo(tmp_path, monkeypatch, stream, *extra):
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.chdir(tmp_path)
+    return main(["demo", "--n", "600", "-o", "", "--seed", "0", *extra])
+
+
+def test_demo_shows_w1_progress_on_a_terminal(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    stream = _Terminal()
+    assert _run_quick_demo(tmp_path, monkeypatch, stream) == 0
+    assert "W1 evaluation" in stream.getvalue()
+    assert "W1 (l_inf) to the original" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", ["not-a-terminal", "quiet", "json", "no-tqdm"])
+def test_demo_shows_no_progress_otherwise(tmp_path, monkeypatch, case):
+    stream = io.StringIO() if case == "not-a-terminal" else _Terminal()
+    extra = {"quiet": ["--quiet"], "json": ["--json"]}.get(case, [])
+    if case == "no-tqdm":
+        monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
+    assert _run_quick_demo(tmp_path, monkeypatch, stream, *extra) == 0
+    assert stream.getvalue() == ""
+
+
+def test_progress_bar_steps_to_the_reported_total(monkeypatch):
+    pytest.importorskip("tqdm")
+    from opendp_wasserstein.cli import _progress
+
+    stream = _Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    bar = _progress(1, False, "work")
+    for done in range(1, 11):
+        bar.step(done, 10)
+    assert (bar.n, bar.total) == (10, 10)
+    bar.close()
+    assert "work" in stream.getvalue()
+
+
+def test_w1_estimate_reports_every_solve():
+    from opendp_wasserstein.evaluation import w1_estimate
+
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(size=(300, 2)), rng.uniform(size=(250, 2))
+    seen: list[tuple[int, int]] = []
+    est = w1_estimate(x, y, sample_size=100, repeats=3, seed=1, on_step=lambda *a: seen.append(a))
+    assert seen == [(k, 6) for k in range(1, 7)]
+    assert est == w1_estimate(x, y, sample_size=100, repeats=3, seed=1)  # progress changes nothing
+    seen.clear()
+    w1_estimate(x, y, sample_size=1000, on_step=lambda *a: seen.append(a))  # exact: one solve
+    assert seen == [(1, 1)]

@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from opendp_wasserstein.hierarchy import (
+    _bit_length_frexp,
+    _bit_length_popcount,
     bit_length_u64,
     build_count_tree,
     coord_bits_at_level,
@@ -49,6 +51,29 @@ def test_split_planes_go_to_upper_child():
 def test_bit_length():
     x = np.array([0, 1, 2, 3, 2**63, 2**64 - 1, 2**40 + 5], dtype=np.uint64)
     assert bit_length_u64(x).tolist() == [0, 1, 2, 2, 64, 64, 41]
+
+
+BIT_LENGTH_IMPLEMENTATIONS = [
+    pytest.param(_bit_length_frexp, id="frexp"),
+    pytest.param(
+        _bit_length_popcount,
+        id="popcount",
+        marks=pytest.mark.skipif(not hasattr(np, "bitwise_count"), reason="numpy < 2.0"),
+    ),
+]
+
+
+@pytest.mark.parametrize("impl", BIT_LENGTH_IMPLEMENTATIONS)
+def test_bit_length_implementations_match_python(impl):
+    # every power of two, its neighbours, and random words of every length
+    powers = [1 << k for k in range(64)]
+    edges = sorted({v + e for v in powers for e in (-1, 0, 1) if 0 <= v + e < 2**64} | {0, 2**64 - 1})
+    rng = np.random.default_rng(7)
+    shifts = rng.integers(0, 64, size=5000, dtype=np.uint64)
+    randoms = rng.integers(0, 2**64 - 1, size=5000, dtype=np.uint64, endpoint=True) >> shifts
+    x = np.concatenate([np.array(edges, dtype=np.uint64), randoms])
+    expected = [int(v).bit_length() for v in x.tolist()]
+    assert impl(x).tolist() == expected
 
 
 @pytest.mark.parametrize("d,depth", [(2, 12), (3, 100)])

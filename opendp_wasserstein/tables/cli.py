@@ -37,12 +37,16 @@ def register(sub: Any) -> None:
         "(recorded in the schema and added to the epsilon of any release that uses it)",
     )
     sc.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
-    sc.add_argument("--quiet", action="store_true")
+    sc.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
 
-def add_synth_options(syn: Any) -> None:
-    """Add the table options of ``synth``."""
-    syn.add_argument("--schema", help="schema JSON (see the 'schema' command); mixed column types, nulls")
+def add_synth_options(syn: Any, source: Any = None) -> None:
+    """Add the table options of ``synth``; ``--schema`` goes into ``source`` (the required
+    either-``--bounds``-or-``--schema`` group) when given."""
+    (syn if source is None else source).add_argument(
+        "--schema", metavar="SCHEMA.json",
+        help="schema JSON (see the 'schema' command); mixed column types, nulls",
+    )
     syn.add_argument("--delimiter", default=None, help="force the input's delimiter (default: detected; output uses the same)")
     syn.add_argument(
         DERIVED_FLAG, action="store_true",
@@ -137,8 +141,10 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":
         delim = args.delimiter or detect_delimiter(args.input)
     write_file(out, args.output, delimiter=delim)
+    private_size = bool(getattr(args, "private_size", False))
     summary = {
-        "command": "synth", "input": args.input, "output": args.output, "rows_in": None if getattr(args, "private_size", False) else table.num_rows,
+        "command": "synth", "input": args.input, "output": args.output,
+        "rows_in": None if private_size else table.num_rows,  # nothing read off a private n
         "rows_out": report.size, "columns": names, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "epsilon_release": report.details["epsilon_release"],
         "epsilon_schema": report.details["epsilon_schema"], "depth": report.depth,
@@ -148,7 +154,8 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     }
     if not (args.quiet or args.json):
         extra = f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})" if report.details["epsilon_schema"] else ""
-        print(f"certified epsilon (one replacement): {report.epsilon}{extra}")
+        unit = "one added or removed record" if private_size else "one replacement"
+        print(f"certified epsilon ({unit}): {report.epsilon}{extra}")
         if derived:
             print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
         print(f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes")
