@@ -30,7 +30,10 @@ version = release
 
 extensions = [
     "sphinx.ext.autodoc",
-    "sphinx.ext.mathjax",  # MathJax is loaded by the reader's browser; the build is offline
+    "sphinx.ext.mathjax",
+    # copies MathJax 3 into _static/mathjax and points mathjax_path there, so formulas render
+    # with no network (the package is in the dev extra; the module name has hyphens)
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,14 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     for page in ("index", "getting_started", "pmm_family", "public_candidates", "randomness",
                  "api", "upstream", "proofs/index", "proofs/pmm", "proofs/tree_em"):
         assert (html / f"{page}.html").is_file(), page
+    # formulas render offline: every page with math loads the MathJax copied into _static
+    page = (html / "proofs" / "pmm.html").read_text(encoding="utf-8")
+    scripts = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', page, flags=re.IGNORECASE)
+    assert scripts == ["../_static/mathjax/tex-chtml.js"], scripts
+    assert "cdn.jsdelivr" not in page and "https://" not in " ".join(scripts)
+    mathjax = html / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").stat().st_size > 100_000
+    assert list((mathjax / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff")), "fonts"
     api = (html / "api.html").read_text(encoding="utf-8")
     # the constructor packages are documented through autodoc
     assert 'id="opendp_wasserstein.measurements.make_pruned_pmm"' in api
