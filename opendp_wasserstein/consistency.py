@@ -33,7 +33,7 @@ __all__ = [
     "prefix_cells",
 ]
 
-_INT64_SAFE = 2**62
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 @dataclass(frozen=True)
@@ -77,21 +77,29 @@ def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
     """``m0 = floor(M a / (a + b))`` (``a + b > 0``, else ``floor(M / 2)``), exactly.
 
     The pair ``(m0, M - m0)`` is comparable to ``(a, b)`` (both entries <= or both >=), for
-    ``M <= a + b`` and ``M >= a + b`` alike.  Inputs are non-negative int64; when ``M a`` could
-    pass 2^62 the product is taken over Python integers, so the split is exact at every scale.
+    ``M <= a + b`` and ``M >= a + b`` alike.  Inputs are non-negative int64 (any values below
+    2^63): the entries where ``a + b`` or ``M a`` would overflow int64 are computed over Python
+    integers, all others in int64, vectorised, so the split is exact at every scale.
+
+    :example:
+
+    >>> comparable_split(np.array([10, 7, 4]), np.array([1, 0, 0]), np.array([3, 5, 0])).tolist()
+    [2, 0, 2]
+    >>> comparable_split(np.array([5]), np.array([2**62 + 2**61]), np.array([2**62 + 2**61])).tolist()
+    [2]
     """
     mass = np.asarray(mass, dtype=np.int64)
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
-    if mass.size == 0:
-        return mass.copy()
-    total = a + b
-    if int(mass.max()) * max(int(a.max()), 1) >= _INT64_SAFE or int(total.max()) >= _INT64_SAFE:
-        mo, ao, to = (v.astype(object) for v in (mass, a, total))
-        out = [m // 2 if t == 0 else (m * x) // t for m, x, t in zip(mo, ao, to, strict=True)]
-        return np.array(out, dtype=np.int64)
+    wide = (a > _INT64_MAX - b) | (a > _INT64_MAX // np.maximum(mass, 1))
+    narrow_a, narrow_b = (np.where(wide, 0, a), np.where(wide, 0, b)) if wide.any() else (a, b)
+    total = narrow_a + narrow_b  # no wrap-around: the wide entries are zeroed here
     safe = np.where(total > 0, total, 1)
-    return np.where(total > 0, (mass * a) // safe, mass // 2)
+    m0 = np.where(total > 0, (mass * narrow_a) // safe, mass // 2)
+    if wide.any():  # a > 0 there, so a + b > 0
+        idx = np.flatnonzero(wide)
+        m0[idx] = [m * x // (x + y) for m, x, y in zip(mass[idx].tolist(), a[idx].tolist(), b[idx].tolist(), strict=True)]
+    return m0
 
 
 def zero_respecting_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray, coins: np.ndarray) -> np.ndarray:
