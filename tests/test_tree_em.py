@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import stats
 from scipy.special import logsumexp
 
@@ -16,6 +17,8 @@ from opendp_wasserstein.tree_em import (
     tree_em_log_probability,
 )
 from opendp_wasserstein.trees import Tree, frt_tree
+
+from .strategies import trees
 
 
 def multisets(k, m):
@@ -55,15 +58,12 @@ def test_log_partition_matches_enumeration(tree, m):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32), st.integers(1, 4))
-def test_log_probabilities_match_enumeration_on_random_trees(seed, m):
-    rng = np.random.default_rng(seed)
-    N = int(rng.integers(2, 9))
-    tree = Tree([-1] + [int(rng.integers(0, i)) for i in range(1, N)], rng.uniform(0.1, 3, N))
-    counts = rng.integers(0, 4, tree.k)
+@given(st.data(), st.integers(1, 4), st.floats(0.1, 5.0))
+def test_log_probabilities_match_enumeration_on_random_trees(data, m, eps):
+    tree = data.draw(trees(max_nodes=8, weights=st.floats(0.1, 3.0)), label="tree")
+    counts = data.draw(arrays(np.int64, tree.k, elements=st.integers(0, 3)), label="counts")
     counts[0] += 1
     n = int(counts.sum())
-    eps = float(rng.uniform(0.1, 5))
     law, _ = exact_law(tree, counts, n, m, eps) if tree.k > 1 else ({(m,): 1.0}, 0.0)
     for c, p in law.items():
         assert tree_em_log_probability(tree, counts, n, m, eps, np.array(c)) == pytest.approx(np.log(p), abs=1e-10)

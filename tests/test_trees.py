@@ -4,7 +4,7 @@ import math
 import numpy as np
 import ot
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
@@ -21,6 +21,8 @@ from opendp_wasserstein.trees import (
     tree_w1,
 )
 
+from .strategies import float_vectors, trees
+
 CDIST = {"l1": "cityblock", "l2": "euclidean", "linf": "chebyshev"}
 
 
@@ -31,13 +33,6 @@ def example_tree():
     #    / \
     #  3(.5) 4(.5)
     return Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
-
-
-def random_tree(rng, max_nodes=9):
-    N = int(rng.integers(2, max_nodes + 1))
-    par = [-1] + [int(rng.integers(0, i)) for i in range(1, N)]
-    w = rng.choice([0.25, 0.5, 1.0, 2.0, 3.0], N).astype(float)
-    return Tree(par, w)
 
 
 def brute_leaf_distance(tree, i, j):
@@ -107,10 +102,8 @@ def test_bad_trees(parent, weight, match):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32))
-def test_distances_and_diameter_match_brute_force(seed):
-    rng = np.random.default_rng(seed)
-    t = random_tree(rng, 12)
+@given(trees(max_nodes=12))
+def test_distances_and_diameter_match_brute_force(t):
     pairs = list(itertools.product(range(t.k), repeat=2))
     brute = np.array([brute_leaf_distance(t, i, j) for i, j in pairs])
     got = t.leaf_distance([i for i, _ in pairs], [j for _, j in pairs])
@@ -119,13 +112,13 @@ def test_distances_and_diameter_match_brute_force(seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**32))
-def test_tree_w1_closed_form_is_optimal_transport(seed):
+@given(st.data())
+def test_tree_w1_closed_form_is_optimal_transport(data):
     """sum_v w_v |mu(T_v) - nu(T_v)| equals the OT distance with the tree's leaf metric."""
-    rng = np.random.default_rng(seed)
-    t = random_tree(rng, 10)
-    mu = rng.uniform(size=t.k) * (rng.uniform(size=t.k) < 0.8) + 1e-3
-    nu = rng.uniform(size=t.k)
+    t = data.draw(trees(max_nodes=10), label="tree")
+    mu = data.draw(float_vectors(t.k, 0.0, 1.0), label="mu") + 1e-3
+    nu = data.draw(float_vectors(t.k, 0.0, 1.0), label="nu")
+    assume(nu.sum() > 0)
     i, j = np.meshgrid(np.arange(t.k), np.arange(t.k), indexing="ij")
     M = t.leaf_distance(i.ravel(), j.ravel()).reshape(t.k, t.k)
     expected = ot.emd2(mu / mu.sum(), nu / nu.sum(), M)
@@ -269,11 +262,10 @@ def brute_closest(tree, targets, m):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(0, 2**32), st.integers(1, 5), st.booleans())
-def test_closest_multiset_is_optimal(seed, m, integral):
-    rng = np.random.default_rng(seed)
-    t = random_tree(rng, 9)
-    targets = rng.uniform(0, m + 2, t.num_nodes) * (rng.uniform(size=t.num_nodes) < 0.8)
+@given(st.data(), st.integers(1, 5), st.booleans())
+def test_closest_multiset_is_optimal(data, m, integral):
+    t = data.draw(trees(max_nodes=9), label="tree")
+    targets = data.draw(float_vectors(t.num_nodes, 0.0, m + 2.0), label="targets")
     if integral:
         targets = np.round(targets)
     c = closest_multiset(t, targets, m)

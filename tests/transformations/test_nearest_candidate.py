@@ -3,6 +3,7 @@ import opendp.prelude as dp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import cdist
 
 from opendp_wasserstein.candidates import NearestCandidates, check_candidates, check_multiset_size
@@ -38,12 +39,18 @@ def test_matches_brute_force_with_many_ties(metric):
     assert np.array_equal(np.asarray(t(x)), got)
 
 
+LATTICE = st.sampled_from([0.0, 1.0, 2.0])
+
+
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 30), st.integers(1, 4), st.sampled_from(["l1", "l2", "linf"]), st.integers(0, 2**32))
-def test_property_nearest_and_lowest_index(k, p, metric, seed):
-    rng = np.random.default_rng(seed)
-    c = np.unique(rng.integers(0, 3, size=(k, p)).astype(float), axis=0)
-    x = rng.integers(0, 3, size=(50, p)).astype(float) + rng.choice([0.0, 0.5], size=(50, p))
+@given(st.data(), st.integers(1, 30), st.integers(1, 4), st.sampled_from(["l1", "l2", "linf"]))
+def test_property_nearest_and_lowest_index(data, k, p, metric):
+    """Lattice candidates (distinct, in drawn order) and lattice or half-lattice points: ties."""
+    c = data.draw(arrays(np.float64, (k, p), elements=LATTICE, unique=False), label="candidates")
+    _, first = np.unique(c, axis=0, return_index=True)
+    c = c[np.sort(first)]  # distinct candidates, in the order drawn
+    n = data.draw(st.integers(1, 50), label="n")
+    x = data.draw(arrays(np.float64, (n, p), elements=st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])), label="x")
     assert np.array_equal(NearestCandidates(c, metric).query(x), brute_nearest(x, c, metric))
 
 

@@ -5,13 +5,13 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.schedules import Candidate, paper_schedule, standard_candidates
 from opendp_wasserstein.transformations import make_occupancy, make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
 
+from ..strategies import replacements
 from ..test_hierarchy import brute_occupancy
 
 
@@ -37,15 +37,10 @@ def test_occupancy_maps():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 10_000), st.integers(1, 4), st.integers(2, 60))
-def test_occupancy_and_scores_move_within_sensitivity(seed, d, n):
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(size=(n, d)) ** rng.uniform(0.5, 4)
-    if rng.uniform() < 0.3:
-        x[: n // 2] = x[0]  # heavy duplicates
-    x2 = x.copy()
-    i = rng.integers(n)
-    x2[i] = rng.choice([rng.uniform(size=d), x[rng.integers(n)], np.ones(d), np.zeros(d)])
+@given(replacements(max_n=60, max_d=4))
+def test_occupancy_and_scores_move_within_sensitivity(pair):
+    x, x2 = pair
+    n, d = x.shape
     depth = 30
     t = make_occupancy(dom(n, d), dp.change_one_distance(), depth)
     assert np.abs(t(x) - t(x2)).max() <= t.map(1)
