@@ -12,6 +12,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
+@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path: Path) -> None:
     pytest.importorskip("sphinx")
     cmd = [

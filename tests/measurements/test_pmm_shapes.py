@@ -1,6 +1,7 @@
 """The paper's Figure 3 claim at depth 15: pruning keeps PMM's accuracy on the nine 2-D shapes."""
 
 import numpy as np
+import pytest
 import opendp.prelude as dp
 
 from opendp_wasserstein.evaluation import SHAPES, make_shape, w1_estimate
@@ -9,6 +10,7 @@ from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import paper_schedule
 
 
+@pytest.mark.slow
 def test_pruned_and_full_pmm_have_the_same_w1_on_the_shapes():
     n, depth = 30000, 15  # r = ceil(log2(eps n)) at eps = 1
     domain = dp.numpy.array2_domain(num_columns=2, size=n, T=float)
