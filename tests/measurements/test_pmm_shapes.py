@@ -1,8 +1,8 @@
 """The paper's Figure 3 claim at depth 15: pruning keeps PMM's accuracy on the nine 2-D shapes."""
 
 import numpy as np
-import pytest
 import opendp.prelude as dp
+import pytest
 
 from opendp_wasserstein.evaluation import SHAPES, make_shape, w1_estimate
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
