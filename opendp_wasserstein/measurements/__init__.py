@@ -13,7 +13,7 @@ from opendp_wasserstein.measurements._nn_histogram import (
     make_nn_histogram,
     then_nn_histogram,
 )
-from opendp_wasserstein.measurements._noisy_size import make_noisy_size_then
+from opendp_wasserstein.measurements._noisy_size import make_noisy_size_then, then_noisy_size_then
 from opendp_wasserstein.measurements._pmm import (
     make_pmm,
     make_pruned_pmm,
@@ -45,6 +45,7 @@ __all__ = [
     "make_pruned_tree_laplace",
     "then_pruned_tree_laplace",
     "make_noisy_size_then",
+    "then_noisy_size_then",
     "make_pruned_pmm",
     "then_pruned_pmm",
     "make_pmm",

@@ -18,14 +18,14 @@ from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
-from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SIZE_STREAM, as_random_source
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
 from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._row_count import make_row_count
 
-__all__ = ["make_noisy_size_then"]
+__all__ = ["make_noisy_size_then", "then_noisy_size_then"]
 
 
 def make_noisy_size_then(
@@ -110,3 +110,5 @@ def make_noisy_size_then(
     return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
 
 
+then_noisy_size_then = to_then(make_noisy_size_then)
+register(make_noisy_size_then)
