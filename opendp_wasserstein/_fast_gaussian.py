@@ -11,7 +11,8 @@ the distribution of OpenDP's integer ``make_gaussian`` (and of Canonne, Kamath a
 
 Method (CKS Algorithm 3)
 ------------------------
-With ``t = floor(sigma) + 1``: draw ``Y ~ LapZ(t)`` (:mod:`~opendp_wasserstein._fast_laplace`,
+With ``t = floor(sigma) + 1`` (capped at ``2^52``, the largest discrete Laplace scale; any
+``t > 0`` gives the same law, this one few rejections): draw ``Y ~ LapZ(t)`` (:mod:`~opendp_wasserstein._fast_laplace`,
 exact), and accept it with probability ``exp(-gamma)``,
 
 .. math:: \gamma(Y) = \frac{(|Y| - \sigma^2/t)^2}{2\sigma^2}
@@ -19,9 +20,10 @@ exact), and accept it with probability ``exp(-gamma)``,
 
 otherwise draw again.  ``P(Y = y) exp(-gamma(y))`` is proportional to
 ``exp(-|y|/t) exp(-gamma(y)) = exp(-y^2/(2 sigma^2)) exp(-sigma^2/(2 t^2))``, i.e. to the
-target; independent proposals make the accepted value an exact draw.  Each element has its own
-rejection loop, vectorised over the elements still pending (about a quarter are rejected per
-round).
+target; independent proposals make the accepted value an exact draw.  Many draws of one scale
+are a stream: i.i.d. proposals in bulk, the first accepted ones kept.  Otherwise each element
+has its own rejection loop, vectorised over the elements still pending (a quarter to a half are
+rejected per round).
 
 ``Bernoulli(exp(-gamma))`` for ``gamma = n + f`` (``n`` an integer, ``0 <= f < 1``) is ``n``
 draws of ``Bernoulli(exp(-1))`` (all must succeed) and one ``Bernoulli(exp(-f))`` by CKS
@@ -49,7 +51,7 @@ bits, so every decision is the exact one:
   ``U >= f``; otherwise (probability about ``2^-32``) ``U`` is compared with the exact ``f``,
   reading further 64-bit words of ``U`` until the comparison is decided.
 
-**The bound.**  Write ``u = 2^-53``; for ``sigma`` in ``[2^-20, 2^51]`` and ``|Y| < 2^62`` no
+**The bound.**  Write ``u = 2^-53``; for ``sigma`` in ``[2^-20, 2^52]`` and ``|Y| < 2^62`` no
 operation below overflows or leaves the normal range, so every float operation is correctly
 rounded with relative error at most ``u``.  The code computes ``s = fl(sigma^2)``,
 ``c = fl(s/t)``, ``a = fl(0.5/s)``, ``x = fl(|Y|)``, ``d = fl(x - c)`` and
@@ -77,7 +79,7 @@ fall-backs to run often (chi-square tests then too).
 
 Range
 -----
-Scales must be finite, positive and at most ``2^51`` (:data:`MAX_SCALE`).  Scales below
+Scales must be finite, positive and at most ``2^52`` (:data:`MAX_SCALE`).  Scales below
 :data:`MIN_FAST_SCALE` are exact but slow (every acceptance test in rational arithmetic); such
 a Gaussian is 0 with probability above ``1 - 2 exp(-2^39)``.  Draws of magnitude ``2^62`` or
 more raise :class:`OverflowError` (from the Laplace proposals; probability below
@@ -94,17 +96,20 @@ from fractions import Fraction
 import numpy as np
 
 from opendp_wasserstein._fast_laplace import (
+    _CHUNK,
     _bern_exp_minus_one,
     _bernoulli_const,
     _Bits,
     _dispatch,
 )
+from opendp_wasserstein._fast_laplace import MAX_SCALE as _LAPLACE_MAX
+from opendp_wasserstein._fast_laplace import _sample_const as _laplace_const
 from opendp_wasserstein._random import RandomSource
 
 __all__ = ["fast_discrete_gaussian", "MAX_SCALE", "MIN_FAST_SCALE"]
 
-#: largest accepted scale (``t = floor(sigma) + 1`` must be a valid discrete Laplace scale)
-MAX_SCALE = 2.0**51
+#: largest accepted scale (as for the discrete Laplace sampler; the proposal scale is capped there)
+MAX_SCALE = 2.0**52
 #: smallest scale with vectorised acceptance tests (the float analysis needs it)
 MIN_FAST_SCALE = 2.0**-20
 
@@ -120,8 +125,8 @@ _FEW, _REPS = 2048, 4  # below _FEW pending elements, _REPS proposals per elemen
 
 
 def _constants(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``t = floor(sigma) + 1``, ``c = fl(fl(sigma^2)/t)`` and ``a = fl(0.5/fl(sigma^2))``."""
-    t = np.floor(sigma) + 1.0
+    """``t = min(floor(sigma) + 1, 2^52)``, ``c = fl(fl(sigma^2)/t)`` and ``a = fl(0.5/fl(sigma^2))``."""
+    t = np.minimum(np.floor(sigma) + 1.0, _LAPLACE_MAX)
     s = sigma * sigma
     with np.errstate(over="ignore", divide="ignore", under="ignore"):
         return t, s / t, 0.5 / s
@@ -145,7 +150,7 @@ def _gamma_interval(
 def _exact_gamma(sigma: float, x: int) -> Fraction:
     """``gamma = (x - sigma^2/t)^2 / (2 sigma^2)`` as an exact rational."""
     s = Fraction(sigma) ** 2
-    t = math.floor(sigma) + 1
+    t = min(math.floor(sigma) + 1, int(_LAPLACE_MAX))
     return (x - s / t) ** 2 / (2 * s)
 
 
@@ -249,6 +254,29 @@ def _accept(sigma: np.ndarray, c: np.ndarray, a: np.ndarray, x: np.ndarray, rng:
     return out
 
 
+def _sample_const(sigma: float, count: int, bits: _Bits) -> np.ndarray:
+    """``count`` draws for one scale: a stream of independent proposals, the first ``count``
+    accepted ones kept (rejection sampling with i.i.d. proposals: the kept values are i.i.d.
+    draws from the target, whichever ones are kept)."""
+    t, c, a = (float(v[0]) for v in _constants(np.array([sigma])))
+    out = np.empty(count, dtype=np.int64)
+    filled = 0
+    rate = 0.5  # acceptance is above 1/2 for every scale; refined from the first batch
+    while filled < count:
+        size = min(int((count - filled) / rate * 1.05) + 64, _CHUNK)
+        y = _laplace_const(t, size, bits)
+        n = y.size
+        ok = _accept(
+            np.broadcast_to(sigma, n), np.broadcast_to(c, n), np.broadcast_to(a, n), np.abs(y), bits
+        )
+        z = y[ok]
+        rate = max(z.size / size, 0.05)
+        take = min(z.size, count - filled)
+        out[filled : filled + take] = z[:take]
+        filled += take
+    return out
+
+
 def fast_discrete_gaussian(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     """Independent exact discrete Gaussian draws, one per entry of ``scales``.
 
@@ -261,7 +289,7 @@ def fast_discrete_gaussian(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     Reference: C. L. Canonne, G. Kamath, T. Steinke, "The Discrete Gaussian for Differential
     Privacy", NeurIPS 2020 (Algorithms 1-3).
 
-    :param scales: finite scales in ``(0, 2^51]``, any shape
+    :param scales: finite scales in ``(0, 2^52]``, any shape
     :param rng: the source of randomness (secure, or seeded for reproducible tests)
     :return: ``int64`` array with the shape of ``scales``
     :raises ValueError: if a scale is not finite, not positive or above :data:`MAX_SCALE`
@@ -282,8 +310,10 @@ def fast_discrete_gaussian(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     if not (bool(np.all(np.isfinite(flat))) and bool(np.all(flat > 0))):
         raise ValueError("scales must be finite and positive")
     if bool(np.any(flat > MAX_SCALE)):
-        raise ValueError(f"scales must be at most 2^51 = {MAX_SCALE:.6g}")
+        raise ValueError(f"scales must be at most 2^52 = {MAX_SCALE:.6g}")
     bits = _Bits(rng, _BYTES_PER_DRAW * flat.size + 64)
+    if flat.size >= _FEW and bool(np.all(flat == flat[0])):
+        return _sample_const(float(flat[0]), flat.size, bits).reshape(arr.shape)
     t, c, a = _constants(flat)
     out = np.empty(flat.size, dtype=np.int64)
     pending = np.arange(flat.size)
