@@ -157,7 +157,6 @@ def make_adaptive_pruned_pmm_zcdp(
             | {
                 "candidate_index": a,
                 "s": c.s,
-                "scales": c.scales,
                 "num_candidates": len(cands),
                 "rho_select": rho_sel,
                 "rho_main": rho_main_,
