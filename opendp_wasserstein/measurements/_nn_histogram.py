@@ -166,7 +166,7 @@ def make_nn_histogram(
     start = math.sqrt(2.0 / eps)
     scale = _noise_scale(lambda s: chain >> dp.m.then_gaussian(scale=s), d_in, eps, start)
     if scale > SCALE_MAX:
-        raise ScaleLimitError("epsilon (rho) is too small: the Gaussian scale sqrt(2/rho) would pass 2^52")
+        raise ScaleLimitError("epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)")
     return chain >> dp.m.then_gaussian(scale=scale) >> make_largest_remainder(m)
 
 
