@@ -69,6 +69,7 @@ OPTIONAL_API_MODULES = [
     ("The public box", "opendp_wasserstein.box"),
     ("Input data domains and release-time validation", "opendp_wasserstein.data"),
     ("Resource limits", "opendp_wasserstein.limits"),
+    ("Exact vectorised discrete Gaussian sampler", "opendp_wasserstein._fast_gaussian"),
     ("Public candidate sets and the nearest-candidate projection", "opendp_wasserstein.candidates"),
     ("Tree metrics (FRT / HST, quadtree) and the closest multiset", "opendp_wasserstein.trees"),
     ("Tree-EM dynamic programme", "opendp_wasserstein.tree_em"),

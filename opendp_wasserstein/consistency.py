@@ -16,6 +16,7 @@ All integer arithmetic is exact: products that could pass 2^63 fall back to Pyth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,7 @@ __all__ = [
     "zero_respecting_split",
     "child_cells",
     "pruned_traversal",
+    "noise_draw",
     "full_consistency",
     "prefix_cells",
 ]
@@ -124,26 +126,43 @@ def child_cells(cells: np.ndarray, level: int) -> np.ndarray:
     return out
 
 
+def noise_draw(noise: NodeNoise, distribution: str) -> Any:
+    """The draw method of ``noise`` for ``distribution``: ``"laplace"`` or ``"gaussian"``."""
+    if distribution == "laplace":
+        return noise.laplace
+    if distribution == "gaussian":
+        return noise.gaussian
+    raise ValueError(f"distribution must be 'laplace' or 'gaussian', got {distribution!r}")
+
+
 def pruned_traversal(
-    counts: CountTree, scales: tuple[float, ...], size: int | None, noise: NodeNoise, threshold: float = 0.0
+    counts: CountTree,
+    scales: tuple[float, ...],
+    size: int | None,
+    noise: NodeNoise,
+    threshold: float = 0.0,
+    distribution: str = "laplace",
 ) -> LeafMasses:
     """Algorithms 1-2 on the exact count tree ``counts``: noise only the children of active nodes.
 
     :param counts: the exact counts (private; only read to add noise)
     :param scales: ``sigma_0 .. sigma_depth``; ``sigma_0 = inf`` when the root is not released
-    :param size: the public root mass, or None to use ``max(1, n + LapZ(sigma_0))``
+    :param size: the public root mass, or None to use ``max(1, n + noise(sigma_0))``
     :param noise: the noise and coins of the nodes
     :param threshold: a noisy count at most ``threshold * sigma_j`` is read as 0 by the split
         (0, the paper's rule, truncates at 0 only); a post-processing choice that suppresses the
         mass noise puts into empty cells
+    :param distribution: ``"laplace"`` (``LapZ(sigma_j)``, pure DP) or ``"gaussian"``
+        (``N_Z(0, sigma_j^2)``, zCDP)
     :return: the consistent leaf masses (a function of the noisy counts and the coins only)
     """
+    draw = noise_draw(noise, distribution)
     d, depth = counts.d, counts.depth
     cells = np.zeros((1, d), dtype=np.int64)
     visited = 0
     noisy_root = None
     if size is None:
-        noisy_root = int(add_noise(np.array([counts.n]), noise.laplace(0, cells, scales[0]))[0])
+        noisy_root = int(add_noise(np.array([counts.n]), draw(0, cells, scales[0]))[0])
         visited = 1
     mass = np.array([root_mass(noisy_root, size)], dtype=np.int64)
     lo = np.zeros(1, dtype=np.int64)
@@ -154,7 +173,7 @@ def pruned_traversal(
         kids = child_cells(cells, level)
         c_lo = np.stack([lo, mid], axis=1).reshape(-1)
         c_hi = np.stack([mid, hi], axis=1).reshape(-1)
-        noisy = add_noise(c_hi - c_lo, noise.laplace(level + 1, kids, scales[level + 1]))
+        noisy = add_noise(c_hi - c_lo, draw(level + 1, kids, scales[level + 1]))
         visited += int(noisy.size)
         cut = threshold * scales[level + 1]
         noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)

@@ -11,7 +11,16 @@ import opendp.prelude as dp
 from opendp.extras.numpy import NPArray2Domain
 from opendp.mod import Domain, Metric
 
-__all__ = ["array_columns", "array_size", "check_data_domain", "check_metric", "replacements", "validate_data", "domain_allows_nan"]
+__all__ = [
+    "array_columns",
+    "array_size",
+    "check_data_domain",
+    "check_metric",
+    "replacements",
+    "whole_replacements",
+    "validate_data",
+    "domain_allows_nan",
+]
 
 
 
@@ -77,6 +86,22 @@ def replacements(metric_kind: str, d_in: Any) -> Fraction:
     if d_in < 0:
         raise ValueError("d_in must be >= 0")
     return Fraction(int(d_in), 2) if metric_kind == "symmetric" else Fraction(int(d_in))
+
+
+def whole_replacements(metric_kind: str, d_in: Any) -> int:
+    """The largest number of *replacements* (or, unsized, of added and removed rows) that
+    ``d_in`` allows, as an integer: ``d_in // 2`` under ``symmetric_distance`` on a sized
+    domain (both data sets have ``n`` rows, so their symmetric difference is even),
+    ``d_in`` under ``change_one_distance`` and under ``symmetric_distance`` without a size
+    (``metric_kind="unsized"``: each added or removed row counts once).
+
+    Used by the l2sq (zCDP) maps, which are quadratic in it, so the floor matters.
+    """
+    if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)):
+        raise TypeError(f"d_in must be an integer distance, got {type(d_in).__name__}")
+    if d_in < 0:
+        raise ValueError("d_in must be >= 0")
+    return int(d_in) // 2 if metric_kind == "symmetric" else int(d_in)
 
 
 def validate_data(

@@ -16,7 +16,15 @@ from opendp.mod import Domain, Metric
 from opendp_wasserstein._compat import extrinsic_distance, extrinsic_domain
 from opendp_wasserstein.box import Box
 
-__all__ = ["WeightedL1Distance", "weighted_l1_distance", "DyadicCountsDomain", "dyadic_counts_domain", "descriptor_of"]
+__all__ = [
+    "WeightedL1Distance",
+    "weighted_l1_distance",
+    "WeightedL2SqDistance",
+    "weighted_l2sq_distance",
+    "DyadicCountsDomain",
+    "dyadic_counts_domain",
+    "descriptor_of",
+]
 
 # ---------------------------------------------------------------------------------------------
 # weighted l1 metric on hierarchical counts
@@ -36,6 +44,32 @@ def weighted_l1_distance(scales: Sequence[float]) -> Metric:
     """
     desc = WeightedL1Distance(tuple(float(s) for s in scales))
     return extrinsic_distance(f"WeightedL1Distance(scales={desc.scales!r})", desc)
+
+
+@dataclass(frozen=True)
+class WeightedL2SqDistance:
+    """``l2sq(s)``: ``d(u, v) = sum_j sum_{nodes at level j} (u - v)^2 / scales[j]^2``.
+
+    The weighted *squared* l2 distance: the quantity whose half is the zero-concentrated
+    privacy loss of adding ``N_Z(0, scales[j]^2)`` to every node of level ``j``.
+    """
+
+    scales: tuple[float, ...]
+
+
+def weighted_l2sq_distance(scales: Sequence[float]) -> Metric:
+    """The weighted squared l2 distance ``l2sq(s)`` on hierarchical counts, one scale per level.
+
+    :param scales: the level scales ``s_0 .. s_L`` (``1/s_j^2`` weights every node of level j)
+
+    :example:
+
+    >>> from opendp_wasserstein.domains import weighted_l2sq_distance
+    >>> weighted_l2sq_distance([1.0, 2.0])
+    WeightedL2SqDistance(scales=(1.0, 2.0))
+    """
+    desc = WeightedL2SqDistance(tuple(float(s) for s in scales))
+    return extrinsic_distance(f"WeightedL2SqDistance(scales={desc.scales!r})", desc)
 
 
 @dataclass(frozen=True)

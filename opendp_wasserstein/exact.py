@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-__all__ = ["round_up", "round_down", "exact_epsilon", "spent", "tighten_budget"]
+__all__ = ["round_up", "round_down", "exact_epsilon", "inverse_squares", "spent", "tighten_budget"]
 
 
 
@@ -35,6 +35,12 @@ def exact_epsilon(weight: Fraction | int, scales: Sequence[float]) -> float:
     (an infinite scale, a level that is not released, adds nothing)."""
     total = sum((Fraction(1) / Fraction(float(s)) for s in scales if math.isfinite(s)), Fraction(0))
     return round_up(Fraction(weight) * total)
+
+
+def inverse_squares(scales: Sequence[float]) -> list[Fraction]:
+    """``1 / s^2`` for every scale, as exact rationals (the weights of ``l2sq(s)``; an infinite
+    scale, a level that is not released, weighs 0)."""
+    return [1 / Fraction(float(s)) ** 2 if math.isfinite(s) else Fraction(0) for s in scales]
 
 
 def spent(scales: Sequence[float], charged: Sequence[int]) -> Fraction:

@@ -2,7 +2,8 @@
 
 A traversal asks for the noise of a batch of nodes of one level (and for the coins of the
 nodes whose children are both empty) through a :class:`NodeNoise`.  The privacy argument only
-needs every node's noise to be an independent ``LapZ(sigma_level)`` draw, fixed once drawn, and
+needs every node's noise to be an independent ``LapZ(sigma_level)`` draw (``N_Z(0,
+sigma_level^2)`` for the zCDP measurements, :meth:`NodeNoise.gaussian`), fixed once drawn, and
 the coins to be independent fair bits; :class:`PooledNoise` provides that from one random source.
 A node-addressed implementation (noise a function of a secret release key and the node's
 identity, so that any worker or retry draws the same value) fits the same interface.
@@ -15,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.samplers import sample_discrete_laplace
+from opendp_wasserstein.samplers import sample_discrete_gaussian, sample_discrete_laplace
 
 __all__ = ["NodeNoise", "PooledNoise", "NOISE_LIMIT", "add_noise"]
 
@@ -42,6 +43,10 @@ class NodeNoise(Protocol):
         """One ``LapZ(scale)`` draw per row of ``cells`` (shape (k, d)), as int64."""
         ...
 
+    def gaussian(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
+        """One ``N_Z(0, scale^2)`` draw per row of ``cells`` (shape (k, d)), as int64."""
+        ...
+
     def coins(self, level: int, cells: np.ndarray) -> np.ndarray:
         """One fair bit (int64 0/1) per row of ``cells``."""
         ...
@@ -63,18 +68,25 @@ class PooledNoise:
         self._rng = rng
         self._coins = coins
         self._backend = backend
-        self._pools: dict[float, np.ndarray] = {}
-        self._drawn: dict[float, int] = {}
+        self._pools: dict[tuple[str, float], np.ndarray] = {}
+        self._drawn: dict[tuple[str, float], int] = {}
 
     def laplace(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
-        size = int(cells.shape[0])
-        pool = self._pools.get(scale, np.zeros(0, dtype=np.int64))
+        return self._draw("laplace", int(cells.shape[0]), scale)
+
+    def gaussian(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
+        return self._draw("gaussian", int(cells.shape[0]), scale)
+
+    def _draw(self, kind: str, size: int, scale: float) -> np.ndarray:
+        key = (kind, scale)
+        pool = self._pools.get(key, np.zeros(0, dtype=np.int64))
         if pool.size < size:
-            want = max(size - pool.size, 4096, 2 * self._drawn.get(scale, 0))
-            fresh = sample_discrete_laplace(np.full(want, scale), self._rng, self._backend)
+            want = max(size - pool.size, 4096, 2 * self._drawn.get(key, 0))
+            sampler = sample_discrete_laplace if kind == "laplace" else sample_discrete_gaussian
+            fresh = sampler(np.full(want, scale), self._rng, self._backend)
             pool = np.concatenate([pool, fresh])
-            self._drawn[scale] = self._drawn.get(scale, 0) + want
-        self._pools[scale] = pool[size:]
+            self._drawn[key] = self._drawn.get(key, 0) + want
+        self._pools[key] = pool[size:]
         return pool[:size]
 
     def coins(self, level: int, cells: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opendp_wasserstein.consistency import child_cells
+from opendp_wasserstein.consistency import child_cells, noise_draw
 from opendp_wasserstein.hierarchy import CountTree
 from opendp_wasserstein.node_noise import NodeNoise, add_noise
 
@@ -50,19 +50,27 @@ class NoisyTree:
         return int(sum(a.size for a in self.levels)) - (0 if self.root_released else 1)
 
 
-def draw_full_tree(counts: CountTree, scales: tuple[float, ...], noise: NodeNoise, release_root: bool) -> NoisyTree:
+def draw_full_tree(
+    counts: CountTree,
+    scales: tuple[float, ...],
+    noise: NodeNoise,
+    release_root: bool,
+    distribution: str = "laplace",
+) -> NoisyTree:
     """Noise every node of the complete tree of ``counts`` (exact counts, read only here).
 
     :param counts: the exact count tree
     :param scales: ``sigma_0 .. sigma_depth``
     :param noise: the noise source
     :param release_root: whether to noise and release the root count (when the size is private)
+    :param distribution: ``"laplace"`` or ``"gaussian"`` (``N_Z(0, sigma_j^2)``)
     """
+    draw = noise_draw(noise, distribution)
     d = counts.d
     cells = np.zeros((1, d), dtype=np.int64)
     root = np.zeros(1, dtype=np.int64)
     if release_root:
-        root = add_noise(np.array([counts.n]), noise.laplace(0, cells, scales[0]))
+        root = add_noise(np.array([counts.n]), draw(0, cells, scales[0]))
     levels = [root.astype(np.int64)]
     lo = np.zeros(1, dtype=np.int64)
     hi = np.full(1, counts.n, dtype=np.int64)
@@ -70,5 +78,5 @@ def draw_full_tree(counts: CountTree, scales: tuple[float, ...], noise: NodeNois
         mid = counts.split(level, lo, hi)
         lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
         cells = child_cells(cells, level)
-        levels.append(add_noise(hi - lo, noise.laplace(level + 1, cells, scales[level + 1])))
+        levels.append(add_noise(hi - lo, draw(level + 1, cells, scales[level + 1])))
     return NoisyTree(tuple(levels), d, tuple(scales), release_root)

@@ -7,7 +7,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_epsilon", "check_scales", "EPS_MIN", "EPS_MAX", "SCALE_MAX", "ScaleLimitError"]
+__all__ = [
+    "check_epsilon",
+    "check_scales",
+    "check_output_measure",
+    "EPS_MIN",
+    "EPS_MAX",
+    "SCALE_MAX",
+    "ScaleLimitError",
+    "OUTPUT_MEASURES",
+]
 
 
 #: privacy parameters must lie in [EPS_MIN, EPS_MAX]: far outside, 2/eps or eps * n overflow
@@ -63,3 +72,32 @@ def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf
         err = ScaleLimitError if np.any(rest > SCALE_MAX) else ValueError
         raise err(f"{name} must all be between {EPS_MIN:g} and 2^52 (= {SCALE_MAX:.0f})")
     return tuple(float(s) for s in arr)
+
+
+#: output measures of the noisy-count mechanisms and the noise each one calls for
+OUTPUT_MEASURES = {"MaxDivergence": "laplace", "ZeroConcentratedDivergence": "gaussian"}
+
+
+def check_output_measure(output_measure: Any) -> str:
+    """``"laplace"`` for ``dp.max_divergence()`` (pure DP) or ``None`` (the default everywhere),
+    ``"gaussian"`` for ``dp.zero_concentrated_divergence()`` (zCDP), else a ``ValueError`` naming
+    ``output_measure``.
+
+    :example:
+
+    >>> import opendp.prelude as dp
+    >>> from opendp_wasserstein.parameters import check_output_measure
+    >>> check_output_measure(dp.max_divergence()), check_output_measure(dp.zero_concentrated_divergence())
+    ('laplace', 'gaussian')
+    """
+    from opendp.mod import Measure
+
+    if output_measure is None:
+        return "laplace"
+    kind = OUTPUT_MEASURES.get(str(output_measure)) if isinstance(output_measure, Measure) else None
+    if kind is None:
+        raise ValueError(
+            "output_measure must be dp.max_divergence() (discrete Laplace noise) or "
+            f"dp.zero_concentrated_divergence() (discrete Gaussian noise), got {output_measure!r}"
+        )
+    return kind

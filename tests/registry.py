@@ -52,7 +52,7 @@ import opendp.prelude as dp
 from opendp_wasserstein import measurements as M
 from opendp_wasserstein import postprocessing as P
 from opendp_wasserstein import transformations as T
-from opendp_wasserstein.domains import weighted_l1_distance
+from opendp_wasserstein.domains import weighted_l1_distance, weighted_l2sq_distance
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.schedules import Candidate, paper_schedule, standard_candidates
 from opendp_wasserstein.trees import frt_tree
@@ -118,6 +118,12 @@ CO, SYM = dp.change_one_distance(), dp.symmetric_distance()
 VEC4 = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=4)
 LINF = dp.linf_distance(T=float)
 NAN, INF = float("nan"), float("inf")
+#: the zCDP output measure (discrete Gaussian noise)
+ZCDP = dp.zero_concentrated_divergence()
+_NO_AUDIT_ZCDP = (
+    "zCDP: the audit harness bounds pure-DP privacy ratios; the Renyi divergence of the released "
+    "law is checked exactly in tests/measurements/test_gaussian_counts.py and test_zcdp_variants.py"
+)
 
 
 def dom(n: int | None = N, d: int = 2, T: type = float, **kw: Any) -> Any:
@@ -614,13 +620,17 @@ def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[Audi
         _reject(f"{short}-change-one-unsized", ValueError, "input_metric.*sized", input_domain=dom(None)),
         _reject(f"{short}-placement", ValueError, "placement", placement="corner"),
         *_output_size_rejects({"scales": ROOTLESS}, {"scales": S2}),
+        *_output_measure_rejects(short),
     )
     return Entry(
         name, mk, "measurement",
         lambda n: _arr(n) | {"depth": 2, "scales": S2},
         rejects,
         variants={"output_size": (None, {"scales": ROOTLESS, "output_size": 4}),
-                  "uniform": (N, {"placement": "uniform"})},
+                  "uniform": (N, {"placement": "uniform"}),
+                  "zcdp": (N, {"output_measure": ZCDP}),
+                  "zcdp-unsized": (None, {"output_measure": ZCDP}),
+                  "zcdp-output-size": (None, {"scales": ROOTLESS, "output_size": 4, "output_measure": ZCDP})},
         scale_overrides=lambda v: {"scales": [1.0, 4.0, v]},
         audits=audits,
     )
@@ -677,6 +687,44 @@ def _after_dyadic(built: Any, n: int | None) -> Any:
     return _dyadic(n, built.input_metric.descriptor.scales) >> built
 
 
+def _dyadic_sq(n: int | None, scales: Sequence[float] = S2) -> Any:
+    return T.make_dyadic_counts(dom(n), metric_for(n), 2, scales, output_metric="l2sq")
+
+
+def _dyadic_sq_io(n: int | None, scales: Sequence[float] = S2) -> dict[str, Any]:
+    t = _dyadic_sq(n, scales)
+    return {"input_domain": t.output_domain, "input_metric": t.output_metric}
+
+
+def _after_dyadic_sq(built: Any, n: int | None) -> Any:
+    """``make_dyadic_counts(..., output_metric="l2sq")`` with the measurement's scales, then it."""
+    return _dyadic_sq(n, built.input_metric.descriptor.scales) >> built
+
+
+def _tree_counts_sq(n: int | None) -> Any:
+    t = _nearest(n)
+    return t >> T.make_tree_counts(t.output_domain, t.output_metric, TREE3, _tree_scales(n), output_metric="l2sq")
+
+
+def _tree_gaussian_rejects(short: str) -> tuple[Reject, ...]:
+    return (
+        _reject(f"{short}-metric-wrong-length", ValueError, "input_metric must have 3 scales",
+                input_metric=weighted_l2sq_distance([1.0, 4.0])),
+        _reject(f"{short}-domain-not-dyadic", ValueError, "DyadicCountsDomain", input_domain=dom()),
+        _reject(f"{short}-metric-l1-of-the-counts", ValueError, "WeightedL2SqDistance",
+                input_metric=weighted_l1_distance(S2)),
+        _reject(f"{short}-metric-not-weighted", ValueError, "WeightedL2SqDistance", input_metric=CO),
+    )
+
+
+def _output_measure_rejects(short: str) -> tuple[Reject, ...]:
+    return (
+        _reject(f"{short}-output-measure-approx", ValueError, "output_measure",
+                output_measure=dp.approximate(dp.max_divergence())),
+        _reject(f"{short}-output-measure-text", ValueError, "output_measure", output_measure="zCDP"),
+    )
+
+
 def _tree_laplace_rejects(short: str) -> tuple[Reject, ...]:
     return (
         _reject(f"{short}-metric-wrong-length", ValueError, "input_metric must have 3 scales",
@@ -729,6 +777,8 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("scores-size-float", ValueError, "size must be an integer >= 1", None, size=5.0),
             _reject("scores-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("scores-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            *_output_measure_rejects("scores"),
+            _reject("scores-pure-candidates-in-zcdp", ValueError, "candidates: a schedule spends", output_measure=ZCDP),
         ),
         output="other", randomness="none",
     ),
@@ -743,6 +793,7 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("dyadic-counts-bounds", ValueError, "bounds", bounds=(2.0, 1.0)),
             _reject("dyadic-counts-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("dyadic-counts-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject("dyadic-counts-output-metric", ValueError, "output_metric", output_metric="l2"),
         ),
         output="other", randomness="none",
         scale_overrides=lambda v: {"scales": [1.0, 4.0, v]},
@@ -772,6 +823,7 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("tree-counts-leaf-count", ValueError, "input_domain", tree=frt_tree(CANDIDATES, "l2", seed=0),
                     scales=[1.0] * (frt_tree(CANDIDATES, "l2", seed=0).height + 1)),
             _reject("tree-counts-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject("tree-counts-output-metric", ValueError, "output_metric", output_metric="L2"),
         ),
         pipeline=lambda built, n: _nearest(n) >> built,
         output="other", randomness="none",
@@ -797,6 +849,27 @@ ENTRIES: tuple[Entry, ...] = (
         variants={"output_size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4})},
         scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0, 4.0, v])},
         no_audit="make_pruned_pmm is this release placed in the cells: audited through make_pruned_pmm",
+    ),
+    Entry(
+        "make_tree_gaussian", M.make_tree_gaussian, "measurement",
+        lambda n: _dyadic_sq_io(n),
+        _tree_gaussian_rejects("tree-gaussian"),
+        pipeline=_after_dyadic_sq, output="other",
+        scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0, 4.0, v])},
+        no_audit=_NO_AUDIT_ZCDP,
+    ),
+    Entry(
+        "make_pruned_tree_gaussian", M.make_pruned_tree_gaussian, "measurement",
+        lambda n: _dyadic_sq_io(n),
+        (
+            *_tree_gaussian_rejects("pruned-tree-gaussian"),
+            *[_reject(f"pruned-tree-gaussian-{r.id}", r.exc, r.match, r.n, **r.overrides)
+              for r in _output_size_rejects(_dyadic_sq_io(None, ROOTLESS), _dyadic_sq_io(None))],
+        ),
+        pipeline=_after_dyadic_sq, output="other",
+        variants={"output_size": (None, {**_dyadic_sq_io(None, ROOTLESS), "output_size": 4})},
+        scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0, 4.0, v])},
+        no_audit=_NO_AUDIT_ZCDP,
     ),
     Entry(
         "make_noisy_size_then", M.make_noisy_size_then, "measurement",
@@ -842,8 +915,16 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("adaptive-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
             _reject("adaptive-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("adaptive-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            *_output_measure_rejects("adaptive"),
+            _reject("adaptive-zcdp-permute-and-flip", ValueError, "selection must be 'exponential' in zCDP",
+                    selection="permute_and_flip", output_measure=ZCDP),
+            _reject("adaptive-zcdp-pure-candidates", ValueError, "candidates",
+                    candidates=standard_candidates(2, N, 0.5), output_measure=ZCDP),
+            _reject("adaptive-zcdp-tiny-rho", ValueError, "epsilon_main is too small.*2\\^52",
+                    epsilon_main=1e-60, output_measure=ZCDP),
         ),
-        variants={"permute_and_flip": (N, {"selection": "permute_and_flip"}), "uniform": (N, {"placement": "uniform"})},
+        variants={"permute_and_flip": (N, {"selection": "permute_and_flip"}), "uniform": (N, {"placement": "uniform"}),
+                  "zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP})},
         scale_overrides=lambda v: {"candidates": [Candidate(1, 1, (1.0, v))], "epsilon_main": 2.0 / v},
         tiny_epsilon=("epsilon_main", {"epsilon_main": 1e-60}),
         audits=_adaptive_audits,
@@ -883,8 +964,15 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "make_tree_projection", M.make_tree_projection, "measurement",
         lambda n: _arr(n) | {"candidates": C3, "m": 3, "epsilon": 1.0},
-        (*_public_candidate_rejects("tree-projection"), *_tree_rejects("tree-projection")),
+        (
+            *_public_candidate_rejects("tree-projection"),
+            *_tree_rejects("tree-projection"),
+            *_output_measure_rejects("tree-projection"),
+            _reject("tree-projection-zcdp-tiny-rho", ValueError, "epsilon is too small.*2\\^52",
+                    epsilon=1e-60, output_measure=ZCDP),
+        ),
         output="multiset",
+        variants={"zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP})},
         tiny_epsilon=("epsilon", {"epsilon": 1e-60}),
         audits=_tree_projection_audits,
     ),
@@ -902,6 +990,20 @@ ENTRIES: tuple[Entry, ...] = (
         no_audit="make_tree_projection is this release post-processed: audited through make_tree_projection",
     ),
     Entry(
+        "make_tree_count_gaussian", M.make_tree_count_gaussian, "measurement",
+        lambda n: {"input_domain": _tree_counts_sq(n).output_domain, "input_metric": _tree_counts_sq(n).output_metric},
+        (
+            _reject("tree-count-gaussian-metric-wrong-length", ValueError, "input_metric must have",
+                    input_metric=weighted_l2sq_distance([1.0])),
+            _reject("tree-count-gaussian-domain", ValueError, "TreeCountsDomain", input_domain=dom()),
+            _reject("tree-count-gaussian-metric-l1", ValueError, "WeightedL2SqDistance",
+                    input_metric=weighted_l1_distance([1.0] * (TREE3.height + 1))),
+        ),
+        pipeline=lambda built, n: _tree_counts_sq(n) >> built, output="other",
+        scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0] * TREE3.height + [v])},
+        no_audit=_NO_AUDIT_ZCDP,
+    ),
+    Entry(
         "make_tree_multiset", M.make_tree_multiset, "postprocessor",
         lambda n: {"counts_domain": _tree_counts(n).output_domain, "m": 3},
         (
@@ -916,8 +1018,14 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "make_nn_histogram", M.make_nn_histogram, "measurement",
         lambda n: _arr(n) | {"candidates": C3, "m": 3, "epsilon": 1.0},
-        _public_candidate_rejects("nn-histogram"),
+        (
+            *_public_candidate_rejects("nn-histogram"),
+            *_output_measure_rejects("nn-histogram"),
+            _reject("nn-histogram-zcdp-tiny-rho", ValueError, "epsilon is too small.*2\\^52",
+                    epsilon=1e-60, output_measure=ZCDP),
+        ),
         output="multiset", randomness="opendp",
+        variants={"zcdp": (N, {"output_measure": ZCDP})},
         tiny_epsilon=("epsilon", {"epsilon": 1e-60}),
         audits=_nn_histogram_audits,
     ),

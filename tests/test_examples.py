@@ -3,6 +3,7 @@
 import importlib.util
 import pathlib
 
+import numpy as np
 import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -36,3 +37,36 @@ def test_real_data_digits(tmp_path):
     reports = load("real_data_digits").main(["--out", str(tmp_path)])
     assert (tmp_path / "digits.png").exists()
     assert all(r.epsilon == 1.0 for r in reports.values())
+
+
+def test_rates_quick(tmp_path):
+    rates = load("rates")
+    rows = rates.main(["--quick", "--out", str(tmp_path)])
+    for name in ("rates.csv", "rates.png", "rates_slopes.csv"):
+        assert (tmp_path / name).exists()
+    assert len(rows) == 2 * 2 * 2  # k in {1, 2}, n in {10^3, 10^4}, two mechanisms
+    assert all(0 < r["w1_lower"] <= r["w1_upper"] for r in rows)
+
+
+def test_rates_bounds_bracket_exact_w1():
+    """The sliced lower bound and the dyadic-grid upper bound enclose the exact W1 (l_inf)."""
+    from opendp_wasserstein.evaluation import w1
+
+    rates = load("rates")
+    gen = np.random.default_rng(0)  # test data
+    for d in (1, 3, 8):
+        x = gen.uniform(size=(300, d))
+        y = gen.uniform(size=(200, d)) ** 1.5
+        exact = w1(x, y, metric="linf")
+        assert rates.sliced_lower_bound(x, y) <= exact * (1 + 1e-9)
+        assert exact <= rates.grid_upper_bound(x, y) * (1 + 1e-9)
+    # the grid sum against a direct cube count (3-D, 6 bits)
+    x, y = gen.uniform(size=(500, 3)), gen.uniform(size=(400, 3))
+    pts = np.concatenate([x, y])
+    wts = np.concatenate([np.full(500, 1 / 500), np.full(400, -1 / 400)])
+    total = 2.0**-6
+    for b in range(1, 7):
+        g = np.minimum(np.floor(pts * 2**b), 2**b - 1).astype(int)
+        keys = (g[:, 0] * 2**b + g[:, 1]) * 2**b + g[:, 2]
+        total += 2.0**-b * np.abs(np.bincount(keys, weights=wts, minlength=8**b)).sum()
+    assert rates.grid_upper_bound(x, y, bits=6) == pytest.approx(total, rel=1e-12)

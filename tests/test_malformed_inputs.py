@@ -216,7 +216,7 @@ OUTPUT_SIZED = [e for e in registry.ENTRIES if "output_size" in inspect.signatur
 
 
 def test_output_size_constructors():
-    assert {e.name for e in OUTPUT_SIZED} == {"make_pruned_pmm", "make_pmm", "make_pruned_tree_laplace",
+    assert {e.name for e in OUTPUT_SIZED} == {"make_pruned_pmm", "make_pmm", "make_pruned_tree_laplace", "make_pruned_tree_gaussian",
                                              "make_full_consistency"}
     for e in OUTPUT_SIZED:
         ids = {r.id.split("-output-size")[0] for r in e.rejects if "output_size" in r.overrides}

@@ -209,7 +209,8 @@ def test_the_release_table_covers_the_registry():
     assert randomised <= {label.split("[")[0] for label in RELEASES}
     # the documented exceptions to (d): OpenDP's CSPRNG
     assert set(NOT_SEEDABLE) == {"exponential_selection", "exponential_selection[permute_and_flip]",
-                                 "nn_histogram", "nn_histogram[unsized]", "select_candidates[nn]"}
+                                 "nn_histogram", "nn_histogram[unsized]", "nn_histogram[zcdp]",
+                                 "select_candidates[nn]"}
     assert {"synthesize[adaptive, private size]", "noisy_size_then[unsized]"} <= set(SEEDABLE)
 
 

@@ -8,6 +8,15 @@ from opendp_wasserstein.measurements._exponential_selection import (
     make_exponential_selection,
     then_exponential_selection,
 )
+from opendp_wasserstein.measurements._gaussian_counts import (
+    make_pruned_tree_gaussian,
+    make_tree_count_gaussian,
+    make_tree_gaussian,
+    then_pruned_tree_gaussian,
+    then_tree_count_gaussian,
+    then_tree_gaussian,
+    zcdp_map,
+)
 from opendp_wasserstein.measurements._nn_histogram import (
     largest_remainder,
     make_nn_histogram,
@@ -57,6 +66,13 @@ __all__ = [
     "make_tree_count_laplace",
     "then_tree_count_laplace",
     "make_tree_multiset",
+    "make_tree_count_gaussian",
+    "then_tree_count_gaussian",
+    "make_tree_gaussian",
+    "then_tree_gaussian",
+    "make_pruned_tree_gaussian",
+    "then_pruned_tree_gaussian",
+    "zcdp_map",
     "make_nn_histogram",
     "then_nn_histogram",
     "largest_remainder",

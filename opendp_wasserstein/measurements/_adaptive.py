@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from opendp.measures import max_divergence
-from opendp.mod import Domain, Measurement, Metric, assert_features
+from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
@@ -21,7 +21,7 @@ from opendp_wasserstein.measurements._exponential_selection import (
     make_exponential_selection,
 )
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.parameters import check_epsilon, check_output_measure
 from opendp_wasserstein.schedules import Candidate, standard_candidates
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
@@ -55,6 +55,7 @@ def make_adaptive_pruned_pmm(
     selection: str = "exponential",
     c_abs: float = 1.0,
     size: int | None = None,
+    output_measure: Measure | None = None,
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Algorithm 3 and Appendix B).
 
@@ -91,6 +92,13 @@ def make_adaptive_pruned_pmm(
     :param selection: ``"exponential"`` (the paper's) or ``"permute_and_flip"``
     :param c_abs: the score's constant ``C_abs`` (1 is valid for discrete Laplace)
     :param size: the public estimate of ``n`` when the domain has no size (required then)
+    :param output_measure: ``dp.max_divergence()`` (the default, ``None``) or
+        ``dp.zero_concentrated_divergence()``: zCDP, with ``epsilon_select`` and ``epsilon_main``
+        read as the budgets ``rho_select`` and ``rho_main``, the zCDP candidates
+        (:func:`~opendp_wasserstein.zcdp_schedules.zcdp_candidates`), the exponential mechanism
+        certified in zCDP by OpenDP (``make_noisy_max``, ``eps^2/8``) and discrete Gaussian
+        Pruned-PMM; the map is ``rho_select + rho_main`` for one replacement
+        (:func:`~opendp_wasserstein.measurements._adaptive_zcdp.make_adaptive_pruned_pmm_zcdp`)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -106,8 +114,20 @@ def make_adaptive_pruned_pmm(
     >>> x = np.random.default_rng(0).uniform(size=(2000, 3))
     >>> meas(x).shape
     (2000, 3)
+    >>> zmeas = make_adaptive_pruned_pmm(
+    ...     dp.numpy.array2_domain(num_columns=3, size=2000, T=float), dp.change_one_distance(),
+    ...     epsilon_select=0.05, epsilon_main=0.45, output_measure=dp.zero_concentrated_divergence())
+    >>> zmeas.map(1), zmeas(x).shape
+    (0.5, (2000, 3))
     """
     assert_features("contrib")
+    if check_output_measure(output_measure) == "gaussian":
+        from opendp_wasserstein.measurements._adaptive_zcdp import make_adaptive_pruned_pmm_zcdp
+
+        return make_adaptive_pruned_pmm_zcdp(
+            input_domain, input_metric, epsilon_select, epsilon_main, bounds, placement,
+            candidates, selection, c_abs, size,
+        )
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)
     eps_sel = check_epsilon(epsilon_select, "epsilon_select")

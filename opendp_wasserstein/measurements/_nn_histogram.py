@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp.mod import Domain, Function, Measurement, Metric, assert_features
+from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import new_function, register, to_then
 from opendp_wasserstein.candidates import (
@@ -17,7 +17,12 @@ from opendp_wasserstein.candidates import (
     check_multiset_size,
 )
 from opendp_wasserstein.data import check_data_domain, check_metric
-from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
+from opendp_wasserstein.parameters import (
+    SCALE_MAX,
+    ScaleLimitError,
+    check_epsilon,
+    check_output_measure,
+)
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 
 __all__ = ["make_nn_histogram", "then_nn_histogram", "largest_remainder", "make_largest_remainder"]
@@ -63,14 +68,15 @@ def make_largest_remainder(m: int) -> Function:
     return new_function(lambda counts: largest_remainder(counts, m))
 
 
-def _laplace_scale(meas_of: Any, d_in: int, epsilon: float) -> float:
-    """The smallest float scale >= 2/epsilon whose OpenDP map at ``d_in`` is at most epsilon."""
-    scale = 2.0 / epsilon
+def _noise_scale(meas_of: Any, d_in: int, epsilon: float, start: float) -> float:
+    """The smallest float scale >= ``start`` whose OpenDP map at ``d_in`` is at most epsilon
+    (``start = 2/epsilon`` for Laplace, ``sqrt(2/rho)`` for Gaussian noise)."""
+    scale = start
     for _ in range(64):
         if meas_of(scale).map(d_in) <= epsilon:
             return scale
         scale = math.nextafter(scale, math.inf)
-    raise RuntimeError("could not calibrate the Laplace scale")  # pragma: no cover
+    raise RuntimeError("could not calibrate the noise scale")  # pragma: no cover
 
 
 def make_nn_histogram(
@@ -80,6 +86,7 @@ def make_nn_histogram(
     m: int,
     epsilon: float,
     metric: str = "l2",
+    output_measure: Measure | None = None,
 ) -> Measurement:
     r"""Construct the nearest-neighbour histogram baseline: noisy counts per candidate rounded
     to a size-``m`` multiset.
@@ -96,12 +103,23 @@ def make_nn_histogram(
     the count vector's l1 sensitivity is ``d_in`` with or without a public size, and the
     rounding does not need ``n``.  The noise is OpenDP's CSPRNG (this baseline cannot be seeded).
 
+    **zCDP.**  With ``output_measure=dp.zero_concentrated_divergence()``, ``epsilon`` is the zCDP
+    budget ``rho`` of one replacement and the noise is OpenDP's integer ``make_gaussian`` on
+    counts in ``L2Distance<i64>``.  OpenDP's count map gives a replacement (``d_in = 2``) an l2
+    sensitivity of 2, not the exact ``sqrt(2)``, so the scale is ``sqrt(2/rho)`` (the smallest
+    float at least that whose OpenDP map is at most ``rho``): this OpenDP-only baseline pays a
+    factor 2 in ``rho`` against an exact accounting (which
+    :func:`~opendp_wasserstein.measurements.make_tree_projection` has).
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param candidates: the public candidates ``(k, p)``: distinct, finite rows
     :param m: the multiset size, ``>= 1``
-    :param epsilon: the privacy loss of one replacement
+    :param epsilon: the privacy loss of one replacement, in ``output_measure``: epsilon (pure DP)
+        or rho (zCDP)
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
+    :param output_measure: ``dp.max_divergence()`` (OpenDP's ``make_laplace``; the default,
+        ``None``) or ``dp.zero_concentrated_divergence()`` (OpenDP's ``make_gaussian``)
     :return: a Measurement releasing ``k`` int64 multiplicities summing to ``m``
 
     :example:
@@ -116,8 +134,14 @@ def make_nn_histogram(
     1.0
     >>> int(meas(np.zeros((200, 2))).sum())
     10
+    >>> make_nn_histogram(
+    ...     dp.numpy.array2_domain(num_columns=2, size=200, T=float), dp.symmetric_distance(),
+    ...     candidates=[[0.0, 0.0], [1.0, 1.0]], m=10, epsilon=0.5,
+    ...     output_measure=dp.zero_concentrated_divergence()).map(2)
+    0.5
     """
     assert_features("contrib")
+    noise = check_output_measure(output_measure)
     d, n = check_data_domain(input_domain)
     kind = check_metric(input_metric, n)
     cand = check_candidates(candidates)
@@ -129,14 +153,21 @@ def make_nn_histogram(
     chain = make_nearest_candidate(input_domain, input_metric, cand, metric)
     if kind == "change_one":
         chain = chain >> dp.t.then_metric_unbounded()
+    norm = "L1Distance<i64>" if noise == "laplace" else "L2Distance<i64>"
     chain = chain >> dp.t.then_count_by_categories(
-        categories=list(range(k)), null_category=False, MO="L1Distance<i64>", TOA="i64"
+        categories=list(range(k)), null_category=False, MO=norm, TOA="i64"
     )
     d_in = 1 if kind == "change_one" else 2
-    scale = _laplace_scale(lambda s: chain >> dp.m.then_laplace(scale=s), d_in, eps)
-    if scale > SCALE_MAX:  # as for every sampler of the package: noisy counts stay far below 2^63
-        raise ScaleLimitError("epsilon is too small: the Laplace scale 2/epsilon would pass 2^52")
-    return chain >> dp.m.then_laplace(scale=scale) >> make_largest_remainder(m)
+    if noise == "laplace":
+        scale = _noise_scale(lambda s: chain >> dp.m.then_laplace(scale=s), d_in, eps, 2.0 / eps)
+        if scale > SCALE_MAX:  # as for every sampler of the package: noisy counts stay far below 2^63
+            raise ScaleLimitError("epsilon is too small: the Laplace scale 2/epsilon would pass 2^52")
+        return chain >> dp.m.then_laplace(scale=scale) >> make_largest_remainder(m)
+    start = math.sqrt(2.0 / eps)
+    scale = _noise_scale(lambda s: chain >> dp.m.then_gaussian(scale=s), d_in, eps, start)
+    if scale > SCALE_MAX:
+        raise ScaleLimitError("epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)")
+    return chain >> dp.m.then_gaussian(scale=scale) >> make_largest_remainder(m)
 
 
 then_nn_histogram = to_then(make_nn_histogram)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from opendp.mod import Domain, Measurement, Metric, assert_features
+from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import register, to_then
-from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance
+from opendp_wasserstein.measurements._gaussian_counts import (
+    make_pruned_tree_gaussian,
+    make_tree_gaussian,
+)
 from opendp_wasserstein.measurements._tree_laplace import (
     check_output_size,
     make_pruned_tree_laplace,
     make_tree_laplace,
 )
+from opendp_wasserstein.parameters import check_output_measure
 from opendp_wasserstein.postprocessing import make_full_consistency, make_synthesis
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts
@@ -28,8 +32,9 @@ def make_pruned_pmm(
     bounds: Any = None,
     placement: str = "center",
     output_size: int | None = None,
+    output_measure: Measure | None = None,
 ) -> Measurement:
-    r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP synthetic dataset.
+    r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP (or zCDP) synthetic dataset.
 
     The chain ``make_dyadic_counts >> make_pruned_tree_laplace >> make_synthesis`` (Zare
     Moayedi et al. 2026, Algorithms 1-2): noisy child counts are drawn only below nodes with
@@ -42,6 +47,15 @@ def make_pruned_pmm(
     The release is the synthetic array only: ``m`` rows (``m = n`` when the size is public),
     each at the centre of, or uniform in, a leaf cell with positive mass, in random order.
 
+    **zCDP.**  With ``output_measure=dp.zero_concentrated_divergence()`` the noise is discrete
+    Gaussian, ``N_Z(0, sigma_j^2)`` (``make_dyadic_counts(..., output_metric="l2sq") >>
+    make_pruned_tree_gaussian``), and the map is ``m^2 sum_{j>=1} 1/sigma_j^2`` for ``m``
+    replacements (``m = d_in // 2`` under ``symmetric_distance``, ``d_in`` under
+    ``change_one_distance``; ``map(2) == rho`` with
+    :func:`~opendp_wasserstein.zcdp_schedules.zcdp_schedule`), ``d_in^2 sum_{j>=0}
+    1/sigma_j^2 / 2`` without a public size.  Approximate DP follows from OpenDP's
+    ``dp.c.make_zCDP_to_approxDP`` and ``dp.c.make_fix_delta``.
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param depth: the depth ``r >= 1``
@@ -51,6 +65,8 @@ def make_pruned_pmm(
     :param placement: ``"center"`` (default) or ``"uniform"`` within each leaf cell
     :param output_size: without a public size, the number of rows to release when it is public
         otherwise (e.g. a DP count released before; needs ``sigma_0 = inf``)
+    :param output_measure: ``dp.max_divergence()`` (discrete Laplace noise, pure DP; the
+        default, ``None``) or ``dp.zero_concentrated_divergence()`` (discrete Gaussian noise, zCDP)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -76,12 +92,26 @@ def make_pruned_pmm(
     >>> query = ctx.query().pruned_pmm(depth=6, scales=[float("inf")] + [12.0] * 6, output_size=500)
     >>> query.release().shape
     (500, 2)
+
+    In zCDP, with the zCDP-optimal schedule:
+
+    >>> from opendp_wasserstein.zcdp_schedules import zcdp_schedule
+    >>> meas = make_pruned_pmm(
+    ...     dp.numpy.array2_domain(num_columns=2, size=500, T=float), dp.symmetric_distance(),
+    ...     depth=8, scales=zcdp_schedule(d=2, rho=0.5, depth=8),
+    ...     output_measure=dp.zero_concentrated_divergence())
+    >>> meas.map(2)
+    0.5
     """
     assert_features("contrib")
     check_placement(placement)
-    t_counts = make_dyadic_counts(input_domain, input_metric, depth, scales, bounds)
+    noise = check_output_measure(output_measure)
+    t_counts = make_dyadic_counts(
+        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq"
+    )
     dom = t_counts.output_domain
-    m_noise = make_pruned_tree_laplace(dom, t_counts.output_metric, output_size)
+    make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
+    m_noise = make_noise(dom, t_counts.output_metric, output_size)
     return t_counts >> m_noise >> make_synthesis(dom, placement)
 
 
@@ -93,6 +123,7 @@ def make_pmm(
     bounds: Any = None,
     placement: str = "center",
     output_size: int | None = None,
+    output_measure: Measure | None = None,
 ) -> Measurement:
     r"""Construct the full-tree PMM of He, Vershynin and Zhu (COLT 2023), the baseline.
 
@@ -100,7 +131,8 @@ def make_pmm(
     make_synthesis``: every one of the ``2^(depth+1) - 1`` nodes is noised and split comparably,
     so cost grows as ``2^depth`` (a depth whose tree would not fit in memory is refused up front,
     see :mod:`opendp_wasserstein.limits`).  Same parameters, privacy map and release as
-    :func:`make_pruned_pmm`.
+    :func:`make_pruned_pmm`, in pure DP or (``output_measure=dp.zero_concentrated_divergence()``,
+    discrete Gaussian noise, ``make_tree_gaussian``) in zCDP.
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
@@ -111,6 +143,8 @@ def make_pmm(
     :param placement: ``"center"`` (default) or ``"uniform"`` within each leaf cell
     :param output_size: without a public size, the number of rows to release when it is public
         otherwise (e.g. a DP count released before; needs ``sigma_0 = inf``)
+    :param output_measure: ``dp.max_divergence()`` (discrete Laplace; the default, ``None``) or
+        ``dp.zero_concentrated_divergence()`` (discrete Gaussian)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -127,12 +161,13 @@ def make_pmm(
     """
     assert_features("contrib")
     check_placement(placement)
-    t_counts = make_dyadic_counts(input_domain, input_metric, depth, scales, bounds)
+    noise = check_output_measure(output_measure)
+    t_counts = make_dyadic_counts(
+        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq"
+    )
     dom = t_counts.output_domain
-    scales = t_counts.output_metric.descriptor
-    assert isinstance(scales, WeightedL1Distance) and isinstance(dom.descriptor, DyadicCountsDomain)
-    check_output_size(output_size, dom.descriptor, scales.scales)
-    m_noise = make_tree_laplace(dom, t_counts.output_metric)
+    check_output_size(output_size, dom.descriptor, t_counts.output_metric.descriptor.scales)
+    m_noise = (make_tree_laplace if noise == "laplace" else make_tree_gaussian)(dom, t_counts.output_metric)
     return t_counts >> m_noise >> make_full_consistency(dom, output_size) >> make_synthesis(dom, placement)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from opendp.measures import max_divergence
-from opendp.mod import Domain, Function, Measurement, Metric, assert_features
+from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, new_function, register, to_then
 from opendp_wasserstein._random import NOISE_STREAM, as_random_source
@@ -22,7 +22,12 @@ from opendp_wasserstein.data import check_data_domain, check_metric
 from opendp_wasserstein.domains import WeightedL1Distance, descriptor_of
 from opendp_wasserstein.measurements._tree_laplace import _identity_map
 from opendp_wasserstein.node_noise import add_noise
-from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
+from opendp_wasserstein.parameters import (
+    SCALE_MAX,
+    ScaleLimitError,
+    check_epsilon,
+    check_output_measure,
+)
 from opendp_wasserstein.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (
@@ -161,6 +166,7 @@ def make_tree_projection(
     epsilon: float,
     tree: Any = None,
     metric: str = "l2",
+    output_measure: Measure | None = None,
 ) -> Measurement:
     r"""Construct the hierarchical tree projection (HTP): a size-``m`` multiset on public
     candidates from noisy subtree counts on a tree metric.
@@ -184,14 +190,24 @@ def make_tree_projection(
     ``epsilon`` per replacement: ``map(2) = epsilon`` (one added record costs
     ``map(1) = epsilon / 2``); the multiset is then normalised by the noisy root count.
 
+    **zCDP.**  With ``output_measure=dp.zero_concentrated_divergence()``, ``epsilon`` is the zCDP
+    budget ``rho`` of one replacement: discrete Gaussian noise ``N_Z(0, sigma_j^2)``
+    (``make_tree_counts(..., output_metric="l2sq") >> make_tree_count_gaussian``) with the
+    zCDP-optimal schedule :func:`~opendp_wasserstein.zcdp_schedules.tree_level_scales_zcdp`
+    (``sigma_j proportional to W_j^(-1/3)``, exact tree sensitivity), so ``map(2) == rho``
+    (``map(1) == rho`` under ``change_one_distance``; without a public size ``map(2) == rho``).
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param candidates: the public candidates ``(k, p)``: distinct, finite rows
     :param m: the multiset size, ``>= 1``
-    :param epsilon: the privacy loss of one replacement
+    :param epsilon: the privacy loss of one replacement, in ``output_measure``: epsilon (pure DP)
+        or rho (zCDP)
     :param tree: a public :class:`~opendp_wasserstein.trees.Tree` with ``k`` leaves, or None for
         a fresh :func:`~opendp_wasserstein.trees.frt_tree` built at construction
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
+    :param output_measure: ``dp.max_divergence()`` (discrete Laplace; the default, ``None``) or
+        ``dp.zero_concentrated_divergence()`` (discrete Gaussian)
     :return: a Measurement releasing ``k`` int64 multiplicities summing to ``m``
 
     :example:
@@ -207,8 +223,14 @@ def make_tree_projection(
     1.0
     >>> int(meas(np.random.default_rng(0).uniform(size=(500, 2))).sum())
     50
+    >>> zmeas = make_tree_projection(
+    ...     dp.numpy.array2_domain(num_columns=2, size=500, T=float), dp.symmetric_distance(),
+    ...     candidates=C, m=50, epsilon=0.5, output_measure=dp.zero_concentrated_divergence())
+    >>> zmeas.map(2)
+    0.5
     """
     assert_features("contrib")
+    noise = check_output_measure(output_measure)
     d, n = check_data_domain(input_domain)
     check_metric(input_metric, n)
     cand = check_candidates(candidates)
@@ -218,13 +240,26 @@ def make_tree_projection(
     metric = check_ground_metric(metric)
     the_tree = resolve_tree(tree, cand, metric)
     t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
-    scales = tree_level_scales(the_tree, eps, sized=n is not None)
+    if noise == "laplace":
+        scales = tree_level_scales(the_tree, eps, sized=n is not None)
+    else:
+        from opendp_wasserstein.zcdp_schedules import tree_level_scales_zcdp
+
+        scales = tree_level_scales_zcdp(the_tree, eps, sized=n is not None)
     if max(scales) > SCALE_MAX:
         raise ScaleLimitError(
             "epsilon is too small: the tree projection's noise scales would pass 2^52 (exact integer noise)"
         )
-    t_counts = make_tree_counts(t_near.output_domain, t_near.output_metric, the_tree, scales)
-    m_noise = make_tree_count_laplace(t_counts.output_domain, t_counts.output_metric)
+    if noise == "laplace":
+        t_counts = make_tree_counts(t_near.output_domain, t_near.output_metric, the_tree, scales)
+        m_noise = make_tree_count_laplace(t_counts.output_domain, t_counts.output_metric)
+    else:
+        from opendp_wasserstein.measurements._gaussian_counts import make_tree_count_gaussian
+
+        t_counts = make_tree_counts(
+            t_near.output_domain, t_near.output_metric, the_tree, scales, output_metric="l2sq"
+        )
+        m_noise = make_tree_count_gaussian(t_counts.output_domain, t_counts.output_metric)
     return t_near >> t_counts >> m_noise >> make_tree_multiset(t_counts.output_domain, m)
 
 

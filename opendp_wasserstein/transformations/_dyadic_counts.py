@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -15,13 +16,36 @@ from opendp_wasserstein.data import (
     domain_allows_nan,
     replacements,
     validate_data,
+    whole_replacements,
 )
-from opendp_wasserstein.domains import dyadic_counts_domain, weighted_l1_distance
-from opendp_wasserstein.exact import exact_epsilon
+from opendp_wasserstein.domains import (
+    dyadic_counts_domain,
+    weighted_l1_distance,
+    weighted_l2sq_distance,
+)
+from opendp_wasserstein.exact import exact_epsilon, inverse_squares, round_up
 from opendp_wasserstein.hierarchy import build_count_tree, max_depth
 from opendp_wasserstein.parameters import check_scales
 
-__all__ = ["make_dyadic_counts", "then_dyadic_counts", "check_depth", "dyadic_counts_stability"]
+__all__ = [
+    "make_dyadic_counts",
+    "then_dyadic_counts",
+    "check_depth",
+    "check_output_metric",
+    "dyadic_counts_stability",
+    "dyadic_counts_l2sq_stability",
+]
+
+#: the output metrics of the count transformations: ``l1(s)`` (discrete Laplace noise, pure DP)
+#: and ``l2sq(s)`` (discrete Gaussian noise, zCDP)
+OUTPUT_METRICS = ("l1", "l2sq")
+
+
+def check_output_metric(output_metric: Any) -> str:
+    """``"l1"`` or ``"l2sq"``, or a ``ValueError`` naming ``output_metric``."""
+    if output_metric not in OUTPUT_METRICS:
+        raise ValueError(f"output_metric must be one of {OUTPUT_METRICS}, got {output_metric!r}")
+    return str(output_metric)
 
 
 def check_depth(depth: Any, d: int, name: str = "depth") -> int:
@@ -51,12 +75,40 @@ def dyadic_counts_stability(
     return stability_map
 
 
+def dyadic_counts_l2sq_stability(
+    metric_kind: str, size: int | None, scales: tuple[float, ...]
+) -> Any:
+    """The stability map ``d_in -> ||F(X) - F(X')||_{l2sq(s)}``, exact, rounded up.
+
+    With ``w_j = 1/sigma_j^2``: ``2 m^2 sum_{j >= 1} w_j`` for ``m`` replacements (``m = d_in
+    // 2`` under ``symmetric_distance`` on a sized domain, ``m = d_in`` under
+    ``change_one_distance``), and ``k^2 sum_{j >= 0} w_j`` for ``k = d_in`` rows added or
+    removed without a public size.  Tight: ``m`` copies of one point replaced by ``m`` copies
+    of a point in the other level-1 cell (or ``k`` copies of one point added) attain it.
+    Proof: ``docs/proofs/gaussian_counts.rst``.
+    """
+    w = inverse_squares(scales)
+    if size is None and metric_kind == "symmetric":
+        per_row = sum(w, Fraction(0))
+        kind = "unsized"
+    else:
+        per_row = 2 * sum(w[1:], Fraction(0))
+        kind = metric_kind
+
+    def stability_map(d_in: int) -> float:
+        m = whole_replacements(kind, d_in)
+        return round_up(m * m * per_row)
+
+    return stability_map
+
+
 def make_dyadic_counts(
     input_domain: Domain,
     input_metric: Metric,
     depth: int,
     scales: Any,
     bounds: Any = None,
+    output_metric: str = "l1",
 ) -> Transformation:
     r"""Construct a Transformation from a dataset in a box to its lazy dyadic count tree.
 
@@ -70,12 +122,22 @@ def make_dyadic_counts(
     domain, plus ``d_in / sigma_0`` when the size is not public; ``2 d_in sum_{j >= 1}
     1/sigma_j`` under ``change_one_distance``.  Computed over the rationals and rounded up.
 
+    With ``output_metric="l2sq"`` the output metric is the weighted squared l2 distance
+    ``l2sq(s)`` (:func:`~opendp_wasserstein.domains.weighted_l2sq_distance`, for discrete
+    Gaussian noise and zCDP) and the map is quadratic in the number of changed rows
+    (:func:`dyadic_counts_l2sq_stability`): ``2 m^2 sum_{j >= 1} 1/sigma_j^2`` for ``m``
+    replacements (``m = d_in // 2`` under ``symmetric_distance`` with a public size, ``m =
+    d_in`` under ``change_one_distance``), ``d_in^2 sum_{j >= 0} 1/sigma_j^2`` without a
+    public size.
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized domain) ``dp.change_one_distance()``
     :param depth: the hierarchy depth ``r``, ``1 <= r <= 52 d``
     :param scales: the level scales ``sigma_0 .. sigma_r`` (``r + 1`` floats in ``[1e-100, 2^52]``;
         ``sigma_0 = inf`` says that the root count will not be released, so it is not charged)
     :param bounds: the public box ``(lower, upper)``, scalars or length-d; default the unit cube
+    :param output_metric: ``"l1"`` (default; ``l1(s)``, for discrete Laplace noise) or
+        ``"l2sq"`` (``l2sq(s)``, for discrete Gaussian noise)
     :return: a Transformation into :func:`~opendp_wasserstein.domains.dyadic_counts_domain`
 
     :example:
@@ -90,6 +152,11 @@ def make_dyadic_counts(
     1.0
     >>> t(np.full((100, 2), 0.7)).occupancy().tolist()
     [1, 1, 1]
+    >>> t2 = make_dyadic_counts(
+    ...     dp.numpy.array2_domain(num_columns=2, size=100, T=float), dp.symmetric_distance(),
+    ...     depth=2, scales=[1.0, 4.0, 4.0], output_metric="l2sq")
+    >>> t2.map(2), t2.map(4)  # 2 m^2 (1/16 + 1/16) for m = 1, 2 replacements
+    (0.25, 1.0)
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
@@ -98,6 +165,7 @@ def make_dyadic_counts(
     sigma = check_scales(scales, depth + 1, root_may_be_inf=True)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
+    output_metric = check_output_metric(output_metric)
 
     def function(x: np.ndarray) -> Any:
         x = validate_data(x, d, n, nan=nan_ok)
@@ -107,9 +175,11 @@ def make_dyadic_counts(
         input_domain,
         input_metric,
         dyadic_counts_domain(depth, d, n, box),
-        weighted_l1_distance(sigma),
+        weighted_l1_distance(sigma) if output_metric == "l1" else weighted_l2sq_distance(sigma),
         function,
-        dyadic_counts_stability(kind, n, sigma),
+        dyadic_counts_stability(kind, n, sigma)
+        if output_metric == "l1"
+        else dyadic_counts_l2sq_stability(kind, n, sigma),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp.mod import Domain, Metric, Transformation, assert_features
+from opendp.mod import Domain, Measure, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
 from opendp_wasserstein.box import as_box
@@ -22,7 +23,12 @@ from opendp_wasserstein.data import (
 )
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import build_count_tree, max_depth
-from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
+from opendp_wasserstein.parameters import (
+    SCALE_MAX,
+    ScaleLimitError,
+    check_epsilon,
+    check_output_measure,
+)
 from opendp_wasserstein.schedules import Candidate, budget_of
 
 __all__ = [
@@ -58,12 +64,20 @@ class ScoreTable:
         return self.const + (self.weights * occupancy.astype(np.float64)).sum(axis=1)
 
 
+def _zcdp_budget_of(scales: Sequence[float]) -> float:
+    from opendp_wasserstein.zcdp_schedules import zcdp_budget  # (import cycle at module level)
+
+    return round_up(zcdp_budget(scales))
+
+
 def check_candidates(
-    candidates: Sequence[Candidate], d: int, epsilon_main: float, default: bool = False
+    candidates: Sequence[Candidate], d: int, epsilon_main: float, default: bool = False, zcdp: bool = False
 ) -> tuple[Candidate, ...]:
     """Candidates with valid depths and schedules (level scales at most 2^52), all using
-    ``epsilon_main`` exactly.  ``default``: the candidates were derived from ``epsilon_main``
-    (then a scale above 2^52 means ``epsilon_main`` is too small, and the error says so)."""
+    ``epsilon_main`` exactly (with ``zcdp``: the zCDP budget ``rho_main = sum_{j>=1}
+    1/sigma_j^2``).  ``default``: the candidates were derived from ``epsilon_main`` (then a
+    scale above 2^52 means ``epsilon_main`` is too small, and the error says so)."""
+    budget_of_ = _zcdp_budget_of if zcdp else budget_of
     cands = tuple(candidates)
     if not cands:
         raise ValueError("candidates must not be empty")
@@ -80,13 +94,13 @@ def check_candidates(
                 if default
                 else "candidates: level scales must be at most 2^52 (exact integer noise)"
             )
-        if budget_of(c.scales) > epsilon_main:
+        if budget_of_(c.scales) > epsilon_main:
             raise ValueError(
-                f"candidates: a schedule spends {budget_of(c.scales)} > epsilon_main = {epsilon_main}"
+                f"candidates: a schedule spends {budget_of_(c.scales)} > epsilon_main = {epsilon_main}"
             )
-        if budget_of(c.scales) < epsilon_main * (1 - 1e-9):
+        if budget_of_(c.scales) < epsilon_main * (1 - 1e-9):
             raise ValueError(
-                f"candidates: a schedule spends {budget_of(c.scales)}, not epsilon_main = {epsilon_main}"
+                f"candidates: a schedule spends {budget_of_(c.scales)}, not epsilon_main = {epsilon_main}"
                 " (every candidate must use the synthesis budget exactly)"
             )
     return cands
@@ -158,6 +172,7 @@ def make_schedule_scores(
     c_abs: float = 1.0,
     bounds: Any = None,
     size: int | None = None,
+    output_measure: Measure | None = None,
 ) -> Transformation:
     r"""Construct a Transformation from data to the candidates' scores ``B_a(X)``.
 
@@ -182,6 +197,11 @@ def make_schedule_scores(
     :param bounds: the public box; default the unit cube
     :param size: the public normaliser when the input domain has no size (required then, refused
         otherwise)
+    :param output_measure: the measure of the synthesis the candidates are for:
+        ``dp.max_divergence()`` (default, ``None``) or ``dp.zero_concentrated_divergence()``, in
+        which case ``epsilon_main`` is the zCDP budget ``rho_main`` every candidate spends
+        (:func:`~opendp_wasserstein.zcdp_schedules.zcdp_candidates`) and the root term is
+        ``C/(sqrt(rho_main) n)`` (``sigma_0 = 1/sqrt(rho_main)``; the same for every candidate)
 
     :example:
 
@@ -199,15 +219,16 @@ def make_schedule_scores(
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)
     kind = check_metric(input_metric, n)
+    zcdp = check_output_measure(output_measure) == "gaussian"
     eps = check_epsilon(epsilon_main, "epsilon_main")
     c_abs = check_epsilon(c_abs, "c_abs")
-    cands = check_candidates(candidates, d, eps)
+    cands = check_candidates(candidates, d, eps, zcdp=zcdp)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
     # with a private size O_j is clamped to a public cap (1-Lipschitz: Delta is unchanged), so the
     # float rounding bound of the scores stays small
     cap = None if n is not None else occupancy_cap(norm)
-    table = score_table(cands, d, norm, eps, c_abs, occ_cap=cap)
+    table = score_table(cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap)
     L = table.weights.shape[1]
 
     def function(x: np.ndarray) -> list[float]:

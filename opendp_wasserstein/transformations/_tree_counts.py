@@ -14,16 +14,18 @@ count per level by 1; the root changes only when the size changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import extrinsic_domain, make_transformation, register, to_then
-from opendp_wasserstein.data import check_metric, replacements
-from opendp_wasserstein.domains import weighted_l1_distance
-from opendp_wasserstein.exact import exact_epsilon, tighten_budget
+from opendp_wasserstein.data import check_metric, replacements, whole_replacements
+from opendp_wasserstein.domains import weighted_l1_distance, weighted_l2sq_distance
+from opendp_wasserstein.exact import exact_epsilon, inverse_squares, round_up, tighten_budget
 from opendp_wasserstein.parameters import check_epsilon, check_scales
+from opendp_wasserstein.transformations._dyadic_counts import check_output_metric
 from opendp_wasserstein.transformations._nearest_candidate import check_index_domain
 from opendp_wasserstein.trees import Tree
 
@@ -34,6 +36,8 @@ __all__ = [
     "make_tree_counts",
     "then_tree_counts",
     "tree_counts_stability",
+    "tree_counts_l2sq_stability",
+    "tree_pair_profiles",
     "tree_level_scales",
 ]
 
@@ -83,7 +87,89 @@ def tree_counts_stability(metric_kind: str, size: int | None, scales: tuple[floa
     return stability_map
 
 
-def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, scales: Any) -> Transformation:
+def tree_pair_profiles(tree: Tree) -> np.ndarray:
+    r"""The level profiles of the pairs of leaves that can move the counts most (public).
+
+    Replacing ``m`` records at leaf ``p`` by ``m`` records at leaf ``q`` whose lowest common
+    ancestor is ``v`` moves, at every level ``j``, two counts by ``m`` for ``depth(v) < j <=
+    min(depth p, depth q)`` and one count by ``m`` for ``min < j <= max``: a squared l2 change
+    of ``m^2 (W(depth p) + W(depth q) - 2 W(depth v))`` with ``W(t) = sum_{1 <= j <= t}
+    1/sigma_j^2``.  ``W`` is non-decreasing, so for each ``v`` the best pair takes the two
+    deepest leaves below two *different* children of ``v``.  Returns the rows ``(D1, D2,
+    depth v)`` of those pairs, one per distinct profile, without the rows another row dominates
+    (``D1' >= D1``, ``D2' >= D2``, ``depth v' <= depth v``); empty for a one-leaf tree.
+
+    :param tree: the public tree
+    :return: ``int64`` array of shape ``(T, 3)``
+    """
+    maxd = tree.depth.astype(np.int64).copy()  # deepest leaf below every node
+    for lev in range(tree.height, 0, -1):
+        nodes = tree.nodes_at_depth(lev)
+        np.maximum.at(maxd, tree.parent[nodes], maxd[nodes])
+    child = tree.child_ids
+    order = np.lexsort((maxd[child], tree.parent[child]))  # by parent, then deepest leaf
+    ranked = maxd[child[order]]
+    inner = np.flatnonzero(tree.degree >= 2)
+    end = tree.child_ptr[inner + 1]  # groups by parent are the CSR groups, in node order
+    rows = np.unique(
+        np.stack([ranked[end - 1], ranked[end - 2], tree.depth[inner]], axis=1), axis=0
+    ).astype(np.int64)
+    if rows.shape[0] <= 1:
+        return rows.reshape(-1, 3)
+    a = rows[:, None, :]
+    b = rows[None, :, :]
+    dominated = (
+        (b[..., 0] >= a[..., 0]) & (b[..., 1] >= a[..., 1]) & (b[..., 2] <= a[..., 2])
+        & np.any(b != a, axis=2)
+    ).any(axis=1)
+    return rows[~dominated]
+
+
+def _pair_value(profiles: np.ndarray, w: list[Fraction]) -> Fraction:
+    """``max over profiles of W(D1) + W(D2) - 2 W(dv)`` (0 without pairs), exact."""
+    prefix = [Fraction(0)]
+    for wj in w[1:]:
+        prefix.append(prefix[-1] + wj)
+    return max(
+        (prefix[a] + prefix[b] - 2 * prefix[v] for a, b, v in profiles.tolist()),
+        default=Fraction(0),
+    )
+
+
+def tree_counts_l2sq_stability(
+    metric_kind: str, size: int | None, tree: Tree, scales: tuple[float, ...]
+) -> Any:
+    """The stability map ``d_in -> ||F(X) - F(X')||_{l2sq(s)}`` on tree counts, exact, rounded up.
+
+    With a public size (``symmetric_distance``: ``m = d_in // 2`` replacements;
+    ``change_one_distance``: ``m = d_in``): ``m^2 max_{p, q} (W(depth p) + W(depth q) - 2
+    W(depth lca(p, q)))`` over pairs of leaves (:func:`tree_pair_profiles`), ``W(t) =
+    sum_{1 <= j <= t} 1/sigma_j^2``.  Without a public size (``k = d_in`` rows added or
+    removed): ``k^2 (1/sigma_0^2 + W(height))``.  Both are attained (``m <= n``), so the map is
+    the exact sensitivity.  Proof: ``docs/proofs/gaussian_counts.rst``.
+    """
+    w = inverse_squares(scales)
+    if size is None and metric_kind == "symmetric":
+        per_row = w[0] + sum(w[1:], Fraction(0))
+        kind = "unsized"
+    else:
+        per_row = _pair_value(tree_pair_profiles(tree), w)
+        kind = metric_kind
+
+    def stability_map(d_in: int) -> float:
+        m = whole_replacements(kind, d_in)
+        return round_up(m * m * per_row)
+
+    return stability_map
+
+
+def make_tree_counts(
+    input_domain: Domain,
+    input_metric: Metric,
+    tree: Tree,
+    scales: Any,
+    output_metric: str = "l1",
+) -> Transformation:
     r"""Construct a Transformation from candidate indices to the count below every tree node.
 
     The output is a :class:`TreeCounts` (a flat int64 vector over the nodes) in the weighted l1
@@ -92,11 +178,18 @@ def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, sca
     sigma_0`` without a public size; ``2 d_in sum_{j >= 1} 1/sigma_j`` under
     ``change_one_distance``; exact over the rationals, rounded up.  Proof: module docstring.
 
+    With ``output_metric="l2sq"`` the output metric is ``l2sq(s)``
+    (:func:`~opendp_wasserstein.domains.weighted_l2sq_distance`, for discrete Gaussian noise
+    and zCDP) and the map is the exact squared-l2 sensitivity, quadratic in the number of
+    changed rows (:func:`tree_counts_l2sq_stability`).
+
     :param input_domain: a candidate-index domain (the output of ``make_nearest_candidate``)
         whose bounds ``(0, k - 1)`` match the tree's ``k`` leaves
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param tree: the public :class:`~opendp_wasserstein.trees.Tree`
     :param scales: ``sigma_0 .. sigma_h``, one per level (``h = tree.height``)
+    :param output_metric: ``"l1"`` (default; ``l1(s)``, for discrete Laplace noise) or
+        ``"l2sq"`` (``l2sq(s)``, for discrete Gaussian noise)
     :return: a Transformation into :func:`tree_counts_domain`
 
     :example:
@@ -111,6 +204,10 @@ def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, sca
     [4, 3, 1, 2, 1]
     >>> t.map(2)  # 2 * (1/2 + 1/4): the root is not sensitive with a public size
     1.5
+    >>> t2 = make_tree_counts(candidate_index_domain(3, 4), dp.symmetric_distance(), tree,
+    ...                       [1.0, 2.0, 4.0], output_metric="l2sq")
+    >>> t2.map(2)  # one record from candidate 0 (depth 1) to candidate 1 (depth 2): 2/4 + 1/16
+    0.5625
     """
     assert_features("contrib")
     if not isinstance(tree, Tree):
@@ -118,6 +215,7 @@ def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, sca
     k, n = check_index_domain(input_domain, tree.k)
     kind = check_metric(input_metric, n)
     sigma = check_scales(scales, tree.height + 1)
+    output_metric = check_output_metric(output_metric)
 
     def function(idx: Any) -> TreeCounts:
         arr = np.asarray(idx, dtype=np.int64)
@@ -133,9 +231,11 @@ def make_tree_counts(input_domain: Domain, input_metric: Metric, tree: Tree, sca
         input_domain,
         input_metric,
         tree_counts_domain(tree, n),
-        weighted_l1_distance(sigma),
+        weighted_l1_distance(sigma) if output_metric == "l1" else weighted_l2sq_distance(sigma),
         function,
-        tree_counts_stability(kind, n, sigma),
+        tree_counts_stability(kind, n, sigma)
+        if output_metric == "l1"
+        else tree_counts_l2sq_stability(kind, n, tree, sigma),
     )
 
 

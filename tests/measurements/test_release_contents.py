@@ -51,6 +51,15 @@ def fixed_size_release(name, n):
         return M.make_tree_em(arr_dom(n), sym, C, 10, 1.0, tree=TREE), x
     if name == "nn_histogram":
         return M.make_nn_histogram(arr_dom(n), sym, C, 10, 1.0), x
+    if name in ("tree_gaussian", "pruned_tree_gaussian"):
+        t = make_dyadic_counts(arr_dom(n), sym, 5, [1.0] + [1e-3] * 5, output_metric="l2sq")
+        mk = M.make_tree_gaussian if name == "tree_gaussian" else M.make_pruned_tree_gaussian
+        return t >> mk(t.output_domain, t.output_metric), x
+    if name == "tree_count_gaussian":
+        t = make_tree_counts(
+            candidate_index_domain(len(C), n), sym, TREE, tree_level_scales(TREE, 1.0), output_metric="l2sq"
+        )
+        return t >> M.make_tree_count_gaussian(t.output_domain, t.output_metric), np.zeros(n, dtype=np.int64)
     if name == "exponential_selection":
         dom = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=3)
         return M.make_exponential_selection(dom, dp.linf_distance(T=float), 1.0, 1.0), [float(n), 0.0, 1.0]
@@ -65,6 +74,9 @@ FIXED = [
     "tree_em",
     "nn_histogram",
     "exponential_selection",
+    "tree_gaussian",
+    "pruned_tree_gaussian",
+    "tree_count_gaussian",
 ]
 
 
@@ -122,7 +134,7 @@ def test_every_exported_measurement_is_covered():
     assert exported == set(FIXED) | set(SYNTH)
 
 
-@pytest.mark.parametrize("name", FIXED[:2])
+@pytest.mark.parametrize("name", [*FIXED[:2], "tree_gaussian", "pruned_tree_gaussian"])
 def test_no_reachable_array_is_the_data_or_its_codes(name):
     x = np.random.default_rng(3).uniform(size=(200, 2))
     meas, _ = fixed_size_release(name, 200)

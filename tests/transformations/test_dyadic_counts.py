@@ -161,3 +161,79 @@ def test_output_identifiers_carry_parameters():
     s = str(t.output_domain)
     assert "depth=3" in s and "size=4" in s and "upper=(2.0, 2.0)" in s
     assert "(2.0, 3.0, 5.0, 7.0)" in str(t.output_metric)
+
+
+# ---------------------------------------------------------------------------------------------
+# output_metric="l2sq": the weighted squared l2 distance (discrete Gaussian noise, zCDP)
+
+SQ = Fraction(1, 9) + Fraction(1, 25) + Fraction(1, 49)  # sum_{j >= 1} 1/sigma_j^2
+
+
+
+def test_l2sq_sized_symmetric_map_is_quadratic_in_replacements():
+    t = make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, output_metric="l2sq")
+    assert "WeightedL2SqDistance" in str(t.output_metric)
+    assert t.map(0) == 0.0 and t.map(1) == 0.0  # equal sizes: an odd distance is one less
+    for m in (1, 2, 3):
+        assert t.map(2 * m) == exact(2 * m * m * SQ)
+        assert t.map(2 * m + 1) == exact(2 * m * m * SQ)
+    assert t.check(2, exact(2 * SQ))
+    assert not t.check(2, math.nextafter(exact(2 * SQ), 0))
+    assert t.check(4, exact(8 * SQ)) and not t.check(4, math.nextafter(exact(8 * SQ), 0))
+
+
+def test_l2sq_change_one_map():
+    t = make_dyadic_counts(dom(10), dp.change_one_distance(), 3, SCALES, output_metric="l2sq")
+    assert t.map(1) == exact(2 * SQ)
+    assert t.map(3) == exact(18 * SQ)
+    assert t.check(1, exact(2 * SQ)) and not t.check(1, math.nextafter(exact(2 * SQ), 0))
+
+
+def test_l2sq_unsized_map_charges_root():
+    t = make_dyadic_counts(dom(None), dp.symmetric_distance(), 3, SCALES, output_metric="l2sq")
+    per = Fraction(1, 4) + SQ
+    assert t.map(1) == exact(per)
+    assert t.map(2) == exact(4 * per)
+    assert t.map(3) == exact(9 * per)
+    assert t.check(3, exact(9 * per)) and not t.check(3, math.nextafter(exact(9 * per), 0))
+
+
+def _l2sq_between(t, a, b):
+    total = Fraction(0)
+    for level in range(4):
+        diff = count_vector(t(a), level) - count_vector(t(b), level)
+        total += Fraction(int((diff * diff).sum())) / Fraction(SCALES[level]) ** 2
+    return total
+
+
+def test_l2sq_bound_attained_by_m_copies():
+    """m copies of one point replaced by m copies of a point in the other level-1 cell (sized),
+    or k copies of one point added (unsized), attain the map exactly."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 0.4, size=(20, 2))
+    x[:3] = [0.1, 0.1]
+    t = make_dyadic_counts(dom(20), dp.symmetric_distance(), 3, SCALES, output_metric="l2sq")
+    for m in (1, 2, 3):
+        x2 = x.copy()
+        x2[:m] = [0.95, 0.95]
+        assert exact(_l2sq_between(t, x, x2)) == t.map(2 * m)
+    tu = make_dyadic_counts(dom(None), dp.symmetric_distance(), 3, SCALES, output_metric="l2sq")
+    for k in (1, 2, 3):
+        grown = np.vstack([x, np.full((k, 2), 0.95)])
+        assert exact(_l2sq_between(tu, x, grown)) == tu.map(k)
+
+
+def test_l2sq_never_exceeded_on_random_neighbours():
+    rng = np.random.default_rng(5)
+    t = make_dyadic_counts(dom(12), dp.change_one_distance(), 3, SCALES, output_metric="l2sq")
+    for _ in range(40):
+        x = rng.uniform(size=(12, 2))
+        m = int(rng.integers(1, 4))
+        x2 = x.copy()
+        x2[rng.choice(12, m, replace=False)] = rng.uniform(size=(m, 2))
+        assert _l2sq_between(t, x, x2) <= Fraction(t.map(m))
+
+
+def test_bad_output_metric():
+    with pytest.raises(ValueError, match="output_metric"):
+        make_dyadic_counts(dom(5), dp.symmetric_distance(), 3, SCALES, output_metric="l2")

@@ -1,0 +1,349 @@
+r"""Noise schedules optimal for discrete Gaussian noise under zCDP.
+
+The paper's schedules (Zare Moayedi et al. 2026, Appendix A.8, B.1; :mod:`~opendp_wasserstein.schedules`)
+minimise the transport bound ``sum_j b_j sigma_j`` under the pure-DP budget ``2 sum_j
+1/sigma_j = epsilon``, which gives ``sigma_j proportional to b_j^(-1/2)``.  Under zCDP one
+replacement costs ``rho = sum_j 1/sigma_j^2`` (:func:`~opendp_wasserstein.transformations.make_dyadic_counts`
+with ``output_metric="l2sq"``, then :func:`~opendp_wasserstein.measurements.zcdp_map`), and
+the same Lagrange argument gives ``sigma_j proportional to b_j^(-1/3)``:
+
+.. math::
+   \sigma_j = \sqrt{\frac{\sum_i b_i^{2/3}}{\rho}}\; b_j^{-1/3}, \qquad
+   \sum_j b_j \sigma_j = \frac{\big(\sum_j b_j^{2/3}\big)^{3/2}}{\sqrt{\rho}}
+   \;\le\; \sum_j b_j \sigma'_j \ \text{ for every } \sigma' \text{ with } \sum_j 1/\sigma_j'^2 = \rho
+
+(Hölder's inequality with exponents 3/2 and 3; derivation in ``docs/proofs/zcdp_schedules.rst``).
+
+* **Dyadic hierarchy** (:func:`zcdp_schedule`): with the paper's packing model ``O_j =
+  2^{j s/d}`` the weights are ``b_{j+1} = O_j 2^{-j/d} = 2^{j (s-1)/d}``, so with
+  ``q = 2^((s-1)/(3d))`` and ``S = sum_{j<r} q^{2j}``: ``sigma_{j+1} = sqrt(S/rho) q^(-j)``.
+* **Public tree** (:func:`tree_level_scales_zcdp`): ``b_j = W_j`` the total edge weight at depth
+  ``j``, so ``sigma_j proportional to W_j^(-1/3)``; then every scale is shrunk by the same
+  factor until the *exact* tree sensitivity (which charges a level once, not twice, where only
+  one of the two deepest leaves reaches it) spends the whole budget.
+
+Every schedule is returned so that its exact budget, computed over the rationals the way the
+maps compute it, is at most ``rho`` and rounds up to ``rho``
+(:func:`tighten_exact`): the chained map of one replacement is then exactly ``rho``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from opendp_wasserstein.exact import inverse_squares, round_up
+from opendp_wasserstein.hierarchy import max_depth
+from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.schedules import Candidate
+from opendp_wasserstein.transformations._tree_counts import _pair_value, tree_pair_profiles
+from opendp_wasserstein.trees import Tree
+
+__all__ = [
+    "zcdp_schedule",
+    "zcdp_candidates",
+    "zcdp_max_depth",
+    "zcdp_budget",
+    "zcdp_model_bound",
+    "tree_level_scales_zcdp",
+    "tree_zcdp_budget",
+    "tighten_exact",
+]
+
+Budget = Callable[[Sequence[float]], Fraction]
+
+
+def _bits(x: float) -> int:
+    return int(np.float64(x).view(np.int64))
+
+
+def _from_bits(b: int) -> float:
+    return float(np.int64(b).view(np.float64))
+
+
+def _smallest_feasible(
+    scales: list[float], j: int, budget: Budget, target: Fraction, separable: bool = False
+) -> float | None:
+    """The smallest float ``x`` with ``budget(scales with scales[j] = x) <= target`` (the budget
+    is non-increasing in every scale), or ``None`` if level ``j`` does not move the budget
+    across ``target``.  ``separable``: the budget is ``sum_j 1/sigma_j^2`` over some levels
+    including ``j`` (then only the term of level ``j`` is recomputed)."""
+    if separable:
+        trial = list(scales)
+        trial[j] = math.inf  # weighs 0
+        rest = budget(trial)
+
+        def at(x: float) -> Fraction:
+            return rest + 1 / Fraction(x) ** 2
+
+    else:
+
+        def at(x: float) -> Fraction:
+            trial = list(scales)
+            trial[j] = x
+            return budget(trial)
+
+    hi = scales[j]
+    while at(hi) > target:
+        hi *= 2.0
+        if not math.isfinite(hi):
+            return None
+    lo = hi
+    while at(lo) <= target:
+        lo *= 0.5
+        if lo < 1e-300:
+            return None
+    lo_b, hi_b = _bits(lo), _bits(hi)  # positive floats are ordered like their bit patterns
+    while hi_b - lo_b > 1:
+        mid = (lo_b + hi_b) // 2
+        if at(_from_bits(mid)) <= target:
+            hi_b = mid
+        else:
+            lo_b = mid
+    return _from_bits(hi_b)
+
+
+def tighten_exact(
+    scales: Sequence[float],
+    budget: Budget,
+    target: float,
+    levels: Sequence[int],
+    separable: bool = False,
+) -> list[float]:
+    """Re-solve one scale so that the exact ``budget(scales)`` is at most ``target`` and rounds up
+    to it.
+
+    For the first ``j`` in ``levels`` that moves the budget: the smallest float ``sigma_j`` with
+    ``budget <= target`` (bisection over floats, exact rational comparisons).  If that budget
+    rounds up to ``target`` it is returned; otherwise no float ``sigma_j`` lands in the window
+    (the window is one float wide), so another level of ``levels`` is moved up by a relative
+    ``k 2^-26`` (``k <= 64``, irrelevant for accuracy) and ``sigma_j`` is solved again.
+    If no attempt lands (possible with a single charged level) the result spends just below
+    ``target``, never above.
+
+    :param scales: the float schedule to adjust (not modified)
+    :param budget: the exact budget of a schedule, non-increasing in every scale
+    :param target: the budget to reach
+    :param levels: the indices that may be adjusted, first choice first
+    :param separable: the budget is ``sum 1/sigma_j^2`` over a set of levels containing
+        ``levels`` (faster: one term is recomputed per step)
+    """
+    tgt = Fraction(target)
+    best: list[float] | None = None
+    for primary in levels:
+        sc = [float(s) for s in scales]
+        others = [k for k in levels if k != primary]
+        for attempt in range(64):
+            x = _smallest_feasible(sc, primary, budget, tgt, separable)
+            if x is None:
+                break  # this level does not move the budget across the target
+            sc[primary] = x
+            best = list(sc)
+            if round_up(budget(sc)) == target:
+                return sc
+            if not others:
+                break
+            # move another level by a tiny relative amount (at most 2^-20): the budget's offset
+            # against the one-float window then changes at second order too, which a few ulps
+            # do not achieve when two levels have equal weights
+            k = others[attempt % len(others)]
+            sc[k] *= 1.0 + (attempt + 1) * 2.0**-26
+        if best is not None:
+            return best
+    if best is None:
+        raise ValueError("no adjustable level moves the budget to the target")
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# the dyadic hierarchy
+
+
+def zcdp_budget(scales: Sequence[float]) -> Fraction:
+    """``sum_{j >= 1} 1/sigma_j^2``: the zCDP cost ``rho`` of one replacement on a sized domain
+    (``make_dyadic_counts(..., output_metric="l2sq")`` then ``zcdp_map``), exact."""
+    return sum(inverse_squares(scales[1:]), Fraction(0))
+
+
+def _check_args(d: int, rho: float, depth: int, s: int) -> float:
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    r = check_epsilon(rho, "rho")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+    if depth > max_depth(d):
+        raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
+    if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= d:
+        raise ValueError(f"s must be an integer in [1, {d}], got {s!r}")
+    return r
+
+
+def _model_sum(d: int, depth: int, s: int) -> float:
+    """``S = sum_{j<r} q^{2j}`` with ``q = 2^((s-1)/(3d))``."""
+    if s == 1:
+        return float(depth)
+    q2 = 2.0 ** (2 * (s - 1) / (3 * d))
+    return (q2**depth - 1.0) / (q2 - 1.0)
+
+
+def zcdp_schedule(d: int, rho: float, depth: int, s: int = 1) -> tuple[float, ...]:
+    r"""The zCDP-optimal public schedule ``sigma_0 .. sigma_depth`` for model dimension ``s``.
+
+    ``sigma_{j+1} = sqrt(S / rho) q^(-j)`` with ``q = 2^((s-1)/(3d))`` and ``S = sum_{j<r}
+    q^(2j)``, minimising the paper's transport bound ``sum_{j<r} sigma_{j+1} 2^(j s/d)
+    2^(-j/d)`` under ``sum_{j>=1} 1/sigma_j^2 = rho`` (module docstring); ``sigma_0 =
+    1/sqrt(rho)`` (charged only without a public size).  The exact budget ``sum_{j>=1}
+    1/sigma_j^2`` is at most ``rho`` and rounds up to it, so one replacement through
+    ``make_dyadic_counts(..., output_metric="l2sq")`` and Gaussian noise costs exactly
+    ``rho``.
+
+    :param d: the data dimension
+    :param rho: the zCDP budget of one replacement
+    :param depth: the depth ``r >= 1``
+    :param s: the model (packing-growth) dimension, ``1 <= s <= d``
+    :return: a tuple of ``depth + 1`` positive floats
+
+    :example:
+
+    >>> from opendp_wasserstein.exact import round_up
+    >>> from opendp_wasserstein.zcdp_schedules import zcdp_schedule, zcdp_budget
+    >>> sigma = zcdp_schedule(d=2, rho=0.5, depth=8, s=2)
+    >>> len(sigma), round_up(zcdp_budget(sigma)), sigma[1] > sigma[8]
+    (9, 0.5, True)
+    """
+    r = _check_args(d, rho, depth, s)
+    q = 2.0 ** ((s - 1) / (3 * d))
+    root = math.sqrt(_model_sum(d, depth, s) / r)
+    scales = [1.0 / math.sqrt(r)] + [root / q**j for j in range(depth)]
+    levels = [depth, *range(1, depth)]
+    return tuple(tighten_exact(scales, zcdp_budget, r, levels, separable=True))
+
+
+def zcdp_model_bound(d: int, n: int, rho: float, s: int, depth: int, c_abs: float = 1.0) -> float:
+    """The public model bound of :func:`zcdp_schedule`, the zCDP analogue of
+    :func:`~opendp_wasserstein.schedules.model_bound`:
+    ``C sigma_0/n + 4C/n S^(3/2)/sqrt(rho) + 2 * 2^(-r/d)`` (``E|N_Z(0, sigma^2)| <= sigma``).
+    """
+    r = _check_args(d, rho, depth, s)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    S = _model_sum(d, depth, s)
+    return c_abs / (math.sqrt(r) * n) + 4.0 * c_abs / n * S**1.5 / math.sqrt(r) + 2.0 * 2.0 ** (-depth / d)
+
+
+def zcdp_max_depth(d: int, n: int, rho: float) -> int:
+    """``L = floor(d log2(sqrt(2 rho) n))`` (at least 1, at most the grid's ``52 d``): the
+    paper's ``floor(d log2(eps n))`` at the pure-DP ``eps = sqrt(2 rho)`` that ``rho``-zCDP
+    matches to first order (``eps``-DP implies ``eps^2/2``-zCDP)."""
+    en = math.sqrt(2.0 * check_epsilon(rho, "rho")) * n
+    L = max(1, math.floor(d * math.log2(en))) if en > 1 else 1
+    return min(L, max_depth(d))
+
+
+def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tuple[Candidate, ...]:
+    r"""The public candidate set of Adaptive Pruned-PMM in zCDP: one candidate per model dimension.
+
+    For each ``s`` in ``1..d`` the depth ``r_s`` minimising the public model bound
+    :func:`zcdp_model_bound` over ``1 <= r <= L`` (:func:`zcdp_max_depth`; the zCDP analogue of
+    the paper's optional optimising depths ``r_s*``, B.1 -- its explicit depths were derived for
+    the pure-DP schedule), with the schedule :func:`zcdp_schedule`, which spends ``rho_main``
+    exactly.  Data independent.
+
+    :param d: the data dimension
+    :param n: the public dataset size (or a public estimate)
+    :param rho_main: the zCDP budget of the synthesis
+    :param c_abs: the constant of the model bound
+
+    :example:
+
+    >>> from opendp_wasserstein.zcdp_schedules import zcdp_candidates
+    >>> [(c.s, c.depth) for c in zcdp_candidates(d=2, n=30000, rho_main=0.4)]
+    [(1, 18), (2, 10)]
+    """
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    rho = check_epsilon(rho_main, "rho_main")
+    L = zcdp_max_depth(d, n, rho)
+    out = []
+    for s in range(1, d + 1):
+        bounds = [zcdp_model_bound(d, n, rho, s, r, c_abs) for r in range(1, L + 1)]
+        r_best = 1 + min(range(L), key=lambda i: bounds[i])
+        out.append(Candidate(s, r_best, zcdp_schedule(d, rho, r_best, s)))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# public trees
+
+
+def tree_zcdp_budget(tree: Tree, sized: bool = True) -> Budget:
+    """The exact zCDP cost of one replacement as a function of the tree schedule: ``rho =
+    map(2) / 2`` of ``make_tree_counts(..., output_metric="l2sq")`` -- half the pair value of
+    :func:`~opendp_wasserstein.transformations._tree_counts.tree_pair_profiles` with a public
+    size, ``2 (1/sigma_0^2 + sum_{j>=1} 1/sigma_j^2)`` without."""
+    if sized:
+        profiles = tree_pair_profiles(tree)
+        return lambda sc: _pair_value(profiles, inverse_squares(sc)) / 2
+    return lambda sc: 2 * sum(inverse_squares(sc), Fraction(0))
+
+
+def tree_level_scales_zcdp(tree: Tree, rho: float, sized: bool = True) -> tuple[float, ...]:
+    r"""The zCDP noise schedule ``sigma_0 .. sigma_h`` for hierarchical tree projection.
+
+    The expected tree-W1 error of the noisy masses is about ``sum_j W_j sigma_j / n`` (``W_j``
+    the total edge weight at depth ``j``; ``E|N_Z(0, sigma^2)| <= sigma``).  Minimising it
+    under ``sum_j 1/sigma_j^2 = rho`` gives ``sigma_j proportional to W_j^(-1/3)`` (module
+    docstring); a level is charged at most twice per replacement, so this spends at most
+    ``rho``.  The exact sensitivity can be lower (levels only one of the two deepest leaves
+    reaches are charged once), so all scales are then shrunk by one factor until the exact
+    cost is ``rho``.  Without a public size the root is charged too (``W_0`` the mean
+    root-to-leaf distance) and one replacement (``d_in = 2``: two rows) costs
+    ``2 sum_{j>=0} 1/sigma_j^2``; with a public size ``sigma_0 = 1/sqrt(rho)`` is a placeholder.
+    Levels of zero weight get ``W_j = 10^-6 max W``.  The exact cost is at most ``rho`` and
+    rounds up to it: ``make_tree_counts(..., output_metric="l2sq") >> make_tree_count_gaussian``
+    has ``map(2) == rho`` (``symmetric_distance``) and ``map(1) == rho`` (``change_one_distance``).
+
+    :param tree: the public tree
+    :param rho: the zCDP cost of one replacement
+    :param sized: whether the number of records is public
+
+    :example:
+
+    >>> from opendp_wasserstein.exact import round_up
+    >>> from opendp_wasserstein.trees import Tree
+    >>> from opendp_wasserstein.zcdp_schedules import tree_level_scales_zcdp, tree_zcdp_budget
+    >>> tree = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
+    >>> sigma = tree_level_scales_zcdp(tree, rho=0.5)
+    >>> len(sigma), round_up(tree_zcdp_budget(tree)(sigma))
+    (3, 0.5)
+    """
+    r = check_epsilon(rho, "rho")
+    if not isinstance(tree, Tree):
+        raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree, got {type(tree).__name__}")
+    h = tree.height
+    charged = list(range(0 if not sized else 1, h + 1))
+    placeholder = 1.0 / math.sqrt(r)
+    if not charged:  # a single node: nothing is sensitive but the size
+        return (placeholder,)
+    W = np.bincount(tree.depth, weights=tree.weight, minlength=h + 1)
+    W[0] = float(np.mean(tree.root_distance[tree.leaves]))
+    Wc = W[charged]
+    top = float(Wc.max()) if Wc.max() > 0 else 1.0
+    Wc = np.maximum(Wc, 1e-6 * top)
+    per_level = r if sized else r / 2  # sum of 1/sigma_j^2 over the charged levels
+    sig = np.sqrt(np.sum(Wc ** (2.0 / 3.0)) / per_level) * Wc ** (-1.0 / 3.0)
+    scales = [placeholder] * (h + 1)
+    for j, s in zip(charged, sig.tolist(), strict=True):
+        scales[j] = float(s)
+    budget = tree_zcdp_budget(tree, sized)
+    exact = float(budget(scales))
+    if 0.0 < exact < r:  # the exact sensitivity is below the per-level bound: less noise
+        shrink = math.sqrt(exact / r)
+        scales = [s * shrink if j in charged else s for j, s in enumerate(scales)]
+    order = sorted(charged, key=lambda j: -Wc[charged.index(j)] ** (-1.0 / 3.0))
+    return tuple(tighten_exact(scales, budget, r, order))
