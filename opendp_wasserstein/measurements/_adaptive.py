@@ -82,6 +82,15 @@ def make_adaptive_pruned_pmm(
     added or removed record (``d_in = 1``) then costs at most ``epsilon_select + epsilon_main /
     2`` (the selection absorbs the rounding, as above), and ``d_in`` records ``d_in`` times that.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
+
+    **Proof Definition:** ``docs/proofs/adaptive_pruned_pmm.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param epsilon_select: budget of the selection

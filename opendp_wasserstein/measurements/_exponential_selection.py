@@ -40,6 +40,14 @@ def make_exponential_selection(
     (exponential noise = permute-and-flip, McKenna and Sheldon 2020): the same privacy, never
     worse in expected score; its map is OpenDP's.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
+
+    **Proof Definition:** ``docs/proofs/exponential_selection.rst``
+
     :param input_domain: ``dp.vector_domain(dp.atom_domain(T=float, nan=False), size=k)``
     :param input_metric: ``dp.linf_distance(T=float)``
     :param epsilon: the privacy loss when the scores move by ``sensitivity`` in l_inf

@@ -102,6 +102,15 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
     map ``d_in -> d_in / 2`` from ``l2sq(s)`` into ``zero_concentrated_divergence()``
     (:func:`zcdp_map`).
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
+    * Bun, Steinke, *Concentrated Differential Privacy*, TCC 2016
+
+    **Proof Definition:** ``docs/proofs/gaussian_counts.rst``
+
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l2sq(s)`` (``make_dyadic_counts(..., output_metric="l2sq")``)
     :return: a Measurement releasing a ``NoisyTree``
@@ -147,6 +156,15 @@ def make_pruned_tree_gaussian(
     noisy tree and independent coins, so the privacy map is that of :func:`make_tree_gaussian`,
     ``d_in -> d_in / 2`` into ``zero_concentrated_divergence()``.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
+    * Bun, Steinke, *Concentrated Differential Privacy*, TCC 2016
+
+    **Proof Definition:** ``docs/proofs/gaussian_counts.rst``
+
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l2sq(s)`` with one scale per level
     :param output_size: as for ``make_pruned_tree_laplace`` (needs ``sigma_0 = inf``)
@@ -187,6 +205,15 @@ def make_tree_count_gaussian(input_domain: Domain, input_metric: Metric) -> Meas
     discrete Gaussian sampler of the run-time back-end, drawn at release time from
     ``as_random_source(None)`` (the operating system's CSPRNG unless a non-private
     reproducible run is requested).
+
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
+    * Bun, Steinke, *Concentrated Differential Privacy*, TCC 2016
+
+    **Proof Definition:** ``docs/proofs/gaussian_counts.rst``
 
     :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
     :param input_metric: ``l2sq(s)`` (``make_tree_counts(..., output_metric="l2sq")``) with one

@@ -111,6 +111,14 @@ def make_nn_histogram(
     factor 2 in ``rho`` against an exact accounting (which
     :func:`~opendp_wasserstein.measurements.make_tree_projection` has).
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+
+    **Proof Definition:** ``docs/proofs/nn_histogram.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param candidates: the public candidates ``(k, p)``: distinct, finite rows

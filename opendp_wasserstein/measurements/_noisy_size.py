@@ -51,6 +51,10 @@ def make_noisy_size_then(
     **Release**: whatever ``build(n_hat)`` releases (``n_hat`` itself is not returned; a
     synthetic dataset of ``n_hat`` rows reveals it, which the map already pays for).
 
+    Required features: ``contrib``
+
+    **Proof Definition:** ``docs/proofs/noisy_size.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, T=float)`` without ``size``
     :param input_metric: ``dp.symmetric_distance()``
     :param epsilon_size: the budget of the count (one added or removed record)

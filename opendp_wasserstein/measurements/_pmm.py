@@ -56,6 +56,15 @@ def make_pruned_pmm(
     1/sigma_j^2 / 2`` without a public size.  Approximate DP follows from OpenDP's
     ``dp.c.make_zCDP_to_approxDP`` and ``dp.c.make_fix_delta``.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT 2023
+
+    **Proof Definition:** ``docs/proofs/pmm.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param depth: the depth ``r >= 1``
@@ -133,6 +142,15 @@ def make_pmm(
     see :mod:`opendp_wasserstein.limits`).  Same parameters, privacy map and release as
     :func:`make_pruned_pmm`, in pure DP or (``output_measure=dp.zero_concentrated_divergence()``,
     discrete Gaussian noise, ``make_tree_gaussian``) in zCDP.
+
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT 2023
+
+    **Proof Definition:** ``docs/proofs/pmm.rst``
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

@@ -73,6 +73,16 @@ def make_tree_em(
     only up to floating-point error, so, as OpenDP's own float-based extras do, the
     constructor requires ``dp.enable_features("contrib", "idealized-numerics")``.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+    * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+
+    **Proof Definition:** ``docs/proofs/tree_em.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n, T=float)`` (sized)
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
     :param candidates: the public candidates ``(k, p)``: distinct, finite rows

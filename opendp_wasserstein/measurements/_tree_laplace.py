@@ -113,6 +113,15 @@ def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement
     ``lambda_i ~ LapZ(s_i)`` the privacy loss is ``||F(X) - F(X')||_{l1(s)}`` (Zare Moayedi et
     al. 2026, Appendix A.3).  A depth whose tree would not fit in memory is refused here.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
+
+    **Proof Definition:** ``docs/proofs/tree_laplace.rst``
+
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l1(s)`` (``weighted_l1_distance``) with one scale per level
     :return: a Measurement releasing a ``NoisyTree``
@@ -160,6 +169,15 @@ def make_pruned_tree_laplace(input_domain: Domain, input_metric: Metric, output_
     imagined complete noisy tree and of independent coins, so the privacy map is that of
     :func:`make_tree_laplace`, ``d_in -> d_in`` (post-processing); it holds no exact count, record
     or code.
+
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
+
+    **Proof Definition:** ``docs/proofs/tree_laplace.rst``
 
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l1(s)`` with one scale per level

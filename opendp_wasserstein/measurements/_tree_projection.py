@@ -67,6 +67,15 @@ def make_tree_count_laplace(
     ``lambda_v ~ LapZ(s_v)`` the privacy loss is ``||F(X) - F(X')||_{l1(s)}`` (the
     density ratio of each coordinate is at most ``exp(|F_v(X) - F_v(X')| / s_v)``).
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+
+    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+
     :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
     :param input_metric: ``l1(s)`` with one scale per level ``0 .. tree.height``
 
@@ -124,6 +133,15 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     minimises ``sum_v w_v |c_v - t_v|``, i.e. the tree W1 to the clamped, rescaled noisy
     masses, exactly (:func:`~opendp_wasserstein.trees.closest_multiset`).  Reads only the
     release and public parameters, so it costs no privacy.
+
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+
+    **Proof Definition:** ``docs/proofs/tree_projection.rst``
 
     :param counts_domain: the tree counts domain the noisy counts were drawn on
     :param m: the multiset size
@@ -196,6 +214,15 @@ def make_tree_projection(
     zCDP-optimal schedule :func:`~opendp_wasserstein.zcdp_schedules.tree_level_scales_zcdp`
     (``sigma_j proportional to W_j^(-1/3)``, exact tree sensitivity), so ``map(2) == rho``
     (``map(1) == rho`` under ``change_one_distance``; without a public size ``map(2) == rho``).
+
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+
+    **Proof Definition:** ``docs/proofs/tree_projection.rst``
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

@@ -130,6 +130,15 @@ def make_dyadic_counts(
     d_in`` under ``change_one_distance``), ``d_in^2 sum_{j >= 0} 1/sigma_j^2`` without a
     public size.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT 2023
+
+    **Proof Definition:** ``docs/proofs/dyadic_counts.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized domain) ``dp.change_one_distance()``
     :param depth: the hierarchy depth ``r``, ``1 <= r <= 52 d``

@@ -58,6 +58,14 @@ def make_nearest_candidate(
     W1(pi#D, S)`` and ``W1(D, S) >= mean_x d(x, C)``: selection reduces to the histogram
     ``pi#D`` on ``C``.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+
+    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param candidates: the public candidates, a ``(k, p)`` array of distinct finite rows

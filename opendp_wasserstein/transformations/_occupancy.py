@@ -53,6 +53,14 @@ def make_occupancy(
     64 bits (Zare Moayedi et al. 2026, Appendix A.9).  The output is an int64 numpy vector in
     ``linf_distance``; see :func:`occupancy_stability` for the map.
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+
+    **Proof Definition:** ``docs/proofs/occupancy_scores.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param depth: number of levels ``L`` (the output has ``L`` entries, levels ``0 .. L-1``)

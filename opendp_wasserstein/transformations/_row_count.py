@@ -25,6 +25,10 @@ def make_row_count(input_domain: Domain, input_metric: Metric) -> Transformation
     moves the count by at most ``d_in``.  Only for domains without a public size (with one, the
     count is a constant and this transformation is pointless).
 
+    Required features: ``contrib``
+
+    **Proof Definition:** ``docs/proofs/noisy_size.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, T=float)`` without ``size``
     :param input_metric: ``dp.symmetric_distance()``
 

@@ -189,6 +189,14 @@ def make_schedule_scores(
     and the map is ``d_in * Delta_A`` (each added or removed record moves every ``O_j`` by at
     most 1).
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+
+    **Proof Definition:** ``docs/proofs/occupancy_scores.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
     :param candidates: the public candidates, e.g. :func:`~opendp_wasserstein.schedules.standard_candidates`

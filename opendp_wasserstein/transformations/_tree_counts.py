@@ -183,6 +183,15 @@ def make_tree_counts(
     and zCDP) and the map is the exact squared-l2 sensitivity, quadratic in the number of
     changed rows (:func:`tree_counts_l2sq_stability`).
 
+    Required features: ``contrib``
+
+    **Citations:**
+
+    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+
+    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+
     :param input_domain: a candidate-index domain (the output of ``make_nearest_candidate``)
         whose bounds ``(0, k - 1)`` match the tree's ``k`` leaves
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
