@@ -32,6 +32,7 @@ def test_figure2_quick(tmp_path):
     assert all(r["epsilon"] == 1.0 and r["w1"] > 0 for r in rows)
 
 
+@pytest.mark.slow
 def test_real_data_digits(tmp_path):
     pytest.importorskip("sklearn")
     reports = load("real_data_digits").main(["--out", str(tmp_path)])

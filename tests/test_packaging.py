@@ -76,6 +76,7 @@ def test_the_extras_nest():
     assert {"pytest-xdist", "sphinx-mathjax-offline"} <= extras["dev"]
 
 
+@pytest.mark.slow
 def test_quick_start_install_runs_the_demo(tmp_path):
     """``opendp-wasserstein demo`` imports nothing beyond what ``.[plot]`` installs."""
     pytest.importorskip("matplotlib")

@@ -58,6 +58,7 @@ def test_marginal_tvd_values():
         marginal_tvd(a, b, S, way=3)
 
 
+@pytest.mark.slow
 def test_classifier_score_separates_signal_from_noise():
     s = Schema({"x": FloatColumn(bounds=(0.0, 1.0)), "y": BoolColumn()})
     rng = np.random.default_rng(0)

@@ -109,6 +109,7 @@ def test_adaptive_release_and_diagnostics():
     assert records2 == records
 
 
+@pytest.mark.slow
 def test_adaptive_seeded_selection_follows_softmax():
     n, d = 400, 2
     x = np.random.default_rng(1).uniform(size=(n, d))
