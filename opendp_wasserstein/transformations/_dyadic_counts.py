@@ -18,7 +18,7 @@ from opendp_wasserstein.data import (
 )
 from opendp_wasserstein.domains import dyadic_counts_domain, weighted_l1_distance
 from opendp_wasserstein.exact import exact_epsilon
-from opendp_wasserstein.hierarchy import build_count_tree, max_depth
+from opendp_wasserstein.hierarchy import count_tree, max_depth
 from opendp_wasserstein.parameters import check_scales
 
 __all__ = ["make_dyadic_counts", "then_dyadic_counts", "check_depth", "dyadic_counts_stability"]
@@ -101,7 +101,7 @@ def make_dyadic_counts(
 
     def function(x: np.ndarray) -> Any:
         x = validate_data(x, d, n, nan=nan_ok)
-        return build_count_tree(box.to_unit(x), depth)
+        return count_tree(x, depth, box)
 
     return make_transformation(
         input_domain,
