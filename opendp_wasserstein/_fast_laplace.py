@@ -67,12 +67,14 @@ Randomness comes only from the given :class:`~opendp_wasserstein._random.RandomS
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from opendp_wasserstein._random import RandomSource
 
-__all__ = ["fast_discrete_laplace", "MAX_SCALE"]
+__all__ = ["fast_discrete_laplace", "StreamFn", "MAX_SCALE"]
 
 #: largest accepted scale (the decomposition needs ``sigma < 2^53``; from ``2^52`` on, draws
 #: would overflow ``int64`` with non-negligible probability anyway)
@@ -98,6 +100,25 @@ _TWO52 = np.uint64(1 << 52)
 # a threshold, multiplier or denominator: one per element, or one for all elements
 _Thr = np.ndarray | np.uint64
 _Flt = np.ndarray | float
+#: who a request of random bits is for: the ids of the elements (one value each, in order), or
+#: just how many values (the pooled stream of proposals of the equal-scale sampler)
+_Elems = np.ndarray | int
+#: ``streams(elems, first, blocks)``: the 16-byte blocks ``first .. first + blocks - 1`` of the
+#: streams of elements ``elems``, as a ``(len(elems), 16 * blocks)`` uint8 array
+StreamFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+_LE: dict[int, np.dtype[Any]] = {
+    1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")
+}
+
+
+def _count(elems: _Elems) -> int:
+    """The number of values requested."""
+    return int(elems) if isinstance(elems, (int, np.integer)) else int(elems.size)
+
+
+def _sub(elems: _Elems, idx: np.ndarray) -> _Elems:
+    """The request for positions ``idx`` of a request ``elems``."""
+    return int(idx.size) if isinstance(elems, (int, np.integer)) else elems[idx]
 
 
 def _sel(x: _Thr, idx: np.ndarray) -> _Thr:
@@ -106,10 +127,11 @@ def _sel(x: _Thr, idx: np.ndarray) -> _Thr:
 
 
 class _Bits:
-    """Uniform random bytes from a :class:`RandomSource`, fetched in blocks.
+    """Uniform random bytes from a :class:`RandomSource`, fetched in blocks (one pooled stream).
 
     Every byte is handed out at most once, so the bytes handed out are independent and uniform;
-    bytes left in the last block are discarded (whatever their values).
+    bytes left in the last block are discarded (whatever their values).  A request names its
+    elements (or only their number): the pool ignores who asks and hands out the next bytes.
 
     :param rng: the source
     :param hint: expected number of bytes needed (sizes the blocks)
@@ -128,18 +150,19 @@ class _Bits:
         self._buf = np.concatenate((rest, fresh)) if rest.size else fresh
         self._pos = 0
 
-    def bytes(self, n: int) -> np.ndarray:
-        """``n`` fresh uniform bytes (uint8)."""
+    def bytes(self, elems: _Elems) -> np.ndarray:
+        """One fresh uniform byte (uint8) per requested element."""
+        n = _count(elems)
         if self._pos + n > self._buf.size:
             self._refill(n)
         out = self._buf[self._pos : self._pos + n]
         self._pos += n
         return out
 
-    def uint64(self, n: int) -> np.ndarray:
-        """``n`` fresh uniform 64-bit words."""
+    def uint64(self, elems: _Elems) -> np.ndarray:
+        """One fresh uniform 64-bit word per requested element."""
         self._pos = (self._pos + 7) & ~7  # keep words aligned
-        return self.bytes(8 * n).view(np.uint64)
+        return self.bytes(8 * _count(elems)).view(np.uint64)
 
     def view(self, n: int, dtype: type[np.unsignedinteger]) -> np.ndarray:
         """``n`` fresh uniform integers of an unsigned ``dtype``."""
@@ -147,20 +170,120 @@ class _Bits:
         self._pos = (self._pos + width - 1) // width * width
         return self.bytes(width * n).view(dtype)
 
+    def coins(self, elems: _Elems) -> np.ndarray:
+        """One fair coin flip per requested element, boolean (eight per random byte)."""
+        n = _count(elems)
+        return np.unpackbits(self.bytes((n + 7) // 8))[:n].view(bool)
 
-def _random_bits(rng: _Bits, n: int) -> np.ndarray:
-    """``n`` independent fair coin flips as a boolean array (eight per random byte)."""
-    return np.unpackbits(rng.bytes((n + 7) // 8))[:n].view(bool)
+    def fields(self, elems: _Elems, k: np.ndarray | int, kmax: int) -> np.ndarray:
+        """One uniform ``k``-bit integer (uint64) per element, ``1 <= k <= kmax <= 63``."""
+        n = _count(elems)
+        for width, dtype in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):
+            if kmax <= width:
+                words = self.view(n, dtype)
+                shift = np.asarray(width - np.asarray(k)).astype(dtype)
+                return (words >> shift).astype(np.uint64)
+        return self.uint64(n) >> (np.uint64(64) - np.asarray(k).astype(np.uint64))
 
 
-def _random_fields(rng: _Bits, n: int, k: np.ndarray | int, kmax: int) -> np.ndarray:
-    """``n`` independent uniform ``k``-bit integers (uint64), ``1 <= k <= kmax <= 63``."""
-    for width, dtype in ((8, np.uint8), (16, np.uint16), (32, np.uint32)):
-        if kmax <= width:
-            words = rng.view(n, dtype)
-            shift = np.asarray(width - np.asarray(k)).astype(dtype)
-            return (words >> shift).astype(np.uint64)
-    return rng.uint64(n) >> (np.uint64(64) - np.asarray(k).astype(np.uint64))
+class _ElementBits:
+    """Uniform random bytes from one stream per element (node-addressed randomness).
+
+    Element ``i`` reads only from stream ``i``, block after block and byte after byte, each byte
+    at most once; a request names the ids of the elements it serves and each gets the next value
+    of its own stream.  The samplers' requests for an element depend only on that element's
+    scale and on the values it has read, so the value drawn for element ``i`` is a function of
+    its scale and stream alone: not of the other elements, their number or their order.
+
+    A value of ``w`` bytes starts at the next multiple of ``w`` in the element's current
+    ``16 * blocks``-byte buffer; if it does not fit, the rest of the buffer is discarded and the
+    element's next ``blocks`` blocks are read.  A ``k``-bit field takes the smallest of 1, 2, 4
+    or 8 bytes that holds ``k`` bits (chosen from the element's own ``k``), a coin one byte.
+
+    :param streams: the block function of the streams (see :data:`StreamFn`)
+    :param size: the number of elements (ids ``0 .. size - 1``)
+    :param blocks: 16-byte blocks read at a time per element
+    """
+
+    def __init__(self, streams: StreamFn, size: int, blocks: int = 2) -> None:
+        self._streams = streams
+        self._blocks = blocks
+        self._width = 16 * blocks
+        ids = np.arange(size)
+        self._buf = np.array(self._read(ids, np.zeros(size, dtype=np.uint64)))  # writable
+        self._next = np.full(size, blocks, dtype=np.uint64)
+        self._pos = np.zeros(size, dtype=np.int64)
+
+    def _read(self, elems: np.ndarray, first: np.ndarray) -> np.ndarray:
+        buf = np.ascontiguousarray(self._streams(elems, first, self._blocks), dtype=np.uint8)
+        if buf.shape != (elems.size, self._width):
+            raise ValueError("a stream function returned the wrong number of bytes")
+        return buf
+
+    def _claim(self, elems: _Elems, length: int, align: int) -> np.ndarray:
+        """Reserve the next ``length`` bytes (starting at a multiple of ``align``) of every
+        element's stream; return their start offsets in the flattened buffer."""
+        if not isinstance(elems, np.ndarray):
+            raise TypeError("per-element streams need the element ids of every request")
+        if length > self._width:
+            raise ValueError("a request is longer than the stream buffer")
+        pos = self._pos[elems]
+        if align > 1:
+            pos += align - 1
+            pos &= -align
+        end = pos + length
+        full = np.flatnonzero(end > self._width)
+        if full.size:
+            e = elems[full]
+            self._buf[e] = self._read(e, self._next[e])
+            self._next[e] += np.uint64(self._blocks)
+            pos[full] = 0
+            end[full] = length
+        self._pos[elems] = end
+        return elems * self._width + pos
+
+    def _take(self, elems: _Elems, width: int) -> np.ndarray:
+        start = self._claim(elems, width, width)
+        return self._buf.reshape(-1).view(_LE[width])[start // width]
+
+    def run(self, elems: np.ndarray, count: int) -> np.ndarray:
+        """The next ``count`` bytes of each element's stream, shape ``(len(elems), count)``."""
+        start = self._claim(elems, count, 1)
+        return self._buf.reshape(-1)[start[:, None] + np.arange(count)]
+
+    def word_be(self, elems: np.ndarray) -> np.ndarray:
+        """The next 8 bytes of each element's stream read as a big-endian integer (uint64):
+        the first byte is the most significant, as the leading digit of a base-256 fraction."""
+        start = self._claim(elems, 8, 8)
+        return self._buf.reshape(-1).view(">u8")[start // 8].astype(np.uint64)
+
+    def bytes(self, elems: _Elems) -> np.ndarray:
+        """The next byte of each element's stream (uint8)."""
+        return self._take(elems, 1)
+
+    def uint64(self, elems: _Elems) -> np.ndarray:
+        """The next 64-bit word (little-endian) of each element's stream."""
+        return self._take(elems, 8).astype(np.uint64, copy=False)
+
+    def coins(self, elems: _Elems) -> np.ndarray:
+        """A fair coin per element: the low bit of its next byte (boolean)."""
+        return (self._take(elems, 1) & np.uint8(1)).astype(bool)
+
+    def fields(self, elems: _Elems, k: np.ndarray | int, kmax: int) -> np.ndarray:
+        """A uniform ``k``-bit integer per element (uint64), from its next 1, 2, 4 or 8 bytes."""
+        if not isinstance(elems, np.ndarray):
+            raise TypeError("per-element streams need the element ids of every request")
+        k_arr = np.broadcast_to(np.asarray(k, dtype=np.int64), elems.shape)
+        nbytes = np.where(k_arr <= 8, 1, np.where(k_arr <= 16, 2, np.where(k_arr <= 32, 4, 8)))
+        out = np.empty(elems.size, dtype=np.uint64)
+        for width in np.unique(nbytes).tolist():
+            sel = np.flatnonzero(nbytes == width)
+            words = self._take(elems[sel], width).astype(np.uint64)
+            out[sel] = words >> (np.uint64(8 * width) - k_arr[sel].astype(np.uint64))
+        return out
+
+
+_AnyBits = _Bits | _ElementBits
 
 
 def _top_byte(x: _Thr) -> _Thr:
@@ -169,7 +292,7 @@ def _top_byte(x: _Thr) -> _Thr:
     return np.uint8(int(x) >> 56)
 
 
-def _bernoulli(a_thr: _Thr, l_thr: _Thr, size: int, rng: _Bits) -> np.ndarray:
+def _bernoulli(a_thr: _Thr, l_thr: _Thr, elems: _Elems, rng: _AnyBits) -> np.ndarray:
     """Exact ``Bernoulli(a_thr / l_thr)`` draws for uint64 ``0 <= a_thr <= l_thr``, ``l_thr >= 1``.
 
     A uniform 64-bit word ``W`` is drawn until ``W < l_thr``; the result is ``W < a_thr``.  The
@@ -179,22 +302,22 @@ def _bernoulli(a_thr: _Thr, l_thr: _Thr, size: int, rng: _Bits) -> np.ndarray:
 
     :param a_thr: success thresholds (one per element, or one shared scalar)
     :param l_thr: acceptance limits (one per element, or one shared scalar)
-    :param size: number of draws
+    :param elems: the elements drawn for (ids), or the number of draws
     :param rng: the randomness
-    :return: boolean array of length ``size``
+    :return: boolean array, one draw per element
     """
-    w8 = rng.bytes(size)
+    w8 = rng.bytes(elems)
     a8 = _top_byte(a_thr)
     l8 = _top_byte(l_thr)
     out = w8 < a8
     und = np.flatnonzero((w8 == a8) | (w8 >= l8))
     while und.size:  # top byte undecided: draw the low 56 bits
-        word = (w8[und].astype(np.uint64) << _S56) | (rng.uint64(und.size) >> _S8)
+        word = (w8[und].astype(np.uint64) << _S56) | (rng.uint64(_sub(elems, und)) >> _S8)
         out[und] = word < _sel(a_thr, und)
         rej = und[word >= _sel(l_thr, und)]
         if not rej.size:
             break
-        fresh = rng.bytes(rej.size)  # W >= l_thr: a fresh word, top byte first
+        fresh = rng.bytes(_sub(elems, rej))  # W >= l_thr: a fresh word, top byte first
         w8 = w8.copy()
         w8[rej] = fresh
         a8r = _sel(a8, rej)
@@ -203,20 +326,20 @@ def _bernoulli(a_thr: _Thr, l_thr: _Thr, size: int, rng: _Bits) -> np.ndarray:
     return out
 
 
-def _bernoulli_const(numer: int, denom: int, size: int, rng: _Bits) -> np.ndarray:
-    """``size`` exact ``Bernoulli(numer/denom)`` draws, integers ``0 <= numer <= denom < 2^64``."""
+def _bernoulli_const(numer: int, denom: int, elems: _Elems, rng: _AnyBits) -> np.ndarray:
+    """Exact ``Bernoulli(numer/denom)`` draws, integers ``0 <= numer <= denom < 2^64``."""
     m = _MAX_WORD // denom
-    return _bernoulli(np.uint64(numer * m), np.uint64(denom * m), size, rng)
+    return _bernoulli(np.uint64(numer * m), np.uint64(denom * m), elems, rng)
 
 
-def _bern_exp_minus_one(size: int, rng: _Bits) -> np.ndarray:
-    """``size`` exact ``Bernoulli(exp(-1))`` draws (CKS Algorithm 1 with ``gamma = 1``)."""
+def _bern_exp_minus_one(elems: _Elems, rng: _AnyBits) -> np.ndarray:
+    """Exact ``Bernoulli(exp(-1))`` draws (CKS Algorithm 1 with ``gamma = 1``)."""
     # K = 1 draws Bernoulli(1) = 1; K = 2 is a fair coin; output 1 iff stopped at an odd K
-    out = _random_bits(rng, size)  # True: continue to K = 3 (provisional)
+    out = rng.coins(elems)  # True: continue to K = 3 (provisional)
     act = np.flatnonzero(out)
     k = 3
     while act.size:
-        draw = _bernoulli_const(1, k, act.size, rng)
+        draw = _bernoulli_const(1, k, _sub(elems, act), rng)
         out[act[~draw]] = bool(k % 2)
         act = act[draw]
         k += 1
@@ -241,8 +364,8 @@ def _bern_exp_ratio(
     m_flt: _Flt,
     a1: _Thr,
     l1: _Thr,
-    size: int,
-    rng: _Bits,
+    elems: _Elems,
+    rng: _AnyBits,
 ) -> np.ndarray:
     """Exact ``Bernoulli(exp(-a/M))`` draws for ``0 <= a <= M`` (CKS Algorithm 1).
 
@@ -254,21 +377,22 @@ def _bern_exp_ratio(
     :param m_flt: ``M`` as float64 (exact)
     :param a1: ``a m_1``, the ``K = 1`` threshold
     :param l1: ``M m_1``, the ``K = 1`` limit
-    :param size: number of draws
+    :param elems: the elements drawn for (ids), or the number of draws
     :param rng: the randomness
     """
-    draw = _bernoulli(a1, l1, size, rng)  # K = 1
+    draw = _bernoulli(a1, l1, elems, rng)  # K = 1
     out = ~draw  # stopped at K = 1 (odd): 1
     act = np.flatnonzero(draw)
     k = 2
     while act.size:
         a_k = _sel(a, act)
         if k > _K_MAX:  # Bernoulli(a/(M K)) = Bernoulli(a/M) Bernoulli(1/K)
-            draw = _bernoulli(_sel(a1, act), _sel(l1, act), act.size, rng)
-            draw &= _bernoulli_const(1, k, act.size, rng)
+            sub = _sub(elems, act)
+            draw = _bernoulli(_sel(a1, act), _sel(l1, act), sub, rng)
+            draw &= _bernoulli_const(1, k, sub, rng)
         elif isinstance(m_int, np.ndarray) and isinstance(m_flt, np.ndarray):
             m = _multiplier(m_flt[act], k)
-            draw = _bernoulli(a_k * m, m_int[act] * m * np.uint64(k), act.size, rng)
+            draw = _bernoulli(a_k * m, m_int[act] * m * np.uint64(k), _sub(elems, act), rng)
         else:
             denom = int(m_int) * k
             m_k = _MAX_WORD // denom
@@ -276,30 +400,31 @@ def _bern_exp_ratio(
                 a_thr: _Thr = a_k * np.uint64(m_k)
             else:
                 a_thr = np.uint64(int(a_k) * m_k)
-            draw = _bernoulli(a_thr, np.uint64(denom * m_k), act.size, rng)
+            draw = _bernoulli(a_thr, np.uint64(denom * m_k), _sub(elems, act), rng)
         out[act[~draw]] = bool(k % 2)
         act = act[draw]
         k += 1
     return out
 
 
-def _tiny_finish_trial(scale: float, rng: _Bits) -> bool:
+def _tiny_finish_trial(scale: float, rng: _AnyBits, elem: _Elems = 1) -> bool:
     """Finish a ``Bernoulli(exp(-1/scale))`` trial that survived ``_CHAIN_CAP`` ``exp(-1)`` draws.
 
     Exact Python integers: ``1/scale = n + r/M``; ``n - _CHAIN_CAP`` more ``Bernoulli(exp(-1))``
     draws, then ``Bernoulli(exp(-r/M))`` by Algorithm 1 with ``Bernoulli(r/M) Bernoulli(1/K)``.
+    ``elem`` is the element's id (per-element streams) or 1.
     """
     mant, ex = math.frexp(scale)
     m_int = int(mant * 2.0**53)
     n, r = divmod(1 << (53 - ex), m_int)
     for _ in range(n - _CHAIN_CAP):
-        if not _bern_exp_minus_one(1, rng)[0]:
+        if not _bern_exp_minus_one(elem, rng)[0]:
             return False
     k = 1
     while True:
-        draw = bool(_bernoulli_const(r, m_int, 1, rng)[0])
+        draw = bool(_bernoulli_const(r, m_int, elem, rng)[0])
         if draw and k > 1:
-            draw = bool(_bernoulli_const(1, k, 1, rng)[0])
+            draw = bool(_bernoulli_const(1, k, elem, rng)[0])
         if not draw:
             return bool(k % 2)
         k += 1
@@ -343,21 +468,22 @@ class _Scale:
         self.p_accept_sign = (1.0 + q) / 2.0
 
 
-def _trials_const(s: _Scale, size: int, rng: _Bits) -> np.ndarray:
-    """``size`` independent ``Bernoulli(exp(-g))`` trials for one scale."""
+def _trials_const(s: _Scale, elems: _Elems, rng: _AnyBits) -> np.ndarray:
+    """Independent ``Bernoulli(exp(-g))`` trials for one scale, one per element."""
     if s.n == 0:
-        return _bern_exp_ratio(s.r, s.m_int, s.m_flt, s.r1, s.l1, size, rng)
+        return _bern_exp_ratio(s.r, s.m_int, s.m_flt, s.r1, s.l1, elems, rng)
+    size = _count(elems)
     out = np.zeros(size, dtype=bool)
     act = np.arange(size)
     for _ in range(s.n):
-        act = act[_bern_exp_minus_one(act.size, rng)]
+        act = act[_bern_exp_minus_one(_sub(elems, act), rng)]
         if not act.size:
             return out
     if s.tiny:  # probability < exp(-2048) per trial
         for i in act.tolist():
-            out[i] = _tiny_finish_trial(s.scale, rng)
+            out[i] = _tiny_finish_trial(s.scale, rng, _sub(elems, np.array([i])))
     elif int(s.r):
-        out[act] = _bern_exp_ratio(s.r, s.m_int, s.m_flt, s.r1, s.l1, act.size, rng)
+        out[act] = _bern_exp_ratio(s.r, s.m_int, s.m_flt, s.r1, s.l1, _sub(elems, act), rng)
     else:
         out[act] = True
     return out
@@ -390,7 +516,7 @@ def _truncated_const(s: _Scale, count: int, rng: _Bits) -> np.ndarray:
     shift = np.uint64(52 - s.k)
     while filled < count:
         size = int((count - filled) / s.p_accept_u * 1.02) + 64
-        u = _random_fields(rng, size, s.k, s.k)
+        u = rng.fields(size, s.k, s.k)
         a = u << shift  # u / sigma = a / M
         acc = _bern_exp_ratio(a, s.m_int, s.m_flt, a * s.m1, s.l1, size, rng)
         u = u[acc]
@@ -413,12 +539,59 @@ def _sample_const(scale: float, count: int, rng: _Bits) -> np.ndarray:
         if s.k:
             y <<= s.k
             y += _truncated_const(s, size, rng).astype(np.int64)
-        neg = _random_bits(rng, size)
+        neg = rng.coins(size)
         np.negative(y, out=y, where=neg)
         z = y[~(neg & (y == 0))]  # CKS Algorithm 2 step 7: reject "-0"
         take = min(z.size, count - filled)
         out[filled : filled + take] = z[:take]
         filled += take
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# one scale, one stream per element: per-element rejection loops with shared constants
+# --------------------------------------------------------------------------------------------
+
+
+def _sample_elements(s: _Scale, size: int, rng: _ElementBits) -> np.ndarray:
+    """One ``LapZ(s.scale)`` draw for each element ``0 .. size - 1``, each from its own stream.
+
+    The steps of :func:`_sample_const` (``Y = U + T V``, sign, reject ``-0``), but every
+    rejection loop runs per element over a shrinking set of element ids, and every random value
+    is read from the stream of the element it is for.
+    """
+    out = np.empty(size, dtype=np.int64)
+    pending = np.arange(size)
+    shift = np.uint64(52 - s.k)
+    while pending.size:
+        # V: successes before the first failed trial, per element
+        y = np.empty(pending.size, dtype=np.int64)
+        pos = np.arange(pending.size)
+        alive = pending
+        successes = 0
+        while alive.size:
+            ok = _trials_const(s, alive, rng)
+            y[pos[~ok]] = successes
+            pos, alive = pos[ok], alive[ok]
+            successes += 1
+        if np.any(y >= (_MAX_Y >> s.k)):
+            raise OverflowError("a discrete Laplace draw reached 2^62 in magnitude")
+        if s.k:  # U: a k-bit field accepted with probability exp(-U/sigma), per element
+            y <<= s.k
+            pos = np.arange(pending.size)
+            ids = pending
+            while ids.size:
+                u = rng.fields(ids, s.k, s.k)
+                a = u << shift  # u / sigma = a / M
+                acc = _bern_exp_ratio(a, s.m_int, s.m_flt, a * s.m1, s.l1, ids, rng)
+                y[pos[acc]] += u[acc].astype(np.int64)
+                pos, ids = pos[~acc], ids[~acc]
+        neg = rng.coins(pending)
+        reject = neg & (y == 0)  # CKS Algorithm 2 step 7: reject "-0"
+        np.negative(y, out=y, where=neg)
+        keep = ~reject
+        out[pending[keep]] = y[keep]
+        pending = pending[reject]
     return out
 
 
@@ -460,18 +633,16 @@ class _Params:
         self.r1 = self.r * self.m1
 
 
-def _trials_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
+def _trials_array(p: _Params, idx: np.ndarray, rng: _AnyBits) -> np.ndarray:
     """One ``Bernoulli(exp(-(n + r/M)))`` trial for each element ``idx``."""
     if not p.any_chain:  # all sigma >= 1: n = 0, r = 2^52
-        return _bern_exp_ratio(
-            _TWO52, p.m_int[idx], p.m_flt[idx], p.r1[idx], p.l1[idx], idx.size, rng
-        )
+        return _bern_exp_ratio(_TWO52, p.m_int[idx], p.m_flt[idx], p.r1[idx], p.l1[idx], idx, rng)
     out = np.ones(idx.size, dtype=bool)
     n_idx = p.n[idx]
     chain = np.flatnonzero(n_idx)
     step = 0
     while chain.size:  # n draws of Bernoulli(exp(-1)), stopping at the first failure
-        ok = _bern_exp_minus_one(chain.size, rng)
+        ok = _bern_exp_minus_one(idx[chain], rng)
         out[chain[~ok]] = False
         step += 1
         chain = chain[ok]
@@ -482,7 +653,7 @@ def _trials_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
         if survivors.size:
             finished = np.zeros(idx.size, dtype=bool)
             for i in survivors.tolist():
-                out[i] = _tiny_finish_trial(float(p.scale[idx[i]]), rng)
+                out[i] = _tiny_finish_trial(float(p.scale[idx[i]]), rng, idx[i : i + 1])
                 finished[i] = True
     frac_mask = out & (p.r[idx] > 0)
     if finished is not None:
@@ -490,11 +661,11 @@ def _trials_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
     frac = np.flatnonzero(frac_mask)
     if frac.size:
         g = idx[frac]
-        out[frac] = _bern_exp_ratio(p.r[g], p.m_int[g], p.m_flt[g], p.r1[g], p.l1[g], g.size, rng)
+        out[frac] = _bern_exp_ratio(p.r[g], p.m_int[g], p.m_flt[g], p.r1[g], p.l1[g], g, rng)
     return out
 
 
-def _geometric_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
+def _geometric_array(p: _Params, idx: np.ndarray, rng: _AnyBits) -> np.ndarray:
     """``V`` for each element ``idx``: successes before its first failed trial."""
     v = np.empty(idx.size, dtype=np.int64)
     pos = np.arange(idx.size)
@@ -509,24 +680,29 @@ def _geometric_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
     return v
 
 
-def _truncated_array(p: _Params, idx: np.ndarray, rng: _Bits) -> np.ndarray:
+def _truncated_array(p: _Params, idx: np.ndarray, rng: _AnyBits) -> np.ndarray:
     """``U`` for each element ``idx`` (0 where ``k = 0``), by per-element rejection."""
     u_out = np.zeros(idx.size, dtype=np.uint64)
     pos = np.flatnonzero(p.k[idx] > 0)
     g = idx[pos]
     while g.size:
         k = p.k[g]
-        u = _random_fields(rng, g.size, k, p.kmax)
+        u = rng.fields(g, k, p.kmax)
         a = u << (_U52 - k.astype(np.uint64))  # u / sigma = a / M
-        acc = _bern_exp_ratio(a, p.m_int[g], p.m_flt[g], a * p.m1[g], p.l1[g], g.size, rng)
+        acc = _bern_exp_ratio(a, p.m_int[g], p.m_flt[g], a * p.m1[g], p.l1[g], g, rng)
         u_out[pos[acc]] = u[acc]
         pos = pos[~acc]
         g = g[~acc]
     return u_out
 
 
-def _sample_array(scale: np.ndarray, rng: _Bits) -> np.ndarray:
-    """One ``LapZ(scale[i])`` draw per element (per-element scales)."""
+def _sample_array(scale: np.ndarray, rng: _AnyBits) -> np.ndarray:
+    """One ``LapZ(scale[i])`` draw per element (per-element scales); element ``i`` has id ``i``.
+
+    Every random value is requested for named elements, and what an element requests depends
+    only on its scale and the values it has read: with per-element streams
+    (:class:`_ElementBits`) its draw is a function of its own scale and stream.
+    """
     p = _Params(scale)
     out = np.empty(scale.size, dtype=np.int64)
     pending = np.arange(scale.size)
@@ -536,7 +712,7 @@ def _sample_array(scale: np.ndarray, rng: _Bits) -> np.ndarray:
         if np.any(v >= (np.int64(_MAX_Y) >> k)):
             raise OverflowError("a discrete Laplace draw reached 2^62 in magnitude")
         y = (v << k) + _truncated_array(p, pending, rng).astype(np.int64)
-        neg = _random_bits(rng, pending.size)
+        neg = rng.coins(pending)
         reject = neg & (y == 0)  # CKS Algorithm 2 step 7: reject "-0"
         np.negative(y, out=y, where=neg)
         keep = ~reject
@@ -600,13 +776,18 @@ def fast_discrete_laplace(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     :raises OverflowError: if a draw reaches ``2^62`` in magnitude (probability below
         ``exp(-2^62 / max(scales))`` per draw)
     """
-    arr = np.asarray(scales, dtype=np.float64)
-    flat = np.ascontiguousarray(arr).reshape(-1)
+    arr, flat = _check_scales(scales)
     if flat.size == 0:
         return np.zeros(arr.shape, dtype=np.int64)
+    bits = _Bits(rng, _BYTES_PER_DRAW * flat.size + 64)
+    return _dispatch(flat, bits, allow_sort=True).reshape(arr.shape)
+
+
+def _check_scales(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    arr = np.asarray(scales, dtype=np.float64)
+    flat = np.ascontiguousarray(arr).reshape(-1)
     if not (bool(np.all(np.isfinite(flat))) and bool(np.all(flat > 0))):
         raise ValueError("scales must be finite and positive")
     if bool(np.any(flat > MAX_SCALE)):
         raise ValueError(f"scales must be at most 2^52 = {MAX_SCALE:.6g}")
-    bits = _Bits(rng, _BYTES_PER_DRAW * flat.size + 64)
-    return _dispatch(flat, bits, allow_sort=True).reshape(arr.shape)
+    return arr, flat

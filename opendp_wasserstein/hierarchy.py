@@ -14,9 +14,35 @@ every cell a contiguous range of the sorted points, and the longest common prefi
 neighbours gives every level's occupied-cell count at once:
 ``O_j = 1 + #{i : lcp(code_i, code_{i+1}) < j}`` (He, Vershynin, Zhu 2023; Zare Moayedi et
 al. 2026, Appendix A.9).
+
+Kernel
+------
+
+* Morton codes are interleaved word-parallel: for each 64-bit word and each coordinate, the
+  run of that coordinate's bits that lands in the word is spread ``d`` apart with
+  ``ceil(log2 m)`` shift-or-mask steps (magic masks computed once per ``(m, d)`` and verified
+  bit by bit), instead of one pass per level; rows are processed in cache-sized chunks, straight
+  from the caller's array (clamping and rescaling included), so no full-size float or grid copy
+  is made.  :func:`morton_words_bitwise` is the per-bit general path (any split order).
+* The tree sorts only the first code word (``np.sort`` when the depth fits in one word, else an
+  argsort); rows still tied after ``P`` bits are refined by sorting ``(run, next bits)`` keys of
+  the tied rows only, the next bits recomputed from their input rows, until no ties are left or
+  the depth is reached.  It keeps the first word, the row order (for depths beyond 64), the lcp
+  (``uint16``) and the positions grouped by lcp: about ``n (8 + 8 + 2 + 8)`` bytes besides a
+  reference to the input.
+* One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
+  of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
+  release share it (:func:`shared_count_trees`).
 """
 
 from __future__ import annotations
+
+import contextvars
+import copy
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -27,13 +53,19 @@ __all__ = [
     "coord_bits_at_level",
     "grid_codes",
     "morton_words",
+    "morton_words_bitwise",
     "bit_length_u64",
     "CountTree",
     "build_count_tree",
+    "count_tree",
+    "shared_count_trees",
 ]
 
 #: the grid resolution is capped at 2^-52 per coordinate (a float in [0, 1) has 53 bits)
 MAX_BITS_PER_COORD = 52
+
+_ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
+_ONE = np.uint64(1)
 
 
 def max_depth(d: int) -> int:
@@ -64,22 +96,157 @@ def grid_codes(u: np.ndarray, depth: int) -> np.ndarray:
     return g.astype(np.int64)
 
 
+def _box_grid(x: np.ndarray, box: Any, depth: int) -> np.ndarray:
+    """``grid_codes(box.to_unit(x), depth)`` in fewer passes, with the same result.
+
+    ``floor((x - lo) / (w 2^-B))`` clamped to ``[0, 2^B - 1]`` (NaN to 0): dividing by
+    ``w 2^-B`` instead of ``w`` scales the correctly rounded quotient by exactly ``2^B`` (both
+    are normal numbers, or the floor is 0 either way), which is ``floor(u 2^B)`` for the
+    clamped ``u = (x - lo) / w`` of :meth:`~opendp_wasserstein.box.Box.to_unit`.
+    """
+    if box is None:
+        return grid_codes(x, depth)
+    d = x.shape[1]
+    B = bits_per_coord(depth, d)
+    if B > MAX_BITS_PER_COORD:
+        raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
+    lo = np.asarray(box.lower, dtype=np.float64)
+    step = (np.asarray(box.upper, dtype=np.float64) - lo) * 2.0**-B
+    if float(step.min()) < 2.0**-1021:  # pragma: no cover - a box narrower than 2^-969
+        return grid_codes(box.to_unit(x), depth)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = x - lo
+        v /= step
+    np.floor(v, out=v)
+    np.fmax(v, 0.0, out=v)  # NaN and below the box: 0
+    np.minimum(v, float(2**B - 1), out=v)
+    return v.astype(np.int64)
+
+
+def _words(depth: int) -> int:
+    return max(1, -(-depth // 64))
+
+
+@cache
+def _spread_steps(m: int, d: int) -> tuple[tuple[int, int], ...]:
+    """Shift-or-mask steps that move bit ``i`` of an ``m``-bit field to bit ``i d``.
+
+    Step ``k`` (from the highest power of two below ``m`` down to 1) moves the bits whose index
+    has bit ``k`` set by ``2^k (d - 1)``: ``x = (x | x << s_k) & mask_k``.  Every step is linear
+    over OR, so checking every single bit (done here) checks every field.
+    """
+    if d == 1 or m <= 1:
+        return ()
+    pos = list(range(m))
+    steps: list[tuple[int, int]] = []
+    for k in range((m - 1).bit_length() - 1, -1, -1):
+        shift = (1 << k) * (d - 1)
+        pos = [p + shift if (i >> k) & 1 else p for i, p in enumerate(pos)]
+        mask = 0
+        for p in pos:
+            mask |= 1 << p
+        steps.append((shift, mask))
+    full = (1 << 64) - 1
+    for i in range(m):
+        x = 1 << i
+        for shift, mask in steps:
+            x = ((x | (x << shift)) & full) & mask
+        if x != 1 << (i * d):  # pragma: no cover - the construction is exact for m d <= 64 + d
+            raise AssertionError(f"spreading {m} bits by {d} failed at bit {i}")
+    return tuple(steps)
+
+
+@cache
+def _word_plan(depth: int, d: int, w: int) -> tuple[tuple[int, int, int, int], ...]:
+    """For word ``w`` of a depth-``depth`` code: ``(c, src, m, dst)`` per coordinate ``c`` whose
+    bits ``U_c >> src`` (``m`` of them) land, spread ``d`` apart, at bit ``dst`` upwards."""
+    B = bits_per_coord(depth, d)
+    lo, hi = 64 * w, min(64 * w + 64, depth)  # levels held by the word
+    plan = []
+    for c in range(d):
+        t0 = max(0, -(-(lo - c) // d))  # first t with c + d t >= lo
+        t1 = (hi - 1 - c) // d  # last t with c + d t < hi
+        if t1 < t0:
+            continue
+        m = t1 - t0 + 1
+        # level j = c + d t is bit B - 1 - t of U_c and bit 63 - (j - 64 w) of the word
+        plan.append((c, B - 1 - t1, m, 63 - (c + d * t1 - 64 * w)))
+    return tuple(plan)
+
+
+def _morton_word(g: np.ndarray, depth: int, w: int) -> np.ndarray:
+    """Word ``w`` of the Morton codes of grid rows ``g`` (uint64, shape (k, d))."""
+    out = np.zeros(g.shape[0], dtype=np.uint64)
+    tmp = np.empty_like(out)
+    for c, src, m, dst in _word_plan(depth, g.shape[1], w):
+        field = np.right_shift(g[:, c], np.uint64(src))
+        if m < 64:
+            field &= np.uint64((1 << m) - 1)
+        for shift, mask in _spread_steps(m, g.shape[1]):
+            np.left_shift(field, np.uint64(shift), out=tmp)
+            field |= tmp
+            field &= np.uint64(mask)
+        if dst:
+            field <<= np.uint64(dst)
+        out |= field
+    return out
+
+
 def morton_words(grid: np.ndarray, depth: int) -> np.ndarray:
     """The depth-bit Morton codes of grid points as ``(W, n)`` uint64 words, most significant first.
 
-    Level ``j`` is bit ``63 - j % 64`` of word ``j // 64``.  One vectorised pass per level.
+    Level ``j`` is bit ``63 - j % 64`` of word ``j // 64``.  Word-parallel bit spreading over
+    chunks of rows (see the module docstring); same output as :func:`morton_words_bitwise`.
+    """
+    n, d = grid.shape
+    W = _words(depth)
+    words = np.zeros((W, n), dtype=np.uint64)
+    for lo in range(0, n, _ROWS):
+        g = grid[lo : lo + _ROWS].astype(np.uint64)
+        for w in range(W):
+            words[w, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
+    return words
+
+
+def morton_words_bitwise(grid: np.ndarray, depth: int, axes: Sequence[int] | None = None) -> np.ndarray:
+    """Morton codes by one vectorised pass per level: the general path.
+
+    :param grid: grid codes, shape (n, d), ``B = ceil(depth / d)`` bits per coordinate
+    :param depth: the number of code bits
+    :param axes: the coordinate split at each level (default the cyclic order ``j mod d``);
+        with a general order, coordinate ``c``'s ``t``-th split reads its bit ``B - 1 - t``
+    :return: ``(W, n)`` uint64 words as :func:`morton_words`
     """
     n, d = grid.shape
     B = bits_per_coord(depth, d)
-    W = max(1, -(-depth // 64))
-    words = np.zeros((W, n), dtype=np.uint64)
+    words = np.zeros((_words(depth), n), dtype=np.uint64)
     g = grid.astype(np.uint64)
-    one = np.uint64(1)
+    seen = [0] * d
     for j in range(depth):
-        c, shift = j % d, B - 1 - j // d
-        bit = (g[:, c] >> np.uint64(shift)) & one
+        c = j % d if axes is None else int(axes[j])
+        shift = B - 1 - seen[c]
+        seen[c] += 1
+        bit = (g[:, c] >> np.uint64(shift)) & _ONE
         words[j // 64] |= bit << np.uint64(63 - j % 64)
     return words
+
+
+def _row_codes(
+    x: np.ndarray, box: Any, depth: int, words: Sequence[int], rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
+
+    :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
+    :param box: a :class:`~opendp_wasserstein.domains.Box` (clamp and rescale) or None
+    """
+    n = x.shape[0] if rows is None else rows.size
+    out = np.empty((len(words), n), dtype=np.uint64)
+    for lo in range(0, n, _ROWS):
+        part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
+        g = _box_grid(part, box, depth).view(np.uint64)  # non-negative int64: the same bits
+        for i, w in enumerate(words):
+            out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
+    return out
 
 
 def _bit_length_popcount(x: np.ndarray) -> np.ndarray:
@@ -122,52 +289,144 @@ def bit_length_u64(x: np.ndarray) -> np.ndarray:
 _HAS_BITWISE_COUNT = hasattr(np, "bitwise_count")
 
 
+def _bits_of(words: np.ndarray, rows: np.ndarray, start: int, count: int) -> np.ndarray:
+    """Code bits ``start .. start + count - 1`` (``count <= 64``) of the codes ``words[:, rows]``,
+    the first of them the most significant bit of the result (uint64 below ``2^count``)."""
+    w_a, w_b = start // 64, (start + count - 1) // 64
+    off = start % 64
+    top = words[w_a, rows]
+    if off:
+        top = top << np.uint64(off)
+    if w_b > w_a:
+        top |= words[w_b, rows] >> np.uint64(64 - off)
+    return top >> np.uint64(64 - count) if count < 64 else top
+
+
 class CountTree:
     """The exact hierarchical counts of a dataset, held lazily (private).
 
-    The points are kept sorted in Morton order; a cell's points are a contiguous range
-    ``[lo, hi)``, and the children of a cell at level ``j`` split that range where the
-    neighbours' common prefix is exactly ``j`` bits long.  Nothing here is private-safe to
-    release: it is the *input* of :func:`~opendp_wasserstein.measurements.make_tree_laplace`.
+    The points are kept in Morton order, implicitly: their sorted code words, the lcp of
+    neighbours and the positions grouped by lcp.  A cell's points are a contiguous range
+    ``[lo, hi)`` of that order, and the children of a cell at level ``j`` split that range where
+    the neighbours' common prefix is exactly ``j`` bits long.  Nothing here is private-safe to
+    release: it is the *input* of the tree Laplace measurements.
 
-    :param grid: grid codes, shape (n, d), any order
+    :param x: the rows, shape (n, d): inside ``box`` (clamped and rescaled) or, without a box,
+        already in ``[0, 1]^d``; only read
     :param depth: the hierarchy depth r
+    :param box: the public box, or None
     """
 
-    def __init__(self, grid: np.ndarray, depth: int) -> None:
-        n, d = grid.shape
+    def __init__(self, x: np.ndarray, depth: int, box: Any = None) -> None:
+        n, d = x.shape
         self.n, self.d, self.depth = int(n), int(d), int(depth)
-        self.bits = bits_per_coord(depth, d)
-        words = morton_words(grid, depth)
-        if words.shape[0] == 1:
-            order = np.argsort(words[0], kind="stable")
+        self._full_depth = int(depth)
+        self._x, self._box = x, box
+        W = _words(depth)
+        words = _row_codes(x, box, depth, list(range(W)))
+        if W == 1:
+            words[0].sort()
         else:
-            order = np.lexsort(words[::-1])
-        self.grid = np.ascontiguousarray(grid[order])
-        words = words[:, order]
-        # lcp of neighbours, in bits, capped at depth
+            order = np.argsort(words[0])
+            for w in range(W):
+                words[w] = words[w][order]
+            del order
         lcp = np.full(max(n - 1, 0), depth, dtype=np.int64)
         if n > 1:
-            done = np.zeros(n - 1, dtype=bool)
-            for w in range(words.shape[0]):
-                x = words[w, 1:] ^ words[w, :-1]
-                hit = (~done) & (x != 0)
-                lcp[hit] = 64 * w + 64 - bit_length_u64(x[hit])
-                done |= hit
+            xor = words[0, 1:] ^ words[0, :-1]
+            hit = np.flatnonzero(xor)
+            lcp[hit] = 64 - bit_length_u64(xor[hit])
+            del hit
+            if W > 1:
+                tied = np.flatnonzero(xor == 0)
+                del xor
+                self._refine(words, lcp, tied)
             np.minimum(lcp, depth, out=lcp)
-        self.lcp = lcp
-        # positions grouped by lcp value, each group in increasing position order
-        by_value = np.argsort(lcp, kind="stable")
-        self._lcp_positions = by_value
-        self._lcp_starts = np.searchsorted(lcp[by_value], np.arange(depth + 2), side="left")
+        self._words = words
+        self.lcp = lcp.astype(np.uint16)
+        del lcp
+        # positions grouped by lcp value, each group in increasing position order (radix sort)
+        self._lcp_positions = np.argsort(self.lcp, kind="stable")
+        hist = np.bincount(self.lcp, minlength=depth + 1)
+        self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
+
+    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray) -> None:
+        """Sort the rows tied on their first 64 bits by their further bits; set their lcp."""
+        n, depth = self.n, self._full_depth
+        start = 64
+        while tied.size and start < depth:
+            pair = np.zeros(n - 1, dtype=bool)
+            pair[tied] = True
+            member = np.zeros(n, dtype=bool)
+            member[tied] = True
+            member[tied + 1] = True
+            rows = np.flatnonzero(member)  # positions in runs of tied rows, increasing
+            del member
+            new_run = np.ones(rows.size, dtype=bool)
+            inner = rows > 0
+            new_run[inner] = ~pair[rows[inner] - 1]
+            del pair, inner
+            run = np.cumsum(new_run, dtype=np.int64) - 1
+            del new_run
+            count = min(64 - int(run[-1]).bit_length(), depth - start)
+            bits = _bits_of(words, rows, start, count)
+            if count < 64:
+                key = (run.astype(np.uint64) << np.uint64(count)) | bits
+                sub = np.argsort(key)  # runs keep their slots: the run is the key's high part
+                del key
+            else:
+                sub = np.argsort(bits)  # one run
+            for w in range(start // 64, words.shape[0]):  # earlier words are equal in a run
+                words[w, rows] = words[w, rows][sub]
+            bits = bits[sub]
+            del sub
+            same = np.flatnonzero(run[1:] == run[:-1])
+            del run
+            pos = rows[same]
+            xor = bits[same + 1] ^ bits[same]
+            hit = xor != 0
+            lcp[pos[hit]] = start + count - bit_length_u64(xor[hit])
+            tied = pos[~hit]
+            start += count
+
+    # ------------------------------------------------------------------ views
+
+    def truncated(self, depth: int) -> CountTree:
+        """The same tree read to a smaller ``depth`` (shares every array)."""
+        if not 1 <= depth <= self._full_depth:
+            raise ValueError(f"depth must be in [1, {self._full_depth}], got {depth}")
+        view = copy.copy(self)
+        view.depth = int(depth)
+        return view
+
+    @property
+    def bits(self) -> int:
+        """``B``: grid bits per coordinate at this tree's depth."""
+        return bits_per_coord(self.depth, self.d)
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The grid codes (``B`` bits) of the points in the tree's order (tests and debugging;
+        recomputed from the input: rows with equal codes may come in any order)."""
+        u = self._box.to_unit(self._x) if self._box is not None else self._x
+        g = grid_codes(u, self.depth)
+        words = morton_words(grid_codes(u, self._full_depth), self._full_depth)
+        return g[np.lexsort(words[::-1])]
+
+    # ------------------------------------------------------------------ queries
 
     def occupancy(self) -> np.ndarray:
         """``O_j`` for ``j = 0 .. depth``: the number of occupied cells of each level."""
         if self.n == 0:
             return np.zeros(self.depth + 1, dtype=np.int64)
-        hist = np.bincount(self.lcp, minlength=self.depth + 1)[: self.depth + 1]
+        below = np.cumsum(self._lcp_starts[1:] - self._lcp_starts[:-1])  # #{lcp <= v}
         # O_j = 1 + #{lcp < j}
-        return 1 + np.concatenate(([0], np.cumsum(hist)[:-1])).astype(np.int64)
+        return 1 + np.concatenate(([0], below[: self.depth])).astype(np.int64)
+
+    def _first_bits(self, level: int, pos: np.ndarray) -> np.ndarray:
+        """The level-``level`` code bit of the points at sorted positions ``pos`` (int64 0/1)."""
+        word = self._words[level // 64, pos]
+        return ((word >> np.uint64(63 - level % 64)) & _ONE).astype(np.int64)
 
     def split(self, level: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Split points ``mid`` of cells ``[lo, hi)`` at ``level``: children are ``[lo, mid)``, ``[mid, hi)``."""
@@ -180,17 +439,56 @@ class CountTree:
         inside = (k < positions.size) & (cand < hi - 1)
         mid = np.where(inside, cand + 1, 0)
         # no split inside: all points in one child, decided by the level's bit of the first point
-        rest = ~inside
-        if np.any(rest):
-            nonempty = rest & (hi > lo)
-            c, shift = level % self.d, self.bits - 1 - level // self.d
-            first = np.minimum(lo, max(self.n - 1, 0))
-            bit = (self.grid[first, c] >> shift) & 1 if self.n else np.zeros_like(lo)
-            mid = np.where(nonempty, np.where(bit == 1, lo, hi), mid)
-            mid = np.where(rest & ~nonempty, lo, mid)
+        rest = np.flatnonzero(~inside)
+        if rest.size:
+            nonempty = hi[rest] > lo[rest]
+            bit = np.zeros(rest.size, dtype=np.int64)
+            if self.n and np.any(nonempty):
+                bit[nonempty] = self._first_bits(level, lo[rest][nonempty])
+            mid[rest] = np.where(nonempty, np.where(bit == 1, lo[rest], hi[rest]), lo[rest])
         return mid
 
 
-def build_count_tree(u: np.ndarray, depth: int) -> CountTree:
-    """The count tree of points ``u`` in [0, 1]^d to ``depth``."""
-    return CountTree(grid_codes(u, depth), depth)
+def build_count_tree(u: np.ndarray, depth: int, box: Any = None) -> CountTree:
+    """The count tree of points ``u`` in [0, 1]^d to ``depth`` (or of rows in ``box``, clamped and
+    rescaled on the fly, when a box is given)."""
+    return CountTree(u, depth, box)
+
+
+_SHARED: contextvars.ContextVar[list[tuple[Any, Any, CountTree]] | None] = contextvars.ContextVar(
+    "opendp_wasserstein_shared_trees", default=None
+)
+
+
+@contextmanager
+def shared_count_trees() -> Iterator[None]:
+    """Inside this block, :func:`count_tree` builds the tree of an input array once.
+
+    The first call for an array builds its tree and keeps it; a later call for the *same array
+    object* and box at a depth not above the kept one takes it (truncated) and releases it, so
+    the scores and the synthesis of one adaptive release share one sort, and the tree is freed
+    as soon as the synthesis has its counts.  Nothing is kept after the block.
+    """
+    token = _SHARED.set([])
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def count_tree(x: np.ndarray, depth: int, box: Any = None, keep: bool = False) -> CountTree:
+    """The count tree of rows ``x`` (in ``box``) to ``depth``, shared inside :func:`shared_count_trees`.
+
+    :param keep: leave the tree for a later call (the scores, which a synthesis follows)
+    """
+    cache = _SHARED.get()
+    if cache is not None:
+        for i, (ref, bx, tree) in enumerate(cache):
+            if ref is x and bx == box and tree._full_depth >= depth:
+                if not keep:
+                    del cache[i]
+                return tree if tree.depth == depth else tree.truncated(depth)
+    tree = CountTree(x, depth, box)
+    if cache is not None and keep:
+        cache.append((x, box, tree))
+    return tree

@@ -105,3 +105,134 @@ def test_split_partitions_ranges_consistently(d, depth):
 def test_depth_limit():
     with pytest.raises(ValueError, match="depth"):
         grid_codes(np.zeros((2, 2)), max_depth(2) + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the word-parallel kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 10, 13, 21, 33, 64])
+def test_word_parallel_morton_matches_bitwise(d):
+    from opendp_wasserstein.hierarchy import morton_words, morton_words_bitwise
+
+    rng = np.random.default_rng(d)
+    for depth in sorted({1, d, 63, 64, 65, 127, 128, 129, 52 * d, min(52 * d, 3 * d + 5)}):
+        if depth > 52 * d:
+            continue
+        B = -(-depth // d)
+        g = rng.integers(0, 2**B, size=(70, d), dtype=np.int64)
+        g[0] = 2**B - 1  # all ones: any misplaced bit shows
+        g[1] = 0
+        assert np.array_equal(morton_words(g, depth), morton_words_bitwise(g, depth)), depth
+
+
+def test_bitwise_path_takes_a_split_order():
+    from opendp_wasserstein.hierarchy import morton_words, morton_words_bitwise
+
+    g = np.random.default_rng(0).integers(0, 2**5, size=(50, 3))
+    assert np.array_equal(morton_words_bitwise(g, 15, axes=[j % 3 for j in range(15)]), morton_words(g, 15))
+    other = morton_words_bitwise(g, 15, axes=[0] * 5 + [1] * 5 + [2] * 5)  # coordinate-major
+    expect = (g[:, 0] << 10) | (g[:, 1] << 5) | g[:, 2]
+    assert np.array_equal(other[0] >> np.uint64(64 - 15), expect.astype(np.uint64))
+
+
+def test_tree_from_box_rows_matches_unit_points_and_leaves_input():
+    from opendp_wasserstein.box import as_box
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-3, 5, size=(2000, 3))
+    x[:10] = [[-9, 0, 9]] * 10  # clamped
+    keep = x.copy()
+    box = as_box(([-2, -2, -2], [4, 4, 4]), 3)
+    for depth in (20, 64, 90):
+        a = build_count_tree(x, depth, box)
+        b = build_count_tree(box.to_unit(x), depth)
+        assert np.array_equal(a.occupancy(), b.occupancy())
+        assert np.array_equal(a.lcp, b.lcp)
+    assert np.array_equal(x, keep)
+
+
+@pytest.mark.parametrize("depth", [70, 140, 200])
+def test_deep_ties_are_refined(depth):
+    # every point shares the first 64 code bits; they differ only far below (several passes)
+    d = 4
+    B = -(-depth // d)
+    rng = np.random.default_rng(depth)
+    k = min(5, B - 16)  # the points differ only in their last k bits per coordinate
+    base = rng.integers(0, 2 ** (B - k), size=(1, d)) << k
+    g = base + rng.integers(0, 2**k, size=(600, d))
+    g[:100] = g[100:200]  # exact duplicates
+    u = (g + 0.5) / 2.0**B
+    tree = build_count_tree(u, depth)
+    assert tree.occupancy().tolist() == brute_occupancy(u, depth)
+    # the tree's order is the code order: its lcp equals that of the sorted codes
+    from opendp_wasserstein.hierarchy import morton_words
+
+    words = morton_words(grid_codes(u, depth), depth)
+    order = np.lexsort(words[::-1])
+    ref = np.full(599, depth)
+    sw = words[:, order]
+    for i in range(599):
+        for w in range(words.shape[0]):
+            x = int(sw[w, i] ^ sw[w, i + 1])
+            if x:
+                ref[i] = min(depth, 64 * w + 64 - x.bit_length())
+                break
+    assert np.array_equal(tree.lcp, ref)
+    assert np.array_equal(tree._words, sw)  # the codes, in sorted order
+
+
+@pytest.mark.parametrize("d,depth,r", [(3, 58, 20), (2, 100, 64), (10, 150, 70), (10, 150, 20)])
+def test_truncated_tree_equals_a_direct_tree(d, depth, r):
+    rng = np.random.default_rng(r)
+    u = rng.uniform(size=(3000, d)) ** 2
+    full = build_count_tree(u, depth).truncated(r)
+    direct = build_count_tree(u, r)
+    assert full.depth == r
+    assert np.array_equal(full.occupancy(), direct.occupancy())
+    lo, hi = np.array([0]), np.array([u.shape[0]])
+    for level in range(r):
+        m1, m2 = full.split(level, lo, hi), direct.split(level, lo, hi)
+        assert np.array_equal(m1, m2)
+        lo, hi = np.stack([lo, m1], 1).reshape(-1), np.stack([m1, hi], 1).reshape(-1)
+        lo, hi = lo[hi > lo], hi[hi > lo]
+    with pytest.raises(ValueError, match="depth"):
+        full.truncated(depth + 1)
+
+
+def test_chunk_boundaries(monkeypatch):
+    import opendp_wasserstein.hierarchy as h
+
+    monkeypatch.setattr(h, "_ROWS", 7)
+    u = np.random.default_rng(9).uniform(size=(100, 3))
+    for depth in (30, 100):
+        assert h.build_count_tree(u, depth).occupancy().tolist() == brute_occupancy(u, depth)
+
+
+def test_shared_count_trees_builds_once_and_releases():
+    import opendp_wasserstein.hierarchy as h
+
+    x = np.random.default_rng(2).uniform(size=(500, 2))
+    built = []
+    real = h.CountTree
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *a, **k):
+            built.append(1)
+            super().__init__(*a, **k)
+
+    h.CountTree = Counting
+    try:
+        with h.shared_count_trees():
+            a = h.count_tree(x, 40, keep=True)  # the scores
+            b = h.count_tree(x, 12)  # the synthesis: the same tree, truncated, then released
+            c = h.count_tree(x, 12)  # a third reader builds its own
+            d = h.count_tree(x.copy(), 12)  # another array object: its own tree
+        e = h.count_tree(x, 12, keep=True)  # outside the block: nothing is shared or kept
+        f = h.count_tree(x, 12)
+    finally:
+        h.CountTree = real
+    assert len(built) == 5
+    assert b.depth == 12 and a.depth == 40 and b._words is a._words
+    assert c._words is not a._words and d._words is not a._words and e._words is not f._words

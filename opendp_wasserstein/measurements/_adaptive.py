@@ -16,6 +16,7 @@ from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.data import check_data_domain, check_metric, replacements
 from opendp_wasserstein.exact import round_down, round_up
+from opendp_wasserstein.hierarchy import shared_count_trees
 from opendp_wasserstein.measurements._exponential_selection import (
     SELECTIONS,
     make_exponential_selection,
@@ -199,9 +200,12 @@ def make_adaptive_pruned_pmm(
         return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
 
     def function(x: np.ndarray) -> Any:
-        a = choose(x)
-        with runtime.diagnostics() as inner:
-            points = mains[a](x)
+        # one count tree per release: built (at the deepest candidate depth) for the scores,
+        # then read to the chosen depth by the synthesis and freed
+        with shared_count_trees():
+            a = choose(x)
+            with runtime.diagnostics() as inner:
+                points = mains[a](x)
         c = cands[a]
         runtime.record(
             (inner[-1] if inner else {})

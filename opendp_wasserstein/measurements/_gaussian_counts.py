@@ -139,7 +139,7 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
     )
 
     def function(counts: CountTree) -> NoisyTree:
-        return draw_full_tree(counts, met.scales, _release_noise(), release_root, distribution="gaussian")
+        return draw_full_tree(counts, met.scales, _release_noise("gaussian"), release_root, distribution="gaussian")
 
     return make_measurement(input_domain, input_metric, zero_concentrated_divergence(), function, zcdp_map)
 
@@ -190,7 +190,7 @@ def make_pruned_tree_gaussian(
     size = check_output_size(output_size, dom, met.scales)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(counts, met.scales, size, _release_noise(), distribution="gaussian")
+        return pruned_traversal(counts, met.scales, size, _release_noise("gaussian"), distribution="gaussian")
 
     return make_measurement(input_domain, input_metric, zero_concentrated_divergence(), function, zcdp_map)
 

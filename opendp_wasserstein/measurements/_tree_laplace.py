@@ -21,13 +21,15 @@ import numpy as np
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
+from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_random_source
 from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
 from opendp_wasserstein.hierarchy import CountTree
 from opendp_wasserstein.limits import check_memory
-from opendp_wasserstein.node_noise import PooledNoise
+from opendp_wasserstein.node_noise import NodeNoise, PooledNoise
+from opendp_wasserstein.node_randomness import KeyedNodeNoise
 from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
 from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError
 
@@ -47,10 +49,18 @@ def _identity_map(d_in: Any) -> float:
     return d
 
 
-def _release_noise() -> PooledNoise:
-    """The noise of one release: fresh secure randomness (or the non-private test seed)."""
+def _release_noise(distribution: str = "laplace") -> NodeNoise:
+    """The noise of one release: node-addressed noise under a fresh secret key
+    (:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`: a node's noise and coin are a
+    function of the key and the node, so a distributed run or a retry draws the same values),
+    or a key from the non-private test seed; with ``runtime.sampler("opendp")`` OpenDP's own
+    ``make_laplace`` draws the noise in the order asked (it cannot be keyed).  Gaussian noise
+    (the zCDP measurements) is drawn pooled: node-addressed discrete Gaussian noise is not
+    implemented yet, so those releases are not retry-safe on a cluster."""
     src = as_random_source()
-    return PooledNoise(src.derive(NOISE_STREAM), src.derive(CORRECTION_STREAM))
+    if runtime.current_sampler() == "opendp" or distribution == "gaussian":
+        return PooledNoise(src.derive(NOISE_STREAM), src.derive(CORRECTION_STREAM))
+    return KeyedNodeNoise.from_random_source(src.derive(NOISE_STREAM))
 
 
 def check_output_size(output_size: Any, dom: DyadicCountsDomain, scales: tuple[float, ...]) -> int | None:

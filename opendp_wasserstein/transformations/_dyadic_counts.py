@@ -24,7 +24,7 @@ from opendp_wasserstein.domains import (
     weighted_l2sq_distance,
 )
 from opendp_wasserstein.exact import exact_epsilon, inverse_squares, round_up
-from opendp_wasserstein.hierarchy import build_count_tree, max_depth
+from opendp_wasserstein.hierarchy import count_tree, max_depth
 from opendp_wasserstein.parameters import check_scales
 
 __all__ = [
@@ -178,7 +178,7 @@ def make_dyadic_counts(
 
     def function(x: np.ndarray) -> Any:
         x = validate_data(x, d, n, nan=nan_ok)
-        return build_count_tree(box.to_unit(x), depth)
+        return count_tree(x, depth, box)
 
     return make_transformation(
         input_domain,

@@ -17,7 +17,7 @@ from opendp_wasserstein.data import (
     replacements,
     validate_data,
 )
-from opendp_wasserstein.hierarchy import build_count_tree
+from opendp_wasserstein.hierarchy import count_tree
 from opendp_wasserstein.transformations._dyadic_counts import check_depth
 
 __all__ = ["make_occupancy", "then_occupancy", "occupancy_stability"]
@@ -85,7 +85,7 @@ def make_occupancy(
 
     def function(x: np.ndarray) -> np.ndarray:
         x = validate_data(x, d, n, nan=nan_ok)
-        return build_count_tree(box.to_unit(x), depth).occupancy()[:depth]
+        return count_tree(x, depth, box).occupancy()[:depth]
 
     return make_transformation(
         input_domain,

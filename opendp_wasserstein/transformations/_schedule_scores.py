@@ -22,7 +22,7 @@ from opendp_wasserstein.data import (
     validate_data,
 )
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import build_count_tree, max_depth
+from opendp_wasserstein.hierarchy import count_tree, max_depth
 from opendp_wasserstein.parameters import (
     SCALE_MAX,
     ScaleLimitError,
@@ -241,7 +241,8 @@ def make_schedule_scores(
 
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=nan_ok)
-        occupancy = build_count_tree(box.to_unit(x), L).occupancy()[:L]
+        # kept for the synthesis of the same release (inside shared_count_trees, else dropped)
+        occupancy = count_tree(x, L, box, keep=True).occupancy()[:L]
         # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
         # empty dataset is possible (private size), and Delta may leave level 0 out
         occupancy[0] = 1
