@@ -63,7 +63,8 @@ def _foreign(distributions: set[str]) -> set[str]:
 
 def test_hard_dependencies_are_the_core_only():
     names = {_name(r) for r in PROJECT["dependencies"]}
-    assert names == {"opendp", "numpy", "scipy", "pandas", "pyarrow"}  # tables need the last two
+    # tables need pandas and pyarrow; node-addressed noise needs cryptography (AES)
+    assert names == {"opendp", "numpy", "scipy", "pandas", "pyarrow", "cryptography"}
     (opendp,) = [r for r in PROJECT["dependencies"] if _name(r) == "opendp"]
     assert requirements.Requirement(opendp).specifier == requirements.SpecifierSet(">=0.16,<0.17")
 
