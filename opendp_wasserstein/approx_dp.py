@@ -51,7 +51,7 @@ def make_approx_dp(measurement: Measurement, delta: float) -> Measurement:
     :param delta: the ``delta`` to fix, in ``(0, 1)``
     :return: a measurement into ``Approximate(MaxDivergence)`` whose map returns ``(epsilon, delta)``
     """
-    if str(measurement.output_measure) != "ZeroConcentratedDivergence":
+    if measurement.output_measure != dp.zero_concentrated_divergence():
         raise ValueError(
             "measurement must have output_measure dp.zero_concentrated_divergence(), "
             f"got {measurement.output_measure}"

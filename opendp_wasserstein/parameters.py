@@ -74,8 +74,8 @@ def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf
     return tuple(float(s) for s in arr)
 
 
-#: output measures of the noisy-count mechanisms and the noise each one calls for
-OUTPUT_MEASURES = {"MaxDivergence": "laplace", "ZeroConcentratedDivergence": "gaussian"}
+#: the noise each output measure of the noisy-count mechanisms calls for
+OUTPUT_MEASURES = {"max_divergence": "laplace", "zero_concentrated_divergence": "gaussian"}
 
 
 def check_output_measure(output_measure: Any) -> str:
@@ -90,11 +90,16 @@ def check_output_measure(output_measure: Any) -> str:
     >>> check_output_measure(dp.max_divergence()), check_output_measure(dp.zero_concentrated_divergence())
     ('laplace', 'gaussian')
     """
+    import opendp.prelude as dp
     from opendp.mod import Measure
 
     if output_measure is None:
         return "laplace"
-    kind = OUTPUT_MEASURES.get(str(output_measure)) if isinstance(output_measure, Measure) else None
+    kind = None
+    if isinstance(output_measure, Measure):  # OpenDP's own equality, not the printed name
+        for name, noise in OUTPUT_MEASURES.items():
+            if output_measure == getattr(dp, name)():
+                kind = noise
     if kind is None:
         raise ValueError(
             "output_measure must be dp.max_divergence() (discrete Laplace noise) or "
