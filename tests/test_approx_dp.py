@@ -29,7 +29,9 @@ def test_converted_measurement_meets_the_target() -> None:
     )
     approx = make_approx_dp(meas, 1e-9)
     eps, delta = approx.map(2)
-    assert eps <= 1.0 and eps == pytest.approx(1.0, rel=1e-12) and delta == 1e-9
+    assert eps <= 1.0
+    assert eps == pytest.approx(1.0, rel=1e-12)
+    assert delta == 1e-9
     assert int(approx(np.random.default_rng(1).uniform(size=(300, 2))).sum()) == 30
 
 

@@ -30,7 +30,8 @@ def test_run_all_quick(tmp_path: Path) -> None:
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "SUMMARY" in proc.stdout and "targets:" in proc.stdout
+    assert "SUMMARY" in proc.stdout
+    assert "targets:" in proc.stdout
 
     runs = {r["bench"]: r for r in _rows(out / "runs.csv")}
     for name in ("bench_depth", "bench_laplace", "bench_adaptive_scaling", "bench_peers"):
@@ -38,7 +39,8 @@ def test_run_all_quick(tmp_path: Path) -> None:
     assert runs.get("bench_public_candidates", {"status": "skipped"})["status"] in ("ok", "skipped")
 
     depth = _rows(out / "bench_depth.csv")
-    assert depth and {"depth", "mechanism", "seconds", "visited", "w1"} <= set(depth[0])
+    assert depth
+    assert {"depth", "mechanism", "seconds", "visited", "w1"} <= set(depth[0])
     assert {r["mechanism"] for r in depth} == {"pruned", "full"}
 
     scaling = _rows(out / "bench_adaptive_scaling.csv")
@@ -46,7 +48,9 @@ def test_run_all_quick(tmp_path: Path) -> None:
     ok = [r for r in scaling if r["status"] == "ok"]
     assert {r["d"] for r in ok} == {"2", "3", "10"}
     for r in ok:
-        assert float(r["seconds"]) > 0 and float(r["floor_s"]) > 0 and int(r["visited"]) >= 1
+        assert float(r["seconds"]) > 0
+        assert float(r["floor_s"]) > 0
+        assert int(r["visited"]) >= 1
         assert abs(float(r["ratio"]) - float(r["seconds"]) / float(r["floor_s"])) < 1e-6 * float(r["ratio"])
 
     peers = _rows(out / "bench_peers.csv")
@@ -54,13 +58,17 @@ def test_run_all_quick(tmp_path: Path) -> None:
     by = {(r["dataset"], r["mechanism"]): r for r in peers}
     for mech in ("pruned", "adaptive", "pmm", "flat_hist"):
         r = by[("two_moons", mech)]
-        assert r["status"] == "ok" and 0 < float(r["w1"]) < 1 and float(r["seconds"]) > 0
+        assert r["status"] == "ok"
+        assert 0 < float(r["w1"]) < 1
+        assert float(r["seconds"]) > 0
     assert by[("curve10", "stab_hist")]["status"] == "ok"
     assert by[("two_moons", "mst")]["status"] == "skipped"  # --skip-peers: no numbers, a reason
-    assert by[("two_moons", "mst")]["w1"] == "" and by[("two_moons", "mst")]["note"]
+    assert by[("two_moons", "mst")]["w1"] == ""
+    assert by[("two_moons", "mst")]["note"]
 
     laplace = out / "bench_laplace.csv"
-    assert laplace.exists() and _rows(laplace)
+    assert laplace.exists()
+    assert _rows(laplace)
 
     summary = _rows(out / "summary.csv")
     assert [set(r) for r in summary[:1]] == [{"target", "goal", "value", "status"}]

@@ -27,9 +27,11 @@ def test_synth_success_json(data, capsys):
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] == 1.0
-    assert summary["rows_out"] == 800 and summary["columns"] == ["height", "weight"]
+    assert summary["rows_out"] == 800
+    assert summary["columns"] == ["height", "weight"]
     lines = out.read_text().splitlines()
-    assert lines[0] == "height,weight" and len(lines) == 801
+    assert lines[0] == "height,weight"
+    assert len(lines) == 801
     y = np.loadtxt(out, delimiter=",", skiprows=1)
     assert np.all((y >= 0) & (y <= [10, 5]))
 
@@ -49,7 +51,8 @@ def test_synth_prints_eps_and_schedule(data, capsys):
     path, bounds, tmp = data
     assert main(["synth", str(path), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)]) == 0
     out = capsys.readouterr().out
-    assert "certified epsilon" in out and "schedule" in out
+    assert "certified epsilon" in out
+    assert "schedule" in out
 
 
 def write(tmp, name, text):
@@ -101,7 +104,8 @@ def test_synth_errors(data, capsys, case, match):
     rc = main(args)
     err = capsys.readouterr().err
     assert rc == 2
-    assert "error:" in err and "Traceback" not in err
+    assert "error:" in err
+    assert "Traceback" not in err
     import re
 
     assert re.search(match, err), err
@@ -114,7 +118,9 @@ def test_demo_writes_png(tmp_path, capsys):
     rc = main(["demo", "--n", "3000", "-o", str(png), "--seed", "0", "--json"])
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["epsilon_certified"] == 1.0 and png.exists() and png.stat().st_size > 1000
+    assert summary["epsilon_certified"] == 1.0
+    assert png.exists()
+    assert png.stat().st_size > 1000
     assert 0 < summary["w1_linf"] < 0.2
 
 
@@ -141,7 +147,8 @@ def test_select_success(select_files, capsys, mechanism):
         args.append("--idealized-numerics")
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["epsilon_certified"] == 1.0 and summary["m"] == 25
+    assert summary["epsilon_certified"] == 1.0
+    assert summary["m"] == 25
     lines = out.read_text().splitlines()
     assert lines[0] == "a,b,multiplicity"
     assert sum(int(r.split(",")[-1]) for r in lines[1:]) == 25
@@ -167,7 +174,9 @@ def test_select_errors(select_files, capsys, case, match):
         args[2] = write(tmp, "c3.csv", "a,b\n1,2\n1,2\n")
     rc = main(args)
     err = capsys.readouterr().err
-    assert rc == 2 and match in err and "Traceback" not in err
+    assert rc == 2
+    assert match in err
+    assert "Traceback" not in err
     assert not out.exists()
 
 
@@ -256,7 +265,8 @@ def test_usage_shows_required_options_as_required():
     assert "(--bounds BOUNDS.json | --schema SCHEMA.json)" in usage
     assert "[--mechanism" in usage
     usage = " ".join(subcommands["select"].format_usage().split())
-    assert "-m M" in usage and "[-m" not in usage
+    assert "-m M" in usage
+    assert "[-m" not in usage
 
 
 def test_usage_error_is_exit_code_two(capsys):

@@ -38,4 +38,5 @@ def test_huge_noisy_counts_keep_the_mass():
     b = np.array([I64, 2**62 + 3, 7, I64])
     m0 = comparable_split(mass, a, b)
     assert m0.tolist() == [2, 2, 4, 0]
-    assert mass.tolist() == [5, 5, 5, 3] and a[0] == I64  # inputs untouched
+    assert mass.tolist() == [5, 5, 5, 3]
+    assert a[0] == I64  # inputs untouched

@@ -11,7 +11,8 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 def load(name: str):
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -25,9 +26,11 @@ def test_chaining_with_opendp():
 
 def test_figure2_quick(tmp_path):
     rows = load("figure2_adaptive").main(["--quick", "--out", str(tmp_path)])
-    assert (tmp_path / "figure2.csv").exists() and (tmp_path / "figure2.png").exists()
+    assert (tmp_path / "figure2.csv").exists()
+    assert (tmp_path / "figure2.png").exists()
     text = (tmp_path / "figure2.csv").read_text().splitlines()
-    assert text[0].startswith("k,d,rep,mechanism,w1") and len(text) > 4
+    assert text[0].startswith("k,d,rep,mechanism,w1")
+    assert len(text) > 4
     assert len(rows) == 2 * 2 * 2  # d in {2, 4}, two repeats, two mechanisms
     assert all(r["epsilon"] == 1.0 and r["w1"] > 0 for r in rows)
 

@@ -23,7 +23,8 @@ def test_quick_run_writes_png_and_csv(regimes_module, tmp_path, capsys):
     regimes_module.main(["--quick", "--out", str(tmp_path)])
     assert time.perf_counter() - t0 < 30
     png = tmp_path / "public_candidates_regimes.png"
-    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.exists()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(tmp_path / "public_candidates_regimes.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["method"] for r in rows} == {"tree_em", "tree_projection", "nn_histogram"}

@@ -115,7 +115,8 @@ MIXED = np.array([0.4, 1.0, 1.7, 2.5, 17.0, 1000.0])
 
 
 def _check_groups(scales: np.ndarray, x: np.ndarray) -> None:
-    assert x.shape == scales.shape and x.dtype == np.int64
+    assert x.shape == scales.shape
+    assert x.dtype == np.int64
     for s in MIXED:
         sel = scales == s
         assert sel.sum() >= 500
@@ -145,8 +146,10 @@ def test_shape_and_reproducibility() -> None:
     a = fast_discrete_gaussian(scales, RandomSource(42))
     b = fast_discrete_gaussian(scales, RandomSource(42))
     c = fast_discrete_gaussian(scales, RandomSource(43))
-    assert a.shape == (20, 30) and a.dtype == np.int64
-    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    assert a.shape == (20, 30)
+    assert a.dtype == np.int64
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
     assert fast_discrete_gaussian(np.zeros((0, 3)) + 1.0, RandomSource(1)).shape == (0, 3)
 
 
@@ -203,7 +206,8 @@ def test_gamma_interval_edge_scales(sigma: float) -> None:
 def test_uniform_less() -> None:
     bits = _Bits(RandomSource(5), 1 << 12)
     f = Fraction(5, 2**32)  # a dyadic f: U < f iff the first 32 bits are below 5
-    assert fg._uniform_less(4, 32, f, bits) and not fg._uniform_less(5, 32, f, bits)
+    assert fg._uniform_less(4, 32, f, bits)
+    assert not fg._uniform_less(5, 32, f, bits)
     assert not fg._uniform_less(6, 32, f, bits)
     third = Fraction(1, 3)
     w = int(third * 2**32)  # U's first 32 bits equal f's: the next bits decide
@@ -275,7 +279,8 @@ def test_sample_discrete_gaussian_backends() -> None:
     from opendp_wasserstein.samplers import sample_discrete_gaussian
 
     fast = sample_discrete_gaussian(np.full((3, 4), 2.0), RandomSource(1))
-    assert fast.shape == (3, 4) and fast.dtype == np.int64
+    assert fast.shape == (3, 4)
+    assert fast.dtype == np.int64
     ref = sample_discrete_gaussian(np.full(20_000, 2.0), RandomSource(), backend="opendp")
     assert gof_pvalue(ref, 2.0) > 1e-6  # OpenDP's own sampler, unseeded
     with sampler("opendp"):

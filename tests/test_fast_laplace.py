@@ -120,7 +120,8 @@ MIXED = np.array([0.2, 0.3, 1.0, 1.5, 2.5, 17.0, 1000.0])
 
 
 def _check_groups(scales: np.ndarray, x: np.ndarray) -> None:
-    assert x.shape == scales.shape and x.dtype == np.int64
+    assert x.shape == scales.shape
+    assert x.dtype == np.int64
     for s in MIXED:
         sel = scales == s
         assert sel.sum() >= 500
@@ -216,7 +217,8 @@ def test_multiplier_is_valid() -> None:
     for k in (1, 2, 3, 7, 1000, 1024):
         m = fl._multiplier(m_int.astype(np.float64), k)
         for mi, mm in zip(m_int.tolist(), m.tolist(), strict=True):
-            assert 1 <= mm and mm * mi * k <= 2**64 - 1
+            assert 1 <= mm
+            assert mm * mi * k <= 2**64 - 1
             assert mm >= (2**64 - 1) // (mi * k) - (2**35 // (mi * k)) - 1  # near-optimal
 
 
@@ -257,7 +259,8 @@ def test_two_sample_against_opendp() -> None:
 
 def test_backend_dispatch() -> None:
     x = sample_discrete_laplace(np.full((4, 5), 2.0), RandomSource(5), backend="fast")
-    assert x.shape == (4, 5) and x.dtype == np.int64
+    assert x.shape == (4, 5)
+    assert x.dtype == np.int64
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,12 +294,14 @@ def test_shape_and_dtype(shape: tuple[int, ...]) -> None:
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
 def test_empty(shape: tuple[int, ...]) -> None:
     x = fast_discrete_laplace(np.ones(shape), RandomSource(1))
-    assert x.shape == shape and x.dtype == np.int64
+    assert x.shape == shape
+    assert x.dtype == np.int64
 
 
 def test_accepts_lists_and_ints() -> None:
     x = fast_discrete_laplace([1, 2, 3], RandomSource(1))  # type: ignore[arg-type]
-    assert x.shape == (3,) and x.dtype == np.int64
+    assert x.shape == (3,)
+    assert x.dtype == np.int64
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, -0.0, np.nan, np.inf, -np.inf, 2.0**53])

@@ -111,9 +111,12 @@ def test_valid_arguments_build_and_release(e):
         assert out is not None, rel.label
         if e.output == "points":
             y = np.asarray(out)
-            assert y.ndim == 2 and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1)), rel.label
+            assert y.ndim == 2, rel.label
+            assert y.shape[1] == 2, rel.label
+            assert np.all((y >= 0) & (y <= 1)), rel.label
         elif e.output == "multiset":
-            assert int(np.sum(out)) == 3 and np.all(np.asarray(out) >= 0), rel.label
+            assert int(np.sum(out)) == 3, rel.label
+            assert np.all(np.asarray(out) >= 0), rel.label
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,11 +326,13 @@ def test_diagnostics_take_no_arguments_and_collect_one_dict_per_release():
     meas = registry.entry("make_pruned_pmm").releases()[0].build()
     with runtime.diagnostics() as info:
         meas(X5), meas(X5)
-    assert len(info) == 2 and all(i["depth"] == 2 for i in info)
+    assert len(info) == 2
+    assert all(i["depth"] == 2 for i in info)
     with runtime.diagnostics() as outer:
         with runtime.diagnostics() as inner:
             meas(X5)
-    assert len(inner) == 1 and outer == []
+    assert len(inner) == 1
+    assert outer == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,7 +377,9 @@ def test_release_rejects_malformed_data(rel, bad):
             out = meas(x)
         if rel.entry.output == "points":
             y = np.asarray(out)
-            assert y.shape[0] >= 1 and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1))
+            assert y.shape[0] >= 1
+            assert y.shape[1] == 2
+            assert np.all((y >= 0) & (y <= 1))
         return
     with pytest.raises(dp.OpenDPException) as info:
         meas(x)
@@ -398,11 +405,14 @@ def test_nonfinite_values_are_mapped_row_wise(rel, name):
     out = rel.build()(NONFINITE[name])
     if rel.entry.output == "points":
         y = np.asarray(out)
-        assert y.shape[1] == 2 and np.all(np.isfinite(y)) and np.all((y >= 0) & (y <= 1))
+        assert y.shape[1] == 2
+        assert np.all(np.isfinite(y))
+        assert np.all((y >= 0) & (y <= 1))
         if rel.n is not None:
             assert y.shape[0] == 5
     elif rel.entry.output == "multiset":
-        assert np.asarray(out).shape == (3,) and int(np.sum(out)) == 3
+        assert np.asarray(out).shape == (3,)
+        assert int(np.sum(out)) == 3
 
 
 def test_nan_goes_to_the_lower_face_and_inf_to_the_faces():
@@ -463,7 +473,9 @@ def test_release_outcome_does_not_depend_on_data_values(rel, pair):
     meas = rel.build()
     a, b = (_outcome(meas, x) for x in SAME_SHAPE_BAD_PAIRS[pair])
     assert a == b
-    assert "1234" not in a[1] and "987654" not in a[1] and "77" not in a[1]
+    assert "1234" not in a[1]
+    assert "987654" not in a[1]
+    assert "77" not in a[1]
     if pair in _NONFINITE_PAIRS or (pair.startswith("wrong-rows") and rel.n is None):
         assert a == (None, "released")
 
@@ -538,12 +550,17 @@ EDGE_DATA = {
 def _check_output(rel, out, n):
     if rel.entry.output == "points":
         y = np.asarray(out)
-        assert y.shape == (n, 2) and np.all((y >= 0.0) & (y <= 1.0))
+        assert y.shape == (n, 2)
+        assert np.all((y >= 0.0) & (y <= 1.0))
     elif rel.entry.output == "multiset":
-        assert np.asarray(out).shape == (3,) and int(np.sum(out)) == 3 and np.all(np.asarray(out) >= 0)
+        assert np.asarray(out).shape == (3,)
+        assert int(np.sum(out)) == 3
+        assert np.all(np.asarray(out) >= 0)
     elif rel.entry.output == "index":
         idx = np.asarray(out)
-        assert idx.shape == (n,) and idx.min() >= 0 and idx.max() < 3
+        assert idx.shape == (n,)
+        assert idx.min() >= 0
+        assert idx.max() < 3
 
 
 @pytest.mark.parametrize("name", list(EDGE_DATA))
@@ -565,7 +582,8 @@ def test_read_only_input_is_accepted_and_untouched(rel):
     keep = x.copy()
     x.setflags(write=False)
     rel.build()(x)
-    assert np.array_equal(x, keep, equal_nan=True) and not x.flags.writeable
+    assert np.array_equal(x, keep, equal_nan=True)
+    assert not x.flags.writeable
 
 
 def test_synthesize_read_only_input_is_accepted_and_untouched():
@@ -576,7 +594,9 @@ def test_synthesize_read_only_input_is_accepted_and_untouched():
         for public_size in (True, False):
             with runtime.reproducible(0):
                 y, _ = synthesize(x, 1.0, (0, 1), mechanism=mechanism, public_size=public_size)
-            assert np.array_equal(x, keep) and y.shape[1] == 2 and np.all((y >= 0) & (y <= 1))
+            assert np.array_equal(x, keep)
+            assert y.shape[1] == 2
+            assert np.all((y >= 0) & (y <= 1))
             assert y.shape[0] == 5 or not public_size
 
 
@@ -695,7 +715,9 @@ def test_synthesize_error_does_not_depend_on_data_values(mechanism, public_size)
 def test_synthesize_integer_arrays_are_documented_valid():
     with runtime.reproducible(0):
         y, rep = synthesize(np.arange(20).reshape(10, 2) % 3, 1.0, (0, 2))
-    assert y.shape == (10, 2) and np.all((y >= 0) & (y <= 2)) and rep.epsilon == 1.0
+    assert y.shape == (10, 2)
+    assert np.all((y >= 0) & (y <= 2))
+    assert rep.epsilon == 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -767,7 +789,8 @@ def test_cli_rejects(files, capsys, name, csv, bounds, extra, match):
     args = ["synth", src, "-o", files["out"], "--bounds", bpath, "--epsilon", "1", "--quiet", *extra]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert err.startswith("opendp-wasserstein: error: ") and len(err.strip().splitlines()) == 1
+    assert err.startswith("opendp-wasserstein: error: ")
+    assert len(err.strip().splitlines()) == 1
     assert _search(match, err), err
     assert not (files["tmp"] / "out.csv").exists()  # nothing half-written
 
@@ -789,12 +812,14 @@ def test_cli_select_rejects(files, capsys, name, data, cands, extra, match):
     args = ["select", src, cpath, "-m", "3", "--epsilon", "1", "-o", files["out"], "--quiet", *extra]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert err.startswith("opendp-wasserstein: error: ") and _search(match, err), err
+    assert err.startswith("opendp-wasserstein: error: "), err
+    assert _search(match, err), err
 
 
 def test_cli_huge_epsilon(files, capsys):
     rc = main(["synth", files["ok"], "-o", files["out"], "--bounds", files["bounds"], "--epsilon", "1e308", "--quiet"])
-    assert rc == 2 and "epsilon" in capsys.readouterr().err
+    assert rc == 2
+    assert "epsilon" in capsys.readouterr().err
 
 
 def test_cli_error_does_not_depend_on_data_values(files, capsys):
@@ -825,7 +850,8 @@ def test_cli_valid_edge_inputs(files, name, body):
         assert main(["synth", src, "-o", files["out"], "--bounds", files["bounds"], "--epsilon", "1",
                      "--mechanism", mech, "--seed", "3", "--quiet"]) == 0
         y = np.loadtxt(files["out"], delimiter=",", skiprows=1, ndmin=2)
-        assert y.shape == (n, 2) and np.all((y >= 0) & (y <= 1))
+        assert y.shape == (n, 2)
+        assert np.all((y >= 0) & (y <= 1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -871,11 +897,13 @@ PROPS = settings(max_examples=25, deadline=None, derandomize=True, database=None
 
 def _check_release(y, x, keep, lo, hi, n):
     assert np.array_equal(x, keep)
-    assert y.ndim == 2 and y.shape[1] == x.shape[1]
+    assert y.ndim == 2
+    assert y.shape[1] == x.shape[1]
     if n is not None:
         assert y.shape[0] == n
     assert y.shape[0] >= 1
-    assert np.all(np.isfinite(y)) and np.all((y >= lo) & (y <= hi))
+    assert np.all(np.isfinite(y))
+    assert np.all((y >= lo) & (y <= hi))
 
 
 @PROPS
@@ -923,7 +951,8 @@ def test_property_synthesize(data, mechanism, public_size, seed):
     with runtime.reproducible(seed):
         y, rep = synthesize(x, 1.0, {"lower": lo, "upper": hi}, mechanism=mechanism, public_size=public_size)
     _check_release(y, x, keep, lo, hi, x.shape[0] if public_size else None)
-    assert rep.size == y.shape[0] and rep.epsilon <= 1.0
+    assert rep.size == y.shape[0]
+    assert rep.epsilon <= 1.0
 
 
 @PROPS
@@ -937,4 +966,6 @@ def test_property_public_candidates(data, mech, seed):
     with runtime.reproducible(seed):
         out = mk(dom(n, d), CO, cand, 5, 1.0)(x)
     assert np.array_equal(x, keep)
-    assert out.shape == (4,) and int(out.sum()) == 5 and np.all(out >= 0)
+    assert out.shape == (4,)
+    assert int(out.sum()) == 5
+    assert np.all(out >= 0)

@@ -278,7 +278,8 @@ def test_random_source_reads_os_urandom(monkeypatch):
 
     monkeypatch.setattr(os, "urandom", counting)
     rng = RandomSource()
-    assert rng.secure and as_random_source(None).secure
+    assert rng.secure
+    assert as_random_source(None).secure
     rng.uint64(5)
     assert calls == [40]
     rng.uniform(3), rng.bits(2), rng.integers(7, size=4), rng.permutation(6)
@@ -293,7 +294,8 @@ def test_random_source_reads_os_urandom(monkeypatch):
     assert len(calls) == n
     # inside runtime.reproducible the default source is seeded; outside it is secure again
     with runtime.reproducible(3):
-        assert not as_random_source().secure and as_random_source().seed == 3
+        assert not as_random_source().secure
+        assert as_random_source().seed == 3
     assert as_random_source().secure
 
 
@@ -348,7 +350,10 @@ def test_reproducible_diagnostics_reproduce():
             y = meas(X60)
         runs.append((y, info))
     (y1, i1), (y2, i2) = runs
-    assert np.array_equal(y1, y2) and i1 == i2 and len(i1) == 1 and "s" in i1[0]
+    assert np.array_equal(y1, y2)
+    assert i1 == i2
+    assert len(i1) == 1
+    assert "s" in i1[0]
 
 
 def test_reproducible_holds_only_inside_its_block():
@@ -359,7 +364,8 @@ def test_reproducible_holds_only_inside_its_block():
     b = meas(X60)  # secure again
     with runtime.reproducible(5):
         c = meas(X60)
-    assert np.array_equal(a, c) and not np.array_equal(a, b)
+    assert np.array_equal(a, c)
+    assert not np.array_equal(a, b)
 
 
 def test_cli_seed_reproduces(tmp_path):
@@ -372,7 +378,8 @@ def test_cli_seed_reproduces(tmp_path):
         out = tmp_path / f"o{i}.csv"
         assert main(["synth", str(src), "-o", str(out), "--bounds", str(bounds), "--epsilon", "1", "--quiet", "--seed", seed]) == 0
         outs.append(out.read_text())
-    assert outs[0] == outs[1] and outs[0] != outs[2]
+    assert outs[0] == outs[1]
+    assert outs[0] != outs[2]
 
 
 # ---------------------------------------------------------------------------------------------

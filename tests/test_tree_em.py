@@ -150,7 +150,8 @@ def test_extreme_privacy_levels_are_stable():
     assert score == pytest.approx(np.sum(tree.weight * np.abs(a - tree.subtree_sums(best) / 100)), rel=1e-9)
     # eps -> 0: (nearly) uniform over multisets, still finite
     s = sample_tree_em(tree, counts, 100, 1e-12, RandomSource(0))
-    assert s.sum() == 100 and np.all(s >= 0)
+    assert s.sum() == 100
+    assert np.all(s >= 0)
 
 
 def test_single_candidate_and_seed_reproducibility():
@@ -158,7 +159,8 @@ def test_single_candidate_and_seed_reproducibility():
     tree = TREES[0]
     a = sample_tree_em(tree, np.array([1, 2, 3]), 50, 1.0, RandomSource(3))
     b = sample_tree_em(tree, np.array([1, 2, 3]), 50, 1.0, RandomSource(3))
-    assert np.array_equal(a, b) and a.sum() == 50
+    assert np.array_equal(a, b)
+    assert a.sum() == 50
 
 
 def test_log_probability_rejects_bad_multisets():

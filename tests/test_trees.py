@@ -56,12 +56,16 @@ def brute_leaf_distance(tree, i, j):
 
 def test_basic_facts():
     t = example_tree()
-    assert t.k == 3 and t.num_nodes == 5 and t.height == 2
+    assert t.k == 3
+    assert t.num_nodes == 5
+    assert t.height == 2
     assert t.leaves.tolist() == [2, 3, 4]
     assert t.depth.tolist() == [0, 1, 1, 2, 2]
     assert t.children(1).tolist() == [3, 4]
     assert t.diameter() == 3.5
-    assert t.leaf_distance(0, 1) == 3.5 and t.leaf_distance(1, 2) == 1.0 and t.leaf_distance(2, 2) == 0.0
+    assert t.leaf_distance(0, 1) == 3.5
+    assert t.leaf_distance(1, 2) == 1.0
+    assert t.leaf_distance(2, 2) == 0.0
     assert t.leaf_distance([0, 1], [2, 2]).tolist() == [3.5, 1.0]
     assert t.subtree_sums([1, 2, 3]).tolist() == [6, 5, 1, 2, 3]
     assert "digest=" in repr(t)
@@ -69,9 +73,12 @@ def test_basic_facts():
 
 def test_equality_hash_and_immutability():
     a, b = example_tree(), example_tree()
-    assert a == b and hash(a) == hash(b) and a.digest == b.digest
+    assert a == b
+    assert hash(a) == hash(b)
+    assert a.digest == b.digest
     c = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.75])
-    assert a != c and a.digest != c.digest
+    assert a != c
+    assert a.digest != c.digest
     with pytest.raises(ValueError):
         a.weight[1] = 5.0
     assert Tree([-1, 0, 0], [7.0, 1.0, 1.0]).weight[0] == 0.0  # the root's weight is ignored
@@ -79,7 +86,9 @@ def test_equality_hash_and_immutability():
 
 def test_single_node_tree():
     t = Tree([-1], [0.0])
-    assert t.k == 1 and t.diameter() == 0.0 and t.leaf_distance(0, 0) == 0.0
+    assert t.k == 1
+    assert t.diameter() == 0.0
+    assert t.leaf_distance(0, 0) == 0.0
     assert closest_multiset(t, [3.0], 4).tolist() == [4]
 
 
@@ -272,7 +281,9 @@ def test_closest_multiset_is_optimal(data, m, integral):
     if integral:
         targets = np.round(targets)
     c = closest_multiset(t, targets, m)
-    assert c.dtype == np.int64 and c.sum() == m and np.all(c >= 0)
+    assert c.dtype == np.int64
+    assert c.sum() == m
+    assert np.all(c >= 0)
     assert multiset_cost(t, targets, c) <= brute_closest(t, targets, m) + 1e-9
 
 

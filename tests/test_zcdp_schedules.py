@@ -32,14 +32,16 @@ def test_budget_is_exactly_rho(d: int, depth: int, rho: float) -> None:
         sigma = zcdp_schedule(d, rho, depth, s)
         assert len(sigma) == depth + 1
         exact = zcdp_budget(sigma)
-        assert exact <= Fraction(rho) and round_up(exact) == rho, (s, float(exact))
+        assert exact <= Fraction(rho), (s, float(exact))
+        assert round_up(exact) == rho, (s, float(exact))
 
 
 @pytest.mark.parametrize("rho", [0.1, 0.5, 3.0])
 def test_depth_one_never_above_rho(rho: float) -> None:
     # one charged level: a float sigma_1 with 1/sigma_1^2 in the one-float window may not exist
     exact = zcdp_budget(zcdp_schedule(3, rho, 1, 2))
-    assert exact <= Fraction(rho) and round_up(exact) >= math.nextafter(rho, 0.0)
+    assert exact <= Fraction(rho)
+    assert round_up(exact) >= math.nextafter(rho, 0.0)
 
 
 @pytest.mark.parametrize("size,metric,d_in", [(100, dp.symmetric_distance(), 2), (100, dp.change_one_distance(), 1)])

@@ -58,12 +58,14 @@ def _id(case: AuditCase) -> str:
 
 def test_clopper_pearson_known_values_and_edges():
     lo, hi = clopper_pearson(5, 10, 0.05)
-    assert lo == pytest.approx(0.187086, abs=1e-5) and hi == pytest.approx(0.812914, abs=1e-5)
+    assert lo == pytest.approx(0.187086, abs=1e-5)
+    assert hi == pytest.approx(0.812914, abs=1e-5)
     assert clopper_pearson(0, 10, 0.05) == (0.0, pytest.approx(0.308498, abs=1e-5))
     assert clopper_pearson(10, 10, 0.05) == (pytest.approx(0.691502, abs=1e-5), 1.0)
     # a smaller alpha widens the interval
     lo2, hi2 = clopper_pearson(5, 10, 0.001)
-    assert lo2 < lo and hi2 > hi
+    assert lo2 < lo
+    assert hi2 > hi
     for bad in [(-1, 10, 0.05), (11, 10, 0.05), (0, 0, 0.05), (1, 10, 0.0), (1, 10, 1.0)]:
         with pytest.raises(ValueError):
             clopper_pearson(*bad)
@@ -78,12 +80,14 @@ def test_clopper_pearson_coverage():
         pmf = stats.binom.pmf(np.arange(n + 1), n, p)
         miss_lo = sum(pmf[k] for k in range(n + 1) if clopper_pearson(k, n, alpha)[0] > p)
         miss_hi = sum(pmf[k] for k in range(n + 1) if clopper_pearson(k, n, alpha)[1] < p)
-        assert miss_lo <= alpha / 2 + 1e-12 and miss_hi <= alpha / 2 + 1e-12
+        assert miss_lo <= alpha / 2 + 1e-12
+        assert miss_hi <= alpha / 2 + 1e-12
 
 
 def test_bound_from_counts_bonferroni_and_directions():
     rep = bound_from_counts([90, 10], [10, 90], runs=100, alpha=0.05, names=["e0", "e1"])
-    assert rep.tests == 4 and len(rep.bounds) == 4
+    assert rep.tests == 4
+    assert len(rep.bounds) == 4
     # each term uses CP at level alpha / tests
     lo, _ = clopper_pearson(90, 100, 0.05 / 4)
     _, hi = clopper_pearson(10, 100, 0.05 / 4)
@@ -91,7 +95,8 @@ def test_bound_from_counts_bonferroni_and_directions():
     assert {(b.event, b.direction) for b in rep.bounds} == {("e0", "a/b"), ("e0", "b/a"), ("e1", "a/b"), ("e1", "b/a")}
     # never negative overall, -inf terms kept
     rep0 = bound_from_counts([0], [0], runs=50, alpha=0.05)
-    assert rep0.epsilon_lower == 0.0 and all(b.epsilon_lower == -math.inf for b in rep0.bounds)
+    assert rep0.epsilon_lower == 0.0
+    assert all(b.epsilon_lower == -math.inf for b in rep0.bounds)
 
 
 def test_audit_events_on_known_bernoulli_pair():
@@ -142,10 +147,15 @@ def test_every_randomised_measurement_is_audited_or_says_why():
     assert {"pruned_pmm", "pmm", "adaptive_pruned_pmm", "selection (exponential)", "selection (permute_and_flip)",
             "tree_em", "tree_projection", "nn_histogram", "noisy_size_then"} <= families
     names = {c.name for c in CASES if c.mechanism == "pruned_pmm"}
-    assert any("split" in n for n in names) and any("empty" in n for n in names) and any("far corner" in n for n in names)
-    assert any("output_size" in n for n in names) and any("unsized" in n for n in names)
+    assert any("split" in n for n in names)
+    assert any("empty" in n for n in names)
+    assert any("far corner" in n for n in names)
+    assert any("output_size" in n for n in names)
+    assert any("unsized" in n for n in names)
     assert len({c.label for c in CASES}) == len(CASES)
-    assert BROKEN and all(c.expect_violation for c in BROKEN) and not any(c.expect_violation for c in CASES)
+    assert BROKEN
+    assert all(c.expect_violation for c in BROKEN)
+    assert not any(c.expect_violation for c in CASES)
 
 
 def test_seedable_cases_are_the_reproducible_entries():
@@ -233,7 +243,8 @@ def test_empirical_lower_bound_never_exceeds_certified_epsilon(case):
 def test_broken_mechanism_caught_by_exact_law(case):
     claimed = case.certified_epsilon()
     ratio = case.exact_epsilon()
-    assert ratio is not None and ratio > claimed + 0.5, f"exact ratio {ratio} vs claimed {claimed}"
+    assert ratio is not None, f"exact ratio {ratio} vs claimed {claimed}"
+    assert ratio > claimed + 0.5, f"exact ratio {ratio} vs claimed {claimed}"
     # the honest mechanism with the claimed scales is within its claim on the same instance
     honest_law = dataclasses.replace(case, exact_law=_honest_depth1_law(case))
     assert honest_law.exact_epsilon() <= claimed + 1e-9

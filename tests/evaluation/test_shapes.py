@@ -51,13 +51,15 @@ def test_shape_in_unit_square(name: str, n: int) -> None:
 def test_shape_large_noise_is_clipped(name: str) -> None:
     pts = SHAPES[name](500, seed=0, noise=0.5)
     assert np.all((pts >= 0.0) & (pts <= 1.0))
-    assert np.any(pts == 0.0) and np.any(pts == 1.0)
+    assert np.any(pts == 0.0)
+    assert np.any(pts == 1.0)
 
 
 @pytest.mark.parametrize("name", BOUNDED)
 def test_noiseless_bounded_shape_within_margin(name: str) -> None:
     pts = SHAPES[name](2000, seed=1, noise=0.0)
-    assert pts.min() >= 0.05 - 1e-12 and pts.max() <= 0.95 + 1e-12
+    assert pts.min() >= 0.05 - 1e-12
+    assert pts.max() <= 0.95 + 1e-12
     # the shape fills its box along its longer side
     span = pts.max(axis=0) - pts.min(axis=0)
     assert span.max() > 0.8
@@ -142,7 +144,8 @@ def test_cross_uniform_on_plus() -> None:
 
 def test_annulus_radii() -> None:
     r = np.hypot(*((make_annulus(5000, seed=0) - 0.5) / 0.45).T)
-    assert r.min() >= 0.6 - 1e-9 and r.max() <= 1.0 + 1e-9
+    assert r.min() >= 0.6 - 1e-9
+    assert r.max() <= 1.0 + 1e-9
     # uniform in area: P(r <= 0.8) = (0.64 - 0.36) / (1 - 0.36)
     assert abs(np.mean(r <= 0.8) - 0.28 / 0.64) < 0.03
 

@@ -39,13 +39,17 @@ def test_w1_matches_linf_on_numeric_tables():
 def test_w1_subsampled_reports_floor():
     a, b = _frame(600, 1), _frame(700, 2)
     est = table_w1(a, b, S, max_points=200, repeats=3, seed=0)
-    assert not est.exact and est.repeats == 3 and est.noise_floor > 0 and est.value > 0
+    assert not est.exact
+    assert est.repeats == 3
+    assert est.noise_floor > 0
+    assert est.value > 0
     assert est == table_w1(a, b, S, max_points=200, repeats=3, seed=0)
 
 
 def test_marginal_tvd_values():
     a = _frame(500, 1)
-    assert marginal_tvd(a, a, S).mean == 0.0 and marginal_tvd(a, a, S, way=2).max == 0.0
+    assert marginal_tvd(a, a, S).mean == 0.0
+    assert marginal_tvd(a, a, S, way=2).max == 0.0
     b = a.assign(c="a")
     one = marginal_tvd(a, b, S)
     share_a = (a["c"] == "a").mean()
@@ -53,7 +57,8 @@ def test_marginal_tvd_values():
     assert one.by_marginal[("x",)] == 0.0
     two = marginal_tvd(a, b, S, way=2)
     assert set(two.by_marginal) == {("x", "c"), ("x", "k"), ("c", "k")}
-    assert two.by_marginal[("x", "k")] == 0.0 and two.by_marginal[("x", "c")] >= one.by_marginal[("c",)]
+    assert two.by_marginal[("x", "k")] == 0.0
+    assert two.by_marginal[("x", "c")] >= one.by_marginal[("c",)]
     with pytest.raises(ValueError, match="way"):
         marginal_tvd(a, b, S, way=3)
 
@@ -71,8 +76,11 @@ def test_classifier_score_separates_signal_from_noise():
     good = classifier_score(train, test, "y", s, train_real=train)
     shuffled = train.assign(y=rng.permutation(train["y"].to_numpy()))
     bad = classifier_score(shuffled, test, "y", s)
-    assert good.synthetic > 0.97 and good.real is not None and good.real > 0.97
-    assert bad.synthetic < 0.6 and good.majority == pytest.approx(0.5)
+    assert good.synthetic > 0.97
+    assert good.real is not None
+    assert good.real > 0.97
+    assert bad.synthetic < 0.6
+    assert good.majority == pytest.approx(0.5)
     constant = train.assign(y=True)
     assert classifier_score(constant, test, "y", s).synthetic == pytest.approx(0.5)
     with pytest.raises(ValueError, match="'x' must be a categorical"):

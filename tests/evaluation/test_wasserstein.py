@@ -48,7 +48,9 @@ def test_one_dimensional_shift() -> None:
     big = np.random.default_rng(0).random((20_000, 1))
     assert w1(big, big - 0.25, max_points=10) == pytest.approx(0.25)
     est = w1_estimate(big, big - 0.25, sample_size=10)
-    assert est.exact and est.value == pytest.approx(0.25) and est.noise_floor == 0.0
+    assert est.exact
+    assert est.value == pytest.approx(0.25)
+    assert est.noise_floor == 0.0
 
 
 @pytest.mark.parametrize("metric", ALL_METRICS)
@@ -116,7 +118,8 @@ def test_l2_agrees_with_pot(seed: int) -> None:
 
 def test_integer_input_and_return_type() -> None:
     value = w1(np.array([[0, 0]]), np.array([[3, 4]]), metric="l2")
-    assert isinstance(value, float) and value == pytest.approx(5.0)
+    assert isinstance(value, float)
+    assert value == pytest.approx(5.0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -168,8 +171,10 @@ def test_estimate_same_distribution_is_near_noise_floor() -> None:
     y = make_four_blobs(3000, seed=1)
     est = w1_estimate(x, y, sample_size=400, repeats=4, seed=0)
     assert not est.exact
-    assert est.sample_size == 400 and est.repeats == 4
-    assert est.noise_floor > 0 and est.std_error > 0
+    assert est.sample_size == 400
+    assert est.repeats == 4
+    assert est.noise_floor > 0
+    assert est.std_error > 0
     assert 0.5 * est.noise_floor <= est.value <= 2.0 * est.noise_floor
     # a different distribution stands well clear of the floor
     far = w1_estimate(x, y + 0.1, sample_size=400, repeats=4, seed=0)
@@ -186,14 +191,16 @@ def test_estimate_reproducible_and_used_by_w1() -> None:
         w1_estimate(x, y, sample_size=200, seed=11).value
     )
     single = w1_estimate(x, y, sample_size=200, repeats=1, seed=0)
-    assert np.isnan(single.std_error) and single.repeats == 1
+    assert np.isnan(single.std_error)
+    assert single.repeats == 1
 
 
 def test_estimate_only_y_subsampled_uses_y_for_floor() -> None:
     rng = np.random.default_rng(3)
     x, y = rng.random((100, 2)), rng.random((1000, 2))
     est = w1_estimate(x, y, sample_size=150, repeats=2, seed=0)
-    assert not est.exact and est.noise_floor > 0
+    assert not est.exact
+    assert est.noise_floor > 0
 
 
 def test_estimate_is_frozen() -> None:

@@ -28,11 +28,14 @@ def test_exponential_selection_map_exact():
     m = make_exponential_selection(VEC, LINF, epsilon=0.7, sensitivity=0.25)
     scale = round_up(Fraction(2) * Fraction(0.25) / Fraction(0.7))
     assert m.map(0.25) == round_up(Fraction(2) * Fraction(0.25) / Fraction(scale))
-    assert m.map(0.25) <= 0.7 and m.map(0.25) == pytest.approx(0.7, rel=1e-15)
-    assert m.check(0.25, m.map(0.25)) and not m.check(0.25, math.nextafter(m.map(0.25), 0))
+    assert m.map(0.25) <= 0.7
+    assert m.map(0.25) == pytest.approx(0.7, rel=1e-15)
+    assert m.check(0.25, m.map(0.25))
+    assert not m.check(0.25, math.nextafter(m.map(0.25), 0))
     assert m.map(0.5) == pytest.approx(1.4, rel=1e-15)
     pf = make_exponential_selection(VEC, LINF, epsilon=0.7, sensitivity=0.25, selection="permute_and_flip")
-    assert pf.map(0.25) == pytest.approx(0.7, rel=1e-12) and pf.map(0.25) <= 0.7 * (1 + 1e-12)
+    assert pf.map(0.25) == pytest.approx(0.7, rel=1e-12)
+    assert pf.map(0.25) <= 0.7 * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("selection", ["exponential", "permute_and_flip"])
@@ -78,7 +81,8 @@ def test_adaptive_map_is_sequential_composition(metric, d_in):
     assert meas.map(d_in) == expected
     assert abs(sel_eff - 0.25) < 1e-15
     assert meas.map(d_in) == 1.0
-    assert meas.check(d_in, 1.0) and not meas.check(d_in, math.nextafter(1.0, 0))
+    assert meas.check(d_in, 1.0)
+    assert not meas.check(d_in, math.nextafter(1.0, 0))
     assert meas.map(3 * d_in) == round_up(3 * (2 * Fraction(sens) / Fraction(scale) + main))
 
 

@@ -33,8 +33,10 @@ def test_map_is_the_sum_of_budgets(rho_sel: float, rho_main: float) -> None:
         total = meas.map(one)
         exact = Fraction(rho_sel) + Fraction(rho_main)
         assert Fraction(total) <= Fraction(rho_sel + rho_main)  # never above the float sum
-        assert total >= math.nextafter(float(exact), 0) and total == round_up(Fraction(total))
-        assert meas.check(one, total) and not meas.check(one, math.nextafter(total, 0))
+        assert total >= math.nextafter(float(exact), 0)
+        assert total == round_up(Fraction(total))
+        assert meas.check(one, total)
+        assert not meas.check(one, math.nextafter(total, 0))
         # two replacements: both parts are quadratic
         assert meas.map(2 * one) == pytest.approx(4 * total, rel=1e-9)
         assert meas.map(2 * one) <= 4 * total * (1 + 1e-12)
@@ -42,7 +44,8 @@ def test_map_is_the_sum_of_budgets(rho_sel: float, rho_main: float) -> None:
 
 def test_private_size_branch() -> None:
     meas = make_adaptive_pruned_pmm(dom(None), dp.symmetric_distance(), 0.1, 0.4, size=5000, output_measure=ZCDP)
-    assert meas.map(1) == pytest.approx(0.1 + 0.4 / 2, rel=1e-15) and meas.map(1) <= 0.30000000000000004
+    assert meas.map(1) == pytest.approx(0.1 + 0.4 / 2, rel=1e-15)
+    assert meas.map(1) <= 0.30000000000000004
     assert meas.map(3) == pytest.approx(9 * meas.map(1), rel=1e-9)
     x = np.random.default_rng(0).uniform(size=(4800, 2))
     assert meas(x).shape == (5000, 2)
@@ -68,7 +71,8 @@ def test_scores_in_zcdp_use_the_root_scale() -> None:
     t = make_schedule_scores(dom(1000), dp.change_one_distance(), cands, 0.5, output_measure=ZCDP)
     x = np.random.default_rng(1).uniform(size=(1000, 2))
     scores = np.asarray(t(x))
-    assert scores.shape == (2,) and np.all(scores > 0)
+    assert scores.shape == (2,)
+    assert np.all(scores > 0)
     with pytest.raises(ValueError, match="candidates"):  # zCDP candidates are not pure-DP ones
         make_schedule_scores(dom(1000), dp.change_one_distance(), cands, 0.5)
 
@@ -80,9 +84,12 @@ def test_release_and_diagnostics() -> None:
         a = meas(x)
     with reproducible(4):
         b = meas(x)
-    assert a.shape == (1500, 2) and np.array_equal(a, b)
+    assert a.shape == (1500, 2)
+    assert np.array_equal(a, b)
     rec = info[-1]
-    assert rec["rho_select"] == 0.05 and rec["rho_main"] == 0.45 and rec["num_candidates"] == 2
+    assert rec["rho_select"] == 0.05
+    assert rec["rho_main"] == 0.45
+    assert rec["num_candidates"] == 2
     assert rec["s"] in (1, 2)
     y = meas(x)  # secure run: OpenDP's Gumbel noisy max
     assert y.shape == (1500, 2)

@@ -113,14 +113,16 @@ def test_noise_scales_per_node(monkeypatch: pytest.MonkeyPatch) -> None:
     t, meas = chain(3, dp.symmetric_distance())
     out = meas(np.array([0, 1, 1]))
     assert seen["scales"].tolist() == [SCALES[j] for j in TREE.depth]
-    assert out.noisy.tolist() == [3, 2, 1, 2, 0] and out.scales == tuple(SCALES)
+    assert out.noisy.tolist() == [3, 2, 1, 2, 0]
+    assert out.scales == tuple(SCALES)
     assert not out.noisy.flags.writeable
 
 
 def test_release_is_noisy_counts() -> None:
     t, meas = chain(40, dp.symmetric_distance(), scales=[1.0, 0.5, 0.5])
     out = meas(np.arange(40) % 3)
-    assert out.noisy.dtype == np.int64 and out.noisy.shape == (5,)
+    assert out.noisy.dtype == np.int64
+    assert out.noisy.shape == (5,)
     assert np.abs(out.noisy - t(np.arange(40) % 3).counts).max() < 20  # P(fail) < 1e-300
 
 
@@ -154,7 +156,8 @@ def test_tree_schedule_spends_exactly_rho(rho: float, seed: int) -> None:
     sized = tree_level_scales_zcdp(tree, rho, sized=True)
     _, sym = chain(100, dp.symmetric_distance(), sized, tree)
     _, co = chain(100, dp.change_one_distance(), sized, tree)
-    assert sym.map(2) == rho and co.map(1) == rho
+    assert sym.map(2) == rho
+    assert co.map(1) == rho
     unsized = tree_level_scales_zcdp(tree, rho, sized=False)
     _, un = chain(None, dp.symmetric_distance(), unsized, tree)
     assert un.map(2) == rho
@@ -174,8 +177,10 @@ def test_approximate_dp_through_opendp_combinators() -> None:
     )
     eps, delta = ours.map(2)
     assert (eps, delta) == ref.map(1)
-    assert delta == 1e-9 and 6.0 < eps < 7.0
-    assert ours.check(2, (eps, 1e-9)) and not ours.check(2, (math.nextafter(eps, 0.0), 1e-9))
+    assert delta == 1e-9
+    assert 6.0 < eps < 7.0
+    assert ours.check(2, (eps, 1e-9))
+    assert not ours.check(2, (math.nextafter(eps, 0.0), 1e-9))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,8 +203,10 @@ def test_dyadic_gaussian_measurements_maps() -> None:
     for mk in (make_tree_gaussian, make_pruned_tree_gaussian):
         t = _dyadic(50, dp.symmetric_distance(), scales)
         meas = t >> mk(t.output_domain, t.output_metric)
-        assert meas.map(2) == round_up(sq) and meas.map(4) == round_up(4 * sq)
-        assert meas.check(2, round_up(sq)) and not meas.check(2, math.nextafter(round_up(sq), 0))
+        assert meas.map(2) == round_up(sq)
+        assert meas.map(4) == round_up(4 * sq)
+        assert meas.check(2, round_up(sq))
+        assert not meas.check(2, math.nextafter(round_up(sq), 0))
         tu = _dyadic(None, dp.symmetric_distance(), scales)
         mu = tu >> mk(tu.output_domain, tu.output_metric)
         assert mu.map(1) == round_up((Fraction(1, 4) + sq) / 2)
@@ -213,12 +220,14 @@ def test_dyadic_gaussian_releases() -> None:
     t = _dyadic(50, dp.symmetric_distance(), [1.0, 0.5, 0.5, 0.5])
     with reproducible(1):
         full = (t >> make_tree_gaussian(t.output_domain, t.output_metric))(x)
-    assert [lv.size for lv in full.levels] == [1, 2, 4, 8] and not full.root_released
+    assert [lv.size for lv in full.levels] == [1, 2, 4, 8]
+    assert not full.root_released
     exact = t(x)
     assert abs(int(full.levels[1].sum()) - exact.n) < 20  # |noise| < 10 per node: P > 1 - 1e-20
     with reproducible(1):
         leaves = (t >> make_pruned_tree_gaussian(t.output_domain, t.output_metric))(x)
-    assert leaves.total == 50 and leaves.scales == (1.0, 0.5, 0.5, 0.5)
+    assert leaves.total == 50
+    assert leaves.scales == (1.0, 0.5, 0.5, 0.5)
     tu = _dyadic(None, dp.symmetric_distance(), [math.inf, 1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="output_size"):
         make_pruned_tree_gaussian(tu.output_domain, tu.output_metric)

@@ -19,13 +19,16 @@ def dom(n=100, d=2):
 def test_map_is_exact(eps):
     sym = make_nn_histogram(dom(), dp.symmetric_distance(), CAND, 10, eps)
     assert sym.map(2) == eps
-    assert sym.check(2, eps) and not sym.check(2, math.nextafter(eps, 0))
+    assert sym.check(2, eps)
+    assert not sym.check(2, math.nextafter(eps, 0))
     one = make_nn_histogram(dom(), dp.change_one_distance(), CAND, 10, eps)
     assert one.map(1) == eps
-    assert one.check(1, eps) and not one.check(1, math.nextafter(eps, 0))
+    assert one.check(1, eps)
+    assert not one.check(1, math.nextafter(eps, 0))
     unsized = make_nn_histogram(dom(None), dp.symmetric_distance(), CAND, 10, eps)
     assert unsized.map(2) == eps
-    assert unsized.check(2, eps) and not unsized.check(2, math.nextafter(eps, 0))
+    assert unsized.check(2, eps)
+    assert not unsized.check(2, math.nextafter(eps, 0))
 
 
 def test_sensitivity_of_the_counts_is_attained():
@@ -42,11 +45,13 @@ def test_release_sums_to_m_and_tracks_the_data():
     rng = np.random.default_rng(0)
     x = CAND[np.repeat([0, 1, 3], [60, 30, 10])] + rng.normal(scale=0.01, size=(100, 2))
     out = make_nn_histogram(dom(), dp.symmetric_distance(), CAND, 10, 1e6)(x)
-    assert out.dtype == np.int64 and out.tolist() == [6, 3, 0, 1]
+    assert out.dtype == np.int64
+    assert out.tolist() == [6, 3, 0, 1]
     for metric in ("l1", "linf"):
         meas = make_nn_histogram(dom(), dp.change_one_distance(), CAND, 7, 1.0, metric=metric)
         r = meas(x)
-        assert r.sum() == 7 and np.all(r >= 0)
+        assert r.sum() == 7
+        assert np.all(r >= 0)
     unsized = make_nn_histogram(dom(None), dp.symmetric_distance(), CAND, 5, 1.0)
     assert unsized(x[:20]).sum() == 5
 
@@ -79,7 +84,8 @@ def test_largest_remainder_properties(counts, m):
     if z.sum() == 0:
         z = np.ones_like(z)
     quota = m * z / z.sum()
-    assert out.sum() == m and np.all(out >= 0)
+    assert out.sum() == m
+    assert np.all(out >= 0)
     assert np.all(np.abs(out - quota) < 1 + 1e-9)  # every bin within one of its quota
     assert np.all(out[z == 0] == 0)
 

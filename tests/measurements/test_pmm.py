@@ -28,10 +28,12 @@ def test_map_equals_epsilon_with_paper_schedule(mk, eps):
     sigma = paper_schedule(2, eps, 10, 2)
     sym = mk(dom(100), dp.symmetric_distance(), 10, sigma)
     assert sym.map(2) == eps
-    assert sym.check(2, eps) and not sym.check(2, math.nextafter(eps, 0))
+    assert sym.check(2, eps)
+    assert not sym.check(2, math.nextafter(eps, 0))
     one = mk(dom(100), dp.change_one_distance(), 10, sigma)
     assert one.map(1) == eps
-    assert one.check(1, eps) and not one.check(1, math.nextafter(eps, 0))
+    assert one.check(1, eps)
+    assert not one.check(1, math.nextafter(eps, 0))
     exact3 = 6 * sum(Fraction(1) / Fraction(s) for s in sigma[1:])
     assert one.map(3) == round_up(exact3)
     assert one.map(3) == pytest.approx(3 * eps, rel=1e-15)
@@ -142,7 +144,8 @@ def test_placements_and_bounds():
         with reproducible(4):
             y = meas(x)
         assert y.shape == (3, 2)
-        assert np.all(y >= [10, -3]) and np.all(y <= [20, 1])
+        assert np.all(y >= [10, -3])
+        assert np.all(y <= [20, 1])
     with pytest.raises(ValueError, match="placement"):
         make_pruned_pmm(dom(3), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6), placement="corner")
 
@@ -195,7 +198,8 @@ def test_composes_with_opendp_count():
     assert comp.map(1) >= expected
     x = np.random.default_rng(0).uniform(size=(64, 2))
     synth, noisy_count = comp(x)
-    assert synth.shape[1] == 2 and isinstance(noisy_count, int)
+    assert synth.shape[1] == 2
+    assert isinstance(noisy_count, int)
 
 
 def test_binary_search_for_scale_multiplier():
@@ -227,7 +231,8 @@ def test_corrections_are_consistent_nonnegative_zero_respecting_comparable(rows)
     coins = coin[both]  # one coin per node whose children are both zero, in order
     m0 = zero_respecting_split(mass, a, b, coins)
     m1 = mass - m0
-    assert np.all(m0 >= 0) and np.all(m1 >= 0)
+    assert np.all(m0 >= 0)
+    assert np.all(m1 >= 0)
     # zero-respecting: exactly one zero -> that child gets nothing
     assert np.all(m0[(a == 0) & (b > 0)] == 0)
     assert np.all(m1[(b == 0) & (a > 0)] == 0)
@@ -245,7 +250,8 @@ def test_corrections_are_consistent_nonnegative_zero_respecting_comparable(rows)
 def test_budget_of_paper_schedules_is_exact():
     for d, eps, depth, s in [(2, 1.0, 15, 1), (10, 0.9, 149, 3), (3, 0.1, 40, 3), (5, 7.3, 60, 5)]:
         sigma = paper_schedule(d, eps, depth, s)
-        assert len(sigma) == depth + 1 and sigma[0] == 1 / eps
+        assert len(sigma) == depth + 1
+        assert sigma[0] == 1 / eps
         assert budget_of(sigma) == eps
 
 

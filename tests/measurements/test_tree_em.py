@@ -42,12 +42,14 @@ def exact_output_law(x, m, eps, tree=TREE, cand=C):
 def test_map_is_exact(eps):
     sym = make_tree_em(dom(10), dp.symmetric_distance(), C, 3, eps, tree=TREE)
     assert sym.map(2) == eps
-    assert sym.check(2, eps) and not sym.check(2, math.nextafter(eps, 0))
+    assert sym.check(2, eps)
+    assert not sym.check(2, math.nextafter(eps, 0))
     assert sym.map(4) == round_up(Fraction(eps) * 2)
     assert sym.map(3) == round_up(Fraction(eps) * Fraction(3, 2))
     one = make_tree_em(dom(10), dp.change_one_distance(), C, 3, eps, tree=TREE)
     assert one.map(1) == eps
-    assert one.check(1, eps) and not one.check(1, math.nextafter(eps, 0))
+    assert one.check(1, eps)
+    assert not one.check(1, math.nextafter(eps, 0))
     assert one.map(3) == round_up(Fraction(eps) * 3)
 
 
@@ -79,7 +81,9 @@ def test_release_matches_exact_law():
     observed: dict = {}
     for _ in range(runs):
         out = meas(x)
-        assert out.dtype == np.int64 and out.shape == (3,) and out.sum() == 3
+        assert out.dtype == np.int64
+        assert out.shape == (3,)
+        assert out.sum() == 3
         observed[tuple(out.tolist())] = observed.get(tuple(out.tolist()), 0) + 1
     keys = sorted(law, key=lambda c: -law[c])
     exp = np.array([law[c] * runs for c in keys])

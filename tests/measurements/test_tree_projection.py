@@ -53,14 +53,16 @@ def test_counts_are_exact():
     t = make_tree_counts(idx_dom(3, 6), dp.symmetric_distance(), TREE, SCALES)
     tc = t(np.array([0, 1, 1, 2, 2, 2]))
     assert tc.counts.tolist() == [6, 5, 1, 2, 3]
-    assert tc.tree == TREE and tc.counts.dtype == np.int64
+    assert tc.tree == TREE
+    assert tc.counts.dtype == np.int64
 
 
 def test_maps_sized_unsized_change_one():
     levels = Fraction(1, 2) + Fraction(1, 8)
     sym = make_tree_counts(idx_dom(3, 6), dp.symmetric_distance(), TREE, SCALES)
     assert sym.map(2) == exact(2 * levels)
-    assert sym.check(2, exact(2 * levels)) and not sym.check(2, math.nextafter(exact(2 * levels), 0))
+    assert sym.check(2, exact(2 * levels))
+    assert not sym.check(2, math.nextafter(exact(2 * levels), 0))
     unsized = make_tree_counts(idx_dom(3), dp.symmetric_distance(), TREE, SCALES)
     assert unsized.map(1) == exact(Fraction(1, 5) + levels)
     assert unsized.map(2) == exact(2 * (Fraction(1, 5) + levels))
@@ -86,7 +88,8 @@ def test_sensitivity_is_attained_and_never_exceeded():
     # leaves at different depths: moving candidate 1 (depth 2) to candidate 0 (depth 1)
     u = make_tree_counts(idx_dom(3, 2), dp.symmetric_distance(), TREE, SCALES)
     d = l1s(u(np.array([1, 2])).counts, u(np.array([0, 2])).counts, TREE, SCALES)
-    assert d == Fraction(2, 2) + Fraction(1, 8) and exact(d) <= u.map(2)
+    assert d == Fraction(2, 2) + Fraction(1, 8)
+    assert exact(d) <= u.map(2)
 
 
 def test_unsized_adding_a_record_moves_every_level_once():
@@ -97,7 +100,8 @@ def test_unsized_adding_a_record_moves_every_level_once():
 
 def test_counts_domain_and_metric_identifiers():
     t = make_tree_counts(idx_dom(3, 6), dp.symmetric_distance(), TREE, SCALES)
-    assert TREE.digest in str(t.output_domain) and "size=6" in str(t.output_domain)
+    assert TREE.digest in str(t.output_domain)
+    assert "size=6" in str(t.output_domain)
     assert "(5.0, 2.0, 8.0)" in str(t.output_metric)
     assert str(t.output_domain) == str(tree_counts_domain(TREE, 6))
 
@@ -127,7 +131,8 @@ def test_schedule_spends_the_budget_exactly(eps, sized):
     rng = np.random.default_rng(0)
     for tree in (TREE, BAL, frt_tree(rng.uniform(size=(300, 2)), seed=1)):
         s = tree_level_scales(tree, eps, sized=sized)
-        assert len(s) == tree.height + 1 and all(v > 0 for v in s)
+        assert len(s) == tree.height + 1
+        assert all(v > 0 for v in s)
         charged = s if not sized else s[1:]
         budget = 2 * sum(Fraction(1) / Fraction(v) for v in charged)
         assert budget <= Fraction(eps)
@@ -226,15 +231,18 @@ def test_map_is_exact(eps):
     tree = frt_tree(CAND, seed=0)
     sym = make_tree_projection(dom(), dp.symmetric_distance(), CAND, 20, eps, tree=tree)
     assert sym.map(2) == eps
-    assert sym.check(2, eps) and not sym.check(2, math.nextafter(eps, 0))
+    assert sym.check(2, eps)
+    assert not sym.check(2, math.nextafter(eps, 0))
     one = make_tree_projection(dom(), dp.change_one_distance(), CAND, 20, eps, tree=tree)
     assert one.map(1) == eps
-    assert one.check(1, eps) and not one.check(1, math.nextafter(eps, 0))
+    assert one.check(1, eps)
+    assert not one.check(1, math.nextafter(eps, 0))
     unsized = make_tree_projection(dom(None), dp.symmetric_distance(), CAND, 20, eps, tree=tree)
     s = tree_level_scales(tree, eps, sized=False)
     assert unsized.map(2) == eps
     assert unsized.map(1) == round_up(sum(Fraction(1) / Fraction(v) for v in s))
-    assert unsized.check(2, eps) and not unsized.check(2, math.nextafter(eps, 0))
+    assert unsized.check(2, eps)
+    assert not unsized.check(2, math.nextafter(eps, 0))
 
 
 def test_release_shape_seed_and_backends():

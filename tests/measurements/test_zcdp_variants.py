@@ -39,11 +39,14 @@ def test_map_equals_rho_with_zcdp_schedule(mk, rho: float) -> None:
     sigma = zcdp_schedule(2, rho, 10, 2)
     sym = mk(dom(100), dp.symmetric_distance(), 10, sigma, output_measure=ZCDP)
     assert str(sym.output_measure) == "ZeroConcentratedDivergence"
-    assert sym.map(2) == rho and sym.map(3) == rho
-    assert sym.check(2, rho) and not sym.check(2, math.nextafter(rho, 0))
+    assert sym.map(2) == rho
+    assert sym.map(3) == rho
+    assert sym.check(2, rho)
+    assert not sym.check(2, math.nextafter(rho, 0))
     one = mk(dom(100), dp.change_one_distance(), 10, sigma, output_measure=ZCDP)
     assert one.map(1) == rho
-    assert one.check(1, rho) and not one.check(1, math.nextafter(rho, 0))
+    assert one.check(1, rho)
+    assert not one.check(1, math.nextafter(rho, 0))
     assert one.map(3) == round_up(9 * zcdp_budget(sigma))  # quadratic group privacy
 
 
@@ -129,7 +132,8 @@ def test_release_rows_and_reproducibility() -> None:
         a = meas(x)
     with reproducible(3):
         b = meas(x)
-    assert a.shape == (400, 2) and np.array_equal(a, b)
+    assert a.shape == (400, 2)
+    assert np.array_equal(a, b)
     full = make_pmm(dom(400), dp.symmetric_distance(), 6, zcdp_schedule(2, 0.5, 6, 2), output_measure=ZCDP)
     assert full(x).shape == (400, 2)
 
@@ -152,13 +156,16 @@ CANDS = np.random.default_rng(5).uniform(size=(40, 2))  # public candidates (tes
 def test_tree_projection_zcdp_map(rho: float) -> None:
     sym = make_tree_projection(dom(300), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP)
     assert str(sym.output_measure) == "ZeroConcentratedDivergence"
-    assert sym.map(2) == rho and sym.check(2, rho) and not sym.check(2, math.nextafter(rho, 0))
+    assert sym.map(2) == rho
+    assert sym.check(2, rho)
+    assert not sym.check(2, math.nextafter(rho, 0))
     one = make_tree_projection(dom(300), dp.change_one_distance(), CANDS, 30, rho, output_measure=ZCDP)
     assert one.map(1) == rho
     unsized = make_tree_projection(dom(None), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP)
     assert unsized.map(2) == rho
     out = sym(np.random.default_rng(1).uniform(size=(300, 2)))
-    assert out.shape == (40,) and int(out.sum()) == 30
+    assert out.shape == (40,)
+    assert int(out.sum()) == 30
 
 
 @pytest.mark.parametrize("sized", [True, False])
@@ -166,7 +173,8 @@ def test_nn_histogram_zcdp_map(sized: bool) -> None:
     rho = 0.5
     meas = make_nn_histogram(dom(300 if sized else None), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP)
     assert str(meas.output_measure) == "ZeroConcentratedDivergence"
-    assert meas.map(2) <= rho and meas.map(2) == pytest.approx(rho, rel=1e-12)
+    assert meas.map(2) <= rho
+    assert meas.map(2) == pytest.approx(rho, rel=1e-12)
     assert int(meas(np.random.default_rng(1).uniform(size=(300, 2))).sum()) == 30
     if sized:
         co = make_nn_histogram(dom(300), dp.change_one_distance(), CANDS, 30, rho, output_measure=ZCDP)
@@ -188,8 +196,10 @@ def test_approximate_dp_of_pruned_pmm() -> None:
         1e-9,
     )
     eps, delta = approx.map(2)
-    assert (eps, delta) == ref.map(1) and delta == 1e-9
-    assert approx.check(2, (eps, 1e-9)) and not approx.check(2, (math.nextafter(eps, 0), 1e-9))
+    assert (eps, delta) == ref.map(1)
+    assert delta == 1e-9
+    assert approx.check(2, (eps, 1e-9))
+    assert not approx.check(2, (math.nextafter(eps, 0), 1e-9))
     assert approx(np.random.default_rng(0).uniform(size=(500, 2))).shape == (500, 2)
 
 

@@ -46,7 +46,8 @@ def test_schema_command_marks_data_derived(files, capsys):
     path, schema = _draft(tmp, csv_path)
     assert schema.names == ("age", "income", "region", "visit", "smoker")
     assert set(schema.data_derived_columns()) == {"age", "income", "region", "visit"}
-    assert schema["income"].nullable and schema["region"].categories == ("east", "north", "south", "west")
+    assert schema["income"].nullable
+    assert schema["region"].categories == ("east", "north", "south", "west")
     assert json.loads(path.read_text())["columns"]["age"]["derived_from_data"] is True
 
 
@@ -56,7 +57,10 @@ def test_synth_refuses_marked_schema_unless_flag(files, capsys):
     out = tmp / "out.csv"
     rc = main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path)])
     err = capsys.readouterr().err
-    assert rc == 2 and "--accept-data-derived-schema" in err and "'region'" in err and not out.exists()
+    assert rc == 2
+    assert "--accept-data-derived-schema" in err
+    assert "'region'" in err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("out_name", ["out.csv", "out.parquet", "out.tsv"])
@@ -70,7 +74,8 @@ def test_synth_table_round_trip(files, capsys, out_name, src):
                "--accept-data-derived-schema", "--json"])
     assert rc == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
-    assert summary["epsilon_certified"] == 1.0 and summary["data_derived_schema"]
+    assert summary["epsilon_certified"] == 1.0
+    assert summary["data_derived_schema"]
     back = read_file(str(out))
     assert back.column_names == original.column_names
     assert back.schema.types == original.schema.types  # dtypes round-trip through the file
@@ -81,7 +86,8 @@ def test_synth_table_round_trip(files, capsys, out_name, src):
         assert back.column(name).null_count == 0  # nulls only where declared
     lo, hi = schema["age"].bounds
     ages = back.column("age").to_numpy()
-    assert ages.min() >= lo and ages.max() <= hi
+    assert ages.min() >= lo
+    assert ages.max() <= hi
 
 
 def test_estimate_bounds_is_composed_into_the_certificate(tmp_path, capsys):
@@ -89,9 +95,11 @@ def test_estimate_bounds_is_composed_into_the_certificate(tmp_path, capsys):
     src = tmp_path / "big.parquet"
     write_file(t, str(src))
     schema_path, schema = _draft(tmp_path, src, ["--estimate-bounds", "2"])
-    assert schema.epsilon_spent == pytest.approx(2.0, rel=1e-9) and schema.epsilon_spent <= 2.0 + 1e-12
+    assert schema.epsilon_spent == pytest.approx(2.0, rel=1e-9)
+    assert schema.epsilon_spent <= 2.0 + 1e-12
     assert schema.data_derived_columns() == ["region"]  # categories still read off the data
-    assert schema["age"].nullable and not schema["age"].derived_from_data
+    assert schema["age"].nullable
+    assert not schema["age"].derived_from_data
     # the user reviews the categories and removes the mark
     spec = json.loads(schema_path.read_text())
     del spec["columns"]["region"]["derived_from_data"]
@@ -110,7 +118,8 @@ def test_draft_private_bounds_cover_the_bulk():
     t = pa.table({"age": pa.array(rng.integers(18, 90, 20000))})
     rep = draft_schema(t, epsilon=2.0)
     lo, hi = rep.schema["age"].bounds
-    assert 0 <= lo <= 25 and 85 <= hi <= 140
+    assert 0 <= lo <= 25
+    assert 85 <= hi <= 140
 
 
 def test_schema_command_skips_identifiers(tmp_path, capsys):
@@ -118,7 +127,9 @@ def test_schema_command_skips_identifiers(tmp_path, capsys):
     p.write_text("id,x\n" + "".join(f"k{i},{i}\n" for i in range(60)))
     assert main(["schema", str(p)]) == 0
     io = capsys.readouterr()
-    assert '"x"' in io.out and "left out column 'id'" in io.err and "NOT PRIVATE" in io.err
+    assert '"x"' in io.out
+    assert "left out column 'id'" in io.err
+    assert "NOT PRIVATE" in io.err
 
 
 def test_old_numeric_inputs_with_missing_or_text_are_imputed_not_refused(tmp_path, capsys):

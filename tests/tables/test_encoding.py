@@ -24,7 +24,9 @@ def _raw(values, missing=None):
 @given(st.integers(1, 300))
 def test_category_cells_are_a_balanced_dyadic_tree(k):
     b = category_boundaries(k)
-    assert b[0] == 0 and b[-1] == 1 and np.all(np.diff(b) > 0)
+    assert b[0] == 0
+    assert b[-1] == 1
+    assert np.all(np.diff(b) > 0)
     depth = int(np.ceil(np.log2(k))) if k > 1 else 0
     widths = np.diff(b)
     # every cell is a dyadic interval at depth depth-1 or depth (balanced)
@@ -58,12 +60,18 @@ def test_any_point_decodes_to_declared_values():
     u[5:10] = 1.0
     dec = enc.decode(u)
     assert set(dec["c"].values[~dec["c"].missing]) <= {0, 1, 2}
-    assert dec["c"].missing.any() and dec["x"].missing.any()
-    assert not dec["i"].missing.any() and not dec["b"].missing.any() and not dec["t"].missing.any()
-    assert dec["i"].values.dtype == np.int64 and set(dec["i"].values) == {5, 6, 7, 8, 9}
+    assert dec["c"].missing.any()
+    assert dec["x"].missing.any()
+    assert not dec["i"].missing.any()
+    assert not dec["b"].missing.any()
+    assert not dec["t"].missing.any()
+    assert dec["i"].values.dtype == np.int64
+    assert set(dec["i"].values) == {5, 6, 7, 8, 9}
     x = dec["x"].values[~dec["x"].missing]
-    assert x.min() >= -1 and x.max() <= 1
-    assert dec["t"].values.min() >= s["t"].lower_us and dec["t"].values.max() <= s["t"].upper_us
+    assert x.min() >= -1
+    assert x.max() <= 1
+    assert dec["t"].values.min() >= s["t"].lower_us
+    assert dec["t"].values.max() <= s["t"].upper_us
 
 
 def test_int_cells_are_equal_width():
@@ -100,7 +108,9 @@ def test_encode_does_not_modify_input():
     v = np.array([np.nan, 2.0, 0.5])
     m = np.array([True, False, False])
     TableEncoding(s).encode({"x": RawColumn(v, m)})
-    assert np.isnan(v[0]) and v[1] == 2.0 and m.tolist() == [True, False, False]
+    assert np.isnan(v[0])
+    assert v[1] == 2.0
+    assert m.tolist() == [True, False, False]
 
 
 def test_table_metric():

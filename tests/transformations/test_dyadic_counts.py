@@ -81,7 +81,8 @@ def test_clamps_rows_outside_the_box_and_does_not_modify_input():
     t = make_dyadic_counts(dom(3), dp.symmetric_distance(), 2, [1.0, 1.0, 1.0], bounds=(0.0, 1.0))
     tree = t(x)
     assert np.array_equal(x, keep)
-    assert tree.grid.min() >= 0 and tree.grid.max() <= 1
+    assert tree.grid.min() >= 0
+    assert tree.grid.max() <= 1
 
 
 def test_bounds_rescale():
@@ -142,13 +143,15 @@ def test_nan_and_inf_handling_follows_the_domain():
         with pytest.raises(dp.OpenDPException) as info:
             strict(x)
         messages.add([line for line in str(info.value).splitlines() if "Error" in line][-1])
-    assert len(messages) == 1 and "nan=False" in messages.pop()
+    assert len(messages) == 1
+    assert "nan=False" in messages.pop()
 
 
 def test_empty_data_on_unsized_domain():
     t = make_dyadic_counts(dom(None), dp.symmetric_distance(), 3, SCALES)
     tree = t(np.zeros((0, 2)))
-    assert tree.n == 0 and tree.occupancy().tolist() == [0, 0, 0, 0]
+    assert tree.n == 0
+    assert tree.occupancy().tolist() == [0, 0, 0, 0]
 
 
 def test_then_partial():
@@ -159,7 +162,9 @@ def test_then_partial():
 def test_output_identifiers_carry_parameters():
     t = make_dyadic_counts(dom(4), dp.symmetric_distance(), 3, SCALES, bounds=(0, 2))
     s = str(t.output_domain)
-    assert "depth=3" in s and "size=4" in s and "upper=(2.0, 2.0)" in s
+    assert "depth=3" in s
+    assert "size=4" in s
+    assert "upper=(2.0, 2.0)" in s
     assert "(2.0, 3.0, 5.0, 7.0)" in str(t.output_metric)
 
 
@@ -173,20 +178,23 @@ SQ = Fraction(1, 9) + Fraction(1, 25) + Fraction(1, 49)  # sum_{j >= 1} 1/sigma_
 def test_l2sq_sized_symmetric_map_is_quadratic_in_replacements():
     t = make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, output_metric="l2sq")
     assert "WeightedL2SqDistance" in str(t.output_metric)
-    assert t.map(0) == 0.0 and t.map(1) == 0.0  # equal sizes: an odd distance is one less
+    assert t.map(0) == 0.0
+    assert t.map(1) == 0.0  # equal sizes: an odd distance is one less
     for m in (1, 2, 3):
         assert t.map(2 * m) == exact(2 * m * m * SQ)
         assert t.map(2 * m + 1) == exact(2 * m * m * SQ)
     assert t.check(2, exact(2 * SQ))
     assert not t.check(2, math.nextafter(exact(2 * SQ), 0))
-    assert t.check(4, exact(8 * SQ)) and not t.check(4, math.nextafter(exact(8 * SQ), 0))
+    assert t.check(4, exact(8 * SQ))
+    assert not t.check(4, math.nextafter(exact(8 * SQ), 0))
 
 
 def test_l2sq_change_one_map():
     t = make_dyadic_counts(dom(10), dp.change_one_distance(), 3, SCALES, output_metric="l2sq")
     assert t.map(1) == exact(2 * SQ)
     assert t.map(3) == exact(18 * SQ)
-    assert t.check(1, exact(2 * SQ)) and not t.check(1, math.nextafter(exact(2 * SQ), 0))
+    assert t.check(1, exact(2 * SQ))
+    assert not t.check(1, math.nextafter(exact(2 * SQ), 0))
 
 
 def test_l2sq_unsized_map_charges_root():
@@ -195,7 +203,8 @@ def test_l2sq_unsized_map_charges_root():
     assert t.map(1) == exact(per)
     assert t.map(2) == exact(4 * per)
     assert t.map(3) == exact(9 * per)
-    assert t.check(3, exact(9 * per)) and not t.check(3, math.nextafter(exact(9 * per), 0))
+    assert t.check(3, exact(9 * per))
+    assert not t.check(3, math.nextafter(exact(9 * per), 0))
 
 
 def _l2sq_between(t, a, b):

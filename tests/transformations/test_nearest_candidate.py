@@ -64,13 +64,17 @@ def test_chunking_gives_the_same_answer():
 def test_transformation_map_and_domains():
     c = [[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]]
     t = make_nearest_candidate(dom(4), dp.symmetric_distance(), c)
-    assert t.map(2) == 2 and t.map(7) == 7
-    assert t.check(2, 2) and not t.check(2, 1)
+    assert t.map(2) == 2
+    assert t.map(7) == 7
+    assert t.check(2, 2)
+    assert not t.check(2, 1)
     assert str(t.output_domain) == str(candidate_index_domain(3, 4))
-    assert "bounds=[0, 2]" in str(t.output_domain) and "size=4" in str(t.output_domain)
+    assert "bounds=[0, 2]" in str(t.output_domain)
+    assert "size=4" in str(t.output_domain)
     assert str(t.output_metric) == "SymmetricDistance()"
     one = make_nearest_candidate(dom(4), dp.change_one_distance(), c, "linf")
-    assert one.map(1) == 1 and str(one.output_metric) == "ChangeOneDistance()"
+    assert one.map(1) == 1
+    assert str(one.output_metric) == "ChangeOneDistance()"
     unsized = make_nearest_candidate(dom(None), dp.symmetric_distance(), c)
     assert "size" not in str(unsized.output_domain)
     x = np.array([[0.1, 0.1], [1.9, 0.2], [1.0, 0.9], [0.5, 0.5]])
@@ -149,7 +153,8 @@ def test_error_messages_do_not_leak_values():
 
 def test_candidate_helpers():
     c = check_candidates([[1, 2], [3, 4]])
-    assert c.dtype == np.float64 and not c.flags.writeable
+    assert c.dtype == np.float64
+    assert not c.flags.writeable
     assert check_multiset_size(3) == 3
     with pytest.raises(ValueError, match="m must be >= 1"):
         check_multiset_size(0)
@@ -165,7 +170,9 @@ def test_large_projection_is_chunked():
     c = rng.uniform(size=(20000, 2))
     x = rng.uniform(size=(200000, 2))
     idx = NearestCandidates(c).query(x)
-    assert idx.shape == (200000,) and idx.min() >= 0 and idx.max() < 20000
+    assert idx.shape == (200000,)
+    assert idx.min() >= 0
+    assert idx.max() < 20000
     sub = rng.choice(200000, 500, replace=False)
     assert np.array_equal(idx[sub], brute_nearest(x[sub], c, "l2"))
 

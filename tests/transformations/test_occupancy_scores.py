@@ -58,7 +58,8 @@ def test_standard_candidates_hand_computed():
     # L = floor(3 log2 1000) = 29; r_2 = floor(1.5 log2(1 + 1000/9)) = 10; r_3 = floor(log2(1 + 4000/9)) = 8
     assert [(c.s, c.depth) for c in cands] == [(1, 29), (2, 10), (3, 8)]
     for c in cands:
-        assert len(c.scales) == c.depth + 1 and c.scales[0] == 1.0
+        assert len(c.scales) == c.depth + 1
+        assert c.scales[0] == 1.0
         assert round_up(2 * sum(Fraction(1) / Fraction(s) for s in c.scales[1:])) == 1.0
         q = 2 ** ((c.s - 1) / 6)
         S = sum(q**j for j in range(c.depth))

@@ -64,7 +64,8 @@ def test_sized_map_equals_brute_force(tree: Tree) -> None:
         worst = max(best[i] for i in range(m + 1))
         assert co.map(m) == exact(worst), m
         assert sym.map(2 * m) == exact(worst) == sym.map(2 * m + 1), m
-        assert co.check(m, exact(worst)) and not co.check(m, math.nextafter(exact(worst), 0))
+        assert co.check(m, exact(worst))
+        assert not co.check(m, math.nextafter(exact(worst), 0))
 
 
 @pytest.mark.parametrize("tree", [UNEVEN, BALANCED], ids=["uneven", "balanced"])
@@ -101,7 +102,8 @@ def test_single_leaf_tree() -> None:
     tree = Tree(parent=[-1], weight=[0])
     sized = tree_counts_l2sq_stability("change_one", 4, tree, (2.0,))
     unsized = tree_counts_l2sq_stability("symmetric", None, tree, (2.0,))
-    assert sized(3) == 0.0 and unsized(3) == 9 / 4
+    assert sized(3) == 0.0
+    assert unsized(3) == 9 / 4
 
 
 def test_quadtree_profiles_dominate_every_pair() -> None:
