@@ -369,8 +369,10 @@ def select_candidates(
     m: int,
     epsilon: float,
     mechanism: str = "projection",
-    metric: str = "l2",
+    metric: str | None = None,
     public_size: bool = True,
+    schema: Any = None,
+    columns: Any = None,
 ) -> tuple[np.ndarray, SelectionReport]:
     """Privately choose a size-``m`` multiset of public candidates ``C`` close in W1 to ``D``.
 
@@ -389,9 +391,17 @@ def select_candidates(
         arithmetic), ``"tree-em"`` (Tree-EM; its float64 sampler needs OpenDP's
         ``"idealized-numerics"`` feature, which you must enable yourself with
         ``dp.enable_features("idealized-numerics")``) or ``"nn"`` (nearest-neighbour histogram)
-    :param metric: ``"l2"`` (default), ``"l1"`` or ``"linf"``
+    :param metric: ``"l2"`` (default), ``"l1"`` or ``"linf"``; with a schema the table metric
+        (``None`` or ``"table"``)
     :param public_size: whether ``n = len(D)`` is public (default True)
-    :return: ``k`` int64 multiplicities summing to ``m``, and a :class:`SelectionReport`
+    :param schema: a :class:`~opendp_wasserstein.tables.Schema` (or what
+        :meth:`~opendp_wasserstein.tables.Schema.from_json` reads): ``D`` and ``C`` are then
+        tables of any supported type (pandas, Polars, pyarrow, numpy), ``C`` matched to ``D``
+        by column name, and the nearest candidate is the nearest under the table metric
+        (:func:`~opendp_wasserstein.tables.release.select_table_candidates`)
+    :param columns: with ``schema``: use only these columns of ``D`` and ``C``
+    :return: ``k`` int64 multiplicities summing to ``m`` (one per candidate row), and a
+        :class:`SelectionReport`
 
     :example:
 
@@ -409,6 +419,17 @@ def select_candidates(
         make_tree_projection,
     )
 
+    if schema is not None:
+        from opendp_wasserstein.tables import Schema
+        from opendp_wasserstein.tables.release import select_table_candidates
+
+        if metric not in (None, "table"):
+            raise ValueError("with a schema the metric is the table metric: leave metric unset (or 'table')")
+        schema = schema if isinstance(schema, Schema) else Schema.from_json(schema)
+        return select_table_candidates(D, C, m, epsilon, schema, columns, mechanism=mechanism, public_size=public_size)  # type: ignore[no-any-return]
+    if columns is not None:
+        raise ValueError("columns applies only with a schema")
+    metric = "l2" if metric is None else metric
     if mechanism not in SELECTION_MECHANISMS:
         raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)
