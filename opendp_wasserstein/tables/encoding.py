@@ -39,6 +39,7 @@ from functools import cached_property
 
 import numpy as np
 
+from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -49,7 +50,10 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["RawColumn", "Axis", "TableEncoding", "category_boundaries"]
+__all__ = ["RawColumn", "Axis", "TableEncoding", "category_boundaries", "SPLIT_ORDERS"]
+
+#: the split orders :meth:`TableEncoding.split_order` offers
+SPLIT_ORDERS = ("discrete-first", "cyclic")
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,6 +287,30 @@ class TableEncoding:
         disc = [self._lookup(p[:, j], a.cells) for j, a in enumerate(self.axes) if a.discrete]
         d = np.stack(disc, axis=1) if disc else np.zeros((p.shape[0], 0), dtype=np.int64)
         return p[:, num], d
+
+    def split_order(self, order: str = "discrete-first") -> SplitOrder:
+        """The public split order of the hierarchy over the encoding, with its discrete axes.
+
+        ``"discrete-first"`` (default): the is-missing indicators, then the categorical and bool
+        axes (``ceil(log2 K)`` levels each, in column order), then the numeric axes cyclically;
+        ``"cyclic"``: level ``j`` splits axis ``j mod D`` (the hierarchy of points).  Either way
+        each discrete axis has ``cells`` categories under the 0/1 metric, so
+        :meth:`~opendp_wasserstein.split_order.SplitOrder.diameters` is the diameter profile
+        under the table metric.
+
+        >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn
+        >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 1), nullable=True),
+        ...                             "c": CategoricalColumn(categories=("a", "b", "c"))}))
+        >>> enc.split_order().axes[:6]   # missing indicator, the 3 categories, then x
+        (0, 2, 2, 1, 1, 1)
+        """
+        cells = tuple(a.cells if a.discrete else 0 for a in self.axes)
+        if order == "cyclic":
+            return SplitOrder.cyclic(cells=cells)
+        if order != "discrete-first":
+            raise ValueError(f"order must be one of {SPLIT_ORDERS}, got {order!r}")
+        first = [j for j, a in enumerate(self.axes) if a.role == "missing"]
+        return SplitOrder.discrete_first(cells, first=first)
 
     @property
     def embedding_dimension(self) -> int:

@@ -38,7 +38,9 @@ def synthesize_table(
     :param epsilon: the release's budget per replaced record
     :param schema: the public schema (columns of ``data`` not in it are refused by name)
     :param columns: use only these columns
-    :param kwargs: passed to :func:`opendp_wasserstein.api.synthesize` (``mechanism``, ...)
+    :param kwargs: passed to :func:`opendp_wasserstein.api.synthesize` (``mechanism``, ...);
+        ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
+        (:meth:`~opendp_wasserstein.tables.TableEncoding.split_order`)
     :return: the synthetic table and the :class:`~opendp_wasserstein.api.SynthesisReport`,
         whose ``epsilon`` includes the schema's ``epsilon_spent``
     """
@@ -50,11 +52,14 @@ def synthesize_table(
     sub = schema.select(list(info.names))
     enc = TableEncoding(sub)
     points = enc.encode(cols)
-    synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), **kwargs)
+    order = kwargs.pop("split_order", None)
+    split = enc.split_order("discrete-first" if order is None else order)
+    synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), split_order=split, **kwargs)
     out = write_table(enc.decode(synthetic), sub, info)
     total = round_up(Fraction(report.epsilon) + Fraction(schema.epsilon_spent))
     details = {**report.details, "epsilon_release": report.epsilon, "epsilon_schema": schema.epsilon_spent,
-               "axes": [f"{a.column}:{a.role}" for a in enc.axes]}
+               "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+               "split_order": "discrete-first" if order is None else order}
     return out, replace(report, epsilon=total, details=details)
 
 

@@ -111,3 +111,17 @@ def test_input_tables_are_not_modified():
         select_candidates(df, CANDIDATES, 5, 1.0, schema=SCHEMA, mechanism="nn")
     pd.testing.assert_frame_equal(df, before)
     pd.testing.assert_frame_equal(CANDIDATES, cbefore)
+
+
+@pytest.mark.parametrize("order", ["discrete-first", "cyclic"])
+def test_synthesize_with_a_split_order(order):
+    from opendp_wasserstein import synthesize
+    from opendp_wasserstein.runtime import diagnostics
+
+    df = _data(3000)
+    with reproducible(5), diagnostics():
+        out, report = synthesize(df, 1.0, schema=SCHEMA, split_order=order)
+    assert report.details["split_order"] == order and report.epsilon == 1.0
+    assert list(out.columns) == list(SCHEMA.names) and len(out) == 3000
+    with pytest.raises(ValueError, match="order"):
+        synthesize(df, 1.0, schema=SCHEMA, split_order="random")
