@@ -276,7 +276,7 @@ def test_general_order_cells_and_occupancy_match_brute_force(d, axes):
     u[80:90, axes[0]] = 0.5
     u[90:95] = 1.0
     depth = len(axes)
-    tree = build_count_tree(u, depth, axes)
+    tree = build_count_tree(u, depth, axes=axes)
     assert tree.axes == tuple(axes)
     cells = brute_cells(u, depth, axes)
     assert tree.occupancy().tolist() == [len(np.unique(c, axis=0)) for c in cells]
@@ -294,7 +294,7 @@ def test_general_order_split_and_child_cells(d, axes):
     rng = np.random.default_rng(7)
     u = rng.uniform(size=(200, d)) ** 3
     depth = len(axes)
-    tree = build_count_tree(u, depth, axes)
+    tree = build_count_tree(u, depth, axes=axes)
     brute = brute_cells(u, depth, axes)
     lo, hi = np.array([0]), np.array([tree.n])
     cells = np.zeros((1, d), dtype=np.int64)
