@@ -152,6 +152,7 @@ def synthesize(
     epsilon_size: float | None = None,
     schema: Any = None,
     columns: Any = None,
+    split_order: Any = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -185,6 +186,11 @@ def synthesize(
         (pandas, Polars eager or lazy, pyarrow, or a 2-D numpy array) of mixed columns and the
         result is the same type with the same column names and dtypes; ``bounds`` is not used
     :param columns: with ``schema``: use only these columns of ``X``
+    :param split_order: the public order in which the hierarchy splits the coordinates: with a
+        ``schema``, ``"discrete-first"`` (default: categorical, bool and is-missing axes first,
+        then numeric ones cyclically) or ``"cyclic"``; without one, a
+        :class:`~opendp_wasserstein.split_order.SplitOrder` over the ``d`` columns of ``X``
+        (default: the cyclic order)
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -210,6 +216,7 @@ def synthesize(
         return synthesize_table(
             X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
             depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
+            split_order=split_order,
         )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
@@ -217,6 +224,9 @@ def synthesize(
     x = _as_data(X)
     n, d = x.shape
     box = _bounds(bounds, d)
+    from opendp_wasserstein.transformations._schedule_scores import check_split_order
+
+    order = check_split_order(split_order, d)
     if epsilon_select is not None:
         check_epsilon(epsilon_select, "epsilon_select")
         if mechanism != "adaptive":
@@ -234,7 +244,7 @@ def synthesize(
     with _contrib():
         try:
             meas = _synthesis_measurement(
-                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size
+                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, order
             )
         except ScaleLimitError as e:
             if str(e).startswith("epsilon_size"):
@@ -274,9 +284,10 @@ def _synthesis_measurement(
     depth: int | None,
     placement: str,
     epsilon_size: float | None,
+    order: Any = None,
 ) -> Measurement:
     """The certified measurement :func:`synthesize` releases with.  Built from public values
-    only: ``n`` is None when the size is private."""
+    only: ``n`` is None when the size is private.  ``order``: a public split order or None."""
     from opendp_wasserstein.measurements import (
         make_adaptive_pruned_pmm,
         make_noisy_size_then,
@@ -295,12 +306,21 @@ def _synthesis_measurement(
         """The paper's s = d schedule spending ``levels_eps`` per replacement on levels >= 1."""
         return paper_schedule(d, levels_eps, r, s=d)
 
+    def axes(r: int) -> Any:
+        return None if order is None else order.axes_to(r)
+
+    def fit(r: int) -> int:
+        """The ambient depth, within what the split order supports."""
+        return r if order is None else min(r, order.max_depth)
+
     if n is not None:  # public size: epsilon per replacement (change_one d_in = 1)
         if mechanism == "adaptive":
             eps_sel, eps_main = _split(eps, sel_share)
-            return make_adaptive_pruned_pmm(domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement)
-        r = ambient_depth(eps, n) if depth is None else depth
-        return make(domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement)
+            return make_adaptive_pruned_pmm(
+                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, split_order=order
+            )
+        r = fit(ambient_depth(eps, n)) if depth is None else depth
+        return make(domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement, axes=axes(r))
 
     # private size: epsilon per added or removed record (symmetric d_in = 1)
     if mechanism != "adaptive" and depth is not None:
@@ -309,7 +329,7 @@ def _synthesis_measurement(
         sigma0 = round_up(1 / Fraction(root_eps))
         levels_half = round_down(Fraction(eps) - 1 / Fraction(sigma0))
         scales = (sigma0, *schedule(2 * levels_half, depth)[1:])
-        return make(domain, metric, depth, scales, bounds=bounds, placement=placement)
+        return make(domain, metric, depth, scales, bounds=bounds, placement=placement, axes=axes(depth))
     size_eps = DEFAULT_SIZE_FRACTION * eps if epsilon_size is None else epsilon_size
     # what make_noisy_size_then's count (OpenDP's make_laplace) certifies for one record
     count_scale = round_up(1 / Fraction(size_eps))
@@ -324,16 +344,17 @@ def _synthesis_measurement(
 
         def build(n_hat: int) -> Measurement:
             return make_adaptive_pruned_pmm(
-                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, size=n_hat
+                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, size=n_hat,
+                split_order=order,
             )
 
         per_record = Fraction(round_down(Fraction(eps_sel) + Fraction(half_main)))
     else:
 
         def build(n_hat: int) -> Measurement:
-            r = ambient_depth(2 * rest, n_hat) if depth is None else depth
+            r = fit(ambient_depth(2 * rest, n_hat)) if depth is None else depth
             scales = (math.inf, *schedule(2 * rest, r)[1:])
-            return make(domain, metric, r, scales, bounds=bounds, placement=placement, output_size=n_hat)
+            return make(domain, metric, r, scales, bounds=bounds, placement=placement, output_size=n_hat, axes=axes(r))
 
         per_record = Fraction(rest)
     build(1)  # the smallest depth, so the smallest scales: an epsilon too small fails here, not at release
@@ -369,8 +390,10 @@ def select_candidates(
     m: int,
     epsilon: float,
     mechanism: str = "projection",
-    metric: str = "l2",
+    metric: str | None = None,
     public_size: bool = True,
+    schema: Any = None,
+    columns: Any = None,
 ) -> tuple[np.ndarray, SelectionReport]:
     """Privately choose a size-``m`` multiset of public candidates ``C`` close in W1 to ``D``.
 
@@ -389,9 +412,17 @@ def select_candidates(
         arithmetic), ``"tree-em"`` (Tree-EM; its float64 sampler needs OpenDP's
         ``"idealized-numerics"`` feature, which you must enable yourself with
         ``dp.enable_features("idealized-numerics")``) or ``"nn"`` (nearest-neighbour histogram)
-    :param metric: ``"l2"`` (default), ``"l1"`` or ``"linf"``
+    :param metric: ``"l2"`` (default), ``"l1"`` or ``"linf"``; with a schema the table metric
+        (``None`` or ``"table"``)
     :param public_size: whether ``n = len(D)`` is public (default True)
-    :return: ``k`` int64 multiplicities summing to ``m``, and a :class:`SelectionReport`
+    :param schema: a :class:`~opendp_wasserstein.tables.Schema` (or what
+        :meth:`~opendp_wasserstein.tables.Schema.from_json` reads): ``D`` and ``C`` are then
+        tables of any supported type (pandas, Polars, pyarrow, numpy), ``C`` matched to ``D``
+        by column name, and the nearest candidate is the nearest under the table metric
+        (:func:`~opendp_wasserstein.tables.release.select_table_candidates`)
+    :param columns: with ``schema``: use only these columns of ``D`` and ``C``
+    :return: ``k`` int64 multiplicities summing to ``m`` (one per candidate row), and a
+        :class:`SelectionReport`
 
     :example:
 
@@ -409,6 +440,17 @@ def select_candidates(
         make_tree_projection,
     )
 
+    if schema is not None:
+        from opendp_wasserstein.tables import Schema
+        from opendp_wasserstein.tables.release import select_table_candidates
+
+        if metric not in (None, "table"):
+            raise ValueError("with a schema the metric is the table metric: leave metric unset (or 'table')")
+        schema = schema if isinstance(schema, Schema) else Schema.from_json(schema)
+        return select_table_candidates(D, C, m, epsilon, schema, columns, mechanism=mechanism, public_size=public_size)  # type: ignore[no-any-return]
+    if columns is not None:
+        raise ValueError("columns applies only with a schema")
+    metric = "l2" if metric is None else metric
     if mechanism not in SELECTION_MECHANISMS:
         raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
     eps = check_epsilon(epsilon)

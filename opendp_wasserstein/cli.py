@@ -242,7 +242,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         dp.enable_features("idealized-numerics")
     with _seeded(args.seed):
         counts, report = select_candidates(
-            x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric,
+            x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",
             public_size=not args.private_size,
         )
     steps.update(1)
@@ -371,17 +371,17 @@ def _parser() -> argparse.ArgumentParser:
         description="Release a private size-m multiset of public candidates close in W1 to the "
         "sensitive data.",
     )
-    sel.add_argument("data", help="sensitive data CSV (header row, numeric columns)")
-    sel.add_argument("candidates", help="public candidates CSV with the same header")
+    sel.add_argument("data", help="sensitive data CSV (header row, numeric columns; with --schema CSV/TSV/Parquet, any columns)")
+    sel.add_argument("candidates", help="public candidates file with the same columns")
     sel.add_argument("-m", type=int, required=True, help="the multiset size")
     sel.add_argument("--epsilon", type=float, required=True, help="total privacy budget per replaced record")
     sel.add_argument("--mechanism", choices=["projection", "tree-em", "nn"], default="projection",
                      help="hierarchical tree projection, Tree-EM or the nearest-neighbour histogram "
                      "(default %(default)s)")
-    sel.add_argument("--metric", choices=["l2", "l1", "linf"], default="l2", help="ground metric (default %(default)s)")
+    sel.add_argument("--metric", choices=["l2", "l1", "linf"], default=None, help="ground metric (default l2; with --schema the table metric)")
     sel.add_argument("--idealized-numerics", action="store_true",
                      help="allow tree-em's float64 sampler (OpenDP's 'idealized-numerics' feature)")
-    sel.add_argument("-o", "--output", required=True, help="output CSV: chosen candidates and multiplicities")
+    sel.add_argument("-o", "--output", required=True, help="output file (CSV; with --schema CSV/TSV/Parquet): chosen candidates and multiplicities")
     sel.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     sel.add_argument(
         "--private-size", action="store_true",
@@ -389,6 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sel.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     sel.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
+    tables_cli.add_select_options(sel)
     return p
 
 
@@ -420,7 +421,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "select":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
-            summary = run_select(args)
+            if args.schema:
+                from opendp_wasserstein.tables.cli import run_select_table
+
+                summary = run_select_table(args)
+            else:
+                if args.columns or args.delimiter:
+                    raise CliError("--columns and --delimiter apply to select only with --schema")
+                summary = run_select(args)
         if args.json:
             print(json.dumps(summary))
         return 0

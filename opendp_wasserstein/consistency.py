@@ -15,12 +15,13 @@ All integer arithmetic is exact: products that could pass 2^63 fall back to Pyth
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.hierarchy import CountTree, coord_bits_at_level
+from opendp_wasserstein.hierarchy import CountTree, axis_of_level, coord_bits_at_level
 from opendp_wasserstein.node_noise import NodeNoise, add_noise
 
 __all__ = [
@@ -116,10 +117,11 @@ def zero_respecting_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray, coins:
     return m0
 
 
-def child_cells(cells: np.ndarray, level: int) -> np.ndarray:
-    """The cells of the two children of level-``level`` cells (rows 2i, 2i+1 for parent i)."""
+def child_cells(cells: np.ndarray, level: int, axes: Sequence[int] | None = None) -> np.ndarray:
+    """The cells of the two children of level-``level`` cells (rows 2i, 2i+1 for parent i); the
+    split is along ``axes[level]`` (default cyclic, ``level mod d``)."""
     d = cells.shape[1]
-    c = level % d
+    c = axis_of_level(level, d, axes)
     out = np.repeat(cells, 2, axis=0)
     out[:, c] *= 2
     out[1::2, c] += 1
@@ -170,7 +172,7 @@ def pruned_traversal(
     active = [1]
     for level in range(depth):
         mid = counts.split(level, lo, hi)
-        kids = child_cells(cells, level)
+        kids = child_cells(cells, level, counts.axes)
         c_lo = np.stack([lo, mid], axis=1).reshape(-1)
         c_hi = np.stack([mid, hi], axis=1).reshape(-1)
         noisy = add_noise(c_hi - c_lo, draw(level + 1, kids, scales[level + 1]))
@@ -187,22 +189,27 @@ def pruned_traversal(
     return LeafMasses(cells, mass, depth, visited, tuple(active), tuple(scales))
 
 
-def prefix_cells(prefix: np.ndarray, level: int, d: int) -> np.ndarray:
+def prefix_cells(prefix: np.ndarray, level: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """Per-coordinate cell indices of level-``level`` cells given by their Morton prefixes.
 
     Bit ``level - 1 - j`` of the prefix (counting from the least significant) is the bit chosen
-    at level ``j``, on coordinate ``j mod d``.  One vectorised pass per level.
+    at level ``j``, on coordinate ``axes[j]`` (default ``j mod d``).  One vectorised pass per level.
     """
     prefix = np.asarray(prefix, dtype=np.int64)
     cells = np.zeros((prefix.size, d), dtype=np.int64)
     for j in range(level):
-        c = j % d
+        c = axis_of_level(j, d, axes)
         cells[:, c] = 2 * cells[:, c] + ((prefix >> (level - 1 - j)) & 1)
     return cells
 
 
 def full_consistency(
-    levels: tuple[np.ndarray, ...], d: int, size: int | None, visited: int, scales: tuple[float, ...] = ()
+    levels: tuple[np.ndarray, ...],
+    d: int,
+    size: int | None,
+    visited: int,
+    scales: tuple[float, ...] = (),
+    axes: Sequence[int] | None = None,
 ) -> LeafMasses:
     """PMM (He et al.): a comparable split of every node's mass between its two noisy children.
 
@@ -210,6 +217,7 @@ def full_consistency(
     :param d: the dimension
     :param size: the public root mass, or None for ``max(1, noisy root)``
     :param visited: the number of noisy nodes released (reported)
+    :param axes: the split order (default cyclic)
     """
     depth = len(levels) - 1
     mass = np.array([root_mass(int(levels[0][0]), size)], dtype=np.int64)
@@ -219,9 +227,9 @@ def full_consistency(
         mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
     keep = np.flatnonzero(mass > 0)
     active = tuple(2**j for j in range(depth + 1))
-    return LeafMasses(prefix_cells(keep, depth, d), mass[keep], depth, visited, active, tuple(scales))
+    return LeafMasses(prefix_cells(keep, depth, d, axes), mass[keep], depth, visited, active, tuple(scales))
 
 
-def cell_bits(depth: int, d: int) -> np.ndarray:
+def cell_bits(depth: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """Bits per coordinate of a level-``depth`` cell index (cell side ``2^-bits``)."""
-    return coord_bits_at_level(depth, d)
+    return coord_bits_at_level(depth, d, axes)

@@ -74,27 +74,38 @@ def weighted_l2sq_distance(scales: Sequence[float]) -> Metric:
 
 @dataclass(frozen=True)
 class DyadicCountsDomain:
-    """Lazy count trees of the cyclic dyadic hierarchy of ``[lower, upper]`` to ``depth``."""
+    """Lazy count trees of the dyadic hierarchy of ``[lower, upper]`` to ``depth``.
+
+    ``axes`` is the public split order (``axes[j]`` the coordinate split at level ``j``), or
+    None for the cyclic order ``j mod num_columns``.
+    """
 
     depth: int
     num_columns: int
     size: int | None
     lower: tuple[float, ...]
     upper: tuple[float, ...]
+    axes: tuple[int, ...] | None = None
 
 
-def dyadic_counts_domain(depth: int, num_columns: int, size: int | None, box: Box) -> Domain:
-    """The domain of :class:`~opendp_wasserstein.hierarchy.CountTree` values."""
-    desc = DyadicCountsDomain(depth, num_columns, size, box.lower, box.upper)
+def dyadic_counts_domain(
+    depth: int, num_columns: int, size: int | None, box: Box, axes: Sequence[int] | None = None
+) -> Domain:
+    """The domain of :class:`~opendp_wasserstein.hierarchy.CountTree` values (split order ``axes``,
+    checked by :func:`~opendp_wasserstein.hierarchy.check_axes`; default cyclic)."""
+    from opendp_wasserstein.hierarchy import check_axes
+
+    order = check_axes(axes, num_columns, depth)
+    desc = DyadicCountsDomain(depth, num_columns, size, box.lower, box.upper, order)
     ident = (
         f"DyadicCountsDomain(depth={depth}, num_columns={num_columns}, size={size}, "
-        f"lower={box.lower!r}, upper={box.upper!r})"
+        f"lower={box.lower!r}, upper={box.upper!r}, axes={order!r})"
     )
 
     def member(x: Any) -> bool:
         from opendp_wasserstein.hierarchy import CountTree
 
-        return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns
+        return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns and x.axes == order
 
     return extrinsic_domain(ident, member, desc)
 

@@ -1,14 +1,18 @@
-"""The cyclic dyadic hierarchy of [0, 1]^d: grid codes, Morton order, occupancy, count trees.
+"""The dyadic hierarchy of [0, 1]^d: grid codes, Morton order, occupancy, count trees.
 
-Level ``j`` (root ``j = 0``) splits every cell in half along coordinate ``j mod d``; a point on
-a split plane goes to the upper child and ``x = 1`` to the top cell.  A level-``j`` cell is a
-``j``-bit prefix of the point's interleaved (Morton) code: bit ``j`` of the code is bit
-``j // d`` (from the top) of coordinate ``j mod d``.
+Level ``j`` (root ``j = 0``) splits every cell in half along one coordinate, ``axes[j]``: by
+default the cyclic order ``axes[j] = j mod d``, or any public order given as ``axes`` (a
+sequence of coordinates, one per level, each coordinate at most 52 times; see
+:class:`~opendp_wasserstein.split_order.SplitOrder`).  A point on a split plane goes to the
+upper child and ``x = 1`` to the top cell.  A level-``j`` cell is a ``j``-bit prefix of the
+point's interleaved (Morton) code: bit ``j`` of the code is bit ``b_c(j)`` (from the top) of
+coordinate ``c = axes[j]``, where ``b_c(j)`` is the number of splits of ``c`` above level ``j``
+(cyclic: bit ``j // d`` of coordinate ``j mod d``).
 
-Points are first put on an integer grid with ``B = ceil(depth / d)`` bits per coordinate
-(``U_c = floor(x_c 2^B)``, capped at ``2^B - 1``), so a level-``j`` cell is identified by the
-vector of its per-coordinate indices ``U_c >> (B - b_c(j))``, ``b_c(j)`` the number of splits of
-coordinate ``c`` above level ``j``.  The Morton code is held in ``ceil(depth / 64)`` words, so
+Points are first put on an integer grid with ``B`` bits per coordinate, ``B`` the largest
+number of splits of any coordinate to ``depth`` (cyclic: ``B = ceil(depth / d)``;
+``U_c = floor(x_c 2^B)``, capped at ``2^B - 1``), so a level-``j`` cell is identified by the
+vector of its per-coordinate indices ``U_c >> (B - b_c(j))``.  The Morton code is held in ``ceil(depth / 64)`` words, so
 depth may exceed 64 bits (``d = 10`` gives depths near 150).  Sorting the codes once makes
 every cell a contiguous range of the sorted points, and the longest common prefix (lcp) of
 neighbours gives every level's occupied-cell count at once:
@@ -23,7 +27,8 @@ Kernel
   ``ceil(log2 m)`` shift-or-mask steps (magic masks computed once per ``(m, d)`` and verified
   bit by bit), instead of one pass per level; rows are processed in cache-sized chunks, straight
   from the caller's array (clamping and rescaling included), so no full-size float or grid copy
-  is made.  :func:`morton_words_bitwise` is the per-bit general path (any split order).
+  is made.  :func:`morton_words_bitwise` is the per-bit general path, which a split order
+  other than the cyclic one takes (``axes``; chunked the same way).
 * The tree sorts only the first code word (``np.sort`` when the depth fits in one word, else an
   argsort); rows still tied after ``P`` bits are refined by sorting ``(run, next bits)`` keys of
   the tied rows only, the next bits recomputed from their input rows, until no ties are left or
@@ -49,6 +54,8 @@ import numpy as np
 __all__ = [
     "MAX_BITS_PER_COORD",
     "max_depth",
+    "check_axes",
+    "axis_of_level",
     "bits_per_coord",
     "coord_bits_at_level",
     "grid_codes",
@@ -73,21 +80,59 @@ def max_depth(d: int) -> int:
     return MAX_BITS_PER_COORD * d
 
 
-def bits_per_coord(depth: int, d: int) -> int:
-    """``B = ceil(depth / d)``: grid bits per coordinate for a depth-``depth`` hierarchy."""
-    return -(-depth // d)
+def check_axes(axes: Any, d: int, depth: int, name: str = "axes") -> tuple[int, ...] | None:
+    """The split order to ``depth`` as a tuple ``axes[:depth]``, or None for the cyclic order.
+
+    :param axes: None (cyclic), or a sequence of coordinates in ``[0, d)``, one per level, of
+        length at least ``depth``, no coordinate more than 52 times in its first ``depth`` entries
+        (the grid resolution)
+    :return: ``axes[:depth]`` as a tuple of ints, or None when that is the cyclic order (so that
+        equal hierarchies have equal descriptors)
+    :raises ValueError: naming ``name``
+    """
+    if axes is None:
+        return None
+    if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence):
+        raise TypeError(f"{name} must be a sequence of coordinates (one per level) or None")
+    if len(axes) < depth:
+        raise ValueError(f"{name} must give a coordinate for each of the {depth} levels, got {len(axes)}")
+    out = []
+    for a in axes[:depth]:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= a < d:
+            raise ValueError(f"{name} must hold coordinates in [0, {d})")
+        out.append(int(a))
+    if out and int(np.bincount(out, minlength=d).max()) > MAX_BITS_PER_COORD:
+        raise ValueError(f"{name} must split no coordinate more than {MAX_BITS_PER_COORD} times")
+    if all(a == j % d for j, a in enumerate(out)):
+        return None
+    return tuple(out)
 
 
-def coord_bits_at_level(j: int, d: int) -> np.ndarray:
+def axis_of_level(j: int, d: int, axes: Sequence[int] | None = None) -> int:
+    """The coordinate split at level ``j``."""
+    return j % d if axes is None else int(axes[j])
+
+
+def bits_per_coord(depth: int, d: int, axes: Sequence[int] | None = None) -> int:
+    """``B``: grid bits per coordinate for a depth-``depth`` hierarchy, the most splits of any
+    coordinate (cyclic: ``ceil(depth / d)``)."""
+    if axes is None:
+        return -(-depth // d)
+    return int(coord_bits_at_level(depth, d, axes).max()) if depth else 0
+
+
+def coord_bits_at_level(j: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """``b_c(j)`` for every coordinate c: splits of coordinate c on the path to level ``j``."""
-    c = np.arange(d)
-    return np.maximum(0, (j - c + d - 1) // d)
+    if axes is None:
+        c = np.arange(d)
+        return np.maximum(0, (j - c + d - 1) // d)
+    return np.bincount(np.asarray(axes[:j], dtype=np.int64), minlength=d).astype(np.int64)
 
 
-def grid_codes(u: np.ndarray, depth: int) -> np.ndarray:
+def grid_codes(u: np.ndarray, depth: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """Integer grid coordinates ``floor(u * 2^B)`` (int64, capped) of points ``u`` in [0,1]^d."""
     d = u.shape[1]
-    B = bits_per_coord(depth, d)
+    B = bits_per_coord(depth, d, axes)
     if B > MAX_BITS_PER_COORD:
         raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
     scale = float(2**B)
@@ -96,7 +141,7 @@ def grid_codes(u: np.ndarray, depth: int) -> np.ndarray:
     return g.astype(np.int64)
 
 
-def _box_grid(x: np.ndarray, box: Any, depth: int) -> np.ndarray:
+def _box_grid(x: np.ndarray, box: Any, depth: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """``grid_codes(box.to_unit(x), depth)`` in fewer passes, with the same result.
 
     ``floor((x - lo) / (w 2^-B))`` clamped to ``[0, 2^B - 1]`` (NaN to 0): dividing by
@@ -105,15 +150,15 @@ def _box_grid(x: np.ndarray, box: Any, depth: int) -> np.ndarray:
     clamped ``u = (x - lo) / w`` of :meth:`~opendp_wasserstein.box.Box.to_unit`.
     """
     if box is None:
-        return grid_codes(x, depth)
+        return grid_codes(x, depth, axes)
     d = x.shape[1]
-    B = bits_per_coord(depth, d)
+    B = bits_per_coord(depth, d, axes)
     if B > MAX_BITS_PER_COORD:
         raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
     lo = np.asarray(box.lower, dtype=np.float64)
     step = (np.asarray(box.upper, dtype=np.float64) - lo) * 2.0**-B
     if float(step.min()) < 2.0**-1021:  # pragma: no cover - a box narrower than 2^-969
-        return grid_codes(box.to_unit(x), depth)
+        return grid_codes(box.to_unit(x), depth, axes)
     with np.errstate(invalid="ignore", over="ignore"):
         v = x - lo
         v /= step
@@ -192,12 +237,15 @@ def _morton_word(g: np.ndarray, depth: int, w: int) -> np.ndarray:
     return out
 
 
-def morton_words(grid: np.ndarray, depth: int) -> np.ndarray:
+def morton_words(grid: np.ndarray, depth: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """The depth-bit Morton codes of grid points as ``(W, n)`` uint64 words, most significant first.
 
     Level ``j`` is bit ``63 - j % 64`` of word ``j // 64``.  Word-parallel bit spreading over
-    chunks of rows (see the module docstring); same output as :func:`morton_words_bitwise`.
+    chunks of rows (see the module docstring); same output as :func:`morton_words_bitwise`.  A
+    split order ``axes`` other than the cyclic one takes :func:`morton_words_bitwise`.
     """
+    if check_axes(axes, grid.shape[1], depth) is not None:
+        return morton_words_bitwise(grid, depth, axes)
     n, d = grid.shape
     W = _words(depth)
     words = np.zeros((W, n), dtype=np.uint64)
@@ -211,41 +259,67 @@ def morton_words(grid: np.ndarray, depth: int) -> np.ndarray:
 def morton_words_bitwise(grid: np.ndarray, depth: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """Morton codes by one vectorised pass per level: the general path.
 
-    :param grid: grid codes, shape (n, d), ``B = ceil(depth / d)`` bits per coordinate
+    :param grid: grid codes, shape (n, d), ``B = bits_per_coord(depth, d, axes)`` bits per
+        coordinate (the most splits of any coordinate; cyclic ``ceil(depth / d)``)
     :param depth: the number of code bits
     :param axes: the coordinate split at each level (default the cyclic order ``j mod d``);
-        with a general order, coordinate ``c``'s ``t``-th split reads its bit ``B - 1 - t``
+        coordinate ``c``'s ``t``-th split reads its bit ``B - 1 - t``
     :return: ``(W, n)`` uint64 words as :func:`morton_words`
     """
     n, d = grid.shape
-    B = bits_per_coord(depth, d)
     words = np.zeros((_words(depth), n), dtype=np.uint64)
-    g = grid.astype(np.uint64)
-    seen = [0] * d
+    for lo in range(0, n, _ROWS):
+        g = grid[lo : lo + _ROWS].astype(np.uint64)
+        words[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)
+    return words
+
+
+def _level_plan(depth: int, d: int, axes: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per level: the coordinate split and the grid bit read (``B - 1 - b_c(j)``)."""
+    B = bits_per_coord(depth, d, axes)
+    coord = np.array([axis_of_level(j, d, axes) for j in range(depth)], dtype=np.int64)
+    seen = np.zeros(d, dtype=np.int64)
+    shift = np.empty(depth, dtype=np.int64)
+    for j in range(depth):  # one entry per level (public), not per point
+        shift[j] = B - 1 - seen[coord[j]]
+        seen[coord[j]] += 1
+    return coord, shift
+
+
+def _bitwise_words(g: np.ndarray, depth: int, axes: Sequence[int] | None) -> np.ndarray:
+    """All code words of grid rows ``g`` (uint64, one chunk) by one pass per level."""
+    coord, shift = _level_plan(depth, g.shape[1], axes)
+    words = np.zeros((_words(depth), g.shape[0]), dtype=np.uint64)
     for j in range(depth):
-        c = j % d if axes is None else int(axes[j])
-        shift = B - 1 - seen[c]
-        seen[c] += 1
-        bit = (g[:, c] >> np.uint64(shift)) & _ONE
+        bit = (g[:, coord[j]] >> np.uint64(shift[j])) & _ONE
         words[j // 64] |= bit << np.uint64(63 - j % 64)
     return words
 
 
 def _row_codes(
-    x: np.ndarray, box: Any, depth: int, words: Sequence[int], rows: np.ndarray | None = None
+    x: np.ndarray,
+    box: Any,
+    depth: int,
+    words: Sequence[int],
+    rows: np.ndarray | None = None,
+    axes: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
     :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
     :param box: a :class:`~opendp_wasserstein.domains.Box` (clamp and rescale) or None
+    :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
     """
     n = x.shape[0] if rows is None else rows.size
     out = np.empty((len(words), n), dtype=np.uint64)
     for lo in range(0, n, _ROWS):
         part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
-        g = _box_grid(part, box, depth).view(np.uint64)  # non-negative int64: the same bits
-        for i, w in enumerate(words):
-            out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
+        g = _box_grid(part, box, depth, axes).view(np.uint64)  # non-negative int64: the same bits
+        if axes is None:
+            for i, w in enumerate(words):
+                out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
+        else:
+            out[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)[list(words)]
     return out
 
 
@@ -315,15 +389,18 @@ class CountTree:
         already in ``[0, 1]^d``; only read
     :param depth: the hierarchy depth r
     :param box: the public box, or None
+    :param axes: the split order (see :func:`check_axes`), default cyclic
     """
 
-    def __init__(self, x: np.ndarray, depth: int, box: Any = None) -> None:
+    def __init__(self, x: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None) -> None:
         n, d = x.shape
         self.n, self.d, self.depth = int(n), int(d), int(depth)
         self._full_depth = int(depth)
         self._x, self._box = x, box
+        self._axes_full = check_axes(axes, self.d, self.depth)
+        self.axes = self._axes_full
         W = _words(depth)
-        words = _row_codes(x, box, depth, list(range(W)))
+        words = _row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
         if W == 1:
             words[0].sort()
         else:
@@ -397,20 +474,22 @@ class CountTree:
             raise ValueError(f"depth must be in [1, {self._full_depth}], got {depth}")
         view = copy.copy(self)
         view.depth = int(depth)
+        view.axes = check_axes(self._axes_full, self.d, view.depth)
         return view
 
     @property
     def bits(self) -> int:
         """``B``: grid bits per coordinate at this tree's depth."""
-        return bits_per_coord(self.depth, self.d)
+        return bits_per_coord(self.depth, self.d, self.axes)
 
     @property
     def grid(self) -> np.ndarray:
         """The grid codes (``B`` bits) of the points in the tree's order (tests and debugging;
         recomputed from the input: rows with equal codes may come in any order)."""
         u = self._box.to_unit(self._x) if self._box is not None else self._x
-        g = grid_codes(u, self.depth)
-        words = morton_words(grid_codes(u, self._full_depth), self._full_depth)
+        g = grid_codes(u, self.depth, self.axes)
+        full = self._axes_full
+        words = morton_words(grid_codes(u, self._full_depth, full), self._full_depth, full)
         return g[np.lexsort(words[::-1])]
 
     # ------------------------------------------------------------------ queries
@@ -449,10 +528,10 @@ class CountTree:
         return mid
 
 
-def build_count_tree(u: np.ndarray, depth: int, box: Any = None) -> CountTree:
+def build_count_tree(u: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None) -> CountTree:
     """The count tree of points ``u`` in [0, 1]^d to ``depth`` (or of rows in ``box``, clamped and
-    rescaled on the fly, when a box is given)."""
-    return CountTree(u, depth, box)
+    rescaled on the fly, when a box is given), split order ``axes`` (default cyclic)."""
+    return CountTree(u, depth, box, axes)
 
 
 _SHARED: contextvars.ContextVar[list[tuple[Any, Any, CountTree]] | None] = contextvars.ContextVar(
@@ -476,19 +555,29 @@ def shared_count_trees() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def count_tree(x: np.ndarray, depth: int, box: Any = None, keep: bool = False) -> CountTree:
+def count_tree(
+    x: np.ndarray, depth: int, box: Any = None, keep: bool = False, axes: Sequence[int] | None = None
+) -> CountTree:
     """The count tree of rows ``x`` (in ``box``) to ``depth``, shared inside :func:`shared_count_trees`.
 
     :param keep: leave the tree for a later call (the scores, which a synthesis follows)
+    :param axes: the split order (default cyclic); a kept tree serves a later call whose order
+        is its own to that depth
     """
     cache = _SHARED.get()
+    order = check_axes(axes, x.shape[1], depth)
     if cache is not None:
         for i, (ref, bx, tree) in enumerate(cache):
-            if ref is x and bx == box and tree._full_depth >= depth:
+            if (
+                ref is x
+                and bx == box
+                and tree._full_depth >= depth
+                and check_axes(tree._axes_full, tree.d, depth) == order
+            ):
                 if not keep:
                     del cache[i]
                 return tree if tree.depth == depth else tree.truncated(depth)
-    tree = CountTree(x, depth, box)
+    tree = CountTree(x, depth, box, order)
     if cache is not None and keep:
         cache.append((x, box, tree))
     return tree

@@ -62,7 +62,7 @@ def make_full_consistency(counts_domain: Domain, output_size: int | None = None)
             raise TypeError("make_full_consistency takes the NoisyTree released by make_tree_laplace")
         if size is None and not noisy.root_released:
             raise ValueError("the noisy tree has no root count: give output_size")
-        return full_consistency(noisy.levels, noisy.d, size, noisy.nodes, noisy.scales)
+        return full_consistency(noisy.levels, noisy.d, size, noisy.nodes, noisy.scales, dom.axes)
 
     return new_function(function)
 
@@ -99,7 +99,7 @@ def make_synthesis(counts_domain: Domain, placement: str = "center") -> Function
     def function(leaves: LeafMasses) -> Any:
         if not isinstance(leaves, LeafMasses) or leaves.depth != dom.depth:
             raise TypeError("make_synthesis takes the LeafMasses of a depth-matching release")
-        points: np.ndarray = place_points(leaves, box, placement, as_random_source().derive(PLACEMENT_STREAM))
+        points: np.ndarray = place_points(leaves, box, placement, as_random_source().derive(PLACEMENT_STREAM), dom.axes)
         runtime.record(
             {
                 "depth": leaves.depth,

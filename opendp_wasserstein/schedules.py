@@ -13,12 +13,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from opendp_wasserstein.exact import round_up, spent, tighten_budget
 from opendp_wasserstein.hierarchy import max_depth
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.parameters import SCALE_MAX, check_epsilon
 
-__all__ = ["paper_schedule", "budget_of", "Candidate", "standard_candidates", "ambient_depth"]
+if TYPE_CHECKING:
+    from opendp_wasserstein.split_order import SplitOrder
+
+__all__ = [
+    "paper_schedule",
+    "budget_of",
+    "Candidate",
+    "standard_candidates",
+    "ambient_depth",
+    "profile_schedule",
+    "split_order_candidates",
+]
 
 
 def budget_of(scales: tuple[float, ...] | list[float]) -> float:
@@ -134,4 +148,123 @@ def standard_candidates(
             r_star = 1 + min(range(L), key=lambda i: bounds[i])
             if r_star != r:
                 out.append(Candidate(s, r_star, paper_schedule(d, eps, r_star, s)))
+    return tuple(out)
+
+
+def profile_schedule(weights: np.ndarray | list[float], epsilon: float) -> tuple[float, ...]:
+    r"""The schedule ``sigma_0 .. sigma_r`` minimising ``sum_j w_j sigma_{j+1}`` at budget ``epsilon``.
+
+    Under ``2 sum_{j=1}^r 1/sigma_j = epsilon`` (Lagrange, as in the paper's Appendix A.8):
+
+    .. math:: \sigma_{j+1} = \frac{2}{\epsilon}\,\frac{\sum_i \sqrt{w_i}}{\sqrt{w_j}}, \qquad
+        \sum_j w_j \sigma_{j+1} = \frac{2}{\epsilon}\Big(\sum_j \sqrt{w_j}\Big)^2 .
+
+    With ``w_j = O_j diam_j`` (the expected number of occupied level-``j`` cells times their
+    diameter) this is the schedule that minimises the score's noise term; for the cube with
+    ``O_j = 2^(j s/d)`` and ``diam_j = 2^(-j/d)`` it is the paper's ``sigma_{j+1} propto q_s^-j``.
+    Weights below ``1e-6`` of the largest are raised to it (a level of zero weight would get an
+    infinite scale); ``sigma_0 = 1/epsilon``.  The budget is met exactly in the map's
+    arithmetic (:func:`~opendp_wasserstein.exact.tighten_budget`).
+
+    :param weights: ``w_0 .. w_{r-1}`` (non-negative, not all zero)
+    :param epsilon: the budget
+
+    >>> from opendp_wasserstein.schedules import profile_schedule, budget_of
+    >>> sigma = profile_schedule([1.0, 1.0, 1.0], 1.0)
+    >>> sigma, budget_of(sigma)
+    ((1.0, 6.0, 6.0, 6.0), 1.0)
+    """
+    eps = check_epsilon(epsilon)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size < 1 or not np.all(np.isfinite(w)) or w.min() < 0 or w.max() <= 0:
+        raise ValueError("weights must be one or more finite non-negative numbers, not all zero")
+    w = np.maximum(w, 1e-6 * w.max())
+    root = np.sqrt(w)
+    sig = np.minimum((2.0 / eps) * root.sum() / root, SCALE_MAX / 2)
+    depth = w.size
+    scales = [1.0 / eps, *sig.tolist()]
+    adjust = 1 + int(np.argmax(sig))
+    return tuple(tighten_budget(scales, range(1, depth + 1), eps, adjust=adjust))
+
+
+def _level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
+    """``w_j = g_j diam_j`` for ``j < depth``: the model occupancy ``g_j`` (doubling at every
+    split of an unresolved discrete coordinate, growing by ``2^(s/d_num)`` at every numeric
+    split, capped at ``n``) times the level's diameter."""
+    kinds = order.growth(depth)
+    d_num = max(1, len(order.numeric))
+    step = {"discrete": 1.0, "numeric": s / d_num, "resolved": 0.0}
+    log_g = np.concatenate(([0.0], np.cumsum([step[k] for k in kinds])))[:depth]
+    g = np.minimum(np.exp2(log_g), float(n))
+    return g * np.asarray(order.diameters(depth)[:depth])
+
+
+def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[Candidate, ...]:
+    r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
+
+    The analogue of :func:`standard_candidates` for any public split order and its diameter
+    profile (:meth:`~opendp_wasserstein.split_order.SplitOrder.diameters`).  For each model
+    dimension ``s = 1 .. d_num`` of the numeric coordinates (one candidate set if there are
+    none), the model occupancy ``g_j`` doubles at each split of an unresolved discrete
+    coordinate and grows by ``2^(s/d_num)`` at each numeric split (capped at ``n``); the schedule
+    is :func:`profile_schedule` with ``w_j = g_j diam_j``, and the depths are
+
+    * the *explicit* depth: the level at which the numeric coordinates have had
+      ``candidate_depth(d_num, n, eps, s)`` splits (for the cube, the paper's ``r_s``), and
+    * the *model-optimal* depth ``r*_s``, minimising the model bound
+      ``C/(eps n) + 8C (sum_{j<r} sqrt(w_j))^2 / (eps n) + 2 diam_r``,
+
+    both capped at the level where the numeric coordinates have had
+    ``floor(d_num log2(eps n))`` splits (and at the order's depth).  A candidate whose depth and
+    schedule repeat an earlier one (as the model-optimal depth 1 does for several ``s`` at small
+    ``n``) is dropped: copies would only tilt the selection towards it.
+    Everything is a function of public values.
+
+    :param order: the public split order
+    :param n: the public size (or public estimate)
+    :param epsilon_main: the synthesis budget every candidate spends exactly
+    :param c_abs: the constant of the model bound
+
+    :example:
+
+    >>> from opendp_wasserstein.split_order import SplitOrder
+    >>> from opendp_wasserstein.schedules import split_order_candidates
+    >>> order = SplitOrder.discrete_first(cells=(4, 0, 0))
+    >>> [(c.s, c.depth) for c in split_order_candidates(order, n=10000, epsilon_main=1.0)]
+    [(1, 28), (1, 10), (2, 13), (2, 6)]
+    """
+    from opendp_wasserstein.split_order import SplitOrder
+
+    if not isinstance(order, SplitOrder):
+        raise TypeError("order must be an opendp_wasserstein.split_order.SplitOrder")
+    _check_n(n)
+    eps = check_epsilon(epsilon_main, "epsilon_main")
+    d_num = len(order.numeric)
+    kinds = order.growth(order.max_depth)
+    numeric_at = np.concatenate(([0], np.cumsum([k == "numeric" for k in kinds])))  # numeric splits above level r
+    discrete_done = max([j + 1 for j, k in enumerate(kinds) if k == "discrete"], default=0)
+
+    def level_with(numeric_splits: int) -> int:
+        """The first level with that many numeric splits above it (at least every discrete one)."""
+        r = int(np.searchsorted(numeric_at, numeric_splits, side="left"))
+        return max(1, min(max(r, discrete_done), order.max_depth))
+
+    en = eps * n
+    cap = level_with(max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
+    out: list[Candidate] = []
+    for s in range(1, max(1, d_num) + 1):
+        w_all = _level_weights(order, cap, n, s)
+        root = np.sqrt(np.maximum(w_all, 1e-6 * max(float(w_all.max()), 1e-300)))
+        diam = np.asarray(order.diameters(cap))
+        model = [c_abs / en + 8.0 * c_abs * float(root[:r].sum()) ** 2 / en + 2.0 * diam[r] for r in range(1, cap + 1)]
+        r_star = 1 + int(np.argmin(model))
+        r_explicit = level_with(candidate_depth(d_num, n, eps, s)) if d_num else cap
+        for r in dict.fromkeys((min(r_explicit, cap), r_star)):  # distinct, in order
+            w = _level_weights(order, r, n, s)
+            if w.max() <= 0:
+                w = np.ones(r)
+            scales = profile_schedule(w, eps)
+            # the same schedule for another s (e.g. depth 1) would only tilt the selection
+            if all((c.depth, c.scales) != (r, scales) for c in out):
+                out.append(Candidate(s, r, scales))
     return tuple(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -74,9 +75,12 @@ def shuffled_labels(rng: RandomSource, masses: np.ndarray) -> np.ndarray:
     return _shuffle_packed(rng, labels, low).view(np.int64)
 
 
-def place_points(leaves: LeafMasses, box: Box, placement: str, rng: RandomSource) -> np.ndarray:
+def place_points(
+    leaves: LeafMasses, box: Box, placement: str, rng: RandomSource, axes: Sequence[int] | None = None
+) -> np.ndarray:
     """``leaves.masses[i]`` points in leaf cell ``i``, at its centre or uniform in it, mapped into
-    ``box``, rows in random order.  Returns an (m, d) float array.
+    ``box``, rows in random order.  Returns an (m, d) float array.  ``axes`` is the split order
+    of the hierarchy (default cyclic): it sets the cell sides.
 
     The rows' leaf labels (each leaf repeated by its mass) are shuffled (:func:`shuffled_labels`),
     then each row is its leaf's centre (one gather from the ``k`` centres), or a uniform point
@@ -91,7 +95,7 @@ def place_points(leaves: LeafMasses, box: Box, placement: str, rng: RandomSource
         # the count tree reaches here through OpenDP's ctypes keep-alive cycle: free it first
         gc.collect()
     masses = leaves.masses
-    width = np.ldexp(1.0, -coord_bits_at_level(leaves.depth, d))  # cell side, exact
+    width = np.ldexp(1.0, -coord_bits_at_level(leaves.depth, d, axes))  # cell side, exact
     lower = np.asarray(box.lower, dtype=np.float64)
     upper = np.asarray(box.upper, dtype=np.float64)
     span = upper - lower

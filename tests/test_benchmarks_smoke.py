@@ -73,3 +73,23 @@ def test_run_all_quick(tmp_path: Path) -> None:
     summary = _rows(out / "summary.csv")
     assert [set(r) for r in summary[:1]] == [{"target", "goal", "value", "status"}]
     assert any("10x codes+sort floor" in r["target"] for r in summary)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script,csv_name,columns",
+    [
+        ("bench_tables_real.py", "bench_tables_real.csv", {"table", "mechanism", "epsilon", "w1", "tvd1", "tvd2", "clf", "seconds"}),
+        ("bench_split_order.py", "bench_split_order.csv", {"table", "order", "w1", "w1_floor", "tvd1", "tvd2", "depth"}),
+    ],
+)
+def test_table_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, columns: set[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(tmp_path)],
+        cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = _rows(tmp_path / csv_name)
+    assert rows and columns <= set(rows[0])
+    ok = [r for r in rows if r.get("status", "ok") == "ok"]
+    assert ok and all(0 <= float(r["w1"]) <= 1 + 1e-9 for r in ok)  # the table metric is at most 1

@@ -4,8 +4,11 @@ import pytest
 from opendp_wasserstein.hierarchy import (
     _bit_length_frexp,
     _bit_length_popcount,
+    axis_of_level,
     bit_length_u64,
+    bits_per_coord,
     build_count_tree,
+    check_axes,
     coord_bits_at_level,
     grid_codes,
     max_depth,
@@ -236,3 +239,95 @@ def test_shared_count_trees_builds_once_and_releases():
     assert len(built) == 5
     assert b.depth == 12 and a.depth == 40 and b._words is a._words
     assert c._words is not a._words and d._words is not a._words and e._words is not f._words
+# general split orders
+
+
+def brute_cells(u: np.ndarray, depth: int, axes) -> list[np.ndarray]:
+    """Per level, each point's per-coordinate cell index, by bisecting its coordinates directly."""
+    n, d = u.shape
+    lo = np.zeros((n, d))
+    hi = np.ones((n, d))
+    idx = np.zeros((n, d), dtype=np.int64)
+    out = [idx.copy()]
+    for j in range(depth):
+        c = axes[j] if axes is not None else j % d
+        mid = (lo[:, c] + hi[:, c]) / 2
+        up = u[:, c] >= mid
+        idx[:, c] = 2 * idx[:, c] + up
+        lo[:, c] = np.where(up, mid, lo[:, c])
+        hi[:, c] = np.where(up, hi[:, c], mid)
+        out.append(idx.copy())
+    return out
+
+
+ORDERS = [
+    (3, [2, 2, 2, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]),  # one coordinate first, then cyclic
+    (2, [0] * 20 + [1] * 5),  # more splits of one coordinate than ceil(depth / d)
+    (4, [3, 1, 3, 0, 0, 2, 1, 3, 0, 2, 2, 1]),
+    (2, [1, 0] * 40),  # the other cyclic order, 80 levels (two code words)
+]
+
+
+@pytest.mark.parametrize("d,axes", ORDERS)
+def test_general_order_cells_and_occupancy_match_brute_force(d, axes):
+    rng = np.random.default_rng(len(axes))
+    u = rng.uniform(size=(300, d)) ** 2
+    u[:40] = u[40:80]
+    u[80:90, axes[0]] = 0.5
+    u[90:95] = 1.0
+    depth = len(axes)
+    tree = build_count_tree(u, depth, axes=axes)
+    assert tree.axes == tuple(axes)
+    cells = brute_cells(u, depth, axes)
+    assert tree.occupancy().tolist() == [len(np.unique(c, axis=0)) for c in cells]
+    # the grid codes read back the brute-force cells at every level
+    g = grid_codes(u, depth, axes)
+    B = bits_per_coord(depth, d, axes)
+    for j in (1, depth // 2, depth):
+        assert np.array_equal(g >> (B - coord_bits_at_level(j, d, axes)), cells[j])
+
+
+@pytest.mark.parametrize("d,axes", ORDERS)
+def test_general_order_split_and_child_cells(d, axes):
+    from opendp_wasserstein.consistency import child_cells, prefix_cells
+
+    rng = np.random.default_rng(7)
+    u = rng.uniform(size=(200, d)) ** 3
+    depth = len(axes)
+    tree = build_count_tree(u, depth, axes=axes)
+    brute = brute_cells(u, depth, axes)
+    lo, hi = np.array([0]), np.array([tree.n])
+    cells = np.zeros((1, d), dtype=np.int64)
+    for level in range(depth):
+        mid = tree.split(level, lo, hi)
+        lo, hi = np.stack([lo, mid], 1).reshape(-1), np.stack([mid, hi], 1).reshape(-1)
+        cells = child_cells(cells, level, tree.axes)
+        counts = {tuple(c): int(k) for c, k in zip(*np.unique(brute[level + 1], axis=0, return_counts=True), strict=True)}
+        got = {tuple(c): int(k) for c, k in zip(cells, hi - lo, strict=True) if k > 0}
+        assert got == counts
+        keep = hi > lo
+        lo, hi, cells = lo[keep], hi[keep], cells[keep]
+    # Morton prefixes in the same order name the same cells
+    level = min(depth, 10)
+    pc = prefix_cells(np.arange(2**level), level, d, tree.axes)
+    kids = np.zeros((1, d), dtype=np.int64)
+    for j in range(level):
+        kids = child_cells(kids, j, tree.axes)
+    assert np.array_equal(pc, kids)
+
+
+def test_check_axes():
+    assert check_axes(None, 3, 5) is None
+    assert check_axes([0, 1, 2, 0, 1, 2, 0], 3, 5) is None  # the cyclic order, normalised
+    assert check_axes((2, 2, 0), 3, 3) == (2, 2, 0)
+    assert check_axes([2, 2, 0, 1], 3, 2) == (2, 2)
+    with pytest.raises(ValueError, match="each of the 4 levels"):
+        check_axes([0, 1], 2, 4)
+    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+        check_axes([0, 2], 2, 2)
+    with pytest.raises(ValueError, match="52 times"):
+        check_axes([0] * 53, 2, 53)
+    with pytest.raises(TypeError, match="axes"):
+        check_axes("01", 2, 2)
+    assert bits_per_coord(25, 2, [0] * 20 + [1] * 5) == 20
+    assert axis_of_level(5, 3) == 2 and axis_of_level(1, 3, (2, 0)) == 0

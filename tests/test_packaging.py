@@ -74,6 +74,7 @@ def test_the_extras_nest():
     assert extras["progress"] == {"tqdm"}
     assert extras["progress"] <= extras["plot"] <= extras["examples"]
     assert extras["examples"] <= extras["dev"]
+    assert extras["bench"] <= extras["dev"]
     assert {"pytest-xdist", "sphinx-mathjax-offline"} <= extras["dev"]
 
 

@@ -23,11 +23,13 @@ from opendp_wasserstein.measurements._exponential_selection import (
 )
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
 from opendp_wasserstein.parameters import check_epsilon, check_output_measure
-from opendp_wasserstein.schedules import Candidate, standard_candidates
+from opendp_wasserstein.schedules import Candidate, split_order_candidates, standard_candidates
+from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
     check_candidates,
     check_score_size,
+    check_split_order,
     make_schedule_scores,
     occupancy_cap,
     occupancy_units,
@@ -57,6 +59,7 @@ def make_adaptive_pruned_pmm(
     c_abs: float = 1.0,
     size: int | None = None,
     output_measure: Measure | None = None,
+    split_order: SplitOrder | None = None,
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Algorithm 3 and Appendix B).
 
@@ -109,6 +112,11 @@ def make_adaptive_pruned_pmm(
         certified in zCDP by OpenDP (``make_noisy_max``, ``eps^2/8``) and discrete Gaussian
         Pruned-PMM; the map is ``rho_select + rho_main`` for one replacement
         (:func:`~opendp_wasserstein.measurements._adaptive_zcdp.make_adaptive_pruned_pmm_zcdp`)
+    :param split_order: a public :class:`~opendp_wasserstein.split_order.SplitOrder` (e.g. a
+        table's, :meth:`~opendp_wasserstein.tables.TableEncoding.split_order`): every candidate
+        runs on its hierarchy, the scores use its occupancy and diameter profile, and the
+        default candidates are :func:`~opendp_wasserstein.schedules.split_order_candidates`.
+        The privacy map keeps its form (:doc:`/proofs/split_order`).  Pure DP only.
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -134,6 +142,9 @@ def make_adaptive_pruned_pmm(
     if check_output_measure(output_measure) == "gaussian":
         from opendp_wasserstein.measurements._adaptive_zcdp import make_adaptive_pruned_pmm_zcdp
 
+        if split_order is not None:
+            raise ValueError("split_order applies to the pure-DP (max_divergence) release only")
+
         return make_adaptive_pruned_pmm_zcdp(
             input_domain, input_metric, epsilon_select, epsilon_main, bounds, placement,
             candidates, selection, c_abs, size,
@@ -145,17 +156,27 @@ def make_adaptive_pruned_pmm(
     check_placement(placement)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    order = check_split_order(split_order, d)
+    if candidates is None:
+        default = standard_candidates(d, norm, eps_main) if order is None else split_order_candidates(order, norm, eps_main, c_abs)
     cands = check_candidates(
-        standard_candidates(d, norm, eps_main) if candidates is None else candidates,
+        default if candidates is None else candidates,
         d,
         eps_main,
         default=candidates is None,
+        split_order=order,
     )
     kind = check_metric(input_metric, n)
 
-    t_scores = make_schedule_scores(input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size)
-    # the very table make_schedule_scores calibrates its map to (same occupancy cap)
-    table = score_table(cands, d, norm, eps_main, c_abs, occ_cap=None if n is not None else occupancy_cap(norm))
+    t_scores = make_schedule_scores(
+        input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order
+    )
+    # the very table make_schedule_scores calibrates its map to (same occupancy cap and profile)
+    L = max(c.depth for c in cands)
+    table = score_table(
+        cands, d, norm, eps_main, c_abs, occ_cap=None if n is not None else occupancy_cap(norm),
+        diameters=None if order is None else order.diameters(L),
+    )
     # exact per-replacement losses: the synthesis spends 2 sum_{j>=1} 1/sigma_j (largest over the
     # candidates); the selection gets what is left of the exact total eps_sel + eps_main rounded
     # down to a float, so the certified total never exceeds eps_sel + eps_main (it is lowered by at
@@ -184,6 +205,7 @@ def make_adaptive_pruned_pmm(
             bounds,
             placement,
             output_size=size,
+            axes=None if order is None else order.axes_to(c.depth),
         )
         for c in cands
     ]

@@ -33,6 +33,7 @@ def make_pruned_pmm(
     placement: str = "center",
     output_size: int | None = None,
     output_measure: Measure | None = None,
+    axes: Any = None,
 ) -> Measurement:
     r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP (or zCDP) synthetic dataset.
 
@@ -76,6 +77,8 @@ def make_pruned_pmm(
         otherwise (e.g. a DP count released before; needs ``sigma_0 = inf``)
     :param output_measure: ``dp.max_divergence()`` (discrete Laplace noise, pure DP; the
         default, ``None``) or ``dp.zero_concentrated_divergence()`` (discrete Gaussian noise, zCDP)
+    :param axes: the public split order, one coordinate per level (default cyclic); the privacy
+        map does not depend on it (:doc:`/proofs/split_order`)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -116,7 +119,7 @@ def make_pruned_pmm(
     check_placement(placement)
     noise = check_output_measure(output_measure)
     t_counts = make_dyadic_counts(
-        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq"
+        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
     )
     dom = t_counts.output_domain
     make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
@@ -133,6 +136,7 @@ def make_pmm(
     placement: str = "center",
     output_size: int | None = None,
     output_measure: Measure | None = None,
+    axes: Any = None,
 ) -> Measurement:
     r"""Construct the full-tree PMM of He, Vershynin and Zhu (COLT 2023), the baseline.
 
@@ -163,6 +167,7 @@ def make_pmm(
         otherwise (e.g. a DP count released before; needs ``sigma_0 = inf``)
     :param output_measure: ``dp.max_divergence()`` (discrete Laplace; the default, ``None``) or
         ``dp.zero_concentrated_divergence()`` (discrete Gaussian)
+    :param axes: the public split order (default cyclic)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -181,7 +186,7 @@ def make_pmm(
     check_placement(placement)
     noise = check_output_measure(output_measure)
     t_counts = make_dyadic_counts(
-        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq"
+        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
     )
     dom = t_counts.output_domain
     check_output_size(output_size, dom.descriptor, t_counts.output_metric.descriptor.scales)

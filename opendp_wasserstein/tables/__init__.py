@@ -3,15 +3,18 @@
 :mod:`~opendp_wasserstein.tables.schema` declares what the mechanisms may know about each
 column; :mod:`~opendp_wasserstein.tables.frames` reads pandas, Polars, pyarrow and numpy tables
 and writes the same type back; :mod:`~opendp_wasserstein.tables.encoding` maps a table into
-``[0, 1]^D`` so that the dyadic hierarchy applies; :mod:`~opendp_wasserstein.tables.io` reads
-and writes CSV, TSV and Parquet files.
+``[0, 1]^D`` so that the dyadic hierarchy applies; :mod:`~opendp_wasserstein.tables.domain` and
+:mod:`~opendp_wasserstein.tables.transformation` make that an OpenDP domain and transformation;
+:mod:`~opendp_wasserstein.tables.io` reads and writes CSV, TSV and Parquet files.
 """
 
+from opendp_wasserstein.tables.domain import TableDomain, table_domain
 from opendp_wasserstein.tables.encoding import Axis, RawColumn, TableEncoding, category_boundaries
 from opendp_wasserstein.tables.frames import (
     FrameInfo,
     column_names,
     frame_kind,
+    natural_frame_info,
     read_table,
     write_table,
 )
@@ -25,6 +28,12 @@ from opendp_wasserstein.tables.schema import (
     IntColumn,
     Schema,
     SchemaError,
+)
+from opendp_wasserstein.tables.transformation import (
+    decode_points,
+    make_table_decoding,
+    make_table_encoding,
+    then_table_encoding,
 )
 
 __all__ = [
@@ -41,6 +50,13 @@ __all__ = [
     "Schema",
     "SchemaError",
     "TableEncoding",
+    "TableDomain",
+    "table_domain",
+    "make_table_encoding",
+    "then_table_encoding",
+    "make_table_decoding",
+    "decode_points",
+    "natural_frame_info",
     "category_boundaries",
     "column_names",
     "frame_kind",

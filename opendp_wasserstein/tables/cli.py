@@ -1,8 +1,9 @@
-"""The command-line pieces for tables: ``schema`` and the table path of ``synth``.
+"""The command-line pieces for tables: ``schema`` and the table paths of ``synth`` and ``select``.
 
-:func:`register` adds the ``schema`` subcommand and the table options of ``synth`` to the
-package's parser (``opendp_wasserstein.cli``); :func:`run_schema` and :func:`run_synth_table`
-carry them out.
+:func:`register` adds the ``schema`` subcommand, :func:`add_synth_options` and
+:func:`add_select_options` the table options of ``synth`` and ``select`` to the package's parser
+(``opendp_wasserstein.cli``); :func:`run_schema`, :func:`run_synth_table` and
+:func:`run_select_table` carry them out.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["register", "add_synth_options", "run_schema", "run_synth_table", "DERIVED_FLAG"]
+__all__ = [
+    "register",
+    "add_synth_options",
+    "add_select_options",
+    "run_schema",
+    "run_synth_table",
+    "run_select_table",
+    "DERIVED_FLAG",
+]
 
 DERIVED_FLAG = "--accept-data-derived-schema"
 
@@ -53,6 +62,29 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
         help="release even though the schema still has bounds or categories read off the data "
         "(derived_from_data: true); those are NOT private",
     )
+
+
+def add_select_options(sel: Any) -> None:
+    """Add the table options of ``select``."""
+    sel.add_argument("--schema", help="schema JSON: data and candidates are then tables of any column types, "
+                     "matched by column name, and the nearest candidate is taken under the table metric")
+    sel.add_argument("--columns", help="with --schema: comma-separated subset of columns of both files")
+    sel.add_argument("--delimiter", default=None, help="force the delimiter of text inputs (default: detected)")
+    sel.add_argument(
+        DERIVED_FLAG, action="store_true",
+        help="release even though the schema still has bounds or categories read off the data",
+    )
+
+
+def _check_derived(schema: Any, names: list[str], accept: bool) -> list[str]:
+    derived = list(schema.select(names).data_derived_columns())
+    if derived and not accept:
+        raise _fail(
+            f"the schema's bounds or categories for column(s) {derived} were read off the data "
+            "(derived_from_data: true) and are not private: replace them with public values and delete "
+            f"the marks, or pass {DERIVED_FLAG} to release anyway"
+        )
+    return derived
 
 
 def _fail(msg: str) -> Exception:
@@ -122,13 +154,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     table = read_file(args.input, delimiter=args.delimiter, columns=used, schema=schema)
     names = list(table.column_names)
     schema.check_names(names, what="input")
-    derived = [c for c in schema.select(names).data_derived_columns()]
-    if derived and not args.accept_data_derived_schema:
-        raise _fail(
-            f"the schema's bounds or categories for column(s) {derived} were read off the data "
-            "(derived_from_data: true) and are not private: replace them with public values and delete "
-            f"the marks, or pass {DERIVED_FLAG} to release anyway"
-        )
+    derived = _check_derived(schema, names, args.accept_data_derived_schema)
     from opendp_wasserstein.cli import _seeded
 
     with _seeded(args.seed):
@@ -161,6 +187,76 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         print(f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes")
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
         print(f"wrote {report.size} synthetic rows to {args.output}")
+    return summary
+
+
+def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
+    """``select --schema``: candidate rows (matched by column name) chosen under the table metric.
+
+    The output holds the chosen candidate rows, in the candidate file's column order (the used
+    columns), with a ``multiplicity`` column, in the format of its extension (CSV with the
+    candidate file's delimiter, TSV or Parquet).
+    """
+    import opendp.prelude as dp
+    import pyarrow as pa
+
+    from opendp_wasserstein.api import select_candidates
+    from opendp_wasserstein.tables.io import detect_delimiter, file_format, read_file, write_file
+    from opendp_wasserstein.tables.schema import Schema
+
+    if args.m < 1:
+        raise _fail("-m must be at least 1")
+    if args.metric is not None:
+        raise _fail("with --schema the metric is the table metric; --metric does not apply")
+    schema = Schema.from_json(args.schema)
+    columns = _columns(args.columns)
+    data = read_file(args.data, delimiter=args.delimiter, columns=columns, schema=schema)
+    names = list(data.column_names)
+    schema.check_names(names, what="data")
+    cand = read_file(args.candidates, delimiter=args.delimiter, columns=None, schema=schema)
+    absent = [c for c in names if c not in cand.column_names]
+    if absent:
+        raise _fail(f"column(s) {absent} of the data are not in the candidates file; its columns are {cand.column_names}")
+    extra = [c for c in cand.column_names if c not in names]
+    if extra and not columns:
+        raise _fail(f"the candidates file has column(s) {extra} that the data has not (use --columns to pick a subset)")
+    cand_order = [c for c in cand.column_names if c in names]
+    cand = cand.select(cand_order)
+    derived = _check_derived(schema, names, args.accept_data_derived_schema)
+    if args.mechanism == "tree-em":
+        if not args.idealized_numerics:
+            raise _fail(
+                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
+                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
+            )
+        dp.enable_features("idealized-numerics")
+    from opendp_wasserstein.cli import _seeded
+
+    with _seeded(args.seed):
+        counts, report = select_candidates(
+            data, cand, args.m, args.epsilon, mechanism=args.mechanism, schema=schema, columns=names,
+            public_size=not args.private_size,
+        )
+    import numpy as np
+
+    chosen = np.flatnonzero(counts)
+    out = cand.take(pa.array(chosen)).append_column("multiplicity", pa.array(counts[chosen], type=pa.int64()))
+    delim = None
+    if file_format(args.output) == "csv" and file_format(args.candidates) == "csv":
+        delim = args.delimiter or detect_delimiter(args.candidates)
+    write_file(out, args.output, delimiter=delim)
+    summary = {
+        "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
+        "columns": names, "mechanism": report.mechanism, "epsilon_certified": report.epsilon, "m": report.m,
+        "k": report.k, "distinct_chosen": int(chosen.size), "seconds": report.seconds,
+        "data_derived_schema": derived,
+    }
+    if not (args.quiet or args.json):
+        print(f"certified epsilon (one replacement): {report.epsilon}")
+        if derived:
+            print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
+        print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates (table metric)")
+        print(f"wrote {args.output}")
     return summary
 
 

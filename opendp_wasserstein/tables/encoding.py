@@ -39,6 +39,7 @@ from functools import cached_property
 
 import numpy as np
 
+from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -49,7 +50,10 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["RawColumn", "Axis", "TableEncoding", "category_boundaries"]
+__all__ = ["RawColumn", "Axis", "TableEncoding", "category_boundaries", "SPLIT_ORDERS"]
+
+#: the split orders :meth:`TableEncoding.split_order` offers
+SPLIT_ORDERS = ("discrete-first", "cyclic")
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,6 +287,65 @@ class TableEncoding:
         disc = [self._lookup(p[:, j], a.cells) for j, a in enumerate(self.axes) if a.discrete]
         d = np.stack(disc, axis=1) if disc else np.zeros((p.shape[0], 0), dtype=np.int64)
         return p[:, num], d
+
+    def split_order(self, order: str = "discrete-first") -> SplitOrder:
+        """The public split order of the hierarchy over the encoding, with its discrete axes.
+
+        ``"discrete-first"`` (default): the is-missing indicators, then the categorical and bool
+        axes (``ceil(log2 K)`` levels each, in column order), then the numeric axes cyclically;
+        ``"cyclic"``: level ``j`` splits axis ``j mod D`` (the hierarchy of points).  Either way
+        each discrete axis has ``cells`` categories under the 0/1 metric, so
+        :meth:`~opendp_wasserstein.split_order.SplitOrder.diameters` is the diameter profile
+        under the table metric.
+
+        >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn
+        >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 1), nullable=True),
+        ...                             "c": CategoricalColumn(categories=("a", "b", "c"))}))
+        >>> enc.split_order().axes[:6]   # missing indicator, the 3 categories, then x
+        (0, 2, 2, 1, 1, 1)
+        """
+        cells = tuple(a.cells if a.discrete else 0 for a in self.axes)
+        if order == "cyclic":
+            return SplitOrder.cyclic(cells=cells)
+        if order != "discrete-first":
+            raise ValueError(f"order must be one of {SPLIT_ORDERS}, got {order!r}")
+        first = [j for j, a in enumerate(self.axes) if a.role == "missing"]
+        return SplitOrder.discrete_first(cells, first=first)
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Columns of :meth:`embed`: one per numeric axis, ``cells`` per discrete axis."""
+        return sum(a.cells if a.discrete else 1 for a in self.axes)
+
+    def embed(self, points: np.ndarray) -> np.ndarray:
+        """The one-hot embedding: ``l_inf`` between embedded points is the table metric.
+
+        Numeric axes are kept as they are; a discrete axis with ``K`` cells becomes ``K``
+        columns, the indicator of the point's category.  Two points of different categories
+        are then 1 apart in ``l_inf`` (and never more: every column is in ``[0, 1]``), two of
+        the same category 0 apart on that block, so ``max`` over columns is
+        ``max(max_numeric |u - v|, 1 if any category differs)``.  Row-wise.
+
+        >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn
+        >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 10)),
+        ...                             "c": CategoricalColumn(categories=("a", "b", "c"))}))
+        >>> enc.embed(np.array([[0.25, 0.6], [0.5, 0.9]])).tolist()
+        [[0.25, 0.0, 1.0, 0.0], [0.5, 0.0, 0.0, 1.0]]
+        """
+        p = np.clip(np.nan_to_num(np.asarray(points, dtype=np.float64), nan=0.5), 0.0, 1.0)
+        if p.ndim != 2 or p.shape[1] != self.dimension:
+            raise ValueError(f"points must have shape (n, {self.dimension})")
+        out = np.zeros((p.shape[0], self.embedding_dimension))
+        col = 0
+        for j, a in enumerate(self.axes):
+            if a.discrete:
+                codes = self._lookup(p[:, j], a.cells)
+                out[np.arange(p.shape[0]), col + codes] = 1.0
+                col += a.cells
+            else:
+                out[:, col] = p[:, j]
+                col += 1
+        return out
 
     def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The table metric between encoded points ``a[i]`` and ``b[i]`` (row-wise).

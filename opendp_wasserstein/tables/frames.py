@@ -40,7 +40,7 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["FrameInfo", "read_table", "write_table", "frame_kind", "column_names"]
+__all__ = ["FrameInfo", "FRAME_KINDS", "read_table", "write_table", "natural_frame_info", "frame_kind", "column_names"]
 
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
@@ -281,6 +281,66 @@ def _is_date_dtype(kind: str, dtype: Any, spec: DatetimeColumn) -> bool:
 def _tz_of(kind: str, dtype: Any) -> Any:
     tz = getattr(dtype, "tz", None) or getattr(dtype, "time_zone", None)
     return tz
+
+
+#: the table types :func:`natural_frame_info` can describe
+FRAME_KINDS = ("pandas", "polars", "polars-lazy", "arrow", "numpy")
+
+
+def natural_frame_info(schema: Schema, kind: str = "pandas") -> FrameInfo:
+    """A :class:`FrameInfo` for writing a table of ``kind`` from the schema alone (no input table).
+
+    Each column gets its type's natural dtype: float64, int64 (pandas ``Int64`` when nullable),
+    dates (``date32``/``Date``; pandas ``datetime64[us]``) for datetime columns whose bounds fall
+    on midnight and ``timestamp[us]`` otherwise, booleans, and strings (or int64) for
+    categorical labels.  A numpy table is an object array (float64 if every column is a
+    non-nullable float column).
+
+    >>> from opendp_wasserstein.tables import Schema, IntColumn, BoolColumn
+    >>> natural_frame_info(Schema({"a": IntColumn(bounds=(0, 9)), "b": BoolColumn()}), "arrow").dtypes
+    (DataType(int64), DataType(bool))
+    """
+    if kind not in FRAME_KINDS:
+        raise ValueError(f"kind must be one of {FRAME_KINDS}, got {kind!r}")
+    names = tuple(schema.names)
+    dtypes: list[Any] = []
+    if kind == "numpy":
+        floats = all(isinstance(s, FloatColumn) and not s.nullable for _, s in schema.items())
+        return FrameInfo(kind, names, (np.dtype(np.float64) if floats else np.dtype(object),) * len(names))
+    for _, spec in schema.items():
+        str_labels = isinstance(spec, CategoricalColumn) and isinstance(spec.categories[0], str)
+        is_date = isinstance(spec, DatetimeColumn) and spec.date_only
+        if kind == "arrow":
+            import pyarrow as pa
+
+            dtypes.append(
+                pa.float64() if isinstance(spec, FloatColumn)
+                else pa.date32() if is_date
+                else pa.timestamp("us") if isinstance(spec, DatetimeColumn)
+                else pa.bool_() if isinstance(spec, BoolColumn)
+                else pa.string() if str_labels
+                else pa.int64()
+            )
+        elif kind in ("polars", "polars-lazy"):
+            import polars as pl
+
+            dtypes.append(
+                pl.Float64 if isinstance(spec, FloatColumn)
+                else pl.Date if is_date
+                else pl.Datetime("us") if isinstance(spec, DatetimeColumn)
+                else pl.Boolean if isinstance(spec, BoolColumn)
+                else pl.String if str_labels
+                else pl.Int64
+            )
+        else:
+            dtypes.append(
+                np.dtype(np.float64) if isinstance(spec, FloatColumn)
+                else np.dtype("datetime64[us]") if isinstance(spec, DatetimeColumn)
+                else np.dtype(bool) if isinstance(spec, BoolColumn)
+                else np.dtype(object) if str_labels
+                else np.dtype(np.int64)
+            )
+    return FrameInfo(kind, names, tuple(dtypes))
 
 
 def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInfo) -> Any:

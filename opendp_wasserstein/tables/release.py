@@ -1,9 +1,13 @@
-"""Releasing a synthetic table: read under the schema, encode, synthesise, decode, same type out.
+"""Releases on tables: a synthetic table, and a private choice among public candidate rows.
 
-The mechanism runs on the encoded points in ``[0, 1]^D`` (box ``(0, 1)``); encoding is row-wise
-(one record in, one point out), so the certified privacy loss of the release is the one of the
-mechanism on the points, plus the ``epsilon_spent`` of the schema if its bounds were estimated
-privately (sequential composition).
+:func:`synthesize_table` reads the table under the schema, encodes it, synthesises and decodes
+back to the same type; the mechanism runs on the encoded points in ``[0, 1]^D`` (box
+``(0, 1)``).  :func:`select_table_candidates` encodes data and candidate tables (candidates
+matched to the data by column name) into the one-hot embedding, where ``l_inf`` is the table
+metric, and runs a public-candidate mechanism there.  Encoding is row-wise (one record in, one
+point out), so the certified privacy loss of a release is the one of the mechanism on the
+points, plus the ``epsilon_spent`` of the schema if its bounds were estimated privately
+(sequential composition).
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from typing import Any
 
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.tables.encoding import TableEncoding
-from opendp_wasserstein.tables.frames import read_table, write_table
+from opendp_wasserstein.tables.frames import column_names, read_table, write_table
 from opendp_wasserstein.tables.schema import Schema
 
-__all__ = ["synthesize_table"]
+__all__ = ["synthesize_table", "select_table_candidates"]
 
 
 def synthesize_table(
@@ -34,7 +38,9 @@ def synthesize_table(
     :param epsilon: the release's budget per replaced record
     :param schema: the public schema (columns of ``data`` not in it are refused by name)
     :param columns: use only these columns
-    :param kwargs: passed to :func:`opendp_wasserstein.api.synthesize` (``mechanism``, ...)
+    :param kwargs: passed to :func:`opendp_wasserstein.api.synthesize` (``mechanism``, ...);
+        ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
+        (:meth:`~opendp_wasserstein.tables.TableEncoding.split_order`)
     :return: the synthetic table and the :class:`~opendp_wasserstein.api.SynthesisReport`,
         whose ``epsilon`` includes the schema's ``epsilon_spent``
     """
@@ -46,9 +52,65 @@ def synthesize_table(
     sub = schema.select(list(info.names))
     enc = TableEncoding(sub)
     points = enc.encode(cols)
-    synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), **kwargs)
+    order = kwargs.pop("split_order", None)
+    split = enc.split_order("discrete-first" if order is None else order)
+    synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), split_order=split, **kwargs)
     out = write_table(enc.decode(synthetic), sub, info)
     total = round_up(Fraction(report.epsilon) + Fraction(schema.epsilon_spent))
     details = {**report.details, "epsilon_release": report.epsilon, "epsilon_schema": schema.epsilon_spent,
-               "axes": [f"{a.column}:{a.role}" for a in enc.axes]}
+               "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+               "split_order": "discrete-first" if order is None else order}
     return out, replace(report, epsilon=total, details=details)
+
+
+def select_table_candidates(
+    data: Any,
+    candidates: Any,
+    m: int,
+    epsilon: float,
+    schema: Schema,
+    columns: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """Privately choose ``m`` of the public candidate rows close in W1 (table metric) to ``data``.
+
+    Data and candidates are read under ``schema`` and matched by column name (the candidates'
+    columns may come in any order; with ``columns``, only those are used from both).  Both are
+    encoded and one-hot embedded (:meth:`~opendp_wasserstein.tables.TableEncoding.embed`), where
+    ``l_inf`` is the table metric, so the nearest candidate of a record is the nearest under the
+    table metric.  Two candidate rows that encode to the same point (say two values clamped to
+    the same bound) are refused by their row numbers (the candidates are public).
+
+    :param data: the sensitive table (pandas/Polars/pyarrow/numpy; not modified)
+    :param candidates: the public candidate table, a supported type with the same columns
+    :param m: the multiset size
+    :param epsilon: the release's budget (see :func:`opendp_wasserstein.api.select_candidates`)
+    :param schema: the public schema
+    :param columns: use only these columns of both tables
+    :param kwargs: passed to :func:`~opendp_wasserstein.api.select_candidates` (``mechanism``,
+        ``public_size``)
+    :return: one int64 multiplicity per candidate row (summing to ``m``) and the
+        :class:`~opendp_wasserstein.api.SelectionReport`, whose ``epsilon`` includes the
+        schema's ``epsilon_spent``
+    """
+    from opendp_wasserstein.api import select_candidates
+
+    if not isinstance(schema, Schema):
+        raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
+    cols, info = read_table(data, schema, columns)
+    names = list(info.names)
+    sub = schema.select(names)
+    cand_names = column_names(candidates, schema)
+    absent = [c for c in names if c not in cand_names]
+    if absent:
+        raise ValueError(f"candidates: column(s) {absent} of the data are not in the candidate table; its columns are {list(cand_names)}")
+    extra = [c for c in cand_names if c not in names]
+    if extra and columns is None:
+        raise ValueError(f"candidates: column(s) {extra} are not in the data (pass columns=... to use a subset)")
+    c_cols, _ = read_table(candidates, schema, names)
+    enc = TableEncoding(sub)
+    points = enc.embed(enc.encode(cols))
+    cand_points = enc.embed(enc.encode(c_cols))
+    counts, report = select_candidates(points, cand_points, m, epsilon, metric="linf", **kwargs)
+    total = round_up(Fraction(report.epsilon) + Fraction(schema.epsilon_spent))
+    return counts, replace(report, epsilon=total)

@@ -516,5 +516,12 @@ class Schema:
         return cls(pairs)
 
     def identifier(self) -> str:
-        """A canonical string (used in OpenDP domain descriptors, compared by identifier)."""
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        """A canonical string of every field, in column order (the order of the encoding's axes):
+        OpenDP compares user domains by identifier only, so two schemas have the same identifier
+        exactly when they are equal.
+
+        >>> Schema({"b": BoolColumn(), "x": FloatColumn(bounds=(0, 1))}).identifier()
+        '[["b",{"type":"bool"}],["x",{"bounds":[0.0,1.0],"type":"float"}]];epsilon_spent=0.0'
+        """
+        cols = [[n, spec.to_json()] for n, spec in self.columns]
+        return json.dumps(cols, sort_keys=True, separators=(",", ":")) + f";epsilon_spent={self.epsilon_spent!r}"

@@ -1,4 +1,4 @@
-"""The hierarchical count transformation of the cyclic dyadic hierarchy."""
+"""The hierarchical count transformation of the dyadic hierarchy (cyclic or any public split order)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from opendp_wasserstein.domains import (
     weighted_l2sq_distance,
 )
 from opendp_wasserstein.exact import exact_epsilon, inverse_squares, round_up
-from opendp_wasserstein.hierarchy import count_tree, max_depth
+from opendp_wasserstein.hierarchy import check_axes, count_tree, max_depth
 from opendp_wasserstein.parameters import check_scales
 
 __all__ = [
@@ -109,12 +109,15 @@ def make_dyadic_counts(
     scales: Any,
     bounds: Any = None,
     output_metric: str = "l1",
+    axes: Any = None,
 ) -> Transformation:
     r"""Construct a Transformation from a dataset in a box to its lazy dyadic count tree.
 
     Rows are clamped into the public box ``bounds`` (a stable row-wise map), rescaled to
-    ``[0, 1]^d`` and counted in every cell of the cyclic dyadic hierarchy to ``depth``
-    (Zare Moayedi et al. 2026, Section 3; He, Vershynin, Zhu 2023).  The output is a
+    ``[0, 1]^d`` and counted in every cell of the dyadic hierarchy to ``depth``, level ``j``
+    splitting coordinate ``axes[j]`` (default the cyclic order ``j mod d``) (Zare Moayedi et
+    al. 2026, Section 3; He, Vershynin, Zhu 2023).  Every row lies in one cell per level
+    whatever the order, so the map does not depend on it (:doc:`/proofs/split_order`).  The output is a
     :class:`~opendp_wasserstein.hierarchy.CountTree` in the weighted l1 metric ``l1(s)``
     with ``s = scales``: ``d_out = sum_j (l1 change of level j) / sigma_j``.
 
@@ -147,6 +150,9 @@ def make_dyadic_counts(
     :param bounds: the public box ``(lower, upper)``, scalars or length-d; default the unit cube
     :param output_metric: ``"l1"`` (default; ``l1(s)``, for discrete Laplace noise) or
         ``"l2sq"`` (``l2sq(s)``, for discrete Gaussian noise)
+    :param axes: the public split order, one coordinate per level (at least ``depth`` of them,
+        none more than 52 times; e.g. :meth:`~opendp_wasserstein.split_order.SplitOrder.axes_to`),
+        default cyclic; the maps do not depend on it
     :return: a Transformation into :func:`~opendp_wasserstein.domains.dyadic_counts_domain`
 
     :example:
@@ -173,17 +179,18 @@ def make_dyadic_counts(
     depth = check_depth(depth, d)
     sigma = check_scales(scales, depth + 1, root_may_be_inf=True)
     box = as_box(bounds, d)
+    order = check_axes(axes, d, depth)
     nan_ok = domain_allows_nan(input_domain)
     output_metric = check_output_metric(output_metric)
 
     def function(x: np.ndarray) -> Any:
         x = validate_data(x, d, n, nan=nan_ok)
-        return count_tree(x, depth, box)
+        return count_tree(x, depth, box, axes=order)
 
     return make_transformation(
         input_domain,
         input_metric,
-        dyadic_counts_domain(depth, d, n, box),
+        dyadic_counts_domain(depth, d, n, box, order),
         weighted_l1_distance(sigma) if output_metric == "l1" else weighted_l2sq_distance(sigma),
         function,
         dyadic_counts_stability(kind, n, sigma)

@@ -17,7 +17,7 @@ from opendp_wasserstein.data import (
     replacements,
     validate_data,
 )
-from opendp_wasserstein.hierarchy import count_tree
+from opendp_wasserstein.hierarchy import check_axes, count_tree
 from opendp_wasserstein.transformations._dyadic_counts import check_depth
 
 __all__ = ["make_occupancy", "then_occupancy", "occupancy_stability"]
@@ -43,11 +43,12 @@ def occupancy_stability(metric_kind: str, size: int | None) -> Any:
 
 
 def make_occupancy(
-    input_domain: Domain, input_metric: Metric, depth: int, bounds: Any = None
+    input_domain: Domain, input_metric: Metric, depth: int, bounds: Any = None, axes: Any = None
 ) -> Transformation:
     r"""Construct a Transformation from data to the occupied-cell counts ``O_0 .. O_{depth-1}``.
 
-    ``O_j`` is the number of level-``j`` cells of the cyclic dyadic hierarchy of the box holding
+    ``O_j`` is the number of level-``j`` cells of the dyadic hierarchy (split order ``axes``,
+    default cyclic) of the box holding
     at least one (clamped) row.  All levels come from one sort of the Morton codes and the
     common-prefix lengths of neighbours, ``O(n log n + n depth / 64)``, exact for depths beyond
     64 bits (Zare Moayedi et al. 2026, Appendix A.9).  The output is an int64 numpy vector in
@@ -65,6 +66,7 @@ def make_occupancy(
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param depth: number of levels ``L`` (the output has ``L`` entries, levels ``0 .. L-1``)
     :param bounds: the public box; default the unit cube
+    :param axes: the public split order (default cyclic), as in ``make_dyadic_counts``
 
     :example:
 
@@ -81,11 +83,12 @@ def make_occupancy(
     kind = check_metric(input_metric, n)
     depth = check_depth(depth, d)
     box = as_box(bounds, d)
+    order = check_axes(axes, d, depth)
     nan_ok = domain_allows_nan(input_domain)
 
     def function(x: np.ndarray) -> np.ndarray:
         x = validate_data(x, d, n, nan=nan_ok)
-        return count_tree(x, depth, box).occupancy()[:depth]
+        return count_tree(x, depth, box, axes=order).occupancy()[:depth]
 
     return make_transformation(
         input_domain,

@@ -1,4 +1,9 @@
-"""The score transformation of Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Appendix B.2)."""
+"""The score transformation of Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Appendix B.2).
+
+With a public :class:`~opendp_wasserstein.split_order.SplitOrder` (a table's hierarchy), the
+scores count the occupancy of that hierarchy and weigh level ``j`` by its real diameter
+``diam_j`` instead of the cube's ``2^(-j/d)`` (:doc:`/proofs/split_order`).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from opendp_wasserstein.data import (
     validate_data,
 )
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import count_tree, max_depth
+from opendp_wasserstein.hierarchy import check_axes, count_tree, max_depth
 from opendp_wasserstein.parameters import (
     SCALE_MAX,
     ScaleLimitError,
@@ -30,6 +35,7 @@ from opendp_wasserstein.parameters import (
     check_output_measure,
 )
 from opendp_wasserstein.schedules import Candidate, budget_of
+from opendp_wasserstein.split_order import SplitOrder
 
 __all__ = [
     "ScoreTable",
@@ -47,8 +53,8 @@ _U = Fraction(1, 2**53)  # unit roundoff of float64
 class ScoreTable:
     """The public part of the scores ``B_a(X) = const_a + sum_j weights[a, j] O_j(X)``.
 
-    :param const: ``C/(eps_main n) + 2 * 2^(-r_a/d)`` per candidate
-    :param weights: ``(|A|, L)``: ``4 C sigma_{j+1} 2^(-j/d) / n`` for ``j < r_a``, else 0
+    :param const: ``C/(eps_main n) + 2 diam_{r_a}`` per candidate (cube: ``diam_r = 2^(-r/d)``)
+    :param weights: ``(|A|, L)``: ``4 C sigma_{j+1} diam_j / n`` for ``j < r_a``, else 0
     :param sensitivity: ``Delta_A``, the largest change of any score when one record is
         replaced, including a bound on the rounding error of evaluating the scores in float
     :param delta_exact: ``max_a sum_{1 <= j < r_a} weights[a, j]`` without the rounding term
@@ -70,22 +76,40 @@ def _zcdp_budget_of(scales: Sequence[float]) -> float:
     return round_up(zcdp_budget(scales))
 
 
+def check_split_order(split_order: Any, d: int) -> SplitOrder | None:
+    """``split_order``, checked to be a :class:`SplitOrder` of dimension ``d``, or None."""
+    if split_order is None:
+        return None
+    if not isinstance(split_order, SplitOrder):
+        raise TypeError("split_order must be an opendp_wasserstein.split_order.SplitOrder or None")
+    if split_order.d != d:
+        raise ValueError(f"split_order is for {split_order.d} columns, the input domain has {d}")
+    return split_order
+
+
 def check_candidates(
-    candidates: Sequence[Candidate], d: int, epsilon_main: float, default: bool = False, zcdp: bool = False
+    candidates: Sequence[Candidate],
+    d: int,
+    epsilon_main: float,
+    default: bool = False,
+    zcdp: bool = False,
+    split_order: SplitOrder | None = None,
 ) -> tuple[Candidate, ...]:
     """Candidates with valid depths and schedules (level scales at most 2^52), all using
     ``epsilon_main`` exactly (with ``zcdp``: the zCDP budget ``rho_main = sum_{j>=1}
     1/sigma_j^2``).  ``default``: the candidates were derived from ``epsilon_main`` (then a
-    scale above 2^52 means ``epsilon_main`` is too small, and the error says so)."""
+    scale above 2^52 means ``epsilon_main`` is too small, and the error says so).  Depths go up
+    to the split order's, if one is given."""
     budget_of_ = _zcdp_budget_of if zcdp else budget_of
     cands = tuple(candidates)
     if not cands:
         raise ValueError("candidates must not be empty")
+    deepest = max_depth(d) if split_order is None else split_order.max_depth
     for c in cands:
         if not isinstance(c, Candidate):
             raise TypeError("candidates must be opendp_wasserstein.schedules.Candidate objects")
-        if not 1 <= c.depth <= max_depth(d):
-            raise ValueError(f"candidates: depth {c.depth} must be in [1, {max_depth(d)}]")
+        if not 1 <= c.depth <= deepest:
+            raise ValueError(f"candidates: depth {c.depth} must be in [1, {deepest}]")
         if len(c.scales) != c.depth + 1 or not all(np.isfinite(c.scales)) or min(c.scales) <= 0:
             raise ValueError("candidates: each schedule must have depth + 1 finite positive scales")
         if max(c.scales[1:]) > SCALE_MAX:
@@ -107,21 +131,37 @@ def check_candidates(
 
 
 def score_table(
-    candidates: Sequence[Candidate], d: int, n: int, epsilon_main: float, c_abs: float = 1.0, occ_cap: int | None = None
+    candidates: Sequence[Candidate],
+    d: int,
+    n: int,
+    epsilon_main: float,
+    c_abs: float = 1.0,
+    occ_cap: int | None = None,
+    diameters: Sequence[float] | None = None,
 ) -> ScoreTable:
     """The public score coefficients and the sensitivity ``Delta_A`` (Appendix B.2, B.6).
 
     ``occ_cap`` bounds every ``O_j`` in the rounding-error term (default ``n``: a public size
-    bounds the occupancy); with a private size the scores clamp ``O_j`` to it.
+    bounds the occupancy); with a private size the scores clamp ``O_j`` to it.  ``diameters``
+    is the public profile ``diam_0 .. diam_L`` of a split order (default the paper's cube
+    profile ``2^(-j/d)``).
     """
     L = max(c.depth for c in candidates)
     k = len(candidates)
     weights = np.zeros((k, L))
     const = np.zeros(k)
+    if diameters is not None:
+        diam = np.asarray(diameters, dtype=np.float64)
+        if diam.shape != (L + 1,) or not np.all(np.isfinite(diam)) or diam.min() < 0:
+            raise ValueError(f"diameters must be {L + 1} finite non-negative numbers (levels 0 .. {L})")
     for i, c in enumerate(candidates):  # a loop over the (at most 2d) candidates
         j = np.arange(c.depth)
-        weights[i, : c.depth] = 4.0 * c_abs * np.asarray(c.scales[1:]) * 2.0 ** (-j / d) / n
-        const[i] = c_abs / (epsilon_main * n) + 2.0 * 2.0 ** (-c.depth / d)
+        if diameters is None:
+            weights[i, : c.depth] = 4.0 * c_abs * np.asarray(c.scales[1:]) * 2.0 ** (-j / d) / n
+            const[i] = c_abs / (epsilon_main * n) + 2.0 * 2.0 ** (-c.depth / d)
+        else:
+            weights[i, : c.depth] = 4.0 * c_abs * np.asarray(c.scales[1:]) * diam[: c.depth] / n
+            const[i] = c_abs / (epsilon_main * n) + 2.0 * diam[c.depth]
     # O_0 = 1 for every non-empty dataset: level 0 never moves, so it is left out of Delta
     delta = max(sum((Fraction(float(w)) for w in weights[i, 1:]), Fraction(0)) for i in range(k))
     # rounding: |fl(B) - B| <= gamma_{L+1} * (|const| + sum_j w_j O_j) with O_j <= min(n, 2^j);
@@ -173,6 +213,7 @@ def make_schedule_scores(
     bounds: Any = None,
     size: int | None = None,
     output_measure: Measure | None = None,
+    split_order: SplitOrder | None = None,
 ) -> Transformation:
     r"""Construct a Transformation from data to the candidates' scores ``B_a(X)``.
 
@@ -210,6 +251,10 @@ def make_schedule_scores(
         which case ``epsilon_main`` is the zCDP budget ``rho_main`` every candidate spends
         (:func:`~opendp_wasserstein.zcdp_schedules.zcdp_candidates`) and the root term is
         ``C/(sqrt(rho_main) n)`` (``sigma_0 = 1/sqrt(rho_main)``; the same for every candidate)
+    :param split_order: a public :class:`~opendp_wasserstein.split_order.SplitOrder`: the
+        occupancy is that of its hierarchy and ``2^(-j/d)`` becomes its diameter profile
+        ``diam_j`` (in the weights and the constant ``2 diam_{r_a}``); the map keeps its form
+        (:doc:`/proofs/split_order`)
 
     :example:
 
@@ -230,19 +275,22 @@ def make_schedule_scores(
     zcdp = check_output_measure(output_measure) == "gaussian"
     eps = check_epsilon(epsilon_main, "epsilon_main")
     c_abs = check_epsilon(c_abs, "c_abs")
-    cands = check_candidates(candidates, d, eps, zcdp=zcdp)
+    order = check_split_order(split_order, d)
+    cands = check_candidates(candidates, d, eps, zcdp=zcdp, split_order=order)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
     # with a private size O_j is clamped to a public cap (1-Lipschitz: Delta is unchanged), so the
     # float rounding bound of the scores stays small
     cap = None if n is not None else occupancy_cap(norm)
-    table = score_table(cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap)
-    L = table.weights.shape[1]
+    L = max(c.depth for c in cands)
+    diameters = None if order is None else order.diameters(L)
+    axes = None if order is None else check_axes(order.axes, d, L)
+    table = score_table(cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters)
 
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=nan_ok)
         # kept for the synthesis of the same release (inside shared_count_trees, else dropped)
-        occupancy = count_tree(x, L, box, keep=True).occupancy()[:L]
+        occupancy = count_tree(x, L, box, keep=True, axes=axes).occupancy()[:L]
         # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
         # empty dataset is possible (private size), and Delta may leave level 0 out
         occupancy[0] = 1

@@ -68,3 +68,59 @@ def counts_of(u: np.ndarray) -> tuple[tuple[int, int], tuple[int, int, int, int]
         int((x_hi & y_hi).sum()),
     )
     return c1, c2
+
+
+# ---------------------------------------------------------------------------------------------
+# any depth and split order: the law of the leaf masses from the exact counts of every level
+
+
+def level_counts(cells_by_level: list[np.ndarray], depth: int) -> list[np.ndarray]:
+    """Exact counts of every node of levels ``0 .. depth`` in Morton-prefix order, from each
+    point's Morton prefix at every level (``cells_by_level[j][i]``: point i's level-j prefix)."""
+    return [np.bincount(cells_by_level[j], minlength=2**j) for j in range(depth + 1)]
+
+
+def morton_prefixes(u: np.ndarray, axes: tuple[int, ...]) -> list[np.ndarray]:
+    """Each point's Morton prefix at every level ``0 .. len(axes)`` for the split order ``axes``
+    (bisecting the coordinates directly; a point on a split plane goes up)."""
+    n, d = u.shape
+    lo, hi = np.zeros((n, d)), np.ones((n, d))
+    prefix = np.zeros(n, dtype=np.int64)
+    out = [prefix.copy()]
+    for c in axes:
+        mid = (lo[:, c] + hi[:, c]) / 2
+        up = u[:, c] >= mid
+        prefix = 2 * prefix + up
+        lo[:, c] = np.where(up, mid, lo[:, c])
+        hi[:, c] = np.where(up, hi[:, c], mid)
+        out.append(prefix.copy())
+    return out
+
+
+def tree_law(counts: list[np.ndarray], n: int, scales, pruned: bool) -> dict[tuple[int, ...], float]:
+    """Law of the ``2^depth`` leaf masses (Morton-prefix order) of a depth-``len(counts) - 1``
+    release with public size ``n``: a product of per-node split laws, level by level."""
+    cache: dict[tuple[int, int, int, int], dict[int, float]] = {}
+
+    def node(mass: int, c0: int, c1: int, j: int) -> dict[int, float]:
+        key = (mass, c0, c1, j)
+        if key not in cache:
+            cache[key] = split_law(mass, c0, c1, scales[j], pruned)
+        return cache[key]
+
+    law: dict[tuple[int, ...], float] = {(n,): 1.0}
+    for j in range(1, len(counts)):
+        nxt: dict[tuple[int, ...], float] = defaultdict(float)
+        c = counts[j]
+        for masses, p in law.items():
+            parts = [node(m, int(c[2 * i]), int(c[2 * i + 1]), j).items() for i, m in enumerate(masses)]
+            for combo in itertools.product(*parts):
+                q = p
+                kids: list[int] = []
+                for (m0, pr), m in zip(combo, masses, strict=True):
+                    q *= pr
+                    kids += [m0, m - m0]
+                if q > 0:
+                    nxt[tuple(kids)] += q
+        law = dict(nxt)
+    return law

@@ -191,3 +191,63 @@ def test_adaptive_never_certifies_above_the_float_sum(sel, main):
     from fractions import Fraction
 
     assert Fraction(meas.map(1)) <= Fraction(sel) + Fraction(main)
+
+
+# ---------------------------------------------------------------------------------------------
+# a table's split order
+
+
+def _mixed_points(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.empty((n, 3))
+    x[:, 0] = rng.choice([0.25, 0.625, 0.875], n, p=[0.6, 0.3, 0.1])  # 3 categories
+    x[:, 1] = np.clip(rng.normal(0.3 + 0.3 * (x[:, 0] > 0.5), 0.05), 0, 1)
+    x[:, 2] = rng.uniform(size=n)
+    return x
+
+
+@pytest.mark.parametrize("n", [500, None])
+def test_split_order_keeps_the_map(n):
+    from opendp_wasserstein.split_order import SplitOrder
+
+    order = SplitOrder.discrete_first(cells=(3, 0, 0))
+    if n is None:
+        meas = make_adaptive_pruned_pmm(dom(None, 3), dp.symmetric_distance(), 0.25, 1.5, size=500, split_order=order)
+        assert meas.map(1) == 1.0
+    else:
+        meas = make_adaptive_pruned_pmm(dom(n, 3), dp.change_one_distance(), 0.25, 0.75, split_order=order)
+        assert meas.map(1) == 1.0 and not meas.check(1, math.nextafter(1.0, 0))
+        assert meas.map(3) == pytest.approx(3.0, rel=1e-12)
+
+
+def test_split_order_release_uses_its_hierarchy():
+    from opendp_wasserstein.schedules import split_order_candidates
+    from opendp_wasserstein.split_order import SplitOrder
+
+    order = SplitOrder.discrete_first(cells=(3, 0, 0))
+    x = _mixed_points(2000)
+    cands = split_order_candidates(order, 2000, 0.8)
+    meas = make_adaptive_pruned_pmm(dom(2000, 3), dp.change_one_distance(), 0.2, 0.8, placement="center", split_order=order)
+    with reproducible(4), diagnostics() as info:
+        y = meas(x)
+    rec = info[-1]
+    assert rec["num_candidates"] == len(cands)
+    depth = rec["depth"]
+    assert (rec["s"], depth) in {(c.s, c.depth) for c in cands}
+    # centre placement in the split order's leaf cells: the categorical axis (2 levels first)
+    # is resolved, so every synthetic category coordinate is the centre of a level-2 cell
+    assert depth >= 2 and set(np.unique(y[:, 0])) <= {0.125, 0.375, 0.625, 0.875}
+    assert y.shape == (2000, 3)
+
+
+def test_split_order_and_explicit_candidates_are_checked():
+    from opendp_wasserstein.schedules import Candidate
+    from opendp_wasserstein.split_order import SplitOrder
+
+    order = SplitOrder.discrete_first(cells=(3, 2))  # two discrete axes: 3 levels in all
+    deep = Candidate(1, 4, (1.0, 8.0, 8.0, 8.0, 8.0))
+    with pytest.raises(ValueError, match=r"\[1, 3\]"):
+        make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[deep], split_order=order)
+    ok = Candidate(1, 3, (1.0, 6.0, 6.0, 6.0))
+    meas = make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[ok], split_order=order)
+    assert meas.map(1) == pytest.approx(1.2, rel=1e-12)

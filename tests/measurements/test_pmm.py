@@ -302,3 +302,19 @@ def test_pruned_release_holds_only_the_synthetic_rows():
     assert type(y) is np.ndarray
     assert y.shape == (100, 2)
     assert y.base is None or not np.shares_memory(y, x)
+
+
+@pytest.mark.parametrize("mk", [make_pruned_pmm, make_pmm])
+def test_split_order_release_lies_in_its_cells(mk):
+    """With axes (1, 1, 1, 0): level 3 cells are 1/8 wide in y and 1/2 in x; centre placement
+    puts every point at a centre of that grid; the map is the same as with the cyclic order."""
+    axes = (1, 1, 1, 0)
+    scales = paper_schedule(2, 1.0, 4)
+    x = np.random.default_rng(0).uniform(size=(300, 2))
+    meas = mk(dom(300), dp.change_one_distance(), 4, scales, axes=axes)
+    assert meas.map(1) == mk(dom(300), dp.change_one_distance(), 4, scales).map(1) == 1.0
+    with reproducible(2):
+        y = meas(x)
+    assert y.shape == (300, 2)
+    assert set(np.unique(y[:, 0])) <= {0.25, 0.75}
+    assert set(np.unique(y[:, 1])) <= {(i + 0.5) / 8 for i in range(8)}

@@ -135,3 +135,23 @@ def test_int_round_trip_in_bounds(values, lo, width):
     v = np.clip(np.asarray(values, dtype=np.int64), lo, hi)
     out = enc.decode(enc.encode({"i": _raw(v.astype(float))}))["i"].values
     assert out.tolist() == v.tolist()
+
+
+def test_split_order_of_the_encoding():
+    enc = TableEncoding(Schema({
+        "x": FloatColumn(bounds=(0, 1), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c", "d", "e")),
+        "b": BoolColumn(),
+        "k": IntColumn(bounds=(0, 9)),
+        "one": CategoricalColumn(categories=("only",)),
+    }))
+    # axes: x:missing 0, x:value 1, c 2, b 3, k 4, one 5
+    order = enc.split_order()
+    assert order.cells == (2, 0, 5, 2, 0, 1)
+    assert order.axes[:7] == (0, 2, 2, 2, 3, 1, 4)  # indicator, 3 levels of c, bool, numeric cyclic
+    assert order.max_depth == 5 + 2 * 52 and 5 not in order.axes
+    assert order.diameters(7)[4:] == (1.0, 1.0, 1.0, 0.5)
+    cyc = enc.split_order("cyclic")
+    assert cyc.axes[:7] == (0, 1, 2, 3, 4, 5, 0) and cyc.cells == order.cells
+    with pytest.raises(ValueError, match="order"):
+        enc.split_order("random")

@@ -246,3 +246,56 @@ def test_l2sq_never_exceeded_on_random_neighbours():
 def test_bad_output_metric():
     with pytest.raises(ValueError, match="output_metric"):
         make_dyadic_counts(dom(5), dp.symmetric_distance(), 3, SCALES, output_metric="l2")
+# a general split order: same maps, the order in the descriptor
+
+
+@pytest.mark.parametrize("axes", [(1, 1, 0), (1, 0, 0), (0, 1, 0, 1)])
+def test_split_order_keeps_the_maps_exactly(axes):
+    for metric, n, d_in, want in [
+        (dp.symmetric_distance(), 10, 2, exact(2 * LEVELS)),
+        (dp.change_one_distance(), 10, 1, exact(2 * LEVELS)),
+        (dp.symmetric_distance(), None, 1, exact(Fraction(1, 2) + LEVELS)),
+    ]:
+        t = make_dyadic_counts(dom(n), metric, 3, SCALES, axes=axes)
+        assert t.map(d_in) == want
+        assert t.check(d_in, want) and not t.check(d_in, math.nextafter(want, 0))
+
+
+def test_split_order_in_the_descriptor():
+    t = make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, axes=(1, 1, 0))
+    assert t.output_domain.descriptor.axes == (1, 1, 0)
+    assert "axes=(1, 1, 0)" in str(t.output_domain)
+    cyc = make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, axes=(0, 1, 0, 1))
+    assert cyc.output_domain.descriptor.axes is None  # the cyclic order, normalised
+    assert cyc.output_domain == make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES).output_domain
+    assert t.output_domain != cyc.output_domain
+    with pytest.raises(ValueError, match="axes"):
+        make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, axes=(0, 1))
+    with pytest.raises(ValueError, match="axes"):
+        make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, axes=(0, 2, 1))
+
+
+def test_split_order_sensitivity_attained_on_neighbours():
+    """Moving one point across every split of the general order changes each level by exactly 2."""
+    axes = (1, 1, 0)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 0.2, size=(20, 2))
+    x2 = x.copy()
+    x2[0] = [0.95, 0.95]
+    t = make_dyadic_counts(dom(20), dp.symmetric_distance(), 3, SCALES, axes=axes)
+    a, b = t(x), t(x2)
+    from opendp_wasserstein.hierarchy import coord_bits_at_level
+
+    total = Fraction(0)
+    for level in range(4):
+        bits = coord_bits_at_level(level, 2, axes)
+        ca = a.grid >> (a.bits - bits)
+        cb = b.grid >> (b.bits - bits)
+        ua, na = np.unique(ca, axis=0, return_counts=True)
+        ub, nb = np.unique(cb, axis=0, return_counts=True)
+        da = {tuple(k): v for k, v in zip(ua.tolist(), na, strict=True)}
+        db = {tuple(k): v for k, v in zip(ub.tolist(), nb, strict=True)}
+        moved = sum(abs(int(da.get(k, 0)) - int(db.get(k, 0))) for k in set(da) | set(db))
+        assert moved == (2 if level else 0)
+        total += Fraction(moved) / Fraction(SCALES[level])
+    assert exact(total) == t.map(2)

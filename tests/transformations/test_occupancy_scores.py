@@ -5,6 +5,7 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.schedules import Candidate, paper_schedule, standard_candidates
@@ -126,3 +127,59 @@ def test_private_size_scores_respect_their_map_from_the_empty_dataset():
     for row in ([0.1, 0.1], [0.9, 0.4], [0.5, 0.5]):
         one = np.array(t(np.array([row])))
         assert np.max(np.abs(one - empty)) <= t.map(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# scores on a split order with its diameter profile
+
+
+def test_split_order_scores_hand_computed():
+    from opendp_wasserstein.split_order import SplitOrder
+
+    order = SplitOrder.discrete_first(cells=(2, 0))  # the bool first, then the numeric axis
+    assert order.diameters(3) == (1.0, 1.0, 0.5, 0.25)
+    cand = Candidate(1, 3, (1.0, 4.0, 4.0, 4.0))  # 2 (1/4 + 1/4 + 1/4) = 1.5
+    table = score_table([cand], 2, 8, 1.5, diameters=order.diameters(3))
+    # w_j = 4 C sigma_{j+1} diam_j / n = 16 diam_j / 8
+    assert table.weights.tolist() == [[2.0, 2.0, 1.0]]
+    assert table.const.tolist() == [1 / (1.5 * 8) + 2 * 0.25]
+    assert table.delta_exact == 3.0  # w_1 + w_2: O_0 never moves
+    assert table.sensitivity > 3.0 and table.sensitivity < 3.0 * (1 + 1e-12)
+    t = make_schedule_scores(dom(8), dp.change_one_distance(), [cand], 1.5, split_order=order)
+    assert t.map(1) == table.sensitivity and t.map(2) == round_up(2 * Fraction(table.sensitivity))
+    # the occupancy of the split order's hierarchy: level 1 splits the bool (coordinate 0)
+    x = np.array([[0.25, 0.1]] * 4 + [[0.75, 0.1]] * 4)
+    assert t(x) == [table.const[0] + 2.0 * 1 + 2.0 * 2 + 1.0 * 2]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.integers(2, 60))
+def test_split_order_scores_move_within_sensitivity(seed, n):
+    from opendp_wasserstein.schedules import split_order_candidates
+    from opendp_wasserstein.split_order import SplitOrder
+
+    rng = np.random.default_rng(seed)
+    order = SplitOrder.discrete_first(cells=(3, 0, 2, 0))
+    x = rng.uniform(size=(n, 4))
+    x[:, 0] = rng.choice([0.25, 0.625, 0.875], n)
+    x[:, 2] = rng.choice([0.25, 0.75], n)
+    x2 = x.copy()
+    x2[rng.integers(n)] = [0.875, rng.uniform(), 0.75, 1.0]
+    cands = split_order_candidates(order, n, 0.8)
+    s = make_schedule_scores(dom(n, 4), dp.change_one_distance(), cands, 0.8, split_order=order)
+    assert np.abs(np.array(s(x)) - np.array(s(x2))).max() <= s.map(1)
+    unsized = make_schedule_scores(dom(None, 4), dp.symmetric_distance(), cands, 0.8, size=n, split_order=order)
+    assert np.abs(np.array(unsized(x)) - np.array(unsized(x[1:]))).max() <= unsized.map(1)
+
+
+def test_split_order_checked():
+    from opendp_wasserstein.split_order import SplitOrder
+
+    cands = standard_candidates(2, 100, 0.8)
+    with pytest.raises(ValueError, match="split_order is for 3 columns"):
+        make_schedule_scores(dom(100), dp.change_one_distance(), cands, 0.8, split_order=SplitOrder.cyclic(3))
+    with pytest.raises(TypeError, match="split_order"):
+        make_schedule_scores(dom(100), dp.change_one_distance(), cands, 0.8, split_order=(0, 1))
+    short = SplitOrder.discrete_first(cells=(4, 2))  # 3 levels only
+    with pytest.raises(ValueError, match=r"depth .* must be in \[1, 3\]"):
+        make_schedule_scores(dom(100), dp.change_one_distance(), cands, 0.8, split_order=short)

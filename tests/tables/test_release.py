@@ -1,0 +1,127 @@
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from opendp_wasserstein import select_candidates
+from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.tables import (
+    BoolColumn,
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+    read_table,
+)
+
+pl = pytest.importorskip("polars")
+
+SCHEMA = Schema({
+    "x": FloatColumn(bounds=(0.0, 100.0)),
+    "k": IntColumn(bounds=(0, 9)),
+    "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
+    "b": BoolColumn(),
+})
+
+CANDIDATES = pd.DataFrame({
+    "x": [10.0, 10.0, 90.0, 50.0],
+    "k": [1, 1, 8, 5],
+    "c": ["a", "b", "c", None],
+    "b": [True, True, False, False],
+})
+
+
+def _data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(4, n, p=[0.5, 0.3, 0.15, 0.05])
+    df = CANDIDATES.iloc[pick].reset_index(drop=True).copy()
+    df["x"] = np.clip(df["x"] + rng.normal(0, 3, n), 0, 100)
+    return df
+
+
+def test_nearest_candidate_is_nearest_under_the_table_metric():
+    # candidate 0 and 1 differ only in the category: a record of category "b" near x = 10 is
+    # nearer candidate 1 (distance 0.0x) than candidate 0 (distance 1), whatever l2 says
+    enc = TableEncoding(SCHEMA)
+    data = pd.DataFrame({"x": [11.0], "k": [1], "c": ["b"], "b": [True]})
+    p = enc.embed(enc.encode(read_table(data, SCHEMA)[0]))
+    c = enc.embed(enc.encode(read_table(CANDIDATES, SCHEMA)[0]))
+    dist = np.abs(p - c).max(axis=1)
+    assert dist.argmin() == 1 and dist[0] == 1.0
+
+
+def test_counts_follow_the_data_and_report():
+    df = _data()
+    with reproducible(0):
+        counts, report = select_candidates(df, CANDIDATES, m=100, epsilon=2.0, schema=SCHEMA)
+    assert counts.dtype == np.int64 and counts.shape == (4,) and counts.sum() == 100
+    assert report.epsilon == 2.0 and report.k == 4 and report.m == 100
+    assert counts[0] > counts[2] > 0  # 50% vs 15% of the data
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "reordered"])
+def test_candidates_matched_by_column_name(kind):
+    df = _data(500)
+    cands = {
+        "pandas": CANDIDATES,
+        "polars": pl.from_pandas(CANDIDATES),
+        "arrow": pa.Table.from_pandas(CANDIDATES, preserve_index=False),
+        "reordered": CANDIDATES[["b", "c", "x", "k"]],
+    }[kind]
+    with reproducible(7):
+        base, _ = select_candidates(df, CANDIDATES, 40, 1.0, schema=SCHEMA)
+    with reproducible(7):
+        other, _ = select_candidates(df, cands, 40, 1.0, schema=SCHEMA)
+    assert np.array_equal(base, other)
+
+
+def test_columns_subset_and_errors():
+    df = _data(300)
+    with reproducible(1):
+        counts, _ = select_candidates(df, CANDIDATES[["x", "c"]].drop_duplicates(), 10, 1.0, schema=SCHEMA, columns=["x", "c"])
+    assert counts.sum() == 10
+    with pytest.raises(ValueError, match=r"\['b'\]"):
+        select_candidates(df, CANDIDATES.drop(columns=["b"]), 10, 1.0, schema=SCHEMA)
+    with pytest.raises(ValueError, match="'extra'"):
+        select_candidates(df, CANDIDATES.assign(extra=1), 10, 1.0, schema=SCHEMA)
+    with pytest.raises(ValueError, match="table metric"):
+        select_candidates(df, CANDIDATES, 10, 1.0, schema=SCHEMA, metric="l2")
+    with pytest.raises(ValueError, match="columns applies only with a schema"):
+        select_candidates(np.zeros((3, 2)), np.eye(2), 2, 1.0, columns=["x"])
+    # two candidate rows that encode to the same point (x clamped to 100 both)
+    dup = pd.concat([CANDIDATES, CANDIDATES.iloc[[2]].assign(x=500.0)], ignore_index=True)
+    dup.loc[2, "x"] = 100.0
+    with pytest.raises(ValueError, match="distinct"):
+        select_candidates(df, dup, 10, 1.0, schema=SCHEMA)
+
+
+def test_private_size_and_schema_epsilon_are_composed():
+    df = _data(300)
+    spent = Schema(list(SCHEMA.items()), epsilon_spent=0.5)
+    with reproducible(0):
+        counts, report = select_candidates(df, CANDIDATES, 10, 1.0, schema=spent, public_size=False)
+    assert counts.sum() == 10 and report.epsilon == 1.5 and report.seconds is None
+
+
+def test_input_tables_are_not_modified():
+    df = _data(200)
+    before, cbefore = df.copy(), CANDIDATES.copy()
+    with reproducible(0):
+        select_candidates(df, CANDIDATES, 5, 1.0, schema=SCHEMA, mechanism="nn")
+    pd.testing.assert_frame_equal(df, before)
+    pd.testing.assert_frame_equal(CANDIDATES, cbefore)
+
+
+@pytest.mark.parametrize("order", ["discrete-first", "cyclic"])
+def test_synthesize_with_a_split_order(order):
+    from opendp_wasserstein import synthesize
+    from opendp_wasserstein.runtime import diagnostics
+
+    df = _data(3000)
+    with reproducible(5), diagnostics():
+        out, report = synthesize(df, 1.0, schema=SCHEMA, split_order=order)
+    assert report.details["split_order"] == order and report.epsilon == 1.0
+    assert list(out.columns) == list(SCHEMA.names) and len(out) == 3000
+    with pytest.raises(ValueError, match="order"):
+        synthesize(df, 1.0, schema=SCHEMA, split_order="random")
