@@ -240,7 +240,7 @@ def summary_table(rows: list[dict]) -> list[str]:
             lines.append(f"| {table:<15} | {eps:>4g} | {mech:<9} | {'—':>10} | {'—':>9} | {'—':>9} | {'—':>10} | {'—':>8} | {note}")
             continue
 
-        def m(key: str) -> float:
+        def m(key: str, rs: list = rs) -> float:
             return float(np.mean([float(r[key]) for r in rs]))
 
         lines.append(f"| {table:<15} | {eps:>4g} | {mech:<9} | {m('w1'):>10.3f} | {m('tvd1'):>9.3f} | {m('tvd2'):>9.3f} | {m('clf'):>10.3f} | {m('seconds'):>8.2f} |")
