@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 
-def make_curve(n: int, d: int, seed: int | None = None) -> np.ndarray:
+def sample_curve(n: int, d: int, seed: int | None = None) -> np.ndarray:
     """``n`` points on a smooth closed curve in ``[0.1, 0.9]^d`` (intrinsic dimension 1).
 
     ``x_c(t) = 0.5 + 0.4 sin(2 pi f_c t + 2 pi c / d)`` with ``t`` uniform on ``[0, 1]`` and
@@ -35,9 +35,9 @@ def make_curve(n: int, d: int, seed: int | None = None) -> np.ndarray:
 
 
 def make_data(kind: str, n: int, d: int, seed: int | None = None) -> np.ndarray:
-    """``"curve"`` (:func:`make_curve`) or ``"uniform"`` (uniform on ``[0, 1]^d``)."""
+    """``"curve"`` (:func:`sample_curve`) or ``"uniform"`` (uniform on ``[0, 1]^d``)."""
     if kind == "curve":
-        return make_curve(n, d, seed)
+        return sample_curve(n, d, seed)
     if kind == "uniform":
         return np.random.default_rng(seed).uniform(size=(n, d))
     raise ValueError(f"unknown data kind {kind!r}")

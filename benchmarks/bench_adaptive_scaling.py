@@ -1,7 +1,7 @@
 """Adaptive Pruned-PMM from n = 1e3 to 1e7 against the codes-plus-sort floor.
 
 For each ``d`` in ``--dims`` (default 2, 3, 10) and ``n`` in ``--ns`` (default 1e3 .. 1e7), on
-``--data`` (default ``curve``: the smooth closed curve of ``_common.make_curve``, intrinsic
+``--data`` (default ``curve``: the smooth closed curve of ``_common.sample_curve``, intrinsic
 dimension 1, in ``[0.1, 0.9]^d``; ``uniform``: uniform on ``[0, 1]^d``):
 
 - **mechanism**: ``make_adaptive_pruned_pmm`` on ``array2_domain(size=n)`` with

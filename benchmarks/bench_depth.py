@@ -16,7 +16,7 @@ import tracemalloc
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein.evaluation import SHAPES, make_shape, w1_estimate
+from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1_estimate
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import paper_schedule
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             secs, peaks, vis, w1s = [], [], [], []
             for i, shape in enumerate(a.shapes):
-                x = make_shape(shape, a.n, seed=i)
+                x = sample_shape(shape, a.n, seed=i)
                 for run in range(a.runs):
                     meas = mk(domain, dp.change_one_distance(), depth, scales)
                     y, info, s, peak = measure(meas, x, 1000 * run + i)

@@ -13,7 +13,7 @@ against the input.
    array's size, and the process's peak RSS growth during the release (``ru_maxrss``) over it,
    plus the time of an untraced release.
 
-Data: the smooth closed curve of ``_common.make_curve`` (``--data curve``, intrinsic dimension 1,
+Data: the smooth closed curve of ``_common.sample_curve`` (``--data curve``, intrinsic dimension 1,
 many shared code prefixes) or uniform (``--data uniform``).  ``--quick``: ``n = 10^5`` and
 ``mem-n = 10^6``.  ``python benchmarks/bench_kernel.py [--quick]``.
 """

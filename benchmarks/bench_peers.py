@@ -1,9 +1,9 @@
 """Side by side at n = 30000, eps = 1: this package, OpenDP-only histograms, smartnoise MST/AIM.
 
 Data: the nine 2-D shapes (``evaluation.SHAPES``) and two 1-D sets in ``[0, 1]^10``:
-``curve10`` (the smooth closed curve of ``_common.make_curve``: every coordinate a sinusoid of
+``curve10`` (the smooth closed curve of ``_common.sample_curve``: every coordinate a sinusoid of
 one parameter, not contained in any coordinate subspace or 2-D plane) and ``subspace10``
-(``make_subspace(n, 10, 1)``: the first coordinate uniform, the other nine fixed at 0.5).
+(``sample_subspace(n, 10, 1)``: the first coordinate uniform, the other nine fixed at 0.5).
 
 Mechanisms, every one at epsilon = 1 for one replacement (n public):
 
@@ -58,10 +58,10 @@ import time
 
 import numpy as np
 import opendp.prelude as dp
-from _common import fmt, machine_note, make_curve, write_csv
+from _common import fmt, machine_note, sample_curve, write_csv
 
 from opendp_wasserstein import synthesize
-from opendp_wasserstein.evaluation import SHAPES, make_shape, make_subspace, w1_estimate
+from opendp_wasserstein.evaluation import SHAPES, sample_shape, sample_subspace, w1_estimate
 from opendp_wasserstein.measurements import largest_remainder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -212,11 +212,11 @@ def datasets(names: list[str], n: int) -> list[tuple[str, np.ndarray]]:
     out = []
     for i, name in enumerate(names):
         if name in SHAPES:
-            out.append((name, make_shape(name, n, seed=i)))
+            out.append((name, sample_shape(name, n, seed=i)))
         elif name == "curve10":
-            out.append((name, make_curve(n, 10, seed=100)))
+            out.append((name, sample_curve(n, 10, seed=100)))
         elif name == "subspace10":
-            out.append((name, make_subspace(n, 10, 1, seed=101)))
+            out.append((name, sample_subspace(n, 10, 1, seed=101)))
         else:
             raise ValueError(f"unknown dataset {name!r}")
     return out

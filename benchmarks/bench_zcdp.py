@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import write_csv  # noqa: E402
 
 from opendp_wasserstein.approx_dp import make_approx_dp, rho_for_approx_dp  # noqa: E402
-from opendp_wasserstein.evaluation import SHAPES, make_shape, w1_estimate  # noqa: E402
+from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1_estimate  # noqa: E402
 from opendp_wasserstein.measurements import (  # noqa: E402
     make_adaptive_pruned_pmm,
     make_pruned_pmm,
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     wins = {nm: 0 for nm in names}
     for shape in shapes:
-        x = make_shape(shape, args.n, seed=0)
+        x = sample_shape(shape, args.n, seed=0)
         line = f"{shape:<14}"
         floor = 0.0
         best_pure = None

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import opendp.prelude as dp  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from opendp_wasserstein.evaluation import make_shape, w1_estimate  # noqa: E402
+from opendp_wasserstein.evaluation import sample_shape, w1_estimate  # noqa: E402
 from opendp_wasserstein.hierarchy import build_count_tree, coord_bits_at_level  # noqa: E402
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm  # noqa: E402
 from opendp_wasserstein.runtime import diagnostics, reproducible
@@ -44,7 +44,7 @@ def figure_two_moons(n: int = 10000, epsilon: float = 1.0) -> None:
     """Original two moons next to PMM, Pruned-PMM (same depth and schedule) and Adaptive
     Pruned-PMM, all at the same total epsilon."""
     dp.enable_features("contrib")
-    x = make_shape("two_moons", n, seed=SEED)
+    x = sample_shape("two_moons", n, seed=SEED)
     domain = dp.numpy.array2_domain(num_columns=2, size=n, T=float)
     metric = dp.symmetric_distance()
     depth = 12
@@ -98,7 +98,7 @@ def _occupied_cells(u: np.ndarray, level: int) -> np.ndarray:
 
 def figure_hierarchy(n: int = 3000) -> None:
     """Cyclic bisection: occupied cells at levels 3, 6, 10 and the Morton (Z) order at level 6."""
-    x = make_shape("two_moons", n, seed=SEED)
+    x = sample_shape("two_moons", n, seed=SEED)
     fig, axes = plt.subplots(1, 4, figsize=(14, 3.8))
     for ax, level in zip(axes[:3], (3, 6, 10), strict=True):
         bits = coord_bits_at_level(level, 2)
@@ -148,7 +148,7 @@ def figure_occupancy(n: int = 30000, epsilon: float = 1.0) -> None:
     rng = np.random.default_rng(SEED)
     datasets = {
         "uniform square (k = 2)": rng.uniform(size=(n, 2)),
-        "two moons (curve, k ~ 1)": make_shape("two_moons", n, seed=SEED),
+        "two moons (curve, k ~ 1)": sample_shape("two_moons", n, seed=SEED),
         "four points (k = 0)": np.repeat(rng.uniform(size=(4, 2)), n // 4, axis=0),
     }
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein.evaluation import make_shape, w1
+from opendp_wasserstein.evaluation import sample_shape, w1
 from opendp_wasserstein.measurements import make_pruned_pmm
 from opendp_wasserstein.schedules import paper_schedule
 from opendp_wasserstein.transformations import make_row_count
@@ -21,7 +21,7 @@ from opendp_wasserstein.transformations import make_row_count
 
 def main(n: int = 4000, seed: int = 0) -> dict:
     dp.enable_features("contrib")
-    x = make_shape("spiral", n, seed=seed)
+    x = sample_shape("spiral", n, seed=seed)
     out: dict = {}
 
     # 1. composition: synthetic data and a noisy count, n not public

@@ -20,7 +20,7 @@ import time
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein.evaluation import make_subspace, w1_estimate
+from opendp_wasserstein.evaluation import sample_subspace, w1_estimate
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import ambient_depth, paper_schedule
@@ -38,7 +38,7 @@ def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repe
             pmm = make_pmm(domain, dp.change_one_distance(), r, paper_schedule(d, eps, r, s=d))
             for rep in range(repeats):
                 s = seed + 1000 * rep + 10 * d + k
-                x = make_subspace(n, d, k, seed=s)
+                x = sample_subspace(n, d, k, seed=s)
                 ada = make_adaptive_pruned_pmm(domain, dp.change_one_distance(), eps_sel, eps - eps_sel)
                 for name, meas in (("pmm", pmm), ("adaptive", ada)):
                     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """The rate (eps n)^(-1/k): log W1 against log(eps n) for data of packing-growth dimension k.
 
-Issue 13, item 4.  Data: ``make_subspace(n, d, k)``, uniform on a k-dimensional coordinate face
+Issue 13, item 4.  Data: ``sample_subspace(n, d, k)``, uniform on a k-dimensional coordinate face
 of [0, 1]^d (packing-growth dimension k), for k = 1, 2, 3 inside d = 4 and d = 8, n from 10^3 to
 10^6, eps = 1 (pure DP, one replacement).  Mechanisms: Adaptive Pruned-PMM (0.2 selection +
 0.8 synthesis, the standard candidates) and the ambient-depth PMM of He et al. (depth
@@ -40,7 +40,7 @@ import numpy as np
 import opendp.prelude as dp
 from scipy import stats
 
-from opendp_wasserstein.evaluation import make_subspace
+from opendp_wasserstein.evaluation import sample_subspace
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.schedules import ambient_depth, paper_schedule
@@ -153,7 +153,7 @@ def run(ns: list[int], dims: list[int], ks: list[int], repeats: int, eps: float,
                 }
                 for rep in range(repeats):
                     seed = 100_000 * rep + 1000 * d + 10 * k + int(math.log10(n))
-                    x = make_subspace(n, d, k, seed=seed)
+                    x = sample_subspace(n, d, k, seed=seed)
                     for name, meas in mechs.items():
                         t0 = time.perf_counter()
                         with reproducible(seed):  # NOT private: a figure

@@ -38,9 +38,9 @@ def run_demo(
     :return: a summary dict (also printed unless ``quiet``)
     """
     from opendp_wasserstein.api import synthesize
-    from opendp_wasserstein.evaluation import make_shape, w1_estimate
+    from opendp_wasserstein.evaluation import sample_shape, w1_estimate
 
-    x = make_shape(shape, n, seed=seed)
+    x = sample_shape(shape, n, seed=seed)
     with _seeded(seed):
         y, report = synthesize(x, epsilon, bounds=(0.0, 1.0), mechanism=mechanism)
     bar = _progress(1, quiet, "W1 evaluation")  # most of the demo's time; a bar on a terminal only

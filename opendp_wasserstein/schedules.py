@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "paper_schedule",
     "budget_of",
-    "Candidate",
+    "ScheduleCandidate",
     "standard_candidates",
     "ambient_depth",
     "profile_schedule",
@@ -77,7 +77,7 @@ def ambient_depth(epsilon: float, n: int) -> int:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class ScheduleCandidate:
     """A public depth-schedule pair ``a = (s, r, sigma^(s, r))`` (Appendix B.1)."""
 
     s: int
@@ -118,7 +118,7 @@ def model_bound(d: int, n: int, epsilon_main: float, s: int, depth: int, c_abs: 
 
 def standard_candidates(
     d: int, n: int, epsilon_main: float, include_optimal_depths: bool = False
-) -> tuple[Candidate, ...]:
+) -> tuple[ScheduleCandidate, ...]:
     """The standard public candidate set of Appendix B.1 (``d`` candidates, one per ``s``).
 
     :param d: the data dimension
@@ -139,15 +139,15 @@ def standard_candidates(
     _check_n(n)
     eps = check_epsilon(epsilon_main, "epsilon_main")
     L = max_candidate_depth(d, n, eps)
-    out: list[Candidate] = []
+    out: list[ScheduleCandidate] = []
     for s in range(1, d + 1):
         r = candidate_depth(d, n, eps, s)
-        out.append(Candidate(s, r, paper_schedule(d, eps, r, s)))
+        out.append(ScheduleCandidate(s, r, paper_schedule(d, eps, r, s)))
         if include_optimal_depths:
             bounds = [model_bound(d, n, eps, s, rr) for rr in range(1, L + 1)]
             r_star = 1 + min(range(L), key=lambda i: bounds[i])
             if r_star != r:
-                out.append(Candidate(s, r_star, paper_schedule(d, eps, r_star, s)))
+                out.append(ScheduleCandidate(s, r_star, paper_schedule(d, eps, r_star, s)))
     return tuple(out)
 
 
@@ -199,7 +199,7 @@ def _level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
     return g * np.asarray(order.diameters(depth)[:depth])
 
 
-def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[Candidate, ...]:
+def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
     r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
 
     The analogue of :func:`standard_candidates` for any public split order and its diameter
@@ -251,7 +251,7 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
 
     en = eps * n
     cap = level_with(max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
-    out: list[Candidate] = []
+    out: list[ScheduleCandidate] = []
     for s in range(1, max(1, d_num) + 1):
         w_all = _level_weights(order, cap, n, s)
         root = np.sqrt(np.maximum(w_all, 1e-6 * max(float(w_all.max()), 1e-300)))
@@ -266,5 +266,5 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
             scales = profile_schedule(w, eps)
             # the same schedule for another s (e.g. depth 1) would only tilt the selection
             if all((c.depth, c.scales) != (r, scales) for c in out):
-                out.append(Candidate(s, r, scales))
+                out.append(ScheduleCandidate(s, r, scales))
     return tuple(out)

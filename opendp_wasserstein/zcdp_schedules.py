@@ -38,7 +38,7 @@ import numpy as np
 from opendp_wasserstein.exact import inverse_squares, round_up
 from opendp_wasserstein.hierarchy import max_depth
 from opendp_wasserstein.parameters import check_epsilon
-from opendp_wasserstein.schedules import Candidate
+from opendp_wasserstein.schedules import ScheduleCandidate
 from opendp_wasserstein.transformations._tree_counts import _pair_value, tree_pair_profiles
 from opendp_wasserstein.trees import Tree
 
@@ -233,7 +233,7 @@ def zcdp_model_bound(d: int, n: int, rho: float, s: int, depth: int, c_abs: floa
     return c_abs / (math.sqrt(r) * n) + 4.0 * c_abs / n * S**1.5 / math.sqrt(r) + 2.0 * 2.0 ** (-depth / d)
 
 
-def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tuple[Candidate, ...]:
+def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
     r"""The public candidate set of Adaptive Pruned-PMM in zCDP: one candidate per model dimension.
 
     For each ``s`` in ``1..d``: the paper's explicit depth ``r_s`` (Appendix B.1,
@@ -271,7 +271,7 @@ def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tupl
     out = []
     for s in range(1, d + 1):
         r = candidate_depth(d, n, eps_eq, s)
-        out.append(Candidate(s, r, zcdp_schedule(d, rho, r, s)))
+        out.append(ScheduleCandidate(s, r, zcdp_schedule(d, rho, r, s)))
     return tuple(out)
 
 

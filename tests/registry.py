@@ -54,7 +54,7 @@ from opendp_wasserstein import postprocessing as P
 from opendp_wasserstein import transformations as T
 from opendp_wasserstein.domains import weighted_l1_distance, weighted_l2sq_distance
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.schedules import Candidate, paper_schedule, standard_candidates
+from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates
 from opendp_wasserstein.trees import frt_tree
 from tests.audit.harness import (
     HALVES,
@@ -769,7 +769,7 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("scores-candidates-empty", ValueError, "candidates must not be empty", candidates=[]),
             _reject("scores-candidate-wrong-type", TypeError, "candidates", candidates=[(1, 1, (1.0, 4.0))]),
             _reject("scores-candidate-scale-above-2^52", ValueError, "candidates: level scales must be at most 2\\^52",
-                    candidates=[Candidate(1, 1, (1.0, 2.0**53))], epsilon_main=2.0**-52),
+                    candidates=[ScheduleCandidate(1, 1, (1.0, 2.0**53))], epsilon_main=2.0**-52),
             _reject("scores-bounds-nan", ValueError, "bounds must be finite", bounds=(NAN, 1.0)),
             _reject("scores-size-on-sized-domain", ValueError, "size applies only", size=5),
             _reject("scores-size-missing", ValueError, "size is required", None, size=None),
@@ -906,9 +906,9 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("adaptive-size-on-sized-domain", ValueError, "size applies only", size=5),
             _reject("adaptive-size-0", ValueError, "size must be an integer >= 1", None, size=0),
             _reject("adaptive-candidates-empty", ValueError, "candidates must not be empty", candidates=[]),
-            _reject("adaptive-candidate-depth-0", ValueError, "candidates", candidates=[Candidate(1, 0, (1.0,))]),
+            _reject("adaptive-candidate-depth-0", ValueError, "candidates", candidates=[ScheduleCandidate(1, 0, (1.0,))]),
             _reject("adaptive-candidate-wrong-type", TypeError, "candidates", candidates=[(1, 1, (1.0, 4.0))]),
-            _reject("adaptive-candidate-wrong-budget", ValueError, "candidates", candidates=[Candidate(1, 1, (1.0, 8.0))]),
+            _reject("adaptive-candidate-wrong-budget", ValueError, "candidates", candidates=[ScheduleCandidate(1, 1, (1.0, 8.0))]),
             _reject("adaptive-c-abs-0", ValueError, "c_abs", c_abs=0.0),
             _reject("adaptive-selection", ValueError, "selection", selection="argmin"),
             _reject("adaptive-placement", ValueError, "placement", placement="edge"),
@@ -925,7 +925,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         variants={"permute_and_flip": (N, {"selection": "permute_and_flip"}), "uniform": (N, {"placement": "uniform"}),
                   "zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP})},
-        scale_overrides=lambda v: {"candidates": [Candidate(1, 1, (1.0, v))], "epsilon_main": 2.0 / v},
+        scale_overrides=lambda v: {"candidates": [ScheduleCandidate(1, 1, (1.0, v))], "epsilon_main": 2.0 / v},
         tiny_epsilon=("epsilon_main", {"epsilon_main": 1e-60}),
         audits=_adaptive_audits,
     ),

@@ -237,8 +237,12 @@ def test_shared_count_trees_builds_once_and_releases():
     finally:
         h.CountTree = real
     assert len(built) == 5
-    assert b.depth == 12 and a.depth == 40 and b._words is a._words
-    assert c._words is not a._words and d._words is not a._words and e._words is not f._words
+    assert b.depth == 12
+    assert a.depth == 40
+    assert b._words is a._words
+    assert c._words is not a._words
+    assert d._words is not a._words
+    assert e._words is not f._words
 # general split orders
 
 
@@ -330,4 +334,5 @@ def test_check_axes():
     with pytest.raises(TypeError, match="axes"):
         check_axes("01", 2, 2)
     assert bits_per_coord(25, 2, [0] * 20 + [1] * 5) == 20
-    assert axis_of_level(5, 3) == 2 and axis_of_level(1, 3, (2, 0)) == 0
+    assert axis_of_level(5, 3) == 2
+    assert axis_of_level(1, 3, (2, 0)) == 0

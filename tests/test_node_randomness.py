@@ -92,7 +92,8 @@ def test_addresses_separate_the_values() -> None:
     assert not np.array_equal(base, noise.derive(1).laplace(20, cells, 1e6))  # namespace
     assert not np.array_equal(base, KeyedNodeNoise(bytes(32)).laplace(20, cells, 1e6))  # key
     blocks = [noise.blocks(s, 20, cells, 1) for s in (LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM)]
-    assert not np.array_equal(blocks[0], blocks[1]) and not np.array_equal(blocks[1], blocks[2])
+    assert not np.array_equal(blocks[0], blocks[1])
+    assert not np.array_equal(blocks[1], blocks[2])
     # a node id and its zero-padded longer twin are different messages (w is in the header)
     one = noise.blocks(LAPLACE_STREAM, 4, np.array([[3]]), 1)
     two = noise.blocks(LAPLACE_STREAM, 4, np.array([[3, 0]]), 1)
@@ -125,7 +126,8 @@ def test_keys_from_sources() -> None:
     assert a == b  # seeded: reproducible (and not private)
     assert release_node_noise() != release_node_noise()  # secure: a fresh key each release
     assert KeyedNodeNoise.fresh() != KeyedNodeNoise.fresh()
-    assert "hidden" in repr(a) and KEY.hex() not in repr(KeyedNodeNoise(KEY))
+    assert "hidden" in repr(a)
+    assert KEY.hex() not in repr(KeyedNodeNoise(KEY))
 
 
 def test_empty_requests() -> None:

@@ -19,7 +19,8 @@ from opendp_wasserstein.split_order import SplitOrder
 @given(st.lists(st.floats(0, 1e6), min_size=1, max_size=40).filter(lambda w: max(w) > 0), st.floats(1e-3, 50))
 def test_profile_schedule_spends_the_budget_exactly(weights, eps):
     sigma = profile_schedule(weights, eps)
-    assert len(sigma) == len(weights) + 1 and sigma[0] == 1 / eps
+    assert len(sigma) == len(weights) + 1
+    assert sigma[0] == 1 / eps
     assert budget_of(sigma) == eps
     assert 2 * sum(Fraction(1) / Fraction(s) for s in sigma[1:]) <= Fraction(eps)
 
@@ -61,11 +62,14 @@ def test_profile_schedule_errors():
 @pytest.mark.parametrize("n", [50, 30000])
 def test_split_order_candidates_are_valid(order, n):
     cands = split_order_candidates(order, n, 0.8)
-    assert cands and len({(c.s, c.depth) for c in cands}) == len(cands)
+    assert cands
+    assert len({(c.s, c.depth) for c in cands}) == len(cands)
     for c in cands:
-        assert 1 <= c.depth <= order.max_depth and len(c.scales) == c.depth + 1
+        assert 1 <= c.depth <= order.max_depth
+        assert len(c.scales) == c.depth + 1
         assert budget_of(c.scales) == 0.8
-        assert all(np.isfinite(c.scales)) and min(c.scales) > 0
+        assert all(np.isfinite(c.scales))
+        assert min(c.scales) > 0
 
 
 def test_split_order_candidates_on_the_cube_keep_the_paper_depths():

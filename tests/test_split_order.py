@@ -32,7 +32,8 @@ def brute_diameters(order: SplitOrder, depth: int) -> list[float]:
 
 def test_cyclic_order():
     order = SplitOrder.cyclic(3)
-    assert order.max_depth == 156 and order.axes[:7] == (0, 1, 2, 0, 1, 2, 0)
+    assert order.max_depth == 156
+    assert order.axes[:7] == (0, 1, 2, 0, 1, 2, 0)
     assert order.axes_to(10) is None  # the cyclic order: counts constructors' default
     assert order.diameters(7) == (1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.25, 0.25)
     assert order.numeric == (0, 1, 2)

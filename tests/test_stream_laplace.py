@@ -53,7 +53,8 @@ def exp_neg(x: Fraction, digits: int = 120) -> Fraction:
 def test_goodness_of_fit(scale: float) -> None:
     # the bit decomposition: k = 0 below 32, then U bits; 2^40: 36 U bits over three blocks
     x = sl.stream_discrete_laplace(scale, 60_000, keyed_streams())
-    assert x.dtype == np.int64 and x.shape == (60_000,)
+    assert x.dtype == np.int64
+    assert x.shape == (60_000,)
     assert gof_pvalue(x, scale) > P_MIN
 
 
@@ -165,7 +166,8 @@ def test_split() -> None:
     assert sl._split(15.9)[0] == 0
     assert sl._split(32.0)[0] == 1
     k, vmax = sl._split(1000.0)
-    assert 16 <= 1000.0 / 2**k < 32 and vmax == math.ceil(8 * math.log(2) * 1000.0 / 2**k)
+    assert 16 <= 1000.0 / 2**k < 32
+    assert vmax == math.ceil(8 * math.log(2) * 1000.0 / 2**k)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +221,8 @@ def test_minus_zero_is_rejected_and_redrawn() -> None:
     x = sl.stream_discrete_laplace(scale, 1, crafted(rows))
     c = sl._constants(scale)
     expected = int(np.count_nonzero(c.words > np.uint64(int.from_bytes(w2, "big"))))
-    assert x.tolist() == [expected] and expected >= 1
+    assert x.tolist() == [expected]
+    assert expected >= 1
 
 
 def test_u_bits_tie_reads_next_digit() -> None:
@@ -227,7 +230,8 @@ def test_u_bits_tie_reads_next_digit() -> None:
     c = sl._constants(scale)
     d0 = int(c.theta.digits[0, 0])
     d1 = int(c.theta.digits[0, 1])
-    assert c.k == 2 and 0 < d1 < 255
+    assert c.k == 2
+    assert 0 < d1 < 255
     ones = b"\xff" * 8  # W = 2^64 - 1: V = 0
     # bit 0 ties on the first digit; its next digit (the next stream byte, right after the
     # U bytes) decides: below -> b_0 = 1; bit 1 is 0xff -> b_1 = 0; the V word stays at 8

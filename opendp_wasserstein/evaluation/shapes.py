@@ -24,22 +24,22 @@ import numpy as np
 __all__ = [
     "SHAPES",
     "SUBSPACE_FILL",
-    "make_annulus",
-    "make_checkerboard",
-    "make_cross",
-    "make_figure_eight",
-    "make_four_blobs",
-    "make_pinwheel",
-    "make_s_curve",
-    "make_shape",
-    "make_spiral",
-    "make_subspace",
-    "make_two_moons",
+    "sample_annulus",
+    "sample_checkerboard",
+    "sample_cross",
+    "sample_figure_eight",
+    "sample_four_blobs",
+    "sample_pinwheel",
+    "sample_s_curve",
+    "sample_shape",
+    "sample_spiral",
+    "sample_subspace",
+    "sample_two_moons",
 ]
 
 SeedLike = int | np.random.Generator | None
 
-#: Value of the coordinates outside the subspace in :func:`make_subspace`.
+#: Value of the coordinates outside the subspace in :func:`sample_subspace`.
 SUBSPACE_FILL = 0.5
 
 _MARGIN = 0.05
@@ -89,7 +89,7 @@ def _polar(r: np.ndarray, theta: np.ndarray) -> np.ndarray:
 # the nine shapes
 
 
-def make_two_moons(n: int, seed: SeedLike = None, noise: float = 0.015) -> np.ndarray:
+def sample_two_moons(n: int, seed: SeedLike = None, noise: float = 0.015) -> np.ndarray:
     """Two interleaving half circles (as :func:`sklearn.datasets.make_moons`, without sklearn).
 
     Each point picks a moon with probability 1/2: the upper arc :math:`(\\cos t, \\sin t)` or the
@@ -109,7 +109,7 @@ def make_two_moons(n: int, seed: SeedLike = None, noise: float = 0.015) -> np.nd
     return _to_unit(np.column_stack((x, y)), (-1.0, 2.0, -0.5, 1.0), noise, rng)
 
 
-def make_spiral(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarray:
+def sample_spiral(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarray:
     """An Archimedean spiral :math:`r = \\theta / \\theta_{max}` of two turns.
 
     :math:`\\theta` runs over :math:`[\\pi/2, 4.5\\pi]` with density proportional to
@@ -127,7 +127,7 @@ def make_spiral(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarra
     return _to_unit(_polar(theta / hi, theta), (-1.0, 1.0, -1.0, 1.0), noise, rng)
 
 
-def make_annulus(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
+def sample_annulus(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
     """The uniform distribution on the ring :math:`0.6 \\le r \\le 1`.
 
     :param n: number of points, at least 1.
@@ -142,8 +142,8 @@ def make_annulus(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarra
     return _to_unit(_polar(r, theta), (-1.0, 1.0, -1.0, 1.0), noise, rng)
 
 
-def make_s_curve(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarray:
-    """The S curve of :func:`sklearn.datasets.make_s_curve` seen from the side.
+def sample_s_curve(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarray:
+    """The S curve of :func:`sklearn.datasets.sample_s_curve` seen from the side.
 
     :math:`(\\sin t, \\operatorname{sign}(t)(\\cos t - 1))` with :math:`t` uniform on
     :math:`[-3\\pi/2, 3\\pi/2]`.
@@ -160,7 +160,7 @@ def make_s_curve(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarr
     return _to_unit(pts, (-1.0, 1.0, -2.0, 2.0), noise, rng)
 
 
-def make_pinwheel(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
+def sample_pinwheel(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
     """Five curved Gaussian arms (the pinwheel of Johnson et al., 2016).
 
     Each point picks an arm uniformly; its radial coordinate is :math:`1 + 0.3 Z_1` and its
@@ -186,7 +186,7 @@ def make_pinwheel(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarr
     return _to_unit(pts, (-1.8, 1.8, -1.8, 1.8), noise, rng)
 
 
-def make_figure_eight(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarray:
+def sample_figure_eight(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.ndarray:
     """The lemniscate of Gerono :math:`(\\sin t, \\sin t \\cos t)`, :math:`t` uniform on a period.
 
     :param n: number of points, at least 1.
@@ -201,7 +201,7 @@ def make_figure_eight(n: int, seed: SeedLike = None, noise: float = 0.01) -> np.
     return _to_unit(pts, (-1.0, 1.0, -0.5, 0.5), noise, rng)
 
 
-def make_four_blobs(n: int, seed: SeedLike = None, noise: float = 0.05) -> np.ndarray:
+def sample_four_blobs(n: int, seed: SeedLike = None, noise: float = 0.05) -> np.ndarray:
     """An equal mixture of four isotropic Gaussians centred at ``(0.275 or 0.725, 0.275 or 0.725)``.
 
     :param n: number of points, at least 1.
@@ -216,7 +216,7 @@ def make_four_blobs(n: int, seed: SeedLike = None, noise: float = 0.05) -> np.nd
     return _to_unit(pts, (-1.0, 1.0, -1.0, 1.0), noise, rng)
 
 
-def make_checkerboard(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
+def sample_checkerboard(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
     """The uniform distribution on the 8 dark cells (row + column even) of a 4 x 4 board.
 
     :param n: number of points, at least 1.
@@ -233,7 +233,7 @@ def make_checkerboard(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.n
     return _to_unit(pts, (0.0, 4.0, 0.0, 4.0), noise, rng)
 
 
-def make_cross(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
+def sample_cross(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
     """The uniform distribution on a plus sign: the union of two bars of half-width 0.2.
 
     The bars are :math:`[-1, 1] \\times [-w, w]` and :math:`[-w, w] \\times [-1, 1]`,
@@ -260,19 +260,19 @@ def make_cross(n: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
 
 #: The nine 2-D test shapes, by name.
 SHAPES: dict[str, Callable[..., np.ndarray]] = {
-    "two_moons": make_two_moons,
-    "spiral": make_spiral,
-    "annulus": make_annulus,
-    "s_curve": make_s_curve,
-    "pinwheel": make_pinwheel,
-    "figure_eight": make_figure_eight,
-    "four_blobs": make_four_blobs,
-    "checkerboard": make_checkerboard,
-    "cross": make_cross,
+    "two_moons": sample_two_moons,
+    "spiral": sample_spiral,
+    "annulus": sample_annulus,
+    "s_curve": sample_s_curve,
+    "pinwheel": sample_pinwheel,
+    "figure_eight": sample_figure_eight,
+    "four_blobs": sample_four_blobs,
+    "checkerboard": sample_checkerboard,
+    "cross": sample_cross,
 }
 
 
-def make_shape(name: str, n: int, seed: SeedLike = None, noise: float | None = None) -> np.ndarray:
+def sample_shape(name: str, n: int, seed: SeedLike = None, noise: float | None = None) -> np.ndarray:
     """``n`` points of the test shape ``name`` (a key of :data:`SHAPES`).
 
     :param name: one of ``"two_moons"``, ``"spiral"``, ``"annulus"``, ``"s_curve"``,
@@ -290,7 +290,7 @@ def make_shape(name: str, n: int, seed: SeedLike = None, noise: float | None = N
     return SHAPES[name](n, seed=seed, noise=noise)
 
 
-def make_subspace(n: int, d: int, k: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
+def sample_subspace(n: int, d: int, k: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
     """``n`` points uniform on a ``k``-dimensional coordinate face of ``[0, 1]^d``.
 
     The first ``k`` coordinates are independent and uniform on ``[0, 1]``; the remaining

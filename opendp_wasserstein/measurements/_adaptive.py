@@ -23,11 +23,15 @@ from opendp_wasserstein.measurements._exponential_selection import (
 )
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
 from opendp_wasserstein.parameters import check_epsilon, check_output_measure
-from opendp_wasserstein.schedules import Candidate, split_order_candidates, standard_candidates
+from opendp_wasserstein.schedules import (
+    ScheduleCandidate,
+    split_order_candidates,
+    standard_candidates,
+)
 from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
-    check_candidates,
+    check_schedule_candidates,
     check_score_size,
     check_split_order,
     make_schedule_scores,
@@ -54,7 +58,7 @@ def make_adaptive_pruned_pmm(
     epsilon_main: float,
     bounds: Any = None,
     placement: str = "center",
-    candidates: Sequence[Candidate] | None = None,
+    candidates: Sequence[ScheduleCandidate] | None = None,
     selection: str = "exponential",
     c_abs: float = 1.0,
     size: int | None = None,
@@ -159,7 +163,7 @@ def make_adaptive_pruned_pmm(
     order = check_split_order(split_order, d)
     if candidates is None:
         default = standard_candidates(d, norm, eps_main) if order is None else split_order_candidates(order, norm, eps_main, c_abs)
-    cands = check_candidates(
+    cands = check_schedule_candidates(
         default if candidates is None else candidates,
         d,
         eps_main,
@@ -188,7 +192,7 @@ def make_adaptive_pruned_pmm(
     else:  # one added or removed record: scores move by a whole Delta, the levels by half a unit
         total = round_down(Fraction(eps_sel) + Fraction(eps_main) / 2)
         sel_budget = Fraction(total) - main_unit / 2
-    if sel_budget <= 0:  # pragma: no cover - check_candidates bounds main_unit by eps_main
+    if sel_budget <= 0:  # pragma: no cover - check_schedule_candidates bounds main_unit by eps_main
         raise ValueError("epsilon_select is too small to represent next to epsilon_main")
     eps_sel_eff = round_down(sel_budget)
     scale = round_up(2 * Fraction(table.sensitivity) / Fraction(eps_sel_eff))

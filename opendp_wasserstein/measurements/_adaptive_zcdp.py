@@ -38,10 +38,10 @@ from opendp_wasserstein.exact import inverse_squares, round_down, round_up
 from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
 from opendp_wasserstein.parameters import check_epsilon
-from opendp_wasserstein.schedules import Candidate
+from opendp_wasserstein.schedules import ScheduleCandidate
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
-    check_candidates,
+    check_schedule_candidates,
     check_score_size,
     make_schedule_scores,
 )
@@ -63,7 +63,7 @@ def make_adaptive_pruned_pmm_zcdp(
     rho_main: float,
     bounds: Any = None,
     placement: str = "center",
-    candidates: Sequence[Candidate] | None = None,
+    candidates: Sequence[ScheduleCandidate] | None = None,
     selection: str = "exponential",
     c_abs: float = 1.0,
     size: int | None = None,
@@ -92,7 +92,7 @@ def make_adaptive_pruned_pmm_zcdp(
             "selection must be 'exponential' in zCDP: permute-and-flip is certified in pure DP only "
             "(converted, it costs four times the exponential mechanism's eps^2/8)"
         )
-    cands = check_candidates(
+    cands = check_schedule_candidates(
         zcdp_candidates(d, norm, rho_main_, c_abs) if candidates is None else candidates,
         d,
         rho_main_,
@@ -110,7 +110,7 @@ def make_adaptive_pruned_pmm_zcdp(
     main_one = main_unit if n is not None else main_unit / 2
     total = round_down(Fraction(rho_sel) + (Fraction(rho_main_) if n is not None else Fraction(rho_main_) / 2))
     sel_budget = Fraction(total) - main_one
-    if sel_budget <= 0:  # pragma: no cover - check_candidates bounds main_unit by rho_main
+    if sel_budget <= 0:  # pragma: no cover - check_schedule_candidates bounds main_unit by rho_main
         raise ValueError("epsilon_select is too small to represent next to epsilon_main")
     # OpenDP's map for Gumbel noise: rho = (d / scale)^2 / 2 at l_inf score distance d
     scale = t_scores.map(one) / math.sqrt(2.0 * float(sel_budget))

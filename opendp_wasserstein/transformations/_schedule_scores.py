@@ -34,7 +34,7 @@ from opendp_wasserstein.parameters import (
     check_epsilon,
     check_output_measure,
 )
-from opendp_wasserstein.schedules import Candidate, budget_of
+from opendp_wasserstein.schedules import ScheduleCandidate, budget_of
 from opendp_wasserstein.split_order import SplitOrder
 
 __all__ = [
@@ -87,14 +87,14 @@ def check_split_order(split_order: Any, d: int) -> SplitOrder | None:
     return split_order
 
 
-def check_candidates(
-    candidates: Sequence[Candidate],
+def check_schedule_candidates(
+    candidates: Sequence[ScheduleCandidate],
     d: int,
     epsilon_main: float,
     default: bool = False,
     zcdp: bool = False,
     split_order: SplitOrder | None = None,
-) -> tuple[Candidate, ...]:
+) -> tuple[ScheduleCandidate, ...]:
     """Candidates with valid depths and schedules (level scales at most 2^52), all using
     ``epsilon_main`` exactly (with ``zcdp``: the zCDP budget ``rho_main = sum_{j>=1}
     1/sigma_j^2``).  ``default``: the candidates were derived from ``epsilon_main`` (then a
@@ -106,8 +106,8 @@ def check_candidates(
         raise ValueError("candidates must not be empty")
     deepest = max_depth(d) if split_order is None else split_order.max_depth
     for c in cands:
-        if not isinstance(c, Candidate):
-            raise TypeError("candidates must be opendp_wasserstein.schedules.Candidate objects")
+        if not isinstance(c, ScheduleCandidate):
+            raise TypeError("candidates must be opendp_wasserstein.schedules.ScheduleCandidate objects")
         if not 1 <= c.depth <= deepest:
             raise ValueError(f"candidates: depth {c.depth} must be in [1, {deepest}]")
         if len(c.scales) != c.depth + 1 or not all(np.isfinite(c.scales)) or min(c.scales) <= 0:
@@ -131,7 +131,7 @@ def check_candidates(
 
 
 def score_table(
-    candidates: Sequence[Candidate],
+    candidates: Sequence[ScheduleCandidate],
     d: int,
     n: int,
     epsilon_main: float,
@@ -207,7 +207,7 @@ def occupancy_units(metric_kind: str, n: int | None, d_in: int) -> Fraction:
 def make_schedule_scores(
     input_domain: Domain,
     input_metric: Metric,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[ScheduleCandidate],
     epsilon_main: float,
     c_abs: float = 1.0,
     bounds: Any = None,
@@ -276,7 +276,7 @@ def make_schedule_scores(
     eps = check_epsilon(epsilon_main, "epsilon_main")
     c_abs = check_epsilon(c_abs, "c_abs")
     order = check_split_order(split_order, d)
-    cands = check_candidates(candidates, d, eps, zcdp=zcdp, split_order=order)
+    cands = check_schedule_candidates(candidates, d, eps, zcdp=zcdp, split_order=order)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
     # with a private size O_j is clamped to a public cap (1-Lipschitz: Delta is unchanged), so the

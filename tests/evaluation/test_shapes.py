@@ -8,12 +8,12 @@ import pytest
 from opendp_wasserstein.evaluation import (
     SHAPES,
     SUBSPACE_FILL,
-    make_checkerboard,
-    make_cross,
-    make_shape,
-    make_subspace,
+    sample_checkerboard,
+    sample_cross,
+    sample_shape,
+    sample_subspace,
 )
-from opendp_wasserstein.evaluation.shapes import make_annulus
+from opendp_wasserstein.evaluation.shapes import sample_annulus
 
 NAMES = sorted(SHAPES)
 # shapes whose support is bounded, so that without jitter they stay inside [0.05, 0.95]^2
@@ -33,7 +33,7 @@ def test_nine_named_shapes() -> None:
         "cross",
     }
     for name, fn in SHAPES.items():
-        assert fn.__name__ == f"make_{name}"
+        assert fn.__name__ == f"sample_{name}"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -104,24 +104,24 @@ def test_no_global_random_state() -> None:
     for fn in SHAPES.values():
         fn(20, seed=0)
         fn(20)
-    make_subspace(20, 4, 2, seed=0, noise=0.1)
+    sample_subspace(20, 4, 2, seed=0, noise=0.1)
     np.testing.assert_array_equal(np.random.random(3), expected)  # noqa: NPY002
 
 
 def test_make_shape_dispatch() -> None:
     for name in NAMES:
-        np.testing.assert_array_equal(make_shape(name, 30, seed=9), SHAPES[name](30, seed=9))
+        np.testing.assert_array_equal(sample_shape(name, 30, seed=9), SHAPES[name](30, seed=9))
         np.testing.assert_array_equal(
-            make_shape(name, 30, seed=9, noise=0.0), SHAPES[name](30, seed=9, noise=0.0)
+            sample_shape(name, 30, seed=9, noise=0.0), SHAPES[name](30, seed=9, noise=0.0)
         )
     with pytest.raises(ValueError, match="name must be one of"):
-        make_shape("circle", 10)
+        sample_shape("circle", 10)
     with pytest.raises(ValueError, match="n must be at least 1"):
-        make_shape("cross", 0)
+        sample_shape("cross", 0)
 
 
 def test_checkerboard_on_dark_cells() -> None:
-    pts = make_checkerboard(4000, seed=0, noise=0.0)
+    pts = sample_checkerboard(4000, seed=0, noise=0.0)
     cells = np.floor((pts - 0.05) / 0.9 * 4).astype(int)
     assert np.all((cells.sum(axis=1) % 2) == 0)
     # all eight dark cells are used, about equally
@@ -131,7 +131,7 @@ def test_checkerboard_on_dark_cells() -> None:
 
 
 def test_cross_uniform_on_plus() -> None:
-    pts = (make_cross(20000, seed=0, noise=0.0) - 0.5) / 0.45  # back to [-1, 1]^2
+    pts = (sample_cross(20000, seed=0, noise=0.0) - 0.5) / 0.45  # back to [-1, 1]^2
     w = 0.2
     in_h = np.abs(pts[:, 1]) <= w + 1e-9
     in_v = np.abs(pts[:, 0]) <= w + 1e-9
@@ -143,7 +143,7 @@ def test_cross_uniform_on_plus() -> None:
 
 
 def test_annulus_radii() -> None:
-    r = np.hypot(*((make_annulus(5000, seed=0) - 0.5) / 0.45).T)
+    r = np.hypot(*((sample_annulus(5000, seed=0) - 0.5) / 0.45).T)
     assert r.min() >= 0.6 - 1e-9
     assert r.max() <= 1.0 + 1e-9
     # uniform in area: P(r <= 0.8) = (0.64 - 0.36) / (1 - 0.36)
@@ -151,12 +151,12 @@ def test_annulus_radii() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# make_subspace
+# sample_subspace
 
 
 @pytest.mark.parametrize(("d", "k"), [(1, 1), (3, 0), (5, 2), (4, 4)])
 def test_subspace_layout(d: int, k: int) -> None:
-    pts = make_subspace(2000, d, k, seed=0)
+    pts = sample_subspace(2000, d, k, seed=0)
     assert pts.shape == (2000, d)
     assert np.all((pts >= 0) & (pts <= 1))
     assert np.all(pts[:, k:] == SUBSPACE_FILL)
@@ -167,12 +167,12 @@ def test_subspace_layout(d: int, k: int) -> None:
 
 
 def test_subspace_noise_and_reproducibility() -> None:
-    a = make_subspace(500, 6, 2, seed=4, noise=0.05)
-    np.testing.assert_array_equal(a, make_subspace(500, 6, 2, seed=4, noise=0.05))
-    assert not np.array_equal(a, make_subspace(500, 6, 2, seed=5, noise=0.05))
+    a = sample_subspace(500, 6, 2, seed=4, noise=0.05)
+    np.testing.assert_array_equal(a, sample_subspace(500, 6, 2, seed=4, noise=0.05))
+    assert not np.array_equal(a, sample_subspace(500, 6, 2, seed=5, noise=0.05))
     assert np.all((a >= 0) & (a <= 1))
     assert 0.03 < a[:, 2:].std() < 0.07
-    assert make_subspace(1, 3, 1, seed=0).shape == (1, 3)
+    assert sample_subspace(1, 3, 1, seed=0).shape == (1, 3)
 
 
 @pytest.mark.parametrize(
@@ -188,4 +188,4 @@ def test_subspace_noise_and_reproducibility() -> None:
 )
 def test_subspace_validation(n: int, d: int, k: int, noise: float, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        make_subspace(n, d, k, noise=noise)
+        sample_subspace(n, d, k, noise=noise)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import cdist
 
-from opendp_wasserstein.evaluation import METRICS, W1Estimate, make_four_blobs, w1, w1_estimate
+from opendp_wasserstein.evaluation import METRICS, W1Estimate, sample_four_blobs, w1, w1_estimate
 from opendp_wasserstein.evaluation import wasserstein as wmod
 
 ALL_METRICS = ["linf", "l1", "l2"]
@@ -167,8 +167,8 @@ def test_estimate_exact_when_small() -> None:
 
 
 def test_estimate_same_distribution_is_near_noise_floor() -> None:
-    x = make_four_blobs(3000, seed=0)
-    y = make_four_blobs(3000, seed=1)
+    x = sample_four_blobs(3000, seed=0)
+    y = sample_four_blobs(3000, seed=1)
     est = w1_estimate(x, y, sample_size=400, repeats=4, seed=0)
     assert not est.exact
     assert est.sample_size == 400

@@ -216,7 +216,8 @@ def test_split_order_keeps_the_map(n):
         assert meas.map(1) == 1.0
     else:
         meas = make_adaptive_pruned_pmm(dom(n, 3), dp.change_one_distance(), 0.25, 0.75, split_order=order)
-        assert meas.map(1) == 1.0 and not meas.check(1, math.nextafter(1.0, 0))
+        assert meas.map(1) == 1.0
+        assert not meas.check(1, math.nextafter(1.0, 0))
         assert meas.map(3) == pytest.approx(3.0, rel=1e-12)
 
 
@@ -236,18 +237,19 @@ def test_split_order_release_uses_its_hierarchy():
     assert (rec["s"], depth) in {(c.s, c.depth) for c in cands}
     # centre placement in the split order's leaf cells: the categorical axis (2 levels first)
     # is resolved, so every synthetic category coordinate is the centre of a level-2 cell
-    assert depth >= 2 and set(np.unique(y[:, 0])) <= {0.125, 0.375, 0.625, 0.875}
+    assert depth >= 2
+    assert set(np.unique(y[:, 0])) <= {0.125, 0.375, 0.625, 0.875}
     assert y.shape == (2000, 3)
 
 
 def test_split_order_and_explicit_candidates_are_checked():
-    from opendp_wasserstein.schedules import Candidate
+    from opendp_wasserstein.schedules import ScheduleCandidate
     from opendp_wasserstein.split_order import SplitOrder
 
     order = SplitOrder.discrete_first(cells=(3, 2))  # two discrete axes: 3 levels in all
-    deep = Candidate(1, 4, (1.0, 8.0, 8.0, 8.0, 8.0))
+    deep = ScheduleCandidate(1, 4, (1.0, 8.0, 8.0, 8.0, 8.0))
     with pytest.raises(ValueError, match=r"\[1, 3\]"):
         make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[deep], split_order=order)
-    ok = Candidate(1, 3, (1.0, 6.0, 6.0, 6.0))
+    ok = ScheduleCandidate(1, 3, (1.0, 6.0, 6.0, 6.0))
     meas = make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[ok], split_order=order)
     assert meas.map(1) == pytest.approx(1.2, rel=1e-12)

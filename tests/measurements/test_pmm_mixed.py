@@ -55,7 +55,8 @@ def _chain(mk):
 
 
 def test_split_order_is_categories_first():
-    assert AXES == (0, 0, 1) and ORDER.diameters(3) == (1.0, 1.0, 1.0, 0.5)
+    assert AXES == (0, 0, 1)
+    assert ORDER.diameters(3) == (1.0, 1.0, 1.0, 0.5)
 
 
 @pytest.mark.parametrize("mk", [make_pruned_pmm, make_pmm])
@@ -65,7 +66,9 @@ def test_exact_map(mk):
 
     want = round_up(2 * sum(Fraction(1) / Fraction(s) for s in SCALES[1:]))
     assert want == EPS
-    assert meas.map(1) == want and meas.check(1, want) and not meas.check(1, math.nextafter(want, 0))
+    assert meas.map(1) == want
+    assert meas.check(1, want)
+    assert not meas.check(1, math.nextafter(want, 0))
     assert meas.map(2) == round_up(4 * sum(Fraction(1) / Fraction(s) for s in SCALES[1:]))
     sym = table_domain(SCHEMA, size=3)
     t = make_table_encoding(sym, dp.symmetric_distance())

@@ -4,7 +4,7 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from opendp_wasserstein.evaluation import SHAPES, make_shape, w1_estimate
+from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1_estimate
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules import paper_schedule
@@ -17,7 +17,7 @@ def test_pruned_and_full_pmm_have_the_same_w1_on_the_shapes():
     scales = paper_schedule(2, 1.0, depth)
     ratios, visited = [], []
     for i, name in enumerate(SHAPES):
-        x = make_shape(name, n, seed=i)
+        x = sample_shape(name, n, seed=i)
         w = {}
         for label, mk in (("pruned", make_pruned_pmm), ("full", make_pmm)):
             meas = mk(domain, dp.change_one_distance(), depth, scales)

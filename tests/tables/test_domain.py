@@ -25,7 +25,8 @@ def _df(n=4):
 def test_descriptor_carries_the_schema_and_size():
     dom = table_domain(SCHEMA, size=4)
     assert isinstance(dom.descriptor, TableDomain)
-    assert dom.descriptor.schema is SCHEMA and dom.descriptor.size == 4
+    assert dom.descriptor.schema is SCHEMA
+    assert dom.descriptor.size == 4
     assert check_table_domain(dom) == TableDomain(SCHEMA, 4)
 
 

@@ -149,9 +149,11 @@ def test_split_order_of_the_encoding():
     order = enc.split_order()
     assert order.cells == (2, 0, 5, 2, 0, 1)
     assert order.axes[:7] == (0, 2, 2, 2, 3, 1, 4)  # indicator, 3 levels of c, bool, numeric cyclic
-    assert order.max_depth == 5 + 2 * 52 and 5 not in order.axes
+    assert order.max_depth == 5 + 2 * 52
+    assert 5 not in order.axes
     assert order.diameters(7)[4:] == (1.0, 1.0, 1.0, 0.5)
     cyc = enc.split_order("cyclic")
-    assert cyc.axes[:7] == (0, 1, 2, 3, 4, 5, 0) and cyc.cells == order.cells
+    assert cyc.axes[:7] == (0, 1, 2, 3, 4, 5, 0)
+    assert cyc.cells == order.cells
     with pytest.raises(ValueError, match="order"):
         enc.split_order("random")

@@ -48,15 +48,20 @@ def test_nearest_candidate_is_nearest_under_the_table_metric():
     p = enc.embed(enc.encode(read_table(data, SCHEMA)[0]))
     c = enc.embed(enc.encode(read_table(CANDIDATES, SCHEMA)[0]))
     dist = np.abs(p - c).max(axis=1)
-    assert dist.argmin() == 1 and dist[0] == 1.0
+    assert dist.argmin() == 1
+    assert dist[0] == 1.0
 
 
 def test_counts_follow_the_data_and_report():
     df = _data()
     with reproducible(0):
         counts, report = select_candidates(df, CANDIDATES, m=100, epsilon=2.0, schema=SCHEMA)
-    assert counts.dtype == np.int64 and counts.shape == (4,) and counts.sum() == 100
-    assert report.epsilon == 2.0 and report.k == 4 and report.m == 100
+    assert counts.dtype == np.int64
+    assert counts.shape == (4,)
+    assert counts.sum() == 100
+    assert report.epsilon == 2.0
+    assert report.k == 4
+    assert report.m == 100
     assert counts[0] > counts[2] > 0  # 50% vs 15% of the data
 
 
@@ -101,7 +106,9 @@ def test_private_size_and_schema_epsilon_are_composed():
     spent = Schema(list(SCHEMA.items()), epsilon_spent=0.5)
     with reproducible(0):
         counts, report = select_candidates(df, CANDIDATES, 10, 1.0, schema=spent, public_size=False)
-    assert counts.sum() == 10 and report.epsilon == 1.5 and report.seconds is None
+    assert counts.sum() == 10
+    assert report.epsilon == 1.5
+    assert report.seconds is None
 
 
 def test_input_tables_are_not_modified():
@@ -121,7 +128,9 @@ def test_synthesize_with_a_split_order(order):
     df = _data(3000)
     with reproducible(5), diagnostics():
         out, report = synthesize(df, 1.0, schema=SCHEMA, split_order=order)
-    assert report.details["split_order"] == order and report.epsilon == 1.0
-    assert list(out.columns) == list(SCHEMA.names) and len(out) == 3000
+    assert report.details["split_order"] == order
+    assert report.epsilon == 1.0
+    assert list(out.columns) == list(SCHEMA.names)
+    assert len(out) == 3000
     with pytest.raises(ValueError, match="order"):
         synthesize(df, 1.0, schema=SCHEMA, split_order="random")

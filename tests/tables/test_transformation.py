@@ -58,8 +58,10 @@ def _df(n=200, seed=0):
 @pytest.mark.parametrize("metric", [dp.symmetric_distance(), dp.change_one_distance()])
 def test_stability_is_the_identity(metric):
     t = make_table_encoding(table_domain(SCHEMA, size=200), metric)
-    assert t.map(1) == 1 and t.map(7) == 7
-    assert t.check(3, 3) and not t.check(3, 2)
+    assert t.map(1) == 1
+    assert t.map(7) == 7
+    assert t.check(3, 3)
+    assert not t.check(3, 2)
     with pytest.raises(ValueError):
         t.map(-1)
 
@@ -128,7 +130,8 @@ def test_chain_with_pruned_pmm_and_decoding(kind):
         assert list(frame.columns) == list(SCHEMA.names)
         assert [str(t) for t in frame.dtypes] == ["float64", "int64", "object", "datetime64[us]", "bool"]
         assert set(frame["region"]) <= {"north", "east", "south"}
-        assert frame["age"].between(0, 120).all() and frame["age"].notna().all()
+        assert frame["age"].between(0, 120).all()
+        assert frame["age"].notna().all()
     elif kind == "arrow":
         assert frame.column_names == list(SCHEMA.names)
         assert [str(t) for t in frame.schema.types] == ["double", "int64", "string", "date32[day]", "bool"]
@@ -137,7 +140,8 @@ def test_chain_with_pruned_pmm_and_decoding(kind):
         assert [str(t) for t in frame.dtypes] == ["Float64", "Int64", "String", "Date", "Boolean"]
         assert frame["region"].null_count() == 0
     else:
-        assert frame.shape == (300, 5) and frame.dtype == object
+        assert frame.shape == (300, 5)
+        assert frame.dtype == object
 
 
 def test_chain_with_adaptive_and_private_size():
@@ -148,7 +152,8 @@ def test_chain_with_adaptive_and_private_size():
     assert meas.map(1) == 1.0  # eps_sel + eps_main / 2 for one added or removed record
     with reproducible(0):
         out = meas(df)
-    assert len(out) == 400 and out["income"].isna().any() in (True, False)
+    assert len(out) == 400
+    assert out["income"].isna().any() in (True, False)
 
 
 def test_context_api_and_decode_points():
@@ -161,7 +166,8 @@ def test_context_api_and_decode_points():
     with reproducible(1):
         points = query.release()
     out = decode_points(dom, points, "arrow")
-    assert out.num_rows == 300 and out.column_names == list(SCHEMA.names)
+    assert out.num_rows == 300
+    assert out.column_names == list(SCHEMA.names)
     with pytest.raises(ValueError, match="6"):
         decode_points(dom, points[:, :2])
 
@@ -183,7 +189,8 @@ def test_one_hot_chain_into_tree_projection():
     assert meas.map(1) == 1.0
     with reproducible(2):
         counts = np.asarray(meas(df))
-    assert counts.sum() == 50 and counts.size == len(cands)
+    assert counts.sum() == 50
+    assert counts.size == len(cands)
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -206,5 +213,7 @@ def test_one_hot_on_pyarrow_input():
     df = _df(50)
     t = make_table_encoding(table_domain(SCHEMA, size=50), dp.change_one_distance(), embedding="one_hot")
     x = t(pa.Table.from_pandas(df, preserve_index=False))
-    assert x.shape == (50, 10) and set(np.unique(x[:, 0:2])) == {0.0, 1.0}
-    assert np.all(x[:, 0:2].sum(axis=1) == 1) and np.all(x[:, 4:7].sum(axis=1) == 1)
+    assert x.shape == (50, 10)
+    assert set(np.unique(x[:, 0:2])) == {0.0, 1.0}
+    assert np.all(x[:, 0:2].sum(axis=1) == 1)
+    assert np.all(x[:, 4:7].sum(axis=1) == 1)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.schedules import Candidate, paper_schedule, standard_candidates
+from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates
 from opendp_wasserstein.transformations import make_occupancy, make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
 
@@ -82,7 +82,7 @@ def test_optional_optimal_depths():
 
 def test_score_hand_computed():
     # d = 1, n = 4, one candidate of depth 3 with scales (1, 2, 4, 8)
-    cand = Candidate(1, 3, (1.0, 4.0, 8.0, 8.0))  # 2 (1/4 + 1/8 + 1/8) = 1
+    cand = ScheduleCandidate(1, 3, (1.0, 4.0, 8.0, 8.0))  # 2 (1/4 + 1/8 + 1/8) = 1
     x = np.array([[0.1], [0.2], [0.6], [0.9]])
     t = make_schedule_scores(dom(4, 1), dp.change_one_distance(), [cand], 1.0)
     # levels 0..2 of d = 1: O = (1, 2, 3) ([0,.5),[.5,1)) then quarters: {0}, {2}, {3}
@@ -106,7 +106,7 @@ def test_score_errors():
         make_schedule_scores(dom(100), dp.symmetric_distance(), standard_candidates(2, 100, 0.5), 1.0)
     with pytest.raises(ValueError, match="candidates"):
         make_schedule_scores(dom(100), dp.symmetric_distance(), [], 1.0)
-    bad = Candidate(1, 3, paper_schedule(2, 2.0, 3))
+    bad = ScheduleCandidate(1, 3, paper_schedule(2, 2.0, 3))
     with pytest.raises(ValueError, match="candidates"):
         make_schedule_scores(dom(100), dp.symmetric_distance(), [bad], 1.0)
     with pytest.raises(ValueError, match="epsilon_main"):
@@ -138,15 +138,17 @@ def test_split_order_scores_hand_computed():
 
     order = SplitOrder.discrete_first(cells=(2, 0))  # the bool first, then the numeric axis
     assert order.diameters(3) == (1.0, 1.0, 0.5, 0.25)
-    cand = Candidate(1, 3, (1.0, 4.0, 4.0, 4.0))  # 2 (1/4 + 1/4 + 1/4) = 1.5
+    cand = ScheduleCandidate(1, 3, (1.0, 4.0, 4.0, 4.0))  # 2 (1/4 + 1/4 + 1/4) = 1.5
     table = score_table([cand], 2, 8, 1.5, diameters=order.diameters(3))
     # w_j = 4 C sigma_{j+1} diam_j / n = 16 diam_j / 8
     assert table.weights.tolist() == [[2.0, 2.0, 1.0]]
     assert table.const.tolist() == [1 / (1.5 * 8) + 2 * 0.25]
     assert table.delta_exact == 3.0  # w_1 + w_2: O_0 never moves
-    assert table.sensitivity > 3.0 and table.sensitivity < 3.0 * (1 + 1e-12)
+    assert table.sensitivity > 3.0
+    assert table.sensitivity < 3.0 * (1 + 1e-12)
     t = make_schedule_scores(dom(8), dp.change_one_distance(), [cand], 1.5, split_order=order)
-    assert t.map(1) == table.sensitivity and t.map(2) == round_up(2 * Fraction(table.sensitivity))
+    assert t.map(1) == table.sensitivity
+    assert t.map(2) == round_up(2 * Fraction(table.sensitivity))
     # the occupancy of the split order's hierarchy: level 1 splits the bool (coordinate 0)
     x = np.array([[0.25, 0.1]] * 4 + [[0.75, 0.1]] * 4)
     assert t(x) == [table.const[0] + 2.0 * 1 + 2.0 * 2 + 1.0 * 2]
