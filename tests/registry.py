@@ -619,6 +619,9 @@ def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[Audi
         _reject(f"{short}-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
         _reject(f"{short}-change-one-unsized", ValueError, "input_metric.*sized", input_domain=dom(None)),
         _reject(f"{short}-placement", ValueError, "placement", placement="corner"),
+        _reject(f"{short}-axes-out-of-range", ValueError, "axes must hold coordinates in \\[0, 2\\)", axes=[0, 2]),
+        _reject(f"{short}-axes-too-short", ValueError, "axes must give a coordinate for each of the 2 levels", axes=[1]),
+        _reject(f"{short}-axes-text", TypeError, "axes must be a sequence", axes="01"),
         *_output_size_rejects({"scales": ROOTLESS}, {"scales": S2}),
         *_output_measure_rejects(short),
     )
@@ -756,6 +759,8 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("occupancy-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
             _reject("occupancy-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("occupancy-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject("occupancy-axes-out-of-range", ValueError, "axes must hold coordinates", axes=[0, 2]),
+            _reject("occupancy-axes-text", TypeError, "axes must be a sequence", axes="01"),
         ),
         output="other", randomness="none",
     ),
@@ -777,6 +782,7 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("scores-size-float", ValueError, "size must be an integer >= 1", None, size=5.0),
             _reject("scores-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("scores-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject("scores-split-order-wrong-type", TypeError, "split_order must be an opendp_wasserstein.split_order.SplitOrder", split_order=5),
             *_output_measure_rejects("scores"),
             _reject("scores-pure-candidates-in-zcdp", ValueError, "candidates: a schedule spends", output_measure=ZCDP),
         ),
@@ -787,6 +793,8 @@ ENTRIES: tuple[Entry, ...] = (
         lambda n: _arr(n) | {"depth": 2, "scales": S2},
         (
             _reject("dyadic-counts-depth-0", ValueError, "depth", depth=0, scales=[1.0]),
+            _reject("dyadic-counts-axes-out-of-range", ValueError, "axes must hold coordinates", axes=[0, 2]),
+            _reject("dyadic-counts-axes-too-short", ValueError, "axes must give a coordinate", axes=[1]),
             _reject("dyadic-counts-depth-text", TypeError, "depth must be an integer", depth="2"),
             _reject("dyadic-counts-scales-nan", ValueError, "scales", scales=[1.0, 1.0, NAN]),
             _reject("dyadic-counts-scales-length", ValueError, "scales must have 3 entries", scales=[1.0, 1.0]),
@@ -895,6 +903,7 @@ ENTRIES: tuple[Entry, ...] = (
         _adaptive_args,
         (
             _reject("adaptive-eps-select-0", ValueError, "epsilon_select", epsilon_select=0.0),
+            _reject("adaptive-split-order-wrong-type", TypeError, "split_order must be an opendp_wasserstein.split_order.SplitOrder", split_order=5),
             _reject("adaptive-eps-select-negative", ValueError, "epsilon_select", epsilon_select=-0.5),
             _reject("adaptive-eps-select-nan", ValueError, "epsilon_select", epsilon_select=NAN),
             _reject("adaptive-eps-select-bool", ValueError, "epsilon_select", epsilon_select=True),
