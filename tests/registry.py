@@ -55,6 +55,7 @@ from opendp_wasserstein import transformations as T
 from opendp_wasserstein.domains import weighted_l1_distance, weighted_l2sq_distance
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates
+from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.trees import frt_tree
 from tests.audit.harness import (
     HALVES,
@@ -619,9 +620,8 @@ def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[Audi
         _reject(f"{short}-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
         _reject(f"{short}-change-one-unsized", ValueError, "input_metric.*sized", input_domain=dom(None)),
         _reject(f"{short}-placement", ValueError, "placement", placement="corner"),
-        _reject(f"{short}-axes-out-of-range", ValueError, "axes must hold coordinates in \\[0, 2\\)", axes=[0, 2]),
-        _reject(f"{short}-axes-too-short", ValueError, "axes must give a coordinate for each of the 2 levels", axes=[1]),
-        _reject(f"{short}-axes-text", TypeError, "axes must be a sequence", axes="01"),
+        _reject(f"{short}-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, 3)),
+        _reject(f"{short}-axes-float", ValueError, "axes must hold coordinates in", axes=(0.0, 1.0)),
         *_output_size_rejects({"scales": ROOTLESS}, {"scales": S2}),
         *_output_measure_rejects(short),
     )
@@ -631,6 +631,7 @@ def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[Audi
         rejects,
         variants={"output_size": (None, {"scales": ROOTLESS, "output_size": 4}),
                   "uniform": (N, {"placement": "uniform"}),
+                  "axes": (N, {"axes": (1, 1)}),
                   "zcdp": (N, {"output_measure": ZCDP}),
                   "zcdp-unsized": (None, {"output_measure": ZCDP}),
                   "zcdp-output-size": (None, {"scales": ROOTLESS, "output_size": 4, "output_measure": ZCDP})},
@@ -759,8 +760,8 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("occupancy-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
             _reject("occupancy-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("occupancy-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
-            _reject("occupancy-axes-out-of-range", ValueError, "axes must hold coordinates", axes=[0, 2]),
-            _reject("occupancy-axes-text", TypeError, "axes must be a sequence", axes="01"),
+            _reject("occupancy-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, 2)),
+            _reject("occupancy-axes-short", ValueError, "axes must give a coordinate for each of the 2 levels", axes=(1,)),
         ),
         output="other", randomness="none",
     ),
@@ -782,9 +783,12 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("scores-size-float", ValueError, "size must be an integer >= 1", None, size=5.0),
             _reject("scores-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("scores-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
-            _reject("scores-split-order-wrong-type", TypeError, "split_order must be an opendp_wasserstein.split_order.SplitOrder", split_order=5),
             *_output_measure_rejects("scores"),
             _reject("scores-pure-candidates-in-zcdp", ValueError, "candidates: a schedule spends", output_measure=ZCDP),
+            _reject("scores-split-order-type", TypeError, "split_order must be", split_order=(1, 0)),
+            _reject("scores-split-order-columns", ValueError, "split_order is for 3 columns", split_order=SplitOrder.cyclic(3)),
+            _reject("scores-split-order-too-shallow", ValueError, "depth .* must be in \\[1, 1\\]",
+                    split_order=SplitOrder.discrete_first((2, 1))),
         ),
         output="other", randomness="none",
     ),
@@ -793,8 +797,6 @@ ENTRIES: tuple[Entry, ...] = (
         lambda n: _arr(n) | {"depth": 2, "scales": S2},
         (
             _reject("dyadic-counts-depth-0", ValueError, "depth", depth=0, scales=[1.0]),
-            _reject("dyadic-counts-axes-out-of-range", ValueError, "axes must hold coordinates", axes=[0, 2]),
-            _reject("dyadic-counts-axes-too-short", ValueError, "axes must give a coordinate", axes=[1]),
             _reject("dyadic-counts-depth-text", TypeError, "depth must be an integer", depth="2"),
             _reject("dyadic-counts-scales-nan", ValueError, "scales", scales=[1.0, 1.0, NAN]),
             _reject("dyadic-counts-scales-length", ValueError, "scales must have 3 entries", scales=[1.0, 1.0]),
@@ -802,6 +804,9 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("dyadic-counts-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
             _reject("dyadic-counts-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
             _reject("dyadic-counts-output-metric", ValueError, "output_metric", output_metric="l2"),
+            _reject("dyadic-counts-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, -1)),
+            _reject("dyadic-counts-axes-short", ValueError, "axes must give a coordinate", axes=(1,)),
+            _reject("dyadic-counts-axes-text", TypeError, "axes must be a sequence", axes="01"),
         ),
         output="other", randomness="none",
         scale_overrides=lambda v: {"scales": [1.0, 4.0, v]},
@@ -903,7 +908,6 @@ ENTRIES: tuple[Entry, ...] = (
         _adaptive_args,
         (
             _reject("adaptive-eps-select-0", ValueError, "epsilon_select", epsilon_select=0.0),
-            _reject("adaptive-split-order-wrong-type", TypeError, "split_order must be an opendp_wasserstein.split_order.SplitOrder", split_order=5),
             _reject("adaptive-eps-select-negative", ValueError, "epsilon_select", epsilon_select=-0.5),
             _reject("adaptive-eps-select-nan", ValueError, "epsilon_select", epsilon_select=NAN),
             _reject("adaptive-eps-select-bool", ValueError, "epsilon_select", epsilon_select=True),
@@ -931,8 +935,13 @@ ENTRIES: tuple[Entry, ...] = (
                     candidates=standard_candidates(2, N, 0.5), output_measure=ZCDP),
             _reject("adaptive-zcdp-tiny-rho", ValueError, "epsilon_main is too small.*2\\^52",
                     epsilon_main=1e-60, output_measure=ZCDP),
+            _reject("adaptive-split-order-type", TypeError, "split_order must be", split_order=(1, 0)),
+            _reject("adaptive-split-order-columns", ValueError, "split_order is for 1 columns", split_order=SplitOrder.cyclic(1)),
+            _reject("adaptive-split-order-zcdp", ValueError, "split_order applies to the pure-DP",
+                    split_order=SplitOrder.cyclic(2), output_measure=ZCDP),
         ),
         variants={"permute_and_flip": (N, {"selection": "permute_and_flip"}), "uniform": (N, {"placement": "uniform"}),
+                  "split_order": (N, {"split_order": SplitOrder.discrete_first((2, 0))}),
                   "zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP})},
         scale_overrides=lambda v: {"candidates": [ScheduleCandidate(1, 1, (1.0, v))], "epsilon_main": 2.0 / v},
         tiny_epsilon=("epsilon_main", {"epsilon_main": 1e-60}),
