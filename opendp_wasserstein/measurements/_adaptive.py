@@ -218,11 +218,16 @@ def make_adaptive_pruned_pmm(
         src = as_random_source()
         if src.secure:
             return int(select(x))
-        # reproducible (non-private) runs: the same softmax, from the seeded stream
-        z = -np.asarray(t_scores(x)) / scale  # P(a) ~ exp(-B_a / scale), as the secure path
-        p = np.exp(z - z.max())
+        # reproducible (non-private) runs: the same law as the secure path, from the seeded stream
+        z = -np.asarray(t_scores(x)) / scale  # the utilities q_a = -B_a / scale
+        rng = src.derive(SELECTION_STREAM)
+        if selection == "permute_and_flip":  # McKenna-Sheldon: accept a w.p. exp(q_a - max q)
+            order = rng.permutation(len(z))
+            accept = rng.uniform(len(z)) < np.exp(z[order] - z.max())  # the best always accepts
+            return int(order[int(np.argmax(accept))])
+        p = np.exp(z - z.max())  # the exponential mechanism: P(a) ~ exp(q_a)
         p /= p.sum()
-        u = src.derive(SELECTION_STREAM).uniform(1)[0]
+        u = rng.uniform(1)[0]
         return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
 
     def function(x: np.ndarray) -> Any:

@@ -253,3 +253,37 @@ def test_split_order_and_explicit_candidates_are_checked():
     ok = ScheduleCandidate(1, 3, (1.0, 6.0, 6.0, 6.0))
     meas = make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[ok], split_order=order)
     assert meas.map(1) == pytest.approx(1.2, rel=1e-12)
+
+
+def test_reproducible_permute_and_flip_follows_its_own_law():
+    """Inside runtime.reproducible the permute-and-flip selection samples permute-and-flip,
+    not the softmax: its law on three scores, computed exactly, against 3000 seeded draws."""
+    import itertools
+
+    from scipy import stats
+
+    n, d = 400, 3
+    x = np.random.default_rng(1).uniform(size=(n, d))
+    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection="permute_and_flip")
+    cands = standard_candidates(d, n, 0.5)
+    from opendp_wasserstein.transformations import make_schedule_scores
+
+    scores = np.array(make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, 0.5)(x))
+    scale = 2 * score_table(cands, d, n, 0.5).sensitivity / 0.5
+    q = -scores / scale
+    acc = np.exp(q - q.max())
+    law = np.zeros(len(q))
+    for perm in itertools.permutations(range(len(q))):  # exact: the first acceptance in the order
+        reach = 1.0
+        for a in perm:
+            law[a] += reach * acc[a] / math.factorial(len(q))
+            reach *= 1 - acc[a]
+    runs = 3000
+    chosen = []
+    for s in range(runs):
+        with reproducible(s), diagnostics() as records:
+            meas(x)
+        chosen.append(records[0]["candidate_index"])
+    counts = np.bincount(chosen, minlength=len(q))
+    keep = law * runs >= 5
+    assert stats.chisquare(counts[keep], law[keep] * runs * counts[keep].sum() / (law[keep] * runs).sum()).pvalue > 1e-6
