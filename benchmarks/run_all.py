@@ -17,6 +17,11 @@ touch the next), streaming its output to the terminal and to ``<out>/<name>.log`
 5. ``bench_peers`` -- ours vs OpenDP-only histograms vs smartnoise MST/AIM (``bench_peers.csv``);
    ``--skip-peers`` leaves out MST/AIM (their rows say so); ``--peer-timeout`` bounds each
    MST/AIM call (a call over it is recorded as failed, timed out).
+6. ``bench_kernel`` -- adaptive n = 1e6, d = 3 vs the codes+sort floor, and the peak memory of
+   n = 1e7, d = 10 against the input (prints only).
+7. ``bench_node_noise`` -- node-addressed (keyed) discrete Laplace vs the pooled sampler.
+8. ``bench_distributed`` -- out-of-core releases on a 2-worker Dask LocalCluster, 1e6 .. 1e8
+   rows from Parquet: time, rows/s, peak RSS of driver and workers, extrapolation.
 
 Then a summary of every target (met / missed, by how much) printed and written to
 ``summary.csv``; ``runs.csv`` has each benchmark's status and time.  Timings come from a shared
@@ -52,6 +57,9 @@ def bench_plan(a: argparse.Namespace) -> list[tuple[str, list[str]]]:
         ("bench_public_candidates", ["--small"] if q else []),
         ("bench_peers", ["--out", a.out, "--peer-timeout", repr(a.peer_timeout)] + (["--quick"] if q else [])
          + (["--skip-peers"] if a.skip_peers else [])),
+        ("bench_kernel", ["--quick"] if q else []),
+        ("bench_node_noise", ["--quick"] if q else []),
+        ("bench_distributed", ["--data", os.path.join(a.out, "distributed_data")] + (["--quick"] if q else [])),
     ]
     return [(name, args) for name, args in plan if not a.only or name in a.only]
 

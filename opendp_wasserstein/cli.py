@@ -315,6 +315,7 @@ _SEED_HELP = "NOT private: makes the output reproducible, for tests and figures 
 
 
 def _parser() -> argparse.ArgumentParser:
+    from opendp_wasserstein.distributed import cli as distributed_cli
     from opendp_wasserstein.evaluation.shapes import SHAPES
 
     p = argparse.ArgumentParser(prog="opendp-wasserstein", description=__doc__)
@@ -365,6 +366,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     syn.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     syn.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
+    distributed_cli.add_options(syn)
     tables_cli.register(sub)
     sel = sub.add_parser(
         "select", help="privately choose m public candidates close in W1 to the data",
@@ -390,6 +392,7 @@ def _parser() -> argparse.ArgumentParser:
     sel.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     sel.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
     tables_cli.add_select_options(sel)
+    distributed_cli.add_options(sel)
     return p
 
 
@@ -408,7 +411,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "synth":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
-            if args.schema or args.bounds:
+            if args.scheduler:
+                from opendp_wasserstein.distributed.cli import run_synth as run_synth_dask
+
+                summary = run_synth_dask(args)
+            elif args.schema or args.bounds:
                 from opendp_wasserstein.tables.cli import run_synth_table
 
                 summary = run_synth_table(args)
@@ -421,7 +428,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "select":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
-            if args.schema:
+            if args.scheduler:
+                from opendp_wasserstein.distributed.cli import run_select as run_select_dask
+
+                summary = run_select_dask(args)
+            elif args.schema:
                 from opendp_wasserstein.tables.cli import run_select_table
 
                 summary = run_select_table(args)

@@ -15,7 +15,7 @@ All integer arithmetic is exact: products that could pass 2^63 fall back to Pyth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,11 @@ __all__ = [
     "zero_respecting_split",
     "child_cells",
     "pruned_traversal",
+    "Counter",
+    "Frontier",
+    "tree_counter",
+    "traversal_root",
+    "expand_levels",
     "noise_draw",
     "full_consistency",
     "prefix_cells",
@@ -137,6 +142,103 @@ def noise_draw(noise: NodeNoise, distribution: str) -> Any:
     raise ValueError(f"distribution must be 'laplace' or 'gaussian', got {distribution!r}")
 
 
+#: ``counter(level, state) -> (child_counts, child_state)``: the exact counts of the two children
+#: of every node of ``level`` (shape (k, 2), lower half of the split coordinate first) and the
+#: children's state arrays (rows 2i, 2i+1 for node i), from the nodes' state arrays
+Counter = Callable[[int, tuple[np.ndarray, ...]], tuple[np.ndarray, tuple[np.ndarray, ...]]]
+
+
+def tree_counter(counts: CountTree) -> Counter:
+    """The :data:`Counter` of an exact count tree: a node's state is its range ``[lo, hi)`` of
+    the tree's sorted points (the root: ``[0, n)``)."""
+
+    def counter(level: int, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        lo, hi = state
+        mid = counts.split(level, lo, hi)
+        c_lo = np.stack([lo, mid], axis=1).reshape(-1)
+        c_hi = np.stack([mid, hi], axis=1).reshape(-1)
+        return (c_hi - c_lo).reshape(-1, 2), (c_lo, c_hi)
+
+    return counter
+
+
+@dataclass
+class Frontier:
+    """The active nodes of one level of a pruned traversal (in progress; not a release).
+
+    :param level: their level
+    :param cells: their per-coordinate cell indices, shape (k, d)
+    :param mass: their corrected masses (positive), shape (k,)
+    :param state: the :data:`Counter` state arrays of the nodes
+    :param visited: noisy nodes drawn so far
+    :param active: active nodes at each level up to ``level``
+    """
+
+    level: int
+    cells: np.ndarray
+    mass: np.ndarray
+    state: tuple[np.ndarray, ...]
+    visited: int
+    active: list[int]
+
+
+def traversal_root(
+    n: int,
+    d: int,
+    scales: tuple[float, ...],
+    size: int | None,
+    noise: NodeNoise,
+    state: tuple[np.ndarray, ...],
+    distribution: str = "laplace",
+) -> Frontier:
+    """The root of Algorithm 1: mass ``size`` if public, else ``max(1, n + noise(sigma_0))``."""
+    draw = noise_draw(noise, distribution)
+    cells = np.zeros((1, d), dtype=np.int64)
+    visited = 0
+    noisy_root = None
+    if size is None:
+        noisy_root = int(add_noise(np.array([n]), draw(0, cells, scales[0]))[0])
+        visited = 1
+    mass = np.array([root_mass(noisy_root, size)], dtype=np.int64)
+    return Frontier(0, cells, mass, state, visited, [1])
+
+
+def expand_levels(
+    front: Frontier,
+    stop: int,
+    counter: Counter,
+    scales: tuple[float, ...],
+    noise: NodeNoise,
+    threshold: float = 0.0,
+    distribution: str = "laplace",
+    axes: Sequence[int] | None = None,
+) -> Frontier:
+    """Algorithms 1-2 from ``front.level`` down to level ``stop``: the children of every active
+    node get their noisy counts, the zero-respecting rule splits the parent's mass, children
+    with zero mass are dropped.  Every node's values depend only on the node, its parent's mass
+    and the node-addressed noise, so expanding the subtrees of a frontier separately (in any
+    grouping or order) gives the same leaves."""
+    draw = noise_draw(noise, distribution)
+    cells, mass, state = front.cells, front.mass, front.state
+    visited, active = front.visited, list(front.active)
+    for level in range(front.level, stop):
+        child_counts, kid_state = counter(level, state)
+        kids = child_cells(cells, level, axes)
+        noisy = add_noise(child_counts.reshape(-1), draw(level + 1, kids, scales[level + 1]))
+        visited += int(noisy.size)
+        cut = threshold * scales[level + 1]
+        noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)
+        both = (noisy[:, 0] == 0) & (noisy[:, 1] == 0)
+        coins = noise.coins(level, cells[both]) if np.any(both) else np.zeros(0, dtype=np.int64)
+        m0 = zero_respecting_split(mass, noisy[:, 0], noisy[:, 1], coins)
+        child_mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
+        keep = child_mass > 0
+        cells, mass = kids[keep], child_mass[keep]
+        state = tuple(arr[keep] for arr in kid_state)
+        active.append(int(mass.size))
+    return Frontier(stop, cells, mass, state, visited, active)
+
+
 def pruned_traversal(
     counts: CountTree,
     scales: tuple[float, ...],
@@ -158,35 +260,12 @@ def pruned_traversal(
         (``N_Z(0, sigma_j^2)``, zCDP)
     :return: the consistent leaf masses (a function of the noisy counts and the coins only)
     """
-    draw = noise_draw(noise, distribution)
-    d, depth = counts.d, counts.depth
-    cells = np.zeros((1, d), dtype=np.int64)
-    visited = 0
-    noisy_root = None
-    if size is None:
-        noisy_root = int(add_noise(np.array([counts.n]), draw(0, cells, scales[0]))[0])
-        visited = 1
-    mass = np.array([root_mass(noisy_root, size)], dtype=np.int64)
-    lo = np.zeros(1, dtype=np.int64)
-    hi = np.full(1, counts.n, dtype=np.int64)
-    active = [1]
-    for level in range(depth):
-        mid = counts.split(level, lo, hi)
-        kids = child_cells(cells, level, counts.axes)
-        c_lo = np.stack([lo, mid], axis=1).reshape(-1)
-        c_hi = np.stack([mid, hi], axis=1).reshape(-1)
-        noisy = add_noise(c_hi - c_lo, draw(level + 1, kids, scales[level + 1]))
-        visited += int(noisy.size)
-        cut = threshold * scales[level + 1]
-        noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)
-        both = (noisy[:, 0] == 0) & (noisy[:, 1] == 0)
-        coins = noise.coins(level, cells[both]) if np.any(both) else np.zeros(0, dtype=np.int64)
-        m0 = zero_respecting_split(mass, noisy[:, 0], noisy[:, 1], coins)
-        child_mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
-        keep = child_mass > 0
-        cells, mass, lo, hi = kids[keep], child_mass[keep], c_lo[keep], c_hi[keep]
-        active.append(int(mass.size))
-    return LeafMasses(cells, mass, depth, visited, tuple(active), tuple(scales))
+    root_state = (np.zeros(1, dtype=np.int64), np.full(1, counts.n, dtype=np.int64))
+    front = traversal_root(counts.n, counts.d, scales, size, noise, root_state, distribution)
+    front = expand_levels(
+        front, counts.depth, tree_counter(counts), scales, noise, threshold, distribution, counts.axes
+    )
+    return LeafMasses(front.cells, front.mass, counts.depth, front.visited, tuple(front.active), tuple(scales))
 
 
 def prefix_cells(prefix: np.ndarray, level: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:

@@ -390,17 +390,21 @@ class CountTree:
     :param depth: the hierarchy depth r
     :param box: the public box, or None
     :param axes: the split order (see :func:`check_axes`), default cyclic
+    :param keep_input: keep a reference to ``x`` (only :attr:`grid` reads it)
     """
 
-    def __init__(self, x: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None) -> None:
+    def __init__(
+        self, x: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None, keep_input: bool = True
+    ) -> None:
         n, d = x.shape
         self.n, self.d, self.depth = int(n), int(d), int(depth)
         self._full_depth = int(depth)
-        self._x, self._box = x, box
+        self._x, self._box = (x if keep_input else None), box
         self._axes_full = check_axes(axes, self.d, self.depth)
         self.axes = self._axes_full
         W = _words(depth)
         words = _row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
+        del x
         if W == 1:
             words[0].sort()
         else:
@@ -486,6 +490,8 @@ class CountTree:
     def grid(self) -> np.ndarray:
         """The grid codes (``B`` bits) of the points in the tree's order (tests and debugging;
         recomputed from the input: rows with equal codes may come in any order)."""
+        if self._x is None:
+            raise ValueError("this tree was built without keeping its input")
         u = self._box.to_unit(self._x) if self._box is not None else self._x
         g = grid_codes(u, self.depth, self.axes)
         full = self._axes_full

@@ -76,7 +76,12 @@ def shuffled_labels(rng: RandomSource, masses: np.ndarray) -> np.ndarray:
 
 
 def place_points(
-    leaves: LeafMasses, box: Box, placement: str, rng: RandomSource, axes: Sequence[int] | None = None
+    leaves: LeafMasses,
+    box: Box,
+    placement: str,
+    rng: RandomSource,
+    axes: Sequence[int] | None = None,
+    keyed: KeyedNodeNoise | None = None,
 ) -> np.ndarray:
     """``leaves.masses[i]`` points in leaf cell ``i``, at its centre or uniform in it, mapped into
     ``box``, rows in random order.  Returns an (m, d) float array.  ``axes`` is the split order
@@ -87,7 +92,8 @@ def place_points(
     of its leaf, written in row order a chunk at a time: the memory is the output plus a few
     integers a row.  The ``r``-th uniform point of a leaf is the ``r``-th point of the leaf's
     placement stream of a :class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise` keyed
-    from ``rng``: a function of the key, the leaf and ``r`` only, as in a distributed run.
+    from ``rng`` (or ``keyed``, when given: a distributed run places each partition's leaves
+    with the release's one placement key): a function of the key, the leaf and ``r`` only.
     """
     d = box.dim
     m = leaves.total
@@ -100,11 +106,13 @@ def place_points(
     upper = np.asarray(box.upper, dtype=np.float64)
     span = upper - lower
 
+    # the cell side is a power of two, so (u * width) * span == u * (width * span) exactly, and
+    # lower + u * span >= lower for u >= 0: one product, one sum and one clamp at the top
+    step = width * span
+
     def to_box(u: np.ndarray) -> np.ndarray:
-        u *= width
-        u *= span
+        u *= step
         u += lower
-        np.maximum(u, lower, out=u)
         np.minimum(u, upper, out=u)
         return u
 
@@ -112,7 +120,8 @@ def place_points(
         centers = to_box(leaves.cells.astype(np.float64) + 0.5)
         return centers[shuffled_labels(rng, masses)]
     out = np.empty((m, d), dtype=np.float64)
-    keyed = KeyedNodeNoise.from_random_source(rng)
+    if keyed is None:
+        keyed = KeyedNodeNoise.from_random_source(rng)
     state = keyed.placement_state(leaves.depth, leaves.cells)
     order = shuffle_order(rng, m)
     labels = np.repeat(np.arange(masses.size), masses)[order]

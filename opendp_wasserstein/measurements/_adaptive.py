@@ -15,6 +15,7 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.distributed._spec import AdaptivePlan, attach, plan_of
 from opendp_wasserstein.exact import round_down, round_up
 from opendp_wasserstein.hierarchy import shared_count_trees
 from opendp_wasserstein.measurements._exponential_selection import (
@@ -199,7 +200,7 @@ def make_adaptive_pruned_pmm(
     m_select = make_exponential_selection(
         t_scores.output_domain, t_scores.output_metric, eps_sel_eff, table.sensitivity, selection
     )
-    select = t_scores >> m_select
+    t_scores >> m_select  # OpenDP checks that the selection chains onto the scores
     mains = [
         make_pruned_pmm(
             input_domain,
@@ -214,12 +215,14 @@ def make_adaptive_pruned_pmm(
         for c in cands
     ]
 
-    def choose(x: np.ndarray) -> int:
+    def choose_from_scores(scores: list[float]) -> int:
+        """The selection applied to the score vector ``t_scores(x)``: ``(t_scores >> m_select)(x)``
+        is ``m_select(t_scores(x))``."""
         src = as_random_source()
         if src.secure:
-            return int(select(x))
+            return int(m_select(scores))
         # reproducible (non-private) runs: the same law as the secure path, from the seeded stream
-        z = -np.asarray(t_scores(x)) / scale  # the utilities q_a = -B_a / scale
+        z = -np.asarray(scores) / scale  # the utilities q_a = -B_a / scale
         rng = src.derive(SELECTION_STREAM)
         if selection == "permute_and_flip":  # McKenna-Sheldon: accept a w.p. exp(q_a - max q)
             order = rng.permutation(len(z))
@@ -230,16 +233,10 @@ def make_adaptive_pruned_pmm(
         u = rng.uniform(1)[0]
         return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
 
-    def function(x: np.ndarray) -> Any:
-        # one count tree per release: built (at the deepest candidate depth) for the scores,
-        # then read to the chosen depth by the synthesis and freed
-        with shared_count_trees():
-            a = choose(x)
-            with runtime.diagnostics() as inner:
-                points = mains[a](x)
+    def record(a: int, inner: dict[str, Any]) -> None:
         c = cands[a]
         runtime.record(
-            (inner[-1] if inner else {})
+            inner
             | {
                 "candidate_index": a,
                 "s": c.s,
@@ -248,6 +245,15 @@ def make_adaptive_pruned_pmm(
                 "epsilon_main": eps_main,
             }
         )
+
+    def function(x: np.ndarray) -> Any:
+        # one count tree per release: built (at the deepest candidate depth) for the scores,
+        # then read to the chosen depth by the synthesis and freed
+        with shared_count_trees():
+            a = choose_from_scores(t_scores(x))
+            with runtime.diagnostics() as inner:
+                points = mains[a](x)
+        record(a, inner[-1] if inner else {})
         return points
 
     def privacy_map(d_in: int) -> float:
@@ -257,7 +263,9 @@ def make_adaptive_pruned_pmm(
         # (permute-and-flip and the exponential mechanism alike); synthesis: r * main_unit
         return round_up(2 * u * Fraction(table.sensitivity) / Fraction(scale) + r * main_unit)
 
-    return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
+    meas = make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
+    plan = AdaptivePlan(plan_of(t_scores), choose_from_scores, tuple(plan_of(m) for m in mains), record)
+    return attach(meas, plan)
 
 
 then_adaptive_pruned_pmm = to_then(make_adaptive_pruned_pmm)

@@ -16,7 +16,8 @@ from opendp_wasserstein.candidates import (
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.data import check_data_domain, check_metric
+from opendp_wasserstein.data import check_data_domain, check_metric, domain_allows_nan
+from opendp_wasserstein.distributed._spec import HistogramPlan, attach
 from opendp_wasserstein.parameters import (
     SCALE_MAX,
     ScaleLimitError,
@@ -158,7 +159,8 @@ def make_nn_histogram(
     eps = check_epsilon(epsilon)
     metric = check_ground_metric(metric)
     k = int(cand.shape[0])
-    chain = make_nearest_candidate(input_domain, input_metric, cand, metric)
+    t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
+    chain = t_near
     if kind == "change_one":
         chain = chain >> dp.t.then_metric_unbounded()
     norm = "L1Distance<i64>" if noise == "laplace" else "L2Distance<i64>"
@@ -170,12 +172,20 @@ def make_nn_histogram(
         scale = _noise_scale(lambda s: chain >> dp.m.then_laplace(scale=s), d_in, eps, 2.0 / eps)
         if scale > SCALE_MAX:  # as for every sampler of the package: noisy counts stay far below 2^63
             raise ScaleLimitError("epsilon is too small: the Laplace scale 2/epsilon would pass 2^52")
-        return chain >> dp.m.then_laplace(scale=scale) >> make_largest_remainder(m)
-    start = math.sqrt(2.0 / eps)
-    scale = _noise_scale(lambda s: chain >> dp.m.then_gaussian(scale=s), d_in, eps, start)
-    if scale > SCALE_MAX:
-        raise ScaleLimitError("epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)")
-    return chain >> dp.m.then_gaussian(scale=scale) >> make_largest_remainder(m)
+        m_noise = dp.m.make_laplace(chain.output_domain, chain.output_metric, scale=scale)
+    else:
+        start = math.sqrt(2.0 / eps)
+        scale = _noise_scale(lambda s: chain >> dp.m.then_gaussian(scale=s), d_in, eps, start)
+        if scale > SCALE_MAX:
+            raise ScaleLimitError("epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)")
+        m_noise = dp.m.make_gaussian(chain.output_domain, chain.output_metric, scale=scale)
+    m_rest = m_noise >> make_largest_remainder(m)
+    meas = chain >> m_rest
+
+    def finish(histogram: np.ndarray) -> Any:  # count_by_categories of pi(x) is its histogram
+        return m_rest(np.asarray(histogram, dtype=np.int64).tolist())
+
+    return attach(meas, HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, finish))
 
 
 then_nn_histogram = to_then(make_nn_histogram)

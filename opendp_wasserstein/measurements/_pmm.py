@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import register, to_then
+from opendp_wasserstein.box import Box
+from opendp_wasserstein.data import domain_allows_nan
+from opendp_wasserstein.distributed._spec import PmmPlan, attach
+from opendp_wasserstein.domains import DyadicCountsDomain
 from opendp_wasserstein.measurements._gaussian_counts import (
     make_pruned_tree_gaussian,
     make_tree_gaussian,
@@ -124,7 +129,8 @@ def make_pruned_pmm(
     dom = t_counts.output_domain
     make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
     m_noise = make_noise(dom, t_counts.output_metric, output_size)
-    return t_counts >> m_noise >> make_synthesis(dom, placement)
+    meas = t_counts >> m_noise >> make_synthesis(dom, placement)
+    return attach(meas, _plan(input_domain, t_counts, placement, output_size, True, noise))
 
 
 def make_pmm(
@@ -191,7 +197,32 @@ def make_pmm(
     dom = t_counts.output_domain
     check_output_size(output_size, dom.descriptor, t_counts.output_metric.descriptor.scales)
     m_noise = (make_tree_laplace if noise == "laplace" else make_tree_gaussian)(dom, t_counts.output_metric)
-    return t_counts >> m_noise >> make_full_consistency(dom, output_size) >> make_synthesis(dom, placement)
+    meas = t_counts >> m_noise >> make_full_consistency(dom, output_size) >> make_synthesis(dom, placement)
+    return attach(meas, _plan(input_domain, t_counts, placement, output_size, False, noise))
+
+
+def _plan(
+    input_domain: Domain, t_counts: Any, placement: str, output_size: int | None, pruned: bool, noise: str
+) -> PmmPlan:
+    """The distributed plan of the chain (:mod:`opendp_wasserstein.distributed`)."""
+    dom = t_counts.output_domain.descriptor
+    scales = t_counts.output_metric.descriptor.scales
+    assert isinstance(dom, DyadicCountsDomain)
+    root_size = dom.size if output_size is None else int(output_size)
+    return PmmPlan(
+        pruned=pruned,
+        d=dom.num_columns,
+        size=dom.size,
+        nan=domain_allows_nan(input_domain),
+        box=Box(dom.lower, dom.upper),
+        depth=dom.depth,
+        scales=tuple(scales),
+        placement=placement,
+        root_size=root_size,
+        release_root=dom.size is None and not math.isinf(scales[0]),
+        axes=dom.axes,
+        distribution=noise,
+    )
 
 
 then_pruned_pmm = to_then(make_pruned_pmm)

@@ -18,7 +18,8 @@ from opendp_wasserstein.candidates import (
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.data import check_data_domain, check_metric, domain_allows_nan, replacements
+from opendp_wasserstein.distributed._spec import HistogramPlan, attach
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.parameters import check_epsilon
@@ -130,15 +131,17 @@ def make_tree_em(
     t_near = make_nearest_candidate(input_domain, input_metric, cand, metric)
     k = the_tree.k
 
-    def function(idx: Any) -> np.ndarray:
-        arr = np.asarray(idx, dtype=np.int64)
-        counts = np.bincount(arr, minlength=k)
+    def from_counts(counts: np.ndarray) -> np.ndarray:
         return sample_tree_em(the_tree, counts, m, eps, as_random_source().derive(SELECTION_STREAM), n=n)
+
+    def function(idx: Any) -> np.ndarray:
+        return from_counts(np.bincount(np.asarray(idx, dtype=np.int64), minlength=k))
 
     m_em = make_measurement(
         t_near.output_domain, t_near.output_metric, max_divergence(), function, tree_em_privacy_map(kind, eps)
     )
-    return t_near >> m_em
+    plan = HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, from_counts)
+    return attach(t_near >> m_em, plan)
 
 
 then_tree_em = to_then(make_tree_em)

@@ -18,7 +18,8 @@ from opendp_wasserstein.candidates import (
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.data import check_data_domain, check_metric
+from opendp_wasserstein.data import check_data_domain, check_metric, domain_allows_nan
+from opendp_wasserstein.distributed._spec import HistogramPlan, attach
 from opendp_wasserstein.domains import WeightedL1Distance, descriptor_of
 from opendp_wasserstein.measurements._tree_laplace import _identity_map
 from opendp_wasserstein.node_noise import add_noise
@@ -34,6 +35,7 @@ from opendp_wasserstein.transformations._tree_counts import (
     TreeCounts,
     TreeCountsDomain,
     make_tree_counts,
+    tree_counts_of_histogram,
     tree_level_scales,
 )
 from opendp_wasserstein.trees import Tree, closest_multiset, resolve_tree
@@ -287,7 +289,13 @@ def make_tree_projection(
             t_near.output_domain, t_near.output_metric, the_tree, scales, output_metric="l2sq"
         )
         m_noise = make_tree_count_gaussian(t_counts.output_domain, t_counts.output_metric)
-    return t_near >> t_counts >> m_noise >> make_tree_multiset(t_counts.output_domain, m)
+    m_rest = m_noise >> make_tree_multiset(t_counts.output_domain, m)
+    meas = t_near >> t_counts >> m_rest
+
+    def finish(histogram: np.ndarray) -> Any:  # the chain after the histogram of pi(x)
+        return m_rest(tree_counts_of_histogram(the_tree, histogram))
+
+    return attach(meas, HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, finish))
 
 
 then_tree_projection = to_then(make_tree_projection)

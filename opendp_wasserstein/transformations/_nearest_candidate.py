@@ -45,6 +45,21 @@ def check_index_domain(input_domain: Domain, k: int | None = None, name: str = "
     return kk, None if size is None else int(size)
 
 
+def project_rows(nearest: NearestCandidates, x: np.ndarray) -> np.ndarray:
+    """The nearest-candidate index of every row of ``x`` (the function of
+    :func:`make_nearest_candidate`, also run on the blocks of a distributed release)."""
+    # a row with a NaN or infinite coordinate is equally far from every candidate:
+    # it goes to candidate 0, the lowest index (a fixed row-wise map, no error)
+    bad = ~np.isfinite(x).all(axis=1)
+    if bad.any():
+        x = np.where(bad[:, None], nearest.candidates[0], x)
+    out = nearest.query(x)
+    # rows so far out that every distance overflows to inf are likewise equidistant:
+    # the KD-tree reports its "no neighbour" index k for them; send them to candidate 0
+    out[out >= nearest.k] = 0
+    return out
+
+
 def make_nearest_candidate(
     input_domain: Domain, input_metric: Metric, candidates: Any, metric: str = "l2"
 ) -> Transformation:
@@ -94,24 +109,14 @@ def make_nearest_candidate(
     nan_ok = domain_allows_nan(input_domain)
 
     def function(x: np.ndarray) -> np.ndarray:
-        x = validate_data(x, d, n, nan=nan_ok)
-        # a row with a NaN or infinite coordinate is equally far from every candidate:
-        # it goes to candidate 0, the lowest index (a fixed row-wise map, no error)
-        bad = ~np.isfinite(x).all(axis=1)
-        if bad.any():
-            x = np.where(bad[:, None], nearest.candidates[0], x)
-        out = nearest.query(x)
-        # rows so far out that every distance overflows to inf are likewise equidistant:
-        # the KD-tree reports its "no neighbour" index k for them; send them to candidate 0
-        out[out >= nearest.k] = 0
-        return out
+        return project_rows(nearest, validate_data(x, d, n, nan=nan_ok))
 
     def stability_map(d_in: Any) -> int:
         if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)) or d_in < 0:
             raise ValueError("d_in must be a non-negative integer")
         return int(d_in)
 
-    return make_transformation(
+    trans = make_transformation(
         input_domain,
         input_metric,
         candidate_index_domain(nearest.k, n),
@@ -119,6 +124,8 @@ def make_nearest_candidate(
         function,
         stability_map,
     )
+    trans.nearest = nearest  # the row-wise projection, for a distributed plan
+    return trans
 
 
 then_nearest_candidate = to_then(make_nearest_candidate)

@@ -26,6 +26,7 @@ from opendp_wasserstein.data import (
     replacements,
     validate_data,
 )
+from opendp_wasserstein.distributed._spec import ScoresPlan, attach
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import check_axes, count_tree, max_depth
 from opendp_wasserstein.parameters import (
@@ -287,10 +288,8 @@ def make_schedule_scores(
     axes = None if order is None else check_axes(order.axes, d, L)
     table = score_table(cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters)
 
-    def function(x: np.ndarray) -> list[float]:
-        x = validate_data(x, d, n, nan=nan_ok)
-        # kept for the synthesis of the same release (inside shared_count_trees, else dropped)
-        occupancy = count_tree(x, L, box, keep=True, axes=axes).occupancy()[:L]
+    def scores_of_occupancy(occupancy: np.ndarray) -> list[float]:
+        occupancy = np.array(occupancy[:L], dtype=np.int64)
         # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
         # empty dataset is possible (private size), and Delta may leave level 0 out
         occupancy[0] = 1
@@ -298,10 +297,15 @@ def make_schedule_scores(
             occupancy = np.minimum(occupancy, cap)
         return table.scores(occupancy).tolist()
 
+    def function(x: np.ndarray) -> list[float]:
+        x = validate_data(x, d, n, nan=nan_ok)
+        # kept for the synthesis of the same release (inside shared_count_trees, else dropped)
+        return scores_of_occupancy(count_tree(x, L, box, keep=True, axes=axes).occupancy()[:L])
+
     def stability_map(d_in: int) -> float:
         return round_up(occupancy_units(kind, n, d_in) * Fraction(table.sensitivity))
 
-    return make_transformation(
+    trans = make_transformation(
         input_domain,
         input_metric,
         dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cands)),
@@ -309,6 +313,7 @@ def make_schedule_scores(
         function,
         stability_map,
     )
+    return attach(trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes))
 
 
 then_schedule_scores = to_then(make_schedule_scores)

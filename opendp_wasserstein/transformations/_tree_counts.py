@@ -163,6 +163,13 @@ def tree_counts_l2sq_stability(
     return stability_map
 
 
+def tree_counts_of_histogram(tree: Tree, histogram: np.ndarray) -> TreeCounts:
+    """The :class:`TreeCounts` of records whose candidate-index histogram is ``histogram``."""
+    counts = tree.subtree_sums(np.asarray(histogram).astype(np.int64))
+    counts.setflags(write=False)
+    return TreeCounts(tree, counts)
+
+
 def make_tree_counts(
     input_domain: Domain,
     input_metric: Metric,
@@ -232,9 +239,7 @@ def make_tree_counts(
             raise ValueError("data must be a vector of candidate indices of the domain's size")
         if arr.size and (arr.min() < 0 or arr.max() >= k):
             raise ValueError(f"data must hold candidate indices in [0, {k})")
-        counts = tree.subtree_sums(np.bincount(arr, minlength=k).astype(np.int64))
-        counts.setflags(write=False)
-        return TreeCounts(tree, counts)
+        return tree_counts_of_histogram(tree, np.bincount(arr, minlength=k))
 
     return make_transformation(
         input_domain,

@@ -1,0 +1,151 @@
+"""Out-of-core releases on a Dask ``LocalCluster``: time, rows/s, peak memory of driver and workers.
+
+A synthetic data set of ``--max-n`` rows (default ``10^8``) of dimension ``--d`` (default 3) is
+written once as Parquet, ``--rows-per-file`` rows a file (default ``10^6``; a clustered mixture
+of Gaussians clipped to the unit cube, generated file by file, seeded).  For every ``n`` in
+``--ns`` (default ``10^6, 10^7, 10^8``) the first ``n / rows-per-file`` files are released by
+``--mechanism`` (default ``adaptive``; ``pruned`` uses the ambient depth) through
+:func:`~opendp_wasserstein.distributed.synthesize_on_dask` on a fresh ``LocalCluster`` of
+``--workers`` worker processes (default 2, one thread each, ``--memory-limit`` each, default
+4 GB), in a fresh driver process, and the output (Parquet parts) is deleted afterwards.
+
+Printed per ``n``: seconds, rows/s, the driver's peak RSS (``ru_maxrss`` of the driver process,
+which also runs the scheduler) and each worker's peak RSS (``ru_maxrss`` of the worker
+processes), the chosen depth and the number of noisy nodes; then the per-row cost and an
+extrapolation to ``10^10`` rows on 100 workers with its assumptions.
+
+``python benchmarks/bench_distributed.py [--quick] [--data /tmp/odpw_bench]``
+(``--quick``: ``10^5`` and ``3 10^5`` rows in files of ``10^5``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from _common import machine_note
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write_data(root: str, n: int, d: int, per_file: int) -> None:
+    """Files ``part-00000.parquet ...`` of ``per_file`` rows each (skipped when present)."""
+    os.makedirs(root, exist_ok=True)
+    centers = np.random.default_rng(12345).uniform(0.15, 0.85, size=(8, d))  # data only
+    for i in range(n // per_file):
+        path = os.path.join(root, f"part-{i:05d}.parquet")
+        if os.path.exists(path):
+            continue
+        gen = np.random.default_rng(1000 + i)  # data only, never a mechanism's randomness
+        x = centers[gen.integers(0, len(centers), per_file)] + 0.05 * gen.standard_normal((per_file, d))
+        np.clip(x, 0.0, 1.0, out=x)
+        tmp = path + ".tmp"
+        pq.write_table(pa.table({f"x{j}": x[:, j] for j in range(d)}), tmp, row_group_size=1 << 18)
+        os.replace(tmp, path)
+
+
+def child(args: argparse.Namespace) -> None:
+    """One release in this (fresh) process; prints one JSON line."""
+    import opendp.prelude as dp
+
+    from opendp_wasserstein.distributed import synthesize_on_dask
+    from opendp_wasserstein.distributed._run import local_client
+
+    dp.enable_features("contrib")
+    files = sorted(f for f in os.listdir(args.data) if f.endswith(".parquet"))[: args.n // args.rows_per_file]
+    src = os.path.join(args.out + ".src")
+    os.makedirs(src, exist_ok=True)
+    for f in files:  # the first n rows as a directory of links
+        os.symlink(os.path.join(args.data, f), os.path.join(src, f))
+    out = args.out
+    try:
+        with local_client(workers=args.workers, memory_limit=args.memory_limit) as client:
+            t0 = time.perf_counter()
+            rel, report = synthesize_on_dask(src, 1.0, out, bounds=(0.0, 1.0), mechanism=args.mechanism,
+                                             placement="uniform", client=client)
+            seconds = time.perf_counter() - t0
+            workers = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(src, ignore_errors=True)
+    driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"n": args.n, "seconds": seconds, "rows": rel.rows, "parts": rel.parts,
+                      "driver_rss": driver, "worker_rss": sorted(workers.values()),
+                      "depth": report.depth, "visited": report.visited_nodes}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--ns", type=float, nargs="+", default=[1e6, 1e7, 1e8])
+    p.add_argument("--d", type=int, default=3)
+    p.add_argument("--rows-per-file", type=int, default=1_000_000)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--memory-limit", default="4GB")
+    p.add_argument("--mechanism", choices=["adaptive", "pruned"], default="adaptive")
+    p.add_argument("--data", default="/tmp/odpw_bench")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        child(a)
+        return
+    if a.quick:
+        a.ns, a.rows_per_file = [1e5, 3e5], 100_000
+    ns = [int(n) for n in a.ns]
+    data = f"{a.data}_d{a.d}_{a.rows_per_file}"
+    print(machine_note())
+    print(f"data: {max(ns):,} rows x {a.d} in files of {a.rows_per_file:,} rows under {data}")
+    write_data(data, max(ns), a.d, a.rows_per_file)
+    print(f"\n{a.mechanism}, LocalCluster {a.workers} workers x 1 thread, memory limit {a.memory_limit} each")
+    print(f"{'n':>12} {'seconds':>9} {'rows/s':>11} {'driver MB':>10} {'workers MB':>16} {'depth':>6} {'noisy nodes':>12}")
+    rows = []
+    for n in ns:
+        out = os.path.join(os.path.dirname(data), f".odpw_out_{os.getpid()}_{n}")
+        cmd = [sys.executable, os.path.join(HERE, "bench_distributed.py"), "--child", "--n", str(n), "--out", out,
+               "--data", data, "--rows-per-file", str(a.rows_per_file), "--workers", str(a.workers),
+               "--memory-limit", a.memory_limit, "--mechanism", a.mechanism, "--d", str(a.d)]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if res.returncode:
+            print(f"{n:>12,} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}")
+            continue
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        rows.append(r)
+        wmb = "/".join(f"{w / 2**20:.0f}" for w in r["worker_rss"])
+        print(f"{n:>12,} {r['seconds']:>9.1f} {n / r['seconds']:>11,.0f} {r['driver_rss'] / 2**20:>10.0f} {wmb:>16}"
+              f" {r['depth']:>6} {r['visited']:>12,}")
+    if len(rows) >= 2:
+        a_, b_ = rows[-2], rows[-1]
+        per_row = (b_["seconds"] - a_["seconds"]) / (b_["n"] - a_["n"])  # marginal cost, 2 workers
+        fixed = b_["seconds"] - per_row * b_["n"]
+        print(f"\nmarginal cost {per_row * 1e9:.0f} ns/row on {a.workers} workers "
+              f"({per_row * a.workers * 1e9:.0f} ns per row per worker), fixed {fixed:.1f} s")
+        n10, w10 = 10**10, 100
+        parts10, groups10 = n10 // 10**7, 2 * w10  # parts of 1e7 rows, two split groups per worker
+        compute = per_row * a.workers * n10 / w10
+        network = n10 * a.d * 8 / 1e9 / w10  # GB per worker at 1 GB/s
+        tasks = 2 * n10 // a.rows_per_file + groups10 * parts10 + 3 * parts10
+        sched = tasks * 1e-3
+        total = compute + network + sched + fixed
+        print(f"extrapolation, 10^10 rows on {w10} workers: ~{total / 60:.0f} min = "
+              f"{compute / 60:.0f} min of per-row work (this machine's per-worker cost, linear in n / workers) "
+              f"+ {network:.0f} s moving {n10 * a.d * 8 / 1e9:,.0f} GB once at 1 GB/s per worker "
+              f"+ {sched / 60:.0f} min of scheduler time for {tasks:,} tasks at 1 ms each "
+              f"({parts10:,} parts of 10^7 rows, {groups10} split groups, input files of {a.rows_per_file:,} rows) "
+              f"+ {fixed:.0f} s fixed.  Assumed: workers like these cores with >= 4 GB each "
+              f"(a part's rows and tree: ~0.5 GB), a shared file system or object store, and the "
+              f"driver's memory is the level-j0 histogram (<= 2^20 counts)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,481 @@
+"""The PMM family on a Dask cluster: Pruned-PMM, PMM and Adaptive Pruned-PMM.
+
+The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
+
+1. **Count** (one task per input block): the level-``j0`` Morton prefix of every row, its
+   histogram (``2^j0`` counts) and the number of rows; the driver sums them.
+2. **Top of the tree** (driver): the root mass and Algorithms 1-2 for levels ``< j0`` with the
+   traversal code of the in-memory path (:func:`~opendp_wasserstein.consistency.expand_levels`),
+   its exact counts read off the histogram: the active level-``j0`` cells and their masses.
+3. **Partition** (one task per block): every row goes to the part that owns its level-``j0``
+   cell; parts own contiguous ranges of cells, cut so that they hold about as many rows.
+4. **Subtrees** (one task per part): the count tree of the part's rows, then Algorithms 1-2
+   below its active level-``j0`` cells from their masses, then the synthesis of its leaves,
+   written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
+   levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
+   selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
+
+Every node's noisy count and coin are node-addressed
+(:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`, one key per release), and a node's
+corrected mass depends only on its parent's mass and its own and its sibling's noisy counts,
+so the leaves are exactly those of the in-memory traversal under the same key; the points of a
+leaf come from the leaf's own placement stream.  The full-tree PMM reduces the level-``r``
+histogram instead (its ``2^r`` nodes are on the driver in memory too) and writes the leaves'
+points in parallel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein._random import (
+    NOISE_STREAM,
+    PLACEMENT_STREAM,
+    RandomSource,
+    as_random_source,
+)
+from opendp_wasserstein.box import Box
+from opendp_wasserstein.consistency import (
+    Frontier,
+    LeafMasses,
+    expand_levels,
+    full_consistency,
+    prefix_cells,
+    traversal_root,
+    tree_counter,
+)
+from opendp_wasserstein.distributed._output import PartWriter
+from opendp_wasserstein.distributed._source import DelayedBlock, read_block
+from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan
+from opendp_wasserstein.hierarchy import CountTree, _row_codes, check_axes
+from opendp_wasserstein.node_noise import add_noise
+from opendp_wasserstein.node_randomness import KeyedNodeNoise
+from opendp_wasserstein.synthesis import place_points
+
+__all__ = ["run_pmm", "run_adaptive", "split_level"]
+
+Axes = tuple[int, ...] | None
+
+#: the split level holds at least this many level-j0 cells per part (balance), at most 2^MAX
+CELLS_PER_PART = 64
+MAX_SPLIT_LEVEL = 20
+#: rows per part when the driver's leaves are written in parallel
+ROWS_PER_PART = 1 << 22
+#: the blocks are cut by part in at least this many groups (two per worker on large clusters):
+#: groups x parts pieces move between workers, each a task
+SPLIT_GROUPS = 16
+
+
+# --------------------------------------------------------------------------------------------
+# worker tasks (module-level functions of picklable arguments)
+# --------------------------------------------------------------------------------------------
+
+
+def rows_of(block: Any, d: int, nan: bool) -> np.ndarray:
+    """The rows of a block, checked as the in-memory path checks its array (messages name the
+    parameter, never a value)."""
+    try:
+        x = read_block(block)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"data must be numeric ({type(err).__name__} while reading a block)") from None
+    if x.ndim != 2 or x.shape[1] != d:
+        raise ValueError(f"data must have {d} columns")
+    if not nan and bool(np.isnan(x).any()):
+        raise ValueError("data must not contain NaN: the input domain has nan=False")
+    return x
+
+
+def level_prefix(x: np.ndarray, box: Box, level: int, axes: Axes = None) -> np.ndarray:
+    """The level-``level`` Morton prefix of every row (int64); the first ``level`` bits of the code
+    at any depth ``>= level`` (split order ``axes``, None: cyclic)."""
+    if level == 0:
+        return np.zeros(x.shape[0], dtype=np.int64)
+    word = _row_codes(x, box, level, [0], axes=None if axes is None else check_axes(axes, x.shape[1], level))[0]
+    return (word >> np.uint64(64 - level)).astype(np.int64)
+
+
+def count_task(block: Any, d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
+    """Rows and histogram of the level-``level`` prefixes of one block (dense, ``2^level``)."""
+    x = rows_of(block, d, nan)
+    return int(x.shape[0]), np.bincount(level_prefix(x, box, level, axes), minlength=1 << level)
+
+
+def sparse_count_task(
+    block: Any, d: int, nan: bool, box: Box, level: int, axes: Axes = None
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """Rows and the occupied level-``level`` prefixes with their counts (sorted)."""
+    x = rows_of(block, d, nan)
+    cells, counts = np.unique(level_prefix(x, box, level, axes), return_counts=True)
+    return int(x.shape[0]), cells, counts
+
+
+def split_task(
+    blocks: list[Any], d: int, nan: bool, box: Box, level: int, bounds: np.ndarray, axes: Axes = None
+) -> tuple[np.ndarray, ...]:
+    """The rows of a group of blocks cut by part: part ``q`` owns level-``level`` cells
+    ``bounds[q] .. bounds[q + 1] - 1``."""
+    out: list[list[np.ndarray]] = [[] for _ in range(bounds.size)]
+    for block in blocks:
+        x = rows_of(block, d, nan)
+        dest = np.searchsorted(bounds, level_prefix(x, box, level, axes), side="right") - 1
+        order = np.argsort(dest, kind="stable")
+        cuts = np.searchsorted(dest[order], np.arange(1, bounds.size))
+        for q, piece in enumerate(np.split(x[order], cuts)):
+            if piece.size:
+                out[q].append(piece)
+        del x, order
+    return tuple(np.concatenate(p) if p else np.zeros((0, d)) for p in out)
+
+
+def tree_task(d: int, box: Box, depth: int, axes: Axes, *pieces: np.ndarray) -> CountTree:
+    """The count tree of a part's rows (its pieces from every block)."""
+    x = np.concatenate(pieces) if pieces else np.zeros((0, d))
+    return CountTree(x, depth, box, axes=axes, keep_input=False)
+
+
+def occupancy_task(tree: CountTree, start: int, stop: int) -> np.ndarray:
+    """The part's occupancy of levels ``start .. stop - 1``."""
+    return tree.occupancy()[start:stop]
+
+
+@dataclass(frozen=True)
+class Release:
+    """What every part task of one release shares (public values and the release's keys)."""
+
+    d: int
+    box: Box
+    depth: int
+    scales: tuple[float, ...]
+    placement: str
+    noise: KeyedNodeNoise
+    placement_key: KeyedNodeNoise | None
+    writer: PartWriter
+    axes: Axes = None
+
+
+@dataclass(frozen=True)
+class Subtrees:
+    """The active level-``level`` cells a part expands: cells, masses and Morton prefixes."""
+
+    q: int
+    level: int
+    cells: np.ndarray
+    mass: np.ndarray
+    prefix: np.ndarray
+
+
+def traverse_task(tree: CountTree, job: Subtrees, rel: Release, rng: RandomSource, hook: Any = None) -> dict[str, Any]:
+    """Algorithms 1-2 below the part's active cells, then the synthesis of its leaves (one part)."""
+    if hook is not None:
+        hook(job.q)
+    t = tree if tree.depth == rel.depth else tree.truncated(rel.depth)
+    if job.level:
+        local = (t._words[0] >> np.uint64(64 - job.level)).astype(np.int64)
+    else:
+        local = np.zeros(t.n, dtype=np.int64)
+    lo = np.searchsorted(local, job.prefix, side="left")
+    hi = np.searchsorted(local, job.prefix, side="right")
+    front = Frontier(job.level, job.cells, job.mass, (lo, hi), 0, [])
+    front = expand_levels(front, rel.depth, tree_counter(t), rel.scales, rel.noise, axes=rel.axes)
+    leaves = LeafMasses(front.cells, front.mass, rel.depth, front.visited, tuple(front.active), rel.scales)
+    written = _write_leaves(leaves, rel, rng, job.q)
+    return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
+
+
+def synth_task(cells: np.ndarray, masses: np.ndarray, rel: Release, rng: RandomSource, q: int, hook: Any = None) -> dict[str, Any]:
+    """Write the points of driver-held leaves ``cells`` (one part)."""
+    if hook is not None:
+        hook(q)
+    leaves = LeafMasses(cells, masses, rel.depth, 0, (), rel.scales)
+    return {"rows": _write_leaves(leaves, rel, rng, q), "visited": 0, "active": [], "leaves": int(masses.size)}
+
+
+def _write_leaves(leaves: LeafMasses, rel: Release, rng: RandomSource, q: int) -> int:
+    if leaves.total == 0:
+        return rel.writer(q, np.zeros((0, rel.d)))
+    points = place_points(leaves, rel.box, rel.placement, rng, rel.axes, keyed=rel.placement_key)
+    return rel.writer(q, points)
+
+
+# --------------------------------------------------------------------------------------------
+# the driver
+# --------------------------------------------------------------------------------------------
+
+
+def split_level(parts: int, depth: int) -> int:
+    """``j0``: at least :data:`CELLS_PER_PART` level-``j0`` cells per part, at most the depth."""
+    want = math.ceil(math.log2(max(2, CELLS_PER_PART * parts)))
+    return int(min(depth, MAX_SPLIT_LEVEL, max(1, want)))
+
+
+def hist_counter(h: np.ndarray, top: int) -> Callable[[int, tuple[np.ndarray, ...]], tuple[np.ndarray, tuple[np.ndarray, ...]]]:
+    """The traversal counter of a level-``top`` histogram: a node's state is its Morton prefix."""
+    aggregated: dict[int, np.ndarray] = {top: h}
+
+    def level_counts(level: int) -> np.ndarray:
+        if level not in aggregated:
+            aggregated[level] = h.reshape(1 << level, -1).sum(axis=1)
+        return aggregated[level]
+
+    def counter(level: int, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        (prefix,) = state
+        kids = np.stack([2 * prefix, 2 * prefix + 1], axis=1).reshape(-1)
+        return level_counts(level + 1)[kids].reshape(-1, 2), (kids,)
+
+    return counter
+
+
+def part_bounds(h: np.ndarray, parts: int) -> np.ndarray:
+    """First level-``j0`` cell of every part: contiguous ranges holding about ``n / parts`` rows."""
+    cum = np.cumsum(h)
+    n = int(cum[-1]) if cum.size else 0
+    targets = (np.arange(1, parts) * n) // parts
+    cuts = np.searchsorted(cum, targets, side="right") if n else np.zeros(parts - 1, dtype=np.int64)
+    return np.concatenate(([0], np.maximum.accumulate(np.minimum(cuts, h.size)))).astype(np.int64)
+
+
+class Driver:
+    """Runs tasks on a Dask client with an optional progress bar; keeps no rows."""
+
+    def __init__(self, client: Any, blocks: Sequence[Any], progress: bool, hook: Any = None) -> None:
+        self.client = client
+        self.hook = hook
+        self.progress = progress
+        self._blocks = list(blocks)
+
+    @property
+    def blocks(self) -> list[Any]:
+        """Task arguments for the blocks: a reader, or (a Dask collection's partition) a fresh
+        future of it, so that nothing stays in memory between the passes."""
+        return [self.client.compute(b.part) if isinstance(b, DelayedBlock) else b for b in self._blocks]
+
+    @property
+    def parts(self) -> int:
+        return len(self._blocks)
+
+    def split_groups(self) -> int:
+        """How many groups of blocks are cut by part: :data:`SPLIT_GROUPS`, or two per worker."""
+        info = getattr(self.client, "scheduler_info", None)
+        workers = len(info().get("workers", {})) if callable(info) else 0
+        return max(SPLIT_GROUPS, 2 * workers)
+
+    def run(self, futures: list[Any], label: str) -> list[Any]:
+        """Results of ``futures`` in order (a bar over them on a terminal)."""
+        from distributed import as_completed
+
+        if self.progress:
+            try:
+                from tqdm import tqdm
+            except ImportError:  # pragma: no cover - the progress extra is missing
+                return self.client.gather(futures)
+            bar = tqdm(total=len(futures), desc=label, unit="part")
+            for _ in as_completed(futures):
+                bar.update(1)
+            bar.close()
+        return self.client.gather(futures)
+
+    def count(self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
+        futures = [self.client.submit(count_task, b, plan_d, nan, box, level, axes, pure=False) for b in self.blocks]
+        n, h = 0, np.zeros(1 << level, dtype=np.int64)
+        for rows, hist in self.run(futures, "count"):
+            n += rows
+            h += hist
+        return n, h
+
+    def sparse_count(self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
+        futures = [
+            self.client.submit(sparse_count_task, b, plan_d, nan, box, level, axes, pure=False) for b in self.blocks
+        ]
+        n, h = 0, np.zeros(1 << level, dtype=np.int64)
+        for rows, cells, counts in self.run(futures, "count"):
+            n += rows
+            np.add.at(h, cells, counts)
+        return n, h
+
+    def trees(
+        self, d: int, nan: bool, box: Box, level: int, bounds: np.ndarray, depth: int, axes: Axes = None
+    ) -> list[Any]:
+        """Futures of the parts' count trees (kept on the workers)."""
+        parts = bounds.size
+        blocks = self.blocks
+        groups = np.array_split(np.arange(len(blocks)), min(len(blocks), self.split_groups()))
+        pieces = [
+            self.client.submit(split_task, [blocks[i] for i in g], d, nan, box, level, bounds, axes, pure=False)
+            for g in groups
+        ]
+        trees = []
+        for q in range(parts):
+            mine = [self.client.submit(_piece, p, q, pure=False) for p in pieces]
+            trees.append(self.client.submit(tree_task, d, box, depth, axes, *mine, pure=False))
+        return trees
+
+
+def _piece(pieces: tuple[np.ndarray, ...], q: int) -> np.ndarray:
+    return pieces[q]
+
+
+def _check_size(plan: PmmPlan | Any, n: int) -> None:
+    if plan.size is not None and n != plan.size:
+        raise ValueError(f"data must have exactly {plan.size} rows (the domain's public size)")
+
+
+def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, RandomSource, KeyedNodeNoise | None]:
+    """The release's node noise, placement source and placement key, drawn as the in-memory
+    path draws them (so a reproducible run gives the same keys)."""
+    if plan.distribution != "laplace":
+        raise ValueError(
+            "zCDP (discrete Gaussian) releases run in memory only: their noise is not node-addressed"
+        )
+    placement = plan.placement
+    if runtime.current_sampler() == "opendp":
+        raise ValueError(
+            "runtime.sampler('opendp') cannot run distributed: its noise is not node-addressed"
+        )
+    noise = KeyedNodeNoise.from_random_source(as_random_source().derive(NOISE_STREAM))
+    prng = as_random_source().derive(PLACEMENT_STREAM)
+    key = KeyedNodeNoise.from_random_source(prng) if placement == "uniform" else None
+    return noise, prng, key
+
+
+def _top(plan: PmmPlan, n: int, h: np.ndarray, j0: int, noise: KeyedNodeNoise) -> Frontier:
+    """Algorithms 1-2 for the levels above ``min(j0, depth)`` from the level-``j0`` histogram."""
+    front = traversal_root(n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),))
+    return expand_levels(front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise, axes=plan.axes)
+
+
+def _jobs(front: Frontier, bounds: np.ndarray) -> list[Subtrees]:
+    (prefix,) = front.state
+    dest = np.searchsorted(bounds, prefix, side="right") - 1
+    cut = np.searchsorted(dest, np.arange(bounds.size + 1))
+    return [
+        Subtrees(q, front.level, front.cells[cut[q] : cut[q + 1]], front.mass[cut[q] : cut[q + 1]], prefix[cut[q] : cut[q + 1]])
+        for q in range(bounds.size)
+    ]
+
+
+def _write_driver_leaves(drv: Driver, leaves: LeafMasses, rel: Release, prng: RandomSource) -> list[dict[str, Any]]:
+    """Write leaves held by the driver in parallel parts of about :data:`ROWS_PER_PART` rows."""
+    ends = np.cumsum(leaves.masses)
+    total = int(ends[-1]) if ends.size else 0
+    parts = max(1, -(-total // ROWS_PER_PART))
+    cuts = np.concatenate(([0], np.searchsorted(ends, (np.arange(1, parts) * total) // parts, side="right"), [ends.size]))
+    futures = [
+        drv.client.submit(
+            synth_task, leaves.cells[a:b], leaves.masses[a:b], rel, prng.derive(1 + q), q, drv.hook, pure=False
+        )
+        for q, (a, b) in enumerate(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
+    ]
+    return drv.run(futures, "write")
+
+
+def _finish(plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None, visited: int) -> dict[str, Any]:
+    rows = sum(s["rows"] for s in summaries)
+    if top is not None:
+        active = list(top.active)
+        deeper = [s["active"] for s in summaries if s["active"]]
+        for j in range(plan.depth - top.level):
+            active.append(sum(a[j] for a in deeper if j < len(a)))
+        visited = top.visited + sum(s["visited"] for s in summaries)
+    else:
+        active = [2**j for j in range(plan.depth + 1)]
+    return {
+        "depth": plan.depth,
+        "scales": plan.scales,
+        "visited_nodes": visited,
+        "active_nodes": tuple(active),
+        "leaves": sum(s["leaves"] for s in summaries),
+        "size": rows,
+        "parts": len(summaries),
+    }
+
+
+def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
+    """Pruned-PMM or PMM on the driver's blocks; returns what the in-memory release records."""
+    noise, prng, key = _keys(plan)
+    rel = Release(plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, key, writer, plan.axes)
+    if not plan.pruned:
+        return _run_full(plan, drv, rel, noise, prng)
+    parts = parts or drv.parts
+    j0 = split_level(parts, plan.depth)
+    n, h = drv.count(plan.d, plan.nan, plan.box, j0, plan.axes)
+    _check_size(plan, n)
+    front = _top(plan, n, h, j0, noise)
+    if front.level == plan.depth:  # the whole traversal fits above the split level
+        leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
+        return _finish(plan, _write_driver_leaves(drv, leaves, rel, prng), front, 0)
+    bounds = part_bounds(h, parts)
+    trees = drv.trees(plan.d, plan.nan, plan.box, j0, bounds, plan.depth, plan.axes)
+    jobs = _jobs(front, bounds)
+    futures = [
+        drv.client.submit(traverse_task, t, job, rel, prng.derive(1 + job.q), drv.hook, pure=False)
+        for t, job in zip(trees, jobs, strict=True)
+    ]
+    summaries = drv.run(futures, "subtrees")
+    return _finish(plan, summaries, front, 0)
+
+
+def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise, prng: RandomSource) -> dict[str, Any]:
+    """The full-tree PMM: the level-``r`` histogram reduced to the driver, noised and corrected
+    there as in memory (:func:`~opendp_wasserstein.noisy_tree.draw_full_tree`), points in parallel."""
+    r, d = plan.depth, plan.d
+    n, h = drv.sparse_count(d, plan.nan, plan.box, r, plan.axes)
+    _check_size(plan, n)
+    cells0 = np.zeros((1, d), dtype=np.int64)
+    root = np.zeros(1, dtype=np.int64)
+    if plan.release_root:
+        root = add_noise(np.array([n]), noise.laplace(0, cells0, plan.scales[0]))
+    levels = [root.astype(np.int64)]
+    for j in range(1, r + 1):
+        exact = h.reshape(1 << j, -1).sum(axis=1)
+        cells = prefix_cells(np.arange(1 << j), j, d, plan.axes)
+        levels.append(add_noise(exact, noise.laplace(j, cells, plan.scales[j])))
+    nodes = int(sum(a.size for a in levels)) - (0 if plan.release_root else 1)
+    leaves = full_consistency(tuple(levels), d, plan.root_size, nodes, plan.scales, plan.axes)
+    summaries = _write_driver_leaves(drv, leaves, rel, prng)
+    return _finish(plan, summaries, None, nodes)
+
+
+def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
+    """Adaptive Pruned-PMM: the occupancy reduced from the parts' trees, the selection on the
+    driver (the in-memory closure), then the chosen Pruned-PMM on the same trees."""
+    sp = plan.scores
+    parts = parts or drv.parts
+    j0 = split_level(parts, sp.L)
+    n, h = drv.count(sp.d, sp.nan, sp.box, j0, sp.axes)
+    _check_size(sp, n)
+    bounds = part_bounds(h, parts)
+    trees = drv.trees(sp.d, sp.nan, sp.box, j0, bounds, sp.L, sp.axes)
+    occupancy = np.zeros(sp.L, dtype=np.int64)
+    top = min(j0, sp.L)
+    for j in range(top):
+        occupancy[j] = np.count_nonzero(h.reshape(1 << j, -1).sum(axis=1)) if j else int(n > 0)
+    if top < sp.L:
+        for occ in drv.run([drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees], "occupancy"):
+            occupancy[top:] += occ
+    a = plan.choose_from_scores(sp.scores_of_occupancy(occupancy))
+    main = plan.mains[a]
+    noise, prng, key = _keys(main)
+    rel = Release(main.d, main.box, main.depth, main.scales, main.placement, noise, key, writer, main.axes)
+    front = _top(main, n, h, j0, noise)
+    if front.level == main.depth:
+        leaves = LeafMasses(front.cells, front.mass, main.depth, front.visited, tuple(front.active), main.scales)
+        for t in trees:
+            t.release()
+        info = _finish(main, _write_driver_leaves(drv, leaves, rel, prng), front, 0)
+    else:
+        jobs = _jobs(front, bounds)
+        futures = [
+            drv.client.submit(traverse_task, t, job, rel, prng.derive(1 + job.q), drv.hook, pure=False)
+            for t, job in zip(trees, jobs, strict=True)
+        ]
+        summaries = drv.run(futures, "subtrees")
+        info = _finish(main, summaries, front, 0)
+    with runtime.diagnostics() as sink:
+        plan.record(a, info)
+    return sink[-1] if sink else info

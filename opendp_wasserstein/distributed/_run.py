@@ -1,0 +1,224 @@
+"""Entry points of distributed releases: one measurement, one plan, one atomic output."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein.distributed._output import ParquetSink
+from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
+from opendp_wasserstein.distributed._spec import AdaptivePlan, HistogramPlan, PmmPlan, plan_of
+
+__all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "DistributedRelease", "local_client"]
+
+
+@dataclass(frozen=True)
+class DistributedRelease:
+    """What a distributed release produced.
+
+    :param path: the output directory of Parquet parts (synthetic rows), or None
+    :param rows: the number of rows released (synthesis)
+    :param parts: the number of Parquet parts
+    :param info: what the in-memory release records in :func:`opendp_wasserstein.runtime.diagnostics`
+        (public after the release)
+    :param value: the release itself when it is small (the public-candidate mechanisms), else None
+    """
+
+    path: str | None
+    rows: int
+    parts: int
+    info: dict[str, Any] = field(default_factory=dict)
+    value: Any = None
+
+    def read(self) -> np.ndarray:
+        """The released rows as one array (small releases and tests: it reads every part)."""
+        import pyarrow.parquet as pq
+
+        if self.path is None:
+            raise ValueError("this release wrote no rows")
+        tables = [pq.read_table(f) for f in parquet_files(self.path)]
+        if not tables:  # pragma: no cover - every release writes at least one part
+            return np.zeros((0, 0))
+        return np.vstack([np.column_stack([t.column(c).to_numpy() for c in t.column_names]) for t in tables])
+
+
+@contextmanager
+def local_client(workers: int = 2, threads: int = 1, processes: bool = True, memory_limit: str | None = None) -> Iterator[Any]:
+    """A :class:`distributed.Client` on a fresh ``LocalCluster``, closed on exit."""
+    from distributed import Client, LocalCluster
+
+    kwargs: dict[str, Any] = {"n_workers": workers, "threads_per_worker": threads, "processes": processes,
+                              "dashboard_address": None}
+    if memory_limit is not None:
+        kwargs["memory_limit"] = memory_limit
+    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
+        yield client
+
+
+@contextmanager
+def _client(client: Any) -> Iterator[Any]:
+    if client is not None:
+        yield client
+        return
+    with local_client() as c:
+        yield c
+
+
+def release_on_dask(
+    meas: Any,
+    source: Any,
+    out: str | os.PathLike[str] | None,
+    client: Any = None,
+    columns: Sequence[str] | None = None,
+    parts: int | None = None,
+    rows_per_block: int = ROWS_PER_BLOCK,
+    overwrite: bool = False,
+    progress: bool = False,
+    _hook: Any = None,
+) -> DistributedRelease:
+    """Run the release of ``meas`` on a Dask cluster: the same measurement, an execution plan.
+
+    ``meas`` is a Measurement built by :func:`~opendp_wasserstein.measurements.make_pruned_pmm`,
+    :func:`~opendp_wasserstein.measurements.make_pmm`,
+    :func:`~opendp_wasserstein.measurements.make_adaptive_pruned_pmm`,
+    :func:`~opendp_wasserstein.measurements.make_tree_projection`,
+    :func:`~opendp_wasserstein.measurements.make_tree_em` or
+    :func:`~opendp_wasserstein.measurements.make_nn_histogram`; its ``map`` certifies the
+    distributed release, whose law is that of ``meas(X)`` on the rows of ``source`` (with the same
+    node-addressed keys, inside :func:`opendp_wasserstein.runtime.reproducible`, the same rows,
+    in another order).  Synthetic rows are written by the workers as Parquet parts into a
+    temporary directory renamed to ``out`` when the whole release has succeeded; a failed release
+    leaves nothing.
+
+    :param meas: the measurement (its input domain fixes ``d`` and, if sized, ``n``)
+    :param source: a Parquet file or directory, a Dask DataFrame or Array, or a numpy array
+    :param out: the output directory (synthesis; must not exist unless ``overwrite``)
+    :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
+    :param columns: the source columns, in order (default all)
+    :param parts: the number of output parts (default: the number of input blocks)
+    :param rows_per_block: target rows per input block
+    :param overwrite: replace an existing ``out``
+    :param progress: show a progress bar over the tasks (``tqdm``)
+    :return: a :class:`DistributedRelease`
+    """
+    from opendp_wasserstein.distributed._pmm import Driver, run_adaptive, run_pmm
+
+    plan = plan_of(meas)
+    d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
+    blocks, names = blocks_of(source, d, columns, rows_per_block)
+    if isinstance(plan, HistogramPlan):
+        from opendp_wasserstein.distributed._candidates import run_histogram
+
+        with _client(client) as c:
+            value, info = run_histogram(plan, Driver(c, blocks, progress, _hook))
+        runtime.record(info)
+        return DistributedRelease(None, 0, 0, info, value)
+    if out is None:
+        raise ValueError("out (the output directory) is required for a synthesis")
+    sink = ParquetSink(out, names, overwrite)
+    try:
+        with _client(client) as c:
+            drv = Driver(c, blocks, progress, _hook)
+            if isinstance(plan, PmmPlan):
+                info = run_pmm(plan, drv, sink.writer, parts)
+            else:
+                info = run_adaptive(plan, drv, sink.writer, parts)
+        path = sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    runtime.record(info)
+    return DistributedRelease(path, int(info["size"]), int(info["parts"]), info)
+
+
+def _source_rows(source: Any, columns: Sequence[str] | None) -> tuple[int, int]:
+    """``(n, d)`` of a source: Parquet footers, a numpy shape, or one pass over a Dask collection."""
+    if isinstance(source, (str, os.PathLike)):
+        import pyarrow.parquet as pq
+
+        files = parquet_files(os.fspath(source))
+        n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        d = len(columns) if columns is not None else len(pq.ParquetFile(files[0]).schema_arrow.names)
+        return int(n), d
+    if isinstance(source, np.ndarray):
+        return int(source.shape[0]), int(source.shape[1]) if source.ndim == 2 else 0
+    d = len(columns) if columns is not None else int(source.shape[1]) if hasattr(source, "ndim") else len(source.columns)
+    return int(len(source)), d
+
+
+def synthesize_on_dask(
+    source: Any,
+    epsilon: float,
+    out: str | os.PathLike[str],
+    bounds: Any = None,
+    mechanism: str = "adaptive",
+    epsilon_select: float | None = None,
+    depth: int | None = None,
+    placement: str = "uniform",
+    public_size: bool = True,
+    client: Any = None,
+    columns: Sequence[str] | None = None,
+    parts: int | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> tuple[DistributedRelease, Any]:
+    """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
+
+    The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
+    arguments (``n`` is the source's row count, public unless ``public_size=False``, which needs
+    ``mechanism="pruned"`` or ``"pmm"`` with ``depth``), run by :func:`release_on_dask`.
+
+    :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
+    """
+    from opendp_wasserstein.api import (
+        MECHANISMS,
+        SynthesisReport,
+        _bounds,
+        _contrib,
+        _synthesis_measurement,
+    )
+    from opendp_wasserstein.parameters import check_epsilon
+
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if not public_size and (mechanism == "adaptive" or depth is None):
+        raise ValueError("public_size=False runs distributed only with mechanism='pruned' or 'pmm' and a depth")
+    eps = check_epsilon(epsilon)
+    n, d = _source_rows(source, columns)
+    box = _bounds(bounds, d)
+    with _contrib():
+        meas = _synthesis_measurement(d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, None)
+        t0 = time.perf_counter()
+        rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
+                              overwrite=overwrite, progress=progress)
+        seconds = time.perf_counter() - t0
+        certified = meas.map(1)
+    info = rel.info
+    details = {k: v for k, v in info.items() if k not in {"depth", "visited_nodes", "scales"}}
+    report = SynthesisReport(
+        mechanism=mechanism,
+        epsilon=certified,
+        depth=int(info["depth"]),
+        scales=tuple(info.get("scales", ())),
+        visited_nodes=int(info["visited_nodes"]),
+        size=rel.rows,
+        seconds=seconds if public_size else None,
+        details=details,
+    )
+    return rel, report
+
+
+def select_on_dask(source: Any, candidates: Any, m: int, epsilon: float, **kwargs: Any) -> tuple[Any, Any]:
+    """:func:`opendp_wasserstein.select_candidates` on a Dask cluster: the nearest candidates
+    and their histogram on the workers, the rest of the same measurement on the driver
+    (:func:`opendp_wasserstein.distributed._candidates.select_on_dask` has the parameters)."""
+    from opendp_wasserstein.distributed._candidates import select_on_dask as run
+
+    return run(source, candidates, m, epsilon, **kwargs)

@@ -1,0 +1,173 @@
+"""Inputs of a distributed release: row blocks read by the workers, never by the driver.
+
+A source is turned into a list of :class:`Block` readers: small picklable objects that a worker
+calls to get one block of rows as a float64 ``(rows, d)`` array.  Supported sources:
+
+- a Parquet file or a directory of Parquet files (read by row groups with ``pyarrow``; the
+  driver only reads the footers);
+- a Dask DataFrame (its partitions) or a Dask Array chunked along rows only;
+- a numpy array (split into blocks; for tests and small data).
+
+Blocks are read on the workers, each more than once (a count pass and a partition pass), so
+the driver never holds rows and nothing needs to fit in the cluster's memory at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Block", "ParquetBlock", "ArrayBlock", "DelayedBlock", "blocks_of", "parquet_files"]
+
+#: target rows per Parquet block (row groups are never split)
+ROWS_PER_BLOCK = 1 << 21
+
+
+class Block:
+    """One block of input rows: ``block()`` returns a float64 ``(rows, d)`` array."""
+
+    def __call__(self) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _as_rows(table: Any, columns: Sequence[str]) -> np.ndarray:
+    """A pyarrow table to a float64 ``(rows, d)`` array (nulls become NaN)."""
+    out = np.empty((table.num_rows, len(columns)), dtype=np.float64)
+    for i, name in enumerate(columns):
+        col = table.column(name)
+        try:
+            out[:, i] = col.to_numpy(zero_copy_only=False).astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"column {name!r} of the source must be numeric") from None
+    return out
+
+
+@dataclass(frozen=True)
+class ParquetBlock(Block):
+    """Row groups ``row_groups`` of the Parquet file ``path``, columns ``columns`` in order."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    columns: tuple[str, ...]
+
+    def __call__(self) -> np.ndarray:
+        import pyarrow.parquet as pq
+
+        table = pq.ParquetFile(self.path).read_row_groups(list(self.row_groups), columns=list(self.columns))
+        return _as_rows(table, self.columns)
+
+
+@dataclass(frozen=True)
+class ArrayBlock(Block):
+    """Rows held in the block itself (a numpy source, split by the driver)."""
+
+    rows: np.ndarray
+
+    def __call__(self) -> np.ndarray:
+        return np.asarray(self.rows, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class DelayedBlock(Block):
+    """A partition of a Dask collection: ``key`` is a Dask delayed object computed by the task."""
+
+    part: Any
+    columns: tuple[str, ...] | None
+
+    def __call__(self) -> np.ndarray:  # pragma: no cover - the executor computes ``part`` itself
+        raise RuntimeError("DelayedBlock is resolved by the executor")
+
+
+def parquet_files(path: str) -> list[str]:
+    """The Parquet files of a file or directory path (sorted, hidden and ``_`` files skipped)."""
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"source {path!r} is neither a Parquet file nor a directory")
+    found = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_")) and f.endswith(".parquet")]
+    if not found:
+        raise FileNotFoundError(f"source directory {path!r} holds no .parquet files")
+    return found
+
+
+def _parquet_blocks(path: str, columns: Sequence[str] | None, d: int, rows_per_block: int) -> tuple[list[Block], list[str]]:
+    import pyarrow.parquet as pq
+
+    files = parquet_files(path)
+    schema = pq.ParquetFile(files[0]).schema_arrow
+    names = list(schema.names) if columns is None else list(columns)
+    missing = [c for c in names if c not in schema.names]
+    if missing:
+        raise ValueError(f"columns {missing} are not in the source")
+    if len(names) != d:
+        raise ValueError(f"the source has {len(names)} columns, the measurement expects {d} (pass columns=)")
+    blocks: list[Block] = []
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        group: list[int] = []
+        rows = 0
+        for g in range(meta.num_row_groups):
+            group.append(g)
+            rows += meta.row_group(g).num_rows
+            if rows >= rows_per_block:
+                blocks.append(ParquetBlock(f, tuple(group), tuple(names)))
+                group, rows = [], 0
+        if group or not blocks:
+            blocks.append(ParquetBlock(f, tuple(group), tuple(names)))
+    return blocks, names
+
+
+def blocks_of(
+    source: Any, d: int, columns: Sequence[str] | None = None, rows_per_block: int = ROWS_PER_BLOCK
+) -> tuple[list[Block], list[str]]:
+    """The blocks of ``source`` and the output column names.
+
+    :param source: a Parquet path, a Dask DataFrame or Array, or a numpy ``(n, d)`` array
+    :param d: the number of columns the measurement expects
+    :param columns: the source columns to use, in order (default: all)
+    :param rows_per_block: target rows per block (Parquet row groups are never split; a numpy
+        array is cut into blocks of this many rows)
+    """
+    if isinstance(source, (str, os.PathLike)):
+        return _parquet_blocks(os.fspath(source), columns, d, rows_per_block)
+    if isinstance(source, np.ndarray):
+        if source.ndim != 2 or source.shape[1] != d:
+            raise ValueError(f"source must be a 2-dimensional array with {d} columns")
+        if source.dtype.kind != "f":
+            raise TypeError(f"source must have a float dtype, got {source.dtype}")
+        step = max(1, int(rows_per_block))
+        parts: list[Block] = [ArrayBlock(source[i : i + step]) for i in range(0, source.shape[0], step)]
+        names = [f"x{i}" for i in range(d)] if columns is None else list(columns)
+        return parts or [ArrayBlock(source[:0])], names
+    try:
+        import dask.array as da
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover - the dask extra is missing
+        raise TypeError("source must be a Parquet path or a numpy array (install the 'dask' extra)") from None
+    if isinstance(source, dd.DataFrame):
+        names = list(source.columns) if columns is None else list(columns)
+        if len(names) != d:
+            raise ValueError(f"the source has {len(names)} columns, the measurement expects {d} (pass columns=)")
+        return [DelayedBlock(p, tuple(names)) for p in source[names].to_delayed()], names
+    if isinstance(source, da.Array):
+        if source.ndim != 2 or source.shape[1] != d or len(source.chunks[1]) != 1:
+            raise ValueError(f"source must be a 2-dimensional Dask array with {d} columns in one chunk")
+        names = [f"x{i}" for i in range(d)] if columns is None else list(columns)
+        return [DelayedBlock(p, None) for p in source.to_delayed()[:, 0]], names
+    raise TypeError("source must be a Parquet path, a Dask DataFrame or Array, or a numpy array")
+
+
+def read_block(block: Any) -> np.ndarray:
+    """The rows of a block (a :class:`Block`, or a computed Dask partition)."""
+    if isinstance(block, Block):
+        return block()
+    if hasattr(block, "to_numpy"):  # a pandas DataFrame partition
+        return np.asarray(block.to_numpy(dtype=np.float64, na_value=np.nan))
+    return np.asarray(block, dtype=np.float64)

@@ -1,0 +1,121 @@
+"""What a distributed run needs to know about a measurement: its plan, recorded at construction.
+
+A constructor of the package attaches a plan to the Measurement it returns (:func:`attach`).
+The plan holds the constructor's public parameters and, where the in-memory function goes
+through an intermediate that a cluster can compute by a reduction (the occupancy of the
+adaptive scores, the candidate histogram), the very closures the in-memory function applies
+to that intermediate.  The distributed executor (:mod:`opendp_wasserstein.distributed`) runs
+the same steps on a Dask cluster, so a distributed release is an execution plan for the same
+Measurement: same constructor arguments, same ``map``, no second proof.
+
+This module imports neither Dask nor anything heavy: the measurement modules import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from opendp_wasserstein.box import Box
+
+__all__ = ["PmmPlan", "ScoresPlan", "AdaptivePlan", "HistogramPlan", "attach", "plan_of", "PLAN_ATTRIBUTE"]
+
+PLAN_ATTRIBUTE = "_opendp_wasserstein_plan"
+
+
+@dataclass(frozen=True)
+class PmmPlan:
+    """Pruned-PMM (``pruned=True``) or the full-tree PMM on rows in ``box``.
+
+    :param pruned: Algorithms 1-2 (True) or the full tree with comparable splits (False)
+    :param d: the number of columns
+    :param size: the input domain's public size, or None
+    :param nan: whether the input domain admits NaN
+    :param box: the public box
+    :param depth: the depth ``r``
+    :param scales: ``sigma_0 .. sigma_r``
+    :param placement: ``"center"`` or ``"uniform"``
+    :param root_size: the public root mass (the size, or ``output_size``), or None (noisy root)
+    :param release_root: full PMM: whether the root count is noised and released
+    :param axes: the split order (None: cyclic)
+    :param distribution: ``"laplace"`` (pure DP) or ``"gaussian"`` (zCDP)
+    """
+
+    pruned: bool
+    d: int
+    size: int | None
+    nan: bool
+    box: Box
+    depth: int
+    scales: tuple[float, ...]
+    placement: str
+    root_size: int | None
+    release_root: bool = False
+    axes: tuple[int, ...] | None = None
+    distribution: str = "laplace"
+
+
+@dataclass(frozen=True)
+class ScoresPlan:
+    """The schedule scores: the occupancy of levels ``0 .. L-1`` of the rows' tree, then
+    ``scores_of_occupancy`` (the in-memory transformation's own closure)."""
+
+    d: int
+    size: int | None
+    nan: bool
+    box: Box
+    L: int
+    scores_of_occupancy: Callable[[np.ndarray], list[float]]
+    axes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class AdaptivePlan:
+    """Adaptive Pruned-PMM: scores, ``choose_from_scores`` (the in-memory selection applied to the
+    score vector), then the chosen candidate's Pruned-PMM ``mains[a]``; ``record(a, info)``
+    records what the in-memory release records."""
+
+    scores: ScoresPlan
+    choose_from_scores: Callable[[list[float]], int]
+    mains: tuple[PmmPlan, ...]
+    record: Callable[[int, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class HistogramPlan:
+    """A public-candidate mechanism: the nearest candidate of every row (ties to the lowest
+    index), the ``k``-bin histogram of those indices, then ``finish(histogram)``, which is what
+    the in-memory measurement releases from the same histogram."""
+
+    d: int
+    size: int | None
+    nan: bool
+    nearest: Any  # the NearestCandidates of make_nearest_candidate (sent to the workers)
+    finish: Callable[[np.ndarray], Any]
+
+
+Plan = PmmPlan | AdaptivePlan | HistogramPlan
+
+
+def attach(meas: Any, plan: Any) -> Any:
+    """Record ``plan`` on the Measurement ``meas`` (returned)."""
+    setattr(meas, PLAN_ATTRIBUTE, plan)
+    return meas
+
+
+def plan_of(meas: Any) -> Any:
+    """The plan recorded on ``meas``.
+
+    :raises TypeError: if ``meas`` was not built by one of the package's constructors with a
+        distributed plan (a chain built by hand has none)
+    """
+    plan = getattr(meas, PLAN_ATTRIBUTE, None)
+    if plan is None:
+        raise TypeError(
+            "meas has no distributed plan: build it with make_pruned_pmm, make_pmm, "
+            "make_adaptive_pruned_pmm, make_tree_projection, make_tree_em or make_nn_histogram"
+        )
+    return plan

@@ -1,0 +1,152 @@
+"""``--scheduler``: the ``synth`` and ``select`` commands on a Dask cluster.
+
+``opendp-wasserstein synth data.parquet -o out_dir/ --epsilon 1 --bounds b.json --scheduler local:2``
+reads a Parquet file or directory on the workers and writes the synthetic rows as Parquet parts
+into ``out_dir/`` (atomically: a temporary directory renamed when the release has succeeded).
+``--scheduler tcp://host:8786`` uses a running Dask scheduler; ``local:N`` starts ``N`` local
+worker processes for the call.  ``select`` reads its data the same way (the candidates and the
+output are small CSV files on the driver).  A progress bar over the tasks is shown on a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["add_options", "run_synth", "run_select", "client_for"]
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The distributed options of a command."""
+    parser.add_argument(
+        "--scheduler", default=None, metavar="ADDRESS",
+        help="run on Dask: 'local:N' (N local worker processes) or a scheduler address such as "
+        "tcp://host:8786; the input is then a Parquet file or directory (read by the workers) "
+        "and, for synth, -o names the output directory of Parquet parts",
+    )
+    parser.add_argument("--parts", type=int, default=None,
+                        help="with --scheduler: output parts (default: one per input block)")
+    parser.add_argument("--memory-limit", default=None, metavar="BYTES",
+                        help="with --scheduler local:N: memory limit per worker, e.g. 4GB")
+
+
+@contextmanager
+def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]:
+    """A Dask client for ``--scheduler``: ``local`` / ``local:N`` or a scheduler address."""
+    from opendp_wasserstein.cli import CliError
+
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - the dask extra is missing
+        raise CliError("--scheduler needs the 'dask' extra: pip install 'opendp-wasserstein[dask]'") from None
+    from opendp_wasserstein.distributed._run import local_client
+
+    if scheduler == "local" or scheduler.startswith("local:"):
+        text = scheduler.partition(":")[2] or "2"
+        if not text.isdigit() or int(text) < 1:
+            raise CliError("--scheduler local:N needs a positive number of workers N")
+        with local_client(workers=int(text), memory_limit=memory_limit) as client:
+            yield client
+        return
+    with Client(scheduler) as client:
+        yield client
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    return not (args.quiet or args.json) and callable(isatty) and bool(isatty())
+
+
+def _columns(args: argparse.Namespace) -> list[str] | None:
+    return [c.strip() for c in args.columns.split(",")] if getattr(args, "columns", None) else None
+
+
+def run_synth(args: argparse.Namespace) -> dict[str, Any]:
+    """``synth --scheduler``: Parquet in, Parquet parts out."""
+    import pyarrow.parquet as pq
+
+    from opendp_wasserstein.cli import CliError, _seeded, read_bounds
+    from opendp_wasserstein.distributed._run import synthesize_on_dask
+    from opendp_wasserstein.distributed._source import parquet_files
+
+    if getattr(args, "schema", None):
+        raise CliError("--scheduler takes --bounds (numeric columns); --schema tables run in memory")
+    if args.bounds is None:
+        raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
+    try:
+        header = _columns(args) or list(pq.ParquetFile(parquet_files(args.input)[0]).schema_arrow.names)
+    except (OSError, ValueError) as e:
+        raise CliError(f"cannot read the Parquet input {args.input!r}: {str(e).splitlines()[0]}") from None
+    lower, upper = read_bounds(args.bounds, header)
+    if os.path.exists(args.output):
+        raise CliError(f"output {args.output!r} exists: choose a new directory")
+    if args.private_size:
+        raise CliError("--private-size runs in memory only (its DP row count is not distributed yet)")
+    with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
+        rel, report = synthesize_on_dask(
+            args.input, args.epsilon, args.output, {"lower": lower, "upper": upper},
+            mechanism=args.mechanism, epsilon_select=args.epsilon_select, placement=args.placement,
+            client=client, columns=header, parts=args.parts, progress=_show_progress(args),
+        )
+    summary = {
+        "command": "synth", "input": args.input, "output": rel.path, "scheduler": args.scheduler,
+        "rows_out": rel.rows, "parts": rel.parts, "columns": header, "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon, "depth": report.depth, "schedule": list(report.scales),
+        "visited_nodes": report.visited_nodes, "seconds": report.seconds,
+    }
+    if not (args.quiet or args.json):
+        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
+        print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
+        print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
+    return summary
+
+
+def run_select(args: argparse.Namespace) -> dict[str, Any]:
+    """``select --scheduler``: Parquet data on the workers, candidates and output on the driver."""
+    import numpy as np
+    import opendp.prelude as dp
+    import pyarrow.parquet as pq
+
+    from opendp_wasserstein.cli import CliError, _seeded, read_numeric_csv, write_csv_atomic
+    from opendp_wasserstein.distributed._candidates import select_on_dask
+    from opendp_wasserstein.distributed._source import parquet_files
+
+    if args.m < 1:
+        raise CliError("-m must be at least 1")
+    c_header, c = read_numeric_csv(args.candidates, None, "candidates")
+    try:
+        header = list(pq.ParquetFile(parquet_files(args.data)[0]).schema_arrow.names)
+    except (OSError, ValueError) as e:
+        raise CliError(f"cannot read the Parquet data {args.data!r}: {str(e).splitlines()[0]}") from None
+    if not set(c_header) <= set(header):
+        raise CliError(f"the candidates file's columns {c_header} must be columns of the data {header}")
+    if args.mechanism == "tree-em":
+        if not args.idealized_numerics:
+            raise CliError(
+                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
+                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
+            )
+        dp.enable_features("idealized-numerics")
+    with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
+        counts, report = select_on_dask(
+            args.data, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",
+            public_size=not args.private_size, client=client, columns=c_header,
+            progress=_show_progress(args),
+        )
+    chosen = np.flatnonzero(counts)
+    write_csv_atomic(args.output, [*c_header, "multiplicity"], ([*c[i].tolist(), int(counts[i])] for i in chosen))
+    summary = {
+        "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
+        "scheduler": args.scheduler, "mechanism": report.mechanism, "epsilon_certified": report.epsilon,
+        "m": report.m, "k": report.k, "distinct_chosen": int(chosen.size), "seconds": report.seconds,
+    }
+    if not (args.quiet or args.json):
+        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
+        print(f"wrote {args.output}")
+    return summary

@@ -1,0 +1,51 @@
+"""``--scheduler`` of the ``synth`` and ``select`` commands (:mod:`opendp_wasserstein.distributed.cli`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from opendp_wasserstein.cli import main
+
+
+@pytest.fixture
+def files(tmp_path):  # type: ignore[no-untyped-def]
+    x = np.random.default_rng(0).uniform(size=(3000, 2))
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), tmp_path / "data.parquet", row_group_size=500)
+    (tmp_path / "b.json").write_text(json.dumps({"a": [0, 1], "b": [0, 1]}))
+    c = np.random.default_rng(1).uniform(size=(12, 2))
+    (tmp_path / "c.csv").write_text("a,b\n" + "\n".join(f"{u},{v}" for u, v in c))
+    return tmp_path
+
+
+def test_synth_and_select_on_a_scheduler(files, cluster, capsys):
+    address = cluster.scheduler.address
+    out = files / "out"
+    code = main(["synth", str(files / "data.parquet"), "-o", str(out), "--epsilon", "1",
+                 "--bounds", str(files / "b.json"), "--scheduler", address, "--seed", "1", "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows_out"] == 3000 and summary["epsilon_certified"] == 1.0
+    assert pq.read_table(out).num_rows == 3000
+    code = main(["select", str(files / "data.parquet"), str(files / "c.csv"), "-m", "20", "--epsilon", "1",
+                 "-o", str(files / "sel.csv"), "--scheduler", address, "--json"])
+    assert code == 0
+    lines = (files / "sel.csv").read_text().splitlines()
+    assert lines[0] == "a,b,multiplicity" and sum(int(r.split(",")[-1]) for r in lines[1:]) == 20
+    # an existing output directory is refused, and nothing is written
+    assert main(["synth", str(files / "data.parquet"), "-o", str(out), "--epsilon", "1",
+                 "--bounds", str(files / "b.json"), "--scheduler", address, "--quiet"]) == 2
+    assert "exists" in capsys.readouterr().err
+
+
+def test_scheduler_errors(files, capsys):
+    args = ["synth", str(files / "data.parquet"), "-o", str(files / "o"), "--epsilon", "1", "--bounds", str(files / "b.json")]
+    assert main([*args, "--scheduler", "local:zero"]) == 2
+    assert "local:N" in capsys.readouterr().err
+    assert main([*args, "--scheduler", "local:1", "--private-size"]) == 2
+    assert "in memory" in capsys.readouterr().err
+    assert not (files / "o").exists()

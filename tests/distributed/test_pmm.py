@@ -1,0 +1,154 @@
+"""The PMM family on Dask (:mod:`opendp_wasserstein.distributed._pmm`): the distributed release
+is the in-memory release of the same measurement.
+
+With a fixed key (inside ``runtime.reproducible``) both paths must give the same rows; the law
+is checked once more against the exact law of a tiny case through the inline client (the same
+tasks run in this process), and the real 2-worker cluster runs every mechanism once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import opendp.prelude as dp
+import pytest
+from scipy import stats
+
+from opendp_wasserstein.distributed import release_on_dask
+from opendp_wasserstein.distributed._pmm import Driver, part_bounds, run_pmm, split_level
+from opendp_wasserstein.distributed._source import blocks_of
+from opendp_wasserstein.distributed._spec import plan_of
+from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm, make_pruned_pmm
+from opendp_wasserstein.runtime import diagnostics, reproducible
+from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.split_order import SplitOrder
+from tests.distributed.conftest import sorted_rows
+from tests.measurements.exact_pmm import counts_of, leaf_law
+
+P_MIN = 1e-4
+
+
+def data(n: int, d: int, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).uniform(size=(n, d)) ** 2  # test data, clustered near 0
+    x[:5] = x[5:10]  # duplicates
+    return x
+
+
+def both(meas, x, client, tmp_path, seed=11, **kw):  # type: ignore[no-untyped-def]
+    with reproducible(seed), diagnostics() as a:
+        y = meas(x)
+    with reproducible(seed), diagnostics() as b:
+        rel = release_on_dask(meas, x, tmp_path / f"out{seed}", client=client, **kw)
+    return y, rel.read(), a[-1], b[-1]
+
+
+CASES = {
+    "pruned-center": lambda dom, met: make_pruned_pmm(dom, met, 14, paper_schedule(3, 1.0, 14)),
+    "pruned-uniform": lambda dom, met: make_pruned_pmm(dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform"),
+    "pruned-shallow": lambda dom, met: make_pruned_pmm(dom, met, 4, paper_schedule(3, 1.0, 4)),
+    "pmm": lambda dom, met: make_pmm(dom, met, 9, paper_schedule(3, 1.0, 9), placement="uniform"),
+    "adaptive": lambda dom, met: make_adaptive_pruned_pmm(dom, met, 0.25, 0.75, placement="uniform"),
+    # a public split order other than the cyclic one (coordinate 2 split first, twice as often)
+    "pruned-axes": lambda dom, met: make_pruned_pmm(
+        dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform", axes=[2, 2, 0, 1] * 4
+    ),
+    "pmm-axes": lambda dom, met: make_pmm(dom, met, 8, paper_schedule(3, 1.0, 8), axes=[1, 0, 2, 2] * 2),
+    "adaptive-order": lambda dom, met: make_adaptive_pruned_pmm(
+        dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20)
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fixed_key_gives_the_in_memory_release(case, inline, tmp_path):
+    n, d = 3000, 3
+    meas = CASES[case](dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance())
+    y, z, info_mem, info_dist = both(meas, data(n, d), inline, tmp_path, parts=5, rows_per_block=700)
+    assert np.array_equal(sorted_rows(y), sorted_rows(z))
+    for key in ("depth", "visited_nodes", "active_nodes", "leaves", "size", "s", "candidate_index"):
+        assert info_dist.get(key) == info_mem.get(key), key
+
+
+@pytest.mark.parametrize("output_size", [None, 700])
+def test_private_size_roots(output_size, inline, tmp_path):
+    # noisy root (sigma_0 finite) or a given output size (sigma_0 = inf)
+    dom = dp.numpy.array2_domain(num_columns=2, T=float)
+    scales = paper_schedule(2, 1.0, 10)
+    if output_size is not None:
+        scales = (math.inf, *scales[1:])
+    meas = make_pruned_pmm(dom, dp.symmetric_distance(), 10, scales, placement="uniform", output_size=output_size)
+    y, z, _, _ = both(meas, data(800, 2), inline, tmp_path, parts=3, rows_per_block=200)
+    assert np.array_equal(sorted_rows(y), sorted_rows(z))
+    if output_size is not None:
+        assert z.shape[0] == output_size
+
+
+def test_law_of_a_tiny_case_is_the_exact_law(inline, tmp_path):
+    """Leaf masses of the distributed Pruned-PMM (n = 3, depth 2, the split at level 1) against
+    the exact law of the algorithm (tests/measurements/exact_pmm.py)."""
+    scales = paper_schedule(2, 1.0, 2)
+    x = np.array([[0.1, 0.1], [0.2, 0.7], [0.8, 0.3]])
+    law = leaf_law(*counts_of(x), 3, scales, True)
+    meas = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=3, T=float), dp.symmetric_distance(), 2, scales)
+    plan = plan_of(meas)
+    blocks, names = blocks_of(x, 2, rows_per_block=1)
+    runs = 1500
+    seen: Counter[tuple[int, ...]] = Counter()
+    for seed in range(runs):
+        rows = []
+
+        def writer(q, pts, rows=rows):  # type: ignore[no-untyped-def]
+            rows.append(pts)
+            return pts.shape[0]
+
+        with reproducible(seed):
+            run_pmm(plan, Driver(inline, blocks, False), writer, parts=2)  # type: ignore[arg-type]
+        pts = np.vstack(rows)
+        cell = (np.floor(pts * 2).astype(int) @ np.array([2, 1])).tolist()  # level-2 cell
+        seen[tuple(np.bincount(cell, minlength=4).tolist())] += 1
+    keys = sorted(law)
+    expected = np.array([law[k] for k in keys]) * runs
+    observed = np.array([seen[k] for k in keys])
+    assert sum(seen.values()) == observed.sum()  # no outcome outside the law's support
+    big = expected >= 5
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > P_MIN
+
+
+def test_zcdp_releases_run_in_memory_only(inline, tmp_path):
+    dom = dp.numpy.array2_domain(num_columns=2, size=100, T=float)
+    meas = make_pruned_pmm(dom, dp.change_one_distance(), 6, [1.0] * 7, output_measure=dp.zero_concentrated_divergence())
+    with pytest.raises(ValueError, match="in memory only"):
+        release_on_dask(meas, data(100, 2), tmp_path / "o", client=inline)
+    assert not (tmp_path / "o").exists()
+
+
+def test_split_level_and_bounds():
+    assert split_level(1, 30) == 6 and split_level(100, 30) == 13 and split_level(100, 9) == 9
+    assert split_level(10**6, 60) == 20
+    h = np.array([5, 0, 0, 5, 10, 0, 0, 0])
+    b = part_bounds(h, 4)
+    assert b[0] == 0 and np.all(np.diff(b) >= 0) and b[-1] <= h.size
+    owner = np.searchsorted(b, np.arange(h.size), side="right") - 1
+    loads = np.bincount(owner, weights=h, minlength=4)
+    assert loads.max() <= 10
+    assert part_bounds(np.zeros(8, dtype=np.int64), 3).tolist() == [0, 0, 0]
+
+
+def test_public_size_is_checked(inline, tmp_path):
+    meas = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=100, T=float), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6))
+    with pytest.raises(ValueError, match="exactly 100 rows"):
+        release_on_dask(meas, data(99, 2), tmp_path / "o", client=inline)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("case", ["pruned-uniform", "pmm", "adaptive"])
+def test_real_cluster_gives_the_in_memory_release(case, cluster, tmp_path):
+    n, d = 4000, 3
+    meas = CASES[case](dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance())
+    y, z, _, info = both(meas, data(n, d, 3), cluster, tmp_path, seed=2, parts=3, rows_per_block=1000, progress=True)
+    assert np.array_equal(sorted_rows(y), sorted_rows(z))
+    assert info["size"] == n

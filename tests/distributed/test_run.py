@@ -1,0 +1,186 @@
+"""Entry points, sources, atomic output and worker failures of distributed releases
+(:mod:`opendp_wasserstein.distributed._run`, ``_source``, ``_output``)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import opendp.prelude as dp
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tests.distributed.helpers as helpers
+from opendp_wasserstein import select_candidates, synthesize
+from opendp_wasserstein.distributed import release_on_dask, select_on_dask, synthesize_on_dask
+from opendp_wasserstein.distributed._spec import plan_of
+from opendp_wasserstein.measurements import make_pruned_pmm
+from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.schedules import paper_schedule
+from tests.distributed.conftest import sorted_rows
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _hooks_by_value():
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(helpers)  # the worker processes cannot import tests/
+    yield
+    cloudpickle.unregister_pickle_by_value(helpers)
+
+
+def pruned(n: int, d: int = 2, depth: int = 12):  # type: ignore[no-untyped-def]
+    dom = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+    return make_pruned_pmm(dom, dp.change_one_distance(), depth, paper_schedule(d, 1.0, depth), placement="uniform")
+
+
+def rows(n: int, d: int = 2, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(size=(n, d)) ** 3
+
+
+def leftovers(path) -> list[str]:  # type: ignore[no-untyped-def]
+    return [f for f in os.listdir(path) if f.startswith(".")]
+
+
+# ---------------------------------------------------------------------------------------------
+# worker failures (the real cluster)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_worker_killed_mid_release_gives_the_same_release(cluster, tmp_path):
+    meas, x = pruned(3000), rows(3000)
+    with reproducible(4):
+        clean = release_on_dask(meas, x, tmp_path / "clean", client=cluster, parts=3, rows_per_block=800)
+    hook = helpers.KillWorker(str(tmp_path / "sentinel"), q=1)
+    with reproducible(4):
+        again = release_on_dask(meas, x, tmp_path / "killed", client=cluster, parts=3, rows_per_block=800, _hook=hook)
+    assert (tmp_path / "sentinel").exists()  # the worker was killed once, the part retried
+    assert np.array_equal(sorted_rows(clean.read()), sorted_rows(again.read()))
+    for name in os.listdir(tmp_path / "clean"):  # part by part, byte for byte
+        assert pq.read_table(tmp_path / "clean" / name).equals(pq.read_table(tmp_path / "killed" / name))
+    assert leftovers(tmp_path) == []
+
+
+def test_a_release_that_keeps_failing_writes_nothing(cluster, tmp_path):
+    from distributed import KilledWorker
+
+    hook = helpers.KillWorker(str(tmp_path / "sentinel"), q=0, always=True)
+    with pytest.raises(KilledWorker):
+        release_on_dask(pruned(2000), rows(2000), tmp_path / "out", client=cluster, parts=2, rows_per_block=500, _hook=hook)
+    assert not (tmp_path / "out").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_a_task_error_writes_nothing(inline, tmp_path):
+    with pytest.raises(RuntimeError, match="injected"):
+        release_on_dask(pruned(1000), rows(1000), tmp_path / "out", client=inline, parts=3, rows_per_block=300, _hook=helpers.Fail(2))
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# output
+# ---------------------------------------------------------------------------------------------
+
+
+def test_output_is_refused_if_it_exists_unless_overwrite(inline, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("old")
+    with pytest.raises(FileExistsError, match="exists"):
+        release_on_dask(pruned(500), rows(500), tmp_path / "out", client=inline)
+    rel = release_on_dask(pruned(500), rows(500), tmp_path / "out", client=inline, overwrite=True)
+    assert sorted(os.listdir(rel.path)) == ["part-00000.parquet"]
+    assert rel.read().shape == (500, 2)
+    assert leftovers(tmp_path) == []
+
+
+def test_parts_hold_the_source_column_names(inline, tmp_path):
+    x = rows(900, 3)
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2]}), tmp_path / "in.parquet", row_group_size=100)
+    rel = release_on_dask(pruned(900, 3), str(tmp_path / "in.parquet"), tmp_path / "out", client=inline, parts=2)
+    for f in os.listdir(rel.path):
+        assert pq.read_schema(rel.path + "/" + f).names == ["a", "b", "c"]
+    assert rel.rows == 900 and rel.parts == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# sources
+# ---------------------------------------------------------------------------------------------
+
+
+def test_parquet_directory_dask_frame_and_array_give_the_same_release(inline, tmp_path):
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    n, x = 1200, rows(1200)
+    meas = pruned(n)
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(3):  # three files, several row groups each, one extra column
+        part = x[i * 400 : (i + 1) * 400]
+        pq.write_table(pa.table({"u": part[:, 0], "v": part[:, 1], "id": np.arange(400)}), src / f"f{i}.parquet", row_group_size=90)
+    frame = dd.from_pandas(pd.DataFrame(x, columns=["u", "v"]), npartitions=4)
+    array = da.from_array(x, chunks=(350, 2))
+    outs = []
+    for k, source in enumerate([x, str(src), frame, array]):
+        with reproducible(9):
+            outs.append(release_on_dask(meas, source, tmp_path / f"o{k}", client=inline, columns=["u", "v"] if k in (1, 2) else None, parts=2, rows_per_block=250).read())
+    for o in outs[1:]:
+        assert np.array_equal(sorted_rows(o), sorted_rows(outs[0]))
+
+
+def test_source_errors_name_the_parameter_not_a_value(inline, tmp_path):
+    x = rows(100)
+    pq.write_table(pa.table({"u": x[:, 0], "s": ["secret-123"] * 100}), tmp_path / "bad.parquet")
+    with pytest.raises(TypeError, match="numeric") as err:
+        release_on_dask(pruned(100), str(tmp_path / "bad.parquet"), tmp_path / "o", client=inline)
+    assert "secret" not in str(err.value)
+    with pytest.raises(ValueError, match="columns"):
+        release_on_dask(pruned(100), str(tmp_path / "bad.parquet"), tmp_path / "o", client=inline, columns=["u"])
+    with pytest.raises(FileNotFoundError, match="source"):
+        release_on_dask(pruned(100), str(tmp_path / "missing"), tmp_path / "o", client=inline)
+    x[3, 1] = np.nan
+    strict = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=100, nan=False, T=float), dp.symmetric_distance(), 5, paper_schedule(2, 1.0, 5))
+    with pytest.raises(ValueError, match="NaN"):
+        release_on_dask(strict, x, tmp_path / "o", client=inline)
+    with pytest.raises(TypeError, match="plan"):
+        release_on_dask(dp.m.make_randomized_response_bool(0.7), x, tmp_path / "o", client=inline)
+    assert leftovers(tmp_path) == [] and not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points: the same measurement, the same map
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
+def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
+    x = rows(2500, 3)
+    with reproducible(1):
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism=mechanism)
+    with reproducible(1):
+        rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism=mechanism, client=inline)
+    assert rep_d.epsilon == rep.epsilon and rep_d.depth == rep.depth
+    assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
+
+
+@pytest.mark.parametrize("mechanism", ["projection", "tree-em", "nn"])
+def test_select_on_dask_is_select_candidates(mechanism, cluster):
+    dp.enable_features("idealized-numerics")
+    x = np.random.default_rng(0).normal(size=(3000, 2))
+    c = np.random.default_rng(1).normal(size=(25, 2))
+    with reproducible(2):
+        a, rep = select_candidates(x, c, 40, 1.0, mechanism=mechanism)
+    with reproducible(2):
+        b, rep_d = select_on_dask(x, c, 40, 1.0, mechanism=mechanism, client=cluster)
+    assert rep_d.epsilon == rep.epsilon and int(b.sum()) == 40
+    if mechanism != "nn":  # OpenDP's own Laplace noise cannot be seeded
+        assert np.array_equal(a, b)
+
+
+def test_the_plan_is_recorded_by_the_constructor_and_the_map_is_its_own():
+    meas = pruned(100)
+    plan = plan_of(meas)
+    assert plan.depth == 12 and plan.size == 100 and plan.placement == "uniform"
+    assert meas.map(1) == 1.0  # the distributed release is certified by this very map
