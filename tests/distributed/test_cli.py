@@ -29,13 +29,15 @@ def test_synth_and_select_on_a_scheduler(files, cluster, capsys):
                  "--bounds", str(files / "b.json"), "--scheduler", address, "--seed", "1", "--json"])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["rows_out"] == 3000 and summary["epsilon_certified"] == 1.0
+    assert summary["rows_out"] == 3000
+    assert summary["epsilon_certified"] == 1.0
     assert pq.read_table(out).num_rows == 3000
     code = main(["select", str(files / "data.parquet"), str(files / "c.csv"), "-m", "20", "--epsilon", "1",
                  "-o", str(files / "sel.csv"), "--scheduler", address, "--json"])
     assert code == 0
     lines = (files / "sel.csv").read_text().splitlines()
-    assert lines[0] == "a,b,multiplicity" and sum(int(r.split(",")[-1]) for r in lines[1:]) == 20
+    assert lines[0] == "a,b,multiplicity"
+    assert sum(int(r.split(",")[-1]) for r in lines[1:]) == 20
     # an existing output directory is refused, and nothing is written
     assert main(["synth", str(files / "data.parquet"), "-o", str(out), "--epsilon", "1",
                  "--bounds", str(files / "b.json"), "--scheduler", address, "--quiet"]) == 2

@@ -127,11 +127,15 @@ def test_zcdp_releases_run_in_memory_only(inline, tmp_path):
 
 
 def test_split_level_and_bounds():
-    assert split_level(1, 30) == 6 and split_level(100, 30) == 13 and split_level(100, 9) == 9
+    assert split_level(1, 30) == 6
+    assert split_level(100, 30) == 13
+    assert split_level(100, 9) == 9
     assert split_level(10**6, 60) == 20
     h = np.array([5, 0, 0, 5, 10, 0, 0, 0])
     b = part_bounds(h, 4)
-    assert b[0] == 0 and np.all(np.diff(b) >= 0) and b[-1] <= h.size
+    assert b[0] == 0
+    assert np.all(np.diff(b) >= 0)
+    assert b[-1] <= h.size
     owner = np.searchsorted(b, np.arange(h.size), side="right") - 1
     loads = np.bincount(owner, weights=h, minlength=4)
     assert loads.max() <= 10

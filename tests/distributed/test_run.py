@@ -100,7 +100,8 @@ def test_parts_hold_the_source_column_names(inline, tmp_path):
     rel = release_on_dask(pruned(900, 3), str(tmp_path / "in.parquet"), tmp_path / "out", client=inline, parts=2)
     for f in os.listdir(rel.path):
         assert pq.read_schema(rel.path + "/" + f).names == ["a", "b", "c"]
-    assert rel.rows == 900 and rel.parts == 2
+    assert rel.rows == 900
+    assert rel.parts == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +147,8 @@ def test_source_errors_name_the_parameter_not_a_value(inline, tmp_path):
         release_on_dask(strict, x, tmp_path / "o", client=inline)
     with pytest.raises(TypeError, match="plan"):
         release_on_dask(dp.m.make_randomized_response_bool(0.7), x, tmp_path / "o", client=inline)
-    assert leftovers(tmp_path) == [] and not (tmp_path / "o").exists()
+    assert leftovers(tmp_path) == []
+    assert not (tmp_path / "o").exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +163,8 @@ def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
         y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism=mechanism)
     with reproducible(1):
         rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism=mechanism, client=inline)
-    assert rep_d.epsilon == rep.epsilon and rep_d.depth == rep.depth
+    assert rep_d.epsilon == rep.epsilon
+    assert rep_d.depth == rep.depth
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
 
 
@@ -174,7 +177,8 @@ def test_select_on_dask_is_select_candidates(mechanism, cluster):
         a, rep = select_candidates(x, c, 40, 1.0, mechanism=mechanism)
     with reproducible(2):
         b, rep_d = select_on_dask(x, c, 40, 1.0, mechanism=mechanism, client=cluster)
-    assert rep_d.epsilon == rep.epsilon and int(b.sum()) == 40
+    assert rep_d.epsilon == rep.epsilon
+    assert int(b.sum()) == 40
     if mechanism != "nn":  # OpenDP's own Laplace noise cannot be seeded
         assert np.array_equal(a, b)
 
@@ -182,5 +186,7 @@ def test_select_on_dask_is_select_candidates(mechanism, cluster):
 def test_the_plan_is_recorded_by_the_constructor_and_the_map_is_its_own():
     meas = pruned(100)
     plan = plan_of(meas)
-    assert plan.depth == 12 and plan.size == 100 and plan.placement == "uniform"
+    assert plan.depth == 12
+    assert plan.size == 100
+    assert plan.placement == "uniform"
     assert meas.map(1) == 1.0  # the distributed release is certified by this very map
