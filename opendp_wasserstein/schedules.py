@@ -199,9 +199,7 @@ def _level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
     return g * np.asarray(order.diameters(depth)[:depth])
 
 
-def split_order_candidates(
-    order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0, include_optimal_depths: bool = False
-) -> tuple[ScheduleCandidate, ...]:
+def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
     r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
 
     The analogue of :func:`standard_candidates` for any public split order and its diameter
@@ -209,18 +207,22 @@ def split_order_candidates(
     dimension ``s = 1 .. d_num`` of the numeric coordinates (one candidate set if there are
     none), the model occupancy ``g_j`` doubles at each split of an unresolved discrete
     coordinate and grows by ``2^(s/d_num)`` at each numeric split (capped at ``n``); the schedule
-    is :func:`profile_schedule` with ``w_j = g_j diam_j``, and the depth is the *explicit* one:
-    the level at which the numeric coordinates have had ``candidate_depth(d_num, n, eps, s)``
-    splits (for the cube, the paper's ``r_s``; with discrete coordinates first, every category is
-    resolved by then), capped at the level where they have had ``floor(d_num log2(eps n))``
-    splits (and at the order's depth).
+    is :func:`profile_schedule` with ``w_j = g_j diam_j``, and the depths are
 
-    With ``include_optimal_depths`` each ``s`` also gets the *model-optimal* depth ``r*_s``,
-    minimising the model bound ``C/(eps n) + 8C (sum_{j<r} sqrt(w_j))^2 / (eps n) + 2 diam_r``.
-    Not by default: on tables with several categorical columns that bound (every discrete level
-    charged the full diameter 1) makes ``r*_s`` tiny, often 1, and a depth that resolves no
-    category scored best by the same bound wrecks every marginal (measured:
-    ``benchmarks/bench_split_order.py``).  A candidate whose depth and schedule repeat an earlier
+    * the *explicit* depth: the level at which the numeric coordinates have had
+      ``candidate_depth(d_num, n, eps, s)`` splits (for the cube, the paper's ``r_s``; with
+      discrete coordinates first, every category is resolved by then), and
+    * the *model-optimal* depth ``r*_s``, minimising the model bound
+      ``C/(eps n) + 8C (sum_{j<r} sqrt(w_j))^2 / (eps n) + 2 diam_r``, raised to ``r_1``, the first
+      level whose cells have diameter below 1 (every category resolved, every numeric coordinate
+      split once).  Below ``r_1`` the bound charges every level the full diameter 1, and on tables
+      with several categorical columns its minimum is then a depth that resolves nothing (often
+      1), which wrecks every marginal; raised to ``r_1`` it gave the lowest W1 on the tables of
+      ``benchmarks/bench_split_order.py`` (penguins, cars, a 12-column table), the same on
+      seattle-weather,
+
+    both capped at the level where the numeric coordinates have had ``floor(d_num log2(eps n))``
+    splits (and at the order's depth).  A candidate whose depth and schedule repeat an earlier
     one is dropped: copies would only tilt the selection towards it.  Everything is a function of
     public values.
 
@@ -228,7 +230,6 @@ def split_order_candidates(
     :param n: the public size (or public estimate)
     :param epsilon_main: the synthesis budget every candidate spends exactly
     :param c_abs: the constant of the model bound
-    :param include_optimal_depths: also add the model-optimal depths (see above)
 
     :example:
 
@@ -236,8 +237,6 @@ def split_order_candidates(
     >>> from opendp_wasserstein.schedules import split_order_candidates
     >>> order = SplitOrder.discrete_first(cells=(4, 0, 0))
     >>> [(c.s, c.depth) for c in split_order_candidates(order, n=10000, epsilon_main=1.0)]
-    [(1, 28), (2, 13)]
-    >>> [(c.s, c.depth) for c in split_order_candidates(order, 10000, 1.0, include_optimal_depths=True)]
     [(1, 28), (1, 10), (2, 13), (2, 6)]
     """
     from opendp_wasserstein.split_order import SplitOrder
@@ -258,16 +257,18 @@ def split_order_candidates(
 
     en = eps * n
     cap = level_with(max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
+    diam_cap = np.asarray(order.diameters(cap))
+    below_one = np.flatnonzero(diam_cap < 1.0)
+    r_1 = int(below_one[0]) if below_one.size else cap  # the first level with cells below diameter 1
     out: list[ScheduleCandidate] = []
     for s in range(1, max(1, d_num) + 1):
         w_all = _level_weights(order, cap, n, s)
         root = np.sqrt(np.maximum(w_all, 1e-6 * max(float(w_all.max()), 1e-300)))
         diam = np.asarray(order.diameters(cap))
         model = [c_abs / en + 8.0 * c_abs * float(root[:r].sum()) ** 2 / en + 2.0 * diam[r] for r in range(1, cap + 1)]
-        r_star = 1 + int(np.argmin(model))
+        r_star = max(1 + int(np.argmin(model)), r_1)
         r_explicit = level_with(candidate_depth(d_num, n, eps, s)) if d_num else cap
-        depths = (min(r_explicit, cap), r_star) if include_optimal_depths else (min(r_explicit, cap),)
-        for r in dict.fromkeys(depths):  # distinct, in order
+        for r in dict.fromkeys((min(r_explicit, cap), r_star)):  # distinct, in order
             w = _level_weights(order, r, n, s)
             if w.max() <= 0:
                 w = np.ones(r)
