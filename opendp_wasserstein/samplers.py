@@ -66,19 +66,7 @@ def sample_discrete_laplace(
     :param backend: ``"fast"`` or ``"opendp"``; default: the enclosing
         :func:`opendp_wasserstein.runtime.sampler` block's (``"fast"`` outside one)
     """
-    if backend is None:
-        from opendp_wasserstein.runtime import current_sampler
-
-        backend = current_sampler()
-    if backend == "opendp":
-        if not rng.secure:
-            raise ValueError("backend='opendp' draws from OpenDP's own CSPRNG and cannot be seeded")
-        return opendp_discrete_laplace(scales)
-    if backend == "fast":
-        from opendp_wasserstein._fast_laplace import fast_discrete_laplace
-
-        return fast_discrete_laplace(np.asarray(scales, dtype=np.float64), rng)
-    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return _sample("laplace", scales, rng, backend)
 
 
 def sample_discrete_gaussian(
@@ -91,6 +79,13 @@ def sample_discrete_gaussian(
     :param backend: ``"fast"`` or ``"opendp"``; default: the enclosing
         :func:`opendp_wasserstein.runtime.sampler` block's (``"fast"`` outside one)
     """
+    return _sample("gaussian", scales, rng, backend)
+
+
+def _sample(
+    distribution: str, scales: np.ndarray, rng: RandomSource, backend: str | None
+) -> np.ndarray:
+    """Dispatch one draw per entry of ``scales`` to the back-end of ``backend``."""
     if backend is None:
         from opendp_wasserstein.runtime import current_sampler
 
@@ -98,9 +93,17 @@ def sample_discrete_gaussian(
     if backend == "opendp":
         if not rng.secure:
             raise ValueError("backend='opendp' draws from OpenDP's own CSPRNG and cannot be seeded")
-        return opendp_discrete_gaussian(scales)
+        opendp_sampler = (
+            opendp_discrete_laplace if distribution == "laplace" else opendp_discrete_gaussian
+        )
+        return opendp_sampler(scales)
     if backend == "fast":
+        scales = np.asarray(scales, dtype=np.float64)
+        if distribution == "laplace":
+            from opendp_wasserstein._fast_laplace import fast_discrete_laplace
+
+            return fast_discrete_laplace(scales, rng)
         from opendp_wasserstein._fast_gaussian import fast_discrete_gaussian
 
-        return fast_discrete_gaussian(np.asarray(scales, dtype=np.float64), rng)
+        return fast_discrete_gaussian(scales, rng)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
