@@ -22,7 +22,8 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import feature_enabled
 from opendp_wasserstein.box import Box, as_box
 from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
+from opendp_wasserstein.least_squares import check_consistency
+from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon, check_threshold
 
 __all__ = [
     "SynthesisReport",
@@ -153,6 +154,8 @@ def synthesize(
     schema: Any = None,
     columns: Any = None,
     split_order: Any = None,
+    consistency: str = "paper",
+    threshold: float = 0.0,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -191,6 +194,12 @@ def synthesize(
         then numeric ones cyclically) or ``"cyclic"``; without one, a
         :class:`~opendp_wasserstein.split_order.SplitOrder` over the ``d`` columns of ``X``
         (default: the cyclic order)
+    :param consistency: adaptive/pruned: how the noisy counts become leaf masses (free
+        post-processing): ``"paper"`` (Algorithm 2, the default) or ``"least_squares"``
+        (generalised least squares over every visited level, :mod:`opendp_wasserstein.least_squares`)
+    :param threshold: adaptive/pruned: suppress noise-made mass in empty cells (default 0, off):
+        with ``"paper"`` a noisy count at most ``threshold * sigma_j`` counts as 0, with
+        ``"least_squares"`` an estimate at most ``threshold`` standard errors
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -216,10 +225,13 @@ def synthesize(
         return synthesize_table(
             X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
             depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
-            split_order=split_order,
+            split_order=split_order, consistency=consistency, threshold=threshold,
         )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    post = (check_consistency(consistency), check_threshold(threshold))
+    if mechanism == "pmm" and post != ("paper", 0.0):
+        raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
     eps = check_epsilon(epsilon)
     x = _as_data(X)
     n, d = x.shape
@@ -244,7 +256,8 @@ def synthesize(
     with _contrib():
         try:
             meas = _synthesis_measurement(
-                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, order
+                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, order,
+                post,
             )
         except ScaleLimitError as e:
             if str(e).startswith("epsilon_size"):
@@ -285,9 +298,11 @@ def _synthesis_measurement(
     placement: str,
     epsilon_size: float | None,
     order: Any = None,
+    post: tuple[str, float] = ("paper", 0.0),
 ) -> Measurement:
     """The certified measurement :func:`synthesize` releases with.  Built from public values
-    only: ``n`` is None when the size is private.  ``order``: a public split order or None."""
+    only: ``n`` is None when the size is private.  ``order``: a public split order or None;
+    ``post``: the pruned traversal's ``(consistency, threshold)``."""
     from opendp_wasserstein.measurements import (
         make_adaptive_pruned_pmm,
         make_noisy_size_then,
@@ -300,7 +315,13 @@ def _synthesis_measurement(
     metric = dp.change_one_distance() if n is not None else dp.symmetric_distance()
     bounds = {"lower": box.lower, "upper": box.upper}
     sel_share = DEFAULT_SELECT_FRACTION if epsilon_select is None else epsilon_select / eps
-    make = make_pruned_pmm if mechanism == "pruned" else make_pmm
+    consistency, threshold = post
+
+    def make(*args: Any, **kwargs: Any) -> Measurement:
+        if mechanism == "pruned":
+            kwargs.update(consistency=consistency, threshold=threshold)
+            return make_pruned_pmm(*args, **kwargs)
+        return make_pmm(*args, **kwargs)
 
     def schedule(levels_eps: float, r: int) -> tuple[float, ...]:
         """The paper's s = d schedule spending ``levels_eps`` per replacement on levels >= 1."""
@@ -317,7 +338,8 @@ def _synthesis_measurement(
         if mechanism == "adaptive":
             eps_sel, eps_main = _split(eps, sel_share)
             return make_adaptive_pruned_pmm(
-                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, split_order=order
+                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, split_order=order,
+                consistency=consistency, threshold=threshold,
             )
         r = fit(ambient_depth(eps, n)) if depth is None else depth
         return make(domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement, axes=axes(r))
@@ -345,7 +367,7 @@ def _synthesis_measurement(
         def build(n_hat: int) -> Measurement:
             return make_adaptive_pruned_pmm(
                 domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, size=n_hat,
-                split_order=order,
+                split_order=order, consistency=consistency, threshold=threshold,
             )
 
         per_record = Fraction(round_down(Fraction(eps_sel) + Fraction(half_main)))

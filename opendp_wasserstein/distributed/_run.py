@@ -108,9 +108,16 @@ def release_on_dask(
     :param progress: show a progress bar over the tasks (``tqdm``)
     :return: a :class:`DistributedRelease`
     """
-    from opendp_wasserstein.distributed._pmm import Driver, run_adaptive, run_pmm
+    from opendp_wasserstein.distributed._pmm import (
+        Driver,
+        check_dask_postprocessing,
+        run_adaptive,
+        run_pmm,
+    )
 
     plan = plan_of(meas)
+    for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
+        check_dask_postprocessing(p)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
     blocks, names = blocks_of(source, d, columns, rows_per_block)
     if isinstance(plan, HistogramPlan):

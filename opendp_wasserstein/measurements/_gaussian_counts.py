@@ -34,11 +34,13 @@ from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL2SqDistance, descriptor_of
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import CountTree
+from opendp_wasserstein.least_squares import check_consistency
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.measurements._tree_laplace import _release_noise, check_output_size
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
 from opendp_wasserstein.node_noise import add_noise
 from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
+from opendp_wasserstein.parameters import check_threshold
 from opendp_wasserstein.samplers import sample_discrete_gaussian
 from opendp_wasserstein.transformations._tree_counts import TreeCounts, TreeCountsDomain
 
@@ -145,7 +147,11 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
 
 
 def make_pruned_tree_gaussian(
-    input_domain: Domain, input_metric: Metric, output_size: int | None = None
+    input_domain: Domain,
+    input_metric: Metric,
+    output_size: int | None = None,
+    consistency: str = "paper",
+    threshold: float = 0.0,
 ) -> Measurement:
     r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM with Gaussian noise.
 
@@ -168,6 +174,9 @@ def make_pruned_tree_gaussian(
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l2sq(s)`` with one scale per level
     :param output_size: as for ``make_pruned_tree_laplace`` (needs ``sigma_0 = inf``)
+    :param consistency: ``"paper"`` (default) or ``"least_squares"``, as for
+        ``make_pruned_tree_laplace`` (post-processing)
+    :param threshold: the suppression threshold, as for ``make_pruned_tree_laplace``
     :return: a Measurement releasing ``LeafMasses``
 
     :example:
@@ -188,9 +197,13 @@ def make_pruned_tree_gaussian(
     """
     dom, met = _check_dyadic(input_domain, input_metric)
     size = check_output_size(output_size, dom, met.scales)
+    consistency = check_consistency(consistency)
+    threshold = check_threshold(threshold)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(counts, met.scales, size, _release_noise("gaussian"), distribution="gaussian")
+        return pruned_traversal(
+            counts, met.scales, size, _release_noise("gaussian"), threshold, "gaussian", consistency
+        )
 
     return make_measurement(input_domain, input_metric, zero_concentrated_divergence(), function, zcdp_map)
 

@@ -39,6 +39,8 @@ def make_pruned_pmm(
     output_size: int | None = None,
     output_measure: Measure | None = None,
     axes: Any = None,
+    consistency: str = "paper",
+    threshold: float = 0.0,
 ) -> Measurement:
     r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP (or zCDP) synthetic dataset.
 
@@ -84,6 +86,12 @@ def make_pruned_pmm(
         default, ``None``) or ``dp.zero_concentrated_divergence()`` (discrete Gaussian noise, zCDP)
     :param axes: the public split order, one coordinate per level (default cyclic); the privacy
         map does not depend on it (:doc:`/proofs/split_order`)
+    :param consistency: how the noisy counts become leaf masses (post-processing, the map is
+        unchanged): ``"paper"`` (Algorithm 2, the default) or ``"least_squares"`` (the same
+        traversal, then generalised least squares over all visited levels,
+        :mod:`opendp_wasserstein.least_squares`)
+    :param threshold: suppression of noise-made mass in empty cells (post-processing; default 0,
+        off): see :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -128,9 +136,10 @@ def make_pruned_pmm(
     )
     dom = t_counts.output_domain
     make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
-    m_noise = make_noise(dom, t_counts.output_metric, output_size)
+    m_noise = make_noise(dom, t_counts.output_metric, output_size, consistency, threshold)
     meas = t_counts >> m_noise >> make_synthesis(dom, placement)
-    return attach(meas, _plan(input_domain, t_counts, placement, output_size, True, noise))
+    plan = _plan(input_domain, t_counts, placement, output_size, True, noise, consistency, float(threshold))
+    return attach(meas, plan)
 
 
 def make_pmm(
@@ -202,7 +211,14 @@ def make_pmm(
 
 
 def _plan(
-    input_domain: Domain, t_counts: Any, placement: str, output_size: int | None, pruned: bool, noise: str
+    input_domain: Domain,
+    t_counts: Any,
+    placement: str,
+    output_size: int | None,
+    pruned: bool,
+    noise: str,
+    consistency: str = "paper",
+    threshold: float = 0.0,
 ) -> PmmPlan:
     """The distributed plan of the chain (:mod:`opendp_wasserstein.distributed`)."""
     dom = t_counts.output_domain.descriptor
@@ -222,6 +238,8 @@ def _plan(
         release_root=dom.size is None and not math.isinf(scales[0]),
         axes=dom.axes,
         distribution=noise,
+        consistency=consistency,
+        threshold=threshold,
     )
 
 
