@@ -38,6 +38,7 @@ once the traversal is done, on its noisy counts only, so they are post-processin
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,6 +120,56 @@ def _pairs(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, 2).sum(axis=1)
 
 
+def _bottom_up(levels: list[VisitedLevel], variances: tuple[float, ...]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``z_v`` and ``W_v`` of every visited node, level by level (index ``j`` for level ``j``)."""
+    r = len(levels)
+    z: list[np.ndarray] = [np.zeros(0)] * (r + 1)
+    w: list[np.ndarray] = [np.zeros(0)] * (r + 1)
+    for j in range(r, 0, -1):
+        lv = levels[j - 1]
+        zj = lv.noisy.astype(np.float64)
+        wj = np.full(zj.size, variances[j])
+        if j < r:
+            exp = np.flatnonzero(lv.paper > 0)
+            zs, wsum = _pairs(z[j + 1]), _pairs(w[j + 1])
+            v = variances[j]
+            zj[exp] = (zj[exp] * wsum + zs * v) / (wsum + v)
+            wj[exp] = wsum * v / (wsum + v)
+        z[j], w[j] = zj, wj
+    return z, w
+
+
+def _root(
+    z1: np.ndarray, w1: np.ndarray, variances: tuple[float, ...], root_noisy: int | None, root_mass: int | None
+) -> tuple[float, float]:
+    """The root's estimate and variance: the public mass (variance 0), else the inverse-variance
+    mean of the noisy root and the children's sum."""
+    s, ws = float(z1.sum()), float(w1.sum())
+    if root_mass is not None:
+        return float(root_mass), 0.0
+    if root_noisy is None or math.isinf(variances[0]):  # pragma: no cover - constructors refuse this
+        return s, ws
+    v0 = variances[0]
+    return (root_noisy * ws + s * v0) / (ws + v0), ws * v0 / (ws + v0)
+
+
+def _top_down(
+    levels: list[VisitedLevel], z: list[np.ndarray], w: list[np.ndarray], h0: float, p0: float
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(h, sqrt(P))`` of the visited nodes of levels ``1 .. r``, one level at a time."""
+    h_parent, p_parent = np.array([h0]), np.array([p0])
+    for j in range(1, len(levels) + 1):
+        wz = w[j].reshape(-1, 2)
+        ws_pair = wz.sum(axis=1)
+        share = wz / ws_pair[:, None]
+        resid = h_parent - _pairs(z[j])
+        h = (z[j].reshape(-1, 2) + share * resid[:, None]).reshape(-1)
+        p = np.maximum(wz - share**2 * (ws_pair - p_parent)[:, None], 0.0).reshape(-1)
+        yield h, np.sqrt(p)
+        exp = np.flatnonzero(levels[j - 1].paper > 0)
+        h_parent, p_parent = h[exp], p[exp]
+
+
 def gls_estimates(
     levels: list[VisitedLevel],
     variances: tuple[float, ...],
@@ -132,42 +183,9 @@ def gls_estimates(
     :param root_noisy: the root's noisy count, or None when it is not released
     :param root_mass: the public root mass, or None (the root is then estimated)
     """
-    r = len(levels)
-    z: list[np.ndarray] = [np.zeros(0)] * (r + 1)
-    w: list[np.ndarray] = [np.zeros(0)] * (r + 1)
-    for j in range(r, 0, -1):  # bottom-up
-        lv = levels[j - 1]
-        zj = lv.noisy.astype(np.float64)
-        wj = np.full(zj.size, variances[j])
-        if j < r:
-            exp = np.flatnonzero(lv.paper > 0)
-            zs, wsum = _pairs(z[j + 1]), _pairs(w[j + 1])
-            v = variances[j]
-            zj[exp] = (zj[exp] * wsum + zs * v) / (wsum + v)
-            wj[exp] = wsum * v / (wsum + v)
-        z[j], w[j] = zj, wj
-    s, ws = float(z[1].sum()), float(w[1].sum())
-    if root_mass is not None:
-        h0, p0 = float(root_mass), 0.0
-    elif root_noisy is None or math.isinf(variances[0]):  # pragma: no cover - constructors refuse this
-        h0, p0 = s, ws
-    else:
-        v0 = variances[0]
-        h0, p0 = (root_noisy * ws + s * v0) / (ws + v0), ws * v0 / (ws + v0)
-    h_parent, p_parent = np.array([h0]), np.array([p0])
-    hs: list[np.ndarray] = []
-    es: list[np.ndarray] = []
-    for j in range(1, r + 1):  # top-down
-        wz = w[j].reshape(-1, 2)
-        ws_pair = wz.sum(axis=1)
-        share = wz / ws_pair[:, None]
-        resid = h_parent - _pairs(z[j])
-        h = (z[j].reshape(-1, 2) + share * resid[:, None]).reshape(-1)
-        p = np.maximum(wz - share**2 * (ws_pair - p_parent)[:, None], 0.0).reshape(-1)
-        hs.append(h)
-        es.append(np.sqrt(p))
-        exp = np.flatnonzero(levels[j - 1].paper > 0)
-        h_parent, p_parent = h[exp], p[exp]
+    z, w = _bottom_up(levels, variances)
+    h0, p0 = _root(z[1], w[1], variances, root_noisy, root_mass)
+    hs, es = zip(*_top_down(levels, z, w, h0, p0), strict=True)
     return TreeEstimates(h0, tuple(hs), tuple(es))
 
 
@@ -195,12 +213,11 @@ def least_squares_masses(
     :return: the root mass and the masses of the level-``r`` nodes the paper's rule gave positive
         mass (in traversal order; some may be 0 here)
     """
-    est = gls_estimates(levels, variances, root_noisy, root_mass)
-    total = int(root_mass) if root_mass is not None else max(1, int(round(est.root)))
+    z, w = _bottom_up(levels, variances)
+    h0, p0 = _root(z[1], w[1], variances, root_noisy, root_mass)
+    total = int(root_mass) if root_mass is not None else max(1, int(round(h0)))
     mass = np.array([total], dtype=np.int64)
-    for j in range(1, len(levels) + 1):
-        lv = levels[j - 1]
-        h, e = est.levels[j - 1], est.errors[j - 1]
+    for lv, (h, e) in zip(levels, _top_down(levels, z, w, h0, p0), strict=True):
         weight = np.where((lv.paper > 0) & (h > threshold * e), np.maximum(h, 0.0), 0.0).reshape(-1, 2)
         paper = lv.paper.reshape(-1, 2).astype(np.float64)
         empty = weight.sum(axis=1) <= 0
