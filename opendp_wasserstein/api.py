@@ -22,14 +22,15 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import feature_enabled
 from opendp_wasserstein.box import Box, as_box
 from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.least_squares import check_consistency
-from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon, check_threshold
+from opendp_wasserstein.least_squares import check_postprocessing
+from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
 
 __all__ = [
     "SynthesisReport",
     "synthesize",
     "MECHANISMS",
     "DEFAULT_SELECT_FRACTION",
+    "DEFAULT_CONSISTENCY",
     "DEFAULT_SIZE_FRACTION",
     "SelectionReport",
     "select_candidates",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 MECHANISMS = ("adaptive", "pruned", "pmm")
+
+#: the post-processing of the pruned traversal :func:`synthesize` uses by default
+DEFAULT_CONSISTENCY = "paper"
 
 #: the share of epsilon spent on private schedule selection by default in ``synthesize``
 DEFAULT_SELECT_FRACTION = 0.2
@@ -154,8 +158,8 @@ def synthesize(
     schema: Any = None,
     columns: Any = None,
     split_order: Any = None,
-    consistency: str = "paper",
-    threshold: float = 0.0,
+    consistency: str | None = None,
+    threshold: float | None = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -195,11 +199,12 @@ def synthesize(
         :class:`~opendp_wasserstein.split_order.SplitOrder` over the ``d`` columns of ``X``
         (default: the cyclic order)
     :param consistency: adaptive/pruned: how the noisy counts become leaf masses (free
-        post-processing): ``"paper"`` (Algorithm 2, the default) or ``"least_squares"``
-        (generalised least squares over every visited level, :mod:`opendp_wasserstein.least_squares`)
-    :param threshold: adaptive/pruned: suppress noise-made mass in empty cells (default 0, off):
-        with ``"paper"`` a noisy count at most ``threshold * sigma_j`` counts as 0, with
-        ``"least_squares"`` an estimate at most ``threshold`` standard errors
+        post-processing): ``"paper"`` (Algorithm 2) or ``"least_squares"`` (generalised least
+        squares over every visited level, :mod:`opendp_wasserstein.least_squares`); default
+        :data:`DEFAULT_CONSISTENCY`
+    :param threshold: adaptive/pruned: suppress noise-made mass in empty cells: with
+        ``"paper"`` a noisy count at most ``threshold * sigma_j`` counts as 0 (default 0), with
+        ``"least_squares"`` an estimate at most ``threshold`` standard errors (default 3)
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -229,9 +234,9 @@ def synthesize(
         )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    post = (check_consistency(consistency), check_threshold(threshold))
-    if mechanism == "pmm" and post != ("paper", 0.0):
+    if mechanism == "pmm" and (consistency, threshold) != (None, None):
         raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
+    post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
     eps = check_epsilon(epsilon)
     x = _as_data(X)
     n, d = x.shape

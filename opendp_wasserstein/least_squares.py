@@ -46,6 +46,8 @@ import numpy as np
 __all__ = [
     "CONSISTENCIES",
     "check_consistency",
+    "check_postprocessing",
+    "DEFAULT_THRESHOLDS",
     "VisitedLevel",
     "noise_variance",
     "TreeEstimates",
@@ -57,11 +59,34 @@ __all__ = [
 CONSISTENCIES = ("paper", "least_squares")
 
 
+#: the suppression threshold of each rule when none is given: the paper's truncation at 0, and
+#: for least squares a one-sided test at 3 standard errors (measured in
+#: ``benchmarks/bench_postprocessing.py``)
+DEFAULT_THRESHOLDS = {"paper": 0.0, "least_squares": 3.0}
+
+
 def check_consistency(consistency: str) -> str:
     """``consistency`` if it is one of :data:`CONSISTENCIES`, else a ValueError naming it."""
-    if consistency not in CONSISTENCIES:
+    if not isinstance(consistency, str) or consistency not in CONSISTENCIES:
         raise ValueError(f"consistency must be one of {CONSISTENCIES}, got {consistency!r}")
     return consistency
+
+
+def check_postprocessing(consistency: str, threshold: float | None) -> tuple[str, float]:
+    """The checked ``(consistency, threshold)``; ``threshold=None`` is the rule's default
+    (:data:`DEFAULT_THRESHOLDS`).
+
+    :example:
+
+    >>> check_postprocessing("least_squares", None), check_postprocessing("paper", 2)
+    (('least_squares', 3.0), ('paper', 2.0))
+    """
+    from opendp_wasserstein.parameters import check_threshold
+
+    consistency = check_consistency(consistency)
+    if threshold is None:
+        return consistency, DEFAULT_THRESHOLDS[consistency]
+    return consistency, check_threshold(threshold)
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from opendp_wasserstein.data import check_data_domain, check_metric, replacement
 from opendp_wasserstein.distributed._spec import AdaptivePlan, attach, plan_of
 from opendp_wasserstein.exact import round_down, round_up
 from opendp_wasserstein.hierarchy import shared_count_trees
-from opendp_wasserstein.least_squares import check_consistency
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.measurements._exponential_selection import (
     SELECTIONS,
     make_exponential_selection,
 )
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
-from opendp_wasserstein.parameters import check_epsilon, check_output_measure, check_threshold
+from opendp_wasserstein.parameters import check_epsilon, check_output_measure
 from opendp_wasserstein.schedules import (
     ScheduleCandidate,
     split_order_candidates,
@@ -67,7 +67,7 @@ def make_adaptive_pruned_pmm(
     output_measure: Measure | None = None,
     split_order: SplitOrder | None = None,
     consistency: str = "paper",
-    threshold: float = 0.0,
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Algorithm 3 and Appendix B).
 
@@ -128,8 +128,8 @@ def make_adaptive_pruned_pmm(
     :param consistency: the synthesis's post-processing, ``"paper"`` (default) or
         ``"least_squares"`` (:func:`~opendp_wasserstein.measurements.make_pruned_pmm`); the map
         is unchanged
-    :param threshold: the synthesis's suppression threshold (default 0, off; see
-        :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`)
+    :param threshold: the synthesis's suppression threshold (default None: the rule's default;
+        see :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -167,8 +167,7 @@ def make_adaptive_pruned_pmm(
     eps_sel = check_epsilon(epsilon_select, "epsilon_select")
     eps_main = check_epsilon(epsilon_main, "epsilon_main")
     check_placement(placement)
-    consistency = check_consistency(consistency)
-    threshold = check_threshold(threshold)
+    consistency, threshold = check_postprocessing(consistency, threshold)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     order = check_split_order(split_order, d)

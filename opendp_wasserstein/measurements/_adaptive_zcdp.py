@@ -35,10 +35,10 @@ from opendp_wasserstein._compat import make_measurement
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.data import check_data_domain, check_metric, whole_replacements
 from opendp_wasserstein.exact import inverse_squares, round_down, round_up
-from opendp_wasserstein.least_squares import check_consistency
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
-from opendp_wasserstein.parameters import check_epsilon, check_threshold
+from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.schedules import ScheduleCandidate
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
@@ -69,7 +69,7 @@ def make_adaptive_pruned_pmm_zcdp(
     c_abs: float = 1.0,
     size: int | None = None,
     consistency: str = "paper",
-    threshold: float = 0.0,
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Adaptive Pruned-PMM in zCDP (module docstring); the parameters are those of
     :func:`~opendp_wasserstein.measurements.make_adaptive_pruned_pmm` with the budgets ``rho``.
@@ -88,8 +88,7 @@ def make_adaptive_pruned_pmm_zcdp(
     rho_sel = check_epsilon(rho_select, "epsilon_select")
     rho_main_ = check_epsilon(rho_main, "epsilon_main")
     check_placement(placement)
-    consistency = check_consistency(consistency)
-    threshold = check_threshold(threshold)
+    consistency, threshold = check_postprocessing(consistency, threshold)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     if selection != "exponential":

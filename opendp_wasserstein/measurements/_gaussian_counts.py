@@ -34,13 +34,12 @@ from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL2SqDistance, descriptor_of
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import CountTree
-from opendp_wasserstein.least_squares import check_consistency
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.measurements._tree_laplace import _release_noise, check_output_size
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
 from opendp_wasserstein.node_noise import add_noise
 from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
-from opendp_wasserstein.parameters import check_threshold
 from opendp_wasserstein.samplers import sample_discrete_gaussian
 from opendp_wasserstein.transformations._tree_counts import TreeCounts, TreeCountsDomain
 
@@ -151,7 +150,7 @@ def make_pruned_tree_gaussian(
     input_metric: Metric,
     output_size: int | None = None,
     consistency: str = "paper",
-    threshold: float = 0.0,
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM with Gaussian noise.
 
@@ -197,8 +196,7 @@ def make_pruned_tree_gaussian(
     """
     dom, met = _check_dyadic(input_domain, input_metric)
     size = check_output_size(output_size, dom, met.scales)
-    consistency = check_consistency(consistency)
-    threshold = check_threshold(threshold)
+    consistency, threshold = check_postprocessing(consistency, threshold)
 
     def function(counts: CountTree) -> LeafMasses:
         return pruned_traversal(

@@ -12,6 +12,7 @@ from opendp_wasserstein.box import Box
 from opendp_wasserstein.data import domain_allows_nan
 from opendp_wasserstein.distributed._spec import PmmPlan, attach
 from opendp_wasserstein.domains import DyadicCountsDomain
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.measurements._gaussian_counts import (
     make_pruned_tree_gaussian,
     make_tree_gaussian,
@@ -40,7 +41,7 @@ def make_pruned_pmm(
     output_measure: Measure | None = None,
     axes: Any = None,
     consistency: str = "paper",
-    threshold: float = 0.0,
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP (or zCDP) synthetic dataset.
 
@@ -90,8 +91,9 @@ def make_pruned_pmm(
         unchanged): ``"paper"`` (Algorithm 2, the default) or ``"least_squares"`` (the same
         traversal, then generalised least squares over all visited levels,
         :mod:`opendp_wasserstein.least_squares`)
-    :param threshold: suppression of noise-made mass in empty cells (post-processing; default 0,
-        off): see :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`
+    :param threshold: suppression of noise-made mass in empty cells (post-processing; default
+        None: 0 for ``"paper"``, 3 standard errors for ``"least_squares"``): see
+        :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -131,6 +133,7 @@ def make_pruned_pmm(
     assert_features("contrib")
     check_placement(placement)
     noise = check_output_measure(output_measure)
+    consistency, threshold = check_postprocessing(consistency, threshold)
     t_counts = make_dyadic_counts(
         input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
     )
@@ -138,7 +141,7 @@ def make_pruned_pmm(
     make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
     m_noise = make_noise(dom, t_counts.output_metric, output_size, consistency, threshold)
     meas = t_counts >> m_noise >> make_synthesis(dom, placement)
-    plan = _plan(input_domain, t_counts, placement, output_size, True, noise, consistency, float(threshold))
+    plan = _plan(input_domain, t_counts, placement, output_size, True, noise, consistency, threshold)
     return attach(meas, plan)
 
 

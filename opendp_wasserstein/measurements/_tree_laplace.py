@@ -27,12 +27,12 @@ from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_rando
 from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
 from opendp_wasserstein.hierarchy import CountTree
-from opendp_wasserstein.least_squares import check_consistency
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.node_noise import NodeNoise, PooledNoise
 from opendp_wasserstein.node_randomness import KeyedNodeNoise
 from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
-from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_threshold
+from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError
 
 __all__ = [
     "make_tree_laplace",
@@ -171,7 +171,7 @@ def make_pruned_tree_laplace(
     input_metric: Metric,
     output_size: int | None = None,
     consistency: str = "paper",
-    threshold: float = 0.0,
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM (Algorithms 1-2).
 
@@ -204,9 +204,10 @@ def make_pruned_tree_laplace(
     :param consistency: ``"paper"`` (Algorithm 2, default) or ``"least_squares"``: the same
         traversal, then the masses re-split from the generalised least-squares estimates of all
         visited nodes (:mod:`opendp_wasserstein.least_squares`); post-processing, same map
-    :param threshold: suppression of noise-made mass in empty cells (post-processing, default 0
-        = off): ``"paper"``: a noisy count at most ``threshold * sigma_j`` is read as 0;
-        ``"least_squares"``: an estimate at most ``threshold`` standard errors is read as 0
+    :param threshold: suppression of noise-made mass in empty cells (post-processing):
+        ``"paper"``: a noisy count at most ``threshold * sigma_j`` is read as 0 (default 0, the
+        paper's truncation); ``"least_squares"``: an estimate at most ``threshold`` standard
+        errors is read as 0 (default 3)
     :return: a Measurement releasing ``LeafMasses``
 
     :example:
@@ -226,8 +227,7 @@ def make_pruned_tree_laplace(
     """
     dom, met = _check(input_domain, input_metric)
     size = check_output_size(output_size, dom, met.scales)
-    consistency = check_consistency(consistency)
-    threshold = check_threshold(threshold)
+    consistency, threshold = check_postprocessing(consistency, threshold)
 
     def function(counts: CountTree) -> LeafMasses:
         return pruned_traversal(
