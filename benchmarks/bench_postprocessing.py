@@ -21,7 +21,8 @@ rescaled to the unit square; the 10-D closed curve (``_common.sample_curve``, n 
 
 Scores, box-normalised (the unit cube): W1 with the l_inf ground metric (``w1_estimate``:
 exact when both sets have at most ``--sample`` points, else the mean of ``--repeats`` exact
-W1 between subsamples, the same subsamples for every configuration; exact for the airports,
+W1 between subsamples of the data, the same subsamples for every configuration and seed and
+as in ``bench_peers.py``, whose MST figures are thus scored alike; exact for the airports,
 ``--exact-up-to``); ``far``: the share of
 synthetic points farther than 0.05 (l_inf) from every real point (``scipy.spatial.cKDTree``).
 The MST column is copied from ``--mst-csv`` (a ``bench_peers.py`` CSV) when given.
@@ -64,9 +65,18 @@ def airports(box: str) -> np.ndarray:
     return (x - lo) / (hi - lo)
 
 
-def load(name: str, n: int, i: int) -> np.ndarray:
+#: bench_peers.py's dataset order: a dataset's data seed and W1 subsample seed (1000 + index)
+#: are the same there and here, so MST's figures are scored on the same data and subsamples
+PEER_ORDER = [*SHAPES, "curve10", "subspace10"]
+
+
+def w1_seed(name: str) -> int:
+    return 1000 + PEER_ORDER.index(name) if name in PEER_ORDER else 2000 + list(BOXES).index(name)
+
+
+def load(name: str, n: int) -> np.ndarray:
     if name in SHAPES:
-        return sample_shape(name, n, seed=i)
+        return sample_shape(name, n, seed=PEER_ORDER.index(name))
     if name in BOXES:
         return airports(name)
     if name == "curve10":
@@ -120,8 +130,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{a.repeats} x {a.sample}-point subsamples (exact below), far = share > {FAR} from every real point")
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)", flush=True)
     rows: list[dict] = []
-    for di, name in enumerate(a.datasets):
-        x = load(name, a.n, di)
+    for name in a.datasets:
+        x = load(name, a.n)
         n, d = x.shape
         for mech in a.mechanisms:
             for eps in a.eps:
@@ -132,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
                             y, rep = synthesize(x, eps, bounds=(0.0, 1.0), mechanism=mech, consistency=cons, threshold=t)
                         secs = time.perf_counter() - t0
                         sample = n if n <= a.exact_up_to else a.sample  # small data: exact W1
-                        est = w1_estimate(x, y, metric="linf", sample_size=sample, repeats=a.repeats, seed=1000 + seed)
+                        est = w1_estimate(x, y, metric="linf", sample_size=sample, repeats=a.repeats, seed=w1_seed(name))
                         rows.append({"dataset": name, "d": d, "n": n, "mechanism": mech, "eps": eps, "seed": seed,
                                      "consistency": cons, "threshold": t, "w1": est.value, "w1_floor": est.noise_floor,
                                      "far": far_share(x, y), "depth": rep.depth, "s": rep.details.get("s", ""),

@@ -25,9 +25,10 @@ the noise variance of each level:
 (Algorithm 2), with the estimates in place of the noisy counts: a node's mass ``M`` goes to its
 two children in proportion to ``max(h_c, 0)`` (floor for the lower child, the rest to the upper),
 a child is read as empty (weight 0) when the traversal did not expand it (the paper gave it mass
-0) or when ``h_c <= threshold * sqrt(P_c)`` (a one-sided test of ``x_c > 0``: ``threshold = 0``
-only drops negative estimates), and when both weights are 0 the paper's own split of ``M`` is
-used.  So the masses are non-negative integers summing to the root mass and a node without
+0) or when both ``h_c <= threshold * sqrt(P_c)`` (a one-sided test of ``x_c > 0`` fails;
+``threshold = 0`` only drops negative estimates) and ``h_c <= SHARE * M`` (the child would hold
+at most a tenth of the parent's mass, so reading a real child as empty moves little mass), and
+when both weights are 0 the paper's own split of ``M`` is used.  So the masses are non-negative integers summing to the root mass and a node without
 paper mass has no mass here either; the leaves are a subset of the paper's.
 
 Which nodes are visited is decided by the paper's rule during the traversal (the least squares
@@ -48,6 +49,7 @@ __all__ = [
     "check_consistency",
     "check_postprocessing",
     "DEFAULT_THRESHOLDS",
+    "SHARE",
     "VisitedLevel",
     "noise_variance",
     "TreeEstimates",
@@ -58,6 +60,11 @@ __all__ = [
 #: the post-processing rules of the pruned traversal: the paper's (Algorithm 2), or least squares
 CONSISTENCIES = ("paper", "least_squares")
 
+
+#: a child holding more than this share of its parent's mass is never read as empty by the
+#: threshold test: reading a real child as empty moves at most this share of the parent's mass,
+#: by at most the parent's diameter (measured in ``benchmarks/bench_postprocessing.py``)
+SHARE = 0.1
 
 #: the suppression threshold of each rule when none is given: the paper's truncation at 0, and
 #: for least squares a one-sided test at 3 standard errors (measured in
@@ -227,6 +234,7 @@ def least_squares_masses(
     root_noisy: int | None,
     root_mass: int | None,
     threshold: float = 0.0,
+    share: float = SHARE,
 ) -> tuple[int, np.ndarray]:
     """Integer masses from the least-squares estimates (see the module docstring).
 
@@ -234,7 +242,9 @@ def least_squares_masses(
     :param variances: ``V_0 .. V_r``
     :param root_noisy: the root's noisy count, or None
     :param root_mass: the public root mass, or None: then ``max(1, round(h_0))``
-    :param threshold: a child with ``h_c <= threshold * sqrt(P_c)`` is read as empty
+    :param threshold: a child with ``h_c <= threshold * sqrt(P_c)`` and ``h_c <= share * M``
+        (``M`` its parent's mass) is read as empty
+    :param share: see ``threshold`` (default :data:`SHARE`)
     :return: the root mass and the masses of the level-``r`` nodes the paper's rule gave positive
         mass (in traversal order; some may be 0 here)
     """
@@ -243,7 +253,9 @@ def least_squares_masses(
     total = int(root_mass) if root_mass is not None else max(1, int(round(h0)))
     mass = np.array([total], dtype=np.int64)
     for lv, (h, e) in zip(levels, _top_down(levels, z, w, h0, p0), strict=True):
-        weight = np.where((lv.paper > 0) & (h > threshold * e), np.maximum(h, 0.0), 0.0).reshape(-1, 2)
+        parent = np.repeat(mass, 2).astype(np.float64)
+        keep = (lv.paper > 0) & ((h > threshold * e) | (h > share * parent))
+        weight = np.where(keep, np.maximum(h, 0.0), 0.0).reshape(-1, 2)
         paper = lv.paper.reshape(-1, 2).astype(np.float64)
         empty = weight.sum(axis=1) <= 0
         weight[empty] = paper[empty]  # both read as empty: the paper's own split

@@ -50,10 +50,14 @@ def test_masses_on_the_hand_computed_tree():
     # threshold 0: floor(10 * 22/30) = 7; floor(7 * 17/22) = 5; the negative estimate gets nothing
     total, mass = least_squares_masses(HAND, (0.0, 1.0, 1.0), None, 10)
     assert (total, mass.tolist()) == (10, [5, 2, 3])
-    # threshold 3: 5/3 <= 3 sqrt(7/12) = 2.29, so that child is read as empty and its sibling
-    # takes the parent's 7
+    # threshold 3: 5/3 <= 3 sqrt(7/12) = 2.29 fails the test, but 5/3 > 0.1 * 7 (its parent's
+    # mass) keeps it; without the share rule it is read as empty and its sibling takes all 7
     total, mass = least_squares_masses(HAND, (0.0, 1.0, 1.0), None, 10, threshold=3.0)
-    assert (total, mass.tolist()) == (10, [7, 0, 3])
+    assert (total, mass.tolist()) == (10, [5, 2, 3])
+    total, mass = least_squares_masses(HAND, (0.0, 1.0, 1.0), None, 10, threshold=3.0, share=0.3)
+    assert (total, mass.tolist()) == (10, [7, 0, 3])  # 5/3 <= 0.3 * 7 = 2.1
+    total, mass = least_squares_masses(HAND, (0.0, 1.0, 1.0), None, 10, threshold=3.0, share=0.2)
+    assert (total, mass.tolist()) == (10, [5, 2, 3])  # 5/3 > 0.2 * 7 = 1.4
 
 
 def test_noisy_root_is_estimated():
