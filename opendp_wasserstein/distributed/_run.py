@@ -179,8 +179,9 @@ def synthesize_on_dask(
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
     The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments (``n`` is the source's row count, public unless ``public_size=False``, which needs
-    ``mechanism="pruned"`` or ``"pmm"`` with ``depth``), run by :func:`release_on_dask`.
+    arguments and ``consistency="paper"`` (least squares has no Dask version yet; ``n`` is the
+    source's row count, public unless ``public_size=False``, which needs ``mechanism="pruned"``
+    or ``"pmm"`` with ``depth``), run by :func:`release_on_dask`.
 
     :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
     """
