@@ -22,6 +22,12 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.hierarchy import CountTree, axis_of_level, coord_bits_at_level
+from opendp_wasserstein.least_squares import (
+    VisitedLevel,
+    check_consistency,
+    least_squares_masses,
+    noise_variance,
+)
 from opendp_wasserstein.node_noise import NodeNoise, add_noise
 
 __all__ = [
@@ -172,6 +178,7 @@ class Frontier:
     :param state: the :data:`Counter` state arrays of the nodes
     :param visited: noisy nodes drawn so far
     :param active: active nodes at each level up to ``level``
+    :param root_noisy: the root's noisy count when it was released, else None
     """
 
     level: int
@@ -180,6 +187,7 @@ class Frontier:
     state: tuple[np.ndarray, ...]
     visited: int
     active: list[int]
+    root_noisy: int | None = None
 
 
 def traversal_root(
@@ -200,7 +208,7 @@ def traversal_root(
         noisy_root = int(add_noise(np.array([n]), draw(0, cells, scales[0]))[0])
         visited = 1
     mass = np.array([root_mass(noisy_root, size)], dtype=np.int64)
-    return Frontier(0, cells, mass, state, visited, [1])
+    return Frontier(0, cells, mass, state, visited, [1], noisy_root)
 
 
 def expand_levels(
@@ -212,12 +220,15 @@ def expand_levels(
     threshold: float = 0.0,
     distribution: str = "laplace",
     axes: Sequence[int] | None = None,
+    record: list[VisitedLevel] | None = None,
 ) -> Frontier:
     """Algorithms 1-2 from ``front.level`` down to level ``stop``: the children of every active
     node get their noisy counts, the zero-respecting rule splits the parent's mass, children
     with zero mass are dropped.  Every node's values depend only on the node, its parent's mass
     and the node-addressed noise, so expanding the subtrees of a frontier separately (in any
-    grouping or order) gives the same leaves."""
+    grouping or order) gives the same leaves.  With ``record`` (a list), each level's visited
+    nodes (noisy counts before truncation, and the masses given) are appended to it, for the
+    least-squares post-processing (:mod:`opendp_wasserstein.least_squares`)."""
     draw = noise_draw(noise, distribution)
     cells, mass, state = front.cells, front.mass, front.state
     visited, active = front.visited, list(front.active)
@@ -227,16 +238,19 @@ def expand_levels(
         noisy = add_noise(child_counts.reshape(-1), draw(level + 1, kids, scales[level + 1]))
         visited += int(noisy.size)
         cut = threshold * scales[level + 1]
+        raw = noisy
         noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)
         both = (noisy[:, 0] == 0) & (noisy[:, 1] == 0)
         coins = noise.coins(level, cells[both]) if np.any(both) else np.zeros(0, dtype=np.int64)
         m0 = zero_respecting_split(mass, noisy[:, 0], noisy[:, 1], coins)
         child_mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
         keep = child_mass > 0
+        if record is not None:
+            record.append(VisitedLevel(raw, child_mass))
         cells, mass = kids[keep], child_mass[keep]
         state = tuple(arr[keep] for arr in kid_state)
         active.append(int(mass.size))
-    return Frontier(stop, cells, mass, state, visited, active)
+    return Frontier(stop, cells, mass, state, visited, active, front.root_noisy)
 
 
 def pruned_traversal(
@@ -246,6 +260,7 @@ def pruned_traversal(
     noise: NodeNoise,
     threshold: float = 0.0,
     distribution: str = "laplace",
+    consistency: str = "paper",
 ) -> LeafMasses:
     """Algorithms 1-2 on the exact count tree ``counts``: noise only the children of active nodes.
 
@@ -253,19 +268,48 @@ def pruned_traversal(
     :param scales: ``sigma_0 .. sigma_depth``; ``sigma_0 = inf`` when the root is not released
     :param size: the public root mass, or None to use ``max(1, n + noise(sigma_0))``
     :param noise: the noise and coins of the nodes
-    :param threshold: a noisy count at most ``threshold * sigma_j`` is read as 0 by the split
-        (0, the paper's rule, truncates at 0 only); a post-processing choice that suppresses the
-        mass noise puts into empty cells
+    :param threshold: ``"paper"``: a noisy count at most ``threshold * sigma_j`` is read as 0 by
+        the split (0, the paper's rule, truncates at 0 only); ``"least_squares"``: a node whose
+        estimate is at most ``threshold`` standard errors is read as empty.  A post-processing
+        choice that suppresses the mass noise puts into empty cells
     :param distribution: ``"laplace"`` (``LapZ(sigma_j)``, pure DP) or ``"gaussian"``
         (``N_Z(0, sigma_j^2)``, zCDP)
+    :param consistency: ``"paper"`` (Algorithm 2) or ``"least_squares"`` (the traversal visits
+        the paper's nodes, then :func:`~opendp_wasserstein.least_squares.least_squares_masses`
+        re-splits the masses from the least-squares estimates of all visited levels)
     :return: the consistent leaf masses (a function of the noisy counts and the coins only)
     """
+    check_consistency(consistency)
     root_state = (np.zeros(1, dtype=np.int64), np.full(1, counts.n, dtype=np.int64))
     front = traversal_root(counts.n, counts.d, scales, size, noise, root_state, distribution)
+    if consistency == "paper":
+        front = expand_levels(
+            front, counts.depth, tree_counter(counts), scales, noise, threshold, distribution, counts.axes
+        )
+        return LeafMasses(front.cells, front.mass, counts.depth, front.visited, tuple(front.active), tuple(scales))
+    record: list[VisitedLevel] = []
     front = expand_levels(
-        front, counts.depth, tree_counter(counts), scales, noise, threshold, distribution, counts.axes
+        front, counts.depth, tree_counter(counts), scales, noise, 0.0, distribution, counts.axes, record
     )
-    return LeafMasses(front.cells, front.mass, counts.depth, front.visited, tuple(front.active), tuple(scales))
+    return least_squares_leaves(front, record, scales, size, threshold, distribution, counts.depth)
+
+
+def least_squares_leaves(
+    front: Frontier,
+    record: list[VisitedLevel],
+    scales: Sequence[float],
+    size: int | None,
+    threshold: float,
+    distribution: str,
+    depth: int,
+) -> LeafMasses:
+    """The leaves of a finished traversal re-split by least squares (post-processing of the
+    recorded noisy counts and the paper's masses)."""
+    variances = tuple(noise_variance(s, distribution) for s in scales)
+    _, mass = least_squares_masses(record, variances, front.root_noisy, size, threshold)
+    keep = mass > 0
+    active = tuple([1] + [int(np.count_nonzero(lv.paper > 0)) for lv in record])
+    return LeafMasses(front.cells[keep], mass[keep], depth, front.visited, active, tuple(scales))
 
 
 def prefix_cells(prefix: np.ndarray, level: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:

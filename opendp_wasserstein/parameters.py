@@ -11,6 +11,7 @@ __all__ = [
     "check_epsilon",
     "check_scales",
     "check_output_measure",
+    "check_threshold",
     "EPS_MIN",
     "EPS_MAX",
     "SCALE_MAX",
@@ -106,3 +107,13 @@ def check_output_measure(output_measure: Any) -> str:
             f"dp.zero_concentrated_divergence() (discrete Gaussian noise), got {output_measure!r}"
         )
     return kind
+
+
+def check_threshold(threshold: Any, name: str = "threshold") -> float:
+    """A finite float ``>= 0`` (a post-processing threshold), or an error naming ``name``."""
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(threshold).__name__}")
+    t = float(threshold)
+    if not (math.isfinite(t) and t >= 0.0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {threshold!r}")
+    return t

@@ -624,7 +624,10 @@ def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[Audi
         _reject(f"{short}-axes-float", ValueError, "axes must hold coordinates in", axes=(0.0, 1.0)),
         *_output_size_rejects({"scales": ROOTLESS}, {"scales": S2}),
         *_output_measure_rejects(short),
+        *(_postprocessing_rejects(short) if short == "pruned" else ()),
     )
+    post = {"least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+            "least_squares-zcdp": (N, {"consistency": "least_squares", "output_measure": ZCDP})} if short == "pruned" else {}
     return Entry(
         name, mk, "measurement",
         lambda n: _arr(n) | {"depth": 2, "scales": S2},
@@ -634,7 +637,8 @@ def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[Audi
                   "axes": (N, {"axes": (1, 1)}),
                   "zcdp": (N, {"output_measure": ZCDP}),
                   "zcdp-unsized": (None, {"output_measure": ZCDP}),
-                  "zcdp-output-size": (None, {"scales": ROOTLESS, "output_size": 4, "output_measure": ZCDP})},
+                  "zcdp-output-size": (None, {"scales": ROOTLESS, "output_size": 4, "output_measure": ZCDP}),
+                  **post},
         scale_overrides=lambda v: {"scales": [1.0, 4.0, v]},
         audits=audits,
     )
@@ -726,6 +730,17 @@ def _output_measure_rejects(short: str) -> tuple[Reject, ...]:
         _reject(f"{short}-output-measure-approx", ValueError, "output_measure",
                 output_measure=dp.approximate(dp.max_divergence())),
         _reject(f"{short}-output-measure-text", ValueError, "output_measure", output_measure="zCDP"),
+    )
+
+
+def _postprocessing_rejects(short: str) -> tuple[Reject, ...]:
+    """``consistency`` and ``threshold``: the pruned traversal's post-processing choices."""
+    return (
+        _reject(f"{short}-consistency", ValueError, "consistency must be one of", consistency="hay"),
+        _reject(f"{short}-threshold-negative", ValueError, "threshold must be a finite number >= 0", threshold=-1.0),
+        _reject(f"{short}-threshold-nan", ValueError, "threshold must be a finite number >= 0", threshold=NAN),
+        _reject(f"{short}-threshold-inf", ValueError, "threshold must be a finite number >= 0", threshold=INF),
+        _reject(f"{short}-threshold-text", TypeError, "threshold must be a number", threshold="2"),
     )
 
 
@@ -857,9 +872,14 @@ ENTRIES: tuple[Entry, ...] = (
         (
             *_tree_laplace_rejects("pruned-tree-laplace"),
             *_output_size_rejects(_dyadic_io(None, ROOTLESS), _dyadic_io(None)),
+            *_postprocessing_rejects("pruned-tree-laplace"),
         ),
         pipeline=_after_dyadic, output="other",
-        variants={"output_size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4})},
+        variants={"output_size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4}),
+                  "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+                  "least_squares-output-size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4,
+                                                       "consistency": "least_squares"}),
+                  "least_squares-noisy-root": (None, {"consistency": "least_squares"})},
         scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0, 4.0, v])},
         no_audit="make_pruned_pmm is this release placed in the cells: audited through make_pruned_pmm",
     ),
@@ -878,9 +898,11 @@ ENTRIES: tuple[Entry, ...] = (
             *_tree_gaussian_rejects("pruned-tree-gaussian"),
             *[_reject(f"pruned-tree-gaussian-{r.id}", r.exc, r.match, r.n, **r.overrides)
               for r in _output_size_rejects(_dyadic_sq_io(None, ROOTLESS), _dyadic_sq_io(None))],
+            *_postprocessing_rejects("pruned-tree-gaussian"),
         ),
         pipeline=_after_dyadic_sq, output="other",
-        variants={"output_size": (None, {**_dyadic_sq_io(None, ROOTLESS), "output_size": 4})},
+        variants={"output_size": (None, {**_dyadic_sq_io(None, ROOTLESS), "output_size": 4}),
+                  "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0})},
         scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0, 4.0, v])},
         no_audit=_NO_AUDIT_ZCDP,
     ),
@@ -939,8 +961,15 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("adaptive-split-order-columns", ValueError, "split_order is for 1 columns", split_order=SplitOrder.cyclic(1)),
             _reject("adaptive-split-order-zcdp", ValueError, "split_order applies to the pure-DP",
                     split_order=SplitOrder.cyclic(2), output_measure=ZCDP),
+            *_postprocessing_rejects("adaptive"),
+            _reject("adaptive-zcdp-consistency", ValueError, "consistency must be one of", consistency="hay",
+                    output_measure=ZCDP),
+            _reject("adaptive-zcdp-threshold", ValueError, "threshold must be a finite number >= 0", threshold=-2.0,
+                    output_measure=ZCDP),
         ),
         variants={"permute_and_flip": (N, {"selection": "permute_and_flip"}), "uniform": (N, {"placement": "uniform"}),
+                  "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+                  "least_squares-unsized": (None, {"consistency": "least_squares"}),
                   "split_order": (N, {"split_order": SplitOrder.discrete_first((2, 0))}),
                   "zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP})},
         scale_overrides=lambda v: {"candidates": [ScheduleCandidate(1, 1, (1.0, v))], "epsilon_main": 2.0 / v},

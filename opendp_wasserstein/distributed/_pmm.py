@@ -58,7 +58,7 @@ from opendp_wasserstein.node_noise import add_noise
 from opendp_wasserstein.node_randomness import KeyedNodeNoise
 from opendp_wasserstein.synthesis import place_points
 
-__all__ = ["run_pmm", "run_adaptive", "split_level"]
+__all__ = ["run_pmm", "run_adaptive", "split_level", "check_dask_postprocessing"]
 
 Axes = tuple[int, ...] | None
 
@@ -395,8 +395,18 @@ def _finish(plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None
     }
 
 
+def check_dask_postprocessing(plan: PmmPlan) -> None:
+    """Refuse, before any work, a Pruned-PMM plan whose post-processing has no Dask version yet."""
+    if plan.pruned and (plan.consistency != "paper" or plan.threshold != 0.0):
+        raise ValueError(
+            "consistency='least_squares' and threshold > 0 are not implemented on Dask yet: "
+            "build the measurement with consistency='paper' and threshold=0 to run it there"
+        )
+
+
 def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
     """Pruned-PMM or PMM on the driver's blocks; returns what the in-memory release records."""
+    check_dask_postprocessing(plan)
     noise, prng, key = _keys(plan)
     rel = Release(plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, key, writer, plan.axes)
     if not plan.pruned:

@@ -108,9 +108,16 @@ def release_on_dask(
     :param progress: show a progress bar over the tasks (``tqdm``)
     :return: a :class:`DistributedRelease`
     """
-    from opendp_wasserstein.distributed._pmm import Driver, run_adaptive, run_pmm
+    from opendp_wasserstein.distributed._pmm import (
+        Driver,
+        check_dask_postprocessing,
+        run_adaptive,
+        run_pmm,
+    )
 
     plan = plan_of(meas)
+    for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
+        check_dask_postprocessing(p)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
     blocks, names = blocks_of(source, d, columns, rows_per_block)
     if isinstance(plan, HistogramPlan):
@@ -172,8 +179,9 @@ def synthesize_on_dask(
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
     The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments (``n`` is the source's row count, public unless ``public_size=False``, which needs
-    ``mechanism="pruned"`` or ``"pmm"`` with ``depth``), run by :func:`release_on_dask`.
+    arguments and ``consistency="paper"`` (least squares has no Dask version yet; ``n`` is the
+    source's row count, public unless ``public_size=False``, which needs ``mechanism="pruned"``
+    or ``"pmm"`` with ``depth``), run by :func:`release_on_dask`.
 
     :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
     """

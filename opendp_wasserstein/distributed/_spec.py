@@ -42,6 +42,8 @@ class PmmPlan:
     :param release_root: full PMM: whether the root count is noised and released
     :param axes: the split order (None: cyclic)
     :param distribution: ``"laplace"`` (pure DP) or ``"gaussian"`` (zCDP)
+    :param consistency: the pruned traversal's post-processing, ``"paper"`` or ``"least_squares"``
+    :param threshold: its suppression threshold
     """
 
     pruned: bool
@@ -56,6 +58,8 @@ class PmmPlan:
     release_root: bool = False
     axes: tuple[int, ...] | None = None
     distribution: str = "laplace"
+    consistency: str = "paper"
+    threshold: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from opendp_wasserstein.data import check_data_domain, check_metric, replacement
 from opendp_wasserstein.distributed._spec import AdaptivePlan, attach, plan_of
 from opendp_wasserstein.exact import round_down, round_up
 from opendp_wasserstein.hierarchy import shared_count_trees
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.measurements._exponential_selection import (
     SELECTIONS,
     make_exponential_selection,
@@ -65,6 +66,8 @@ def make_adaptive_pruned_pmm(
     size: int | None = None,
     output_measure: Measure | None = None,
     split_order: SplitOrder | None = None,
+    consistency: str = "paper",
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Algorithm 3 and Appendix B).
 
@@ -122,6 +125,11 @@ def make_adaptive_pruned_pmm(
         runs on its hierarchy, the scores use its occupancy and diameter profile, and the
         default candidates are :func:`~opendp_wasserstein.schedules.split_order_candidates`.
         The privacy map keeps its form (:doc:`/proofs/split_order`).  Pure DP only.
+    :param consistency: the synthesis's post-processing, ``"paper"`` (default) or
+        ``"least_squares"`` (:func:`~opendp_wasserstein.measurements.make_pruned_pmm`); the map
+        is unchanged
+    :param threshold: the synthesis's suppression threshold (default None: the rule's default;
+        see :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`)
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -152,13 +160,14 @@ def make_adaptive_pruned_pmm(
 
         return make_adaptive_pruned_pmm_zcdp(
             input_domain, input_metric, epsilon_select, epsilon_main, bounds, placement,
-            candidates, selection, c_abs, size,
+            candidates, selection, c_abs, size, consistency, threshold,
         )
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)
     eps_sel = check_epsilon(epsilon_select, "epsilon_select")
     eps_main = check_epsilon(epsilon_main, "epsilon_main")
     check_placement(placement)
+    consistency, threshold = check_postprocessing(consistency, threshold)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     order = check_split_order(split_order, d)
@@ -211,6 +220,8 @@ def make_adaptive_pruned_pmm(
             placement,
             output_size=size,
             axes=None if order is None else order.axes_to(c.depth),
+            consistency=consistency,
+            threshold=threshold,
         )
         for c in cands
     ]

@@ -35,6 +35,7 @@ from opendp_wasserstein._compat import make_measurement
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.data import check_data_domain, check_metric, whole_replacements
 from opendp_wasserstein.exact import inverse_squares, round_down, round_up
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
 from opendp_wasserstein.parameters import check_epsilon
@@ -67,6 +68,8 @@ def make_adaptive_pruned_pmm_zcdp(
     selection: str = "exponential",
     c_abs: float = 1.0,
     size: int | None = None,
+    consistency: str = "paper",
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Adaptive Pruned-PMM in zCDP (module docstring); the parameters are those of
     :func:`~opendp_wasserstein.measurements.make_adaptive_pruned_pmm` with the budgets ``rho``.
@@ -85,6 +88,7 @@ def make_adaptive_pruned_pmm_zcdp(
     rho_sel = check_epsilon(rho_select, "epsilon_select")
     rho_main_ = check_epsilon(rho_main, "epsilon_main")
     check_placement(placement)
+    consistency, threshold = check_postprocessing(consistency, threshold)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     if selection != "exponential":
@@ -132,6 +136,8 @@ def make_adaptive_pruned_pmm_zcdp(
             placement,
             output_size=size,
             output_measure=_ZCDP,
+            consistency=consistency,
+            threshold=threshold,
         )
         for c in cands
     ]

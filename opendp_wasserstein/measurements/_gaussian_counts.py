@@ -34,6 +34,7 @@ from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL2SqDistance, descriptor_of
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.hierarchy import CountTree
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.measurements._tree_laplace import _release_noise, check_output_size
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
@@ -145,7 +146,11 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
 
 
 def make_pruned_tree_gaussian(
-    input_domain: Domain, input_metric: Metric, output_size: int | None = None
+    input_domain: Domain,
+    input_metric: Metric,
+    output_size: int | None = None,
+    consistency: str = "paper",
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM with Gaussian noise.
 
@@ -168,6 +173,9 @@ def make_pruned_tree_gaussian(
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l2sq(s)`` with one scale per level
     :param output_size: as for ``make_pruned_tree_laplace`` (needs ``sigma_0 = inf``)
+    :param consistency: ``"paper"`` (default) or ``"least_squares"``, as for
+        ``make_pruned_tree_laplace`` (post-processing)
+    :param threshold: the suppression threshold, as for ``make_pruned_tree_laplace``
     :return: a Measurement releasing ``LeafMasses``
 
     :example:
@@ -188,9 +196,12 @@ def make_pruned_tree_gaussian(
     """
     dom, met = _check_dyadic(input_domain, input_metric)
     size = check_output_size(output_size, dom, met.scales)
+    consistency, threshold = check_postprocessing(consistency, threshold)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(counts, met.scales, size, _release_noise("gaussian"), distribution="gaussian")
+        return pruned_traversal(
+            counts, met.scales, size, _release_noise("gaussian"), threshold, "gaussian", consistency
+        )
 
     return make_measurement(input_domain, input_metric, zero_concentrated_divergence(), function, zcdp_map)
 

@@ -12,6 +12,7 @@ from opendp_wasserstein.box import Box
 from opendp_wasserstein.data import domain_allows_nan
 from opendp_wasserstein.distributed._spec import PmmPlan, attach
 from opendp_wasserstein.domains import DyadicCountsDomain
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.measurements._gaussian_counts import (
     make_pruned_tree_gaussian,
     make_tree_gaussian,
@@ -39,6 +40,8 @@ def make_pruned_pmm(
     output_size: int | None = None,
     output_measure: Measure | None = None,
     axes: Any = None,
+    consistency: str = "paper",
+    threshold: float | None = None,
 ) -> Measurement:
     r"""Construct Pruned-PMM at a fixed depth and schedule: a pure-DP (or zCDP) synthetic dataset.
 
@@ -84,6 +87,13 @@ def make_pruned_pmm(
         default, ``None``) or ``dp.zero_concentrated_divergence()`` (discrete Gaussian noise, zCDP)
     :param axes: the public split order, one coordinate per level (default cyclic); the privacy
         map does not depend on it (:doc:`/proofs/split_order`)
+    :param consistency: how the noisy counts become leaf masses (post-processing, the map is
+        unchanged): ``"paper"`` (Algorithm 2, the default) or ``"least_squares"`` (the same
+        traversal, then generalised least squares over all visited levels,
+        :mod:`opendp_wasserstein.least_squares`)
+    :param threshold: suppression of noise-made mass in empty cells (post-processing; default
+        None: 0 for ``"paper"``, 3 standard errors for ``"least_squares"``): see
+        :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -123,14 +133,16 @@ def make_pruned_pmm(
     assert_features("contrib")
     check_placement(placement)
     noise = check_output_measure(output_measure)
+    consistency, threshold = check_postprocessing(consistency, threshold)
     t_counts = make_dyadic_counts(
         input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
     )
     dom = t_counts.output_domain
     make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
-    m_noise = make_noise(dom, t_counts.output_metric, output_size)
+    m_noise = make_noise(dom, t_counts.output_metric, output_size, consistency, threshold)
     meas = t_counts >> m_noise >> make_synthesis(dom, placement)
-    return attach(meas, _plan(input_domain, t_counts, placement, output_size, True, noise))
+    plan = _plan(input_domain, t_counts, placement, output_size, True, noise, consistency, threshold)
+    return attach(meas, plan)
 
 
 def make_pmm(
@@ -202,7 +214,14 @@ def make_pmm(
 
 
 def _plan(
-    input_domain: Domain, t_counts: Any, placement: str, output_size: int | None, pruned: bool, noise: str
+    input_domain: Domain,
+    t_counts: Any,
+    placement: str,
+    output_size: int | None,
+    pruned: bool,
+    noise: str,
+    consistency: str = "paper",
+    threshold: float = 0.0,
 ) -> PmmPlan:
     """The distributed plan of the chain (:mod:`opendp_wasserstein.distributed`)."""
     dom = t_counts.output_domain.descriptor
@@ -222,6 +241,8 @@ def _plan(
         release_root=dom.size is None and not math.isinf(scales[0]),
         axes=dom.axes,
         distribution=noise,
+        consistency=consistency,
+        threshold=threshold,
     )
 
 

@@ -27,6 +27,7 @@ from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_rando
 from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
 from opendp_wasserstein.hierarchy import CountTree
+from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.node_noise import NodeNoise, PooledNoise
 from opendp_wasserstein.node_randomness import KeyedNodeNoise
@@ -165,7 +166,13 @@ def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement
     return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
 
-def make_pruned_tree_laplace(input_domain: Domain, input_metric: Metric, output_size: int | None = None) -> Measurement:
+def make_pruned_tree_laplace(
+    input_domain: Domain,
+    input_metric: Metric,
+    output_size: int | None = None,
+    consistency: str = "paper",
+    threshold: float | None = None,
+) -> Measurement:
     r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM (Algorithms 1-2).
 
     It adds ``LapZ(sigma_j)`` to the count of a node of level ``j`` only when the zero-respecting
@@ -194,6 +201,13 @@ def make_pruned_tree_laplace(input_domain: Domain, input_metric: Metric, output_
     :param output_size: without a public input size, the number of rows to release when it is
         known otherwise (e.g. a DP count released before); needs ``sigma_0 = inf`` (the root is
         then neither noised nor charged).  Default: the public size, else ``max(1, noisy root)``.
+    :param consistency: ``"paper"`` (Algorithm 2, default) or ``"least_squares"``: the same
+        traversal, then the masses re-split from the generalised least-squares estimates of all
+        visited nodes (:mod:`opendp_wasserstein.least_squares`); post-processing, same map
+    :param threshold: suppression of noise-made mass in empty cells (post-processing):
+        ``"paper"``: a noisy count at most ``threshold * sigma_j`` is read as 0 (default 0, the
+        paper's truncation); ``"least_squares"``: an estimate at most ``threshold`` standard
+        errors is read as 0 (default 3)
     :return: a Measurement releasing ``LeafMasses``
 
     :example:
@@ -213,9 +227,12 @@ def make_pruned_tree_laplace(input_domain: Domain, input_metric: Metric, output_
     """
     dom, met = _check(input_domain, input_metric)
     size = check_output_size(output_size, dom, met.scales)
+    consistency, threshold = check_postprocessing(consistency, threshold)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(_check_counts(counts, dom), met.scales, size, _release_noise())
+        return pruned_traversal(
+            _check_counts(counts, dom), met.scales, size, _release_noise(), threshold, consistency=consistency
+        )
 
     return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
