@@ -406,7 +406,7 @@ def _integer_dtype(kind: str, dtype: Any) -> bool:
         return str(dtype).lower().startswith(("int", "uint"))
 
 
-def _rounded(col: RawColumn, spec: FloatColumn) -> RawColumn:
+def _rounded(col: RawColumn, spec: Any) -> RawColumn:
     """A float column held in an integer dtype (e.g. a CSV column of whole numbers declared
     ``float``) comes back in that dtype: its values rounded to the nearest integer, kept inside
     the integers of the bounds when there are any."""
