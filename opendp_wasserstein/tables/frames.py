@@ -363,6 +363,8 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
         out = []
         for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
             try:
+                if pa.types.is_dictionary(dtype) and not pa.types.is_dictionary(arr.type):
+                    arr = arr.cast(dtype.value_type).dictionary_encode()  # not every type casts directly
                 arr = arr.cast(dtype)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 pass
@@ -375,6 +377,11 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
         series = []
         for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
             s = pl.Series(name, arr)
+            spec = schema[name]
+            if isinstance(dtype, pl.Enum) and isinstance(spec, CategoricalColumn):
+                held = set(dtype.categories.to_list())
+                if not {str(c) for c in spec.categories} <= held:  # an Enum that cannot hold the labels:
+                    dtype = pl.Enum([str(c) for c in spec.categories])  # the Enum of the declared ones
             try:
                 s = s.cast(dtype)
             except Exception:  # noqa: BLE001 - a dtype the labels do not fit (e.g. an Enum): keep
