@@ -78,3 +78,19 @@ def test_split_order_is_refused_with_the_scheduler(real, capsys):
                "--bounds", str(tmp / "b.json"), "--split-order", "cyclic", "--scheduler", "local:1"])
     assert rc == 2
     assert "--split-order" in capsys.readouterr().err
+
+
+def test_synth_columns_subset_of_a_real_table(real, capsys):
+    tmp, t = real
+    names = list(t.schema.names)
+    subset = [names[-1], names[0]]  # any order, by name
+    out = tmp / "subset.csv"
+    rc = main(["synth", str(tmp / "table.csv"), "-o", str(out), "--epsilon", "1", "--schema", str(tmp / "schema.json"),
+               "--columns", ",".join(subset), "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    assert read_file(str(out)).column_names == subset
+    rc = main(["synth", str(tmp / "table.csv"), "-o", str(tmp / "bad.csv"), "--epsilon", "1", "--schema",
+               str(tmp / "schema.json"), "--columns", "no_such_column", "--quiet"])
+    assert rc == 2
+    assert "'no_such_column'" in capsys.readouterr().err
+    assert not (tmp / "bad.csv").exists()
