@@ -4,7 +4,10 @@ Makes an ``n x 12`` mixed table (4 float, 3 int, 3 categorical, 1 date, 1 bool c
 in two columns), writes it as CSV, and times ``opendp-wasserstein synth`` phases: read, encode,
 release, decode, write.  The release is what ``synthesize(table, eps, schema=...)`` runs on the
 encoded points: Adaptive Pruned-PMM on the table's split order (``--split-order``, default
-discrete-first).  Usage: ``python benchmarks/bench_tables.py [--n 1000000] [--profile]``.
+discrete-first).  Then the same file goes through the real command line in a fresh process,
+``opendp-wasserstein synth in.csv -o out.csv --epsilon 1 --schema schema.json`` (interpreter
+start, imports, schema, read, release, write), timed as a whole: the end-to-end figure.
+Usage: ``python benchmarks/bench_tables.py [--n 1000000] [--profile] [--no-cli]``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -55,6 +60,7 @@ def main() -> None:
     ap.add_argument("--split-order", choices=["discrete-first", "cyclic"], default="discrete-first",
                     help="the table hierarchy's split order (synthesize(schema=...) uses discrete-first)")
     ap.add_argument("--profile", action="store_true", help="print the release's top functions (cProfile)")
+    ap.add_argument("--no-cli", action="store_true", help="skip the run of the command line in a fresh process")
     args = ap.parse_args()
     table, schema = make_table(args.n)
     with tempfile.TemporaryDirectory() as d:
@@ -83,10 +89,25 @@ def main() -> None:
         t4 = time.perf_counter()
         write_file(out, dst)
         t5 = time.perf_counter()
+        cli_seconds = None
+        if not args.no_cli:
+            schema_path = os.path.join(d, "schema.json")
+            with open(schema_path, "w") as f:
+                f.write(schema.dumps())
+            cmd = [sys.executable, "-m", "opendp_wasserstein.cli", "synth", src, "-o", os.path.join(d, "cli.csv"),
+                   "--epsilon", repr(args.epsilon), "--schema", schema_path, "--split-order", args.split_order, "--quiet"]
+            c0 = time.perf_counter()
+            subprocess.run(cmd, check=True)
+            cli_seconds = time.perf_counter() - c0
+            rows = sum(1 for _ in open(os.path.join(d, "cli.csv"))) - 1
     print(f"encoded dimension D = {enc.dimension}, depth {report.depth}, {report.visited_nodes} noisy nodes, eps {report.epsilon}")
     for name, a, b in (("read CSV", t0, t1), ("adapt+encode", t1, t2), ("release", t2, t3), ("decode+adapt", t3, t4), ("write CSV", t4, t5)):
         print(f"{name:>14}: {b - a:7.2f} s")
-    print(f"{'end to end':>14}: {t5 - t0:7.2f} s (targets: < 30 s end to end, < 5 s release)")
+    print(f"{'sum of phases':>14}: {t5 - t0:7.2f} s")
+    if cli_seconds is not None:
+        print(f"{'end to end':>14}: {cli_seconds:7.2f} s: opendp-wasserstein synth in.csv -o out.csv --schema schema.json "
+              f"in a fresh process ({rows} rows written)")
+    print("targets: < 30 s end to end, < 5 s release (2-core machine shared with other jobs: timings are noisy)")
     print(f"split order {args.split_order}; chosen candidate s = {report.details.get('s')}")
     if args.profile:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)

@@ -32,6 +32,7 @@ __all__ = [
     "ambient_depth",
     "profile_schedule",
     "split_order_candidates",
+    "model_optimal_depth",
 ]
 
 
@@ -199,6 +200,54 @@ def _level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
     return g * np.asarray(order.diameters(depth)[:depth])
 
 
+def _level_with(order: SplitOrder, numeric_splits: int) -> int:
+    """The first level with that many numeric splits above it (and every discrete one)."""
+    kinds = order.growth(order.max_depth)
+    numeric_at = np.concatenate(([0], np.cumsum([k == "numeric" for k in kinds])))  # numeric splits above level r
+    discrete_done = max([j + 1 for j, k in enumerate(kinds) if k == "discrete"], default=0)
+    r = int(np.searchsorted(numeric_at, numeric_splits, side="left"))
+    return max(1, min(max(r, discrete_done), order.max_depth))
+
+
+def _candidate_cap(order: SplitOrder, n: int, eps: float) -> int:
+    """The deepest split-order candidate: ``floor(d_num log2(eps n))`` numeric splits."""
+    en, d_num = eps * n, len(order.numeric)
+    return _level_with(order, max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
+
+
+def model_optimal_depth(
+    order: SplitOrder, n: int, epsilon_main: float, s: int, cap: int | None = None, c_abs: float = 1.0
+) -> tuple[int, int, int, np.ndarray]:
+    """The model-optimal depth of :func:`split_order_candidates` for model dimension ``s``.
+
+    :return: ``(depth, minimiser, r_1, bounds)``: the depth used, the smallest minimiser of the
+        model bound ``B_r`` (``bounds[r - 1]``, ``r = 1 .. cap``), and ``r_1``, the first level
+        whose cells have diameter below 1; ``depth = max(minimiser, r_1)``, which differs from
+        the minimiser only when ``B_r >= 2`` at every depth (see :func:`split_order_candidates`)
+    """
+    cap = _candidate_cap(order, n, epsilon_main) if cap is None else cap
+    bounds = _split_order_model_bounds(order, n, epsilon_main, s, cap, c_abs)
+    raw = 1 + int(np.argmin(bounds))
+    r_1 = _first_informative_level(order, cap)
+    return max(raw, r_1), raw, r_1, bounds
+
+
+def _first_informative_level(order: SplitOrder, cap: int) -> int:
+    """``r_1``: the first level (at most ``cap``) whose cells have diameter below 1."""
+    below_one = np.flatnonzero(np.asarray(order.diameters(cap)) < 1.0)
+    return int(below_one[0]) if below_one.size else cap
+
+
+def _split_order_model_bounds(order: SplitOrder, n: int, eps: float, s: int, cap: int, c_abs: float) -> np.ndarray:
+    """The model bound ``B_r`` of :func:`split_order_candidates` for ``r = 1 .. cap``."""
+    en = eps * n
+    w_all = _level_weights(order, cap, n, s)
+    root = np.sqrt(np.maximum(w_all, 1e-6 * max(float(w_all.max()), 1e-300)))
+    diam = np.asarray(order.diameters(cap))
+    noise = np.cumsum(root)  # sum_{j<r} sqrt(w_j) for r = 1 .. cap
+    return c_abs / en + 8.0 * c_abs * noise**2 / en + 2.0 * diam[1 : cap + 1]
+
+
 def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
     r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
 
@@ -212,14 +261,21 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
     * the *explicit* depth: the level at which the numeric coordinates have had
       ``candidate_depth(d_num, n, eps, s)`` splits (for the cube, the paper's ``r_s``; with
       discrete coordinates first, every category is resolved by then), and
-    * the *model-optimal* depth ``r*_s``, minimising the model bound
-      ``C/(eps n) + 8C (sum_{j<r} sqrt(w_j))^2 / (eps n) + 2 diam_r``, raised to ``r_1``, the first
-      level whose cells have diameter below 1 (every category resolved, every numeric coordinate
-      split once).  Below ``r_1`` the bound charges every level the full diameter 1, and on tables
-      with several categorical columns its minimum is then a depth that resolves nothing (often
-      1), which wrecks every marginal; raised to ``r_1`` it gave the lowest W1 on the tables of
-      ``benchmarks/bench_split_order.py`` (penguins, cars, a 12-column table), the same on
-      seattle-weather,
+    * the *model-optimal* depth ``r*_s``: the smallest minimiser of the model bound
+      ``B_r = C/(eps n) + 8C (sum_{j<r} sqrt(w_j))^2 / (eps n) + 2 diam_r`` (the paper's
+      ``B_{s,r}`` with the real diameter profile), except that it is never below ``r_1``, the
+      first level whose cells have diameter below 1 (every category resolved, every numeric
+      coordinate split once).  *This changes the choice only where the bound is vacuous.*  For
+      ``r < r_1`` the cells have diameter 1, so ``B_r >= 2``; if the minimiser is below ``r_1``
+      then ``B_r >= 2`` at *every* depth, while the W1 distance under the table metric never
+      exceeds 1 (the metric is at most 1).  The bound then says nothing about any depth, and
+      its minimiser (often depth 1 on tables with several categorical columns) would be a
+      depth that resolves nothing, which wrecks every marginal; ``r_1`` is the shallowest depth
+      at which the bound's resolution term ``2 diam_r`` is below 2.  Wherever the bound is
+      informative somewhere (``min_r B_r < 2``) its minimiser is at least ``r_1`` and is taken
+      as it is (``tests/test_schedules.py`` checks both).  Measured with
+      ``benchmarks/bench_split_order.py`` (penguins, cars, a 12-column table), the raised
+      depth gave the lowest W1, and the same on seattle-weather,
 
     both capped at the level where the numeric coordinates have had ``floor(d_num log2(eps n))``
     splits (and at the order's depth).  A candidate whose depth and schedule repeat an earlier
@@ -246,28 +302,11 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
     _check_n(n)
     eps = check_epsilon(epsilon_main, "epsilon_main")
     d_num = len(order.numeric)
-    kinds = order.growth(order.max_depth)
-    numeric_at = np.concatenate(([0], np.cumsum([k == "numeric" for k in kinds])))  # numeric splits above level r
-    discrete_done = max([j + 1 for j, k in enumerate(kinds) if k == "discrete"], default=0)
-
-    def level_with(numeric_splits: int) -> int:
-        """The first level with that many numeric splits above it (at least every discrete one)."""
-        r = int(np.searchsorted(numeric_at, numeric_splits, side="left"))
-        return max(1, min(max(r, discrete_done), order.max_depth))
-
-    en = eps * n
-    cap = level_with(max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
-    diam_cap = np.asarray(order.diameters(cap))
-    below_one = np.flatnonzero(diam_cap < 1.0)
-    r_1 = int(below_one[0]) if below_one.size else cap  # the first level with cells below diameter 1
+    cap = _candidate_cap(order, n, eps)
     out: list[ScheduleCandidate] = []
     for s in range(1, max(1, d_num) + 1):
-        w_all = _level_weights(order, cap, n, s)
-        root = np.sqrt(np.maximum(w_all, 1e-6 * max(float(w_all.max()), 1e-300)))
-        diam = np.asarray(order.diameters(cap))
-        model = [c_abs / en + 8.0 * c_abs * float(root[:r].sum()) ** 2 / en + 2.0 * diam[r] for r in range(1, cap + 1)]
-        r_star = max(1 + int(np.argmin(model)), r_1)
-        r_explicit = level_with(candidate_depth(d_num, n, eps, s)) if d_num else cap
+        r_star = model_optimal_depth(order, n, eps, s, cap, c_abs)[0]
+        r_explicit = _level_with(order, candidate_depth(d_num, n, eps, s)) if d_num else cap
         for r in dict.fromkeys((min(r_explicit, cap), r_star)):  # distinct, in order
             w = _level_weights(order, r, n, s)
             if w.max() <= 0:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,8 @@ from opendp_wasserstein.trees import Tree
 __all__ = [
     "zcdp_schedule",
     "zcdp_candidates",
+    "zcdp_profile_schedule",
+    "zcdp_split_order_candidates",
     "zcdp_budget",
     "zcdp_model_bound",
     "tree_level_scales_zcdp",
@@ -272,6 +275,77 @@ def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tupl
     for s in range(1, d + 1):
         r = candidate_depth(d, n, eps_eq, s)
         out.append(ScheduleCandidate(s, r, zcdp_schedule(d, rho, r, s)))
+    return tuple(out)
+
+
+def zcdp_profile_schedule(weights: np.ndarray | Sequence[float], rho: float) -> tuple[float, ...]:
+    r"""The schedule ``sigma_0 .. sigma_r`` minimising ``sum_j w_j sigma_{j+1}`` at zCDP budget ``rho``.
+
+    Under ``sum_{j=1}^r 1/sigma_j^2 = rho`` (module docstring, Hölder):
+    ``sigma_{j+1} = sqrt(sum_i w_i^(2/3) / rho) w_j^(-1/3)``, the zCDP analogue of
+    :func:`~opendp_wasserstein.schedules.profile_schedule` (there ``w_j^(-1/2)``).  With ``w_j =
+    g_j diam_j`` (model occupancy times the level's diameter) it is the schedule of a public split
+    order's candidates (:func:`zcdp_split_order_candidates`); for the cube's profile it is
+    :func:`zcdp_schedule`.  Weights below ``1e-6`` of the largest are raised to it;
+    ``sigma_0 = 1/sqrt(rho)``; the exact budget is at most ``rho`` and rounds up to it.
+
+    :param weights: ``w_0 .. w_{r-1}`` (non-negative, not all zero)
+    :param rho: the zCDP budget
+
+    >>> from opendp_wasserstein.exact import round_up
+    >>> from opendp_wasserstein.zcdp_schedules import zcdp_profile_schedule, zcdp_budget
+    >>> sigma = zcdp_profile_schedule([1.0, 1.0, 1.0, 1.0], 1.0)
+    >>> sigma[1:], round_up(zcdp_budget(sigma))
+    ((2.0, 2.0, 2.0, 2.0), 1.0)
+    """
+    from opendp_wasserstein.parameters import SCALE_MAX
+
+    r = check_epsilon(rho, "rho")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size < 1 or not np.all(np.isfinite(w)) or w.min() < 0 or w.max() <= 0:
+        raise ValueError("weights must be one or more finite non-negative numbers, not all zero")
+    w = np.maximum(w, 1e-6 * w.max())
+    cube = np.cbrt(w)
+    sig = np.minimum(np.sqrt(float((cube * cube).sum()) / r) / cube, SCALE_MAX / 2)
+    scales = [1.0 / math.sqrt(r), *sig.tolist()]
+    depth = w.size
+    first = 1 + int(np.argmax(sig))
+    levels = [first, *(j for j in range(1, depth + 1) if j != first)]
+    return tuple(tighten_exact(scales, zcdp_budget, r, levels, separable=True))
+
+
+def zcdp_split_order_candidates(
+    order: Any, n: int, rho_main: float, c_abs: float = 1.0
+) -> tuple[ScheduleCandidate, ...]:
+    """Public zCDP candidates for a hierarchy with a public split order (a table).
+
+    The depths and model dimensions are those of
+    :func:`~opendp_wasserstein.schedules.split_order_candidates` at ``eps = sqrt(8 rho_main)``
+    (the rule :func:`zcdp_candidates` uses for the cube), and each schedule is
+    :func:`zcdp_profile_schedule` of the same level weights ``w_j = g_j diam_j``, spending
+    ``rho_main`` exactly.  A candidate repeating an earlier depth and schedule is dropped.
+    Everything is a function of public values.
+
+    :param order: the public :class:`~opendp_wasserstein.split_order.SplitOrder`
+    :param n: the public size (or public estimate)
+    :param rho_main: the zCDP budget of the synthesis
+    :param c_abs: the constant of the model bound
+
+    >>> from opendp_wasserstein.split_order import SplitOrder
+    >>> from opendp_wasserstein.zcdp_schedules import zcdp_split_order_candidates
+    >>> order = SplitOrder.discrete_first(cells=(4, 0, 0))
+    >>> [(c.s, c.depth) for c in zcdp_split_order_candidates(order, n=10000, rho_main=0.125)]
+    [(1, 28), (1, 10), (2, 13), (2, 6)]
+    """
+    from opendp_wasserstein.schedules import _level_weights, split_order_candidates
+
+    rho = check_epsilon(rho_main, "rho_main")
+    out: list[ScheduleCandidate] = []
+    for c in split_order_candidates(order, n, math.sqrt(8.0 * rho), c_abs):
+        w = _level_weights(order, c.depth, n, c.s)
+        scales = zcdp_profile_schedule(w if w.max() > 0 else np.ones(c.depth), rho)
+        if all((o.depth, o.scales) != (c.depth, scales) for o in out):
+            out.append(ScheduleCandidate(c.s, c.depth, scales))
     return tuple(out)
 
 

@@ -95,3 +95,15 @@ def test_table_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, colu
     ok = [r for r in rows if r.get("status", "ok") == "ok"]
     assert ok
     assert all(0 <= float(r["w1"]) <= 1 + 1e-9 for r in ok)
+
+
+@pytest.mark.slow
+def test_table_candidates_benchmark_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_tables_candidates.py"), "--tables", "penguins",
+         "--epsilons", "4", "--seeds", "1"],
+        cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "independent marginals" in proc.stdout
+    assert "adaptive, + equal-sigma candidates" in proc.stdout

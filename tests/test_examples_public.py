@@ -2,7 +2,6 @@ import csv
 import importlib.util
 import os
 import sys
-import time
 
 import pytest
 
@@ -19,9 +18,8 @@ def regimes_module():
 
 
 def test_quick_run_writes_png_and_csv(regimes_module, tmp_path, capsys):
-    t0 = time.perf_counter()
+    # no wall-clock assertion: the machine is shared (speed belongs in benchmarks/)
     regimes_module.main(["--quick", "--out", str(tmp_path)])
-    assert time.perf_counter() - t0 < 30
     png = tmp_path / "public_candidates_regimes.png"
     assert png.exists()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

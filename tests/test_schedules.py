@@ -80,3 +80,42 @@ def test_split_order_candidates_on_the_cube_keep_the_paper_depths():
 def test_split_order_candidates_errors():
     with pytest.raises(TypeError, match="SplitOrder"):
         split_order_candidates((0, 1), 10, 1.0)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from([0, 0, 2, 3, 5, 12]), min_size=1, max_size=8),
+    st.sampled_from(["discrete-first", "cyclic"]),
+    st.integers(20, 10**6),
+    st.sampled_from([0.1, 0.5, 1.0, 4.0]),
+)
+def test_model_optimal_depth_is_raised_to_r1_only_where_the_bound_is_vacuous(cells, kind, n, eps):
+    """The model-optimal split-order depth is the bound's minimiser, raised to ``r_1`` (the first
+    level below diameter 1) only when the bound is >= 2 at every depth, i.e. above every W1
+    under the table metric (which is at most 1): the raise never overrides an informative bound."""
+    from opendp_wasserstein.schedules import model_optimal_depth
+
+    cells = tuple(cells)
+    order = SplitOrder.discrete_first(cells) if kind == "discrete-first" else SplitOrder.cyclic(cells=cells)
+    depths = {c.depth for c in split_order_candidates(order, n, eps)}
+    for s in range(1, max(1, len(order.numeric)) + 1):
+        depth, raw, r_1, bounds = model_optimal_depth(order, n, eps, s)
+        assert depth in depths
+        diam = order.diameters(len(bounds))
+        assert all(x == 1.0 for x in diam[:r_1])  # below r_1 the cells have diameter 1 ...
+        assert (bounds[: r_1 - 1] >= 2.0).all()  # ... so the bound is >= 2 there
+        if raw < r_1:  # raised: the bound is vacuous at every depth
+            assert bounds.min() >= 2.0
+            assert depth == r_1
+        else:  # the paper's rule as it is
+            assert depth == raw
+
+
+def test_r1_is_the_first_level_below_diameter_one():
+    from opendp_wasserstein.schedules import model_optimal_depth
+
+    order = SplitOrder.discrete_first(cells=(5, 3, 2, 0, 0))
+    _, _, r_1, bounds = model_optimal_depth(order, 300, 1.0, 1, cap=20)
+    assert r_1 == 3 + 2 + 1 + 2  # the categories' 6 levels, then both numeric axes once
+    assert order.diameters(20)[r_1 - 1 : r_1 + 1] == (1.0, 0.5)
+    assert (bounds[: r_1 - 1] >= 2.0).all()

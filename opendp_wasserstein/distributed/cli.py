@@ -75,6 +75,8 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 
     if getattr(args, "schema", None):
         raise CliError("--scheduler takes --bounds (numeric columns); --schema tables run in memory")
+    if getattr(args, "split_order", None):
+        raise CliError("--split-order applies to in-memory releases; with --scheduler the hierarchy splits the (numeric) columns cyclically")
     if args.bounds is None:
         raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
     try:

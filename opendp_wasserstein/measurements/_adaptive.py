@@ -124,7 +124,8 @@ def make_adaptive_pruned_pmm(
         table's, :meth:`~opendp_wasserstein.tables.TableEncoding.split_order`): every candidate
         runs on its hierarchy, the scores use its occupancy and diameter profile, and the
         default candidates are :func:`~opendp_wasserstein.schedules.split_order_candidates`.
-        The privacy map keeps its form (:doc:`/proofs/split_order`).  Pure DP only.
+        The privacy map keeps its form (:doc:`/proofs/split_order`).  In zCDP the default
+        candidates are :func:`~opendp_wasserstein.zcdp_schedules.zcdp_split_order_candidates`.
     :param consistency: the synthesis's post-processing, ``"paper"`` (default) or
         ``"least_squares"`` (:func:`~opendp_wasserstein.measurements.make_pruned_pmm`); the map
         is unchanged
@@ -155,12 +156,9 @@ def make_adaptive_pruned_pmm(
     if check_output_measure(output_measure) == "gaussian":
         from opendp_wasserstein.measurements._adaptive_zcdp import make_adaptive_pruned_pmm_zcdp
 
-        if split_order is not None:
-            raise ValueError("split_order applies to the pure-DP (max_divergence) release only")
-
         return make_adaptive_pruned_pmm_zcdp(
             input_domain, input_metric, epsilon_select, epsilon_main, bounds, placement,
-            candidates, selection, c_abs, size, consistency, threshold,
+            candidates, selection, c_abs, size, split_order, consistency, threshold,
         )
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)

@@ -40,10 +40,12 @@ from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
 from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.schedules import ScheduleCandidate
+from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,
     check_score_size,
+    check_split_order,
     make_schedule_scores,
 )
 
@@ -68,6 +70,7 @@ def make_adaptive_pruned_pmm_zcdp(
     selection: str = "exponential",
     c_abs: float = 1.0,
     size: int | None = None,
+    split_order: SplitOrder | None = None,
     consistency: str = "paper",
     threshold: float | None = None,
 ) -> Measurement:
@@ -80,8 +83,13 @@ def make_adaptive_pruned_pmm_zcdp(
     the selection's OpenDP map for ``m`` replacements (both quadratic).  Without a public size
     (``size`` given, ``sigma_0 = inf``): one added or removed record costs at most
     ``rho_select + rho_main / 2``.
+
+    With a public ``split_order`` (a table's hierarchy) every candidate runs on its hierarchy,
+    the scores use its occupancy and diameter profile, and the default candidates are
+    :func:`~opendp_wasserstein.zcdp_schedules.zcdp_split_order_candidates`; the map keeps its
+    form (:doc:`/proofs/split_order`).
     """
-    from opendp_wasserstein.zcdp_schedules import zcdp_candidates
+    from opendp_wasserstein.zcdp_schedules import zcdp_candidates, zcdp_split_order_candidates
 
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)
@@ -96,16 +104,22 @@ def make_adaptive_pruned_pmm_zcdp(
             "selection must be 'exponential' in zCDP: permute-and-flip is certified in pure DP only "
             "(converted, it costs four times the exponential mechanism's eps^2/8)"
         )
+    order = check_split_order(split_order, d)
+    if candidates is None:
+        default = (zcdp_candidates(d, norm, rho_main_, c_abs) if order is None
+                   else zcdp_split_order_candidates(order, norm, rho_main_, c_abs))
     cands = check_schedule_candidates(
-        zcdp_candidates(d, norm, rho_main_, c_abs) if candidates is None else candidates,
+        default if candidates is None else candidates,
         d,
         rho_main_,
         default=candidates is None,
         zcdp=True,
+        split_order=order,
     )
     kind = check_metric(input_metric, n)
     t_scores = make_schedule_scores(
-        input_domain, input_metric, cands, rho_main_, c_abs, bounds, size=size, output_measure=_ZCDP
+        input_domain, input_metric, cands, rho_main_, c_abs, bounds, size=size, output_measure=_ZCDP,
+        split_order=order,
     )
     # exact synthesis cost of one replacement (sized: m^2 sum w, m = 1) or one record (unsized,
     # sigma_0 = inf: k^2 sum w / 2, k = 1), largest over the candidates
@@ -138,6 +152,7 @@ def make_adaptive_pruned_pmm_zcdp(
             output_measure=_ZCDP,
             consistency=consistency,
             threshold=threshold,
+            axes=None if order is None else order.axes_to(c.depth),
         )
         for c in cands
     ]

@@ -22,8 +22,9 @@ name the column, never a value.  The input is never modified.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -348,6 +349,11 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
     import pyarrow as pa
 
     arrays = []
+    columns = {
+        name: _rounded(columns[name], schema[name])
+        if isinstance(schema[name], FloatColumn) and _integer_dtype(info.kind, dtype) else columns[name]
+        for name, dtype in zip(info.names, info.dtypes, strict=True)
+    }
     for name, dtype in zip(info.names, info.dtypes, strict=True):
         spec = schema[name]
         want_date = isinstance(spec, DatetimeColumn) and _is_date_dtype(info.kind, dtype, spec)
@@ -357,6 +363,8 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
         out = []
         for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
             try:
+                if pa.types.is_dictionary(dtype) and not pa.types.is_dictionary(arr.type):
+                    arr = arr.cast(dtype.value_type).dictionary_encode()  # not every type casts directly
                 arr = arr.cast(dtype)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 pass
@@ -369,6 +377,11 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
         series = []
         for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
             s = pl.Series(name, arr)
+            spec = schema[name]
+            if isinstance(dtype, pl.Enum) and isinstance(spec, CategoricalColumn):
+                held = set(dtype.categories.to_list())
+                if not {str(c) for c in spec.categories} <= held:  # an Enum that cannot hold the labels:
+                    dtype = pl.Enum([str(c) for c in spec.categories])  # the Enum of the declared ones
             try:
                 s = s.cast(dtype)
             except Exception:  # noqa: BLE001 - a dtype the labels do not fit (e.g. an Enum): keep
@@ -384,6 +397,31 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
             data[name] = _pandas_series(arr, dtype, schema[name], pd)
         return pd.DataFrame(data, columns=list(info.names))
     return _numpy_table(columns, schema, info)
+
+
+def _integer_dtype(kind: str, dtype: Any) -> bool:
+    """Whether ``dtype`` (of a frame of ``kind``) is an integer type."""
+    if kind == "arrow":
+        import pyarrow as pa
+
+        return bool(pa.types.is_integer(dtype))
+    if kind in ("polars", "polars-lazy"):
+        return bool(dtype.is_integer())
+    try:
+        return np.dtype(dtype).kind in "iu"
+    except TypeError:  # a pandas extension dtype (Int64, ...)
+        return str(dtype).lower().startswith(("int", "uint"))
+
+
+def _rounded(col: RawColumn, spec: Any) -> RawColumn:
+    """A float column held in an integer dtype (e.g. a CSV column of whole numbers declared
+    ``float``) comes back in that dtype: its values rounded to the nearest integer, kept inside
+    the integers of the bounds when there are any."""
+    vals = np.rint(np.asarray(col.values, dtype=np.float64))
+    lo, hi = math.ceil(spec.bounds[0]), math.floor(spec.bounds[1])
+    if lo <= hi:
+        vals = np.clip(vals, lo, hi)
+    return replace(col, values=vals)
 
 
 def _pandas_series(arr: Any, dtype: Any, spec: ColumnSpec, pd: Any) -> Any:

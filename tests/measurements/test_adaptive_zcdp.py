@@ -93,3 +93,58 @@ def test_release_and_diagnostics() -> None:
     assert rec["s"] in (1, 2)
     y = meas(x)  # secure run: OpenDP's Gumbel noisy max
     assert y.shape == (1500, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# a public split order (a table's hierarchy) in zCDP
+
+
+def _order():
+    from opendp_wasserstein.split_order import SplitOrder
+
+    return SplitOrder.discrete_first(cells=(3, 0, 0))
+
+
+@pytest.mark.parametrize("rho_sel,rho_main", [(0.05, 0.45), (0.2, 2.0)])
+def test_split_order_keeps_the_zcdp_map(rho_sel: float, rho_main: float) -> None:
+    meas = make_adaptive_pruned_pmm(dom(2000, 3), dp.change_one_distance(), rho_sel, rho_main,
+                                    output_measure=ZCDP, split_order=_order())
+    total = meas.map(1)
+    assert Fraction(total) <= Fraction(rho_sel + rho_main)
+    assert total >= math.nextafter(float(Fraction(rho_sel) + Fraction(rho_main)), 0)
+    assert meas.check(1, total)
+    assert not meas.check(1, math.nextafter(total, 0))
+    unsized = make_adaptive_pruned_pmm(dom(None, 3), dp.symmetric_distance(), 0.1, 0.4, size=2000,
+                                       output_measure=ZCDP, split_order=_order())
+    assert unsized.map(1) == pytest.approx(0.1 + 0.4 / 2, rel=1e-15)
+
+
+def test_zcdp_split_order_candidates_spend_rho_main_exactly() -> None:
+    from opendp_wasserstein.schedules import split_order_candidates
+    from opendp_wasserstein.zcdp_schedules import zcdp_profile_schedule, zcdp_split_order_candidates
+
+    cands = zcdp_split_order_candidates(_order(), 2000, 0.3)
+    pure = split_order_candidates(_order(), 2000, math.sqrt(8 * 0.3))
+    assert [(c.s, c.depth) for c in cands] == [(c.s, c.depth) for c in pure]
+    for c in cands:
+        assert round_up(sum(inverse_squares(c.scales[1:]), Fraction(0))) == 0.3
+    # the Hölder optimum: sigma_j proportional to w_j^(-1/3)
+    sigma = zcdp_profile_schedule([8.0, 1.0], 1.0)
+    assert sigma[2] / sigma[1] == pytest.approx(2.0, rel=1e-6)
+    assert round_up(sum(inverse_squares(sigma[1:]), Fraction(0))) == 1.0
+
+
+def test_zcdp_split_order_release_uses_its_hierarchy() -> None:
+    from opendp_wasserstein.zcdp_schedules import zcdp_split_order_candidates
+
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.choice([0.25, 0.625, 0.875], 2000), rng.uniform(size=2000), rng.uniform(size=2000)])
+    meas = make_adaptive_pruned_pmm(dom(2000, 3), dp.change_one_distance(), 0.05, 0.45, placement="center",
+                                    output_measure=ZCDP, split_order=_order())
+    cands = zcdp_split_order_candidates(_order(), 2000, 0.45)
+    with reproducible(4), diagnostics() as info:
+        y = meas(x)
+    rec = info[-1]
+    assert (rec["s"], rec["depth"]) in {(c.s, c.depth) for c in cands}
+    assert rec["depth"] >= 2  # the categorical axis (two levels, first) is resolved
+    assert set(np.unique(y[:, 0])) <= {0.125, 0.375, 0.625, 0.875}

@@ -299,3 +299,34 @@ def test_hypothesis_errors_name_columns_never_values(sf):
     for v in map(str, df.to_numpy().ravel()):
         if len(v) >= 6 and v not in schema.names and v not in extra:
             assert v not in str(e.value)
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "numpy"])
+def test_float_column_held_as_integers_comes_back_as_integers(kind):
+    """A column of whole numbers declared float (say a CSV of grams) keeps its integer dtype:
+    the values are rounded, inside the integers of the bounds."""
+    import pyarrow as pa
+
+    from opendp_wasserstein.tables import (
+        FloatColumn,
+        Schema,
+        TableEncoding,
+        read_table,
+        write_table,
+    )
+
+    schema = Schema({"mass": FloatColumn(bounds=(2000.5, 7000.0))})
+    vals = np.arange(2000, 7000, 50, dtype=np.int64)
+    data = {"pandas": lambda: pd.DataFrame({"mass": vals}),
+            "polars": lambda: __import__("polars").DataFrame({"mass": vals}),
+            "arrow": lambda: pa.table({"mass": vals}),
+            "numpy": lambda: vals.reshape(-1, 1)}[kind]()
+    cols, info = read_table(data, schema)
+    enc = TableEncoding(schema)
+    points = np.random.default_rng(0).uniform(size=(500, 1))
+    out = write_table(enc.decode(points), schema, info)
+    arr = {"pandas": lambda: out["mass"].to_numpy(), "polars": lambda: out["mass"].to_numpy(),
+           "arrow": lambda: out.column("mass").to_numpy(), "numpy": lambda: out[:, 0]}[kind]()
+    assert arr.dtype.kind == "i"
+    assert arr.min() >= 2001
+    assert arr.max() <= 7000

@@ -134,3 +134,51 @@ def test_synthesize_with_a_split_order(order):
     assert len(out) == 3000
     with pytest.raises(ValueError, match="order"):
         synthesize(df, 1.0, schema=SCHEMA, split_order="random")
+
+
+MIXED = Schema.from_json({"columns": {
+    "income": {"type": "float", "bounds": [0, 1000], "nullable": True},
+    "age": {"type": "int", "bounds": [0, 120]},
+    "region": {"type": "categorical", "categories": ["north", "east", "south"]},
+    "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
+    "smoker": {"type": "bool"},
+}})
+
+
+def _mixed_frame(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "income": np.where(rng.uniform(size=n) < 0.1, np.nan, rng.uniform(0, 900, n)),
+        "age": rng.integers(18, 90, n),
+        "region": rng.choice(["north", "east", "south"], n),
+        "visit": pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D"),
+        "smoker": rng.uniform(size=n) < 0.3,
+    })
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "polars-lazy", "arrow", "numpy"])
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
+def test_synthesize_returns_the_same_type_names_and_dtypes(kind, mechanism):
+    from opendp_wasserstein import synthesize
+
+    df = _mixed_frame()
+    data = {"pandas": lambda: df, "polars": lambda: pl.from_pandas(df), "polars-lazy": lambda: pl.from_pandas(df).lazy(),
+            "arrow": lambda: pa.Table.from_pandas(df, preserve_index=False),
+            "numpy": lambda: df.to_numpy(dtype=object)}[kind]()
+    with reproducible(5):
+        out, report = synthesize(data, 1.0, schema=MIXED, mechanism=mechanism)
+    assert report.epsilon == 1.0
+    assert type(out) is type(data) or (kind.startswith("polars") and type(out).__name__ == type(data).__name__)
+    if kind == "pandas":
+        assert list(out.columns) == list(df.columns)
+        assert list(out.dtypes) == list(df.dtypes)
+    elif kind == "polars":
+        assert out.columns == data.columns
+        assert out.dtypes == data.dtypes
+    elif kind == "polars-lazy":
+        assert out.collect_schema() == data.collect_schema()
+    elif kind == "arrow":
+        assert out.schema == data.schema
+    else:
+        assert out.dtype == data.dtype
+        assert out.shape == data.shape
