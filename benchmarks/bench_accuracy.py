@@ -218,7 +218,7 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     n_grid = 0
     ratios, speed = [], []
     for nm in names:
-        def w(m: str, p: str, key: str = "w1") -> float | None:
+        def w(m: str, p: str, key: str = "w1", nm: str = nm) -> float | None:
             return get.get((nm, m, p), {}).get(key)
 
         def best(p: str, key: str = "w1") -> tuple[str, float | None]:
