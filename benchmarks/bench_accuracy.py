@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--delta", type=float, default=1e-9, help="ours via delta=, MST and AIM")
     p.add_argument("--runs", type=int, default=2, help="seeded releases of ours per cell (shapes, curve)")
     p.add_argument("--airport-runs", type=int, default=8, help="seeded releases of ours on the airports")
-    p.add_argument("--peer-runs", type=int, default=1, help="MST/AIM releases per cell")
+    p.add_argument("--peer-runs", type=int, default=2, help="MST/AIM releases per cell (their W1 moves between runs)")
     p.add_argument("--seed", type=int, default=0, help="first seed of our (reproducible, non-private) releases")
     p.add_argument("--sample", type=int, default=2000, help="w1_estimate subsample size")
     p.add_argument("--repeats", type=int, default=2, help="w1_estimate repeats")
