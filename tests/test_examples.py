@@ -38,6 +38,15 @@ def test_figure2_quick(tmp_path):
     assert all(r["num_candidates"] == r["d"] for r in adaptive)  # one standard candidate per s
 
 
+def test_figure2_quick_per_candidate(tmp_path):
+    rows = load("figure2_adaptive").main(["--quick", "--per-candidate", "--out", str(tmp_path)])
+    assert (tmp_path / "figure2_candidates.csv").exists()
+    assert [(r["d"], r["s"]) for r in rows] == [(2, 1), (2, 2), (4, 1), (4, 2), (4, 3), (4, 4)]
+    for d in (2, 4):
+        assert sum(r["p_select"] for r in rows if r["d"] == d) == pytest.approx(1.0)
+    assert all(r["w1"] > 0 for r in rows)
+
+
 def test_figure2_quick_with_optimal_depths(tmp_path):
     rows = load("figure2_adaptive").main(["--quick", "--out", str(tmp_path), "--candidates", "with-optimal",
                                           "--epsilon-select", "0.5"])
