@@ -406,8 +406,11 @@ def main(argv: list[str] | None = None) -> None:
     deltas: tuple[float | None, ...] = (None, a.delta)
     # the rho of (eps, delta) is found once per process by bisection over OpenDP's conversion
     # (~0.2 s, memoised): done here so that it is not timed as part of the first release
+    import opendp.prelude as dp
+
     from opendp_wasserstein.approx_dp import rho_for_approx_dp
 
+    dp.enable_features("contrib")  # what synthesize enables for its own calls
     rho_for_approx_dp(a.eps, a.delta)
     rows: list[dict] = []
     csv_path = os.path.join(a.out, "accuracy.csv")
