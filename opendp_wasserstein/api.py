@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_SELECT_FRACTION",
     "DEFAULT_CONSISTENCY",
     "DEFAULT_SIZE_FRACTION",
+    "DEFAULT_SELECT_FRACTION_ZCDP",
     "SelectionReport",
     "select_candidates",
     "SELECTION_MECHANISMS",
@@ -50,6 +51,10 @@ DEFAULT_SELECT_FRACTION = 0.2
 #: the share of epsilon spent on a DP count when the size is private, by default
 DEFAULT_SIZE_FRACTION = 0.1
 
+#: with ``delta``: the share of ``rho`` spent on the adaptive selection, by default (its
+#: exponential mechanism costs ``eps_EM^2 / 8``, so 10% of ``rho`` buys ``eps_EM = sqrt(0.8 rho)``)
+DEFAULT_SELECT_FRACTION_ZCDP = 0.1
+
 
 @dataclass(frozen=True)
 class SynthesisReport:
@@ -66,6 +71,8 @@ class SynthesisReport:
     :param seconds: wall-clock time of the release; None when the size is private (the time
         grows with ``n`` and no proof covers it)
     :param details: mechanism-specific public details (e.g. the selected candidate)
+    :param delta: with ``synthesize(..., delta=...)``: the ``delta`` certified with ``epsilon``
+        (the release is ``(epsilon, delta)``-DP); ``None`` for pure DP
     """
 
     mechanism: str
@@ -76,6 +83,7 @@ class SynthesisReport:
     size: int
     seconds: float | None
     details: dict[str, Any] = field(default_factory=dict)
+    delta: float | None = None
 
 
 def _as_data(x: Any, name: str = "X") -> np.ndarray:
@@ -162,6 +170,7 @@ def synthesize(
     split_order: Any = None,
     consistency: str | None = None,
     threshold: float | None = None,
+    delta: float | None = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -172,6 +181,16 @@ def synthesize(
     of rows), or a share ``epsilon_size`` is spent on a DP count ``n_hat`` (OpenDP's
     ``make_laplace``) from which the depth or the candidate set is chosen, and ``n_hat`` rows are
     released.  Either way the reported epsilon is the certified map of the whole release.
+
+    With ``delta`` the release is ``(epsilon, delta)``-DP instead (one replacement, public size):
+    the discrete Gaussian (zCDP) variant of the mechanism runs at ``rho =
+    rho_for_approx_dp(epsilon, delta)``, the largest ``rho`` that OpenDP's
+    ``make_zCDP_to_approxDP`` + ``make_fix_delta`` turn into at most ``epsilon`` at ``delta``
+    (:mod:`opendp_wasserstein.approx_dp`), and the report's ``(epsilon, delta)`` is the map of
+    that converted measurement.  ``"adaptive"`` spends ``epsilon_select / epsilon`` of ``rho``
+    on the selection (default 10%, :data:`DEFAULT_SELECT_FRACTION_ZCDP`) with the zCDP
+    candidates; ``"pruned"`` and ``"pmm"`` use the ambient depth ``ceil(log2(epsilon n))`` with
+    the zCDP-optimal schedule at ``s = d``.  See ``docs/zcdp.rst``.
 
     Reproducible (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
 
@@ -207,6 +226,9 @@ def synthesize(
     :param threshold: adaptive/pruned: suppress noise-made mass in empty cells: with
         ``"paper"`` a noisy count at most ``threshold * sigma_j`` counts as 0 (default 0), with
         ``"least_squares"`` an estimate at most ``threshold`` standard errors (default 3)
+    :param delta: ``None`` (default: pure ``epsilon``-DP) or a ``delta`` in ``(0, 1)``: an
+        ``(epsilon, delta)``-DP release through the zCDP variant and OpenDP's conversion (see
+        above); needs ``public_size=True`` and no ``schema`` or ``split_order``
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -220,8 +242,21 @@ def synthesize(
     >>> Y, report = synthesize(X, epsilon=1.0, bounds=(0, 1), public_size=False)
     >>> report.epsilon <= 1.0, report.details["size_estimate"] == len(Y)
     (True, True)
+    >>> Y, report = synthesize(X, epsilon=1.0, bounds=(0, 1), delta=1e-9)
+    >>> report.epsilon <= 1.0, report.delta, report.details["rho"] > 0
+    (True, 1e-09, True)
     """
     _check_public_size(public_size)
+    if delta is not None:
+        from opendp_wasserstein.approx_dp import _check_delta
+
+        delta = _check_delta(delta)
+        if schema is not None:
+            raise ValueError("delta is not supported with a schema (tables are released in pure DP only)")
+        if not public_size:
+            raise ValueError("delta needs public_size=True (the zCDP variants are calibrated to a public size)")
+        if split_order is not None:
+            raise ValueError("delta is not supported with split_order (the zCDP variants use the cyclic order)")
     if schema is not None:
         from opendp_wasserstein.tables import Schema
         from opendp_wasserstein.tables.release import synthesize_table
@@ -262,10 +297,13 @@ def synthesize(
             raise ValueError("epsilon_size must be smaller than epsilon")
     with _contrib():
         try:
-            meas = _synthesis_measurement(
-                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, order,
-                post,
-            )
+            if delta is not None:
+                meas, rho = _approx_measurement(d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post)
+            else:
+                meas = _synthesis_measurement(
+                    d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size,
+                    order, post,
+                )
         except ScaleLimitError as e:
             if str(e).startswith("epsilon_size"):
                 raise
@@ -276,14 +314,21 @@ def synthesize(
         with runtime.diagnostics() as records:
             y = meas(x)
         seconds = time.perf_counter() - t0
-        certified = meas.map(1)
+        certified_delta = None
+        if delta is not None:
+            certified, certified_delta = meas.map(1)
+        else:
+            certified = meas.map(1)
     info: dict[str, Any] = {}
     for r in records:
         info |= r
     details = {k: v for k, v in info.items() if k not in {"depth", "visited_nodes", "scales"}}
+    if delta is not None:
+        details["rho"] = rho
     report = SynthesisReport(
         mechanism=mechanism,
         epsilon=certified,
+        delta=certified_delta,
         depth=int(info["depth"]),
         scales=tuple(info.get("scales", ())),
         visited_nodes=int(info["visited_nodes"]),
@@ -292,6 +337,50 @@ def synthesize(
         details=details,
     )
     return y, report
+
+
+def _approx_measurement(
+    d: int,
+    n: int,
+    eps: float,
+    delta: float,
+    box: Box,
+    mechanism: str,
+    epsilon_select: float | None,
+    depth: int | None,
+    placement: str,
+    post: tuple[str, float] = ("paper", 0.0),
+) -> tuple[Measurement, float]:
+    """The ``(eps, delta)`` measurement of :func:`synthesize` (public size) and its ``rho``: the
+    zCDP variant at ``rho = rho_for_approx_dp(eps, delta)`` converted by OpenDP
+    (:func:`~opendp_wasserstein.approx_dp.make_approx_dp`).  Built from public values only;
+    ``post``: the pruned traversal's ``(consistency, threshold)`` (adaptive and pruned)."""
+    from opendp_wasserstein.approx_dp import make_approx_dp, rho_for_approx_dp
+    from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm, make_pruned_pmm
+    from opendp_wasserstein.schedules import ambient_depth
+    from opendp_wasserstein.zcdp_schedules import zcdp_schedule
+
+    zcdp = dp.zero_concentrated_divergence()
+    rho = rho_for_approx_dp(eps, delta)
+    domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+    metric = dp.change_one_distance()
+    bounds = {"lower": box.lower, "upper": box.upper}
+    if mechanism == "adaptive":
+        share = DEFAULT_SELECT_FRACTION_ZCDP if epsilon_select is None else epsilon_select / eps
+        rho_sel, rho_main = _split(rho, share)
+        meas = make_adaptive_pruned_pmm(
+            domain, metric, rho_sel, rho_main, bounds=bounds, placement=placement, output_measure=zcdp,
+            consistency=post[0], threshold=post[1],
+        )
+    else:
+        r = ambient_depth(eps, n) if depth is None else depth
+        scales = zcdp_schedule(d, rho, r, s=d)
+        if mechanism == "pruned":
+            meas = make_pruned_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp,
+                                   consistency=post[0], threshold=post[1])
+        else:
+            meas = make_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp)
+    return make_approx_dp(meas, delta), rho
 
 
 def _synthesis_measurement(

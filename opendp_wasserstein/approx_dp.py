@@ -30,6 +30,7 @@ be stated in ``(epsilon, delta)`` by OpenDP itself: ``dp.c.make_zCDP_to_approxDP
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -100,8 +101,13 @@ def rho_for_approx_dp(epsilon: float, delta: float) -> float:
     :param epsilon: the target epsilon
     :param delta: the target delta, in ``(0, 1)``
     """
-    eps = check_epsilon(epsilon)
-    d = _check_delta(delta)
+    return _rho_for_approx_dp(check_epsilon(epsilon), _check_delta(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _rho_for_approx_dp(eps: float, d: float) -> float:
+    """:func:`rho_for_approx_dp` on checked floats, memoised (a pure function of public values:
+    the bisection makes about a hundred calls into OpenDP's conversion)."""
     lo, hi = 0.0, max(eps, 1e-300)  # rho <= epsilon always suffices? checked below
     while _epsilon_of(hi, d) <= eps:  # widen until infeasible
         lo, hi = hi, hi * 2.0

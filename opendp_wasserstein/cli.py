@@ -196,7 +196,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         y, report = synthesize(
             x, args.epsilon, {"lower": lower, "upper": upper}, mechanism=args.mechanism,
             epsilon_select=args.epsilon_select, placement=args.placement,
-            public_size=not args.private_size,
+            public_size=not args.private_size, delta=args.delta,
         )
     steps.update(1)
     write_csv_atomic(args.output, header, (row for row in y.tolist()))
@@ -206,13 +206,14 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         "command": "synth", "input": args.input, "output": args.output,
         "rows_in": None if args.private_size else int(x.shape[0]),
         "rows_out": report.size, "columns": header, "mechanism": report.mechanism,
-        "epsilon_certified": report.epsilon, "depth": report.depth,
+        "epsilon_certified": report.epsilon, "delta_certified": report.delta, "depth": report.depth,
         "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
         "seconds": report.seconds, "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
         unit = "one added or removed record" if args.private_size else "one replacement"
-        print(f"certified epsilon (measurement map, {unit}): {report.epsilon}")
+        pair = f"{report.epsilon}, delta {report.delta}" if report.delta is not None else f"{report.epsilon}"
+        print(f"certified epsilon (measurement map, {unit}): {pair}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
@@ -357,6 +358,9 @@ def _parser() -> argparse.ArgumentParser:
     syn.add_argument("--epsilon-select", type=float, default=None, help="adaptive: selection budget (default 20%% of epsilon)")
     syn.add_argument("--placement", choices=["uniform", "center"], default="uniform",
                      help="synthetic points uniform in their cell or at its centre (default %(default)s)")
+    syn.add_argument("--delta", type=float, default=None,
+                     help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "
+                     "(with --bounds, numeric columns, public row count; default: pure epsilon-DP)")
     syn.add_argument("--columns", help="comma-separated subset of columns (default all)")
     syn.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     syn.add_argument(
@@ -411,7 +415,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "synth":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
-            if args.scheduler:
+            if args.delta is not None:
+                if not (np.isfinite(args.delta) and 0 < args.delta < 1):
+                    raise CliError("--delta must be in (0, 1)")
+                if args.scheduler or args.schema or args.private_size or not args.bounds:
+                    raise CliError("--delta needs --bounds (numeric columns) and a public row count; "
+                                   "it is not supported with --schema, --scheduler or --private-size")
+                summary = run_synth(args)
+            elif args.scheduler:
                 from opendp_wasserstein.distributed.cli import run_synth as run_synth_dask
 
                 summary = run_synth_dask(args)

@@ -1153,6 +1153,8 @@ def _api_releases() -> dict[str, tuple[Callable[[], Any], bool]]:
             lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned", public_size=False, depth=3)[0], True),
         "synthesize[adaptive, private size]": (lambda: synthesize(x, 1.0, (0, 1), public_size=False)[0], True),
         "synthesize[pmm, private size]": (lambda: synthesize(x, 1.0, (0, 1), mechanism="pmm", public_size=False)[0], True),
+        "synthesize[adaptive, delta]": (lambda: synthesize(x, 1.0, (0, 1), delta=1e-9)[0], True),
+        "synthesize[pruned, delta]": (lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned", delta=1e-9)[0], True),
         "select_candidates[projection]": (lambda: select_candidates(x, c, 20, 0.5)[0], True),
         "select_candidates[tree-em]": (lambda: select_candidates(x, c, 20, 0.5, mechanism="tree-em")[0], True),
         "select_candidates[nn]": (lambda: select_candidates(x, c, 20, 0.5, mechanism="nn")[0], False),

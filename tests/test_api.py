@@ -240,3 +240,83 @@ def test_private_size_release_is_reproducible_and_reports_the_scales_used():
     assert np.array_equal(outs[0], outs[1])
     assert math.isinf(report.scales[0])  # the root is neither noised nor charged
     assert report.seconds is None  # timing grows with the private n
+
+
+# ---------------------------------------------------------------------------------------------
+# synthesize(..., delta=...): (epsilon, delta) through the zCDP variants and OpenDP's conversion
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
+@pytest.mark.parametrize("eps,delta", [(1.0, 1e-9), (0.5, 1e-6), (2.0, 1e-5), (0.3, 0.01)])
+def test_delta_measurement_certifies_the_request_exactly(mechanism, eps, delta):
+    from opendp_wasserstein.api import _approx_measurement
+    from opendp_wasserstein.approx_dp import rho_for_approx_dp
+
+    dp.enable_features("contrib")
+    meas, rho = _approx_measurement(2, 1000, eps, delta, Box((0.0, 0.0), (1.0, 1.0)), mechanism, None, None, "uniform")
+    assert rho == rho_for_approx_dp(eps, delta)
+    assert meas.map(1) == (eps, delta)
+    assert meas.check(1, (eps, delta))
+    assert not meas.check(1, (float(np.nextafter(eps, 0.0)), delta))
+    assert not meas.check(1, (eps, float(np.nextafter(delta, 0.0))))
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
+def test_synthesize_with_delta_reports_the_pair(mechanism):
+    x = np.random.default_rng(0).uniform(-1, 1, size=(1500, 2))
+    keep = x.copy()
+    with reproducible(3):
+        y, report = synthesize(x, 1.0, bounds=(-1, 1), mechanism=mechanism, delta=1e-9)
+    assert np.array_equal(x, keep)
+    assert (report.epsilon, report.delta) == (1.0, 1e-9)
+    assert report.details["rho"] == pytest.approx(0.014973, rel=1e-4)
+    assert y.shape == (1500, 2)
+    assert np.all((y >= -1) & (y <= 1))
+    assert len(report.scales) == report.depth + 1
+
+
+def test_synthesize_pure_reports_no_delta():
+    x = np.random.default_rng(0).uniform(size=(300, 2))
+    _, report = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned")
+    assert report.delta is None
+
+
+def test_synthesize_delta_selection_share():
+    x = np.random.default_rng(0).uniform(size=(500, 2))
+    with reproducible(0):
+        _, report = synthesize(x, 1.0, bounds=(0, 1), delta=1e-6, epsilon_select=0.3)
+    assert (report.epsilon, report.delta) == (1.0, 1e-6)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-9, 1.5, float("nan")])
+def test_synthesize_delta_out_of_range(delta):
+    x = np.random.default_rng(0).uniform(size=(100, 2))
+    with pytest.raises(ValueError, match="delta must be in \\(0, 1\\)"):
+        synthesize(x, 1.0, bounds=(0, 1), delta=delta)
+
+
+def test_synthesize_delta_not_a_number():
+    x = np.random.default_rng(0).uniform(size=(100, 2))
+    with pytest.raises(TypeError, match="delta must be a number"):
+        synthesize(x, 1.0, bounds=(0, 1), delta="1e-9")
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"public_size": False}, "delta needs public_size=True"),
+        ({"split_order": "cyclic"}, "delta is not supported with split_order"),
+    ],
+)
+def test_synthesize_delta_unsupported_paths(kwargs, match):
+    x = np.random.default_rng(0).uniform(size=(100, 2))
+    with pytest.raises(ValueError, match=match):
+        synthesize(x, 1.0, bounds=(0, 1), delta=1e-9, **kwargs)
+
+
+def test_synthesize_delta_with_schema_is_refused():
+    from opendp_wasserstein.tables import Schema
+
+    schema = Schema.from_json({"a": [0, 1]})
+    with pytest.raises(ValueError, match="delta is not supported with a schema"):
+        synthesize(np.zeros((10, 1)), 1.0, schema=schema, delta=1e-9)

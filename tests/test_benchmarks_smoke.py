@@ -107,3 +107,31 @@ def test_table_candidates_benchmark_runs() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "independent marginals" in proc.stdout
     assert "adaptive, + equal-sigma candidates" in proc.stdout
+
+
+BENCH_ACCURACY = ROOT / "benchmarks" / "bench_accuracy.py"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not BENCH_ACCURACY.exists(), reason="benchmarks/ not present")
+def test_bench_accuracy_quick(tmp_path: Path) -> None:
+    out = tmp_path / "acc"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH_ACCURACY), "--quick", "--skip-peers", "--skip-rates", "--shapes", "two_moons",
+         "--airport-runs", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = _rows(out / "accuracy.csv")
+    assert {"part", "dataset", "method", "privacy", "status", "w1", "w1_floor", "far_share", "seconds"} <= set(rows[0])
+    by = {(r["part"], r["method"], r["privacy"]): r for r in rows}
+    for mech in ("pruned", "adaptive", "pmm"):
+        for priv in ("eps=1", "eps=1,delta=1e-09"):
+            assert by[("shapes", mech, priv)]["status"] == "ok"
+            assert float(by[("shapes", mech, priv)]["w1"]) > 0
+    assert by[("shapes", "mst", "eps=1,delta=1e-09")]["status"] == "skipped"
+    assert 0 <= float(by[("airports", "adaptive", "eps=1")]["far_share"]) <= 1
+    md = (out / "accuracy.md").read_text()
+    assert "Nine 2-D shapes" in md
+    assert "Airports" in md
+    assert "10-D curve" in md

@@ -1,6 +1,7 @@
 import io
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -334,3 +335,31 @@ def test_w1_estimate_reports_every_solve():
     seen.clear()
     w1_estimate(x, y, sample_size=1000, on_step=lambda *a: seen.append(a))  # exact: one solve
     assert seen == [(1, 1)]
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned"])
+def test_synth_delta_certifies_the_pair(data, capsys, mechanism):
+    path, bounds, tmp = data
+    out = tmp / "d.csv"
+    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--delta", "1e-9", "--bounds", str(bounds),
+               "--mechanism", mechanism, "--json", "--seed", "2"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epsilon_certified"] == 1.0
+    assert summary["delta_certified"] == 1e-9
+    assert summary["rows_out"] == 800
+
+
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        (["--delta", "0"], "--delta must be in \\(0, 1\\)"),
+        (["--delta", "1"], "--delta must be in \\(0, 1\\)"),
+        (["--delta", "1e-9", "--private-size"], "--delta needs --bounds"),
+    ],
+)
+def test_synth_delta_errors(data, capsys, extra, match):
+    path, bounds, tmp = data
+    rc = main(["synth", str(path), "-o", str(tmp / "e.csv"), "--epsilon", "1", "--bounds", str(bounds), *extra])
+    assert rc != 0
+    assert re.search(match, capsys.readouterr().err)

@@ -33,6 +33,27 @@ def test_figure2_quick(tmp_path):
     assert len(text) > 4
     assert len(rows) == 2 * 2 * 2  # d in {2, 4}, two repeats, two mechanisms
     assert all(r["epsilon"] == 1.0 and r["w1"] > 0 for r in rows)
+    adaptive = [r for r in rows if r["mechanism"] == "adaptive"]
+    assert all(0 < r["p_max"] <= 1 for r in adaptive)
+    assert all(r["num_candidates"] == r["d"] for r in adaptive)  # one standard candidate per s
+
+
+def test_figure2_quick_per_candidate(tmp_path):
+    rows = load("figure2_adaptive").main(["--quick", "--per-candidate", "--out", str(tmp_path)])
+    assert (tmp_path / "figure2_candidates.csv").exists()
+    assert [(r["d"], r["s"]) for r in rows] == [(2, 1), (2, 2), (4, 1), (4, 2), (4, 3), (4, 4)]
+    for d in (2, 4):
+        assert sum(r["p_select"] for r in rows if r["d"] == d) == pytest.approx(1.0)
+    assert all(r["w1"] > 0 for r in rows)
+
+
+def test_figure2_quick_with_optimal_depths(tmp_path):
+    rows = load("figure2_adaptive").main(["--quick", "--out", str(tmp_path), "--candidates", "with-optimal",
+                                          "--epsilon-select", "0.5"])
+    adaptive = [r for r in rows if r["mechanism"] == "adaptive"]
+    assert all(r["candidates"] == "with-optimal" and r["eps_sel"] == 0.5 for r in adaptive)
+    assert all(r["num_candidates"] > r["d"] for r in adaptive)  # the optimal depths added
+    assert all(r["epsilon"] == 1.0 for r in rows)
 
 
 @pytest.mark.slow
