@@ -100,8 +100,10 @@ class KeyedNodeNoise:
     """Random values addressed by tree node, a keyed PRF of (key, stream, level, node id).
 
     The object is what the tree traversals draw from: :meth:`laplace` for noisy counts,
-    :meth:`coins` for the fair coins of the zero-respecting correction, :meth:`uniform` for
-    point placement.  It holds no data and no state besides the key: asking twice for a node
+    :meth:`coins` for the fair coins of the zero-respecting correction; :meth:`uniform` draws
+    keyed points per node (the synthesis places its points with the faster
+    :class:`~opendp_wasserstein.synthesis.PlacementStream` instead: placement is
+    post-processing).  It holds no data and no state besides the key: asking twice for a node
     gives the same value, whichever other nodes are asked with it, in any process.
 
     :param key: the secret release key, 32 bytes (draw it with :meth:`fresh` or

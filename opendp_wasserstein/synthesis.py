@@ -25,7 +25,7 @@ __all__ = ["PLACEMENTS", "PlacementStream", "check_placement", "place_points", "
 
 PLACEMENTS = ("center", "uniform")
 
-_POINTS = 1 << 17  # points placed per chunk (bounds the temporaries)
+_POINTS = 1 << 18  # floats placed per chunk (bounds the temporaries, stays in cache)
 _COLLECT = 1 << 22  # outputs from this many floats on first free unreachable cycles
 _KEY_BYTES = 32
 
@@ -209,15 +209,18 @@ def place_points(
     rows_out = out.reshape(m * d).view(row)
     ends = np.cumsum(masses)
     begins = ends - masses
-    for lo in range(0, m, _POINTS):
-        hi = min(m, lo + _POINTS)
+    chunk = max(1024, _POINTS // d)  # rows per chunk: about _POINTS floats, in cache
+    for lo in range(0, m, chunk):
+        hi = min(m, lo + chunk)
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
         y = np.repeat(cells[a:b].astype(np.float64), count, axis=0)
         y += points.random((hi - lo, d))
-        y *= step
-        y += lower
-        np.minimum(y, upper, out=y)
+        for j in range(d):  # column by column: an (r, d) op (d,) array has an inner loop of d
+            col = y[:, j]
+            col *= step[j]
+            col += lower[j]
+            np.minimum(col, upper[j], out=col)
         rows_out[dest[lo:hi]] = y.reshape((hi - lo) * d).view(row)
     return out
