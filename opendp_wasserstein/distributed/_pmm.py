@@ -44,6 +44,7 @@ from opendp_wasserstein.consistency import (
     LeafMasses,
     expand_levels,
     full_consistency,
+    noise_draw,
     prefix_cells,
     traversal_root,
     tree_counter,
@@ -160,6 +161,7 @@ class Release:
     stream: PlacementStream
     writer: PartWriter
     axes: Axes = None
+    distribution: str = "laplace"
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,9 @@ def traverse_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None
     lo = np.searchsorted(local, job.prefix, side="left")
     hi = np.searchsorted(local, job.prefix, side="right")
     front = Frontier(job.level, job.cells, job.mass, (lo, hi), 0, [])
-    front = expand_levels(front, rel.depth, tree_counter(t), rel.scales, rel.noise, axes=rel.axes)
+    front = expand_levels(
+        front, rel.depth, tree_counter(t), rel.scales, rel.noise, distribution=rel.distribution, axes=rel.axes
+    )
     leaves = LeafMasses(front.cells, front.mass, rel.depth, front.visited, tuple(front.active), rel.scales)
     written = _write_leaves(leaves, rel, job.q, job.start)
     return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
@@ -343,10 +347,6 @@ def _check_size(plan: PmmPlan | Any, n: int) -> None:
 def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, PlacementStream]:
     """The release's node noise and placement stream, drawn as the in-memory path draws them
     (so a reproducible run gives the same keys)."""
-    if plan.distribution != "laplace":
-        raise ValueError(
-            "zCDP (discrete Gaussian) releases run in memory only: their noise is not node-addressed"
-        )
     if runtime.current_sampler() == "opendp":
         raise ValueError(
             "runtime.sampler('opendp') cannot run distributed: its noise is not node-addressed"
@@ -358,8 +358,13 @@ def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, PlacementStream]:
 
 def _top(plan: PmmPlan, n: int, h: np.ndarray, j0: int, noise: KeyedNodeNoise) -> Frontier:
     """Algorithms 1-2 for the levels above ``min(j0, depth)`` from the level-``j0`` histogram."""
-    front = traversal_root(n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),))
-    return expand_levels(front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise, axes=plan.axes)
+    front = traversal_root(
+        n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),), plan.distribution
+    )
+    return expand_levels(
+        front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise,
+        distribution=plan.distribution, axes=plan.axes,
+    )
 
 
 def _jobs(front: Frontier, bounds: np.ndarray) -> list[Subtrees]:
@@ -427,7 +432,9 @@ def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = 
     """Pruned-PMM or PMM on the driver's blocks; returns what the in-memory release records."""
     check_dask_postprocessing(plan)
     noise, stream = _keys(plan)
-    rel = Release(plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, stream, writer, plan.axes)
+    rel = Release(
+        plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, stream, writer, plan.axes, plan.distribution
+    )
     if not plan.pruned:
         return _run_full(plan, drv, rel, noise)
     parts = parts or drv.parts
@@ -457,13 +464,14 @@ def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -
     _check_size(plan, n)
     cells0 = np.zeros((1, d), dtype=np.int64)
     root = np.zeros(1, dtype=np.int64)
+    draw = noise_draw(noise, plan.distribution)
     if plan.release_root:
-        root = add_noise(np.array([n]), noise.laplace(0, cells0, plan.scales[0]))
+        root = add_noise(np.array([n]), draw(0, cells0, plan.scales[0]))
     levels = [root.astype(np.int64)]
     for j in range(1, r + 1):
         exact = h.reshape(1 << j, -1).sum(axis=1)
         cells = prefix_cells(np.arange(1 << j), j, d, plan.axes)
-        levels.append(add_noise(exact, noise.laplace(j, cells, plan.scales[j])))
+        levels.append(add_noise(exact, draw(j, cells, plan.scales[j])))
     nodes = int(sum(a.size for a in levels)) - (0 if plan.release_root else 1)
     leaves = full_consistency(tuple(levels), d, plan.root_size, nodes, plan.scales, plan.axes)
     summaries = _write_driver_leaves(drv, leaves, rel)
@@ -490,7 +498,9 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
     a = plan.choose_from_scores(sp.scores_of_occupancy(occupancy))
     main = plan.mains[a]
     noise, stream = _keys(main)
-    rel = Release(main.d, main.box, main.depth, main.scales, main.placement, noise, stream, writer, main.axes)
+    rel = Release(
+        main.d, main.box, main.depth, main.scales, main.placement, noise, stream, writer, main.axes, main.distribution
+    )
     front = _top(main, n, h, j0, noise)
     if front.level == main.depth:
         leaves = LeafMasses(front.cells, front.mass, main.depth, front.visited, tuple(front.active), main.scales)
