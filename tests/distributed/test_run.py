@@ -178,8 +178,9 @@ def test_private_size_on_dask_is_synthesize(mechanism, depth, epsilon_size, inli
     # seed the same n_hat, depth and rows; the map is the in-memory measurement's own
     x = rows(1800, 3)
     kw = {"mechanism": mechanism, "depth": depth, "epsilon_size": epsilon_size, "public_size": False}
+    post = {} if mechanism == "pmm" else {"consistency": "paper"}  # Dask: the paper's rule only
     with reproducible(4):
-        y, rep = synthesize(x, 1.0, bounds=(0, 1), **kw)
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), **kw, **post)
     with reproducible(4):
         rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), client=inline, **kw)
     assert rep_d.epsilon == rep.epsilon
@@ -215,7 +216,7 @@ def test_private_size_real_cluster_gives_the_in_memory_release(cluster, tmp_path
     path = tmp_path / "data.parquet"
     pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), path, row_group_size=700)
     with reproducible(6):
-        y, rep = synthesize(x, 1.0, bounds=(0, 1), public_size=False)
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), public_size=False, consistency="paper")  # Dask: the paper's rule
     with reproducible(6):
         rel, rep_d = synthesize_on_dask(str(path), 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, client=cluster)
     assert rep_d.details["size_estimate"] == rep.details["size_estimate"] == rel.rows
