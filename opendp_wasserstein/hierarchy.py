@@ -323,11 +323,15 @@ def _row_codes(
     return out
 
 
-def _bit_length_popcount(x: np.ndarray) -> np.ndarray:
+def _bit_length_popcount(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """:func:`bit_length_u64` by smearing the top bit down and counting bits (numpy >= 2.0)."""
-    x = np.asarray(x).astype(np.uint64, copy=True)
+    x = np.asarray(x)
+    x = x if overwrite and x.dtype == np.uint64 else x.astype(np.uint64, copy=True)
+    tmp = np.empty_like(x)
     for s in (1, 2, 4, 8, 16, 32):
-        x |= x >> np.uint64(s)
+        np.right_shift(x, np.uint64(s), out=tmp)
+        x |= tmp
+    del tmp
     return np.bitwise_count(x).astype(np.int64)
 
 
@@ -347,8 +351,9 @@ def _bit_length_frexp(x: np.ndarray) -> np.ndarray:
     return bits
 
 
-def bit_length_u64(x: np.ndarray) -> np.ndarray:
-    """Number of significant bits of each uint64 (0 for 0), vectorised.
+def bit_length_u64(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """Number of significant bits of each uint64 (0 for 0), vectorised.  ``overwrite``: ``x``
+    (a uint64 array) may be used as scratch space.
 
     :example:
 
@@ -356,7 +361,7 @@ def bit_length_u64(x: np.ndarray) -> np.ndarray:
     [0, 1, 3, 64]
     """
     if _HAS_BITWISE_COUNT:
-        return _bit_length_popcount(x)
+        return _bit_length_popcount(x, overwrite)
     return _bit_length_frexp(x)  # numpy < 2.0 has no bitwise_count
 
 
@@ -415,10 +420,13 @@ class CountTree:
         lcp = np.full(max(n - 1, 0), depth, dtype=np.int64)
         if n > 1:
             xor = words[0, 1:] ^ words[0, :-1]
-            hit = np.flatnonzero(xor)
-            lcp[hit] = 64 - bit_length_u64(xor[hit])
-            del hit
-            if W > 1:
+            if W == 1:  # one word: the lcp of equal codes is 64 - 0, clipped to the depth below
+                lcp = 64 - bit_length_u64(xor, overwrite=True)
+                del xor
+            else:
+                hit = np.flatnonzero(xor)
+                lcp[hit] = 64 - bit_length_u64(xor[hit])
+                del hit
                 tied = np.flatnonzero(xor == 0)
                 del xor
                 self._refine(words, lcp, tied)
@@ -426,10 +434,11 @@ class CountTree:
         self._words = words
         self.lcp = lcp.astype(np.uint16)
         del lcp
-        # positions grouped by lcp value, each group in increasing position order (radix sort)
-        self._lcp_positions = np.argsort(self.lcp, kind="stable")
         hist = np.bincount(self.lcp, minlength=depth + 1)
         self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
+        # positions grouped by lcp value (see _grouped), built on first use for the levels a
+        # traversal reads, shared with the truncated views: {"depth": d, "positions": array}
+        self._grouped_cache: dict[str, Any] = {}
 
     def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray) -> None:
         """Sort the rows tied on their first 64 bits by their further bits; set their lcp."""
@@ -513,11 +522,24 @@ class CountTree:
         word = self._words[level // 64, pos]
         return ((word >> np.uint64(63 - level % 64)) & _ONE).astype(np.int64)
 
+    def _grouped(self) -> np.ndarray:
+        """The positions ``p`` with ``lcp[p] < depth`` grouped by lcp value, each group in
+        increasing order: group ``v`` is ``[_lcp_starts[v], _lcp_starts[v + 1])``.  Built once
+        for the deepest view that asks (a traversal to depth ``r`` reads only the levels below
+        ``r``: about as many positions as level-``r`` cells, not ``n``)."""
+        cache = self._grouped_cache
+        if cache.get("depth", -1) < self.depth:
+            below = np.flatnonzero(self.lcp < self.depth)
+            cache["positions"] = below[np.argsort(self.lcp[below], kind="stable")]
+            cache["depth"] = self.depth
+        positions: np.ndarray = cache["positions"]
+        return positions
+
     def split(self, level: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Split points ``mid`` of cells ``[lo, hi)`` at ``level``: children are ``[lo, mid)``, ``[mid, hi)``."""
         lo = np.asarray(lo, dtype=np.int64)
         hi = np.asarray(hi, dtype=np.int64)
-        positions = self._lcp_positions[self._lcp_starts[level] : self._lcp_starts[level + 1]]
+        positions = self._grouped()[self._lcp_starts[level] : self._lcp_starts[level + 1]]
         # the (unique) neighbour pair (p, p+1) inside the range whose common prefix is `level` bits
         k = np.searchsorted(positions, lo, side="left")
         cand = positions[np.minimum(k, max(positions.size - 1, 0))] if positions.size else lo

@@ -21,7 +21,7 @@ blocks (Bellare, Kilian, Rogaway 2000; Petrank, Rackoff 2000):
 ``H || L_1 || ... || L_m || C``
 
 * ``H`` (header): a constant tag, the format version, the stream (Laplace noise, coins,
-  placement), a namespace, the level ``j`` and the width ``w`` of the node id;
+  placement, Gaussian noise), a namespace, the level ``j`` and the width ``w`` of the node id;
 * ``L_1 .. L_m``, ``m = ceil(w / 2)``: the node id, ``w`` signed 64-bit integers, two per block
   (the last block zero-padded when ``w`` is odd).  For the dyadic hierarchy a level-``j`` node
   is its vector of per-coordinate cell indices (``w = d``,
@@ -73,6 +73,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from opendp_wasserstein._fast_laplace import MAX_SCALE
 from opendp_wasserstein._random import RandomSource, as_random_source
+from opendp_wasserstein._stream_gaussian import stream_discrete_gaussian
 from opendp_wasserstein._stream_laplace import stream_discrete_laplace
 
 __all__ = [
@@ -82,14 +83,15 @@ __all__ = [
     "LAPLACE_STREAM",
     "COIN_STREAM",
     "PLACEMENT_STREAM",
+    "GAUSS_STREAM",
     "KEY_BYTES",
 ]
 
 #: bytes of a release key (AES-256)
 KEY_BYTES = 32
 #: stream tags: what the bytes of a node are for
-LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM = 1, 2, 3
-_STREAMS = (LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM)
+LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM, GAUSS_STREAM = 1, 2, 3, 4
+_STREAMS = (LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM, GAUSS_STREAM)
 _TAG = 0x4F44_5057  # "ODPW"
 _VERSION = 1
 _LE64 = np.dtype("<u8")
@@ -99,9 +101,12 @@ _TWO_M53 = 2.0**-53
 class KeyedNodeNoise:
     """Random values addressed by tree node, a keyed PRF of (key, stream, level, node id).
 
-    The object is what the tree traversals draw from: :meth:`laplace` for noisy counts,
-    :meth:`coins` for the fair coins of the zero-respecting correction, :meth:`uniform` for
-    point placement.  It holds no data and no state besides the key: asking twice for a node
+    The object is what the tree traversals draw from: :meth:`laplace` (pure DP) or
+    :meth:`gaussian` (zCDP) for noisy counts,
+    :meth:`coins` for the fair coins of the zero-respecting correction; :meth:`uniform` draws
+    keyed points per node (the synthesis places its points with the faster
+    :class:`~opendp_wasserstein.synthesis.PlacementStream` instead: placement is
+    post-processing).  It holds no data and no state besides the key: asking twice for a node
     gives the same value, whichever other nodes are asked with it, in any process.
 
     :param key: the secret release key, 32 bytes (draw it with :meth:`fresh` or
@@ -269,9 +274,29 @@ class KeyedNodeNoise:
         return out  # the traversal clamps noisy counts to +-2^61 (node_noise.add_noise)
 
     def gaussian(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
-        """Not available: node-addressed discrete Gaussian noise is not implemented (the zCDP
-        measurements draw pooled noise, see ``measurements._tree_laplace._release_noise``)."""
-        raise NotImplementedError("node-addressed discrete Gaussian noise is not implemented")
+        """``N_Z(0, scale^2)`` noise for each node, exact, node ``i`` from its own stream
+        (:func:`~opendp_wasserstein._stream_gaussian.stream_discrete_gaussian`: CKS rejection
+        rounds, each reading fresh regions of the node's Gaussian stream).
+
+        :param level: the nodes' level (public)
+        :param cells: the nodes' ids, shape ``(k, w)`` integers
+        :param scale: the noise scale ``sigma``, finite, in ``(0, 2^52]``
+        :return: ``int64`` array of length ``k``
+        """
+        level, ids = self._check(level, cells)
+        scale_f = float(scale)
+        if not (np.isfinite(scale_f) and 0.0 < scale_f <= MAX_SCALE):
+            raise ValueError("scale must be finite and in (0, 2^52]")
+        k = ids.shape[0]
+        if k == 0:
+            return np.zeros(0, dtype=np.int64)
+        enc = self._encryptor()
+        state = self._chain(enc, GAUSS_STREAM, level, ids)
+
+        def streams(elems: np.ndarray, first: np.ndarray, count: int) -> np.ndarray:
+            return self._expand(enc, state, elems, first, count)
+
+        return stream_discrete_gaussian(scale_f, k, streams)
 
     def coins(self, level: int, cells: np.ndarray) -> np.ndarray:
         """A fair coin (0 or 1, ``int64``) for each node: the low bit of its coin stream."""

@@ -1,9 +1,17 @@
-"""Synthesis: place ``m_theta`` points in every leaf cell (a data-independent rule)."""
+"""Synthesis: place ``m_theta`` points in every leaf cell (a data-independent rule).
+
+Placement is post-processing of the released leaf masses (the masses can be read back off the
+output points), so its randomness cannot affect privacy: it is drawn from a fast generator,
+:class:`PlacementStream` (numpy's PCG64, keyed by 256 bits from the operating
+system's CSPRNG for every release), not from the noise's sources (:doc:`randomness`).
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -11,14 +19,15 @@ from opendp_wasserstein._random import RandomSource
 from opendp_wasserstein.box import Box
 from opendp_wasserstein.consistency import LeafMasses
 from opendp_wasserstein.hierarchy import coord_bits_at_level
-from opendp_wasserstein.node_randomness import KeyedNodeNoise, random_words
+from opendp_wasserstein.node_randomness import random_words
 
-__all__ = ["PLACEMENTS", "check_placement", "place_points", "shuffle_order", "shuffled_labels"]
+__all__ = ["PLACEMENTS", "PlacementStream", "check_placement", "place_points", "shuffle_order", "shuffled_labels"]
 
 PLACEMENTS = ("center", "uniform")
 
-_POINTS = 1 << 16  # points placed per chunk (bounds the temporaries)
+_POINTS = 1 << 18  # floats placed per chunk (bounds the temporaries, stays in cache)
 _COLLECT = 1 << 22  # outputs from this many floats on first free unreachable cycles
+_KEY_BYTES = 32
 
 
 def check_placement(placement: str) -> str:
@@ -27,7 +36,22 @@ def check_placement(placement: str) -> str:
     return placement
 
 
-def _shuffle_packed(rng: RandomSource, payload: np.ndarray, low: int) -> np.ndarray:
+class _Words:
+    """A numpy generator as a source of uniform 64-bit words (what the shuffles read)."""
+
+    secure = False
+
+    def __init__(self, gen: np.random.Generator) -> None:
+        self._gen = gen
+
+    def uint64(self, size: int) -> np.ndarray:
+        return np.asarray(self._gen.bit_generator.random_raw(int(size)), dtype=np.uint64)
+
+    def permutation(self, k: int) -> np.ndarray:  # pragma: no cover - more than 2^48 rows
+        return self._gen.permutation(int(k))
+
+
+def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int) -> np.ndarray:
     """``payload`` (uint64 values below ``2^low``) in uniformly random order.
 
     Every item gets i.i.d. uniform high bits above its payload and the packed words are sorted;
@@ -36,7 +60,7 @@ def _shuffle_packed(rng: RandomSource, payload: np.ndarray, low: int) -> np.ndar
     """
     k = payload.size
     mask = np.uint64((1 << low) - 1)
-    keys = np.array(random_words(rng, k))
+    keys = rng.uint64(k) if isinstance(rng, _Words) else np.array(random_words(rng, k))
     keys &= ~mask
     keys |= payload
     keys.sort()
@@ -52,7 +76,7 @@ def _shuffle_packed(rng: RandomSource, payload: np.ndarray, low: int) -> np.ndar
     return keys
 
 
-def shuffle_order(rng: RandomSource, k: int) -> np.ndarray:
+def shuffle_order(rng: RandomSource | _Words, k: int) -> np.ndarray:
     """A uniformly random permutation of ``range(k)`` (int64): the indices packed below i.i.d.
     uniform random bits and sorted, ties put in a fresh random order (exactly uniform)."""
     if k <= 1:
@@ -63,7 +87,7 @@ def shuffle_order(rng: RandomSource, k: int) -> np.ndarray:
     return _shuffle_packed(rng, np.arange(k, dtype=np.uint64), low).view(np.int64)
 
 
-def shuffled_labels(rng: RandomSource, masses: np.ndarray) -> np.ndarray:
+def shuffled_labels(rng: RandomSource | _Words, masses: np.ndarray) -> np.ndarray:
     """Label ``i`` repeated ``masses[i]`` times, in uniformly random order (int64)."""
     k = masses.size
     labels = np.repeat(np.arange(k, dtype=np.uint64), masses)
@@ -75,61 +99,128 @@ def shuffled_labels(rng: RandomSource, masses: np.ndarray) -> np.ndarray:
     return _shuffle_packed(rng, labels, low).view(np.int64)
 
 
+class PlacementStream:
+    """The randomness of point placement and of the order of the output rows (post-processing).
+
+    Keyed by 256 bits (:func:`os.urandom` for every release; a seeded source's stream inside the
+    non-private reproducible option).  Two uses, independent (distinct ``SeedSequence`` spawn
+    keys of the one key):
+
+    * :meth:`points`: the uniform offsets of the points in their leaf cells.  Point ``g`` of a
+      release (its index in leaf order, the Morton order of the leaves) reads words
+      ``g w .. g w + w - 1`` of one PCG64 stream (which jumps ahead to any word in
+      ``O(log g)`` steps: :meth:`numpy.random.PCG64.advance`), so the points do not depend on
+      how the leaves are split between the parts of a distributed run;
+    * :meth:`order`: the words of a uniformly random order of a part's rows (PCG64, one
+      stream per part; :func:`shuffle_order`, :func:`shuffled_labels`).
+
+    :param key: 32 bytes
+    """
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: bytes) -> None:
+        if not isinstance(key, (bytes, bytearray)) or len(key) != _KEY_BYTES:
+            raise ValueError(f"key must be {_KEY_BYTES} bytes")
+        self._key = bytes(key)
+
+    def _seq(self, *spawn: int) -> np.random.SeedSequence:
+        return np.random.SeedSequence(int.from_bytes(self._key, "little"), spawn_key=spawn)
+
+    @classmethod
+    def from_random_source(cls, rng: RandomSource) -> PlacementStream:
+        """A fresh :func:`os.urandom` key if ``rng`` is secure, else one read from its seeded
+        stream (reproducible and **not private**: tests and figures only)."""
+        if rng.secure:
+            return cls(os.urandom(_KEY_BYTES))
+        return cls(rng.uint64(_KEY_BYTES // 8).astype("<u8").tobytes())
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled for the workers of a distributed run
+        return (PlacementStream, (self._key,))
+
+    def __repr__(self) -> str:
+        return "PlacementStream(key=<hidden>)"
+
+    def points_from(self, start: int, width: int) -> np.random.Generator:
+        """The point stream from point ``start`` on: ``random((count, width))`` of the returned
+        generator gives points ``start .. start + count - 1``, each coordinate a multiple of
+        ``2^-53`` in ``[0, 1)`` (the top 53 bits of one 64-bit word)."""
+        return np.random.Generator(np.random.PCG64(self._seq(0)).advance(int(start) * int(width)))
+
+    def points(self, start: int, count: int, width: int) -> np.ndarray:
+        """Points ``start .. start + count - 1`` of the stream, ``(count, width)`` floats."""
+        return self.points_from(start, width).random((int(count), int(width)))
+
+    def order(self, part: int = 0) -> _Words:
+        """The words of part ``part``'s row order (PCG64), for :func:`shuffle_order` and
+        :func:`shuffled_labels`."""
+        return _Words(np.random.Generator(np.random.PCG64(self._seq(1, int(part)))))
+
+
 def place_points(
     leaves: LeafMasses,
     box: Box,
     placement: str,
     rng: RandomSource,
     axes: Sequence[int] | None = None,
-    keyed: KeyedNodeNoise | None = None,
+    stream: PlacementStream | None = None,
+    start: int = 0,
+    part: int = 0,
 ) -> np.ndarray:
     """``leaves.masses[i]`` points in leaf cell ``i``, at its centre or uniform in it, mapped into
     ``box``, rows in random order.  Returns an (m, d) float array.  ``axes`` is the split order
     of the hierarchy (default cyclic): it sets the cell sides.
 
-    The rows' leaf labels (each leaf repeated by its mass) are shuffled (:func:`shuffled_labels`),
-    then each row is its leaf's centre (one gather from the ``k`` centres), or a uniform point
-    of its leaf, written in row order a chunk at a time: the memory is the output plus a few
-    integers a row.  The ``r``-th uniform point of a leaf is the ``r``-th point of the leaf's
-    placement stream of a :class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise` keyed
-    from ``rng`` (or ``keyed``, when given: a distributed run places each partition's leaves
-    with the release's one placement key): a function of the key, the leaf and ``r`` only.
+    Centres: the ``k`` leaf centres gathered by the leaf labels (leaf ``i`` repeated by its mass)
+    in a uniformly random order.  Uniform: the points are made in leaf order a chunk at a time
+    (leaf ``i``'s cell repeated by its mass plus the :meth:`PlacementStream.points` of the rows)
+    and scattered to a uniformly random permutation of the rows.  Either way the memory is the
+    output plus one or two integers a row.  The
+    stream is keyed from ``rng``, or is ``stream`` when given: a distributed run places each
+    part's leaves with the release's one stream, ``start`` being the index of the part's first
+    point in the leaf order of the whole release and ``part`` the part (its rows' order).
     """
     d = box.dim
     m = leaves.total
     if m * d >= _COLLECT:
         # the count tree reaches here through OpenDP's ctypes keep-alive cycle: free it first
         gc.collect()
-    masses = leaves.masses
+    if stream is None:
+        stream = PlacementStream.from_random_source(rng)
+    masses = np.asarray(leaves.masses, dtype=np.int64)
+    cells = leaves.cells
     width = np.ldexp(1.0, -coord_bits_at_level(leaves.depth, d, axes))  # cell side, exact
     lower = np.asarray(box.lower, dtype=np.float64)
     upper = np.asarray(box.upper, dtype=np.float64)
-    span = upper - lower
-
     # the cell side is a power of two, so (u * width) * span == u * (width * span) exactly, and
     # lower + u * span >= lower for u >= 0: one product, one sum and one clamp at the top
-    step = width * span
+    step = width * (upper - lower)
 
-    def to_box(u: np.ndarray) -> np.ndarray:
-        u *= step
-        u += lower
-        np.minimum(u, upper, out=u)
-        return u
-
-    if placement == "center":
-        centers = to_box(leaves.cells.astype(np.float64) + 0.5)
-        return centers[shuffled_labels(rng, masses)]
+    if placement == "center":  # the k centres, gathered in a random order of the labels
+        centers = (cells.astype(np.float64) + 0.5) * step + lower
+        np.minimum(centers, upper, out=centers)
+        return centers[shuffled_labels(stream.order(part), masses)]
     out = np.empty((m, d), dtype=np.float64)
-    if keyed is None:
-        keyed = KeyedNodeNoise.from_random_source(rng)
-    state = keyed.placement_state(leaves.depth, leaves.cells)
-    order = shuffle_order(rng, m)
-    labels = np.repeat(np.arange(masses.size), masses)[order]
-    ranks = (np.arange(m) - np.repeat(np.cumsum(masses) - masses, masses))[order]
-    del order
-    for lo in range(0, m, _POINTS):
-        lab = labels[lo : lo + _POINTS]
-        u = leaves.cells[lab].astype(np.float64)
-        u += keyed.uniform_points(state[lab], ranks[lo : lo + _POINTS], d)
-        out[lo : lo + u.shape[0]] = to_box(u)
+    if m == 0:
+        return out
+    dest = shuffle_order(stream.order(part), m)  # row g (leaf order) goes to row dest[g]
+    points = stream.points_from(start, d)
+    row = np.dtype((np.void, 8 * d))
+    rows_out = out.reshape(m * d).view(row)
+    ends = np.cumsum(masses)
+    begins = ends - masses
+    chunk = max(1024, _POINTS // d)  # rows per chunk: about _POINTS floats, in cache
+    for lo in range(0, m, chunk):
+        hi = min(m, lo + chunk)
+        a = int(np.searchsorted(ends, lo, side="right"))
+        b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
+        count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
+        y = np.repeat(cells[a:b].astype(np.float64), count, axis=0)
+        y += points.random((hi - lo, d))
+        for j in range(d):  # column by column: an (r, d) op (d,) array has an inner loop of d
+            col = y[:, j]
+            col *= step[j]
+            col += lower[j]
+            np.minimum(col, upper[j], out=col)
+        rows_out[dest[lo:hi]] = y.reshape((hi - lo) * d).view(row)
     return out

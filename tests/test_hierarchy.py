@@ -204,6 +204,23 @@ def test_truncated_tree_equals_a_direct_tree(d, depth, r):
         full.truncated(depth + 1)
 
 
+def test_split_positions_are_built_for_the_deepest_view_that_asks():
+    # a shallow view first, then a deeper one and the full tree: each sees every split
+    u = np.random.default_rng(7).uniform(size=(2000, 3)) ** 2
+    tree = build_count_tree(u, 30)
+    ref = build_count_tree(u, 30)
+    for r in (6, 18, 30):
+        view = tree.truncated(r) if r < 30 else tree
+        lo, hi = np.array([0]), np.array([u.shape[0]])
+        for level in range(r):
+            mid = view.split(level, lo, hi)
+            assert np.array_equal(mid, ref.split(level, lo, hi))
+            lo, hi = np.stack([lo, mid], 1).reshape(-1), np.stack([mid, hi], 1).reshape(-1)
+            lo, hi = lo[hi > lo], hi[hi > lo]
+        assert tree._grouped_cache["depth"] == r
+        assert tree._grouped_cache["positions"].size == int(np.count_nonzero(tree.lcp < r))
+
+
 def test_chunk_boundaries(monkeypatch):
     import opendp_wasserstein.hierarchy as h
 

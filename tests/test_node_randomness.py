@@ -17,6 +17,7 @@ from opendp_wasserstein.node_randomness import (
     KeyedNodeNoise,
     release_node_noise,
 )
+from tests.test_fast_gaussian import gof_pvalue as gaussian_gof_pvalue
 from tests.test_fast_laplace import P_MIN, gof_pvalue
 
 KEY = bytes(range(100, 132))
@@ -104,6 +105,38 @@ def test_addresses_separate_the_values() -> None:
 def test_laplace_law_across_nodes(scale: float) -> None:
     x = KeyedNodeNoise(KEY).laplace(50, cells_at(50, 3, 60_000), scale)
     assert gof_pvalue(x, scale) > P_MIN
+
+
+@pytest.mark.parametrize("scale", [0.4, 2.5, 40.0, 3.0e6])
+def test_gaussian_law_across_nodes(scale: float) -> None:
+    # seeded chi-square against the exact N_Z(0, scale^2) pmf (a fixed key: deterministic)
+    x = KeyedNodeNoise(KEY).gaussian(50, cells_at(50, 3, 60_000), scale)
+    assert gaussian_gof_pvalue(x, scale) > P_MIN
+
+
+@pytest.mark.parametrize("scale", [0.7, 9.0])
+def test_gaussian_exact_paths_forced(monkeypatch: pytest.MonkeyPatch, scale: float) -> None:
+    # every certified interval widened by 2^48: the acceptance tests run in exact arithmetic
+    import opendp_wasserstein._fast_gaussian as fg
+
+    monkeypatch.setattr(fg, "_SLACK", 2.0**48)
+    x = KeyedNodeNoise(KEY).gaussian(7, cells_at(7, 2, 5_000), scale)
+    assert gaussian_gof_pvalue(x, scale) > P_MIN
+
+
+def test_gaussian_is_a_function_of_the_node() -> None:
+    noise = KeyedNodeNoise(KEY)
+    cells = cells_at(20, 3, 3000)
+    g = noise.gaussian(20, cells, 2.0)
+    order = np.random.default_rng(1).permutation(cells.shape[0])  # test order, not a mechanism
+    assert np.array_equal(noise.gaussian(20, cells[order], 2.0), g[order])
+    assert np.array_equal(noise.gaussian(20, cells[:7], 2.0), g[:7])
+    assert np.array_equal(pickle.loads(pickle.dumps(noise)).gaussian(20, cells[:50], 2.0), g[:50])
+    assert not np.array_equal(noise.gaussian(21, cells, 2.0), g)  # the level is in the address
+    assert not np.array_equal(noise.laplace(20, cells, 2.0), g)  # its own stream
+    assert noise.gaussian(3, np.zeros((0, 2), dtype=np.int64), 1.0).shape == (0,)
+    with pytest.raises(ValueError, match="scale"):
+        noise.gaussian(3, np.zeros((2, 2), dtype=np.int64), 0.0)
 
 
 def test_coins_and_uniform_laws() -> None:

@@ -11,8 +11,12 @@ from scipy import stats
 from opendp_wasserstein._random import RandomSource
 from opendp_wasserstein.box import as_box
 from opendp_wasserstein.consistency import LeafMasses
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
-from opendp_wasserstein.synthesis import place_points, shuffle_order, shuffled_labels
+from opendp_wasserstein.synthesis import (
+    PlacementStream,
+    place_points,
+    shuffle_order,
+    shuffled_labels,
+)
 
 P_MIN = 1e-4
 
@@ -64,13 +68,74 @@ def test_center_placement_is_the_leaf_centres_in_random_order():
     assert sorted(map(tuple, pts.tolist())) == expect
 
 
-def test_uniform_placement_is_the_leaves_own_streams():
-    # the multiset of points is that of KeyedNodeNoise.uniform under the key drawn from rng
+def test_uniform_placement_reads_the_stream_in_leaf_order():
+    # the multiset of points is the leaves' cells (each repeated by its mass, in leaf order) plus
+    # the stream's points 0 .. m - 1, under the stream keyed from rng
     leaves = leaves_of([[0, 1], [3, 2], [1, 1]], [4, 1, 2], 4)
     box = as_box((0.0, 1.0), 2)
     pts = place_points(leaves, box, "uniform", RandomSource(9))
-    keyed = KeyedNodeNoise.from_random_source(RandomSource(9))
-    u = keyed.uniform(4, leaves.cells, leaves.masses, 2)
-    ref = (np.repeat(leaves.cells, leaves.masses, axis=0) + u) * 0.25
+    stream = PlacementStream.from_random_source(RandomSource(9))
+    ref = (np.repeat(leaves.cells, leaves.masses, axis=0) + stream.points(0, 7, 2)) * 0.25
     assert sorted(map(tuple, pts.tolist())) == sorted(map(tuple, ref.tolist()))
     assert np.all((pts >= 0) & (pts <= 1))
+    # a part that starts at point 4 of the release (the last two leaves) reads points 4 .. 6
+    tail = leaves_of([[3, 2], [1, 1]], [1, 2], 4)
+    part = place_points(tail, box, "uniform", RandomSource(0), stream=stream, start=4, part=1)
+    assert sorted(map(tuple, part.tolist())) == sorted(map(tuple, ref[4:].tolist()))
+
+
+def test_uniform_placement_in_chunks_is_the_same_points(monkeypatch):
+    import opendp_wasserstein.synthesis as synthesis
+
+    leaves = leaves_of([[0, 1], [3, 2], [1, 1], [2, 0]], [40, 1, 25, 7], 4)
+    box = as_box({"lower": [-1, 0], "upper": [1, 8]}, 2)
+    whole = place_points(leaves, box, "uniform", RandomSource(2))
+    monkeypatch.setattr(synthesis, "_POINTS", 5)  # chunks that cut leaves
+    chunked = place_points(leaves, box, "uniform", RandomSource(2))
+    assert np.array_equal(whole, chunked)
+    cells = np.floor((chunked - [-1, 0]) / [0.5, 2.0]).astype(int)
+    got = sorted(map(tuple, cells.tolist()))
+    assert got == sorted(map(tuple, np.repeat(leaves.cells, leaves.masses, axis=0).tolist()))
+
+
+def test_placement_stream_ranges_and_jumps():
+    stream = PlacementStream(bytes(range(32)))
+    whole = stream.points(0, 50, 3)
+    assert np.array_equal(stream.points(17, 20, 3), whole[17:37])
+    assert np.array_equal(stream.points(1, 3, 2), whole.reshape(-1)[2:8].reshape(3, 2))
+    assert np.all((whole >= 0) & (whole < 1))
+    assert np.all(np.ldexp(whole, 53) == np.floor(np.ldexp(whole, 53)))  # multiples of 2^-53
+    other = PlacementStream(bytes(range(1, 33)))
+    assert not np.array_equal(other.points(0, 50, 3), whole)
+    a, b = stream.order(0).uint64(8), stream.order(1).uint64(8)
+    assert not np.array_equal(a, b)
+    assert np.array_equal(a, stream.order(0).uint64(8))
+    with pytest.raises(ValueError, match="key"):
+        PlacementStream(bytes(31))
+    assert "hidden" in repr(stream)
+
+
+def test_placement_stream_points_are_uniform():
+    # seeded chi-square: 20 bins per coordinate of 60,000 points drawn from a part at 12,345
+    pts = PlacementStream(bytes(32)).points(12_345, 20_000, 3).reshape(-1)
+    counts = np.bincount((pts * 20).astype(int), minlength=20)
+    assert stats.chisquare(counts).pvalue > P_MIN
+
+
+def test_placement_stream_orders_are_uniform():
+    k, runs = 4, 12_000
+    perms = {p: i for i, p in enumerate(itertools.permutations(range(k)))}
+    counts = np.zeros(len(perms))
+    stream = PlacementStream(bytes(32))
+    words = stream.order(3)
+    for _ in range(runs):
+        counts[perms[tuple(shuffle_order(words, k).tolist())]] += 1
+    assert stats.chisquare(counts).pvalue > P_MIN
+
+
+def test_placement_stream_is_keyed_from_the_source():
+    assert not PlacementStream.from_random_source(RandomSource()).points(0, 1, 1) == (
+        PlacementStream.from_random_source(RandomSource()).points(0, 1, 1)
+    )
+    same = [PlacementStream.from_random_source(RandomSource(4)).points(0, 4, 2) for _ in range(2)]
+    assert np.array_equal(same[0], same[1])

@@ -69,7 +69,7 @@ def select_on_dask(
         _check_public_size,
         _contrib,
     )
-    from opendp_wasserstein.distributed._run import _source_rows, release_on_dask
+    from opendp_wasserstein.distributed._run import _source_shape, release_on_dask
     from opendp_wasserstein.measurements import (
         make_nn_histogram,
         make_tree_em,
@@ -83,7 +83,7 @@ def select_on_dask(
     _check_public_size(public_size)
     if not public_size and mechanism == "tree-em":
         raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
-    n, p = _source_rows(source, columns)
+    n, p = _source_shape(source, columns, count=bool(public_size))  # n is read only when public
     with _contrib():
         if public_size:
             domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)

@@ -18,8 +18,11 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
 Every node's noisy count and coin are node-addressed
 (:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`, one key per release), and a node's
 corrected mass depends only on its parent's mass and its own and its sibling's noisy counts,
-so the leaves are exactly those of the in-memory traversal under the same key; the points of a
-leaf come from the leaf's own placement stream.  The full-tree PMM reduces the level-``r``
+so the leaves are exactly those of the in-memory traversal under the same key.  The points
+(post-processing) come from the release's one
+:class:`~opendp_wasserstein.synthesis.PlacementStream`, addressed by the index of a point in
+the leaf order of the whole release: a part starts at the total mass of the parts before it,
+known on the driver from the level-``j0`` masses.  The full-tree PMM reduces the level-``r``
 histogram instead (its ``2^r`` nodes are on the driver in memory too) and writes the leaves'
 points in parallel.
 """
@@ -34,18 +37,14 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein import runtime
-from opendp_wasserstein._random import (
-    NOISE_STREAM,
-    PLACEMENT_STREAM,
-    RandomSource,
-    as_random_source,
-)
+from opendp_wasserstein._random import NOISE_STREAM, PLACEMENT_STREAM, as_random_source
 from opendp_wasserstein.box import Box
 from opendp_wasserstein.consistency import (
     Frontier,
     LeafMasses,
     expand_levels,
     full_consistency,
+    noise_draw,
     prefix_cells,
     traversal_root,
     tree_counter,
@@ -56,7 +55,7 @@ from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan
 from opendp_wasserstein.hierarchy import CountTree, _row_codes, check_axes
 from opendp_wasserstein.node_noise import add_noise
 from opendp_wasserstein.node_randomness import KeyedNodeNoise
-from opendp_wasserstein.synthesis import place_points
+from opendp_wasserstein.synthesis import PlacementStream, place_points
 
 __all__ = ["run_pmm", "run_adaptive", "split_level", "check_dask_postprocessing"]
 
@@ -104,6 +103,11 @@ def count_task(block: Any, d: int, nan: bool, box: Box, level: int, axes: Axes =
     """Rows and histogram of the level-``level`` prefixes of one block (dense, ``2^level``)."""
     x = rows_of(block, d, nan)
     return int(x.shape[0]), np.bincount(level_prefix(x, box, level, axes), minlength=1 << level)
+
+
+def rows_task(block: Any, d: int, nan: bool) -> int:
+    """The number of rows of one block (checked as every other task checks them)."""
+    return int(rows_of(block, d, nan).shape[0])
 
 
 def sparse_count_task(
@@ -154,23 +158,26 @@ class Release:
     scales: tuple[float, ...]
     placement: str
     noise: KeyedNodeNoise
-    placement_key: KeyedNodeNoise | None
+    stream: PlacementStream
     writer: PartWriter
     axes: Axes = None
+    distribution: str = "laplace"
 
 
 @dataclass(frozen=True)
 class Subtrees:
-    """The active level-``level`` cells a part expands: cells, masses and Morton prefixes."""
+    """The active level-``level`` cells a part expands: cells, masses and Morton prefixes;
+    ``start`` is the index of the part's first point in the leaf order of the whole release."""
 
     q: int
     level: int
     cells: np.ndarray
     mass: np.ndarray
     prefix: np.ndarray
+    start: int = 0
 
 
-def traverse_task(tree: CountTree, job: Subtrees, rel: Release, rng: RandomSource, hook: Any = None) -> dict[str, Any]:
+def traverse_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None) -> dict[str, Any]:
     """Algorithms 1-2 below the part's active cells, then the synthesis of its leaves (one part)."""
     if hook is not None:
         hook(job.q)
@@ -182,24 +189,31 @@ def traverse_task(tree: CountTree, job: Subtrees, rel: Release, rng: RandomSourc
     lo = np.searchsorted(local, job.prefix, side="left")
     hi = np.searchsorted(local, job.prefix, side="right")
     front = Frontier(job.level, job.cells, job.mass, (lo, hi), 0, [])
-    front = expand_levels(front, rel.depth, tree_counter(t), rel.scales, rel.noise, axes=rel.axes)
+    front = expand_levels(
+        front, rel.depth, tree_counter(t), rel.scales, rel.noise, distribution=rel.distribution, axes=rel.axes
+    )
     leaves = LeafMasses(front.cells, front.mass, rel.depth, front.visited, tuple(front.active), rel.scales)
-    written = _write_leaves(leaves, rel, rng, job.q)
+    written = _write_leaves(leaves, rel, job.q, job.start)
     return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
 
 
-def synth_task(cells: np.ndarray, masses: np.ndarray, rel: Release, rng: RandomSource, q: int, hook: Any = None) -> dict[str, Any]:
-    """Write the points of driver-held leaves ``cells`` (one part)."""
+def synth_task(
+    cells: np.ndarray, masses: np.ndarray, rel: Release, q: int, start: int, hook: Any = None
+) -> dict[str, Any]:
+    """Write the points of driver-held leaves ``cells`` (one part; ``start``: its first point's
+    index in the leaf order of the release)."""
     if hook is not None:
         hook(q)
     leaves = LeafMasses(cells, masses, rel.depth, 0, (), rel.scales)
-    return {"rows": _write_leaves(leaves, rel, rng, q), "visited": 0, "active": [], "leaves": int(masses.size)}
+    return {"rows": _write_leaves(leaves, rel, q, start), "visited": 0, "active": [], "leaves": int(masses.size)}
 
 
-def _write_leaves(leaves: LeafMasses, rel: Release, rng: RandomSource, q: int) -> int:
+def _write_leaves(leaves: LeafMasses, rel: Release, q: int, start: int) -> int:
     if leaves.total == 0:
         return rel.writer(q, np.zeros((0, rel.d)))
-    points = place_points(leaves, rel.box, rel.placement, rng, rel.axes, keyed=rel.placement_key)
+    points = place_points(
+        leaves, rel.box, rel.placement, as_random_source(), rel.axes, stream=rel.stream, start=start, part=q
+    )
     return rel.writer(q, points)
 
 
@@ -288,6 +302,11 @@ class Driver:
             h += hist
         return n, h
 
+    def rows(self, plan_d: int, nan: bool) -> int:
+        """The number of rows of the source (a sum over the blocks)."""
+        futures = [self.client.submit(rows_task, b, plan_d, nan, pure=False) for b in self.blocks]
+        return int(sum(self.run(futures, "rows")))
+
     def sparse_count(self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
         futures = [
             self.client.submit(sparse_count_task, b, plan_d, nan, box, level, axes, pure=False) for b in self.blocks
@@ -325,49 +344,54 @@ def _check_size(plan: PmmPlan | Any, n: int) -> None:
         raise ValueError(f"data must have exactly {plan.size} rows (the domain's public size)")
 
 
-def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, RandomSource, KeyedNodeNoise | None]:
-    """The release's node noise, placement source and placement key, drawn as the in-memory
-    path draws them (so a reproducible run gives the same keys)."""
-    if plan.distribution != "laplace":
-        raise ValueError(
-            "zCDP (discrete Gaussian) releases run in memory only: their noise is not node-addressed"
-        )
-    placement = plan.placement
+def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, PlacementStream]:
+    """The release's node noise and placement stream, drawn as the in-memory path draws them
+    (so a reproducible run gives the same keys)."""
     if runtime.current_sampler() == "opendp":
         raise ValueError(
             "runtime.sampler('opendp') cannot run distributed: its noise is not node-addressed"
         )
     noise = KeyedNodeNoise.from_random_source(as_random_source().derive(NOISE_STREAM))
-    prng = as_random_source().derive(PLACEMENT_STREAM)
-    key = KeyedNodeNoise.from_random_source(prng) if placement == "uniform" else None
-    return noise, prng, key
+    stream = PlacementStream.from_random_source(as_random_source().derive(PLACEMENT_STREAM))
+    return noise, stream
 
 
 def _top(plan: PmmPlan, n: int, h: np.ndarray, j0: int, noise: KeyedNodeNoise) -> Frontier:
     """Algorithms 1-2 for the levels above ``min(j0, depth)`` from the level-``j0`` histogram."""
-    front = traversal_root(n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),))
-    return expand_levels(front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise, axes=plan.axes)
+    front = traversal_root(
+        n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),), plan.distribution
+    )
+    return expand_levels(
+        front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise,
+        distribution=plan.distribution, axes=plan.axes,
+    )
 
 
 def _jobs(front: Frontier, bounds: np.ndarray) -> list[Subtrees]:
     (prefix,) = front.state
     dest = np.searchsorted(bounds, prefix, side="right") - 1
     cut = np.searchsorted(dest, np.arange(bounds.size + 1))
+    # a subtree's leaves keep its mass (Algorithm 2 splits a mass between the two children)
+    starts = np.concatenate(([0], np.cumsum(front.mass)))[cut].tolist()
     return [
-        Subtrees(q, front.level, front.cells[cut[q] : cut[q + 1]], front.mass[cut[q] : cut[q + 1]], prefix[cut[q] : cut[q + 1]])
+        Subtrees(
+            q, front.level, front.cells[cut[q] : cut[q + 1]], front.mass[cut[q] : cut[q + 1]],
+            prefix[cut[q] : cut[q + 1]], int(starts[q]),
+        )
         for q in range(bounds.size)
     ]
 
 
-def _write_driver_leaves(drv: Driver, leaves: LeafMasses, rel: Release, prng: RandomSource) -> list[dict[str, Any]]:
+def _write_driver_leaves(drv: Driver, leaves: LeafMasses, rel: Release) -> list[dict[str, Any]]:
     """Write leaves held by the driver in parallel parts of about :data:`ROWS_PER_PART` rows."""
     ends = np.cumsum(leaves.masses)
     total = int(ends[-1]) if ends.size else 0
     parts = max(1, -(-total // ROWS_PER_PART))
     cuts = np.concatenate(([0], np.searchsorted(ends, (np.arange(1, parts) * total) // parts, side="right"), [ends.size]))
+    first = np.concatenate(([0], ends))
     futures = [
         drv.client.submit(
-            synth_task, leaves.cells[a:b], leaves.masses[a:b], rel, prng.derive(1 + q), q, drv.hook, pure=False
+            synth_task, leaves.cells[a:b], leaves.masses[a:b], rel, q, int(first[a]), drv.hook, pure=False
         )
         for q, (a, b) in enumerate(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
     ]
@@ -407,10 +431,12 @@ def check_dask_postprocessing(plan: PmmPlan) -> None:
 def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
     """Pruned-PMM or PMM on the driver's blocks; returns what the in-memory release records."""
     check_dask_postprocessing(plan)
-    noise, prng, key = _keys(plan)
-    rel = Release(plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, key, writer, plan.axes)
+    noise, stream = _keys(plan)
+    rel = Release(
+        plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, stream, writer, plan.axes, plan.distribution
+    )
     if not plan.pruned:
-        return _run_full(plan, drv, rel, noise, prng)
+        return _run_full(plan, drv, rel, noise)
     parts = parts or drv.parts
     j0 = split_level(parts, plan.depth)
     n, h = drv.count(plan.d, plan.nan, plan.box, j0, plan.axes)
@@ -418,19 +444,19 @@ def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = 
     front = _top(plan, n, h, j0, noise)
     if front.level == plan.depth:  # the whole traversal fits above the split level
         leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
-        return _finish(plan, _write_driver_leaves(drv, leaves, rel, prng), front, 0)
+        return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
     bounds = part_bounds(h, parts)
     trees = drv.trees(plan.d, plan.nan, plan.box, j0, bounds, plan.depth, plan.axes)
     jobs = _jobs(front, bounds)
     futures = [
-        drv.client.submit(traverse_task, t, job, rel, prng.derive(1 + job.q), drv.hook, pure=False)
+        drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
         for t, job in zip(trees, jobs, strict=True)
     ]
     summaries = drv.run(futures, "subtrees")
     return _finish(plan, summaries, front, 0)
 
 
-def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise, prng: RandomSource) -> dict[str, Any]:
+def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -> dict[str, Any]:
     """The full-tree PMM: the level-``r`` histogram reduced to the driver, noised and corrected
     there as in memory (:func:`~opendp_wasserstein.noisy_tree.draw_full_tree`), points in parallel."""
     r, d = plan.depth, plan.d
@@ -438,16 +464,17 @@ def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise, p
     _check_size(plan, n)
     cells0 = np.zeros((1, d), dtype=np.int64)
     root = np.zeros(1, dtype=np.int64)
+    draw = noise_draw(noise, plan.distribution)
     if plan.release_root:
-        root = add_noise(np.array([n]), noise.laplace(0, cells0, plan.scales[0]))
+        root = add_noise(np.array([n]), draw(0, cells0, plan.scales[0]))
     levels = [root.astype(np.int64)]
     for j in range(1, r + 1):
         exact = h.reshape(1 << j, -1).sum(axis=1)
         cells = prefix_cells(np.arange(1 << j), j, d, plan.axes)
-        levels.append(add_noise(exact, noise.laplace(j, cells, plan.scales[j])))
+        levels.append(add_noise(exact, draw(j, cells, plan.scales[j])))
     nodes = int(sum(a.size for a in levels)) - (0 if plan.release_root else 1)
     leaves = full_consistency(tuple(levels), d, plan.root_size, nodes, plan.scales, plan.axes)
-    summaries = _write_driver_leaves(drv, leaves, rel, prng)
+    summaries = _write_driver_leaves(drv, leaves, rel)
     return _finish(plan, summaries, None, nodes)
 
 
@@ -470,18 +497,20 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
             occupancy[top:] += occ
     a = plan.choose_from_scores(sp.scores_of_occupancy(occupancy))
     main = plan.mains[a]
-    noise, prng, key = _keys(main)
-    rel = Release(main.d, main.box, main.depth, main.scales, main.placement, noise, key, writer, main.axes)
+    noise, stream = _keys(main)
+    rel = Release(
+        main.d, main.box, main.depth, main.scales, main.placement, noise, stream, writer, main.axes, main.distribution
+    )
     front = _top(main, n, h, j0, noise)
     if front.level == main.depth:
         leaves = LeafMasses(front.cells, front.mass, main.depth, front.visited, tuple(front.active), main.scales)
         for t in trees:
             t.release()
-        info = _finish(main, _write_driver_leaves(drv, leaves, rel, prng), front, 0)
+        info = _finish(main, _write_driver_leaves(drv, leaves, rel), front, 0)
     else:
         jobs = _jobs(front, bounds)
         futures = [
-            drv.client.submit(traverse_task, t, job, rel, prng.derive(1 + job.q), drv.hook, pure=False)
+            drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
             for t, job in zip(trees, jobs, strict=True)
         ]
         summaries = drv.run(futures, "subtrees")

@@ -14,7 +14,13 @@ import numpy as np
 from opendp_wasserstein import runtime
 from opendp_wasserstein.distributed._output import ParquetSink
 from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
-from opendp_wasserstein.distributed._spec import AdaptivePlan, HistogramPlan, PmmPlan, plan_of
+from opendp_wasserstein.distributed._spec import (
+    AdaptivePlan,
+    HistogramPlan,
+    NoisySizePlan,
+    PmmPlan,
+    plan_of,
+)
 
 __all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "DistributedRelease", "local_client"]
 
@@ -133,10 +139,23 @@ def release_on_dask(
     try:
         with _client(client) as c:
             drv = Driver(c, blocks, progress, _hook)
+            first: dict[str, Any] = {}
+            if isinstance(plan, NoisySizePlan):
+                # the DP row count (a sum over the blocks, then the in-memory closure's noise),
+                # then the plan of the measurement built for n_hat
+                with runtime.diagnostics() as sizes:
+                    inner = plan.inner(plan.noisy_size(drv.rows(plan.d, plan.nan)))
+                for r in sizes:
+                    first |= r
+                plan = plan_of(inner)
+                for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
+                    check_dask_postprocessing(p)
             if isinstance(plan, PmmPlan):
-                info = run_pmm(plan, drv, sink.writer, parts)
-            else:
-                info = run_adaptive(plan, drv, sink.writer, parts)
+                info = first | run_pmm(plan, drv, sink.writer, parts)
+            elif isinstance(plan, AdaptivePlan):
+                info = first | run_adaptive(plan, drv, sink.writer, parts)
+            else:  # pragma: no cover - make_noisy_size_then builds a synthesis
+                raise TypeError("make_noisy_size_then built a measurement with no synthesis plan")
         path = sink.commit()
     except BaseException:
         sink.abort()
@@ -145,19 +164,29 @@ def release_on_dask(
     return DistributedRelease(path, int(info["size"]), int(info["parts"]), info)
 
 
-def _source_rows(source: Any, columns: Sequence[str] | None) -> tuple[int, int]:
-    """``(n, d)`` of a source: Parquet footers, a numpy shape, or one pass over a Dask collection."""
+def _source_shape(source: Any, columns: Sequence[str] | None, count: bool = True) -> tuple[int | None, int]:
+    """``(n, d)`` of a source: Parquet footers, a numpy shape, or one pass over a Dask collection
+    (``count=False``: ``n`` is not read, None: the size is private)."""
     if isinstance(source, (str, os.PathLike)):
         import pyarrow.parquet as pq
 
         files = parquet_files(os.fspath(source))
-        n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
         d = len(columns) if columns is not None else len(pq.ParquetFile(files[0]).schema_arrow.names)
-        return int(n), d
+        if not count:
+            return None, d
+        return int(sum(pq.ParquetFile(f).metadata.num_rows for f in files)), d
     if isinstance(source, np.ndarray):
-        return int(source.shape[0]), int(source.shape[1]) if source.ndim == 2 else 0
+        d = int(source.shape[1]) if source.ndim == 2 else 0
+        return (int(source.shape[0]) if count else None), d
     d = len(columns) if columns is not None else int(source.shape[1]) if hasattr(source, "ndim") else len(source.columns)
-    return int(len(source)), d
+    return (int(len(source)) if count else None), d
+
+
+def _source_rows(source: Any, columns: Sequence[str] | None) -> tuple[int, int]:
+    """``(n, d)`` of a source (the public size of a release with ``public_size=True``)."""
+    n, d = _source_shape(source, columns)
+    assert n is not None
+    return n, d
 
 
 def synthesize_on_dask(
@@ -170,6 +199,7 @@ def synthesize_on_dask(
     depth: int | None = None,
     placement: str = "uniform",
     public_size: bool = True,
+    epsilon_size: float | None = None,
     client: Any = None,
     columns: Sequence[str] | None = None,
     parts: int | None = None,
@@ -179,9 +209,14 @@ def synthesize_on_dask(
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
     The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments and ``consistency="paper"`` (least squares has no Dask version yet; ``n`` is the
-    source's row count, public unless ``public_size=False``, which needs ``mechanism="pruned"``
-    or ``"pmm"`` with ``depth``), run by :func:`release_on_dask`.
+    arguments and ``consistency="paper"`` (least squares has no Dask version yet), run by
+    :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row
+    count (Parquet footers), public.  With ``public_size=False`` nothing reads ``n`` but the
+    measurement: either ``depth`` is given (``"pruned"``/``"pmm"``: the noisy root sets the
+    number of rows) or the share ``epsilon_size`` buys the DP count ``n_hat`` of
+    :func:`~opendp_wasserstein.measurements.make_noisy_size_then`, summed over the parts and
+    noised on the driver by the in-memory closure, and the depth or candidates are chosen from
+    ``n_hat``, as in memory.
 
     :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
     """
@@ -189,20 +224,41 @@ def synthesize_on_dask(
         MECHANISMS,
         SynthesisReport,
         _bounds,
+        _check_public_size,
         _contrib,
         _synthesis_measurement,
     )
-    from opendp_wasserstein.parameters import check_epsilon
+    from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
 
+    _check_public_size(public_size)
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if not public_size and (mechanism == "adaptive" or depth is None):
-        raise ValueError("public_size=False runs distributed only with mechanism='pruned' or 'pmm' and a depth")
     eps = check_epsilon(epsilon)
-    n, d = _source_rows(source, columns)
+    if epsilon_select is not None:
+        check_epsilon(epsilon_select, "epsilon_select")
+        if mechanism != "adaptive":
+            raise ValueError("epsilon_select applies only to mechanism='adaptive'")
+        if epsilon_select >= eps:
+            raise ValueError("epsilon_select must be smaller than epsilon")
+    if depth is not None and mechanism == "adaptive":
+        raise ValueError("depth applies only to mechanism='pruned' or 'pmm' (adaptive chooses it)")
+    if epsilon_size is not None:
+        check_epsilon(epsilon_size, "epsilon_size")
+        if public_size:
+            raise ValueError("epsilon_size applies only with public_size=False")
+        if epsilon_size >= eps:
+            raise ValueError("epsilon_size must be smaller than epsilon")
+    n, d = _source_shape(source, columns, count=bool(public_size))
     box = _bounds(bounds, d)
     with _contrib():
-        meas = _synthesis_measurement(d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, None)
+        try:
+            meas = _synthesis_measurement(d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size)
+        except ScaleLimitError as e:  # as synthesize words it
+            if str(e).startswith("epsilon_size"):
+                raise
+            raise ValueError(
+                f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
+            ) from None
         t0 = time.perf_counter()
         rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
                               overwrite=overwrite, progress=progress)

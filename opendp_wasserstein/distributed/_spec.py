@@ -21,7 +21,9 @@ import numpy as np
 
 from opendp_wasserstein.box import Box
 
-__all__ = ["PmmPlan", "ScoresPlan", "AdaptivePlan", "HistogramPlan", "attach", "plan_of", "PLAN_ATTRIBUTE"]
+__all__ = [
+    "PmmPlan", "ScoresPlan", "AdaptivePlan", "HistogramPlan", "NoisySizePlan", "attach", "plan_of", "PLAN_ATTRIBUTE",
+]
 
 PLAN_ATTRIBUTE = "_opendp_wasserstein_plan"
 
@@ -101,7 +103,23 @@ class HistogramPlan:
     finish: Callable[[np.ndarray], Any]
 
 
-Plan = PmmPlan | AdaptivePlan | HistogramPlan
+@dataclass(frozen=True)
+class NoisySizePlan:
+    """A DP row count, then a mechanism built for it
+    (:func:`~opendp_wasserstein.measurements.make_noisy_size_then`): the number of rows is a
+    sum over the parts; ``noisy_size(n)`` is the in-memory closure that releases
+    ``n_hat = max(1, n + LapZ(1 / epsilon_size))`` from the exact count (OpenDP's ``make_laplace``,
+    or the seeded stream inside ``reproducible``); ``inner(n_hat)`` the in-memory closure that
+    builds the mechanism for ``n_hat`` and checks it against the declared bound.  The built
+    measurement's own plan runs next."""
+
+    d: int
+    nan: bool
+    noisy_size: Callable[[int], int]
+    inner: Callable[[int], Any]
+
+
+Plan = PmmPlan | AdaptivePlan | HistogramPlan | NoisySizePlan
 
 
 def attach(meas: Any, plan: Any) -> Any:

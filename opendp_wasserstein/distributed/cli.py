@@ -86,22 +86,23 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     lower, upper = read_bounds(args.bounds, header)
     if os.path.exists(args.output):
         raise CliError(f"output {args.output!r} exists: choose a new directory")
-    if args.private_size:
-        raise CliError("--private-size runs in memory only (its DP row count is not distributed yet)")
     with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
         rel, report = synthesize_on_dask(
             args.input, args.epsilon, args.output, {"lower": lower, "upper": upper},
             mechanism=args.mechanism, epsilon_select=args.epsilon_select, placement=args.placement,
-            client=client, columns=header, parts=args.parts, progress=_show_progress(args),
+            public_size=not args.private_size, client=client, columns=header, parts=args.parts,
+            progress=_show_progress(args),
         )
     summary = {
         "command": "synth", "input": args.input, "output": rel.path, "scheduler": args.scheduler,
         "rows_out": rel.rows, "parts": rel.parts, "columns": header, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "depth": report.depth, "schedule": list(report.scales),
         "visited_nodes": report.visited_nodes, "seconds": report.seconds,
+        "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        unit = "one added or removed record" if args.private_size else "one replacement"
+        print(f"certified epsilon (measurement map, {unit}): {report.epsilon}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
         print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")

@@ -20,6 +20,8 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import SIZE_STREAM, as_random_source
+from opendp_wasserstein.data import check_data_domain, domain_allows_nan
+from opendp_wasserstein.distributed._spec import NoisySizePlan, attach
 from opendp_wasserstein.exact import round_up
 from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
 from opendp_wasserstein.samplers import sample_discrete_laplace
@@ -89,29 +91,38 @@ def make_noisy_size_then(
     if not callable(build) or not callable(bound):
         raise TypeError("build and bound must be callables")
 
+    laplace = dp.m.make_laplace(rows.output_domain, rows.output_metric, scale=scale)
     count_scale = scale
 
-    def noisy_count(x: Any) -> int:
+    def noisy_size(n: int) -> int:
+        """``n_hat`` from the exact count ``n`` (``count = rows >> laplace``: the count's noise
+        is ``laplace`` applied to ``rows(x)``; a distributed run sums ``n`` over its parts)."""
         src = as_random_source()
-        if src.secure:  # OpenDP's own count and CSPRNG
-            return int(count(x))
+        if src.secure:  # OpenDP's own Laplace and CSPRNG
+            return max(1, int(laplace(int(n))))
         # reproducible (NOT private) runs: the same LapZ law, drawn from the seeded stream
         z = sample_discrete_laplace(np.array([count_scale]), src.derive(SIZE_STREAM), "fast")
-        return int(rows(x)) + int(z[0])
+        return max(1, int(n) + int(z[0]))
+
+    def inner(n_hat: int) -> Measurement:
+        """The mechanism for ``n_hat``, checked against the declared bound (raises otherwise:
+        a function of ``n_hat`` only)."""
+        runtime.record({"size_estimate": n_hat})
+        built = build(n_hat)
+        for d_in in (1, 2):
+            if not built.check(d_in, bound(d_in)):
+                raise RuntimeError("the mechanism built from the noisy size exceeds its declared bound")
+        return built
 
     def function(x: Any) -> Any:
-        n_hat = max(1, noisy_count(x))
-        runtime.record({"size_estimate": n_hat})
-        inner = build(n_hat)
-        for d_in in (1, 2):
-            if not inner.check(d_in, bound(d_in)):
-                raise RuntimeError("the mechanism built from the noisy size exceeds its declared bound")
-        return inner(x)
+        return inner(noisy_size(int(rows(x))))(x)
 
     def privacy_map(d_in: int) -> float:
         return round_up(Fraction(count.map(d_in)) + Fraction(bound(d_in)))
 
-    return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
+    meas = make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
+    d, _ = check_data_domain(input_domain)
+    return attach(meas, NoisySizePlan(d, domain_allows_nan(input_domain), noisy_size, inner))
 
 
 then_noisy_size_then = to_then(make_noisy_size_then)

@@ -55,11 +55,11 @@ def _release_noise(distribution: str = "laplace") -> NodeNoise:
     (:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`: a node's noise and coin are a
     function of the key and the node, so a distributed run or a retry draws the same values),
     or a key from the non-private test seed; with ``runtime.sampler("opendp")`` OpenDP's own
-    ``make_laplace`` draws the noise in the order asked (it cannot be keyed).  Gaussian noise
-    (the zCDP measurements) is drawn pooled: node-addressed discrete Gaussian noise is not
-    implemented yet, so those releases are not retry-safe on a cluster."""
+    ``make_laplace`` (or ``make_gaussian``) draws the noise in the order asked (it cannot be
+    keyed).  Gaussian noise (the zCDP measurements) is node-addressed too
+    (:meth:`~opendp_wasserstein.node_randomness.KeyedNodeNoise.gaussian`)."""
     src = as_random_source()
-    if runtime.current_sampler() == "opendp" or distribution == "gaussian":
+    if runtime.current_sampler() == "opendp":
         return PooledNoise(src.derive(NOISE_STREAM), src.derive(CORRECTION_STREAM))
     return KeyedNodeNoise.from_random_source(src.derive(NOISE_STREAM))
 

@@ -169,6 +169,74 @@ def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
 
 
+@pytest.mark.parametrize(
+    "mechanism, depth, epsilon_size",
+    [("adaptive", None, None), ("adaptive", None, 0.3), ("pruned", None, None), ("pmm", None, None), ("pruned", 9, None)],
+)
+def test_private_size_on_dask_is_synthesize(mechanism, depth, epsilon_size, inline, tmp_path):
+    # the DP count is a sum over the blocks, then the in-memory closure's noise: with a fixed
+    # seed the same n_hat, depth and rows; the map is the in-memory measurement's own
+    x = rows(1800, 3)
+    kw = {"mechanism": mechanism, "depth": depth, "epsilon_size": epsilon_size, "public_size": False}
+    post = {} if mechanism == "pmm" else {"consistency": "paper"}  # Dask: the paper's rule only
+    with reproducible(4):
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), **kw, **post)
+    with reproducible(4):
+        rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), client=inline, **kw)
+    assert rep_d.epsilon == rep.epsilon
+    assert rep_d.depth == rep.depth
+    assert rep_d.seconds is None
+    assert rep_d.details.get("size_estimate") == rep.details.get("size_estimate")
+    assert rep_d.size == rep.size
+    assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
+
+
+def test_private_size_measurement_has_the_noisy_size_plan_and_its_map():
+    from opendp_wasserstein.api import _synthesis_measurement
+    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.distributed._spec import NoisySizePlan
+
+    dp.enable_features("contrib")
+    meas = _synthesis_measurement(3, None, 1.0, as_box((0, 1), 3), "adaptive", None, None, "uniform", 0.1)
+    plan = plan_of(meas)
+    assert isinstance(plan, NoisySizePlan)
+    assert (plan.d, plan.nan) == (3, True)
+    assert meas.map(1) <= 1.0
+    with reproducible(3):
+        n_hat = plan.noisy_size(5000)
+    with reproducible(3):
+        assert plan.noisy_size(5000) == n_hat  # the in-memory closure, seeded
+    assert plan.noisy_size(0) >= 1  # n_hat >= 1
+    inner = plan.inner(n_hat)
+    assert plan_of(inner).scores.size is None  # the built mechanism keeps the private-size domain
+
+
+def test_private_size_real_cluster_gives_the_in_memory_release(cluster, tmp_path):
+    x = rows(3000, 2, seed=5)
+    path = tmp_path / "data.parquet"
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), path, row_group_size=700)
+    with reproducible(6):
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), public_size=False, consistency="paper")  # Dask: the paper's rule
+    with reproducible(6):
+        rel, rep_d = synthesize_on_dask(str(path), 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, client=cluster)
+    assert rep_d.details["size_estimate"] == rep.details["size_estimate"] == rel.rows
+    assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
+    assert rep_d.epsilon == rep.epsilon
+
+
+def test_private_size_refuses_what_synthesize_refuses(inline, tmp_path):
+    x = rows(100, 2)
+    with pytest.raises(ValueError, match="epsilon_size applies only"):
+        synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), epsilon_size=0.1, client=inline)
+    with pytest.raises(ValueError, match="epsilon_size must be smaller"):
+        synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, epsilon_size=1.0, client=inline)
+    with pytest.raises(TypeError, match="public_size"):
+        synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), public_size="no", client=inline)
+    with pytest.raises(ValueError, match="depth applies only"):
+        synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, depth=5, client=inline)
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("mechanism", ["projection", "tree-em", "nn"])
 def test_select_on_dask_is_select_candidates(mechanism, cluster):
     dp.enable_features("idealized-numerics")
