@@ -120,7 +120,7 @@ def noise_variance(scale: float, distribution: str = "laplace") -> float:
     :example:
 
     >>> round(noise_variance(1.0), 6)   # 2 e^-1 / (1 - e^-1)^2
-    1.83939
+    1.841347
     >>> noise_variance(float("inf"))
     inf
     """
