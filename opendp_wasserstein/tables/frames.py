@@ -249,7 +249,11 @@ def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, tz: Any = N
     if isinstance(spec, FloatColumn):
         return pa.array(np.asarray(col.values, dtype=np.float64), mask=mask)
     if isinstance(spec, IntColumn):
-        return pa.array(np.asarray(col.values, dtype=np.int64), mask=mask)
+        # decoded values are integers in bounds already; values read from a file may not be
+        # (io.typed_by_schema): rounded, +-inf and huge values kept on their side of int64
+        v = np.asarray(col.values, dtype=np.float64)
+        v = np.clip(np.rint(np.where(np.isnan(v), 0.0, v)), -(2.0**62), 2.0**62)
+        return pa.array(v.astype(np.int64), mask=mask)
     if isinstance(spec, DatetimeColumn):
         us = np.asarray(col.values, dtype=np.int64)
         if want_date:

@@ -2,8 +2,9 @@
 
 The format follows the extension: ``.parquet``/``.pq`` is Parquet, ``.tsv``/``.tab`` is
 tab-separated, anything else is delimited text whose delimiter (one of ``, ; TAB |``) is detected
-from the header line unless given.  Files are read into a :class:`pyarrow.Table` (types inferred,
-or fixed by a schema so that, e.g., a categorical column of digits stays text) and written
+from the header line unless given.  Files are read into a :class:`pyarrow.Table` (types inferred;
+with a schema, every declared column in its schema type, never a type inferred from the values:
+:func:`typed_by_schema`) and written
 atomically (a temporary file renamed into place), so an output is never half-written.
 
 An empty field, ``NA``, ``NaN``, ``null`` and the like read as missing.  Errors name the file and
@@ -28,7 +29,7 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["read_file", "write_file", "file_format", "detect_delimiter", "TableFileError"]
+__all__ = ["read_file", "typed_by_schema", "write_file", "file_format", "detect_delimiter", "TableFileError"]
 
 _DELIMITERS = ",;\t|"
 
@@ -112,7 +113,7 @@ def read_file(
             raise TableFileError(f"cannot read Parquet file {path!r}: {type(e).__name__}") from None
         _check_columns(columns, names, path)
         table = pq.read_table(path, columns=list(columns) if columns else None)
-        return table
+        return table if schema is None else typed_by_schema(table, schema)
     import pyarrow.csv as pacsv
 
     delim = _check_delimiter(delimiter) if delimiter is not None else ("\t" if fmt == "tsv" else detect_delimiter(path))
@@ -155,6 +156,33 @@ def read_file(
     for i, f in enumerate(table.schema):
         if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
             table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("us", tz=f.type.tz)))
+    return table if schema is None else typed_by_schema(table, schema)
+
+
+def typed_by_schema(table: Any, schema: Schema) -> Any:
+    """``table`` with its declared numeric, datetime and bool columns in the schema's types.
+
+    A text file has no types: a reader infers them from the values (a column of whole numbers
+    reads as integers, one unreadable value makes it text), so the inferred type depends on the
+    data, and a release that takes its output types from its input would carry that bit.  Here
+    each declared column is converted record by record (:func:`~.frames.read_table`: unreadable
+    values become missing, the same way for every record) into its schema type
+    (:func:`~.frames.natural_frame_info`): float64, int64, date32/timestamp[us], bool.
+    Categorical columns are left as read (their labels are read as text when declared as text).
+    """
+    from opendp_wasserstein.tables.frames import natural_frame_info, read_table, write_table
+
+    declared = [
+        n for n in table.column_names
+        if n in schema and isinstance(schema[n], (FloatColumn, IntColumn, DatetimeColumn, BoolColumn))
+    ]
+    if not declared:
+        return table
+    sub = schema.select(declared)
+    cols, _ = read_table(table.select(declared), sub)
+    typed = write_table(cols, sub, natural_frame_info(sub, "arrow"))
+    for name in declared:
+        table = table.set_column(table.column_names.index(name), name, typed.column(name))
     return table
 
 

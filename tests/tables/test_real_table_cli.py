@@ -21,6 +21,7 @@ import pytest
 
 from opendp_wasserstein.cli import main
 from opendp_wasserstein.tables.io import read_file, write_file
+from opendp_wasserstein.tables.schema import Schema
 
 pytest.importorskip("palmerpenguins")
 pytest.importorskip("vega_datasets")
@@ -53,8 +54,10 @@ def test_synth_on_a_real_mixed_table(real, fmt, split_order, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] == 1.0
     assert summary["split_order"] == (split_order or "discrete-first")
-    original, back = read_file(str(src)), read_file(str(out))
-    # the same header, and dtypes that round-trip through the file
+    schema = Schema.from_json(str(tmp / "schema.json"))
+    original, back = read_file(str(src), schema=schema), read_file(str(out), schema=schema)
+    # the same header, and dtypes that round-trip through the file (read with the schema: a
+    # type inferred from the values would depend on the data)
     assert back.column_names == original.column_names
     if fmt == "csv":
         assert out.read_text().splitlines()[0] == src.read_text().splitlines()[0]
@@ -94,3 +97,33 @@ def test_synth_columns_subset_of_a_real_table(real, capsys):
     assert rc == 2
     assert "'no_such_column'" in capsys.readouterr().err
     assert not (tmp / "bad.csv").exists()
+
+
+def test_output_types_do_not_depend_on_the_values_of_a_text_file(tmp_path, capsys):
+    """Neighbouring CSV files, one whose float column holds only whole numbers (a reader infers
+    integers) and one with a single 2.5 (inferred float), or whose int column has one unreadable
+    value (inferred text), or one timestamp among dates: the released file has the schema's
+    types and the same header in every case."""
+    schema = {"columns": {"g": {"type": "float", "bounds": [0, 10]}, "k": {"type": "int", "bounds": [0, 9], "nullable": True},
+                          "when": {"type": "datetime", "bounds": ["2020-01-01", "2021-01-01"]}}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    rows = [(str(i % 10), str(i % 7), f"2020-0{1 + i % 9}-1{i % 10}") for i in range(200)]
+    variants = {
+        "whole": rows,
+        "half": [("2.5", rows[0][1], rows[0][2]), *rows[1:]],
+        "text": [(rows[0][0], "x", rows[0][2]), *rows[1:]],
+        "time": [(rows[0][0], rows[0][1], "2020-03-04 05:06:07"), *rows[1:]],
+    }
+    outs = {}
+    for name, body in variants.items():
+        src = tmp_path / f"{name}.csv"
+        src.write_text("g,k,when\n" + "".join(",".join(r) + "\n" for r in body))
+        assert read_file(str(src)).schema.types != read_file(str(tmp_path / "whole.csv")).schema.types or name == "whole"
+        out = tmp_path / f"{name}-out.csv"
+        assert main(["synth", str(src), "-o", str(out), "--epsilon", "1", "--schema", str(tmp_path / "s.json"),
+                     "--json", "--seed", "5"]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        back = read_file(str(out), schema=Schema.from_json(str(tmp_path / "s.json")))
+        assert back.schema.types == [pa.float64(), pa.int64(), pa.date32()]
+        outs[name] = out.read_text().splitlines()[0]
+    assert len(set(outs.values())) == 1
