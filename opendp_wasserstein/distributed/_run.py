@@ -116,14 +116,11 @@ def release_on_dask(
     """
     from opendp_wasserstein.distributed._pmm import (
         Driver,
-        check_dask_postprocessing,
         run_adaptive,
         run_pmm,
     )
 
     plan = plan_of(meas)
-    for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
-        check_dask_postprocessing(p)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
     blocks, names = blocks_of(source, d, columns, rows_per_block)
     if isinstance(plan, HistogramPlan):
@@ -148,8 +145,6 @@ def release_on_dask(
                 for r in sizes:
                     first |= r
                 plan = plan_of(inner)
-                for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
-                    check_dask_postprocessing(p)
             if isinstance(plan, PmmPlan):
                 info = first | run_pmm(plan, drv, sink.writer, parts)
             elif isinstance(plan, AdaptivePlan):
