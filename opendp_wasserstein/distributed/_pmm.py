@@ -14,6 +14,11 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
    written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
    levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
    selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
+   Least squares (:mod:`opendp_wasserstein.least_squares`) splits step 4 in two passes: the
+   parts expand by the paper's rule and run the bottom-up of their subtrees
+   (:func:`forest_task`), the driver combines their roots' children sums with its own levels
+   and runs the top-down with the integer split to level ``j0``, then the parts run it in their
+   subtrees from their roots' estimates, variances and masses (:func:`descend_task`).
 
 Every node's noisy count and coin are node-addressed
 (:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`, one key per release), and a node's
