@@ -55,6 +55,10 @@ __all__ = [
     "TreeEstimates",
     "gls_estimates",
     "least_squares_masses",
+    "Forest",
+    "forest",
+    "descend",
+    "top_masses",
 ]
 
 #: the post-processing rules of the pruned traversal: the paper's (Algorithm 2), or least squares
@@ -152,22 +156,32 @@ def _pairs(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, 2).sum(axis=1)
 
 
-def _bottom_up(levels: list[VisitedLevel], variances: tuple[float, ...]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``z_v`` and ``W_v`` of every visited node, level by level (index ``j`` for level ``j``)."""
+def _bottom_up(
+    levels: list[VisitedLevel] | tuple[VisitedLevel, ...],
+    variances: tuple[float, ...],
+    top: int = 0,
+    below: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``z_v`` and ``W_v`` of every visited node of levels ``top + 1 .. top + len(levels)`` (index
+    ``j - top`` for level ``j``).  ``below``: the sums ``(sum z, sum W)`` over the two children of
+    every expanded node of the deepest level, when the tree goes on below it (a forest whose
+    bottom-up ran elsewhere, :func:`forest`)."""
     r = len(levels)
     z: list[np.ndarray] = [np.zeros(0)] * (r + 1)
     w: list[np.ndarray] = [np.zeros(0)] * (r + 1)
-    for j in range(r, 0, -1):
-        lv = levels[j - 1]
+    for i in range(r, 0, -1):
+        j = top + i
+        lv = levels[i - 1]
         zj = lv.noisy.astype(np.float64)
         wj = np.full(zj.size, variances[j])
-        if j < r:
+        sums = (_pairs(z[i + 1]), _pairs(w[i + 1])) if i < r else below
+        if sums is not None:
             exp = np.flatnonzero(lv.paper > 0)
-            zs, wsum = _pairs(z[j + 1]), _pairs(w[j + 1])
+            zs, wsum = sums
             v = variances[j]
             zj[exp] = (zj[exp] * wsum + zs * v) / (wsum + v)
             wj[exp] = wsum * v / (wsum + v)
-        z[j], w[j] = zj, wj
+        z[i], w[i] = zj, wj
     return z, w
 
 
@@ -186,10 +200,14 @@ def _root(
 
 
 def _top_down(
-    levels: list[VisitedLevel], z: list[np.ndarray], w: list[np.ndarray], h0: float, p0: float
+    levels: list[VisitedLevel] | tuple[VisitedLevel, ...],
+    z: list[np.ndarray],
+    w: list[np.ndarray],
+    h_parent: np.ndarray,
+    p_parent: np.ndarray,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(h, sqrt(P))`` of the visited nodes of levels ``1 .. r``, one level at a time."""
-    h_parent, p_parent = np.array([h0]), np.array([p0])
+    """``(h, P)`` of the visited nodes of the levels below the expanded nodes whose estimates
+    and variances are ``h_parent, p_parent``, one level at a time."""
     for j in range(1, len(levels) + 1):
         wz = w[j].reshape(-1, 2)
         ws_pair = wz.sum(axis=1)
@@ -197,7 +215,7 @@ def _top_down(
         resid = h_parent - _pairs(z[j])
         h = (z[j].reshape(-1, 2) + share * resid[:, None]).reshape(-1)
         p = np.maximum(wz - share**2 * (ws_pair - p_parent)[:, None], 0.0).reshape(-1)
-        yield h, np.sqrt(p)
+        yield h, p
         exp = np.flatnonzero(levels[j - 1].paper > 0)
         h_parent, p_parent = h[exp], p[exp]
 
@@ -217,8 +235,94 @@ def gls_estimates(
     """
     z, w = _bottom_up(levels, variances)
     h0, p0 = _root(z[1], w[1], variances, root_noisy, root_mass)
-    hs, es = zip(*_top_down(levels, z, w, h0, p0), strict=True)
-    return TreeEstimates(h0, tuple(hs), tuple(es))
+    hs, ps = zip(*_top_down(levels, z, w, np.array([h0]), np.array([p0])), strict=True)
+    return TreeEstimates(h0, tuple(hs), tuple(np.sqrt(p) for p in ps))
+
+
+@dataclass(frozen=True)
+class Forest:
+    """The visited subtrees below the expanded nodes of level ``top`` (their roots) with the
+    bottom-up values of their nodes: what a part of a distributed release holds between the
+    two passes (not a release on its own).
+
+    :param top: the level of the roots
+    :param levels: the visited levels ``top + 1 ..`` (as :class:`VisitedLevel`, children of the
+        roots first)
+    :param z: ``z[i]`` the bottom-up estimates of level ``top + i`` (``z[0]`` unused)
+    :param w: their variances ``W``, same layout
+    """
+
+    top: int
+    levels: tuple[VisitedLevel, ...]
+    z: tuple[np.ndarray, ...]
+    w: tuple[np.ndarray, ...]
+
+    def root_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(sum z, sum W)`` over the two children of every root: what the bottom-up above the
+        roots needs from this forest (``below`` of :func:`forest`)."""
+        return _pairs(self.z[1]), _pairs(self.w[1])
+
+
+def forest(
+    levels: list[VisitedLevel] | tuple[VisitedLevel, ...],
+    variances: tuple[float, ...],
+    top: int = 0,
+    below: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Forest:
+    """The bottom-up pass on the visited levels ``top + 1 .. top + len(levels)`` (``below``: the
+    :meth:`Forest.root_sums` of the forests under the deepest level's expanded nodes, in order)."""
+    z, w = _bottom_up(levels, variances, top, below)
+    return Forest(top, tuple(levels), tuple(z), tuple(w))
+
+
+def descend(
+    f: Forest,
+    h: np.ndarray,
+    p: np.ndarray,
+    mass: np.ndarray,
+    threshold: float = 0.0,
+    share: float = SHARE,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The top-down pass and the integer split on a forest, from its roots' estimates ``h``,
+    variances ``p`` and integer masses ``mass``.
+
+    :return: ``(mass, h, P)`` of the deepest level's nodes the paper's rule gave positive mass
+        (in order; some masses may be 0 here)
+    """
+    for lv, (hc, pc) in zip(f.levels, _top_down(f.levels, list(f.z), list(f.w), h, p), strict=True):
+        e = np.sqrt(pc)
+        parent = np.repeat(mass, 2).astype(np.float64)
+        keep = (lv.paper > 0) & ((hc > threshold * e) | (hc > share * parent))
+        weight = np.where(keep, np.maximum(hc, 0.0), 0.0).reshape(-1, 2)
+        paper = lv.paper.reshape(-1, 2).astype(np.float64)
+        empty = weight.sum(axis=1) <= 0
+        weight[empty] = paper[empty]  # both read as empty: the paper's own split
+        m0 = _split(mass, weight[:, 0], weight[:, 1])
+        child = np.stack([m0, mass - m0], axis=1).reshape(-1)
+        exp = lv.paper > 0
+        mass, h, p = child[exp], hc[exp], pc[exp]
+    return mass, h, p
+
+
+def top_masses(
+    levels: list[VisitedLevel],
+    variances: tuple[float, ...],
+    root_noisy: int | None,
+    root_mass: int | None,
+    threshold: float = 0.0,
+    share: float = SHARE,
+    below: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The root mass and ``(mass, h, P)`` of the expanded nodes of the deepest of the visited
+    levels ``1 .. len(levels)`` (``below``: the children sums of those nodes when the tree goes
+    on below them, see :func:`forest`)."""
+    f = forest(levels, variances, 0, below)
+    h0, p0 = _root(f.z[1], f.w[1], variances, root_noisy, root_mass)
+    total = int(root_mass) if root_mass is not None else max(1, int(round(h0)))
+    mass, h, p = descend(
+        f, np.array([h0]), np.array([p0]), np.array([total], dtype=np.int64), threshold, share
+    )
+    return total, mass, h, p
 
 
 def _split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -248,18 +352,5 @@ def least_squares_masses(
     :return: the root mass and the masses of the level-``r`` nodes the paper's rule gave positive
         mass (in traversal order; some may be 0 here)
     """
-    z, w = _bottom_up(levels, variances)
-    h0, p0 = _root(z[1], w[1], variances, root_noisy, root_mass)
-    total = int(root_mass) if root_mass is not None else max(1, int(round(h0)))
-    mass = np.array([total], dtype=np.int64)
-    for lv, (h, e) in zip(levels, _top_down(levels, z, w, h0, p0), strict=True):
-        parent = np.repeat(mass, 2).astype(np.float64)
-        keep = (lv.paper > 0) & ((h > threshold * e) | (h > share * parent))
-        weight = np.where(keep, np.maximum(h, 0.0), 0.0).reshape(-1, 2)
-        paper = lv.paper.reshape(-1, 2).astype(np.float64)
-        empty = weight.sum(axis=1) <= 0
-        weight[empty] = paper[empty]  # both read as empty: the paper's own split
-        m0 = _split(mass, weight[:, 0], weight[:, 1])
-        child = np.stack([m0, mass - m0], axis=1).reshape(-1)
-        mass = child[lv.paper > 0]
+    total, mass, _, _ = top_masses(levels, variances, root_noisy, root_mass, threshold, share)
     return total, mass

@@ -244,17 +244,3 @@ def test_synthesize_passes_the_options_and_refuses_them_for_pmm():
         synthesize(x, 1.0, bounds=(0, 1), consistency="lsq")
     with pytest.raises(ValueError, match="threshold must be a finite number >= 0"):
         synthesize(x, 1.0, bounds=(0, 1), threshold=-1)
-
-
-def test_dask_refuses_what_it_does_not_implement():
-    from opendp_wasserstein.distributed._pmm import check_dask_postprocessing
-    from opendp_wasserstein.distributed._spec import plan_of
-
-    dp.enable_features("contrib")
-    dom = dp.numpy.array2_domain(num_columns=2, size=50, T=float)
-    scales = paper_schedule(2, 1.0, 4)
-    check_dask_postprocessing(plan_of(make_pruned_pmm(dom, dp.change_one_distance(), 4, scales)))
-    for kw in ({"consistency": "least_squares"}, {"threshold": 1.0}):
-        plan = plan_of(make_pruned_pmm(dom, dp.change_one_distance(), 4, scales, **kw))
-        with pytest.raises(ValueError, match="not implemented on Dask yet"):
-            check_dask_postprocessing(plan)

@@ -14,6 +14,11 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
    written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
    levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
    selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
+   Least squares (:mod:`opendp_wasserstein.least_squares`) splits step 4 in two passes: the
+   parts expand by the paper's rule and run the bottom-up of their subtrees
+   (:func:`forest_task`), the driver combines their roots' children sums with its own levels
+   and runs the top-down with the integer split to level ``j0``, then the parts run it in their
+   subtrees from their roots' estimates, variances and masses (:func:`descend_task`).
 
 Every node's noisy count and coin are node-addressed
 (:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`, one key per release), and a node's
@@ -44,6 +49,7 @@ from opendp_wasserstein.consistency import (
     LeafMasses,
     expand_levels,
     full_consistency,
+    least_squares_leaves,
     noise_draw,
     prefix_cells,
     traversal_root,
@@ -53,11 +59,19 @@ from opendp_wasserstein.distributed._output import PartWriter
 from opendp_wasserstein.distributed._source import DelayedBlock, read_block
 from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan
 from opendp_wasserstein.hierarchy import CountTree, _row_codes, check_axes
+from opendp_wasserstein.least_squares import (
+    Forest,
+    VisitedLevel,
+    descend,
+    forest,
+    noise_variance,
+    top_masses,
+)
 from opendp_wasserstein.node_noise import add_noise
 from opendp_wasserstein.node_randomness import KeyedNodeNoise
 from opendp_wasserstein.synthesis import PlacementStream, place_points
 
-__all__ = ["run_pmm", "run_adaptive", "split_level", "check_dask_postprocessing"]
+__all__ = ["run_pmm", "run_adaptive", "split_level"]
 
 Axes = tuple[int, ...] | None
 
@@ -162,6 +176,17 @@ class Release:
     writer: PartWriter
     axes: Axes = None
     distribution: str = "laplace"
+    consistency: str = "paper"
+    threshold: float = 0.0
+
+    @property
+    def cut(self) -> float:
+        """The threshold of the traversal itself (the paper's rule; least squares re-split after)."""
+        return self.threshold if self.consistency == "paper" else 0.0
+
+    @property
+    def variances(self) -> tuple[float, ...]:
+        return tuple(noise_variance(s, self.distribution) for s in self.scales)
 
 
 @dataclass(frozen=True)
@@ -177,10 +202,8 @@ class Subtrees:
     start: int = 0
 
 
-def traverse_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None) -> dict[str, Any]:
-    """Algorithms 1-2 below the part's active cells, then the synthesis of its leaves (one part)."""
-    if hook is not None:
-        hook(job.q)
+def _expand(tree: CountTree, job: Subtrees, rel: Release, record: list[VisitedLevel] | None) -> Frontier:
+    """Algorithms 1-2 below the part's active cells (the paper's rule decides what is visited)."""
     t = tree if tree.depth == rel.depth else tree.truncated(rel.depth)
     if job.level:
         local = (t._words[0] >> np.uint64(64 - job.level)).astype(np.int64)
@@ -189,11 +212,57 @@ def traverse_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None
     lo = np.searchsorted(local, job.prefix, side="left")
     hi = np.searchsorted(local, job.prefix, side="right")
     front = Frontier(job.level, job.cells, job.mass, (lo, hi), 0, [])
-    front = expand_levels(
-        front, rel.depth, tree_counter(t), rel.scales, rel.noise, distribution=rel.distribution, axes=rel.axes
+    return expand_levels(
+        front, rel.depth, tree_counter(t), rel.scales, rel.noise, rel.cut, rel.distribution, rel.axes, record
     )
+
+
+def traverse_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None) -> dict[str, Any]:
+    """Algorithms 1-2 below the part's active cells, then the synthesis of its leaves (one part)."""
+    if hook is not None:
+        hook(job.q)
+    front = _expand(tree, job, rel, None)
     leaves = LeafMasses(front.cells, front.mass, rel.depth, front.visited, tuple(front.active), rel.scales)
     written = _write_leaves(leaves, rel, job.q, job.start)
+    return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
+
+
+@dataclass(frozen=True)
+class PartForest:
+    """A part's visited subtrees between the two least-squares passes (kept on its worker)."""
+
+    q: int
+    front: Frontier
+    forest: Forest
+
+
+def forest_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None) -> PartForest:
+    """Least squares, first pass of a part: its subtrees expanded by the paper's rule, then the
+    bottom-up of their visited nodes."""
+    if hook is not None:
+        hook(job.q)
+    record: list[VisitedLevel] = []
+    front = _expand(tree, job, rel, record)
+    return PartForest(job.q, front, forest(record, rel.variances, job.level))
+
+
+def root_sums_task(part: PartForest) -> tuple[np.ndarray, np.ndarray]:
+    """What the driver's bottom-up needs of a part: the children sums of its roots."""
+    return part.forest.root_sums()
+
+
+def descend_task(
+    part: PartForest, h: np.ndarray, p: np.ndarray, mass: np.ndarray, start: int, rel: Release, hook: Any = None
+) -> dict[str, Any]:
+    """Least squares, second pass of a part: the top-down and the integer split in its subtrees
+    from its roots' estimates, variances and masses, then the synthesis of its leaves."""
+    if hook is not None:
+        hook(part.q)
+    front = part.front
+    leaf_mass, _, _ = descend(part.forest, h, p, mass, rel.threshold)
+    keep = leaf_mass > 0
+    leaves = LeafMasses(front.cells[keep], leaf_mass[keep], rel.depth, front.visited, tuple(front.active), rel.scales)
+    written = _write_leaves(leaves, rel, part.q, start)
     return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
 
 
@@ -356,14 +425,17 @@ def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, PlacementStream]:
     return noise, stream
 
 
-def _top(plan: PmmPlan, n: int, h: np.ndarray, j0: int, noise: KeyedNodeNoise) -> Frontier:
-    """Algorithms 1-2 for the levels above ``min(j0, depth)`` from the level-``j0`` histogram."""
+def _top(
+    plan: PmmPlan, n: int, h: np.ndarray, j0: int, noise: KeyedNodeNoise, record: list[VisitedLevel] | None = None
+) -> Frontier:
+    """Algorithms 1-2 for the levels above ``min(j0, depth)`` from the level-``j0`` histogram
+    (``record``: the visited levels are appended to it, for least squares)."""
     front = traversal_root(
         n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),), plan.distribution
     )
+    cut = plan.threshold if plan.consistency == "paper" else 0.0
     return expand_levels(
-        front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise,
-        distribution=plan.distribution, axes=plan.axes,
+        front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise, cut, plan.distribution, plan.axes, record
     )
 
 
@@ -419,41 +491,80 @@ def _finish(plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None
     }
 
 
-def check_dask_postprocessing(plan: PmmPlan) -> None:
-    """Refuse, before any work, a Pruned-PMM plan whose post-processing has no Dask version yet."""
-    if plan.pruned and (plan.consistency != "paper" or plan.threshold != 0.0):
-        raise ValueError(
-            "consistency='least_squares' and threshold > 0 are not implemented on Dask yet: "
-            "build the measurement with consistency='paper' and threshold=0 to run it there"
-        )
+def _release(plan: PmmPlan, writer: PartWriter) -> Release:
+    noise, stream = _keys(plan)
+    return Release(
+        plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, stream, writer, plan.axes,
+        plan.distribution, plan.consistency, plan.threshold if plan.pruned else 0.0,
+    )
 
 
 def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
     """Pruned-PMM or PMM on the driver's blocks; returns what the in-memory release records."""
-    check_dask_postprocessing(plan)
-    noise, stream = _keys(plan)
-    rel = Release(
-        plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, stream, writer, plan.axes, plan.distribution
-    )
+    rel = _release(plan, writer)
     if not plan.pruned:
-        return _run_full(plan, drv, rel, noise)
+        return _run_full(plan, drv, rel, rel.noise)
     parts = parts or drv.parts
     j0 = split_level(parts, plan.depth)
     n, h = drv.count(plan.d, plan.nan, plan.box, j0, plan.axes)
     _check_size(plan, n)
-    front = _top(plan, n, h, j0, noise)
-    if front.level == plan.depth:  # the whole traversal fits above the split level
-        leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
-        return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
     bounds = part_bounds(h, parts)
-    trees = drv.trees(plan.d, plan.nan, plan.box, j0, bounds, plan.depth, plan.axes)
+    return _pruned(
+        plan, drv, rel, n, h, j0, bounds, lambda: drv.trees(plan.d, plan.nan, plan.box, j0, bounds, plan.depth, plan.axes)
+    )
+
+
+def _pruned(
+    plan: PmmPlan,
+    drv: Driver,
+    rel: Release,
+    n: int,
+    h: np.ndarray,
+    j0: int,
+    bounds: np.ndarray,
+    trees: Callable[[], list[Any]] | list[Any],
+) -> dict[str, Any]:
+    """Pruned-PMM from the level-``j0`` histogram: the top levels on the driver, the subtrees
+    on the parts' trees (their futures, or a function that makes them when they are needed),
+    with the plan's post-processing."""
+    lsq = plan.consistency == "least_squares"
+    record: list[VisitedLevel] | None = [] if lsq else None
+    front = _top(plan, n, h, j0, rel.noise, record)
+    if front.level == plan.depth:  # the whole traversal fits above the split level
+        for t in trees if isinstance(trees, list) else ():
+            t.release()
+        if record is not None:
+            leaves = least_squares_leaves(
+                front, record, plan.scales, plan.root_size, plan.threshold, plan.distribution, plan.depth
+            )
+        else:
+            leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
+        return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
     jobs = _jobs(front, bounds)
-    futures = [
-        drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
-        for t, job in zip(trees, jobs, strict=True)
+    part_trees = trees if isinstance(trees, list) else trees()
+    if record is None:
+        futures = [
+            drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
+            for t, job in zip(part_trees, jobs, strict=True)
+        ]
+        return _finish(plan, drv.run(futures, "subtrees"), front, 0)
+    # least squares: bottom-up in the parts, the top levels on the driver, top-down in the parts
+    forests = [
+        drv.client.submit(forest_task, t, job, rel, drv.hook, pure=False)
+        for t, job in zip(part_trees, jobs, strict=True)
     ]
-    summaries = drv.run(futures, "subtrees")
-    return _finish(plan, summaries, front, 0)
+    sums = drv.run([drv.client.submit(root_sums_task, f, pure=False) for f in forests], "bottom-up")
+    below = (np.concatenate([s[0] for s in sums]), np.concatenate([s[1] for s in sums]))
+    _, mass, hh, pp = top_masses(record, rel.variances, front.root_noisy, plan.root_size, plan.threshold, below=below)
+    cut = np.concatenate(([0], np.cumsum([job.cells.shape[0] for job in jobs])))
+    starts = np.concatenate(([0], np.cumsum(mass)))[cut].tolist()
+    futures = [
+        drv.client.submit(
+            descend_task, f, hh[a:b], pp[a:b], mass[a:b], int(starts[q]), rel, drv.hook, pure=False
+        )
+        for q, (f, a, b) in enumerate(zip(forests, cut[:-1].tolist(), cut[1:].tolist(), strict=True))
+    ]
+    return _finish(plan, drv.run(futures, "subtrees"), front, 0)
 
 
 def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -> dict[str, Any]:
@@ -497,24 +608,8 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
             occupancy[top:] += occ
     a = plan.choose_from_scores(sp.scores_of_occupancy(occupancy))
     main = plan.mains[a]
-    noise, stream = _keys(main)
-    rel = Release(
-        main.d, main.box, main.depth, main.scales, main.placement, noise, stream, writer, main.axes, main.distribution
-    )
-    front = _top(main, n, h, j0, noise)
-    if front.level == main.depth:
-        leaves = LeafMasses(front.cells, front.mass, main.depth, front.visited, tuple(front.active), main.scales)
-        for t in trees:
-            t.release()
-        info = _finish(main, _write_driver_leaves(drv, leaves, rel), front, 0)
-    else:
-        jobs = _jobs(front, bounds)
-        futures = [
-            drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
-            for t, job in zip(trees, jobs, strict=True)
-        ]
-        summaries = drv.run(futures, "subtrees")
-        info = _finish(main, summaries, front, 0)
+    rel = _release(main, writer)
+    info = _pruned(main, drv, rel, n, h, j0, bounds, trees)
     with runtime.diagnostics() as sink:
         plan.record(a, info)
     return sink[-1] if sink else info

@@ -116,14 +116,11 @@ def release_on_dask(
     """
     from opendp_wasserstein.distributed._pmm import (
         Driver,
-        check_dask_postprocessing,
         run_adaptive,
         run_pmm,
     )
 
     plan = plan_of(meas)
-    for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
-        check_dask_postprocessing(p)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
     blocks, names = blocks_of(source, d, columns, rows_per_block)
     if isinstance(plan, HistogramPlan):
@@ -148,8 +145,6 @@ def release_on_dask(
                 for r in sizes:
                     first |= r
                 plan = plan_of(inner)
-                for p in (plan,) if isinstance(plan, PmmPlan) else plan.mains if isinstance(plan, AdaptivePlan) else ():
-                    check_dask_postprocessing(p)
             if isinstance(plan, PmmPlan):
                 info = first | run_pmm(plan, drv, sink.writer, parts)
             elif isinstance(plan, AdaptivePlan):
@@ -205,12 +200,14 @@ def synthesize_on_dask(
     parts: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    consistency: str | None = None,
+    threshold: float | None = None,
 ) -> tuple[DistributedRelease, Any]:
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
     The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments and ``consistency="paper"`` (least squares has no Dask version yet), run by
-    :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row
+    arguments (``consistency`` and ``threshold`` as there: least squares by default,
+    :data:`~opendp_wasserstein.api.DEFAULT_CONSISTENCY`), run by :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row
     count (Parquet footers), public.  With ``public_size=False`` nothing reads ``n`` but the
     measurement: either ``depth`` is given (``"pruned"``/``"pmm"``: the noisy root sets the
     number of rows) or the share ``epsilon_size`` buys the DP count ``n_hat`` of
@@ -221,6 +218,7 @@ def synthesize_on_dask(
     :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
     """
     from opendp_wasserstein.api import (
+        DEFAULT_CONSISTENCY,
         MECHANISMS,
         SynthesisReport,
         _bounds,
@@ -228,11 +226,15 @@ def synthesize_on_dask(
         _contrib,
         _synthesis_measurement,
     )
+    from opendp_wasserstein.least_squares import check_postprocessing
     from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
 
     _check_public_size(public_size)
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if mechanism == "pmm" and (consistency, threshold) != (None, None):
+        raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
+    post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
     eps = check_epsilon(epsilon)
     if epsilon_select is not None:
         check_epsilon(epsilon_select, "epsilon_select")
@@ -252,7 +254,9 @@ def synthesize_on_dask(
     box = _bounds(bounds, d)
     with _contrib():
         try:
-            meas = _synthesis_measurement(d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size)
+            meas = _synthesis_measurement(
+                d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post
+            )
         except ScaleLimitError as e:  # as synthesize words it
             if str(e).startswith("epsilon_size"):
                 raise

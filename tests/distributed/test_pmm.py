@@ -58,6 +58,34 @@ CASES = {
     "adaptive-order": lambda dom, met: make_adaptive_pruned_pmm(
         dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20)
     ),
+    # the post-processing options: the paper's rule with a threshold, least squares (two passes)
+    "pruned-threshold": lambda dom, met: make_pruned_pmm(dom, met, 14, paper_schedule(3, 1.0, 14), threshold=1.5),
+    "pruned-lsq": lambda dom, met: make_pruned_pmm(
+        dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform", consistency="least_squares"
+    ),
+    "pruned-lsq-threshold": lambda dom, met: make_pruned_pmm(
+        dom, met, 12, paper_schedule(3, 0.5, 12), consistency="least_squares", threshold=2.0
+    ),
+    "pruned-lsq-shallow": lambda dom, met: make_pruned_pmm(
+        dom, met, 4, paper_schedule(3, 1.0, 4), consistency="least_squares"
+    ),
+    "pruned-lsq-axes": lambda dom, met: make_pruned_pmm(
+        dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform", axes=[2, 2, 0, 1] * 4,
+        consistency="least_squares",
+    ),
+    "pruned-zcdp": lambda dom, met: make_pruned_pmm(
+        dom, met, 12, [2.0] * 13, output_measure=dp.zero_concentrated_divergence()
+    ),
+    "pruned-lsq-zcdp": lambda dom, met: make_pruned_pmm(
+        dom, met, 12, [2.0] * 13, output_measure=dp.zero_concentrated_divergence(), consistency="least_squares"
+    ),
+    "adaptive-lsq": lambda dom, met: make_adaptive_pruned_pmm(
+        dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares"
+    ),
+    "adaptive-lsq-order": lambda dom, met: make_adaptive_pruned_pmm(
+        dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20),
+        consistency="least_squares", threshold=1.0,
+    ),
 }
 
 
@@ -71,14 +99,49 @@ def test_fixed_key_gives_the_in_memory_release(case, inline, tmp_path):
         assert info_dist.get(key) == info_mem.get(key), key
 
 
+#: the paper's-rule case of each least-squares case
+PAPER_OF = {"pruned-lsq": "pruned-uniform", "pruned-lsq-threshold": "pruned-center", "adaptive-lsq": "adaptive",
+            "pruned-lsq-axes": "pruned-axes", "pruned-lsq-zcdp": "pruned-zcdp"}
+
+
+@pytest.mark.parametrize("case", list(PAPER_OF))
+def test_least_squares_runs_in_two_passes(case, inline, tmp_path, monkeypatch):
+    # least squares below the split level: bottom-up in the parts, the top on the driver, then
+    # top-down in the parts; the same rows as in memory, and not those of the paper's rule
+    import opendp_wasserstein.distributed._pmm as pmm
+
+    calls = []
+    forest_task = pmm.forest_task
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return forest_task(*args, **kwargs)
+
+    monkeypatch.setattr(pmm, "forest_task", spy)
+    n, d = 3000, 3
+    dom = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+    meas = CASES[case](dom, dp.change_one_distance())
+    y, z, info_mem, info_dist = both(meas, data(n, d), inline, tmp_path, parts=2, rows_per_block=700)
+    assert len(calls) == 2  # one forest per part: the release goes below the split level
+    assert np.array_equal(sorted_rows(y), sorted_rows(z))
+    for key in ("depth", "visited_nodes", "active_nodes", "leaves", "size", "s", "candidate_index"):
+        assert info_dist.get(key) == info_mem.get(key), key
+    paper = CASES[PAPER_OF[case]](dom, dp.change_one_distance())
+    with reproducible(11):
+        y_paper = paper(data(n, d))
+    assert y_paper.shape != y.shape or not np.array_equal(sorted_rows(y_paper), sorted_rows(y))
+
+
+@pytest.mark.parametrize("consistency", ["paper", "least_squares"])
 @pytest.mark.parametrize("output_size", [None, 700])
-def test_private_size_roots(output_size, inline, tmp_path):
+def test_private_size_roots(output_size, consistency, inline, tmp_path):
     # noisy root (sigma_0 finite) or a given output size (sigma_0 = inf)
     dom = dp.numpy.array2_domain(num_columns=2, T=float)
     scales = paper_schedule(2, 1.0, 10)
     if output_size is not None:
         scales = (math.inf, *scales[1:])
-    meas = make_pruned_pmm(dom, dp.symmetric_distance(), 10, scales, placement="uniform", output_size=output_size)
+    meas = make_pruned_pmm(dom, dp.symmetric_distance(), 10, scales, placement="uniform", output_size=output_size,
+                           consistency=consistency)
     y, z, _, _ = both(meas, data(800, 2), inline, tmp_path, parts=3, rows_per_block=200)
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     if output_size is not None:
@@ -153,7 +216,7 @@ def test_public_size_is_checked(inline, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("case", ["pruned-uniform", "pmm", "adaptive"])
+@pytest.mark.parametrize("case", ["pruned-uniform", "pmm", "adaptive", "pruned-lsq", "adaptive-lsq"])
 def test_real_cluster_gives_the_in_memory_release(case, cluster, tmp_path):
     n, d = 4000, 3
     meas = CASES[case](dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance())

@@ -160,13 +160,26 @@ def test_source_errors_name_the_parameter_not_a_value(inline, tmp_path):
 def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
     x = rows(2500, 3)
     with reproducible(1):
-        post = {} if mechanism == "pmm" else {"consistency": "paper"}  # Dask: the paper's rule only
-        y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism=mechanism, **post)
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism=mechanism)
     with reproducible(1):
         rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism=mechanism, client=inline)
     assert rep_d.epsilon == rep.epsilon
     assert rep_d.depth == rep.depth
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
+
+
+@pytest.mark.parametrize("post", [{"consistency": "paper"}, {"consistency": "least_squares", "threshold": 1.0}])
+def test_synthesize_on_dask_takes_the_post_processing(post, inline, tmp_path):
+    x = rows(2500, 3)
+    with reproducible(2):
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", **post)
+    with reproducible(2):
+        rel, _ = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism="pruned", client=inline, **post)
+    assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
+    with pytest.raises(ValueError, match="consistency and threshold apply only"):
+        synthesize_on_dask(x, 1.0, tmp_path / "p", bounds=(0, 1), mechanism="pmm", client=inline, **post)
+    with pytest.raises(ValueError, match="consistency must be one of"):
+        synthesize_on_dask(x, 1.0, tmp_path / "p", bounds=(0, 1), consistency="lsq", client=inline)
 
 
 @pytest.mark.parametrize(
@@ -178,9 +191,8 @@ def test_private_size_on_dask_is_synthesize(mechanism, depth, epsilon_size, inli
     # seed the same n_hat, depth and rows; the map is the in-memory measurement's own
     x = rows(1800, 3)
     kw = {"mechanism": mechanism, "depth": depth, "epsilon_size": epsilon_size, "public_size": False}
-    post = {} if mechanism == "pmm" else {"consistency": "paper"}  # Dask: the paper's rule only
     with reproducible(4):
-        y, rep = synthesize(x, 1.0, bounds=(0, 1), **kw, **post)
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), **kw)
     with reproducible(4):
         rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), client=inline, **kw)
     assert rep_d.epsilon == rep.epsilon
@@ -216,7 +228,7 @@ def test_private_size_real_cluster_gives_the_in_memory_release(cluster, tmp_path
     path = tmp_path / "data.parquet"
     pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), path, row_group_size=700)
     with reproducible(6):
-        y, rep = synthesize(x, 1.0, bounds=(0, 1), public_size=False, consistency="paper")  # Dask: the paper's rule
+        y, rep = synthesize(x, 1.0, bounds=(0, 1), public_size=False)
     with reproducible(6):
         rel, rep_d = synthesize_on_dask(str(path), 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, client=cluster)
     assert rep_d.details["size_estimate"] == rep.details["size_estimate"] == rel.rows
