@@ -196,7 +196,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         y, report = synthesize(
             x, args.epsilon, {"lower": lower, "upper": upper}, mechanism=args.mechanism,
             epsilon_select=args.epsilon_select, placement=args.placement,
-            public_size=not args.private_size, delta=args.delta,
+            public_size=not args.private_size, delta=args.delta, consistency=args.consistency,
         )
     steps.update(1)
     write_csv_atomic(args.output, header, (row for row in y.tolist()))
@@ -358,6 +358,12 @@ def _parser() -> argparse.ArgumentParser:
     syn.add_argument("--epsilon-select", type=float, default=None, help="adaptive: selection budget (default 20%% of epsilon)")
     syn.add_argument("--placement", choices=["uniform", "center"], default="uniform",
                      help="synthetic points uniform in their cell or at its centre (default %(default)s)")
+    syn.add_argument(
+        "--consistency", choices=["least_squares", "paper"], default=None,
+        help="adaptive/pruned: how the noisy counts become leaf masses: least squares over every "
+        "level with the suppression of empty cells (the default) or the paper's parent/children "
+        "split; post-processing, no privacy cost",
+    )
     syn.add_argument("--delta", type=float, default=None,
                      help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "
                      "(with --bounds, numeric columns, public row count; default: pure epsilon-DP)")

@@ -363,3 +363,23 @@ def test_synth_delta_errors(data, capsys, extra, match):
     rc = main(["synth", str(path), "-o", str(tmp / "e.csv"), "--epsilon", "1", "--bounds", str(bounds), *extra])
     assert rc != 0
     assert re.search(match, capsys.readouterr().err)
+
+
+def test_synth_consistency_option(data, capsys):
+    """--consistency picks the post-processing: the default is least squares (as synthesize's),
+    the paper's rule gives another release under the same seed, and pmm refuses the option."""
+    path, bounds, tmp = data
+    texts = {}
+    for name, extra in [("default", []), ("least_squares", ["--consistency", "least_squares"]),
+                        ("paper", ["--consistency", "paper"])]:
+        out = tmp / f"c-{name}.csv"
+        rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds),
+                   "--mechanism", "pruned", "--quiet", "--seed", "4", *extra])
+        assert rc == 0, capsys.readouterr().err
+        texts[name] = out.read_text()
+    assert texts["default"] == texts["least_squares"]
+    assert texts["paper"] != texts["least_squares"]
+    rc = main(["synth", str(path), "-o", str(tmp / "p.csv"), "--epsilon", "1", "--bounds", str(bounds),
+               "--mechanism", "pmm", "--consistency", "paper", "--quiet"])
+    assert rc == 2
+    assert "consistency" in capsys.readouterr().err
