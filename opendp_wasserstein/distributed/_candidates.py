@@ -33,7 +33,10 @@ def histogram_task(block: Any, d: int, nan: bool, nearest: Any) -> tuple[int, np
 
 def run_histogram(plan: HistogramPlan, drv: Driver) -> tuple[Any, dict[str, Any]]:
     """Reduce the histogram on the cluster, finish on the driver."""
-    nearest = drv.client.scatter(plan.nearest, broadcast=True)
+    # a fresh key (hash=False): a content-hashed key is shared by two releases with the same
+    # candidates, and a second scatter racing the release of the first one's key leaves its
+    # tasks with a lost dependency (seen as FutureCancelledError in CI)
+    nearest = drv.client.scatter(plan.nearest, broadcast=True, hash=False)
     futures = [drv.client.submit(histogram_task, b, plan.d, plan.nan, nearest, pure=False) for b in drv.blocks]
     n, h = 0, np.zeros(plan.nearest.k, dtype=np.int64)
     for rows, hist in drv.run(futures, "project"):

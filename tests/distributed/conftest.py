@@ -37,7 +37,7 @@ class InlineClient:
     def compute(self, delayed: Any) -> _Done:
         return _Done(delayed.compute(scheduler="sync"))
 
-    def scatter(self, value: Any, broadcast: bool = False) -> _Done:
+    def scatter(self, value: Any, broadcast: bool = False, hash: bool = True) -> _Done:
         return _Done(value)
 
     def gather(self, futures: list[_Done]) -> list[Any]:
@@ -53,6 +53,20 @@ def inline() -> InlineClient:
 def cluster() -> Iterator[Any]:
     """A 2-worker LocalCluster with worker processes (so a worker can really die); a task whose
     worker dies twice is failed (``allowed-failures: 1``)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+            with Client(lc) as client:
+                yield client
+
+
+@pytest.fixture
+def killable_cluster() -> Iterator[Any]:
+    """A cluster of its own for a test that kills workers: a killed worker restarts in the
+    background and loses the data it held (scattered inputs cannot be recomputed), which must
+    not reach the other tests that share :func:`cluster`."""
     import dask
     from distributed import Client, LocalCluster
 

@@ -48,13 +48,13 @@ def leftovers(path) -> list[str]:  # type: ignore[no-untyped-def]
 # ---------------------------------------------------------------------------------------------
 
 
-def test_a_worker_killed_mid_release_gives_the_same_release(cluster, tmp_path):
+def test_a_worker_killed_mid_release_gives_the_same_release(killable_cluster, tmp_path):
     meas, x = pruned(3000), rows(3000)
     with reproducible(4):
-        clean = release_on_dask(meas, x, tmp_path / "clean", client=cluster, parts=3, rows_per_block=800)
+        clean = release_on_dask(meas, x, tmp_path / "clean", client=killable_cluster, parts=3, rows_per_block=800)
     hook = helpers.KillWorker(str(tmp_path / "sentinel"), q=1)
     with reproducible(4):
-        again = release_on_dask(meas, x, tmp_path / "killed", client=cluster, parts=3, rows_per_block=800, _hook=hook)
+        again = release_on_dask(meas, x, tmp_path / "killed", client=killable_cluster, parts=3, rows_per_block=800, _hook=hook)
     assert (tmp_path / "sentinel").exists()  # the worker was killed once, the part retried
     assert np.array_equal(sorted_rows(clean.read()), sorted_rows(again.read()))
     for name in os.listdir(tmp_path / "clean"):  # part by part, byte for byte
@@ -62,12 +62,12 @@ def test_a_worker_killed_mid_release_gives_the_same_release(cluster, tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def test_a_release_that_keeps_failing_writes_nothing(cluster, tmp_path):
+def test_a_release_that_keeps_failing_writes_nothing(killable_cluster, tmp_path):
     from distributed import KilledWorker
 
     hook = helpers.KillWorker(str(tmp_path / "sentinel"), q=0, always=True)
     with pytest.raises(KilledWorker):
-        release_on_dask(pruned(2000), rows(2000), tmp_path / "out", client=cluster, parts=2, rows_per_block=500, _hook=hook)
+        release_on_dask(pruned(2000), rows(2000), tmp_path / "out", client=killable_cluster, parts=2, rows_per_block=500, _hook=hook)
     assert not (tmp_path / "out").exists()
     assert leftovers(tmp_path) == []
 
@@ -271,3 +271,21 @@ def test_the_plan_is_recorded_by_the_constructor_and_the_map_is_its_own():
     assert plan.size == 100
     assert plan.placement == "uniform"
     assert meas.map(1) == 1.0  # the distributed release is certified by this very map
+
+
+def test_candidate_index_is_scattered_under_a_fresh_key(inline):
+    """Two releases with the same candidates must not share the scattered index's key: Dask
+    derives a key from the content by default, and a second scatter racing the release of the
+    first one's key cancelled a task with "lost dependencies" (seen once in CI)."""
+    calls = []
+
+    class Recording(type(inline)):  # type: ignore[misc]
+        def scatter(self, value, broadcast=False, hash=True):  # noqa: A002 - Dask's name
+            calls.append(hash)
+            return super().scatter(value, broadcast, hash)
+
+    x = np.random.default_rng(0).normal(size=(500, 2))
+    c = np.random.default_rng(1).normal(size=(10, 2))
+    for _ in range(2):
+        select_on_dask(x, c, 5, 1.0, mechanism="projection", client=Recording())
+    assert calls == [False, False]
