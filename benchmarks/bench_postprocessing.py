@@ -38,6 +38,7 @@ import os
 import time
 
 import numpy as np
+import opendp.prelude as dp
 from _common import fmt, machine_note, sample_curve, write_csv
 
 from opendp_wasserstein import synthesize
@@ -108,6 +109,7 @@ def read_mst(path: str | None) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    dp.enable_features("contrib")  # a program of its own, as any OpenDP program
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=30000)
     p.add_argument("--datasets", nargs="+", default=[*SHAPES, "airports_world", "airports_us", "curve10"])

@@ -19,6 +19,7 @@ import os
 import time
 
 import numpy as np
+import opendp.prelude as dp
 from _common import write_csv
 from _tables_data import NAMES, load, mixed_synthetic
 
@@ -65,6 +66,7 @@ def summarise(rows: list[dict]) -> list[str]:
 
 
 def main() -> None:
+    dp.enable_features("contrib")  # a program of its own, as any OpenDP program
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seeds", type=int, default=5)

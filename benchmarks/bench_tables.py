@@ -21,6 +21,7 @@ import tempfile
 import time
 
 import numpy as np
+import opendp.prelude as dp
 import pyarrow as pa
 
 from opendp_wasserstein.api import synthesize
@@ -54,6 +55,7 @@ def make_table(n: int, seed: int = 0) -> tuple[pa.Table, Schema]:
 
 
 def main() -> None:
+    dp.enable_features("contrib")  # a program of its own, as any OpenDP program
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--epsilon", type=float, default=1.0)

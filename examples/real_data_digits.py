@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 import numpy as np
+import opendp.prelude as dp
 
 from opendp_wasserstein import synthesize
 from opendp_wasserstein.evaluation import w1
@@ -30,6 +31,7 @@ def _seeded(seed: int | None) -> Any:
     return nullcontext() if seed is None else reproducible(seed)
 
 def main(argv: list[str] | None = None) -> dict:
+    dp.enable_features("contrib")  # a program of its own, as any OpenDP program
     from sklearn.datasets import load_digits
 
     p = argparse.ArgumentParser(description=__doc__)

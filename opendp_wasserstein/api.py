@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from opendp.mod import Measurement
+from opendp.mod import Measurement, assert_features
 
 from opendp_wasserstein import runtime
-from opendp_wasserstein._compat import feature_enabled
 from opendp_wasserstein.box import Box, as_box
 from opendp_wasserstein.exact import round_down, round_up
 from opendp_wasserstein.least_squares import check_postprocessing
@@ -124,21 +121,13 @@ def _bounds(bounds: Any, d: int) -> Box:
     return as_box(bounds, d)
 
 
-@contextmanager
-def _contrib() -> Iterator[None]:
-    """OpenDP's ``"contrib"`` feature for the duration of one call, then the caller's state.
+def _require_contrib() -> None:
+    """Refuse to run unless the caller enabled OpenDP's ``"contrib"`` feature.
 
-    The constructors this API builds require it (as OpenDP's own extras do); the features the
-    caller had enabled are left exactly as they were.
+    The constructors this API builds require it, as OpenDP's own extras do; the package never
+    changes the caller's OpenDP features (``dp.enable_features("contrib")`` is the caller's call).
     """
-    had = feature_enabled("contrib")
-    if not had:
-        dp.enable_features("contrib")
-    try:
-        yield
-    finally:
-        if not had:
-            dp.disable_features("contrib")
+    assert_features("contrib")
 
 
 def _check_public_size(public_size: Any) -> None:
@@ -193,6 +182,7 @@ def synthesize(
     the zCDP-optimal schedule at ``s = d``.  See ``docs/zcdp.rst``.
 
     Reproducible (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
+    Like OpenDP's own constructors, it requires ``dp.enable_features("contrib")``.
 
     :param X: the sensitive data, ``n x d`` real numbers (not modified)
     :param epsilon: the total privacy budget (see above for the unit)
@@ -233,8 +223,9 @@ def synthesize(
 
     :example:
 
-    >>> import numpy as np
+    >>> import numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein import synthesize
+    >>> dp.enable_features("contrib")
     >>> X = np.random.default_rng(0).uniform(size=(1000, 2))
     >>> Y, report = synthesize(X, epsilon=1.0, bounds=(0, 1))
     >>> Y.shape[1], report.epsilon
@@ -295,30 +286,30 @@ def synthesize(
             raise ValueError("epsilon_size applies only with public_size=False")
         if epsilon_size >= eps:
             raise ValueError("epsilon_size must be smaller than epsilon")
-    with _contrib():
-        try:
-            if delta is not None:
-                meas, rho = _approx_measurement(d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post)
-            else:
-                meas = _synthesis_measurement(
-                    d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size,
-                    order, post,
-                )
-        except ScaleLimitError as e:
-            if str(e).startswith("epsilon_size"):
-                raise
-            raise ValueError(
-                f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
-            ) from None
-        t0 = time.perf_counter()
-        with runtime.diagnostics() as records:
-            y = meas(x)
-        seconds = time.perf_counter() - t0
-        certified_delta = None
+    _require_contrib()
+    try:
         if delta is not None:
-            certified, certified_delta = meas.map(1)
+            meas, rho = _approx_measurement(d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post)
         else:
-            certified = meas.map(1)
+            meas = _synthesis_measurement(
+                d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size,
+                order, post,
+            )
+    except ScaleLimitError as e:
+        if str(e).startswith("epsilon_size"):
+            raise
+        raise ValueError(
+            f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
+        ) from None
+    t0 = time.perf_counter()
+    with runtime.diagnostics() as records:
+        y = meas(x)
+    seconds = time.perf_counter() - t0
+    certified_delta = None
+    if delta is not None:
+        certified, certified_delta = meas.map(1)
+    else:
+        certified = meas.map(1)
     info: dict[str, Any] = {}
     for r in records:
         info |= r
@@ -519,8 +510,8 @@ def select_candidates(
     replacing one record.  With ``public_size=False`` ``epsilon`` is the loss of adding or
     removing one record and nothing is computed from ``n``: the projection charges and noises the
     root count and normalises by it; the NN histogram's rounding never needs ``n``; Tree-EM needs
-    a public size and is refused.  Reproducible (non-private) runs: call inside
-    :func:`opendp_wasserstein.runtime.reproducible`.
+    a public size and is refused.  It requires ``dp.enable_features("contrib")``.  Reproducible
+    (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
 
     :param D: the sensitive data, ``n x p`` real numbers (not modified)
     :param C: the public candidates, ``k x p`` distinct finite rows
@@ -544,8 +535,9 @@ def select_candidates(
 
     :example:
 
-    >>> import numpy as np
+    >>> import numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein import select_candidates
+    >>> dp.enable_features("contrib")
     >>> D = np.random.default_rng(0).normal(size=(500, 2))
     >>> C = np.array([[0.0, 0.0], [3.0, 3.0], [-3.0, 3.0]])
     >>> counts, report = select_candidates(D, C, m=20, epsilon=1.0)
@@ -577,23 +569,23 @@ def select_candidates(
     n, p = x.shape
     if not public_size and mechanism == "tree-em":
         raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
-    with _contrib():
-        if public_size:
-            domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
-            metric_in = dp.change_one_distance()
-            eps_unit = eps  # per replacement
-        else:
-            domain = dp.numpy.array2_domain(num_columns=p, T=float)
-            metric_in = dp.symmetric_distance()
-            eps_unit = 2 * eps  # the constructors spend epsilon per replacement, map(2)
-        if mechanism == "tree-em":
-            meas = make_tree_em(domain, metric_in, C, m, eps, metric=metric)
-        elif mechanism == "projection":
-            meas = make_tree_projection(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
-        else:
-            meas = make_nn_histogram(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
-        t0 = time.perf_counter()
-        counts = np.asarray(meas(x), dtype=np.int64)
-        seconds = time.perf_counter() - t0
-        certified = meas.map(1)
+    _require_contrib()
+    if public_size:
+        domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
+        metric_in = dp.change_one_distance()
+        eps_unit = eps  # per replacement
+    else:
+        domain = dp.numpy.array2_domain(num_columns=p, T=float)
+        metric_in = dp.symmetric_distance()
+        eps_unit = 2 * eps  # the constructors spend epsilon per replacement, map(2)
+    if mechanism == "tree-em":
+        meas = make_tree_em(domain, metric_in, C, m, eps, metric=metric)
+    elif mechanism == "projection":
+        meas = make_tree_projection(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+    else:
+        meas = make_nn_histogram(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+    t0 = time.perf_counter()
+    counts = np.asarray(meas(x), dtype=np.int64)
+    seconds = time.perf_counter() - t0
+    certified = meas.map(1)
     return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds if public_size else None)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["main", "run_demo"]
+__all__ = ["main", "console_main", "run_demo"]
 
 
 class CliError(Exception):
@@ -406,6 +406,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def console_main() -> int:
+    """The ``opendp-wasserstein`` program.  The program opts its own process into OpenDP's
+    ``"contrib"`` feature, which the package's constructors require; a Python caller of
+    :func:`main` enables it itself, as in any OpenDP program (the package never changes the
+    caller's features)."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
@@ -471,4 +482,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console_main())

@@ -6,6 +6,7 @@ import opendp.prelude as dp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opendp.mod import OpenDPException
 
 from opendp_wasserstein import select_candidates, synthesize
 from opendp_wasserstein.api import _synthesis_measurement
@@ -30,12 +31,20 @@ def test_synthesize_certifies_epsilon(mechanism, eps):
     assert len(report.scales) == report.depth + 1
 
 
-def test_synthesize_leaves_opendp_features_as_they_were():
+@pytest.mark.parametrize("call", ["synthesize", "select_candidates"])
+def test_the_api_requires_contrib_and_changes_no_feature(call):
+    """The caller enables OpenDP's "contrib" (as in any OpenDP program); without it the API
+    refuses, naming the feature, and leaves the caller's features as they were."""
     from opendp_wasserstein._compat import feature_enabled
 
+    x = np.random.default_rng(0).uniform(size=(100, 2))
     dp.disable_features("contrib")
     try:
-        synthesize(np.random.default_rng(0).uniform(size=(100, 2)), 1.0, bounds=(0, 1), mechanism="pruned")
+        with pytest.raises(OpenDPException, match="contrib"):
+            if call == "synthesize":
+                synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned")
+            else:
+                select_candidates(x, x[:5], 3, 1.0)
         assert not feature_enabled("contrib")
     finally:
         dp.enable_features("contrib")

@@ -70,7 +70,7 @@ def select_on_dask(
         SELECTION_MECHANISMS,
         SelectionReport,
         _check_public_size,
-        _contrib,
+        _require_contrib,
     )
     from opendp_wasserstein.distributed._run import _source_shape, release_on_dask
     from opendp_wasserstein.measurements import (
@@ -87,24 +87,24 @@ def select_on_dask(
     if not public_size and mechanism == "tree-em":
         raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
     n, p = _source_shape(source, columns, count=bool(public_size))  # n is read only when public
-    with _contrib():
-        if public_size:
-            domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
-            metric_in = dp.change_one_distance()
-            eps_unit = eps
-        else:
-            domain = dp.numpy.array2_domain(num_columns=p, T=float)
-            metric_in = dp.symmetric_distance()
-            eps_unit = 2 * eps
-        if mechanism == "tree-em":
-            meas = make_tree_em(domain, metric_in, candidates, m, eps, metric=metric)
-        elif mechanism == "projection":
-            meas = make_tree_projection(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
-        else:
-            meas = make_nn_histogram(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
-        t0 = time.perf_counter()
-        rel = release_on_dask(meas, source, None, client=client, columns=columns, progress=progress)
-        seconds = time.perf_counter() - t0
-        certified = meas.map(1)
+    _require_contrib()
+    if public_size:
+        domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
+        metric_in = dp.change_one_distance()
+        eps_unit = eps
+    else:
+        domain = dp.numpy.array2_domain(num_columns=p, T=float)
+        metric_in = dp.symmetric_distance()
+        eps_unit = 2 * eps
+    if mechanism == "tree-em":
+        meas = make_tree_em(domain, metric_in, candidates, m, eps, metric=metric)
+    elif mechanism == "projection":
+        meas = make_tree_projection(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
+    else:
+        meas = make_nn_histogram(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
+    t0 = time.perf_counter()
+    rel = release_on_dask(meas, source, None, client=client, columns=columns, progress=progress)
+    seconds = time.perf_counter() - t0
+    certified = meas.map(1)
     counts = np.asarray(rel.value, dtype=np.int64)
     return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds if public_size else None)

@@ -223,7 +223,7 @@ def synthesize_on_dask(
         SynthesisReport,
         _bounds,
         _check_public_size,
-        _contrib,
+        _require_contrib,
         _synthesis_measurement,
     )
     from opendp_wasserstein.least_squares import check_postprocessing
@@ -252,22 +252,22 @@ def synthesize_on_dask(
             raise ValueError("epsilon_size must be smaller than epsilon")
     n, d = _source_shape(source, columns, count=bool(public_size))
     box = _bounds(bounds, d)
-    with _contrib():
-        try:
-            meas = _synthesis_measurement(
-                d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post
-            )
-        except ScaleLimitError as e:  # as synthesize words it
-            if str(e).startswith("epsilon_size"):
-                raise
-            raise ValueError(
-                f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
-            ) from None
-        t0 = time.perf_counter()
-        rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
-                              overwrite=overwrite, progress=progress)
-        seconds = time.perf_counter() - t0
-        certified = meas.map(1)
+    _require_contrib()
+    try:
+        meas = _synthesis_measurement(
+            d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post
+        )
+    except ScaleLimitError as e:  # as synthesize words it
+        if str(e).startswith("epsilon_size"):
+            raise
+        raise ValueError(
+            f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
+        ) from None
+    t0 = time.perf_counter()
+    rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
+                          overwrite=overwrite, progress=progress)
+    seconds = time.perf_counter() - t0
+    certified = meas.map(1)
     info = rel.info
     details = {k: v for k, v in info.items() if k not in {"depth", "visited_nodes", "scales"}}
     report = SynthesisReport(

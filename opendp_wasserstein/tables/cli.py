@@ -100,7 +100,6 @@ def _fail(msg: str) -> Exception:
 
 
 def run_schema(args: argparse.Namespace) -> dict[str, Any]:
-    import opendp.prelude as dp
 
     from opendp_wasserstein.tables.drafting import draft_schema
     from opendp_wasserstein.tables.io import read_file
@@ -111,8 +110,6 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_categories < 1:
         raise _fail("--max-categories must be at least 1")
     table = read_file(args.input, delimiter=args.delimiter, columns=_columns(args.columns))
-    if eps is not None:
-        dp.enable_features("contrib")
     report = draft_schema(table, max_categories=args.max_categories, epsilon=eps)
     text = report.schema.dumps()
     if args.output:
