@@ -493,6 +493,48 @@ class SelectionReport:
     seconds: float | None
 
 
+def _check_selection(epsilon: float, mechanism: str, public_size: Any) -> float:
+    """The checked budget of a selection (and its mechanism and size flag)."""
+    if mechanism not in SELECTION_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
+    eps = check_epsilon(epsilon)
+    _check_public_size(public_size)
+    return eps
+
+
+def _check_tree_em_size(mechanism: str, public_size: Any) -> None:
+    if not public_size and mechanism == "tree-em":
+        raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
+
+
+def _selection_measurement(
+    p: int, n: int | None, eps: float, mechanism: str, C: Any, m: int, metric: str
+) -> Measurement:
+    """The measurement :func:`select_candidates` releases (in memory and on Dask): ``n`` public
+    (change-one, ``epsilon`` per replacement) or ``None`` (symmetric distance, ``epsilon`` per
+    added or removed record)."""
+    from opendp_wasserstein.measurements import (
+        make_nn_histogram,
+        make_tree_em,
+        make_tree_projection,
+    )
+
+    _require_contrib()
+    if n is not None:
+        domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
+        metric_in = dp.change_one_distance()
+        eps_unit = eps  # per replacement
+    else:
+        domain = dp.numpy.array2_domain(num_columns=p, T=float)
+        metric_in = dp.symmetric_distance()
+        eps_unit = 2 * eps  # the constructors spend epsilon per replacement, map(2)
+    if mechanism == "tree-em":
+        return make_tree_em(domain, metric_in, C, m, eps, metric=metric)
+    if mechanism == "projection":
+        return make_tree_projection(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+    return make_nn_histogram(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+
+
 def select_candidates(
     D: Any,
     C: Any,
@@ -544,12 +586,6 @@ def select_candidates(
     >>> int(counts.sum()), report.epsilon
     (20, 1.0)
     """
-    from opendp_wasserstein.measurements import (
-        make_nn_histogram,
-        make_tree_em,
-        make_tree_projection,
-    )
-
     if schema is not None:
         from opendp_wasserstein.tables import Schema
         from opendp_wasserstein.tables.release import select_table_candidates
@@ -561,29 +597,11 @@ def select_candidates(
     if columns is not None:
         raise ValueError("columns applies only with a schema")
     metric = "l2" if metric is None else metric
-    if mechanism not in SELECTION_MECHANISMS:
-        raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
-    eps = check_epsilon(epsilon)
-    _check_public_size(public_size)
+    eps = _check_selection(epsilon, mechanism, public_size)
     x = _as_data(D, "D")
     n, p = x.shape
-    if not public_size and mechanism == "tree-em":
-        raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
-    _require_contrib()
-    if public_size:
-        domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
-        metric_in = dp.change_one_distance()
-        eps_unit = eps  # per replacement
-    else:
-        domain = dp.numpy.array2_domain(num_columns=p, T=float)
-        metric_in = dp.symmetric_distance()
-        eps_unit = 2 * eps  # the constructors spend epsilon per replacement, map(2)
-    if mechanism == "tree-em":
-        meas = make_tree_em(domain, metric_in, C, m, eps, metric=metric)
-    elif mechanism == "projection":
-        meas = make_tree_projection(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
-    else:
-        meas = make_nn_histogram(domain, metric_in, C, m, min(eps_unit, 1e100), metric=metric)
+    _check_tree_em_size(mechanism, public_size)
+    meas = _selection_measurement(p, n if public_size else None, eps, mechanism, C, m, metric)
     t0 = time.perf_counter()
     counts = np.asarray(meas(x), dtype=np.int64)
     seconds = time.perf_counter() - t0

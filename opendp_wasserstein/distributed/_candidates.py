@@ -64,44 +64,18 @@ def select_on_dask(
 
     :return: the ``k`` multiplicities and a :class:`~opendp_wasserstein.api.SelectionReport`
     """
-    import opendp.prelude as dp
-
     from opendp_wasserstein.api import (
-        SELECTION_MECHANISMS,
         SelectionReport,
-        _check_public_size,
-        _require_contrib,
+        _check_selection,
+        _check_tree_em_size,
+        _selection_measurement,
     )
     from opendp_wasserstein.distributed._run import _source_shape, release_on_dask
-    from opendp_wasserstein.measurements import (
-        make_nn_histogram,
-        make_tree_em,
-        make_tree_projection,
-    )
-    from opendp_wasserstein.parameters import check_epsilon
 
-    if mechanism not in SELECTION_MECHANISMS:
-        raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {mechanism!r}")
-    eps = check_epsilon(epsilon)
-    _check_public_size(public_size)
-    if not public_size and mechanism == "tree-em":
-        raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
+    eps = _check_selection(epsilon, mechanism, public_size)
+    _check_tree_em_size(mechanism, public_size)
     n, p = _source_shape(source, columns, count=bool(public_size))  # n is read only when public
-    _require_contrib()
-    if public_size:
-        domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
-        metric_in = dp.change_one_distance()
-        eps_unit = eps
-    else:
-        domain = dp.numpy.array2_domain(num_columns=p, T=float)
-        metric_in = dp.symmetric_distance()
-        eps_unit = 2 * eps
-    if mechanism == "tree-em":
-        meas = make_tree_em(domain, metric_in, candidates, m, eps, metric=metric)
-    elif mechanism == "projection":
-        meas = make_tree_projection(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
-    else:
-        meas = make_nn_histogram(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
+    meas = _selection_measurement(p, n if public_size else None, eps, mechanism, candidates, m, metric)
     t0 = time.perf_counter()
     rel = release_on_dask(meas, source, None, client=client, columns=columns, progress=progress)
     seconds = time.perf_counter() - t0
