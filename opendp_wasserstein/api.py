@@ -144,6 +144,37 @@ def _split(total: float, share: float) -> tuple[float, float]:
     return a, round_up(Fraction(total) - Fraction(a))
 
 
+def _check_options(
+    eps: float, mechanism: str, epsilon_select: Any, depth: Any, epsilon_size: Any, public_size: Any
+) -> None:
+    """The budget shares and the depth of :func:`synthesize` (in memory and on Dask) fit the
+    mechanism, the size flag and ``eps``."""
+    if epsilon_select is not None:
+        check_epsilon(epsilon_select, "epsilon_select")
+        if mechanism != "adaptive":
+            raise ValueError("epsilon_select applies only to mechanism='adaptive'")
+        if epsilon_select >= eps:
+            raise ValueError("epsilon_select must be smaller than epsilon")
+    if depth is not None and mechanism == "adaptive":
+        raise ValueError("depth applies only to mechanism='pruned' or 'pmm' (adaptive chooses it)")
+    if epsilon_size is not None:
+        check_epsilon(epsilon_size, "epsilon_size")
+        if public_size:
+            raise ValueError("epsilon_size applies only with public_size=False")
+        if epsilon_size >= eps:
+            raise ValueError("epsilon_size must be smaller than epsilon")
+
+
+def _too_small(e: ScaleLimitError, mechanism: str) -> Exception:
+    """A scale limit reached while building :func:`synthesize`'s measurement, as the user sees it:
+    the DP count's own error, or "epsilon is too small" for the mechanism."""
+    if str(e).startswith("epsilon_size"):
+        return e
+    return ValueError(
+        f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
+    )
+
+
 def synthesize(
     X: Any,
     epsilon: float,
@@ -272,20 +303,7 @@ def synthesize(
     from opendp_wasserstein.transformations._schedule_scores import check_split_order
 
     order = check_split_order(split_order, d)
-    if epsilon_select is not None:
-        check_epsilon(epsilon_select, "epsilon_select")
-        if mechanism != "adaptive":
-            raise ValueError("epsilon_select applies only to mechanism='adaptive'")
-        if epsilon_select >= eps:
-            raise ValueError("epsilon_select must be smaller than epsilon")
-    if depth is not None and mechanism == "adaptive":
-        raise ValueError("depth applies only to mechanism='pruned' or 'pmm' (adaptive chooses it)")
-    if epsilon_size is not None:
-        check_epsilon(epsilon_size, "epsilon_size")
-        if public_size:
-            raise ValueError("epsilon_size applies only with public_size=False")
-        if epsilon_size >= eps:
-            raise ValueError("epsilon_size must be smaller than epsilon")
+    _check_options(eps, mechanism, epsilon_select, depth, epsilon_size, public_size)
     _require_contrib()
     try:
         if delta is not None:
@@ -296,11 +314,7 @@ def synthesize(
                 order, post,
             )
     except ScaleLimitError as e:
-        if str(e).startswith("epsilon_size"):
-            raise
-        raise ValueError(
-            f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
-        ) from None
+        raise _too_small(e, mechanism) from None
     t0 = time.perf_counter()
     with runtime.diagnostics() as records:
         y = meas(x)

@@ -222,9 +222,11 @@ def synthesize_on_dask(
         MECHANISMS,
         SynthesisReport,
         _bounds,
+        _check_options,
         _check_public_size,
         _require_contrib,
         _synthesis_measurement,
+        _too_small,
     )
     from opendp_wasserstein.least_squares import check_postprocessing
     from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
@@ -236,20 +238,7 @@ def synthesize_on_dask(
         raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
     post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
     eps = check_epsilon(epsilon)
-    if epsilon_select is not None:
-        check_epsilon(epsilon_select, "epsilon_select")
-        if mechanism != "adaptive":
-            raise ValueError("epsilon_select applies only to mechanism='adaptive'")
-        if epsilon_select >= eps:
-            raise ValueError("epsilon_select must be smaller than epsilon")
-    if depth is not None and mechanism == "adaptive":
-        raise ValueError("depth applies only to mechanism='pruned' or 'pmm' (adaptive chooses it)")
-    if epsilon_size is not None:
-        check_epsilon(epsilon_size, "epsilon_size")
-        if public_size:
-            raise ValueError("epsilon_size applies only with public_size=False")
-        if epsilon_size >= eps:
-            raise ValueError("epsilon_size must be smaller than epsilon")
+    _check_options(eps, mechanism, epsilon_select, depth, epsilon_size, public_size)
     n, d = _source_shape(source, columns, count=bool(public_size))
     box = _bounds(bounds, d)
     _require_contrib()
@@ -258,11 +247,7 @@ def synthesize_on_dask(
             d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post
         )
     except ScaleLimitError as e:  # as synthesize words it
-        if str(e).startswith("epsilon_size"):
-            raise
-        raise ValueError(
-            f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
-        ) from None
+        raise _too_small(e, mechanism) from None
     t0 = time.perf_counter()
     rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
                           overwrite=overwrite, progress=progress)
