@@ -257,21 +257,8 @@ class KeyedNodeNoise:
         :param scale: the noise scale, finite, in ``(0, 2^52]``
         :return: ``int64`` array of length ``k``
         """
-        level, ids = self._check(level, cells)
-        scale_f = float(scale)
-        if not (np.isfinite(scale_f) and 0.0 < scale_f <= MAX_SCALE):
-            raise ValueError("scale must be finite and in (0, 2^52]")
-        k = ids.shape[0]
-        if k == 0:
-            return np.zeros(0, dtype=np.int64)
-        enc = self._encryptor()
-        state = self._chain(enc, LAPLACE_STREAM, level, ids)
-
-        def streams(elems: np.ndarray, first: np.ndarray, count: int) -> np.ndarray:
-            return self._expand(enc, state, elems, first, count)
-
-        out = stream_discrete_laplace(scale_f, k, streams)
-        return out  # the traversal clamps noisy counts to +-2^61 (node_noise.add_noise)
+        # the traversal clamps noisy counts to +-2^61 (node_noise.add_noise)
+        return self._draw(LAPLACE_STREAM, stream_discrete_laplace, level, cells, scale)
 
     def gaussian(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
         """``N_Z(0, scale^2)`` noise for each node, exact, node ``i`` from its own stream
@@ -283,6 +270,10 @@ class KeyedNodeNoise:
         :param scale: the noise scale ``sigma``, finite, in ``(0, 2^52]``
         :return: ``int64`` array of length ``k``
         """
+        return self._draw(GAUSS_STREAM, stream_discrete_gaussian, level, cells, scale)
+
+    def _draw(self, stream: int, sampler: Any, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
+        """One value per node from ``sampler(scale, k, streams)`` reading the nodes' own ``stream``."""
         level, ids = self._check(level, cells)
         scale_f = float(scale)
         if not (np.isfinite(scale_f) and 0.0 < scale_f <= MAX_SCALE):
@@ -291,12 +282,12 @@ class KeyedNodeNoise:
         if k == 0:
             return np.zeros(0, dtype=np.int64)
         enc = self._encryptor()
-        state = self._chain(enc, GAUSS_STREAM, level, ids)
+        state = self._chain(enc, stream, level, ids)
 
         def streams(elems: np.ndarray, first: np.ndarray, count: int) -> np.ndarray:
             return self._expand(enc, state, elems, first, count)
 
-        return stream_discrete_gaussian(scale_f, k, streams)
+        return np.asarray(sampler(scale_f, k, streams), dtype=np.int64)
 
     def coins(self, level: int, cells: np.ndarray) -> np.ndarray:
         """A fair coin (0 or 1, ``int64``) for each node: the low bit of its coin stream."""
