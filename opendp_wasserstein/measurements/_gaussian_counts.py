@@ -30,16 +30,14 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._fast_gaussian import MAX_SCALE
 from opendp_wasserstein._random import NOISE_STREAM, as_random_source
-from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL2SqDistance, descriptor_of
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import CountTree
-from opendp_wasserstein.least_squares import check_postprocessing
-from opendp_wasserstein.limits import check_memory
-from opendp_wasserstein.measurements._tree_laplace import _release_noise, check_output_size
+from opendp_wasserstein.measurements._tree_laplace import (
+    full_tree_function,
+    pruned_function,
+)
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
 from opendp_wasserstein.node_noise import add_noise
-from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
 from opendp_wasserstein.samplers import sample_discrete_gaussian
 from opendp_wasserstein.transformations._tree_counts import TreeCounts, TreeCountsDomain
 
@@ -132,16 +130,7 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
     [1, 2, 4, 8]
     """
     dom, met = _check_dyadic(input_domain, input_metric)
-    release_root = dom.size is None and not math.isinf(met.scales[0])
-    check_memory(
-        2.0 ** (dom.depth + 1) * 8 * (dom.num_columns + 5) * 2,
-        f"the full tree at depth {dom.depth} ({2 ** (dom.depth + 1) - 1:,} nodes)",
-        "use make_pruned_tree_gaussian, which only noises nodes with positive mass, or a smaller depth",
-    )
-
-    def function(counts: CountTree) -> NoisyTree:
-        return draw_full_tree(counts, met.scales, _release_noise("gaussian"), release_root, distribution="gaussian")
-
+    function = full_tree_function(dom, met.scales, "gaussian")
     return make_measurement(input_domain, input_metric, zero_concentrated_divergence(), function, zcdp_map)
 
 
@@ -195,14 +184,7 @@ def make_pruned_tree_gaussian(
     100
     """
     dom, met = _check_dyadic(input_domain, input_metric)
-    size = check_output_size(output_size, dom, met.scales)
-    consistency, threshold = check_postprocessing(consistency, threshold)
-
-    def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(
-            counts, met.scales, size, _release_noise("gaussian"), threshold, "gaussian", consistency
-        )
-
+    function = pruned_function(dom, met.scales, output_size, consistency, threshold, "gaussian")
     return make_measurement(input_domain, input_metric, zero_concentrated_divergence(), function, zcdp_map)
 
 

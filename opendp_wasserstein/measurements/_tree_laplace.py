@@ -15,6 +15,7 @@ Neither release holds the exact counts, the records or their codes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,48 @@ def _check_counts(counts: Any, dom: DyadicCountsDomain) -> CountTree:
     return counts
 
 
+def full_tree_function(
+    dom: DyadicCountsDomain, scales: tuple[float, ...], distribution: str
+) -> Callable[[Any], NoisyTree]:
+    """The release of the complete noisy tree (``make_tree_laplace``/``make_tree_gaussian``):
+    every node noised, ``"laplace"`` or ``"gaussian"``; its memory is checked up front."""
+    release_root = dom.size is None and not math.isinf(scales[0])
+    check_memory(
+        2.0 ** (dom.depth + 1) * 8 * (dom.num_columns + 5) * 2,
+        f"the full tree at depth {dom.depth} ({2 ** (dom.depth + 1) - 1:,} nodes)",
+        f"use make_pruned_tree_{distribution}, which only noises nodes with positive mass, or a smaller depth",
+    )
+
+    def function(counts: CountTree) -> NoisyTree:
+        return draw_full_tree(
+            _check_counts(counts, dom), scales, _release_noise(distribution), release_root, distribution=distribution
+        )
+
+    return function
+
+
+def pruned_function(
+    dom: DyadicCountsDomain,
+    scales: tuple[float, ...],
+    output_size: Any,
+    consistency: str,
+    threshold: float | None,
+    distribution: str,
+) -> Callable[[Any], LeafMasses]:
+    """The release of Pruned-PMM's leaf masses (``make_pruned_tree_laplace``/``_gaussian``):
+    Algorithms 1-2 with ``"laplace"`` or ``"gaussian"`` node noise and the chosen
+    post-processing; the arguments are checked at construction."""
+    size = check_output_size(output_size, dom, scales)
+    consistency, threshold = check_postprocessing(consistency, threshold)
+
+    def function(counts: CountTree) -> LeafMasses:
+        return pruned_traversal(
+            _check_counts(counts, dom), scales, size, _release_noise(distribution), threshold, distribution, consistency
+        )
+
+    return function
+
+
 def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement:
     r"""Construct a Measurement releasing the whole noisy dyadic tree, ``n_theta + LapZ(sigma_|theta|)``.
 
@@ -153,16 +196,7 @@ def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement
     [1, 2, 4, 8]
     """
     dom, met = _check(input_domain, input_metric)
-    release_root = dom.size is None and not math.isinf(met.scales[0])
-    check_memory(
-        2.0 ** (dom.depth + 1) * 8 * (dom.num_columns + 5) * 2,
-        f"the full tree at depth {dom.depth} ({2 ** (dom.depth + 1) - 1:,} nodes)",
-        "use make_pruned_tree_laplace, which only noises nodes with positive mass, or a smaller depth",
-    )
-
-    def function(counts: CountTree) -> NoisyTree:
-        return draw_full_tree(_check_counts(counts, dom), met.scales, _release_noise(), release_root)
-
+    function = full_tree_function(dom, met.scales, "laplace")
     return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
 
@@ -226,14 +260,7 @@ def make_pruned_tree_laplace(
     (100, 2)
     """
     dom, met = _check(input_domain, input_metric)
-    size = check_output_size(output_size, dom, met.scales)
-    consistency, threshold = check_postprocessing(consistency, threshold)
-
-    def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(
-            _check_counts(counts, dom), met.scales, size, _release_noise(), threshold, consistency=consistency
-        )
-
+    function = pruned_function(dom, met.scales, output_size, consistency, threshold, "laplace")
     return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
 
 
