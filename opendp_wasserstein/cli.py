@@ -222,7 +222,6 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_select(args: argparse.Namespace) -> dict[str, Any]:
-    import opendp.prelude as dp
 
     from opendp_wasserstein.api import select_candidates
 
@@ -234,13 +233,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     if c_header != header:
         raise CliError(f"the candidates file's columns {c_header} must match the data's {header}")
     steps.update(1)
-    if args.mechanism == "tree-em":
-        if not args.idealized_numerics:
-            raise CliError(
-                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
-                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
-            )
-        dp.enable_features("idealized-numerics")
+    _tree_em_features(args)
     with _seeded(args.seed):
         counts, report = select_candidates(
             x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",
@@ -404,6 +397,21 @@ def _parser() -> argparse.ArgumentParser:
     tables_cli.add_select_options(sel)
     distributed_cli.add_options(sel)
     return p
+
+
+def _tree_em_features(args: argparse.Namespace) -> None:
+    """``select --mechanism tree-em`` samples in float64: it runs only with the explicit
+    ``--idealized-numerics`` flag, the user's opt-in to OpenDP's feature of that name, which this
+    command then enables (the one feature the command line enables besides ``contrib``)."""
+    import opendp.prelude as dp
+
+    if args.mechanism == "tree-em":
+        if not args.idealized_numerics:
+            raise CliError(
+                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
+                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
+            )
+        dp.enable_features("idealized-numerics")
 
 
 def console_main() -> int:

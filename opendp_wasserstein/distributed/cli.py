@@ -112,7 +112,6 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 def run_select(args: argparse.Namespace) -> dict[str, Any]:
     """``select --scheduler``: Parquet data on the workers, candidates and output on the driver."""
     import numpy as np
-    import opendp.prelude as dp
     import pyarrow.parquet as pq
 
     from opendp_wasserstein.cli import CliError, _seeded, read_numeric_csv, write_csv_atomic
@@ -128,13 +127,9 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(f"cannot read the Parquet data {args.data!r}: {str(e).splitlines()[0]}") from None
     if not set(c_header) <= set(header):
         raise CliError(f"the candidates file's columns {c_header} must be columns of the data {header}")
-    if args.mechanism == "tree-em":
-        if not args.idealized_numerics:
-            raise CliError(
-                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
-                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
-            )
-        dp.enable_features("idealized-numerics")
+    from opendp_wasserstein.cli import _tree_em_features
+
+    _tree_em_features(args)
     with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
         counts, report = select_on_dask(
             args.data, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",

@@ -202,7 +202,6 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     columns), with a ``multiplicity`` column, in the format of its extension (CSV with the
     candidate file's delimiter, TSV or Parquet).
     """
-    import opendp.prelude as dp
     import pyarrow as pa
 
     from opendp_wasserstein.api import select_candidates
@@ -228,13 +227,9 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     cand_order = [c for c in cand.column_names if c in names]
     cand = cand.select(cand_order)
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
-    if args.mechanism == "tree-em":
-        if not args.idealized_numerics:
-            raise _fail(
-                "--mechanism tree-em samples in float64 and needs --idealized-numerics "
-                "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
-            )
-        dp.enable_features("idealized-numerics")
+    from opendp_wasserstein.cli import _tree_em_features
+
+    _tree_em_features(args)
     from opendp_wasserstein.cli import _seeded
 
     with _seeded(args.seed):
