@@ -53,6 +53,49 @@ def softmax_probabilities(scores: np.ndarray, epsilon: float, sensitivity: float
     return p / p.sum()
 
 
+def candidate_releases(
+    input_domain: Domain,
+    input_metric: Metric,
+    cands: Sequence[ScheduleCandidate],
+    n: int | None,
+    bounds: Any,
+    placement: str,
+    size: int | None,
+    order: Any,
+    consistency: str,
+    threshold: float | None,
+    output_measure: Measure | None = None,
+) -> list[Measurement]:
+    """Pruned-PMM at every candidate's depth and schedule (the root not released when ``n`` is
+    private), on the split order's hierarchy: the synthesis steps the adaptive selection picks
+    from, pure DP or (``output_measure``) zCDP."""
+    return [
+        make_pruned_pmm(
+            input_domain,
+            input_metric,
+            c.depth,
+            c.scales if n is not None else (math.inf, *c.scales[1:]),
+            bounds,
+            placement,
+            output_size=size,
+            output_measure=output_measure,
+            axes=None if order is None else order.axes_to(c.depth),
+            consistency=consistency,
+            threshold=threshold,
+        )
+        for c in cands
+    ]
+
+
+def softmax_choice(z: np.ndarray, rng: Any) -> int:
+    """An index drawn with probability proportional to ``exp(z_a)`` from the seeded stream ``rng``
+    (the exponential mechanism's law, for reproducible, non-private runs only)."""
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    u = rng.uniform(1)[0]
+    return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
+
+
 def make_adaptive_pruned_pmm(
     input_domain: Domain,
     input_metric: Metric,
@@ -208,21 +251,9 @@ def make_adaptive_pruned_pmm(
         t_scores.output_domain, t_scores.output_metric, eps_sel_eff, table.sensitivity, selection
     )
     t_scores >> m_select  # OpenDP checks that the selection chains onto the scores
-    mains = [
-        make_pruned_pmm(
-            input_domain,
-            input_metric,
-            c.depth,
-            c.scales if n is not None else (math.inf, *c.scales[1:]),
-            bounds,
-            placement,
-            output_size=size,
-            axes=None if order is None else order.axes_to(c.depth),
-            consistency=consistency,
-            threshold=threshold,
-        )
-        for c in cands
-    ]
+    mains = candidate_releases(
+        input_domain, input_metric, cands, n, bounds, placement, size, order, consistency, threshold
+    )
 
     def choose_from_scores(scores: list[float]) -> int:
         """The selection applied to the score vector ``t_scores(x)``: ``(t_scores >> m_select)(x)``
@@ -237,10 +268,7 @@ def make_adaptive_pruned_pmm(
             order = rng.permutation(len(z))
             accept = rng.uniform(len(z)) < np.exp(z[order] - z.max())  # the best always accepts
             return int(order[int(np.argmax(accept))])
-        p = np.exp(z - z.max())  # the exponential mechanism: P(a) ~ exp(q_a)
-        p /= p.sum()
-        u = rng.uniform(1)[0]
-        return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
+        return softmax_choice(z, rng)  # the exponential mechanism: P(a) ~ exp(q_a)
 
     def record(a: int, inner: dict[str, Any]) -> None:
         c = cands[a]

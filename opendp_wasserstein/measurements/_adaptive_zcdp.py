@@ -35,9 +35,10 @@ from opendp_wasserstein._compat import make_measurement
 from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.data import check_data_domain, check_metric, whole_replacements
 from opendp_wasserstein.exact import inverse_squares, round_down, round_up
+from opendp_wasserstein.hierarchy import shared_count_trees
 from opendp_wasserstein.least_squares import check_postprocessing
+from opendp_wasserstein.measurements._adaptive import candidate_releases, softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
-from opendp_wasserstein.measurements._pmm import make_pruned_pmm
 from opendp_wasserstein.parameters import check_epsilon
 from opendp_wasserstein.schedules import ScheduleCandidate
 from opendp_wasserstein.split_order import SplitOrder
@@ -140,22 +141,9 @@ def make_adaptive_pruned_pmm_zcdp(
         select = _selection(t_scores, scale)
     else:  # pragma: no cover
         raise RuntimeError("could not calibrate the selection scale")
-    mains = [
-        make_pruned_pmm(
-            input_domain,
-            input_metric,
-            c.depth,
-            c.scales if n is not None else (math.inf, *c.scales[1:]),
-            bounds,
-            placement,
-            output_size=size,
-            output_measure=_ZCDP,
-            consistency=consistency,
-            threshold=threshold,
-            axes=None if order is None else order.axes_to(c.depth),
-        )
-        for c in cands
-    ]
+    mains = candidate_releases(
+        input_domain, input_metric, cands, n, bounds, placement, size, order, consistency, threshold, _ZCDP
+    )
 
     def choose(x: np.ndarray) -> int:
         src = as_random_source()
@@ -163,15 +151,14 @@ def make_adaptive_pruned_pmm_zcdp(
             return int(select(x))
         # reproducible (non-private) runs: the exponential mechanism's softmax from the seed
         z = -np.asarray(t_scores(x)) / scale  # P(a) ~ exp(-B_a / scale), as the Gumbel max
-        p = np.exp(z - z.max())
-        p /= p.sum()
-        u = src.derive(SELECTION_STREAM).uniform(1)[0]
-        return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
+        return softmax_choice(z, src.derive(SELECTION_STREAM))
 
     def function(x: np.ndarray) -> Any:
-        a = choose(x)
-        with runtime.diagnostics() as inner:
-            points = mains[a](x)
+        # one count tree per release, shared by the scores and the synthesis (as in pure DP)
+        with shared_count_trees():
+            a = choose(x)
+            with runtime.diagnostics() as inner:
+                points = mains[a](x)
         c = cands[a]
         runtime.record(
             (inner[-1] if inner else {})
