@@ -414,7 +414,7 @@ def _tree_em_features(args: argparse.Namespace) -> None:
         dp.enable_features("idealized-numerics")
 
 
-def console_main() -> int:
+def console_main(argv: Sequence[str] | None = None) -> int:
     """The ``opendp-wasserstein`` program.  The program opts its own process into OpenDP's
     ``"contrib"`` feature, which the package's constructors require; a Python caller of
     :func:`main` enables it itself, as in any OpenDP program (the package never changes the
@@ -422,7 +422,7 @@ def console_main() -> int:
     import opendp.prelude as dp
 
     dp.enable_features("contrib")
-    return main()
+    return main(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

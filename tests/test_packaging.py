@@ -100,8 +100,8 @@ def test_quick_start_install_runs_the_demo(tmp_path):
                 return None
 
         sys.meta_path.insert(0, Guard())
-        from opendp_wasserstein.cli import main
-        sys.exit(main(["demo", "--n", "800", "-o", "demo.png", "--quiet"]))
+        from opendp_wasserstein.cli import console_main  # what the installed script runs
+        sys.exit(console_main(["demo", "--n", "800", "-o", "demo.png", "--quiet"]))
         """
     )
     proc = subprocess.run([sys.executable, "-c", guard], cwd=tmp_path, capture_output=True,
