@@ -42,6 +42,11 @@ MECHANISMS = ("adaptive", "pruned", "pmm")
 #: set of ``benchmarks/bench_postprocessing.py``); the constructors keep the paper's rule
 DEFAULT_CONSISTENCY = "least_squares"
 
+#: the adaptive selection's score in :func:`synthesize`: the capped-count estimate, measured
+#: closer to the best candidate than the paper's bound on every data set of
+#: ``benchmarks/bench_selection.py``; the constructors keep the paper's score by default
+DEFAULT_SCORE = "capped"
+
 #: the share of epsilon spent on private schedule selection by default in ``synthesize``
 DEFAULT_SELECT_FRACTION = 0.2
 
@@ -165,6 +170,17 @@ def _check_options(
             raise ValueError("epsilon_size must be smaller than epsilon")
 
 
+def _check_score_option(score: Any, mechanism: str) -> str:
+    """The adaptive selection's score of :func:`synthesize` (default :data:`DEFAULT_SCORE`)."""
+    from opendp_wasserstein.transformations._schedule_scores import check_score
+
+    if score is None:
+        return DEFAULT_SCORE
+    if mechanism != "adaptive":
+        raise ValueError("score applies only to mechanism='adaptive'")
+    return check_score(score)
+
+
 def _too_small(e: ScaleLimitError, mechanism: str) -> Exception:
     """A scale limit reached while building :func:`synthesize`'s measurement, as the user sees it:
     the DP count's own error, or "epsilon is too small" for the mechanism."""
@@ -191,6 +207,7 @@ def synthesize(
     consistency: str | None = None,
     threshold: float | None = None,
     delta: float | None = None,
+    score: str | None = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -250,6 +267,10 @@ def synthesize(
     :param delta: ``None`` (default: pure ``epsilon``-DP) or a ``delta`` in ``(0, 1)``: an
         ``(epsilon, delta)``-DP release through the zCDP variant and OpenDP's conversion (see
         above); needs ``public_size=True`` and no ``schema`` or ``split_order``
+    :param score: adaptive only: the selection's score, ``"capped"`` (default,
+        :data:`DEFAULT_SCORE`: the capped-count estimate, a selection that finds the good
+        candidate) or ``"paper"`` (the paper's bound ``B_a``); the privacy map is the same
+        (:func:`~opendp_wasserstein.transformations.make_schedule_scores`)
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -289,13 +310,14 @@ def synthesize(
         return synthesize_table(
             X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
             depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
-            split_order=split_order, consistency=consistency, threshold=threshold,
+            split_order=split_order, consistency=consistency, threshold=threshold, score=score,
         )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if mechanism == "pmm" and (consistency, threshold) != (None, None):
         raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
     post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
+    score = _check_score_option(score, mechanism)
     eps = check_epsilon(epsilon)
     x = _as_data(X)
     n, d = x.shape
@@ -307,11 +329,13 @@ def synthesize(
     _require_contrib()
     try:
         if delta is not None:
-            meas, rho = _approx_measurement(d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post)
+            meas, rho = _approx_measurement(
+                d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post, score
+            )
         else:
             meas = _synthesis_measurement(
                 d, n if public_size else None, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size,
-                order, post,
+                order, post, score,
             )
     except ScaleLimitError as e:
         raise _too_small(e, mechanism) from None
@@ -355,6 +379,7 @@ def _approx_measurement(
     depth: int | None,
     placement: str,
     post: tuple[str, float] = ("paper", 0.0),
+    score: str = "paper",
 ) -> tuple[Measurement, float]:
     """The ``(eps, delta)`` measurement of :func:`synthesize` (public size) and its ``rho``: the
     zCDP variant at ``rho = rho_for_approx_dp(eps, delta)`` converted by OpenDP
@@ -375,7 +400,7 @@ def _approx_measurement(
         rho_sel, rho_main = _split(rho, share)
         meas = make_adaptive_pruned_pmm(
             domain, metric, rho_sel, rho_main, bounds=bounds, placement=placement, output_measure=zcdp,
-            consistency=post[0], threshold=post[1],
+            consistency=post[0], threshold=post[1], score=score,
         )
     else:
         r = ambient_depth(eps, n) if depth is None else depth
@@ -400,6 +425,7 @@ def _synthesis_measurement(
     epsilon_size: float | None,
     order: Any = None,
     post: tuple[str, float] = ("paper", 0.0),
+    score: str = "paper",
 ) -> Measurement:
     """The certified measurement :func:`synthesize` releases with.  Built from public values
     only: ``n`` is None when the size is private.  ``order``: a public split order or None;
@@ -440,7 +466,7 @@ def _synthesis_measurement(
             eps_sel, eps_main = _split(eps, sel_share)
             return make_adaptive_pruned_pmm(
                 domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, split_order=order,
-                consistency=consistency, threshold=threshold,
+                consistency=consistency, threshold=threshold, score=score,
             )
         r = fit(ambient_depth(eps, n)) if depth is None else depth
         return make(domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement, axes=axes(r))
@@ -468,7 +494,7 @@ def _synthesis_measurement(
         def build(n_hat: int) -> Measurement:
             return make_adaptive_pruned_pmm(
                 domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, size=n_hat,
-                split_order=order, consistency=consistency, threshold=threshold,
+                split_order=order, consistency=consistency, threshold=threshold, score=score,
             )
 
         per_record = Fraction(round_down(Fraction(eps_sel) + Fraction(half_main)))

@@ -63,6 +63,8 @@ __all__ = [
     "morton_words_bitwise",
     "bit_length_u64",
     "CountTree",
+    "capped_level_sums",
+    "capped_sums_of_counts",
     "build_count_tree",
     "count_tree",
     "shared_count_trees",
@@ -554,6 +556,58 @@ class CountTree:
                 bit[nonempty] = self._first_bits(level, lo[rest][nonempty])
             mid[rest] = np.where(nonempty, np.where(bit == 1, lo[rest], hi[rest]), lo[rest])
         return mid
+
+
+def capped_sums_of_counts(counts: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """``sum_v min(c_v, tau)`` for every cap ``tau`` in ``caps``, exact (int64).
+
+    :param counts: the cells' counts (non-negative integers; empty cells add nothing)
+    :param caps: integer caps ``>= 1``
+    """
+    c = np.sort(np.asarray(counts, dtype=np.int64))
+    tau = np.asarray(caps, dtype=np.int64)
+    tail = np.concatenate((np.cumsum(c[::-1])[::-1], [0]))  # tail[i] = sum of c[i:]
+    above = np.searchsorted(c, tau, side="right")  # the cells with c > tau start here
+    # sum_v min(c_v, tau) = sum_v c_v - sum_{c_v > tau} (c_v - tau)
+    return np.asarray(tail[0] - (tail[above] - tau * (c.size - above)), dtype=np.int64)
+
+
+def capped_level_sums(tree: CountTree, caps: np.ndarray, start: int = 0) -> np.ndarray:
+    """``T[j, a] = sum_{v at level j} min(c_v, caps[j, a])`` for ``j = start .. L-1`` (rows
+    before ``start`` are 0), exact int64: the statistic of the capped schedule scores.
+
+    With ``caps`` all 1 this is the occupancy ``O_j``.  Only the cells holding more than
+    ``t = min(caps)`` points are visited (a subtree: a cell's parent holds at least as many),
+    level by level with :meth:`CountTree.split`; a cell with at most ``t`` points adds its
+    count ``c_v = min(c_v, tau)`` to every sum, so ``T[j, a] = n - sum_{c_v > t} (c_v - tau)^+``.
+
+    :param tree: the exact count tree, of depth at least ``L - 1``
+    :param caps: shape ``(L, k)``, integers ``>= 1``
+    :param start: the first level recorded (the parts of a distributed tree record the levels
+        whose cells they hold whole)
+    """
+    caps = np.asarray(caps, dtype=np.int64)
+    if caps.ndim != 2 or caps.shape[0] < 1 or caps.shape[0] > tree.depth + 1 or caps.min() < 1:
+        raise ValueError(f"caps must be an (L, k) array of integers >= 1 with L <= {tree.depth + 1}")
+    L, k = caps.shape
+    out = np.zeros((L, k), dtype=np.int64)
+    if tree.n == 0:
+        return out
+    t = int(caps.min())
+    lo = np.zeros(1, dtype=np.int64)
+    hi = np.full(1, tree.n, dtype=np.int64)
+    for j in range(L):  # a loop over the (public) levels; each level is vectorised
+        if j >= start:
+            # the light cells (c_v <= t <= tau) add their whole count: n - (the heavy cells' total)
+            heavy = capped_sums_of_counts(hi - lo, caps[j])
+            out[j] = tree.n - (int((hi - lo).sum()) - heavy)
+        if j == L - 1:
+            break
+        mid = tree.split(j, lo, hi)
+        lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
+        keep = hi - lo > t
+        lo, hi = lo[keep], hi[keep]
+    return out
 
 
 def build_count_tree(u: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None) -> CountTree:

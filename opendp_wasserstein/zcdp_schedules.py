@@ -236,7 +236,9 @@ def zcdp_model_bound(d: int, n: int, rho: float, s: int, depth: int, c_abs: floa
     return c_abs / (math.sqrt(r) * n) + 4.0 * c_abs / n * S**1.5 / math.sqrt(r) + 2.0 * 2.0 ** (-depth / d)
 
 
-def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
+def zcdp_candidates(
+    d: int, n: int, rho_main: float, c_abs: float = 1.0, include_optimal_depths: bool = False
+) -> tuple[ScheduleCandidate, ...]:
     r"""The public candidate set of Adaptive Pruned-PMM in zCDP: one candidate per model dimension.
 
     For each ``s`` in ``1..d``: the paper's explicit depth ``r_s`` (Appendix B.1,
@@ -255,7 +257,10 @@ def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tupl
     :param d: the data dimension
     :param n: the public dataset size (or a public estimate)
     :param rho_main: the zCDP budget of the synthesis
-    :param c_abs: unused (kept for the signature of the score's constant)
+    :param c_abs: the constant of :func:`zcdp_model_bound` (used only with ``include_optimal_depths``)
+    :param include_optimal_depths: also add, for each ``s``, the smallest depth ``r <= L``
+        minimising :func:`zcdp_model_bound` when it differs from ``r_s`` (as
+        :func:`~opendp_wasserstein.schedules.standard_candidates` does in pure DP)
 
     :example:
 
@@ -271,10 +276,16 @@ def zcdp_candidates(d: int, n: int, rho_main: float, c_abs: float = 1.0) -> tupl
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     rho = check_epsilon(rho_main, "rho_main")
     eps_eq = math.sqrt(8.0 * rho)
+    deepest = candidate_depth(d, n, eps_eq, 1)
     out = []
     for s in range(1, d + 1):
         r = candidate_depth(d, n, eps_eq, s)
         out.append(ScheduleCandidate(s, r, zcdp_schedule(d, rho, r, s)))
+        if include_optimal_depths:
+            bounds = [zcdp_model_bound(d, n, rho, s, rr, c_abs) for rr in range(1, deepest + 1)]
+            r_star = 1 + min(range(deepest), key=lambda i: bounds[i])
+            if r_star != r:
+                out.append(ScheduleCandidate(s, r_star, zcdp_schedule(d, rho, r_star, s)))
     return tuple(out)
 
 

@@ -57,8 +57,14 @@ from opendp_wasserstein.consistency import (
 )
 from opendp_wasserstein.distributed._output import PartWriter
 from opendp_wasserstein.distributed._source import DelayedBlock, read_block
-from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan
-from opendp_wasserstein.hierarchy import CountTree, _row_codes, check_axes
+from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan, ScoresPlan
+from opendp_wasserstein.hierarchy import (
+    CountTree,
+    _row_codes,
+    capped_level_sums,
+    capped_sums_of_counts,
+    check_axes,
+)
 from opendp_wasserstein.least_squares import (
     Forest,
     VisitedLevel,
@@ -160,6 +166,32 @@ def tree_task(d: int, box: Box, depth: int, axes: Axes, *pieces: np.ndarray) -> 
 def occupancy_task(tree: CountTree, start: int, stop: int) -> np.ndarray:
     """The part's occupancy of levels ``start .. stop - 1``."""
     return tree.occupancy()[start:stop]
+
+
+def capped_task(tree: CountTree, caps: np.ndarray, start: int) -> np.ndarray:
+    """The part's capped sums of levels ``start .. L - 1`` (``caps`` of shape ``(L, k)``)."""
+    return capped_level_sums(tree, caps, start)[start:]
+
+
+def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int, trees: list[Any]) -> np.ndarray:
+    """The scores' statistic of the whole data: levels above ``j0`` read off the level-``j0``
+    histogram ``h``, the deeper ones reduced from the parts' trees (each such cell lies in one
+    part).  The occupancy, or with ``sp.caps`` the capped sums, as the in-memory tree gives."""
+    top = min(j0, sp.L)
+    if sp.caps is None:
+        stat = np.zeros(sp.L, dtype=np.int64)
+        for j in range(top):
+            stat[j] = np.count_nonzero(h.reshape(1 << j, -1).sum(axis=1)) if j else int(n > 0)
+        tasks = [drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees]
+    else:
+        stat = np.zeros(sp.caps.shape, dtype=np.int64)
+        for j in range(top):
+            stat[j] = capped_sums_of_counts(h.reshape(1 << j, -1).sum(axis=1), sp.caps[j])
+        tasks = [drv.client.submit(capped_task, t, sp.caps, top, pure=False) for t in trees]
+    if top < sp.L:
+        for part in drv.run(tasks, "occupancy"):
+            stat[top:] += part
+    return stat
 
 
 @dataclass(frozen=True)
@@ -599,14 +631,7 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
     _check_size(sp, n)
     bounds = part_bounds(h, parts)
     trees = drv.trees(sp.d, sp.nan, sp.box, j0, bounds, sp.L, sp.axes)
-    occupancy = np.zeros(sp.L, dtype=np.int64)
-    top = min(j0, sp.L)
-    for j in range(top):
-        occupancy[j] = np.count_nonzero(h.reshape(1 << j, -1).sum(axis=1)) if j else int(n > 0)
-    if top < sp.L:
-        for occ in drv.run([drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees], "occupancy"):
-            occupancy[top:] += occ
-    a = plan.choose_from_scores(sp.scores_of_occupancy(occupancy))
+    a = plan.choose_from_scores(sp.scores_of_occupancy(score_statistic(sp, drv, n, h, j0, trees)))
     main = plan.mains[a]
     rel = _release(main, writer)
     info = _pruned(main, drv, rel, n, h, j0, bounds, trees)

@@ -202,11 +202,12 @@ def synthesize_on_dask(
     progress: bool = False,
     consistency: str | None = None,
     threshold: float | None = None,
+    score: str | None = None,
 ) -> tuple[DistributedRelease, Any]:
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
     The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments (``consistency`` and ``threshold`` as there: least squares by default,
+    arguments (``consistency``, ``threshold`` and ``score`` as there: least squares and the capped score by default,
     :data:`~opendp_wasserstein.api.DEFAULT_CONSISTENCY`), run by :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row
     count (Parquet footers), public.  With ``public_size=False`` nothing reads ``n`` but the
     measurement: either ``depth`` is given (``"pruned"``/``"pmm"``: the noisy root sets the
@@ -224,6 +225,7 @@ def synthesize_on_dask(
         _bounds,
         _check_options,
         _check_public_size,
+        _check_score_option,
         _require_contrib,
         _synthesis_measurement,
         _too_small,
@@ -237,6 +239,7 @@ def synthesize_on_dask(
     if mechanism == "pmm" and (consistency, threshold) != (None, None):
         raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
     post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
+    score = _check_score_option(score, mechanism)
     eps = check_epsilon(epsilon)
     _check_options(eps, mechanism, epsilon_select, depth, epsilon_size, public_size)
     n, d = _source_shape(source, columns, count=bool(public_size))
@@ -244,7 +247,7 @@ def synthesize_on_dask(
     _require_contrib()
     try:
         meas = _synthesis_measurement(
-            d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post
+            d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post, score
         )
     except ScaleLimitError as e:  # as synthesize words it
         raise _too_small(e, mechanism) from None

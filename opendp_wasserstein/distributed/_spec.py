@@ -66,7 +66,8 @@ class PmmPlan:
 
 @dataclass(frozen=True)
 class ScoresPlan:
-    """The schedule scores: the occupancy of levels ``0 .. L-1`` of the rows' tree, then
+    """The schedule scores: the occupancy of levels ``0 .. L-1`` of the rows' tree (or, with
+    ``caps``, the capped sums ``T[j, a] = sum_v min(c_v, caps[j, a])``), then
     ``scores_of_occupancy`` (the in-memory transformation's own closure)."""
 
     d: int
@@ -76,6 +77,7 @@ class ScoresPlan:
     L: int
     scores_of_occupancy: Callable[[np.ndarray], list[float]]
     axes: tuple[int, ...] | None = None
+    caps: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,
+    check_score,
     check_score_size,
     check_split_order,
     make_schedule_scores,
@@ -111,6 +112,7 @@ def make_adaptive_pruned_pmm(
     split_order: SplitOrder | None = None,
     consistency: str = "paper",
     threshold: float | None = None,
+    score: str = "paper",
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Algorithm 3 and Appendix B).
 
@@ -174,6 +176,12 @@ def make_adaptive_pruned_pmm(
         is unchanged
     :param threshold: the synthesis's suppression threshold (default None: the rule's default;
         see :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`)
+    :param score: the selection's score, ``"paper"`` (default: the paper's bound ``B_a``) or
+        ``"capped"`` (the capped-count estimate of
+        :func:`~opendp_wasserstein.transformations.make_schedule_scores`, whose sensitivity is
+        tens to hundreds of times smaller, so the selection is informative).  With ``"capped"``
+        the default cube candidates also hold each model dimension's optimising depth
+        (``standard_candidates(..., include_optimal_depths=True)``).  The map keeps its form.
     :return: a Measurement releasing an ``(m, d)`` float array
 
     :example:
@@ -201,7 +209,7 @@ def make_adaptive_pruned_pmm(
 
         return make_adaptive_pruned_pmm_zcdp(
             input_domain, input_metric, epsilon_select, epsilon_main, bounds, placement,
-            candidates, selection, c_abs, size, split_order, consistency, threshold,
+            candidates, selection, c_abs, size, split_order, consistency, threshold, score,
         )
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)
@@ -212,8 +220,13 @@ def make_adaptive_pruned_pmm(
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     order = check_split_order(split_order, d)
+    score = check_score(score)
     if candidates is None:
-        default = standard_candidates(d, norm, eps_main) if order is None else split_order_candidates(order, norm, eps_main, c_abs)
+        default = (
+            standard_candidates(d, norm, eps_main, include_optimal_depths=score == "capped")
+            if order is None
+            else split_order_candidates(order, norm, eps_main, c_abs)
+        )
     cands = check_schedule_candidates(
         default if candidates is None else candidates,
         d,
@@ -224,13 +237,13 @@ def make_adaptive_pruned_pmm(
     kind = check_metric(input_metric, n)
 
     t_scores = make_schedule_scores(
-        input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order
+        input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order, score=score
     )
     # the very table make_schedule_scores calibrates its map to (same occupancy cap and profile)
     L = max(c.depth for c in cands)
     table = score_table(
         cands, d, norm, eps_main, c_abs, occ_cap=None if n is not None else occupancy_cap(norm),
-        diameters=None if order is None else order.diameters(L),
+        diameters=None if order is None else order.diameters(L), score=score,
     )
     # exact per-replacement losses: the synthesis spends 2 sum_{j>=1} 1/sigma_j (largest over the
     # candidates); the selection gets what is left of the exact total eps_sel + eps_main rounded
@@ -280,6 +293,7 @@ def make_adaptive_pruned_pmm(
                 "num_candidates": len(cands),
                 "epsilon_select": eps_sel,
                 "epsilon_main": eps_main,
+                "score": score,
             }
         )
 

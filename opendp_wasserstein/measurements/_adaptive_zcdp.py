@@ -45,6 +45,7 @@ from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,
+    check_score,
     check_score_size,
     check_split_order,
     make_schedule_scores,
@@ -74,6 +75,7 @@ def make_adaptive_pruned_pmm_zcdp(
     split_order: SplitOrder | None = None,
     consistency: str = "paper",
     threshold: float | None = None,
+    score: str = "paper",
 ) -> Measurement:
     r"""Adaptive Pruned-PMM in zCDP (module docstring); the parameters are those of
     :func:`~opendp_wasserstein.measurements.make_adaptive_pruned_pmm` with the budgets ``rho``.
@@ -106,8 +108,9 @@ def make_adaptive_pruned_pmm_zcdp(
             "(converted, it costs four times the exponential mechanism's eps^2/8)"
         )
     order = check_split_order(split_order, d)
+    score = check_score(score)
     if candidates is None:
-        default = (zcdp_candidates(d, norm, rho_main_, c_abs) if order is None
+        default = (zcdp_candidates(d, norm, rho_main_, c_abs, include_optimal_depths=score == "capped") if order is None
                    else zcdp_split_order_candidates(order, norm, rho_main_, c_abs))
     cands = check_schedule_candidates(
         default if candidates is None else candidates,
@@ -120,7 +123,7 @@ def make_adaptive_pruned_pmm_zcdp(
     kind = check_metric(input_metric, n)
     t_scores = make_schedule_scores(
         input_domain, input_metric, cands, rho_main_, c_abs, bounds, size=size, output_measure=_ZCDP,
-        split_order=order,
+        split_order=order, score=score,
     )
     # exact synthesis cost of one replacement (sized: m^2 sum w, m = 1) or one record (unsized,
     # sigma_0 = inf: k^2 sum w / 2, k = 1), largest over the candidates
@@ -168,6 +171,7 @@ def make_adaptive_pruned_pmm_zcdp(
                 "num_candidates": len(cands),
                 "rho_select": rho_sel,
                 "rho_main": rho_main_,
+                "score": score,
             }
         )
         return points

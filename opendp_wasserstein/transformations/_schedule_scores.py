@@ -28,7 +28,7 @@ from opendp_wasserstein.data import (
 )
 from opendp_wasserstein.distributed._spec import ScoresPlan, attach
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import check_axes, count_tree, max_depth
+from opendp_wasserstein.hierarchy import capped_level_sums, check_axes, count_tree, max_depth
 from opendp_wasserstein.parameters import (
     SCALE_MAX,
     ScaleLimitError,
@@ -39,6 +39,7 @@ from opendp_wasserstein.schedules import ScheduleCandidate, budget_of
 from opendp_wasserstein.split_order import SplitOrder
 
 __all__ = [
+    "SCORES",
     "ScoreTable",
     "score_table",
     "make_schedule_scores",
@@ -49,26 +50,38 @@ __all__ = [
 
 _U = Fraction(1, 2**53)  # unit roundoff of float64
 
+#: the schedule scores: the paper's occupancy bound, or the capped-count estimate
+SCORES = ("paper", "capped")
+
 
 @dataclass(frozen=True)
 class ScoreTable:
-    """The public part of the scores ``B_a(X) = const_a + sum_j weights[a, j] O_j(X)``.
+    """The public part of the scores ``B_a(X) = const_a + sum_j weights[a, j] T_{j,a}(X)``.
+
+    ``score="paper"``: ``T_{j,a} = O_j``, the occupancy (the same for every candidate);
+    ``score="capped"``: ``T_{j,a} = sum_{v at level j} min(c_v, caps[j, a])``.
 
     :param const: ``C/(eps_main n) + 2 diam_{r_a}`` per candidate (cube: ``diam_r = 2^(-r/d)``)
-    :param weights: ``(|A|, L)``: ``4 C sigma_{j+1} diam_j / n`` for ``j < r_a``, else 0
+    :param weights: ``(|A|, L)``: paper ``4 C sigma_{j+1} diam_j / n``, capped
+        ``diam_j / (2 n)``, for ``j < r_a``, else 0
     :param sensitivity: ``Delta_A``, the largest change of any score when one record is
         replaced, including a bound on the rounding error of evaluating the scores in float
-    :param delta_exact: ``max_a sum_{1 <= j < r_a} weights[a, j]`` without the rounding term
+    :param delta_exact: ``max_a sum_j weights[a, j]`` over the levels that move (paper: ``j >= 1``;
+        capped: also ``j = 0`` when the size is private), without the rounding term
+    :param caps: capped only: ``(L, |A|)`` integers ``max(1, ceil(C sigma_{j+1}))`` (1 below ``r_a``)
     """
 
     const: np.ndarray
     weights: np.ndarray
     sensitivity: float
     delta_exact: float
+    caps: np.ndarray | None = None
 
-    def scores(self, occupancy: np.ndarray) -> np.ndarray:
-        """Evaluate every candidate's score from ``O_0 .. O_{L-1}``."""
-        return self.const + (self.weights * occupancy.astype(np.float64)).sum(axis=1)
+    def scores(self, stat: np.ndarray) -> np.ndarray:
+        """Every candidate's score from ``O_0 .. O_{L-1}`` (paper, shape ``(L,)``) or from
+        ``T`` (capped, shape ``(L, |A|)``)."""
+        t = np.asarray(stat).astype(np.float64)
+        return self.const + (self.weights * (t.T if t.ndim == 2 else t)).sum(axis=1)
 
 
 def _zcdp_budget_of(scales: Sequence[float]) -> float:
@@ -131,6 +144,13 @@ def check_schedule_candidates(
     return cands
 
 
+def check_score(score: Any) -> str:
+    """``score``, checked to be one of :data:`SCORES`."""
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    return str(score)
+
+
 def score_table(
     candidates: Sequence[ScheduleCandidate],
     d: int,
@@ -139,42 +159,58 @@ def score_table(
     c_abs: float = 1.0,
     occ_cap: int | None = None,
     diameters: Sequence[float] | None = None,
+    score: str = "paper",
 ) -> ScoreTable:
     """The public score coefficients and the sensitivity ``Delta_A`` (Appendix B.2, B.6).
 
-    ``occ_cap`` bounds every ``O_j`` in the rounding-error term (default ``n``: a public size
-    bounds the occupancy); with a private size the scores clamp ``O_j`` to it.  ``diameters``
-    is the public profile ``diam_0 .. diam_L`` of a split order (default the paper's cube
-    profile ``2^(-j/d)``).
+    ``occ_cap`` bounds every ``O_j`` (``T_{j,a}``) in the rounding-error term (default ``n``: a
+    public size bounds them); with a private size the scores clamp the statistic to it (and,
+    for the capped score, level 0 moves too).  ``diameters`` is the public profile
+    ``diam_0 .. diam_L`` of a split order (default the paper's cube profile ``2^(-j/d)``).
+    ``score``: ``"paper"`` (the occupancy bound) or ``"capped"`` (the capped-count estimate,
+    :doc:`/proofs/occupancy_scores`).
     """
+    score = check_score(score)
     L = max(c.depth for c in candidates)
     k = len(candidates)
     weights = np.zeros((k, L))
     const = np.zeros(k)
+    caps = np.ones((L, k), dtype=np.int64) if score == "capped" else None
     if diameters is not None:
         diam = np.asarray(diameters, dtype=np.float64)
         if diam.shape != (L + 1,) or not np.all(np.isfinite(diam)) or diam.min() < 0:
             raise ValueError(f"diameters must be {L + 1} finite non-negative numbers (levels 0 .. {L})")
+    else:
+        diam = 2.0 ** (-np.arange(L + 1) / d)
     for i, c in enumerate(candidates):  # a loop over the (at most 2d) candidates
-        j = np.arange(c.depth)
-        if diameters is None:
-            weights[i, : c.depth] = 4.0 * c_abs * np.asarray(c.scales[1:]) * 2.0 ** (-j / d) / n
-            const[i] = c_abs / (epsilon_main * n) + 2.0 * 2.0 ** (-c.depth / d)
+        r = c.depth
+        sig = np.asarray(c.scales[1:], dtype=np.float64)
+        if caps is not None:
+            weights[i, :r] = diam[:r] / (2.0 * n)
+            caps[:r, i] = np.maximum(1, np.ceil(c_abs * sig)).astype(np.int64)
         else:
-            weights[i, : c.depth] = 4.0 * c_abs * np.asarray(c.scales[1:]) * diam[: c.depth] / n
-            const[i] = c_abs / (epsilon_main * n) + 2.0 * diam[c.depth]
-    # O_0 = 1 for every non-empty dataset: level 0 never moves, so it is left out of Delta
-    delta = max(sum((Fraction(float(w)) for w in weights[i, 1:]), Fraction(0)) for i in range(k))
-    # rounding: |fl(B) - B| <= gamma_{L+1} * (|const| + sum_j w_j O_j) with O_j <= min(n, 2^j);
+            weights[i, :r] = 4.0 * c_abs * sig * diam[:r] / n
+        const[i] = c_abs / (epsilon_main * n) + 2.0 * diam[r]
+    # paper: O_0 = 1 for every non-empty dataset, so level 0 never moves and is left out of Delta;
+    # capped: T_0 = min(n, tau) moves only when the size is private (occ_cap is then given)
+    first = 0 if caps is not None and occ_cap is not None else 1
+    delta = max(sum((Fraction(float(w)) for w in weights[i, first:]), Fraction(0)) for i in range(k))
+    # rounding: |fl(B) - B| <= gamma_{L+1} * (|const| + sum_j w_j T_j) with T_j <= min(n, 2^j tau);
     # two evaluations (X and X') may each err by that much
     gamma = (L + 1) * _U / (1 - (L + 1) * _U)
-    occ_max = np.minimum(float(n if occ_cap is None else occ_cap), 2.0 ** np.arange(L))
+    reach = 2.0 ** np.arange(L)
+    top = float(n if occ_cap is None else occ_cap)
     upper = max(
-        Fraction(float(const[i])) + sum((Fraction(float(w)) * Fraction(float(o)) for w, o in zip(weights[i], occ_max, strict=True)), Fraction(0))
+        Fraction(float(const[i]))
+        + sum(
+            (Fraction(float(w)) * Fraction(float(o)) for w, o in zip(
+                weights[i], np.minimum(top, reach * (1.0 if caps is None else caps[:, i])), strict=True)),
+            Fraction(0),
+        )
         for i in range(k)
     )
     sensitivity = round_up(delta + 2 * gamma * upper)
-    return ScoreTable(const, weights, sensitivity, round_up(delta))
+    return ScoreTable(const, weights, sensitivity, round_up(delta), caps)
 
 
 def check_score_size(n: int | None, size: Any) -> int:
@@ -215,6 +251,7 @@ def make_schedule_scores(
     size: int | None = None,
     output_measure: Measure | None = None,
     split_order: SplitOrder | None = None,
+    score: str = "paper",
 ) -> Transformation:
     r"""Construct a Transformation from data to the candidates' scores ``B_a(X)``.
 
@@ -256,6 +293,14 @@ def make_schedule_scores(
         occupancy is that of its hierarchy and ``2^(-j/d)`` becomes its diameter profile
         ``diam_j`` (in the weights and the constant ``2 diam_{r_a}``); the map keeps its form
         (:doc:`/proofs/split_order`)
+    :param score: ``"paper"`` (default): the paper's bound above, from the occupancy;
+        ``"capped"``: ``C/(eps_main n) + (1/(2n)) sum_{j<r_a} diam_j sum_{v at level j}
+        min(c_v, tau_{a,j}) + 2 diam_{r_a}`` with ``tau_{a,j} = max(1, ceil(C sigma_{j+1}))``: a
+        node moves at most its own count, and on average about its noise ``C sigma_{j+1}``, by
+        about half its diameter.  An estimate rather than a bound, with a far smaller
+        sensitivity: each record moves each level's sum by at most 1, so ``Delta_a = (1/(2n))
+        sum_j diam_j`` (level 0 included when the size is private), not ``4C/n sum_j sigma_{j+1}
+        diam_j`` (:doc:`/proofs/occupancy_scores`)
 
     :example:
 
@@ -277,6 +322,7 @@ def make_schedule_scores(
     eps = check_epsilon(epsilon_main, "epsilon_main")
     c_abs = check_epsilon(c_abs, "c_abs")
     order = check_split_order(split_order, d)
+    kind_of_score = check_score(score)
     cands = check_schedule_candidates(candidates, d, eps, zcdp=zcdp, split_order=order)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
@@ -286,21 +332,29 @@ def make_schedule_scores(
     L = max(c.depth for c in cands)
     diameters = None if order is None else order.diameters(L)
     axes = None if order is None else check_axes(order.axes, d, L)
-    table = score_table(cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters)
+    table = score_table(
+        cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters, score=kind_of_score
+    )
 
-    def scores_of_occupancy(occupancy: np.ndarray) -> list[float]:
-        occupancy = np.array(occupancy[:L], dtype=np.int64)
-        # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
-        # empty dataset is possible (private size), and Delta may leave level 0 out
-        occupancy[0] = 1
+    def scores_of_occupancy(stat: np.ndarray) -> list[float]:
+        """The scores from the statistic: the occupancy ``O_0 .. O_{L-1}`` (paper) or the capped
+        sums ``T`` of shape ``(L, |A|)`` (capped), as the count tree or a cluster reduced them."""
+        stat = np.array(stat[:L], dtype=np.int64)
+        if table.caps is None:
+            # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
+            # empty dataset is possible (private size), and Delta may leave level 0 out
+            stat[0] = 1
         if cap is not None:
-            occupancy = np.minimum(occupancy, cap)
-        return table.scores(occupancy).tolist()
+            stat = np.minimum(stat, cap)
+        return table.scores(stat).tolist()
 
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=nan_ok)
         # kept for the synthesis of the same release (inside shared_count_trees, else dropped)
-        return scores_of_occupancy(count_tree(x, L, box, keep=True, axes=axes).occupancy()[:L])
+        tree = count_tree(x, L, box, keep=True, axes=axes)
+        if table.caps is None:
+            return scores_of_occupancy(tree.occupancy()[:L])
+        return scores_of_occupancy(capped_level_sums(tree, table.caps))
 
     def stability_map(d_in: int) -> float:
         return round_up(occupancy_units(kind, n, d_in) * Fraction(table.sensitivity))
@@ -313,7 +367,7 @@ def make_schedule_scores(
         function,
         stability_map,
     )
-    return attach(trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes))
+    return attach(trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes, table.caps))
 
 
 then_schedule_scores = to_then(make_schedule_scores)
