@@ -197,6 +197,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
             x, args.epsilon, {"lower": lower, "upper": upper}, mechanism=args.mechanism,
             epsilon_select=args.epsilon_select, placement=args.placement,
             public_size=not args.private_size, delta=args.delta, consistency=args.consistency,
+            score=args.score,
         )
     steps.update(1)
     write_csv_atomic(args.output, header, (row for row in y.tolist()))
@@ -356,6 +357,11 @@ def _parser() -> argparse.ArgumentParser:
         help="adaptive/pruned: how the noisy counts become leaf masses: least squares over every "
         "level with the suppression of empty cells (the default) or the paper's parent/children "
         "split; post-processing, no privacy cost",
+    )
+    syn.add_argument(
+        "--score", choices=["capped", "paper"], default=None,
+        help="adaptive: the selection's score: the capped-count estimate (the default, a sharp "
+        "selection) or the paper's bound; the privacy cost is the same",
     )
     syn.add_argument("--delta", type=float, default=None,
                      help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "

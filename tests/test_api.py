@@ -329,3 +329,24 @@ def test_synthesize_delta_with_schema_is_refused():
     schema = Schema.from_json({"a": [0, 1]})
     with pytest.raises(ValueError, match="delta is not supported with a schema"):
         synthesize(np.zeros((10, 1)), 1.0, schema=schema, delta=1e-9)
+
+
+def test_synthesize_score_option():
+    """The adaptive selection's score: capped by default, the paper's on request, the same map;
+    refused by name for the other mechanisms and for unknown values."""
+    import opendp_wasserstein.api as api
+
+    x = np.random.default_rng(0).uniform(size=(2000, 2))
+    with reproducible(1):
+        _, default = synthesize(x, 1.0, bounds=(0, 1))
+        _, paper = synthesize(x, 1.0, bounds=(0, 1), score="paper")
+        _, zcdp = synthesize(x, 1.0, bounds=(0, 1), delta=1e-9, score="paper")
+    assert api.DEFAULT_SCORE == "capped"
+    assert default.details["score"] == "capped"
+    assert paper.details["score"] == "paper"
+    assert zcdp.details["score"] == "paper"
+    assert default.epsilon == paper.epsilon == 1.0
+    with pytest.raises(ValueError, match="score applies only to mechanism='adaptive'"):
+        synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", score="paper")
+    with pytest.raises(ValueError, match="score must be one of"):
+        synthesize(x, 1.0, bounds=(0, 1), score="bound")

@@ -353,3 +353,53 @@ def test_check_axes():
     assert bits_per_coord(25, 2, [0] * 20 + [1] * 5) == 20
     assert axis_of_level(5, 3) == 2
     assert axis_of_level(1, 3, (2, 0)) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the capped level sums of the capped schedule score
+
+
+def brute_capped(u: np.ndarray, caps: np.ndarray, axes=None) -> np.ndarray:
+    """``sum_v min(c_v, caps[j, a])`` per level from the brute-force cells."""
+    L, k = caps.shape
+    out = np.zeros((L, k), dtype=np.int64)
+    for j, cells in enumerate(brute_cells(u, L - 1, axes)[:L]):
+        _, c = np.unique(cells, axis=0, return_counts=True)
+        out[j] = [np.minimum(c, caps[j, a]).sum() for a in range(k)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_capped_level_sums_match_brute_force(seed):
+    from opendp_wasserstein.hierarchy import CountTree, capped_level_sums
+
+    rng = np.random.default_rng(seed)
+    n, d, L = int(rng.integers(1, 300)), int(rng.integers(1, 4)), int(rng.integers(1, 14))
+    # clustered points (heavy deep cells) or uniform ones, some duplicated
+    u = rng.beta(0.3, 0.3, size=(n, d)) if seed % 2 else rng.uniform(size=(n, d))
+    u[: n // 5] = u[0]
+    caps = rng.integers(1, 25, size=(L, 3))
+    tree = CountTree(u, L)
+    got = capped_level_sums(tree, caps)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, brute_capped(u, caps))
+    # caps of 1 give the occupancy; start leaves the levels above it at 0
+    assert np.array_equal(capped_level_sums(tree, np.ones((L, 1), dtype=np.int64))[:, 0], tree.occupancy()[:L])
+    start = L // 2
+    part = capped_level_sums(tree, caps, start=start)
+    assert np.array_equal(part[start:], got[start:])
+    assert not part[:start].any()
+
+
+def test_capped_level_sums_on_a_split_order_and_empty_data():
+    from opendp_wasserstein.hierarchy import CountTree, capped_level_sums
+
+    rng = np.random.default_rng(3)
+    axes = (2, 2, 0, 1) * 3
+    u = rng.uniform(size=(200, 3))
+    caps = rng.integers(1, 9, size=(10, 2))
+    assert np.array_equal(capped_level_sums(CountTree(u, 10, axes=axes), caps), brute_capped(u, caps, axes))
+    assert not capped_level_sums(CountTree(np.zeros((0, 2)), 5), np.ones((5, 2), dtype=np.int64)).any()
+    for bad in (np.zeros((3, 2)), np.ones((9, 2)), np.ones(3)):
+        with pytest.raises(ValueError, match="caps"):
+            capped_level_sums(CountTree(u, 7), bad)

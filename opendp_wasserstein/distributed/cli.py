@@ -91,7 +91,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
             args.input, args.epsilon, args.output, {"lower": lower, "upper": upper},
             mechanism=args.mechanism, epsilon_select=args.epsilon_select, placement=args.placement,
             public_size=not args.private_size, client=client, columns=header, parts=args.parts,
-            progress=_show_progress(args), consistency=args.consistency,
+            progress=_show_progress(args), consistency=args.consistency, score=args.score,
         )
     summary = {
         "command": "synth", "input": args.input, "output": rel.path, "scheduler": args.scheduler,

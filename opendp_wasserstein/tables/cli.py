@@ -165,7 +165,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             table, args.epsilon, schema=schema, columns=names, mechanism=args.mechanism,
             epsilon_select=args.epsilon_select, placement=args.placement,
             public_size=not getattr(args, "private_size", False),
-            split_order=args.split_order, consistency=args.consistency,
+            split_order=args.split_order, consistency=args.consistency, score=args.score,
         )
     delim = None
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":

@@ -68,7 +68,8 @@ class ScoreTable:
         replaced, including a bound on the rounding error of evaluating the scores in float
     :param delta_exact: ``max_a sum_j weights[a, j]`` over the levels that move (paper: ``j >= 1``;
         capped: also ``j = 0`` when the size is private), without the rounding term
-    :param caps: capped only: ``(L, |A|)`` integers ``max(1, ceil(C sigma_{j+1}))`` (1 below ``r_a``)
+    :param caps: capped only: ``(L, |A|)`` integers ``max(1, ceil(C sigma_{j+1}))`` for ``j < r_a``
+        (below, where the weight is 0, the candidate's largest cap: the sums there are not used)
     """
 
     const: np.ndarray
@@ -188,6 +189,7 @@ def score_table(
         if caps is not None:
             weights[i, :r] = diam[:r] / (2.0 * n)
             caps[:r, i] = np.maximum(1, np.ceil(c_abs * sig)).astype(np.int64)
+            caps[r:, i] = caps[:r, i].max()  # unused (weight 0); large, so few cells are visited
         else:
             weights[i, :r] = 4.0 * c_abs * sig * diam[:r] / n
         const[i] = c_abs / (epsilon_main * n) + 2.0 * diam[r]

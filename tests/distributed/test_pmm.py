@@ -82,6 +82,13 @@ CASES = {
     "adaptive-lsq": lambda dom, met: make_adaptive_pruned_pmm(
         dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares"
     ),
+    # the capped-count score (its statistic reduced from the histogram and the parts' trees)
+    "adaptive-capped": lambda dom, met: make_adaptive_pruned_pmm(
+        dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares", score="capped"
+    ),
+    "adaptive-capped-order": lambda dom, met: make_adaptive_pruned_pmm(
+        dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20), score="capped"
+    ),
     "adaptive-lsq-order": lambda dom, met: make_adaptive_pruned_pmm(
         dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20),
         consistency="least_squares", threshold=1.0,
@@ -216,7 +223,7 @@ def test_public_size_is_checked(inline, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("case", ["pruned-uniform", "pmm", "adaptive", "pruned-lsq", "adaptive-lsq"])
+@pytest.mark.parametrize("case", ["pruned-uniform", "pmm", "adaptive", "pruned-lsq", "adaptive-lsq", "adaptive-capped"])
 def test_real_cluster_gives_the_in_memory_release(case, cluster, tmp_path):
     n, d = 4000, 3
     meas = CASES[case](dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance())
