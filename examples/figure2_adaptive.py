@@ -12,7 +12,8 @@ probability ``exp(-B_a / scale) / sum_b exp(-B_b / scale)`` with ``scale = 2 Del
 eps_sel`` (computed from the same public scores, for the figure only), and the chosen candidate.
 ``--candidates with-optimal`` adds to the standard set, for every ``s``, the public depth that
 minimises the model bound (``standard_candidates(include_optimal_depths=True)``).
-``--per-candidate`` instead runs Pruned-PMM with every standard candidate fixed (first seed
+``--score capped`` selects with the capped-count score (``score="capped"``, the default of
+``synthesize``) over the candidates with optimising depths.  ``--per-candidate`` instead runs Pruned-PMM with every standard candidate fixed (first seed
 only) and writes ``figure2_candidates.csv``: each candidate's W1, score and selection
 probability, i.e. what a perfectly informative selection could reach.
 
@@ -37,13 +38,13 @@ from opendp_wasserstein.transformations import make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
 
 
-def selection_pmax(x: np.ndarray, cands: tuple, eps_sel: float, eps_main: float) -> float:
+def selection_pmax(x: np.ndarray, cands: tuple, eps_sel: float, eps_main: float, score: str = "paper") -> float:
     """The largest probability of the exponential selection on ``x`` (a figure diagnostic)."""
     n, d = x.shape
     t = make_schedule_scores(dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-                             cands, eps_main)
+                             cands, eps_main, score=score)
     scores = np.asarray(t(x), dtype=np.float64)
-    scale = 2.0 * score_table(cands, d, n, eps_main).sensitivity / eps_sel
+    scale = 2.0 * score_table(cands, d, n, eps_main, score=score).sensitivity / eps_sel
     logits = -(scores - scores.min()) / scale
     p = np.exp(logits)
     return float(p.max() / p.sum())
@@ -87,7 +88,7 @@ def per_candidate(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[
 
 
 def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repeats: int, sample: int, seed: int,
-        out: str, candidates: str = "standard") -> list[dict]:
+        out: str, candidates: str = "standard", score: str = "paper") -> list[dict]:
     dp.enable_features("contrib")
     rows: list[dict] = []
     for k in ks:
@@ -100,10 +101,11 @@ def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repe
             for rep in range(repeats):
                 s = seed + 1000 * rep + 10 * d + k
                 x = sample_subspace(n, d, k, seed=s)
-                cands = standard_candidates(d, n, eps - eps_sel, include_optimal_depths=candidates == "with-optimal")
+                with_optimal = candidates == "with-optimal" or score == "capped"  # the capped score's default set
+                cands = standard_candidates(d, n, eps - eps_sel, include_optimal_depths=with_optimal)
                 ada = make_adaptive_pruned_pmm(domain, dp.change_one_distance(), eps_sel, eps - eps_sel,
-                                               candidates=None if candidates == "standard" else cands)
-                pmax = selection_pmax(x, cands, eps_sel, eps - eps_sel)
+                                               candidates=cands, score=score)
+                pmax = selection_pmax(x, cands, eps_sel, eps - eps_sel, score)
                 for name, meas in (("pmm", pmm), ("adaptive", ada)):
                     t0 = time.perf_counter()
                     with reproducible(s), diagnostics() as records:  # NOT private: a figure
@@ -115,7 +117,7 @@ def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repe
                         "k": k, "d": d, "rep": rep, "mechanism": name, "w1": est.value,
                         "w1_floor": est.noise_floor, "seconds": secs,
                         "epsilon": meas.map(1), "depth": info.get("depth", r), "s": info.get("s", d),
-                        "eps_sel": eps_sel if name == "adaptive" else 0.0, "candidates": candidates,
+                        "eps_sel": eps_sel if name == "adaptive" else 0.0, "candidates": candidates, "score": score,
                         "num_candidates": len(cands) if name == "adaptive" else 1,
                         "p_max": pmax if name == "adaptive" else 1.0,
                     })
@@ -155,7 +157,7 @@ def plot(rows: list[dict], ks: list[int], path: str, n: int, eps: float, eps_sel
         ax.set_ylabel("W1 (l_inf), subsampled")
         ax.legend()
     pm = [r["p_max"] for r in rows if r["mechanism"] == "adaptive"]
-    fig.suptitle(f"n = {n}, eps = {eps} (eps_sel = {eps_sel}, {rows[-1]['candidates']} candidates; "
+    fig.suptitle(f"n = {n}, eps = {eps} (eps_sel = {eps_sel}, {rows[-1]['score']} score, {rows[-1]['candidates']} candidates; "
                  f"largest selection probability {min(pm):.2f}-{max(pm):.2f})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -175,6 +177,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--dims", type=int, nargs="+", default=list(range(2, 11)), help="ambient dimensions d")
     p.add_argument("--candidates", choices=["standard", "with-optimal"], default="standard",
                    help="the adaptive candidate set (see the module docstring)")
+    p.add_argument("--score", choices=["paper", "capped"], default="paper",
+                   help="the selection's score: the paper's bound or the capped-count estimate (with it, the "
+                   "candidates include each s's optimising depth)")
     p.add_argument("--per-candidate", action="store_true", help="every standard candidate fixed (see above)")
     p.add_argument("--quick", action="store_true", help="small smoke run")
     a = p.parse_args(argv)
@@ -183,8 +188,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             return per_candidate(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 500, a.seed, a.out)
         return per_candidate(a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.sample, a.seed, a.out)
     if a.quick:
-        return run(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 2, 500, a.seed, a.out, a.candidates)
-    return run(a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.repeats, a.sample, a.seed, a.out, a.candidates)
+        return run(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 2, 500, a.seed, a.out, a.candidates, a.score)
+    return run(a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.repeats, a.sample, a.seed, a.out, a.candidates,
+               a.score)
 
 
 if __name__ == "__main__":
