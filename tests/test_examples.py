@@ -69,7 +69,8 @@ def test_rates_quick(tmp_path):
     rows = rates.main(["--quick", "--out", str(tmp_path)])
     for name in ("rates.csv", "rates.png", "rates_slopes.csv"):
         assert (tmp_path / name).exists()
-    assert len(rows) == 2 * 2 * 2  # k in {1, 2}, n in {10^3, 10^4}, two mechanisms
+    assert len(rows) == 2 * 2 * 3  # k in {1, 2}, n in {10^3, 10^4}, three mechanisms
+    assert {r["mechanism"] for r in rows} == {"adaptive", "adaptive-capped", "pmm"}
     assert all(0 < r["w1_lower"] <= r["w1_upper"] for r in rows)
 
 
