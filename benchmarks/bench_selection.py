@@ -45,6 +45,7 @@ from opendp_wasserstein.measurements._adaptive import softmax_probabilities  # n
 from opendp_wasserstein.schedules import standard_candidates  # noqa: E402
 from opendp_wasserstein.transformations import make_schedule_scores  # noqa: E402
 
+#: synthesize's public-size split of eps = 1 (``--select-share`` changes it)
 EPS_SELECT, EPS_MAIN = 0.2, 0.8
 
 
@@ -126,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=os.path.join("out", "selection"))
     p.add_argument("--n", type=int, default=30000)
     p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--select-share", type=float, default=0.2, help="the selection's share of eps = 1")
     a = p.parse_args(argv)
+    global EPS_SELECT, EPS_MAIN
+    EPS_SELECT, EPS_MAIN = a.select_share, 1.0 - a.select_share
     dp.enable_features("contrib")
     n = 2000 if a.quick else a.n
     print(machine_note())

@@ -131,3 +131,21 @@ def test_tree_schedule_beats_other_shapes(maker: str) -> None:
 
     for shape in (np.ones(tree.height), np.maximum(W, 1e-6 * W.max()) ** -0.5):
         assert cost(ours) <= cost(at_rho(shape)) * (1 + 1e-9)
+
+
+def test_zcdp_candidates_with_optimal_depths() -> None:
+    """``include_optimal_depths`` adds, for each s, the smallest depth minimising the zCDP model
+    bound (when it differs from r_s), each spending rho exactly."""
+    from opendp_wasserstein.zcdp_schedules import zcdp_budget, zcdp_candidates, zcdp_model_bound
+
+    d, n, rho = 3, 5000, 0.05
+    plain = zcdp_candidates(d, n, rho)
+    more = zcdp_candidates(d, n, rho, include_optimal_depths=True)
+    assert set(plain) <= set(more)
+    assert len(more) <= 2 * d
+    deepest = plain[0].depth
+    for s in range(1, d + 1):
+        best = min(range(1, deepest + 1), key=lambda r: zcdp_model_bound(d, n, rho, s, r))
+        assert best in {c.depth for c in more if c.s == s}
+    for c in more:
+        assert round_up(zcdp_budget(c.scales)) == rho
