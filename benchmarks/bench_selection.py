@@ -13,7 +13,8 @@ expected W1 of the release that selection gives is ``sum_a P(a) W1_a``:
 * ``paper``: the paper's bound ``B_a`` (Appendix B.2) on the same candidates;
 * ``paper-plain``: the paper's bound on the paper's candidates (one per ``s``: the constructors'
   default);
-* ``capped``: the capped-count estimate (``score="capped"``, ``synthesize``'s default);
+* ``capped``: the capped-count estimate (``score="capped"``, ``synthesize``'s default), with the
+  data resolution term of uniform placement;
 * ``uniform``: every candidate alike (what a selection that sees nothing gives).
 
 ``ratio`` is expected W1 over the best candidate's W1 (1 = the oracle).  The data sets are
@@ -103,7 +104,8 @@ def run(name: str, x: np.ndarray, runs: int) -> list[dict]:
         ("capped", "capped", np.ones(len(cands), dtype=bool)),
     ):
         sub_c = [c for c, k in zip(cands, mask, strict=True) if k]
-        t = make_schedule_scores(dom, met, sub_c, EPS_MAIN, score=score)
+        # the capped score with synthesize's uniform placement: the data resolution term
+        t = make_schedule_scores(dom, met, sub_c, EPS_MAIN, score=score, placement="uniform")
         p = softmax_probabilities(np.array(t(x)), EPS_SELECT, t.map(1))
         exp_w1 = float(p @ W[mask])
         top = sub_c[int(np.argmax(p))]

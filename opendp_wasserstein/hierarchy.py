@@ -65,6 +65,8 @@ __all__ = [
     "CountTree",
     "capped_level_sums",
     "capped_sums_of_counts",
+    "level_imbalance",
+    "imbalance_of_counts",
     "build_count_tree",
     "count_tree",
     "shared_count_trees",
@@ -607,6 +609,41 @@ def capped_level_sums(tree: CountTree, caps: np.ndarray, start: int = 0) -> np.n
         lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
         keep = hi - lo > t
         lo, hi = lo[keep], hi[keep]
+    return out
+
+
+def imbalance_of_counts(child_counts: np.ndarray) -> int:
+    """``sum_v |c_{v0} - c_{v1}|`` from the counts of a level's children in cell order (pairs)."""
+    c = np.asarray(child_counts, dtype=np.int64).reshape(-1, 2)
+    return int(np.abs(c[:, 0] - c[:, 1]).sum())
+
+
+def level_imbalance(tree: CountTree, stop: int, start: int = 0) -> np.ndarray:
+    """``I_j = sum_{v at level j} |c_{v0} - c_{v1}|`` (the two children's counts) for
+    ``j = start .. stop - 1`` (entries before ``start`` are 0), exact int64.
+
+    A level-``j`` cell is a run of the sorted rows between positions whose common prefix is
+    shorter than ``j`` bits; it splits where the prefix is exactly ``j`` bits long (at most once),
+    so ``I_j = n - 2 sum_splits min(left, right)``.  One vectorised pass over the rows per level.
+
+    :param tree: the exact count tree, of depth at least ``stop``
+    :param stop: one past the last level
+    :param start: the first level computed
+    """
+    if not 0 <= start <= stop <= tree.depth:
+        raise ValueError(f"levels must satisfy 0 <= start <= stop <= {tree.depth}")
+    out = np.zeros(stop, dtype=np.int64)
+    n = tree.n
+    if n == 0:
+        return out
+    lcp = tree.lcp
+    for j in range(start, stop):  # a loop over the (public) levels
+        bounds = np.concatenate(([0], np.flatnonzero(lcp < j) + 1, [n]))
+        split = np.flatnonzero(lcp == j)  # the right child starts at split + 1
+        cell = np.searchsorted(bounds, split, side="right") - 1
+        left = split + 1 - bounds[cell]
+        right = bounds[cell + 1] - split - 1
+        out[j] = n - 2 * int(np.minimum(left, right).sum())
     return out
 
 

@@ -403,3 +403,27 @@ def test_capped_level_sums_on_a_split_order_and_empty_data():
     for bad in (np.zeros((3, 2)), np.ones((9, 2)), np.ones(3)):
         with pytest.raises(ValueError, match="caps"):
             capped_level_sums(CountTree(u, 7), bad)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_level_imbalance_matches_brute_force(seed):
+    from opendp_wasserstein.hierarchy import CountTree, imbalance_of_counts, level_imbalance
+
+    rng = np.random.default_rng(100 + seed)
+    n, d, L = int(rng.integers(1, 250)), int(rng.integers(1, 4)), int(rng.integers(1, 12))
+    u = rng.beta(0.3, 0.3, size=(n, d))
+    u[: n // 4] = u[0]
+    tree = CountTree(u, L)
+    got = level_imbalance(tree, L)
+    cells = brute_cells(u, L, None)
+    for j in range(L):
+        parents, inv = np.unique(cells[j], axis=0, return_inverse=True)
+        bit = cells[j + 1][:, j % d] & 1
+        c0 = np.bincount(inv.ravel()[bit == 0], minlength=len(parents))
+        c1 = np.bincount(inv.ravel()[bit == 1], minlength=len(parents))
+        assert got[j] == np.abs(c0 - c1).sum()
+        assert got[j] == imbalance_of_counts(np.stack([c0, c1], axis=1))
+    assert np.array_equal(level_imbalance(tree, L, start=L // 2)[L // 2 :], got[L // 2 :])
+    assert not level_imbalance(CountTree(np.zeros((0, d)), L), L).any()
+    with pytest.raises(ValueError, match="levels"):
+        level_imbalance(tree, L + 1)

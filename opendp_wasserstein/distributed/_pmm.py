@@ -64,6 +64,8 @@ from opendp_wasserstein.hierarchy import (
     capped_level_sums,
     capped_sums_of_counts,
     check_axes,
+    imbalance_of_counts,
+    level_imbalance,
 )
 from opendp_wasserstein.least_squares import (
     Forest,
@@ -168,30 +170,53 @@ def occupancy_task(tree: CountTree, start: int, stop: int) -> np.ndarray:
     return tree.occupancy()[start:stop]
 
 
-def capped_task(tree: CountTree, caps: np.ndarray, start: int) -> np.ndarray:
-    """The part's capped sums of levels ``start .. L - 1`` (``caps`` of shape ``(L, k)``)."""
-    return capped_level_sums(tree, caps, start)[start:]
+def capped_task(tree: CountTree, caps: np.ndarray, start: int, resolution: tuple[int, int] | None) -> np.ndarray:
+    """The part's capped sums of levels ``start .. L - 1`` (``caps`` of shape ``(L, k)``), then,
+    with ``resolution = (first, J)``, its imbalance of levels ``max(first, start) .. J - 1``."""
+    out = capped_level_sums(tree, caps, start)[start:]
+    if resolution is None:
+        return out
+    first, J = resolution
+    imbalance = level_imbalance(tree, J, start=max(first, start))[start:]
+    return np.vstack((out, np.repeat(imbalance[:, None], caps.shape[1], axis=1)))
 
 
 def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int, trees: list[Any]) -> np.ndarray:
     """The scores' statistic of the whole data: levels above ``j0`` read off the level-``j0``
     histogram ``h``, the deeper ones reduced from the parts' trees (each such cell lies in one
-    part).  The occupancy, or with ``sp.caps`` the capped sums, as the in-memory tree gives."""
+    part).  The occupancy, or with ``sp.caps`` the capped sums (and with ``sp.resolution`` the
+    imbalance after them), as the in-memory tree gives."""
     top = min(j0, sp.L)
     if sp.caps is None:
         stat = np.zeros(sp.L, dtype=np.int64)
         for j in range(top):
             stat[j] = np.count_nonzero(h.reshape(1 << j, -1).sum(axis=1)) if j else int(n > 0)
         tasks = [drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees]
-    else:
-        stat = np.zeros(sp.caps.shape, dtype=np.int64)
-        for j in range(top):
-            stat[j] = capped_sums_of_counts(h.reshape(1 << j, -1).sum(axis=1), sp.caps[j])
-        tasks = [drv.client.submit(capped_task, t, sp.caps, top, pure=False) for t in trees]
-    if top < sp.L:
-        for part in drv.run(tasks, "occupancy"):
-            stat[top:] += part
-    return stat
+        if top < sp.L:
+            for part in drv.run(tasks, "occupancy"):
+                stat[top:] += part
+        return stat
+    k = sp.caps.shape[1]
+    stat = np.zeros(sp.caps.shape, dtype=np.int64)
+    for j in range(top):
+        stat[j] = capped_sums_of_counts(h.reshape(1 << j, -1).sum(axis=1), sp.caps[j])
+    if sp.resolution is None:
+        tasks = [drv.client.submit(capped_task, t, sp.caps, top, None, pure=False) for t in trees]
+        if top < sp.L:
+            for part in drv.run(tasks, "occupancy"):
+                stat[top:] += part
+        return stat
+    first, J = sp.resolution
+    imbalance = np.zeros(J, dtype=np.int64)
+    for j in range(first, min(j0, J)):  # the children of a level-j cell, j < j0, are histogram cells
+        imbalance[j] = imbalance_of_counts(h.reshape(1 << (j + 1), -1).sum(axis=1))
+    # the parts: capped sums of levels >= top and imbalance of levels >= top (top = j0 <= L)
+    tasks = [drv.client.submit(capped_task, t, sp.caps, top, (first, J), pure=False) for t in trees]
+    rows = sp.L - top
+    for part in drv.run(tasks, "occupancy"):
+        stat[top:] += part[:rows]
+        imbalance[top:] += part[rows:, 0]
+    return np.vstack((stat, np.repeat(imbalance[:, None], k, axis=1)))
 
 
 @dataclass(frozen=True)
@@ -630,7 +655,7 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
     n, h = drv.count(sp.d, sp.nan, sp.box, j0, sp.axes)
     _check_size(sp, n)
     bounds = part_bounds(h, parts)
-    trees = drv.trees(sp.d, sp.nan, sp.box, j0, bounds, sp.L, sp.axes)
+    trees = drv.trees(sp.d, sp.nan, sp.box, j0, bounds, sp.depth, sp.axes)
     a = plan.choose_from_scores(sp.scores_of_occupancy(score_statistic(sp, drv, n, h, j0, trees)))
     main = plan.mains[a]
     rel = _release(main, writer)

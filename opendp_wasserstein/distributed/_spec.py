@@ -78,6 +78,14 @@ class ScoresPlan:
     scores_of_occupancy: Callable[[np.ndarray], list[float]]
     axes: tuple[int, ...] | None = None
     caps: np.ndarray | None = None
+    #: ``(first, J)``: the imbalance ``I_first .. I_{J-1}`` follows the capped sums (rows
+    #: ``L .. L + J - 1`` of the statistic), read off trees of depth ``J``; None: no such rows
+    resolution: tuple[int, int] | None = None
+
+    @property
+    def depth(self) -> int:
+        """The depth of the count trees the statistic reads."""
+        return self.L if self.resolution is None else max(self.L, self.resolution[1])
 
 
 @dataclass(frozen=True)

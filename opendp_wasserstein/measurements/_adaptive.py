@@ -38,9 +38,8 @@ from opendp_wasserstein.transformations._schedule_scores import (
     check_score_size,
     check_split_order,
     make_schedule_scores,
-    occupancy_cap,
     occupancy_units,
-    score_table,
+    scores_setup,
 )
 
 __all__ = ["make_adaptive_pruned_pmm", "then_adaptive_pruned_pmm", "softmax_probabilities"]
@@ -237,14 +236,11 @@ def make_adaptive_pruned_pmm(
     kind = check_metric(input_metric, n)
 
     t_scores = make_schedule_scores(
-        input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order, score=score
+        input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order, score=score,
+        placement=placement,
     )
-    # the very table make_schedule_scores calibrates its map to (same occupancy cap and profile)
-    L = max(c.depth for c in cands)
-    table = score_table(
-        cands, d, norm, eps_main, c_abs, occ_cap=None if n is not None else occupancy_cap(norm),
-        diameters=None if order is None else order.diameters(L), score=score,
-    )
+    # the very table make_schedule_scores calibrates its map to (same clamp, profile and levels)
+    table = scores_setup(cands, d, n, norm, eps_main, c_abs, order, False, score, placement).table
     # exact per-replacement losses: the synthesis spends 2 sum_{j>=1} 1/sigma_j (largest over the
     # candidates); the selection gets what is left of the exact total eps_sel + eps_main rounded
     # down to a float, so the certified total never exceeds eps_sel + eps_main (it is lowered by at

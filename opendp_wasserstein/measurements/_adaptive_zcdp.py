@@ -123,7 +123,7 @@ def make_adaptive_pruned_pmm_zcdp(
     kind = check_metric(input_metric, n)
     t_scores = make_schedule_scores(
         input_domain, input_metric, cands, rho_main_, c_abs, bounds, size=size, output_measure=_ZCDP,
-        split_order=order, score=score,
+        split_order=order, score=score, placement=placement,
     )
     # exact synthesis cost of one replacement (sized: m^2 sum w, m = 1) or one record (unsized,
     # sigma_0 = inf: k^2 sum w / 2, k = 1), largest over the candidates

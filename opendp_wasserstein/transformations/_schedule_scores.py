@@ -28,7 +28,13 @@ from opendp_wasserstein.data import (
 )
 from opendp_wasserstein.distributed._spec import ScoresPlan, attach
 from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import capped_level_sums, check_axes, count_tree, max_depth
+from opendp_wasserstein.hierarchy import (
+    capped_level_sums,
+    check_axes,
+    count_tree,
+    level_imbalance,
+    max_depth,
+)
 from opendp_wasserstein.parameters import (
     SCALE_MAX,
     ScaleLimitError,
@@ -37,6 +43,7 @@ from opendp_wasserstein.parameters import (
 )
 from opendp_wasserstein.schedules import ScheduleCandidate, budget_of
 from opendp_wasserstein.split_order import SplitOrder
+from opendp_wasserstein.synthesis import check_placement
 
 __all__ = [
     "SCORES",
@@ -161,28 +168,36 @@ def score_table(
     occ_cap: int | None = None,
     diameters: Sequence[float] | None = None,
     score: str = "paper",
+    resolution_levels: int = 0,
 ) -> ScoreTable:
     """The public score coefficients and the sensitivity ``Delta_A`` (Appendix B.2, B.6).
 
-    ``occ_cap`` bounds every ``O_j`` (``T_{j,a}``) in the rounding-error term (default ``n``: a
-    public size bounds them); with a private size the scores clamp the statistic to it (and,
-    for the capped score, level 0 moves too).  ``diameters`` is the public profile
-    ``diam_0 .. diam_L`` of a split order (default the paper's cube profile ``2^(-j/d)``).
-    ``score``: ``"paper"`` (the occupancy bound) or ``"capped"`` (the capped-count estimate,
-    :doc:`/proofs/occupancy_scores`).
+    ``occ_cap`` bounds every statistic in the rounding-error term (default ``n``: a public size
+    bounds them); with a private size the scores clamp the statistic to it (and, for the capped
+    score, level 0 moves too).  ``diameters`` is the public profile ``diam_0 ..`` of a split
+    order (default the paper's cube profile ``2^(-j/d)``), to level ``max(L, J)``.  ``score``:
+    ``"paper"`` (the occupancy bound) or ``"capped"`` (the capped-count estimate,
+    :doc:`/proofs/occupancy_scores`).  ``resolution_levels``: capped only, ``J >= L``: the
+    resolution term ``2 diam_{r_a}`` becomes the data's ``sum_{r_a <= j < J} diam_j I_j / (2n) +
+    diam_J`` (``I_j``: the levels' child imbalance, rows ``L .. L + J - 1`` of the statistic),
+    the distance of the data to its uniform spread within the cells (``placement="uniform"``).
     """
     score = check_score(score)
     L = max(c.depth for c in candidates)
+    J = int(resolution_levels)
+    if J and (score != "capped" or J < L):
+        raise ValueError("resolution_levels applies to the capped score only and must be at least the deepest depth")
     k = len(candidates)
-    weights = np.zeros((k, L))
+    weights = np.zeros((k, L + J))
     const = np.zeros(k)
     caps = np.ones((L, k), dtype=np.int64) if score == "capped" else None
+    top_level = max(L, J)
     if diameters is not None:
         diam = np.asarray(diameters, dtype=np.float64)
-        if diam.shape != (L + 1,) or not np.all(np.isfinite(diam)) or diam.min() < 0:
-            raise ValueError(f"diameters must be {L + 1} finite non-negative numbers (levels 0 .. {L})")
+        if diam.shape != (top_level + 1,) or not np.all(np.isfinite(diam)) or diam.min() < 0:
+            raise ValueError(f"diameters must be {top_level + 1} finite non-negative numbers (levels 0 .. {top_level})")
     else:
-        diam = 2.0 ** (-np.arange(L + 1) / d)
+        diam = 2.0 ** (-np.arange(top_level + 1) / d)
     for i, c in enumerate(candidates):  # a loop over the (at most 2d) candidates
         r = c.depth
         sig = np.asarray(c.scales[1:], dtype=np.float64)
@@ -192,27 +207,46 @@ def score_table(
             caps[r:, i] = caps[:r, i].max()  # unused (weight 0); large, so few cells are visited
         else:
             weights[i, :r] = 4.0 * c_abs * sig * diam[:r] / n
-        const[i] = c_abs / (epsilon_main * n) + 2.0 * diam[r]
-    # paper: O_0 = 1 for every non-empty dataset, so level 0 never moves and is left out of Delta;
-    # capped: T_0 = min(n, tau) moves only when the size is private (occ_cap is then given)
-    first = 0 if caps is not None and occ_cap is not None else 1
-    delta = max(sum((Fraction(float(w)) for w in weights[i, first:]), Fraction(0)) for i in range(k))
-    # rounding: |fl(B) - B| <= gamma_{L+1} * (|const| + sum_j w_j T_j) with T_j <= min(n, 2^j tau);
-    # two evaluations (X and X') may each err by that much
-    gamma = (L + 1) * _U / (1 - (L + 1) * _U)
-    reach = 2.0 ** np.arange(L)
+        if J:
+            weights[i, L + r : L + J] = diam[r:J] / (2.0 * n)
+            const[i] = c_abs / (epsilon_main * n) + diam[J]
+        else:
+            const[i] = c_abs / (epsilon_main * n) + 2.0 * diam[r]
+    # per-unit moves of the statistic's rows.  paper: O_0 = 1 for every non-empty dataset, so
+    # level 0 never moves; capped: T_0 = min(n, tau) moves only when the size is private (occ_cap
+    # is then given); a row of I moves by 1 per added or removed record, 2 per replacement
+    private = occ_cap is not None
+    moves = np.ones(L + J)
+    if not (caps is not None and private):
+        moves[0] = 0.0
+    moves[L:] = 1.0 if private else 2.0
+    delta = max(
+        sum((Fraction(float(w)) * Fraction(float(u)) for w, u in zip(weights[i], moves, strict=True)), Fraction(0))
+        for i in range(k)
+    )
+    # rounding: |fl(B) - B| <= gamma_{m} * (|const| + sum_j w_j T_j), m = L + J + 1 terms, with
+    # T_j <= min(n, 2^j tau) and I_j <= n; two evaluations (X and X') may each err by that much
+    m = L + J + 1
+    gamma = m * _U / (1 - m * _U)
     top = float(n if occ_cap is None else occ_cap)
     upper = max(
         Fraction(float(const[i]))
         + sum(
-            (Fraction(float(w)) * Fraction(float(o)) for w, o in zip(
-                weights[i], np.minimum(top, reach * (1.0 if caps is None else caps[:, i])), strict=True)),
+            (Fraction(float(w)) * Fraction(float(o)) for w, o in zip(weights[i], _statistic_bounds(L, J, top, caps, i),
+                                                                      strict=True)),
             Fraction(0),
         )
         for i in range(k)
     )
     sensitivity = round_up(delta + 2 * gamma * upper)
     return ScoreTable(const, weights, sensitivity, round_up(delta), caps)
+
+
+def _statistic_bounds(L: int, J: int, top: float, caps: np.ndarray | None, i: int) -> np.ndarray:
+    """Upper bounds of the statistic's rows for candidate ``i``: ``O_j <= min(top, 2^j)``,
+    ``T_{j,i} <= min(top, 2^j tau_{j,i})``, ``I_j <= top``."""
+    reach = np.minimum(top, 2.0 ** np.arange(L) * (1.0 if caps is None else caps[:, i]))
+    return np.concatenate((reach, np.full(J, top)))
 
 
 def check_score_size(n: int | None, size: Any) -> int:
@@ -243,6 +277,52 @@ def occupancy_units(metric_kind: str, n: int | None, d_in: int) -> Fraction:
     return Fraction(int(d_in)) if n is None and metric_kind == "symmetric" else r
 
 
+#: levels below the deepest candidate that the data resolution term reads (``placement="uniform"``)
+RESOLUTION_EXTRA_LEVELS = 8
+
+
+@dataclass(frozen=True)
+class ScoresSetup:
+    """The public quantities of the scores: the table, the deepest candidate depth ``L``, the
+    resolution levels ``J`` (0: the constant ``2 diam_r``), the clamp (private size) and the
+    first level whose imbalance any candidate reads."""
+
+    table: ScoreTable
+    L: int
+    J: int
+    cap: int | None
+    first_resolution_level: int
+
+
+def scores_setup(
+    cands: Sequence[ScheduleCandidate],
+    d: int,
+    n: int | None,
+    norm: int,
+    eps: float,
+    c_abs: float,
+    order: SplitOrder | None,
+    zcdp: bool,
+    score: str,
+    placement: str,
+) -> ScoresSetup:
+    """What :func:`make_schedule_scores` computes from public values only (the adaptive
+    measurements calibrate their selection to the same table)."""
+    # with a private size the statistic is clamped to a public cap (1-Lipschitz: Delta is
+    # unchanged), so the float rounding bound of the scores stays small
+    cap = None if n is not None else occupancy_cap(norm)
+    L = max(c.depth for c in cands)
+    deepest = max_depth(d) if order is None else order.max_depth
+    J = min(L + RESOLUTION_EXTRA_LEVELS, deepest) if score == "capped" and placement == "uniform" else 0
+    top = max(L, J)
+    diameters = None if order is None else order.diameters(top)
+    table = score_table(
+        cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters, score=score,
+        resolution_levels=J,
+    )
+    return ScoresSetup(table, L, J, cap, min(c.depth for c in cands))
+
+
 def make_schedule_scores(
     input_domain: Domain,
     input_metric: Metric,
@@ -254,6 +334,7 @@ def make_schedule_scores(
     output_measure: Measure | None = None,
     split_order: SplitOrder | None = None,
     score: str = "paper",
+    placement: str = "center",
 ) -> Transformation:
     r"""Construct a Transformation from data to the candidates' scores ``B_a(X)``.
 
@@ -303,6 +384,13 @@ def make_schedule_scores(
         sensitivity: each record moves each level's sum by at most 1, so ``Delta_a = (1/(2n))
         sum_j diam_j`` (level 0 included when the size is private), not ``4C/n sum_j sigma_{j+1}
         diam_j`` (:doc:`/proofs/occupancy_scores`)
+    :param placement: the synthesis's placement, ``"center"`` (default) or ``"uniform"``.  With
+        ``"uniform"`` and ``score="capped"`` the resolution term ``2 diam_{r_a}`` becomes the
+        data's own: ``sum_{r_a <= j < J} diam_j I_j / (2n) + diam_J`` with ``I_j = sum_v
+        |c_{v0} - c_{v1}|`` the imbalance of the level's children and ``J = min(L + 8, deepest
+        level)`` (:data:`RESOLUTION_EXTRA_LEVELS`): a bound on the distance of the data
+        to its uniform spread within the depth-``r_a`` cells, which is what uniform placement
+        releases (a record moves each ``I_j`` by at most 1, or 2 when replaced)
 
     :example:
 
@@ -328,20 +416,16 @@ def make_schedule_scores(
     cands = check_schedule_candidates(candidates, d, eps, zcdp=zcdp, split_order=order)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
-    # with a private size O_j is clamped to a public cap (1-Lipschitz: Delta is unchanged), so the
-    # float rounding bound of the scores stays small
-    cap = None if n is not None else occupancy_cap(norm)
-    L = max(c.depth for c in cands)
-    diameters = None if order is None else order.diameters(L)
-    axes = None if order is None else check_axes(order.axes, d, L)
-    table = score_table(
-        cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters, score=kind_of_score
-    )
+    setup = scores_setup(cands, d, n, norm, eps, c_abs, order, zcdp, kind_of_score, check_placement(placement))
+    table, L, J, cap = setup.table, setup.L, setup.J, setup.cap
+    depth = max(L, J)  # the count tree's: the imbalance reads the children of level J - 1
+    axes = None if order is None else check_axes(order.axes, d, depth)
 
     def scores_of_occupancy(stat: np.ndarray) -> list[float]:
         """The scores from the statistic: the occupancy ``O_0 .. O_{L-1}`` (paper) or the capped
-        sums ``T`` of shape ``(L, |A|)`` (capped), as the count tree or a cluster reduced them."""
-        stat = np.array(stat[:L], dtype=np.int64)
+        sums ``T`` of shape ``(L, |A|)`` (capped) followed, with the data resolution term, by the
+        imbalance ``I_0 .. I_{J-1}`` (``J`` more rows), as the count tree or a cluster reduced them."""
+        stat = np.array(stat[: L + J], dtype=np.int64)
         if table.caps is None:
             # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an
             # empty dataset is possible (private size), and Delta may leave level 0 out
@@ -353,10 +437,14 @@ def make_schedule_scores(
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=nan_ok)
         # kept for the synthesis of the same release (inside shared_count_trees, else dropped)
-        tree = count_tree(x, L, box, keep=True, axes=axes)
+        tree = count_tree(x, depth, box, keep=True, axes=axes)
         if table.caps is None:
             return scores_of_occupancy(tree.occupancy()[:L])
-        return scores_of_occupancy(capped_level_sums(tree, table.caps))
+        stat = capped_level_sums(tree, table.caps)
+        if J:
+            imbalance = level_imbalance(tree, J, start=setup.first_resolution_level)
+            stat = np.vstack((stat, np.repeat(imbalance[:, None], len(cands), axis=1)))
+        return scores_of_occupancy(stat)
 
     def stability_map(d_in: int) -> float:
         return round_up(occupancy_units(kind, n, d_in) * Fraction(table.sensitivity))
@@ -369,7 +457,8 @@ def make_schedule_scores(
         function,
         stability_map,
     )
-    return attach(trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes, table.caps))
+    resolution = (setup.first_resolution_level, J) if J else None
+    return attach(trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes, table.caps, resolution))
 
 
 then_schedule_scores = to_then(make_schedule_scores)

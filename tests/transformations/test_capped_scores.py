@@ -48,6 +48,34 @@ def test_capped_score_hand_computed():
     assert t1(X)[0] == pytest.approx(1 / 4 + (1 / 8) * (4 + 0.5 * 4 + 0.25 * 4) + 2 * 2**-3, rel=1e-15)
 
 
+def test_capped_score_with_the_data_resolution_term_hand_computed():
+    """placement="uniform": 2 diam_r becomes sum_{r <= j < J} diam_j I_j / (2n) + diam_J."""
+    t = make_schedule_scores(dom(4, 1), dp.change_one_distance(), [CAND], 1.0, score="capped", placement="uniform")
+    # J = 3 + 8 = 11; below level 3 every occupied cell holds one point: I_j = 4 for j = 3 .. 10
+    resolution = sum(2.0**-j * 4 for j in range(3, 11)) / 8 + 2.0**-11
+    assert resolution == 0.125
+    expected = 1 / 4 + (1 / 8) * (4 + 0.5 * 4 + 0.25 * 4) + resolution
+    assert t(X)[0] == pytest.approx(expected, rel=1e-15)
+    table = score_table([CAND], 1, 4, 1.0, score="capped", resolution_levels=11)
+    # a replacement moves each I_j by at most 2, each T_j (j >= 1) by at most 1
+    assert table.delta_exact == (1 / 8) * (0.5 + 0.25) + 2 * sum(2.0**-j for j in range(3, 11)) / 8
+    assert t.map(1) == table.sensitivity
+    private = make_schedule_scores(dom(None, 1), dp.symmetric_distance(), [CAND], 1.0, size=4, score="capped",
+                                   placement="uniform")
+    assert score_table([CAND], 1, 4, 1.0, occ_cap=80, score="capped", resolution_levels=11).delta_exact == (
+        (1 / 8) * (1 + 0.5 + 0.25) + sum(2.0**-j for j in range(3, 11)) / 8
+    )
+    assert private.map(1) == score_table([CAND], 1, 4, 1.0, occ_cap=80, score="capped", resolution_levels=11).sensitivity
+    # a point mass has no imbalance to resolve below its cell: only the tail diam_J is left
+    t_mass = make_schedule_scores(dom(4, 1), dp.change_one_distance(), [CAND], 1.0, score="capped",
+                                  placement="uniform")
+    mass = np.full((4, 1), 0.3)
+    assert t_mass(mass)[0] == pytest.approx(1 / 4 + (1 / 8) * (4 + 0.5 * 4 + 0.25 * 4) + 2.0**-11 + sum(
+        2.0**-j * 4 for j in range(3, 11)) / 8, rel=1e-15)
+    with pytest.raises(ValueError, match="resolution_levels"):
+        score_table([CAND], 1, 4, 1.0, resolution_levels=11)
+
+
 def test_capped_score_private_size_counts_level_zero():
     t = make_schedule_scores(dom(None, 1), dp.symmetric_distance(), [CAND], 1.0, size=4, score="capped")
     table = score_table([CAND], 1, 4, 1.0, occ_cap=4 * 4 + 64, score="capped")
@@ -67,22 +95,24 @@ def test_capped_sensitivity_is_far_below_the_papers():
 
 
 @settings(max_examples=80, deadline=None)
-@given(replacements(max_n=60, max_d=3), st.sampled_from([0.3, 1.0, 4.0]))
-def test_capped_scores_move_within_sensitivity(pair, eps):
+@given(replacements(max_n=60, max_d=3), st.sampled_from([0.3, 1.0, 4.0]), st.sampled_from(["center", "uniform"]))
+def test_capped_scores_move_within_sensitivity(pair, eps, placement):
     x, x2 = pair
     n, d = x.shape
     cands = standard_candidates(d, n, eps, include_optimal_depths=True)
-    s = make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, eps, score="capped")
+    s = make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, eps, score="capped", placement=placement)
     assert np.abs(np.array(s(x)) - np.array(s(x2))).max() <= s.map(1)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 3).flatmap(lambda d: st.tuples(unit_points(40, d), unit_points(1, d))))
-def test_capped_scores_move_within_sensitivity_when_a_record_is_added(pair):
+@given(st.integers(1, 3).flatmap(lambda d: st.tuples(unit_points(40, d), unit_points(1, d))),
+       st.sampled_from(["center", "uniform"]))
+def test_capped_scores_move_within_sensitivity_when_a_record_is_added(pair, placement):
     x, row = pair
     d = x.shape[1]
     cands = standard_candidates(d, 40, 1.0, include_optimal_depths=True)
-    s = make_schedule_scores(dom(None, d), dp.symmetric_distance(), cands, 1.0, size=40, score="capped")
+    s = make_schedule_scores(dom(None, d), dp.symmetric_distance(), cands, 1.0, size=40, score="capped",
+                             placement=placement)
     bigger = np.vstack([x, row])
     assert np.abs(np.array(s(bigger)) - np.array(s(x))).max() <= s.map(1)
 
@@ -94,14 +124,16 @@ def test_capped_scores_in_zcdp_and_on_a_split_order():
     x2[0] = 1.0
     cands = zcdp_candidates(d, n, 0.05, include_optimal_depths=True)
     t = make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, 0.05,
-                             output_measure=dp.zero_concentrated_divergence(), score="capped")
+                             output_measure=dp.zero_concentrated_divergence(), score="capped", placement="uniform")
     assert np.abs(np.array(t(x)) - np.array(t(x2))).max() <= t.map(1)
-    assert t.map(1) == score_table(cands, d, n, math.sqrt(0.05), score="capped").sensitivity
+    assert t.map(1) == score_table(cands, d, n, math.sqrt(0.05), score="capped",
+                                   resolution_levels=max(c.depth for c in cands) + 8).sensitivity
     from opendp_wasserstein.schedules import split_order_candidates
 
     order = SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20)
     oc = split_order_candidates(order, n, 0.8)
-    t2 = make_schedule_scores(dom(n, d), dp.change_one_distance(), oc, 0.8, split_order=order, score="capped")
+    t2 = make_schedule_scores(dom(n, d), dp.change_one_distance(), oc, 0.8, split_order=order, score="capped",
+                              placement="uniform")
     assert np.abs(np.array(t2(x)) - np.array(t2(x2))).max() <= t2.map(1)
 
 
@@ -131,14 +163,14 @@ def test_adaptive_map_is_unchanged_by_the_score(measure):
 
 
 @settings(max_examples=40, deadline=None)
-@given(replacements(max_n=50, max_d=2))
-def test_capped_selection_ratio_is_within_e_to_the_eps(pair):
+@given(replacements(max_n=50, max_d=2), st.sampled_from(["center", "uniform"]))
+def test_capped_selection_ratio_is_within_e_to_the_eps(pair, placement):
     """The selection's exact law on neighbours: P(a | X) / P(a | X') <= exp(eps_select)."""
     x, x2 = pair
     n, d = x.shape
     eps_sel, eps_main = 0.5, 1.0
     cands = standard_candidates(d, n, eps_main, include_optimal_depths=True)
-    t = make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, eps_main, score="capped")
+    t = make_schedule_scores(dom(n, d), dp.change_one_distance(), cands, eps_main, score="capped", placement=placement)
     p = softmax_probabilities(np.array(t(x)), eps_sel, t.map(1))
     q = softmax_probabilities(np.array(t(x2)), eps_sel, t.map(1))
     assert np.all(np.abs(np.log(p) - np.log(q)) <= eps_sel * (1 + 1e-9))
