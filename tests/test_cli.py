@@ -383,3 +383,21 @@ def test_synth_consistency_option(data, capsys):
                "--mechanism", "pmm", "--consistency", "paper", "--quiet"])
     assert rc == 2
     assert "consistency" in capsys.readouterr().err
+
+
+def test_synth_score_option(data, capsys):
+    """--score picks the adaptive selection's score: capped by default (as synthesize's), the
+    paper's on request (recorded in the JSON report); other mechanisms refuse it."""
+    path, bounds, tmp = data
+    scores = {}
+    for name, extra in [("default", []), ("capped", ["--score", "capped"]), ("paper", ["--score", "paper"])]:
+        rc = main(["synth", str(path), "-o", str(tmp / f"s-{name}.csv"), "--epsilon", "1", "--bounds", str(bounds),
+                   "--json", "--seed", "4", *extra])
+        captured = capsys.readouterr()
+        assert rc == 0, captured.err
+        scores[name] = json.loads(captured.out)["details"]["score"]
+    assert scores == {"default": "capped", "capped": "capped", "paper": "paper"}
+    rc = main(["synth", str(path), "-o", str(tmp / "p.csv"), "--epsilon", "1", "--bounds", str(bounds),
+               "--mechanism", "pruned", "--score", "paper", "--quiet"])
+    assert rc == 2
+    assert "score applies only to mechanism='adaptive'" in capsys.readouterr().err
