@@ -991,6 +991,28 @@ ENTRIES: tuple[Entry, ...] = (
         audits=_adaptive_audits,
     ),
     Entry(
+        "make_privtree", M.make_privtree, "measurement",
+        lambda n: _arr(n) | {"epsilon_tree": 0.5, "epsilon_counts": 0.5, "max_depth": 8},
+        (
+            _reject("privtree-eps-tree-0", ValueError, "epsilon_tree", epsilon_tree=0.0),
+            _reject("privtree-eps-tree-nan", ValueError, "epsilon_tree", epsilon_tree=NAN),
+            _reject("privtree-eps-counts-inf", ValueError, "epsilon_counts", epsilon_counts=INF),
+            _reject("privtree-eps-counts-negative", ValueError, "epsilon_counts", epsilon_counts=-1.0),
+            _reject("privtree-eps-counts-tiny", ValueError, "epsilon_counts is too small", epsilon_counts=1e-60),
+            _reject("privtree-max-depth-0", ValueError, "max_depth must be in", max_depth=0),
+            _reject("privtree-max-depth-float", TypeError, "max_depth must be an integer", max_depth=2.5),
+            _reject("privtree-theta", ValueError, "theta must be an integer", theta=0.5),
+            _reject("privtree-placement", ValueError, "placement", placement="edge"),
+            _reject("privtree-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
+            _reject("privtree-axes", ValueError, "axes must hold coordinates in", axes=(0, 2) * 4),
+            _reject("privtree-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
+            _reject("privtree-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+        ),
+        variants={"center": (N, {"placement": "center"}), "theta": (None, {"theta": 3})},
+        tiny_epsilon=("epsilon_tree", {"epsilon_tree": 1e-60}),
+        no_audit="its structure's privacy ratio is enumerated exactly in tests/measurements/test_privtree.py",
+    ),
+    Entry(
         "make_exponential_selection", M.make_exponential_selection, "measurement",
         lambda n: {"input_domain": VEC4, "input_metric": LINF, "epsilon": 1.0, "sensitivity": 1.0},
         (

@@ -192,7 +192,7 @@ def test_integer_noise_constructors_with_an_epsilon_are_all_listed():
     """Every constructor deriving integer-noise scales from an epsilon says so in the registry;
     the float samplers (the selection, Tree-EM) accept the smallest epsilon."""
     assert {e.name for e in TINY} == {"make_adaptive_pruned_pmm", "make_tree_projection", "make_nn_histogram",
-                                      "make_noisy_size_then"}
+                                      "make_noisy_size_then", "make_privtree"}
     for name in ("make_exponential_selection", "make_tree_em"):
         e = registry.entry(name)
         meas = e.build(epsilon=EPS_MIN)

@@ -29,6 +29,7 @@ from opendp_wasserstein.measurements._pmm import (
     then_pmm,
     then_pruned_pmm,
 )
+from opendp_wasserstein.measurements._privtree import make_privtree, then_privtree
 from opendp_wasserstein.measurements._tree_em import make_tree_em, then_tree_em
 from opendp_wasserstein.measurements._tree_laplace import (
     make_pruned_tree_laplace,
@@ -76,4 +77,6 @@ __all__ = [
     "make_nn_histogram",
     "then_nn_histogram",
     "largest_remainder",
+    "make_privtree",
+    "then_privtree",
 ]
