@@ -35,7 +35,11 @@ __all__ = [
     "SELECTION_MECHANISMS",
 ]
 
-MECHANISMS = ("adaptive", "pruned", "pmm")
+MECHANISMS = ("adaptive", "pruned", "pmm", "privtree")
+
+#: PrivTree's public depth cap in :func:`synthesize`: 20 splits per coordinate (its split rule
+#: stops far above this on data; the cap does not depend on the data or on ``n``)
+PRIVTREE_SPLITS_PER_COORDINATE = 20
 
 #: the post-processing of the pruned traversal :func:`synthesize` uses by default: least squares
 #: with the 3-standard-error suppression (measured better than the paper's split on every data
@@ -160,8 +164,10 @@ def _check_options(
             raise ValueError("epsilon_select applies only to mechanism='adaptive'")
         if epsilon_select >= eps:
             raise ValueError("epsilon_select must be smaller than epsilon")
-    if depth is not None and mechanism == "adaptive":
-        raise ValueError("depth applies only to mechanism='pruned' or 'pmm' (adaptive chooses it)")
+    if depth is not None and mechanism in ("adaptive", "privtree"):
+        raise ValueError(f"depth applies only to mechanism='pruned' or 'pmm' ({mechanism} chooses it)")
+    if epsilon_size is not None and mechanism == "privtree":
+        raise ValueError("epsilon_size does not apply to mechanism='privtree' (it needs no count of the rows)")
     if epsilon_size is not None:
         check_epsilon(epsilon_size, "epsilon_size")
         if public_size:
@@ -239,8 +245,11 @@ def synthesize(
         ``(low, high)`` per column as ``{0: (low, high), 1: ...}``; rows outside are clamped.
         Required, never inferred from the data.  An ambiguous pair is refused.
     :param mechanism: ``"adaptive"`` (default: Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
-        the ambient depth ``ceil(log2(eps n))`` with the paper's ``s = d`` schedule) or ``"pmm"``
-        (the full-tree baseline, same depth and schedule)
+        the ambient depth ``ceil(log2(eps n))`` with the paper's ``s = d`` schedule), ``"pmm"``
+        (the full-tree baseline, same depth and schedule) or ``"privtree"``
+        (:func:`~opendp_wasserstein.measurements.make_privtree`, local adaptivity: half of the
+        budget of a record to the tree, half to the leaf counts, at most
+        :data:`PRIVTREE_SPLITS_PER_COORDINATE` splits per coordinate; pure DP, in memory only)
     :param epsilon_select: adaptive only: the selection budget (default 20% of ``epsilon``)
     :param depth: pruned/pmm only: the depth (default the ambient rule, on ``n`` or ``n_hat``)
     :param placement: ``"uniform"`` (default) or ``"center"`` within leaf cells
@@ -314,8 +323,10 @@ def synthesize(
         )
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if mechanism == "pmm" and (consistency, threshold) != (None, None):
+    if mechanism in ("pmm", "privtree") and (consistency, threshold) != (None, None):
         raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
+    if mechanism == "privtree" and delta is not None:
+        raise ValueError("mechanism='privtree' is released in pure DP only: leave delta unset")
     post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
     score = _check_score_option(score, mechanism)
     eps = check_epsilon(epsilon)
@@ -430,10 +441,12 @@ def _synthesis_measurement(
     """The certified measurement :func:`synthesize` releases with.  Built from public values
     only: ``n`` is None when the size is private.  ``order``: a public split order or None;
     ``post``: the pruned traversal's ``(consistency, threshold)``."""
+    from opendp_wasserstein.hierarchy import max_depth
     from opendp_wasserstein.measurements import (
         make_adaptive_pruned_pmm,
         make_noisy_size_then,
         make_pmm,
+        make_privtree,
         make_pruned_pmm,
     )
     from opendp_wasserstein.schedules import ambient_depth, paper_schedule
@@ -461,6 +474,17 @@ def _synthesis_measurement(
         """The ambient depth, within what the split order supports."""
         return r if order is None else min(r, order.max_depth)
 
+    if mechanism == "privtree":
+        # half the budget per added or removed record to the structure, half to the leaf counts;
+        # a replacement costs twice a record
+        record_eps = Fraction(eps) / 2 if n is not None else Fraction(eps)
+        cap = min(max_depth(d), PRIVTREE_SPLITS_PER_COORDINATE * d)
+        if order is not None:
+            cap = min(cap, order.max_depth)
+        return make_privtree(
+            domain, metric, round_down(record_eps / 2), round_down(record_eps / 2), cap,
+            bounds=bounds, placement=placement, axes=axes(cap),
+        )
     if n is not None:  # public size: epsilon per replacement (change_one d_in = 1)
         if mechanism == "adaptive":
             eps_sel, eps_main = _split(eps, sel_share)

@@ -326,7 +326,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--shape", choices=list(SHAPES), default="two_moons", metavar="SHAPE",
                       help=f"the embedded 2-D shape: {', '.join(SHAPES)} (default %(default)s)")
     demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive",
-                      help="Adaptive Pruned-PMM, Pruned-PMM or full PMM (default %(default)s)")
+                      help="Adaptive Pruned-PMM, Pruned-PMM, full PMM or PrivTree (default %(default)s)")
     demo.add_argument("-o", "--out", default="demo.png", help="PNG path, '' for none (default %(default)s)")
     demo.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     demo.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
@@ -347,8 +347,8 @@ def _parser() -> argparse.ArgumentParser:
     from opendp_wasserstein.tables import cli as tables_cli
 
     tables_cli.add_synth_options(syn, source)  # --schema right after --bounds: one usage group
-    syn.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive",
-                     help="Adaptive Pruned-PMM, Pruned-PMM or full PMM (default %(default)s)")
+    syn.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm", "privtree"], default="adaptive",
+                     help="Adaptive Pruned-PMM, Pruned-PMM, full PMM or PrivTree (default %(default)s)")
     syn.add_argument("--epsilon-select", type=float, default=None, help="adaptive: selection budget (default 20%% of epsilon)")
     syn.add_argument("--placement", choices=["uniform", "center"], default="uniform",
                      help="synthetic points uniform in their cell or at its centre (default %(default)s)")

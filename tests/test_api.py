@@ -350,3 +350,25 @@ def test_synthesize_score_option():
         synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", score="paper")
     with pytest.raises(ValueError, match="score must be one of"):
         synthesize(x, 1.0, bounds=(0, 1), score="bound")
+
+
+def test_synthesize_privtree():
+    """mechanism='privtree': the certified map is the budget (public and private size), the
+    release has the public size or about n rows, and the options it does not take are refused."""
+    x = np.random.default_rng(1).uniform(size=(3000, 3))
+    with reproducible(2):
+        y, report = synthesize(x, 1.0, bounds=(0, 1), mechanism="privtree")
+        z, private = synthesize(x, 1.0, bounds=(0, 1), mechanism="privtree", public_size=False)
+    assert report.epsilon == 1.0
+    assert private.epsilon == 1.0
+    assert y.shape == (3000, 3)
+    assert abs(len(z) - 3000) < 300
+    assert report.details["leaves"] >= 1
+    assert report.visited_nodes >= report.details["leaves"]
+    for kwargs, match in [({"delta": 1e-9}, "pure DP only"), ({"depth": 5}, "depth applies only"),
+                          ({"consistency": "paper"}, "consistency and threshold"),
+                          ({"epsilon_select": 0.1}, "epsilon_select applies only"),
+                          ({"public_size": False, "epsilon_size": 0.1}, "epsilon_size does not apply"),
+                          ({"score": "paper"}, "score applies only")]:
+        with pytest.raises(ValueError, match=match):
+            synthesize(x, 1.0, bounds=(0, 1), mechanism="privtree", **kwargs)

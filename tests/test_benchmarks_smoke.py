@@ -135,3 +135,21 @@ def test_bench_accuracy_quick(tmp_path: Path) -> None:
     assert "Nine 2-D shapes" in md
     assert "Airports" in md
     assert "10-D curve" in md
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script,csv_name,extra", [
+    ("bench_privtree.py", "bench_privtree.csv", []),
+    ("bench_selection.py", "bench_selection.csv", []),
+])
+def test_comparison_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, extra: list[str]) -> None:
+    """The PrivTree and selection benchmarks run end to end in their quick form and write W1s."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(tmp_path), *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = _rows(tmp_path / csv_name)
+    assert rows
+    key = "w1" if script == "bench_privtree.py" else "expected_w1"
+    assert all(0 < float(r[key]) <= 1 for r in rows)

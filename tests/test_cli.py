@@ -401,3 +401,16 @@ def test_synth_score_option(data, capsys):
                "--mechanism", "pruned", "--score", "paper", "--quiet"])
     assert rc == 2
     assert "score applies only to mechanism='adaptive'" in capsys.readouterr().err
+
+
+def test_synth_privtree(data, capsys):
+    path, bounds, tmp = data
+    out = tmp / "pt.csv"
+    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds),
+               "--mechanism", "privtree", "--json", "--seed", "1"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    report = json.loads(captured.out)
+    assert report["mechanism"] == "privtree"
+    assert report["epsilon_certified"] <= 1.0
+    assert out.read_text().count("\n") >= 2

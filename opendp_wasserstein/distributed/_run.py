@@ -236,6 +236,8 @@ def synthesize_on_dask(
     _check_public_size(public_size)
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if mechanism == "privtree":
+        raise ValueError("mechanism='privtree' has no Dask plan: use synthesize in memory, or adaptive/pruned/pmm")
     if mechanism == "pmm" and (consistency, threshold) != (None, None):
         raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
     post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)

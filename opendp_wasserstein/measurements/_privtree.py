@@ -168,7 +168,11 @@ def make_privtree(
                 leaf = LeafMasses(cells[keep], mass[keep], lvl, 0, ())
                 parts.append(place_points(leaf, box, placement, rng, axes=None if order is None else order[:lvl]))
         out = np.concatenate(parts) if parts else np.zeros((0, d))
-        runtime.record({"leaves": int(sum(size for size in _cuts(masses))), "lambda": lam, "delta": delta,
+        # a binary tree with k leaves has k - 1 inner nodes; they and the leaves above max_depth drew
+        k = int(sum(_cuts(masses)))
+        decisions = k - 1 + sum(int(c.size) for lvl, _, c in leaves if lvl < depth)
+        runtime.record({"leaves": k, "depth": max(lvl for lvl, _, _ in leaves),
+                        "visited_nodes": decisions + k, "lambda": lam, "delta": delta,
                         "leaf_count_scale": sigma_c, "size": len(out)})
         return out[rng.permutation(len(out))] if len(out) else out
 

@@ -168,6 +168,13 @@ def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
 
 
+def test_synthesize_on_dask_refuses_privtree_by_name(inline, tmp_path):
+    """PrivTree has no Dask plan: refused before anything is read or written."""
+    with pytest.raises(ValueError, match="mechanism='privtree' has no Dask plan"):
+        synthesize_on_dask(rows(100, 2), 1.0, tmp_path / "o", bounds=(0, 1), mechanism="privtree", client=inline)
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("post", [{"consistency": "paper"}, {"consistency": "least_squares", "threshold": 1.0}])
 def test_synthesize_on_dask_takes_the_post_processing(post, inline, tmp_path):
     x = rows(2500, 3)

@@ -157,7 +157,7 @@ def _mixed_frame(n=400, seed=0):
 
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "polars-lazy", "arrow", "numpy"])
-@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm", "privtree"])
 def test_synthesize_returns_the_same_type_names_and_dtypes(kind, mechanism):
     from opendp_wasserstein import synthesize
 
