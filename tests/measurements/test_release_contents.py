@@ -107,10 +107,11 @@ def _synthesizers(n):
         "pmm": M.make_pmm(arr_dom(n), sym, 6, paper_schedule(2, 1.0, 6)),
         "adaptive_pruned_pmm": M.make_adaptive_pruned_pmm(arr_dom(n), dp.change_one_distance(), 0.2, 0.8),
         "noisy_size_then": M.make_noisy_size_then(dom_unsized, sym, 0.1, build, lambda d_in: d_in * 0.45),
+        "privtree": M.make_privtree(arr_dom(n), sym, 0.5, 0.5, 16),
     }
 
 
-SYNTH = ["pruned_pmm", "pmm", "adaptive_pruned_pmm", "noisy_size_then"]
+SYNTH = ["pruned_pmm", "pmm", "adaptive_pruned_pmm", "noisy_size_then", "privtree"]
 
 
 @pytest.mark.parametrize("name", SYNTH)
