@@ -407,9 +407,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _tree_em_features(args: argparse.Namespace) -> None:
     """``select --mechanism tree-em`` samples in float64: it runs only with the explicit
-    ``--idealized-numerics`` flag, the user's opt-in to OpenDP's feature of that name, which this
-    command then enables (the one feature the command line enables besides ``contrib``)."""
-    import opendp.prelude as dp
+    ``--idealized-numerics`` flag, and only where OpenDP's feature of that name is enabled (the
+    program :func:`console_main` enables it when the flag is given; a Python caller of
+    :func:`main` enables it itself)."""
+    from opendp.mod import OpenDPException, assert_features
 
     if args.mechanism == "tree-em":
         if not args.idealized_numerics:
@@ -417,18 +418,28 @@ def _tree_em_features(args: argparse.Namespace) -> None:
                 "--mechanism tree-em samples in float64 and needs --idealized-numerics "
                 "(OpenDP's 'idealized-numerics' feature) to acknowledge that"
             )
-        dp.enable_features("idealized-numerics")
+        try:
+            assert_features("idealized-numerics")
+        except OpenDPException:
+            raise CliError(
+                "--idealized-numerics: enable OpenDP's 'idealized-numerics' feature first "
+                "(dp.enable_features); only the opendp-wasserstein program enables it for you"
+            ) from None
 
 
 def console_main(argv: Sequence[str] | None = None) -> int:
     """The ``opendp-wasserstein`` program.  The program opts its own process into OpenDP's
-    ``"contrib"`` feature, which the package's constructors require; a Python caller of
-    :func:`main` enables it itself, as in any OpenDP program (the package never changes the
+    ``"contrib"`` feature, which the package's constructors require, and into
+    ``"idealized-numerics"`` when the command line says ``--idealized-numerics``; a Python caller
+    of :func:`main` enables them itself, as in any OpenDP program (the package never changes the
     caller's features)."""
     import opendp.prelude as dp
 
+    args = list(sys.argv[1:] if argv is None else argv)
     dp.enable_features("contrib")
-    return main(argv)
+    if "--idealized-numerics" in args:
+        dp.enable_features("idealized-numerics")
+    return main(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
