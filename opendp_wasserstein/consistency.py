@@ -159,10 +159,7 @@ def tree_counter(counts: CountTree) -> Counter:
     the tree's sorted points (the root: ``[0, n)``)."""
 
     def counter(level: int, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        lo, hi = state
-        mid = counts.split(level, lo, hi)
-        c_lo = np.stack([lo, mid], axis=1).reshape(-1)
-        c_hi = np.stack([mid, hi], axis=1).reshape(-1)
+        c_lo, c_hi = counts.children(level, *state)
         return (c_hi - c_lo).reshape(-1, 2), (c_lo, c_hi)
 
     return counter

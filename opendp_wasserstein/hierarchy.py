@@ -559,6 +559,12 @@ class CountTree:
             mid[rest] = np.where(nonempty, np.where(bit == 1, lo[rest], hi[rest]), lo[rest])
         return mid
 
+    def children(self, level: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ranges ``[lo, hi)`` of the two children of cells ``[lo, hi)`` at ``level``: rows
+        ``2i`` and ``2i + 1`` are the children of cell ``i``."""
+        mid = self.split(level, lo, hi)
+        return np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
+
 
 def capped_sums_of_counts(counts: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """``sum_v min(c_v, tau)`` for every cap ``tau`` in ``caps``, exact (int64).
@@ -605,8 +611,7 @@ def capped_level_sums(tree: CountTree, caps: np.ndarray, start: int = 0) -> np.n
             out[j] = tree.n - (int((hi - lo).sum()) - heavy)
         if j == L - 1:
             break
-        mid = tree.split(j, lo, hi)
-        lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
+        lo, hi = tree.children(j, lo, hi)
         keep = hi - lo > t
         lo, hi = lo[keep], hi[keep]
     return out

@@ -75,8 +75,7 @@ def draw_full_tree(
     lo = np.zeros(1, dtype=np.int64)
     hi = np.full(1, counts.n, dtype=np.int64)
     for level in range(counts.depth):
-        mid = counts.split(level, lo, hi)
-        lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
+        lo, hi = counts.children(level, lo, hi)
         cells = child_cells(cells, level, counts.axes)
         levels.append(add_noise(hi - lo, draw(level + 1, cells, scales[level + 1])))
     return NoisyTree(tuple(levels), d, tuple(scales), release_root)

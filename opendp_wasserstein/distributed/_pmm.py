@@ -170,15 +170,17 @@ def occupancy_task(tree: CountTree, start: int, stop: int) -> np.ndarray:
     return tree.occupancy()[start:stop]
 
 
-def capped_task(tree: CountTree, caps: np.ndarray, start: int, resolution: tuple[int, int] | None) -> np.ndarray:
-    """The part's capped sums of levels ``start .. L - 1`` (``caps`` of shape ``(L, k)``), then,
-    with ``resolution = (first, J)``, its imbalance of levels ``max(first, start) .. J - 1``."""
-    out = capped_level_sums(tree, caps, start)[start:]
-    if resolution is None:
-        return out
-    first, J = resolution
-    imbalance = level_imbalance(tree, J, start=max(first, start))[start:]
-    return np.vstack((out, np.repeat(imbalance[:, None], caps.shape[1], axis=1)))
+def capped_task(
+    tree: CountTree, caps: np.ndarray, start: int, resolution: tuple[int, int] | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The part's capped sums of levels ``start .. L - 1`` (``caps`` of shape ``(L, k)``) and,
+    with ``resolution = (first, J)``, its imbalance of levels ``start .. J - 1`` (0 below
+    ``first``)."""
+    imbalance = None
+    if resolution is not None:
+        first, J = resolution
+        imbalance = level_imbalance(tree, J, start=max(first, start))[start:]
+    return capped_level_sums(tree, caps, start)[start:], imbalance
 
 
 def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int, trees: list[Any]) -> np.ndarray:
@@ -186,37 +188,32 @@ def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int,
     histogram ``h``, the deeper ones reduced from the parts' trees (each such cell lies in one
     part).  The occupancy, or with ``sp.caps`` the capped sums (and with ``sp.resolution`` the
     imbalance after them), as the in-memory tree gives."""
-    top = min(j0, sp.L)
+    top = min(j0, sp.L)  # = j0: the split level is at most the deepest candidate depth
     if sp.caps is None:
         stat = np.zeros(sp.L, dtype=np.int64)
         for j in range(top):
             stat[j] = np.count_nonzero(h.reshape(1 << j, -1).sum(axis=1)) if j else int(n > 0)
-        tasks = [drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees]
         if top < sp.L:
-            for part in drv.run(tasks, "occupancy"):
+            for part in drv.run([drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees],
+                                "occupancy"):
                 stat[top:] += part
         return stat
-    k = sp.caps.shape[1]
     stat = np.zeros(sp.caps.shape, dtype=np.int64)
     for j in range(top):
         stat[j] = capped_sums_of_counts(h.reshape(1 << j, -1).sum(axis=1), sp.caps[j])
-    if sp.resolution is None:
-        tasks = [drv.client.submit(capped_task, t, sp.caps, top, None, pure=False) for t in trees]
-        if top < sp.L:
-            for part in drv.run(tasks, "occupancy"):
-                stat[top:] += part
-        return stat
-    first, J = sp.resolution
+    first, J = sp.resolution if sp.resolution is not None else (0, 0)
     imbalance = np.zeros(J, dtype=np.int64)
-    for j in range(first, min(j0, J)):  # the children of a level-j cell, j < j0, are histogram cells
+    for j in range(first, min(top, J)):  # the children of a level-j cell, j < j0, are histogram cells
         imbalance[j] = imbalance_of_counts(h.reshape(1 << (j + 1), -1).sum(axis=1))
-    # the parts: capped sums of levels >= top and imbalance of levels >= top (top = j0 <= L)
-    tasks = [drv.client.submit(capped_task, t, sp.caps, top, (first, J), pure=False) for t in trees]
-    rows = sp.L - top
-    for part in drv.run(tasks, "occupancy"):
-        stat[top:] += part[:rows]
-        imbalance[top:] += part[rows:, 0]
-    return np.vstack((stat, np.repeat(imbalance[:, None], k, axis=1)))
+    if top < max(sp.L, J):
+        tasks = [drv.client.submit(capped_task, t, sp.caps, top, sp.resolution, pure=False) for t in trees]
+        for sums, imb in drv.run(tasks, "occupancy"):
+            stat[top:] += sums
+            if imb is not None:
+                imbalance[top:] += imb
+    if sp.resolution is None:
+        return stat
+    return np.vstack((stat, np.repeat(imbalance[:, None], sp.caps.shape[1], axis=1)))
 
 
 @dataclass(frozen=True)

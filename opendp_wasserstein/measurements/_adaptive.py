@@ -39,7 +39,6 @@ from opendp_wasserstein.transformations._schedule_scores import (
     check_split_order,
     make_schedule_scores,
     occupancy_units,
-    scores_setup,
 )
 
 __all__ = ["make_adaptive_pruned_pmm", "then_adaptive_pruned_pmm", "softmax_probabilities"]
@@ -239,8 +238,9 @@ def make_adaptive_pruned_pmm(
         input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order, score=score,
         placement=placement,
     )
-    # the very table make_schedule_scores calibrates its map to (same clamp, profile and levels)
-    table = scores_setup(cands, d, n, norm, eps_main, c_abs, order, False, score, placement).table
+    # the score sensitivity Delta_A the transformation's map is calibrated to: its map of one unit
+    # (one replacement, d_in = 2 under a sized symmetric_distance; one record without a size)
+    sensitivity = t_scores.map(2 if n is not None and kind == "symmetric" else 1)
     # exact per-replacement losses: the synthesis spends 2 sum_{j>=1} 1/sigma_j (largest over the
     # candidates); the selection gets what is left of the exact total eps_sel + eps_main rounded
     # down to a float, so the certified total never exceeds eps_sel + eps_main (it is lowered by at
@@ -255,9 +255,9 @@ def make_adaptive_pruned_pmm(
     if sel_budget <= 0:  # pragma: no cover - check_schedule_candidates bounds main_unit by eps_main
         raise ValueError("epsilon_select is too small to represent next to epsilon_main")
     eps_sel_eff = round_down(sel_budget)
-    scale = round_up(2 * Fraction(table.sensitivity) / Fraction(eps_sel_eff))
+    scale = round_up(2 * Fraction(sensitivity) / Fraction(eps_sel_eff))
     m_select = make_exponential_selection(
-        t_scores.output_domain, t_scores.output_metric, eps_sel_eff, table.sensitivity, selection
+        t_scores.output_domain, t_scores.output_metric, eps_sel_eff, sensitivity, selection
     )
     t_scores >> m_select  # OpenDP checks that the selection chains onto the scores
     mains = candidate_releases(
@@ -308,7 +308,7 @@ def make_adaptive_pruned_pmm(
         u = occupancy_units(kind, n, d_in)
         # selection: scores move by at most u * Delta in l_inf, loss 2 u Delta / scale
         # (permute-and-flip and the exponential mechanism alike); synthesis: r * main_unit
-        return round_up(2 * u * Fraction(table.sensitivity) / Fraction(scale) + r * main_unit)
+        return round_up(2 * u * Fraction(sensitivity) / Fraction(scale) + r * main_unit)
 
     meas = make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
     plan = AdaptivePlan(plan_of(t_scores), choose_from_scores, tuple(plan_of(m) for m in mains), record)

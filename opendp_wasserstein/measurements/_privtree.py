@@ -151,16 +151,18 @@ def make_privtree(
         key = KeyedNodeNoise.from_random_source(src.derive(NOISE_STREAM))
         leaves = grow(count_tree(x, depth, box, axes=order), depth, lam, delta, theta, key.derive(_DECISIONS))
         noise = key.derive(_LEAF_COUNTS)
-        masses = [c + noise.laplace(lvl, cells, sigma_c) for lvl, cells, c in leaves]
-        raw = np.concatenate(masses)  # the root is a leaf or has descendants: never empty
-        total = np.maximum(raw, 0)
+        sizes = [int(c.size) for _, _, c in leaves]
+        # never empty: the root is a leaf or has descendants
+        raw = np.concatenate([c + noise.laplace(lvl, cells, sigma_c) for lvl, cells, c in leaves])
         if n is not None:  # n points in all, split by largest remainders
             total = largest_remainder(raw, n)
-        elif not total.any():  # at least one row: the leaf of the largest noisy count
-            total[int(np.argmax(raw))] = 1
+        else:
+            total = np.maximum(raw, 0)
+            if not total.any():  # at least one row: the leaf of the largest noisy count
+                total[int(np.argmax(raw))] = 1
         rng = src.derive(PLACEMENT_STREAM)
         parts, start = [], 0
-        for (lvl, cells, _), size in zip(leaves, _cuts(masses), strict=True):
+        for (lvl, cells, _), size in zip(leaves, sizes, strict=True):
             mass = total[start : start + size]
             start += size
             keep = mass > 0
@@ -169,7 +171,7 @@ def make_privtree(
                 parts.append(place_points(leaf, box, placement, rng, axes=None if order is None else order[:lvl]))
         out = np.concatenate(parts) if parts else np.zeros((0, d))
         # a binary tree with k leaves has k - 1 inner nodes; they and the leaves above max_depth drew
-        k = int(sum(_cuts(masses)))
+        k = sum(sizes)
         decisions = k - 1 + sum(int(c.size) for lvl, _, c in leaves if lvl < depth)
         runtime.record({"leaves": k, "depth": max(lvl for lvl, _, _ in leaves),
                         "visited_nodes": decisions + k, "lambda": lam, "delta": delta,
@@ -183,10 +185,6 @@ def make_privtree(
         return round_up(factor * units * per_record)
 
     return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
-
-
-def _cuts(masses: list[np.ndarray]) -> list[int]:
-    return [int(m.size) for m in masses]
 
 
 def grow(tree: Any, depth: int, lam: float, delta: int, theta: int, noise: KeyedNodeNoise) -> list[tuple[int, np.ndarray, np.ndarray]]:
@@ -209,10 +207,8 @@ def grow(tree: Any, depth: int, lam: float, delta: int, theta: int, noise: Keyed
             leaves.append((level, cells[~split], counts[~split]))
         if not split.any():
             break
-        lo, hi, cells = lo[split], hi[split], cells[split]
-        mid = tree.split(level, lo, hi)
-        lo, hi = np.stack([lo, mid], axis=1).reshape(-1), np.stack([mid, hi], axis=1).reshape(-1)
-        cells = child_cells(cells, level, tree.axes)
+        lo, hi = tree.children(level, lo[split], hi[split])
+        cells = child_cells(cells[split], level, tree.axes)
     return leaves
 
 

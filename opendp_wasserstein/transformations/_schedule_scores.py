@@ -306,8 +306,7 @@ def scores_setup(
     score: str,
     placement: str,
 ) -> ScoresSetup:
-    """What :func:`make_schedule_scores` computes from public values only (the adaptive
-    measurements calibrate their selection to the same table)."""
+    """What :func:`make_schedule_scores` computes from public values only."""
     # with a private size the statistic is clamped to a public cap (1-Lipschitz: Delta is
     # unchanged), so the float rounding bound of the scores stays small
     cap = None if n is not None else occupancy_cap(norm)
