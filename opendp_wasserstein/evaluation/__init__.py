@@ -2,9 +2,11 @@
 
 Nothing here is a privacy mechanism: the shapes are public test data and the distances measure
 the utility of a release (including for mixed-type tables, :mod:`.tables`).  POT (``pip install POT``) is needed for exact W1 in two or more
-dimensions except between uniformly weighted sets of equal size.
+dimensions except between uniformly weighted sets of equal size; OR-Tools (``pip install ortools``)
+for the whole-set W1 on a grid (:mod:`.grid_transport`).
 """
 
+from opendp_wasserstein.evaluation.grid_transport import GRID_METRICS, GridW1, w1_grid
 from opendp_wasserstein.evaluation.shapes import (
     SHAPES,
     SUBSPACE_FILL,
@@ -30,6 +32,9 @@ from opendp_wasserstein.evaluation.tables import (
 from opendp_wasserstein.evaluation.wasserstein import METRICS, W1Estimate, w1, w1_estimate
 
 __all__ = [
+    "GRID_METRICS",
+    "GridW1",
+    "w1_grid",
     "ClassifierScore",
     "MarginalTVD",
     "classifier_score",
