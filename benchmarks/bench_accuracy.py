@@ -58,7 +58,7 @@ from _common import machine_note, sample_curve, write_csv  # noqa: E402
 from bench_peers import DEFAULT_PEER_PYTHON, PeerError, peer_unavailable, run_peer  # noqa: E402
 
 from opendp_wasserstein import synthesize  # noqa: E402
-from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1  # noqa: E402
+from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1, w1_grid  # noqa: E402
 from opendp_wasserstein.runtime import reproducible  # noqa: E402
 
 OURS = ("pruned", "adaptive", "pmm", "privtree")
@@ -70,7 +70,7 @@ AIRPORT_BOX = ((-180.0, -90.0), (180.0, 90.0))
 FAR = 0.05  # "far from every real point", box-normalised l_inf
 FIELDS = [
     "part", "dataset", "d", "n", "method", "privacy", "status", "runs", "w1", "w1_min", "w1_max",
-    "w1_floor", "w1_grid", "far_share", "far_min", "far_max", "seconds", "depth", "note",
+    "w1_err", "w1_floor", "w1_dyadic", "far_share", "far_min", "far_max", "seconds", "depth", "note",
 ]
 
 
@@ -105,20 +105,23 @@ def far_share(x: np.ndarray, y: np.ndarray) -> float:
 
 
 class Scorer:
-    """W1 of a release against one dataset, always on the same data subsamples.
+    """W1 of a release against one dataset, the same way for every method.
 
-    ``repeats`` data subsamples of ``sample`` points are drawn once (seeded), and so is the
-    noise floor (the mean W1 between each and a second subsample of the data: what subsampling
-    alone gives); a release is scored by the mean exact W1 (l_inf, ``evaluation.w1``) between
-    those data subsamples and as many ``sample``-point subsamples of it.  With ``exact`` both
-    sets are compared whole (no floor).  This is ``w1_estimate``'s estimator with the data side
-    and the floor shared by every method: half the transport problems.
+    Three modes.  ``bits`` (the shapes): the W1 of the whole data set and the whole release on a
+    grid of ``2**bits`` cubes per axis (``evaluation.w1_grid``: an exact min-cost flow, no
+    sampling), with its proven binning error bound as ``w1_err``.  ``exact`` (the airports): both
+    sets whole in POT.  Otherwise (the 10-D curve): ``repeats`` data subsamples of ``sample`` points
+    are drawn once (seeded), and so is the noise floor (the mean W1 between each and a second
+    subsample of the data: what subsampling alone gives); a release is scored by the mean exact W1
+    (l_inf, ``evaluation.w1``) between those data subsamples and as many ``sample``-point subsamples
+    of it: ``w1_estimate``'s estimator with the data side and the floor shared by every method.
     """
 
-    def __init__(self, x: np.ndarray, seed: int, a: argparse.Namespace, grid: Any, exact: bool = False):
-        self.x, self.seed, self.grid, self.exact, self.sample = x, seed, grid, exact, a.sample
+    def __init__(self, x: np.ndarray, seed: int, a: argparse.Namespace, dyadic: Any, exact: bool = False,
+                 bits: int = 0):
+        self.x, self.seed, self.dyadic, self.exact, self.sample, self.bits = x, seed, dyadic, exact, a.sample, bits
         self.calls = 0
-        if exact or len(x) <= a.sample:
+        if exact or bits or len(x) <= a.sample:
             self.subs, self.floor = [x], 0.0
             return
         gen = np.random.default_rng(seed)  # public evaluation randomness, not a mechanism
@@ -130,12 +133,16 @@ class Scorer:
         """Score release ``y``; ``key`` names it (method, privacy, run), and seeds the release's
         subsamples, so that adding or removing other releases does not change this one's score."""
         self.calls += 1
+        out: dict[str, float] = {"w1_floor": self.floor, "w1_dyadic": self.dyadic(self.x, y)}
+        if self.bits:
+            g = w1_grid(self.x, y, bits=self.bits, bounds=(0.0, 1.0))
+            return out | {"w1": g.value, "w1_err": g.error_bound}
         gen = np.random.default_rng([self.seed, zlib.crc32(key.encode())])
         vals = []
         for s in self.subs:
             ys = y if self.exact or len(y) <= self.sample else y[gen.choice(len(y), self.sample, replace=False)]
             vals.append(w1(s, ys, metric="linf", max_points=max(len(s), len(ys))))
-        out = {"w1": float(np.mean(vals)), "w1_floor": self.floor, "w1_grid": self.grid(self.x, y)}
+        out["w1"] = float(np.mean(vals))
         if self.exact:
             out["far_share"] = far_share(self.x, y)
         return out
@@ -146,7 +153,7 @@ def summarise(part: str, name: str, x: np.ndarray, method: str, privacy: str, sc
     row: dict[str, Any] = {"part": part, "dataset": name, "d": x.shape[1], "n": len(x), "method": method,
                            "privacy": privacy, "status": "ok", "runs": len(scores), "note": note,
                            "seconds": float(np.median(secs)) if secs else None, "depth": depth}
-    for key in ("w1", "w1_grid", "far_share", "w1_floor"):
+    for key in ("w1", "w1_err", "w1_dyadic", "far_share", "w1_floor"):
         vals = [s[key] for s in scores if key in s]
         if vals:
             row[key] = float(np.median(vals))
@@ -204,7 +211,7 @@ def run_peers(part: str, name: str, x: np.ndarray, score: Scorer, a: argparse.Na
 def log(row: dict) -> None:
     w1 = row.get("w1")
     extra = f" far {row['far_share']:.4f}" if row.get("far_share") is not None else ""
-    body = f"W1 {w1:.4f} [{row['w1_min']:.4f}, {row['w1_max']:.4f}] grid {row['w1_grid']:.4f}{extra} {row['seconds']:.3f} s" \
+    body = f"W1 {w1:.4f} [{row['w1_min']:.4f}, {row['w1_max']:.4f}] dyadic {row['w1_dyadic']:.4f}{extra} {row['seconds']:.3f} s" \
         if w1 is not None else row.get("note", "")
     print(f"  {row['part']:>8} {row['dataset']:>12} {row['method']:>9} {row['privacy']:>18} {row['status']:>7} {body}",
           flush=True)
@@ -235,11 +242,15 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     names = list(dict.fromkeys(r["dataset"] for r in rows if r["part"] == "shapes"))
     out = [
         f"**Nine 2-D shapes**, n = {a.n}, eps = {a.eps:g}: W1 (l_inf, median of {a.runs} releases, "
-        f"{a.repeats} x {a.sample}-point subsamples; `floor` = subsampling alone). Pure = ours in pure "
-        f"eps-DP; ({a.eps:g}, {a.delta:.0e}) = ours via `delta=`, MST and AIM. best = the smallest of "
-        "pruned/adaptive/pmm (and, in pure DP only, privtree) for that shape (an oracle choice, named in brackets).",
+        + (f"all {a.n} points of both sets on a {2 ** a.grid_bits}^2 grid (`evaluation.w1_grid`: exact transport "
+           "between the binned sets, no sampling); `+-` = the proven bound on the binning error). "
+           if a.grid_bits else
+           f"{a.repeats} x {a.sample}-point subsamples; `+-` = the floor, what subsampling alone gives). ")
+        + f"Pure = ours in pure eps-DP; ({a.eps:g}, {a.delta:.0e}) = ours via `delta=`, MST and AIM. best = the "
+        "smallest of pruned/adaptive/pmm (and, in pure DP only, privtree) for that shape (an oracle choice, "
+        "named in brackets).",
         "",
-        "| shape | floor | pure: adaptive | pure: best | (eps,delta): adaptive | (eps,delta): best | MST | AIM "
+        "| shape | +- | pure: adaptive | pure: best | (eps,delta): adaptive | (eps,delta): best | MST | AIM "
         "| best (eps,delta) <= MST? | adaptive (eps,delta) <= MST? | ours s | MST s | MST s / ours s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -260,7 +271,7 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
         bp_m, bp = best(pure)
         ba_m, ba = best(appr)
         mst, aim = w("mst", appr), w("aim", appr)
-        floor = w("adaptive", pure, "w1_floor")
+        floor = w("adaptive", pure, "w1_err" if a.grid_bits else "w1_floor")
         cmp_best = cmp_ad = "-"
         if mst is not None and ba is not None:
             n_cmp += 1
@@ -276,8 +287,8 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             fast = [w(m, appr) for m in OURS if w(m, appr) is not None and w(m, appr, "seconds")
                     and w("mst", appr, "seconds") is not None and w("mst", appr, "seconds") >= 100 * w(m, appr, "seconds")]
             n_fast += bool(fast) and min(fast) <= mst
-            g_m, g_b = best(appr, "w1_grid")
-            g_mst = w("mst", appr, "w1_grid")
+            g_m, g_b = best(appr, "w1_dyadic")
+            g_mst = w("mst", appr, "w1_dyadic")
             n_grid += g_b is not None and g_mst is not None and g_b <= g_mst
         t_ours = get.get((nm, ba_m, appr), {}).get("seconds")
         t_mst = get.get((nm, "mst", appr), {}).get("seconds")
@@ -296,7 +307,7 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             f"- best ours at ({a.eps:g}, {a.delta:.0e}) <= MST on **{n_best} of {n_cmp}** shapes "
             f"(target >= 8 of 9: {'met' if target_ok else f'missed by {math.ceil(8 * n_cmp / 9) - n_best}'}); "
             f"the default (adaptive) alone on {n_adapt} of {n_cmp}; on the sampling-free grid bound "
-            f"(`w1_grid` in the CSV) best ours <= MST on {n_grid} of {n_cmp}. Median W1 ratio best/MST "
+            f"(`w1_dyadic` in the CSV) best ours <= MST on {n_grid} of {n_cmp}. Median W1 ratio best/MST "
             f"{np.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f})."
         )
         out.append(f"- ours in pure eps-DP (a stronger guarantee) <= MST at ({a.eps:g}, {a.delta:.0e}): best on "
@@ -394,6 +405,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sample", type=int, default=2000, help="w1_estimate subsample size")
     p.add_argument("--repeats", type=int, default=4,
                    help="data subsamples (and release subsamples) per W1 estimate: 4 halves the variance of 2")
+    p.add_argument("--grid-bits", type=int, default=8,
+                   help="the shapes' W1 on all points on a 2**bits grid (evaluation.w1_grid); 0 = subsamples")
     p.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     p.add_argument("--bins", type=int, default=32, help="MST/AIM bins per axis")
     p.add_argument("--peer-python", default=DEFAULT_PEER_PYTHON)
@@ -410,11 +423,12 @@ def main(argv: list[str] | None = None) -> None:
     rates_dims, rates_ks = [4, 8], [1, 2, 3]
     if a.quick:
         a.n, a.shapes, a.runs, a.airport_runs, a.sample = 3000, ["two_moons", "cross"], 1, 3, 500
+        a.grid_bits = min(a.grid_bits, 6)
         a.rates_max_n, a.rates_repeats, rates_dims, rates_ks = 1e4, 1, [4], [1, 2]
     t_start = time.perf_counter()
     os.makedirs(a.out, exist_ok=True)
     rates = load_rates()
-    grid = rates.grid_upper_bound
+    dyadic = rates.grid_upper_bound
     print(f"bench_accuracy: n = {a.n}, eps = {a.eps}, delta = {a.delta}; machine: {machine_note()} "
           "(shared: timings noisy)", flush=True)
     why_not = "--skip-peers" if a.skip_peers else peer_unavailable(a.peer_python)
@@ -435,21 +449,21 @@ def main(argv: list[str] | None = None) -> None:
     print("\n[1/4] nine 2-D shapes", flush=True)
     for i, name in enumerate(a.shapes):
         x = sample_shape(name, a.n, seed=i)
-        score = Scorer(x, 1000 + i, a, grid)
+        score = Scorer(x, 1000 + i, a, dyadic, bits=a.grid_bits)
         rows += run_ours("shapes", name, x, score, a, OURS, deltas, a.seed + 100 * i)
         rows += run_peers("shapes", name, x, score, a, why_not, PEERS)
         write_csv(csv_path, rows, FIELDS)
 
     print("\n[2/4] airports", flush=True)
     x = airports()
-    score = Scorer(x, 2000, a, grid, exact=True)
+    score = Scorer(x, 2000, a, dyadic, exact=True)
     rows += run_ours("airports", "airports", x, score, a, ("adaptive", "pruned", "privtree"), deltas, a.seed + 5000)
     rows += run_peers("airports", "airports", x, score, a, why_not, PEERS)
     write_csv(csv_path, rows, FIELDS)
 
     print("\n[3/4] 10-D curve", flush=True)
     x = sample_curve(a.n, 10, seed=100)
-    score = Scorer(x, 3000, a, grid)
+    score = Scorer(x, 3000, a, dyadic)
     rows += run_ours("curve10", "curve10", x, score, a, ("adaptive", "pruned", "privtree"), deltas, a.seed + 7000)
     rows += run_peers("curve10", "curve10", x, score, a, why_not, PEERS if a.aim_10d else ("mst",))
     write_csv(csv_path, rows, FIELDS)
