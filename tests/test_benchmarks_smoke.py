@@ -129,6 +129,8 @@ def test_bench_accuracy_quick(tmp_path: Path) -> None:
         for priv in ("eps=1", "eps=1,delta=1e-09"):
             assert by[("shapes", mech, priv)]["status"] == "ok"
             assert float(by[("shapes", mech, priv)]["w1"]) > 0
+            # the shapes are scored on all points on a grid (--quick: 64^2), with the binning bound
+            assert 0 < float(by[("shapes", mech, priv)]["w1_err"]) <= 1 / 64
     assert by[("shapes", "mst", "eps=1,delta=1e-09")]["status"] == "skipped"
     assert 0 <= float(by[("airports", "adaptive", "eps=1")]["far_share"]) <= 1
     md = (out / "accuracy.md").read_text()
