@@ -70,7 +70,10 @@ def test_fine_grid_is_close_on_a_shape() -> None:
 def test_identical_sets_and_result_type() -> None:
     x = sample_two_moons(200, seed=3)
     got = w1_grid(x, x[::-1].copy(), bits=5)
-    assert got.value == 0.0 and isinstance(got, GridW1) and got.bits == 5 and got.metric == "linf"
+    assert got.value == 0.0
+    assert isinstance(got, GridW1)
+    assert got.bits == 5
+    assert got.metric == "linf"
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.value = 1.0  # type: ignore[misc]
 
@@ -80,7 +83,8 @@ def test_default_bounds_are_the_smallest_cube() -> None:
     gen = np.random.default_rng(5)
     x, y = gen.random((50, 2)), gen.random((40, 2))
     a, b = w1_grid(x, y, bits=4), w1_grid(10 * x + 3, 10 * y + 3, bits=4)
-    assert b.value == pytest.approx(10 * a.value) and b.cell == pytest.approx(10 * a.cell)
+    assert b.value == pytest.approx(10 * a.value)
+    assert b.cell == pytest.approx(10 * a.cell)
 
 
 def test_points_outside_bounds_are_counted_in_the_bound() -> None:
@@ -95,7 +99,8 @@ def test_inputs_not_modified() -> None:
     x, y = gen.random((20, 2)), gen.random((20, 2))
     x0, y0 = x.copy(), y.copy()
     w1_grid(x, y, bits=3)
-    assert np.array_equal(x, x0) and np.array_equal(y, y0)
+    assert np.array_equal(x, x0)
+    assert np.array_equal(y, y0)
 
 
 @pytest.mark.parametrize(
