@@ -15,3 +15,12 @@ dp.enable_features("contrib", "idealized-numerics")
 def _contrib():
     dp.enable_features("contrib", "idealized-numerics")
     yield
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the tests marked ``slow`` first (stable order otherwise).
+
+    pytest-xdist hands tests out in collection order; a 50 s benchmark smoke run collected last
+    leaves one core idle while it finishes.  Starting the long ones first balances the workers.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
