@@ -75,7 +75,8 @@ class SynthesisReport:
     :param visited_nodes: noisy nodes drawn
     :param size: rows released
     :param seconds: wall-clock time of the release; None when the size is private (the time
-        grows with ``n`` and no proof covers it)
+        grows with ``n``).  A timing, covered by no proof: keep it with the curator, do not
+        publish it (:doc:`/randomness`)
     :param details: mechanism-specific public details (e.g. the selected candidate)
     :param delta: with ``synthesize(..., delta=...)``: the ``delta`` certified with ``epsilon``
         (the release is ``(epsilon, delta)``-DP); ``None`` for pure DP
@@ -92,8 +93,16 @@ class SynthesisReport:
     delta: float | None = None
 
 
-def _as_data(x: Any, name: str = "X") -> np.ndarray:
-    """A float copy of 2-D real data; messages name ``name`` and never quote a value."""
+def _as_data(x: Any, name: str = "X", public_size: bool = True) -> np.ndarray:
+    """A float copy of 2-D real data; messages name ``name`` and never quote a value.
+
+    Only what is public or outside the input domain is refused: the type, the number of
+    dimensions and columns, an empty array when the size is public (``n`` is then public and
+    must be at least 1), and NaN (the high-level functions release on NaN-free arrays,
+    ``array2_domain(nan=False)``, and make no claim outside their domain).  An empty array with a
+    private size is data like any other, and ``+-inf`` is clamped to the box like every other
+    value outside it (selection: mapped to its nearest candidate): neither raises, so whether a
+    call succeeds does not depend on one record."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "fiu":
             raise TypeError(f"{name} must be a 2-D array of real numbers, got dtype {x.dtype}")
@@ -105,11 +114,16 @@ def _as_data(x: Any, name: str = "X") -> np.ndarray:
             raise TypeError(f"{name} must be a 2-D array of real numbers") from None
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional (rows x columns), got {arr.ndim} dimensions")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one row and one column")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one column")
+    if public_size and arr.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one row (the size is public: public_size=True)")
     arr = arr.astype(np.float64, copy=True)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must not contain NaN or infinite values")
+    if np.isnan(arr).any():
+        raise ValueError(
+            f"{name} must not contain NaN: the input domain is NaN-free arrays (array2_domain(nan=False)); "
+            "impute first, or release with a schema, which handles missing values"
+        )
     return arr
 
 
@@ -330,7 +344,7 @@ def synthesize(
     post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
     score = _check_score_option(score, mechanism)
     eps = check_epsilon(epsilon)
-    x = _as_data(X)
+    x = _as_data(X, public_size=bool(public_size))
     n, d = x.shape
     box = _bounds(bounds, d)
     from opendp_wasserstein.transformations._schedule_scores import check_split_order
@@ -403,7 +417,7 @@ def _approx_measurement(
 
     zcdp = dp.zero_concentrated_divergence()
     rho = rho_for_approx_dp(eps, delta)
-    domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+    domain = dp.numpy.array2_domain(num_columns=d, size=n, nan=False, T=float)
     metric = dp.change_one_distance()
     bounds = {"lower": box.lower, "upper": box.upper}
     if mechanism == "adaptive":
@@ -451,7 +465,7 @@ def _synthesis_measurement(
     )
     from opendp_wasserstein.schedules import ambient_depth, paper_schedule
 
-    domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+    domain = dp.numpy.array2_domain(num_columns=d, size=n, nan=False, T=float)
     metric = dp.change_one_distance() if n is not None else dp.symmetric_distance()
     bounds = {"lower": box.lower, "upper": box.upper}
     sel_share = DEFAULT_SELECT_FRACTION if epsilon_select is None else epsilon_select / eps
@@ -585,11 +599,11 @@ def _selection_measurement(
 
     _require_contrib()
     if n is not None:
-        domain = dp.numpy.array2_domain(num_columns=p, size=n, T=float)
+        domain = dp.numpy.array2_domain(num_columns=p, size=n, nan=False, T=float)
         metric_in = dp.change_one_distance()
         eps_unit = eps  # per replacement
     else:
-        domain = dp.numpy.array2_domain(num_columns=p, T=float)
+        domain = dp.numpy.array2_domain(num_columns=p, nan=False, T=float)
         metric_in = dp.symmetric_distance()
         eps_unit = 2 * eps  # the constructors spend epsilon per replacement, map(2)
     if mechanism == "tree-em":
@@ -662,7 +676,7 @@ def select_candidates(
         raise ValueError("columns applies only with a schema")
     metric = "l2" if metric is None else metric
     eps = _check_selection(epsilon, mechanism, public_size)
-    x = _as_data(D, "D")
+    x = _as_data(D, "D", public_size=bool(public_size))
     n, p = x.shape
     _check_tree_em_size(mechanism, public_size)
     meas = _selection_measurement(p, n if public_size else None, eps, mechanism, C, m, metric)

@@ -104,8 +104,17 @@ def _plot_pair(x: Any, y: Any, out: str, title: str) -> None:
     os.replace(tmp, out)
 
 
-def read_numeric_csv(path: str, columns: Sequence[str] | None = None, name: str = "input") -> tuple[list[str], Any]:
-    """Read a CSV with a header row into (header, float array); errors name the column, not values."""
+def read_numeric_csv(
+    path: str, columns: Sequence[str] | None = None, name: str = "input", sensitive: bool = False,
+    private_size: bool = False,
+) -> tuple[list[str], Any]:
+    """Read a CSV with a header row into (header, float array); errors name the column, not values.
+
+    ``sensitive``: the file holds the private data, so only what is outside the release's input
+    domain is refused (a missing or NaN value, a non-numeric cell); ``+-inf`` is read and then
+    clamped to the box like any value outside it, and with ``private_size`` a file with no data
+    rows is data too (the empty data set is a neighbour of every one-row data set).  Public
+    files (candidates) must hold finite numbers and at least one row."""
     import csv
 
     import numpy as np
@@ -123,7 +132,7 @@ def read_numeric_csv(path: str, columns: Sequence[str] | None = None, name: str 
     if len(set(header)) != len(header):
         raise CliError(f"{name} file {path!r} has duplicate column names")
     body = [r for r in rows[1:] if any(c.strip() for c in r)]
-    if not body:
+    if not body and not (sensitive and private_size):
         raise CliError(f"{name} file {path!r} has no data rows")
     wanted = list(header) if not columns else list(columns)
     missing = [c for c in wanted if c not in header]
@@ -136,7 +145,9 @@ def read_numeric_csv(path: str, columns: Sequence[str] | None = None, name: str 
             out[:, j] = [float(r[i]) if i < len(r) else float("nan") for r in body]
         except ValueError:
             raise CliError(f"column {col!r} of {name} file {path!r} is not numeric") from None
-        if not np.all(np.isfinite(out[:, j])):
+        if sensitive and np.isnan(out[:, j]).any():
+            raise CliError(f"column {col!r} of {name} file {path!r} has missing or NaN values (impute first, or use --schema)")
+        if not sensitive and not np.all(np.isfinite(out[:, j])):
             raise CliError(f"column {col!r} of {name} file {path!r} has missing, NaN or infinite values")
     return wanted, out
 
@@ -199,7 +210,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     steps = _progress(3, args.quiet or args.json, "synth")
-    header, x = read_numeric_csv(args.input, columns)
+    header, x = read_numeric_csv(args.input, columns, sensitive=True, private_size=args.private_size)
     steps.update(1)
     if args.bounds is None:
         raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
@@ -241,7 +252,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     if args.m < 1:
         raise CliError("-m must be at least 1")
     steps = _progress(3, args.quiet or args.json, "select")
-    header, x = read_numeric_csv(args.data, None, "data")
+    header, x = read_numeric_csv(args.data, None, "data", sensitive=True, private_size=args.private_size)
     c_header, c = read_numeric_csv(args.candidates, None, "candidates")
     if c_header != header:
         raise CliError(f"the candidates file's columns {c_header} must match the data's {header}")

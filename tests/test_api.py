@@ -200,6 +200,54 @@ def test_synthesize_errors(kwargs, match):
         synthesize(**args)
 
 
+# Neighbouring data sets (one record added, removed or replaced) inside the input domain:
+# whether the call succeeds must not depend on that record.  An empty data set with a private
+# size is a neighbour of every one-row data set, and +-inf is clamped to the box like any
+# other value outside it.
+NEIGHBOURS = [
+    (np.zeros((0, 2)), np.full((1, 2), 0.5), False),
+    (np.array([[0.5, 0.5], [np.inf, 0.2]]), np.array([[0.5, 0.5], [0.9, 0.2]]), True),
+    (np.array([[0.5, 0.5], [-np.inf, np.inf]]), np.array([[0.5, 0.5], [0.9, 0.2]]), False),
+]
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm", "privtree"])
+@pytest.mark.parametrize("x,neighbour,public_size", NEIGHBOURS)
+def test_synthesize_succeeds_on_both_neighbours(mechanism, x, neighbour, public_size):
+    for data in (x, neighbour):
+        keep = data.copy()
+        y, report = synthesize(data, 1.0, bounds=(0, 1), mechanism=mechanism, public_size=public_size)
+        assert np.array_equal(data, keep)
+        assert np.all((y >= 0) & (y <= 1))
+        assert report.epsilon <= 1.0
+
+
+def test_synthesize_clamps_infinite_values_to_the_box():
+    x = np.array([[np.inf, -np.inf]] * 200)
+    with reproducible(0):
+        y, _ = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", depth=2)
+    # every record sits in the corner cell (1, 0) of the box: most of the release does too
+    assert np.mean((y[:, 0] >= 0.5) & (y[:, 1] < 0.5)) > 0.9
+
+
+@pytest.mark.parametrize("mechanism", ["projection", "nn"])
+@pytest.mark.parametrize("x,neighbour,public_size", NEIGHBOURS)
+def test_select_candidates_succeeds_on_both_neighbours(mechanism, x, neighbour, public_size):
+    C = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    for data in (x, neighbour):
+        counts, report = select_candidates(data, C, 5, 1.0, mechanism=mechanism, public_size=public_size)
+        assert counts.sum() == 5
+        assert report.epsilon <= 1.0
+
+
+def test_empty_data_with_a_public_size_and_nan_are_refused_by_name():
+    C = np.array([[0.0, 0.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="D must have at least one row"):
+        select_candidates(np.zeros((0, 2)), C, 5, 1.0)
+    with pytest.raises(ValueError, match="D must not contain NaN"):
+        select_candidates(np.array([[np.nan, 0.0]]), C, 5, 1.0, public_size=False)
+
+
 @pytest.mark.parametrize("mechanism", ["projection", "tree-em", "nn"])
 def test_select_candidates(mechanism):
     rng = np.random.default_rng(0)
