@@ -252,7 +252,10 @@ def synthesize(
     Reproducible (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
     Like OpenDP's own constructors, it requires ``dp.enable_features("contrib")``.
 
-    :param X: the sensitive data, ``n x d`` real numbers (not modified)
+    :param X: the sensitive data, ``n x d`` real numbers (not modified); values outside
+        ``bounds`` (``+-inf`` too) are clamped to the box, NaN is refused (outside the input
+        domain: impute first or give a ``schema``), and with ``public_size=False`` an empty
+        array is released like any other data set
     :param epsilon: the total privacy budget (see above for the unit)
     :param bounds: the public box: ``(lower, upper)`` (scalars or length-d), a
         :class:`~opendp_wasserstein.box.Box`, ``{"lower": ..., "upper": ...}`` or one
@@ -633,7 +636,9 @@ def select_candidates(
     a public size and is refused.  It requires ``dp.enable_features("contrib")``.  Reproducible
     (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
 
-    :param D: the sensitive data, ``n x p`` real numbers (not modified)
+    :param D: the sensitive data, ``n x p`` real numbers (not modified); NaN is refused
+        (outside the input domain), a row with ``+-inf`` is mapped as the measurement maps it
+        (to the first candidate), and with ``public_size=False`` an empty array is data too
     :param C: the public candidates, ``k x p`` distinct finite rows
     :param m: the multiset size, ``>= 1``
     :param epsilon: the privacy budget per replacement
