@@ -369,12 +369,24 @@ def hist_counter(h: np.ndarray, top: int) -> Callable[[int, tuple[np.ndarray, ..
 
 
 def part_bounds(h: np.ndarray, parts: int) -> np.ndarray:
-    """First level-``j0`` cell of every part: contiguous ranges holding about ``n / parts`` rows."""
+    """First level-``j0`` cell of every part: contiguous ranges holding about ``sum(h) / parts``
+    of the masses ``h``.  Called on the *noisy* level-``j0`` masses of the release (its frontier),
+    never on the exact counts when the cuts shape the output: each part writes its own output
+    file, so its row count and value range would show exact quantiles of the data."""
     cum = np.cumsum(h)
     n = int(cum[-1]) if cum.size else 0
     targets = (np.arange(1, parts) * n) // parts
     cuts = np.searchsorted(cum, targets, side="right") if n else np.zeros(parts - 1, dtype=np.int64)
     return np.concatenate(([0], np.maximum.accumulate(np.minimum(cuts, h.size)))).astype(np.int64)
+
+
+def noisy_part_bounds(front: Frontier, j0: int, parts: int) -> np.ndarray:
+    """:func:`part_bounds` of the frontier's noisy level-``j0`` masses: a function of the
+    release's noisy counts only (post-processing), so the output files' sizes and ranges are too."""
+    (prefix,) = front.state
+    h = np.zeros(1 << j0, dtype=np.int64)
+    h[prefix] = front.mass
+    return part_bounds(h, parts)
 
 
 class Driver:
@@ -562,9 +574,8 @@ def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = 
     j0 = split_level(parts, plan.depth)
     n, h = drv.count(plan.d, plan.nan, plan.box, j0, plan.axes)
     _check_size(plan, n)
-    bounds = part_bounds(h, parts)
     return _pruned(
-        plan, drv, rel, n, h, j0, bounds, lambda: drv.trees(plan.d, plan.nan, plan.box, j0, bounds, plan.depth, plan.axes)
+        plan, drv, rel, n, h, j0, parts, lambda b: drv.trees(plan.d, plan.nan, plan.box, j0, b, plan.depth, plan.axes)
     )
 
 
@@ -575,18 +586,25 @@ def _pruned(
     n: int,
     h: np.ndarray,
     j0: int,
-    bounds: np.ndarray,
-    trees: Callable[[], list[Any]] | list[Any],
+    parts: int,
+    build: Callable[[np.ndarray], list[Any]],
+    built: tuple[np.ndarray, list[Any]] | None = None,
 ) -> dict[str, Any]:
     """Pruned-PMM from the level-``j0`` histogram: the top levels on the driver, the subtrees
-    on the parts' trees (their futures, or a function that makes them when they are needed),
-    with the plan's post-processing."""
+    on the parts' trees, with the plan's post-processing.
+
+    The parts are cut on the frontier's *noisy* masses (:func:`noisy_part_bounds`), and
+    ``build(bounds)`` makes their trees; ``built``: trees already made on other cuts (the
+    adaptive selection's, cut on exact counts to balance its work), reused only when the cuts are
+    the same and released otherwise.  Which cuts the trees had changes the work, never the output."""
     lsq = plan.consistency == "least_squares"
     record: list[VisitedLevel] | None = [] if lsq else None
     front = _top(plan, n, h, j0, rel.noise, record)
-    if front.level == plan.depth:  # the whole traversal fits above the split level
-        for t in trees if isinstance(trees, list) else ():
+    if built is not None and (front.level == plan.depth or not np.array_equal(built[0], noisy_part_bounds(front, j0, parts))):
+        for t in built[1]:
             t.release()
+        built = None
+    if front.level == plan.depth:  # the whole traversal fits above the split level
         if record is not None:
             leaves = least_squares_leaves(
                 front, record, plan.scales, plan.root_size, plan.threshold, plan.distribution, plan.depth
@@ -594,8 +612,9 @@ def _pruned(
         else:
             leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
         return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
+    bounds = noisy_part_bounds(front, j0, parts)
     jobs = _jobs(front, bounds)
-    part_trees = trees if isinstance(trees, list) else trees()
+    part_trees = built[1] if built is not None else build(bounds)
     if record is None:
         futures = [
             drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
@@ -651,12 +670,15 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
     j0 = split_level(parts, sp.L)
     n, h = drv.count(sp.d, sp.nan, sp.box, j0, sp.axes)
     _check_size(sp, n)
-    bounds = part_bounds(h, parts)
+    bounds = part_bounds(h, parts)  # exact cuts balance the score pass; the release recuts on noise
     trees = drv.trees(sp.d, sp.nan, sp.box, j0, bounds, sp.depth, sp.axes)
     a = plan.choose_from_scores(sp.scores_of_occupancy(score_statistic(sp, drv, n, h, j0, trees)))
     main = plan.mains[a]
     rel = _release(main, writer)
-    info = _pruned(main, drv, rel, n, h, j0, bounds, trees)
+    info = _pruned(
+        main, drv, rel, n, h, j0, parts, lambda b: drv.trees(sp.d, sp.nan, sp.box, j0, b, sp.depth, sp.axes),
+        (bounds, trees),
+    )
     with runtime.diagnostics() as sink:
         plan.record(a, info)
     return sink[-1] if sink else info

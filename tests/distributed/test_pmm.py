@@ -230,3 +230,45 @@ def test_real_cluster_gives_the_in_memory_release(case, cluster, tmp_path):
     y, z, _, info = both(meas, data(n, d, 3), cluster, tmp_path, seed=2, parts=3, rows_per_block=1000, progress=True)
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     assert info["size"] == n
+
+
+@pytest.mark.parametrize("case", ["pruned-uniform", "adaptive", "pruned-axes", "adaptive-least-squares"])
+def test_output_parts_are_cut_on_noisy_masses_not_on_exact_counts(case, inline, tmp_path):
+    """Each part writes its own file, so the cuts between parts are observable: they must be a
+    function of the noisy counts.  They are :func:`part_bounds` of the frontier's noisy
+    level-``j0`` masses, which are the level-``j0`` masses of the paper rule's release (a leaf
+    keeps its frontier cell's mass; least squares cuts on the paper rule's frontier, threshold 0,
+    and moves mass after): so the released rows of the paper rule, under the same key, give back
+    every file's range of cells.  Half the rows sit on one point, where a cut on exact counts
+    would fall."""
+    import pyarrow.parquet as pq
+
+    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.distributed._pmm import level_prefix
+    from opendp_wasserstein.distributed._source import parquet_files
+
+    n, parts = 4000, 4
+    x = data(n, 3)
+    x[: n // 2] = 0.3
+    dom, met = dp.numpy.array2_domain(num_columns=3, size=n, T=float), dp.change_one_distance()
+    if case == "adaptive-least-squares":
+        meas = make_adaptive_pruned_pmm(dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares")
+        paper = make_adaptive_pruned_pmm(dom, met, 0.25, 0.75, placement="uniform", consistency="paper", threshold=0.0)
+    else:
+        meas = paper = CASES[case](dom, met)
+    with reproducible(5), diagnostics() as info:
+        release_on_dask(meas, x, tmp_path / "o", client=inline, parts=parts)
+    with reproducible(5):
+        y_paper = paper(x)
+    axes = [2, 2, 0, 1] * 4 if case == "pruned-axes" else None
+    j0 = split_level(parts, info[-1]["depth"])
+    box = as_box((0, 1), 3)
+    hist = np.bincount(level_prefix(y_paper, box, j0, axes), minlength=1 << j0)
+    b = np.concatenate((part_bounds(hist, parts), [1 << j0]))
+    files = [pq.read_table(f).to_pandas().to_numpy(dtype=float) for f in parquet_files(tmp_path / "o")]
+    assert len(files) == parts  # one file per part, empty ones included: the count is public
+    for q, y in enumerate(files):
+        pre = level_prefix(y, box, j0, axes)
+        if case != "adaptive-least-squares":
+            assert pre.size == hist[b[q] : b[q + 1]].sum()
+        assert np.all((pre >= b[q]) & (pre < b[q + 1]))
