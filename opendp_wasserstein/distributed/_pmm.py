@@ -345,6 +345,12 @@ def _write_leaves(leaves: LeafMasses, rel: Release, q: int, start: int) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def default_parts(n_hat: int) -> int:
+    """Output parts for a release whose size is private: one per :data:`ROWS_PER_PART` rows of
+    the DP count ``n_hat`` (with a public size the default is one per input block)."""
+    return max(1, -(-int(n_hat) // ROWS_PER_PART))
+
+
 def split_level(parts: int, depth: int) -> int:
     """``j0``: at least :data:`CELLS_PER_PART` level-``j0`` cells per part, at most the depth."""
     want = math.ceil(math.log2(max(2, CELLS_PER_PART * parts)))

@@ -108,7 +108,9 @@ def release_on_dask(
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)
     :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
     :param columns: the source columns, in order (default all)
-    :param parts: the number of output parts (default: the number of input blocks)
+    :param parts: the number of output parts (default: the number of input blocks; when the size
+        is private, since the number of blocks grows with n: one per 2^22 rows of the DP count,
+        or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
     :param rows_per_block: target rows per input block
     :param overwrite: replace an existing ``out``
     :param progress: show a progress bar over the tasks (``tqdm``)
@@ -116,6 +118,7 @@ def release_on_dask(
     """
     from opendp_wasserstein.distributed._pmm import (
         Driver,
+        default_parts,
         run_adaptive,
         run_pmm,
     )
@@ -141,10 +144,16 @@ def release_on_dask(
                 # the DP row count (a sum over the blocks, then the in-memory closure's noise),
                 # then the plan of the measurement built for n_hat
                 with runtime.diagnostics() as sizes:
-                    inner = plan.inner(plan.noisy_size(drv.rows(plan.d, plan.nan)))
+                    n_hat = plan.noisy_size(drv.rows(plan.d, plan.nan))
+                    inner = plan.inner(n_hat)
                 for r in sizes:
                     first |= r
                 plan = plan_of(inner)
+                # the number of input blocks grows with the private n: the default number of
+                # parts (files written) comes from the DP count instead
+                parts = parts or default_parts(n_hat)
+            elif parts is None and (plan.scores if isinstance(plan, AdaptivePlan) else plan).size is None:
+                parts = drv.split_groups()  # a private size and no DP count: a public number
             if isinstance(plan, PmmPlan):
                 info = first | run_pmm(plan, drv, sink.writer, parts)
             elif isinstance(plan, AdaptivePlan):

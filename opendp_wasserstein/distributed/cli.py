@@ -29,7 +29,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "and, for synth, -o names the output directory of Parquet parts",
     )
     parser.add_argument("--parts", type=int, default=None,
-                        help="with --scheduler: output parts (default: one per input block)")
+                        help="with --scheduler: output parts (default: one per input block; with --private-size a public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))")
     parser.add_argument("--memory-limit", default=None, metavar="BYTES",
                         help="with --scheduler local:N: memory limit per worker, e.g. 4GB")
 

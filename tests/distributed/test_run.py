@@ -296,3 +296,20 @@ def test_candidate_index_is_scattered_under_a_fresh_key(inline):
     for _ in range(2):
         select_on_dask(x, c, 5, 1.0, mechanism="projection", client=Recording())
     assert calls == [False, False]
+
+
+@pytest.mark.parametrize("mechanism,depth,epsilon_size", [("pruned", 14, None), ("adaptive", None, 0.1)])
+def test_private_size_parts_do_not_follow_the_input_blocks(mechanism, depth, epsilon_size, inline, tmp_path):
+    """The number of input blocks grows with n; with a private size the number of output files
+    must not: one per 2^22 rows of the DP count, or (no DP count) a number set by the cluster."""
+    from opendp_wasserstein.api import _synthesis_measurement
+    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.distributed._pmm import SPLIT_GROUPS
+    from opendp_wasserstein.distributed._source import parquet_files
+
+    meas = _synthesis_measurement(2, None, 1.0, as_box((0, 1), 2), mechanism, None, depth, "uniform", epsilon_size)
+    expected = 1 if epsilon_size else SPLIT_GROUPS  # the inline client has no workers
+    for n in (100, 1000):
+        rel = release_on_dask(meas, rows(n), tmp_path / f"o{n}", client=inline, rows_per_block=50)
+        assert rel.parts == expected
+        assert len(parquet_files(tmp_path / f"o{n}")) == expected
