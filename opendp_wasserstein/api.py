@@ -228,6 +228,7 @@ def synthesize(
     threshold: float | None = None,
     delta: float | None = None,
     score: str | None = None,
+    accept_data_derived_schema: bool = False,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -297,6 +298,8 @@ def synthesize(
         :data:`DEFAULT_SCORE`: the capped-count estimate, a selection that finds the good
         candidate) or ``"paper"`` (the paper's bound ``B_a``); the privacy map is the same
         (:func:`~opendp_wasserstein.transformations.make_schedule_scores`)
+    :param accept_data_derived_schema: with ``schema``: release even if some bounds or categories
+        were read off the data (``derived_from_data``: not private); refused by default
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -337,7 +340,10 @@ def synthesize(
             X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
             depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
             split_order=split_order, consistency=consistency, threshold=threshold, score=score,
+            accept_data_derived_schema=accept_data_derived_schema,
         )
+    if accept_data_derived_schema:
+        raise ValueError("accept_data_derived_schema applies only with a schema")
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if mechanism in ("pmm", "privtree") and (consistency, threshold) != (None, None):
@@ -626,6 +632,7 @@ def select_candidates(
     public_size: bool = True,
     schema: Any = None,
     columns: Any = None,
+    accept_data_derived_schema: bool = False,
 ) -> tuple[np.ndarray, SelectionReport]:
     """Privately choose a size-``m`` multiset of public candidates ``C`` close in W1 to ``D``.
 
@@ -655,6 +662,7 @@ def select_candidates(
         by column name, and the nearest candidate is the nearest under the table metric
         (:func:`~opendp_wasserstein.tables.release.select_table_candidates`)
     :param columns: with ``schema``: use only these columns of ``D`` and ``C``
+    :param accept_data_derived_schema: with ``schema``: as for :func:`synthesize`
     :return: ``k`` int64 multiplicities summing to ``m`` (one per candidate row), and a
         :class:`SelectionReport`
 
@@ -676,7 +684,11 @@ def select_candidates(
         if metric not in (None, "table"):
             raise ValueError("with a schema the metric is the table metric: leave metric unset (or 'table')")
         schema = schema if isinstance(schema, Schema) else Schema.from_json(schema)
-        return select_table_candidates(D, C, m, epsilon, schema, columns, mechanism=mechanism, public_size=public_size)  # type: ignore[no-any-return]
+        return select_table_candidates(  # type: ignore[no-any-return]
+            D, C, m, epsilon, schema, columns, accept_data_derived_schema, mechanism=mechanism, public_size=public_size
+        )
+    if accept_data_derived_schema:
+        raise ValueError("accept_data_derived_schema applies only with a schema")
     if columns is not None:
         raise ValueError("columns applies only with a schema")
     metric = "l2" if metric is None else metric

@@ -166,6 +166,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             epsilon_select=args.epsilon_select, placement=args.placement,
             public_size=not getattr(args, "private_size", False),
             split_order=args.split_order, consistency=args.consistency, score=args.score,
+            accept_data_derived_schema=bool(derived),  # checked above, by name
         )
     delim = None
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":
@@ -235,7 +236,7 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     with _seeded(args.seed):
         counts, report = select_candidates(
             data, cand, args.m, args.epsilon, mechanism=args.mechanism, schema=schema, columns=names,
-            public_size=not args.private_size,
+            public_size=not args.private_size, accept_data_derived_schema=bool(derived),  # checked above
         )
     import numpy as np
 

@@ -25,11 +25,25 @@ from opendp_wasserstein.tables.schema import Schema
 __all__ = ["synthesize_table", "select_table_candidates"]
 
 
+def check_derived(schema: Schema, accept: bool) -> None:
+    """Refuse a schema whose bounds or categories were read off the data (not private), unless
+    the caller accepts it explicitly (the command line: ``--accept-data-derived-schema``)."""
+    derived = list(schema.data_derived_columns())
+    if derived and not accept:
+        raise ValueError(
+            f"schema: the bounds or categories of column(s) {derived} were read off the data "
+            "(derived_from_data: true) and are not private: replace them with public values and delete "
+            "the marks, or pass accept_data_derived_schema=True (the release is then not private "
+            "with respect to them)"
+        )
+
+
 def synthesize_table(
     data: Any,
     epsilon: float,
     schema: Schema,
     columns: Sequence[str] | None = None,
+    accept_data_derived_schema: bool = False,
     **kwargs: Any,
 ) -> tuple[Any, Any]:
     """A private synthetic table of the same type, names and dtypes as ``data``.
@@ -38,6 +52,8 @@ def synthesize_table(
     :param epsilon: the release's budget per replaced record
     :param schema: the public schema (columns of ``data`` not in it are refused by name)
     :param columns: use only these columns
+    :param accept_data_derived_schema: release even if the schema has bounds or categories read
+        off the data (``derived_from_data``; not private): refused by default
     :param kwargs: passed to :func:`opendp_wasserstein.api.synthesize` (``mechanism``, ...);
         ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
         (:meth:`~opendp_wasserstein.tables.TableEncoding.split_order`)
@@ -50,6 +66,7 @@ def synthesize_table(
         raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
     cols, info = read_table(data, schema, columns)
     sub = schema.select(list(info.names))
+    check_derived(sub, accept_data_derived_schema)
     enc = TableEncoding(sub)
     points = enc.encode(cols)
     order = kwargs.pop("split_order", None)
@@ -70,6 +87,7 @@ def select_table_candidates(
     epsilon: float,
     schema: Schema,
     columns: Sequence[str] | None = None,
+    accept_data_derived_schema: bool = False,
     **kwargs: Any,
 ) -> tuple[Any, Any]:
     """Privately choose ``m`` of the public candidate rows close in W1 (table metric) to ``data``.
@@ -87,6 +105,7 @@ def select_table_candidates(
     :param epsilon: the release's budget (see :func:`opendp_wasserstein.api.select_candidates`)
     :param schema: the public schema
     :param columns: use only these columns of both tables
+    :param accept_data_derived_schema: as for :func:`synthesize_table`
     :param kwargs: passed to :func:`~opendp_wasserstein.api.select_candidates` (``mechanism``,
         ``public_size``)
     :return: one int64 multiplicity per candidate row (summing to ``m``) and the
@@ -100,6 +119,7 @@ def select_table_candidates(
     cols, info = read_table(data, schema, columns)
     names = list(info.names)
     sub = schema.select(names)
+    check_derived(sub, accept_data_derived_schema)
     cand_names = column_names(candidates, schema)
     absent = [c for c in names if c not in cand_names]
     if absent:

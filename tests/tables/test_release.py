@@ -182,3 +182,26 @@ def test_synthesize_returns_the_same_type_names_and_dtypes(kind, mechanism):
     else:
         assert out.dtype == data.dtype
         assert out.shape == data.shape
+
+
+def test_a_data_derived_schema_is_refused_unless_accepted():
+    """Bounds or categories read off the data are not private: the Python API refuses them as
+    the command line does, and releases only when told to accept them."""
+    from opendp_wasserstein import synthesize
+
+    schema = Schema.from_json({"columns": {
+        "a": {"type": "float", "bounds": [0, 10], "derived_from_data": True},
+        "c": {"type": "categorical", "categories": ["x", "y"]},
+    }})
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "c": ["x", "y", "x"]})
+    cand = pd.DataFrame({"a": [0.0, 5.0], "c": ["x", "y"]})
+    with pytest.raises(ValueError, match=r"column\(s\) \['a'\] were read off the data"):
+        synthesize(df, 1.0, schema=schema)
+    with pytest.raises(ValueError, match="accept_data_derived_schema"):
+        select_candidates(df, cand, 2, 1.0, schema=schema)
+    out, _ = synthesize(df, 1.0, schema=schema, accept_data_derived_schema=True)
+    assert list(out.columns) == ["a", "c"]
+    counts, _ = select_candidates(df, cand, 2, 1.0, schema=schema, accept_data_derived_schema=True)
+    assert counts.sum() == 2
+    with pytest.raises(ValueError, match="only with a schema"):
+        synthesize(np.zeros((3, 1)), 1.0, bounds=(0, 1), accept_data_derived_schema=True)
