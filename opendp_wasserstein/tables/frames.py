@@ -148,7 +148,7 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
         elif kind == "arrow":
             col = data.column(name)
             dtypes.append(col.type)
-            series = col.to_pandas()
+            series = _arrow_to_pandas(col)
         else:
             dtypes.append(data.dtype)
             _check_numpy_dtype(data.dtype, name, spec)
@@ -172,8 +172,53 @@ def _check_numpy_dtype(dtype: np.dtype, name: str, spec: ColumnSpec) -> None:
         raise SchemaError(f"column {name!r} is nullable but a numpy array of dtype {dtype} cannot hold missing values; use a float or object array")
 
 
+def _temporal_us(col: Any) -> np.ndarray:
+    """An Arrow date or timestamp column as ``datetime64[us]`` (NaT where null), computed on the
+    integers: ``to_pandas`` goes through Python dates and raises on a value outside years
+    1-9999 (``year 0 is out of range``), so one such record would fail the whole read.  Values
+    beyond ``datetime64[us]`` (about 290 000 years) are clipped there; the schema's bounds clamp
+    them later like any value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    null = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+    limit = np.iinfo(np.int64).max // 1_000_000 - 1  # seconds representable in microseconds
+    if pa.types.is_date32(t):
+        raw = pc.fill_null(col.cast(pa.int32()), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        us = raw * 86_400_000_000  # |days| < 2^31: fits
+    else:
+        unit = "ms" if pa.types.is_date64(t) else t.unit
+        raw = pc.fill_null(col.cast(pa.int64()), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        per_s = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[unit]
+        if per_s >= 1_000_000:
+            us = np.floor_divide(raw, per_s // 1_000_000)
+        else:
+            us = np.clip(raw, -limit * per_s, limit * per_s) * (1_000_000 // per_s)
+    out = us.view("datetime64[us]").copy()
+    out[null] = np.datetime64("NaT")
+    return out
+
+
+def _arrow_to_pandas(col: Any) -> Any:
+    """A pyarrow column as a pandas Series; date and timestamp columns through
+    :func:`_temporal_us` (never through Python dates)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
+        return pd.Series(_temporal_us(col))
+    return col.to_pandas()
+
+
 def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
     import pandas as pd
+
+    if isinstance(series.dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        if pa.types.is_date(series.dtype.pyarrow_dtype) or pa.types.is_timestamp(series.dtype.pyarrow_dtype):
+            series = pd.Series(_temporal_us(pa.chunked_array([pa.array(series)])))
 
     missing = series.isna().to_numpy(dtype=bool)
     if isinstance(spec, (FloatColumn, IntColumn)):

@@ -74,15 +74,13 @@ def _check_delimiter(delimiter: str) -> str:
 
 
 def _arrow_type(spec: Any) -> Any:
+    """The read type of a declared text column: text, always.  An inferred type depends on every
+    value of the column (one word makes a numeric column text, ``true`` reads as 1 in a numeric
+    column until then), so one record would change how all the others are read; read as text,
+    each value is converted on its own (:func:`typed_by_schema`)."""
     import pyarrow as pa
 
-    if isinstance(spec, CategoricalColumn):
-        return pa.string() if isinstance(spec.categories[0], str) else None
-    if isinstance(spec, BoolColumn):
-        return None
-    if isinstance(spec, (FloatColumn, IntColumn, DatetimeColumn)):
-        return None  # inferred; unreadable values become missing when the column is read
-    return None  # pragma: no cover
+    return pa.string()
 
 
 def read_file(
@@ -167,15 +165,18 @@ def typed_by_schema(table: Any, schema: Schema) -> Any:
     data, and a release that takes its output types from its input would carry that bit.  Here
     each declared column is converted record by record (:func:`~.frames.read_table`: unreadable
     values become missing, the same way for every record) into its schema type
-    (:func:`~.frames.natural_frame_info`): float64, int64, date32/timestamp[us], bool.
-    Categorical columns are left as read (their labels are read as text when declared as text).
+    (:func:`~.frames.natural_frame_info`): float64, int64, date32/timestamp[us], bool, and int64
+    for categorical columns with integer labels (read as text, each label matched on its own).
+    Categorical columns with text labels are left as read (as text).
     """
     from opendp_wasserstein.tables.frames import natural_frame_info, read_table, write_table
 
-    declared = [
-        n for n in table.column_names
-        if n in schema and isinstance(schema[n], (FloatColumn, IntColumn, DatetimeColumn, BoolColumn))
-    ]
+    def converted(spec: Any) -> bool:
+        if isinstance(spec, CategoricalColumn):
+            return not isinstance(spec.categories[0], str)
+        return isinstance(spec, (FloatColumn, IntColumn, DatetimeColumn, BoolColumn))
+
+    declared = [n for n in table.column_names if n in schema and converted(schema[n])]
     if not declared:
         return table
     sub = schema.select(declared)

@@ -88,3 +88,79 @@ def test_write_is_atomic_on_failure(tmp_path):
     with pytest.raises(TableFileError):
         write_file(pa.table({"a": [1]}), str(tmp_path / "nodir" / "x.csv"))
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A record is read on its own: one added record changes neither how the others are read nor the
+# output types, and no value makes the whole read fail.
+
+TOKEN_SPECS = {
+    "float": {"type": "float", "bounds": [0, 100], "nullable": True},
+    "int": {"type": "int", "bounds": [0, 100], "nullable": True},
+    "bool": {"type": "bool", "nullable": True},
+    "icat": {"type": "categorical", "categories": [0, 1, 2], "nullable": True},
+    "dt": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"], "nullable": True},
+}
+TOKENS = ["true", "false", "1", "0", "01", "1.0", "1e0", "+1", "0x10", "2015-03-01", "1.5", "TRUE", "-0",
+          "0000-01-01", "2015-05-05T10:00:00.123456789"]
+
+
+def _read_first(tmp_path, col, values):
+    from opendp_wasserstein.tables.frames import read_table
+
+    p = tmp_path / f"{col}.csv"
+    p.write_text(col + "\n" + "".join(v + "\n" for v in values))
+    schema = Schema.from_json({"columns": {col: TOKEN_SPECS[col]}})
+    table = read_file(str(p), schema=schema)
+    cols, _ = read_table(table, schema)
+    c = cols[col]
+    return (None if c.missing[0] else c.values[0].item()), str(table.schema.field(col).type)
+
+
+@pytest.mark.parametrize("col", sorted(TOKEN_SPECS))
+def test_a_value_reads_the_same_whatever_the_other_records(tmp_path, col):
+    for tok in TOKENS:
+        alone = _read_first(tmp_path, col, [tok, "1"])
+        with_text = _read_first(tmp_path, col, [tok, "1", "zzz"])
+        assert alone == with_text, (col, tok)
+
+
+def test_out_of_range_dates_and_nanoseconds_do_not_fail_the_read(tmp_path):
+    """Year 0, ``-0`` and a nanosecond timestamp are read (clamped later by the bounds) by the
+    command line, and from Arrow and Arrow-backed pandas columns."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from opendp_wasserstein import synthesize
+    from opendp_wasserstein.cli import main
+
+    spec = {"columns": {"x": {"type": "float", "bounds": [0, 100]},
+                        "d": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"], "nullable": True}}}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    for extra in ("50,-0", "50,0000-01-01", "50,2015-05-05T10:00:00.123456789", "50,99999-01-01"):
+        p = tmp_path / "d.csv"
+        p.write_text("x,d\n10,2015-03-01\n20,2015-04-01\n" + extra + "\n")
+        assert main(["synth", str(p), "-o", str(tmp_path / "o.csv"), "--epsilon", "1",
+                     "--schema", str(tmp_path / "s.json"), "--quiet"]) == 0, extra
+    days = pa.array([16500, -800_000, 2_000_000_000, None], type=pa.date32())
+    table = pa.table({"x": [1.0, 2.0, 3.0, 4.0], "d": days})
+    out, _ = synthesize(table, 1.0, schema=spec)
+    assert out.num_rows == 4
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "d": pd.array(days, dtype=pd.ArrowDtype(pa.date32()))})
+    out, _ = synthesize(frame, 1.0, schema=spec)
+    assert np.all(pd.to_datetime(out["d"].dropna().astype(str)) >= pd.Timestamp("2015-01-01"))
+
+
+def test_integer_labels_come_out_as_int64_whatever_the_labels_read(tmp_path):
+    from opendp_wasserstein import synthesize
+
+    spec = {"columns": {"c": {"type": "categorical", "categories": [0, 1, 2]}, "x": {"type": "float", "bounds": [0, 1]}}}
+    types = set()
+    for last in ("2", "x", "1.5"):
+        p = tmp_path / "c.csv"
+        p.write_text("c,x\n0,0.5\n1,0.2\n" + last + ",0.1\n")
+        out, _ = synthesize(read_file(str(p), schema=Schema.from_json(spec)), 1.0, schema=spec)
+        types.add(str(out.schema.field("c").type))
+    assert types == {"int64"}
