@@ -232,7 +232,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         "rows_out": report.size, "columns": header, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "delta_certified": report.delta, "depth": report.depth,
         "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
-        "seconds": report.seconds, "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
+        "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
         unit = "one added or removed record" if args.private_size else "one replacement"
@@ -272,7 +272,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     summary = {
         "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
         "mechanism": report.mechanism, "epsilon_certified": report.epsilon, "m": report.m,
-        "k": report.k, "distinct_chosen": int(chosen.size), "seconds": report.seconds,
+        "k": report.k, "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
         print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")

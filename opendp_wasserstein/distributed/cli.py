@@ -97,7 +97,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         "command": "synth", "input": args.input, "output": rel.path, "scheduler": args.scheduler,
         "rows_out": rel.rows, "parts": rel.parts, "columns": header, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "depth": report.depth, "schedule": list(report.scales),
-        "visited_nodes": report.visited_nodes, "seconds": report.seconds,
+        "visited_nodes": report.visited_nodes,
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
@@ -141,7 +141,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     summary = {
         "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
         "scheduler": args.scheduler, "mechanism": report.mechanism, "epsilon_certified": report.epsilon,
-        "m": report.m, "k": report.k, "distinct_chosen": int(chosen.size), "seconds": report.seconds,
+        "m": report.m, "k": report.k, "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
         print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")

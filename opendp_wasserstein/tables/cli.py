@@ -179,7 +179,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         "rows_out": report.size, "columns": names, "mechanism": report.mechanism,
         "epsilon_certified": report.epsilon, "epsilon_release": report.details["epsilon_release"],
         "epsilon_schema": report.details["epsilon_schema"], "depth": report.depth,
-        "schedule": list(report.scales), "visited_nodes": report.visited_nodes, "seconds": report.seconds,
+        "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
         "data_derived_schema": derived, "split_order": report.details["split_order"],
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
@@ -249,7 +249,7 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     summary = {
         "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
         "columns": names, "mechanism": report.mechanism, "epsilon_certified": report.epsilon, "m": report.m,
-        "k": report.k, "distinct_chosen": int(chosen.size), "seconds": report.seconds,
+        "k": report.k, "distinct_chosen": int(chosen.size),
         "data_derived_schema": derived,
     }
     if not (args.quiet or args.json):
