@@ -102,7 +102,7 @@ def _fail(msg: str) -> Exception:
 def run_schema(args: argparse.Namespace) -> dict[str, Any]:
 
     from opendp_wasserstein.tables.drafting import draft_schema
-    from opendp_wasserstein.tables.io import read_file
+    from opendp_wasserstein.tables.io import file_format, read_file
 
     eps = args.estimate_bounds
     if eps is not None and not (math.isfinite(eps) and eps > 0):
@@ -110,7 +110,9 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_categories < 1:
         raise _fail("--max-categories must be at least 1")
     table = read_file(args.input, delimiter=args.delimiter, columns=_columns(args.columns))
-    report = draft_schema(table, max_categories=args.max_categories, epsilon=eps)
+    # a text file has no types: the reader inferred them from the values
+    inferred = file_format(args.input) != "parquet"
+    report = draft_schema(table, max_categories=args.max_categories, epsilon=eps, types_from_data=inferred)
     text = report.schema.dumps()
     if args.output:
         directory = os.path.dirname(os.path.abspath(args.output))
@@ -132,7 +134,8 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
         if derived:
             print(
                 f"NOT PRIVATE: the bounds/categories of {derived} were read off the data "
-                "(marked derived_from_data). Replace them with public knowledge and delete the marks, "
+                + ("(with --estimate-bounds on a text file: their types, inferred from the values) " if eps is not None and inferred else "")
+                + "(marked derived_from_data). Replace them with public knowledge and delete the marks, "
                 f"or pass {DERIVED_FLAG} to synth"
                 + ("" if eps is not None else ", or draft again with --estimate-bounds EPS"),
                 file=sys.stderr,

@@ -106,7 +106,9 @@ def _is_type(t: Any, name: str) -> bool:
     return bool(getattr(pa.types, f"is_{name}")(t))
 
 
-def draft_schema(table: Any, max_categories: int = 50, epsilon: float | None = None) -> DraftReport:
+def draft_schema(
+    table: Any, max_categories: int = 50, epsilon: float | None = None, types_from_data: bool = False
+) -> DraftReport:
     """A draft schema for a :class:`pyarrow.Table` (e.g. from :func:`~opendp_wasserstein.tables.io.read_file`).
 
     :param table: the data (read, never modified)
@@ -114,6 +116,10 @@ def draft_schema(table: Any, max_categories: int = 50, epsilon: float | None = N
         say); add it by hand with a public category list to use it
     :param epsilon: if given, numeric and datetime bounds are estimated privately with this
         total budget (split evenly over those columns and their two quantiles)
+    :param types_from_data: the table's column types were inferred from its values (a text
+        file: one ``2.5`` makes an integer column float, one word makes it text), so they are not
+        private either: with ``epsilon``, the columns whose bounds are private are still marked
+        ``derived_from_data`` (for their type) until a person reviews them
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -156,7 +162,7 @@ def draft_schema(table: Any, max_categories: int = 50, epsilon: float | None = N
                     hi = above[0] if above else lo + 1.0
                 width = hi - lo
                 lo, hi = (max(lo - WIDEN * width, 0.0) if lo >= 0 else lo - WIDEN * width), hi + WIDEN * width
-                nullable, derived = True, False
+                nullable, derived = True, types_from_data
             else:
                 if len(values) == 0:
                     skipped[name] = "no values to read bounds from"
@@ -178,7 +184,7 @@ def draft_schema(table: Any, max_categories: int = 50, epsilon: float | None = N
                 specs.append((name, FloatColumn(bounds=(lo, hi), nullable=nullable, derived_from_data=derived)))
         elif _is_type(t, "boolean"):
             if eps_each is not None or epsilon is not None:
-                specs.append((name, BoolColumn(nullable=True)))
+                specs.append((name, BoolColumn(nullable=True, derived_from_data=types_from_data)))
             else:
                 specs.append((name, BoolColumn(nullable=has_nulls, derived_from_data=has_nulls)))
         elif _is_type(t, "string") or _is_type(t, "large_string") or _is_type(t, "dictionary"):

@@ -112,6 +112,18 @@ def test_estimate_bounds_is_composed_into_the_certificate(tmp_path, capsys):
     assert summary["epsilon_certified"] == pytest.approx(1.0 + schema.epsilon_spent)
 
 
+def test_estimate_bounds_on_a_text_file_marks_the_inferred_types(tmp_path, capsys):
+    """A text file's column types are inferred from its values (one 2.5 makes an int column
+    float), so even with private bounds the drafted columns stay marked until reviewed."""
+    t = _mixed(n=5000, seed=2)
+    src = tmp_path / "t.csv"
+    write_file(t, str(src))
+    out = tmp_path / "schema.json"
+    assert main(["schema", str(src), "-o", str(out), "--estimate-bounds", "2"]) == 0
+    assert "age" in Schema.from_json(str(out)).data_derived_columns()
+    assert "types, inferred from the values" in capsys.readouterr().err
+
+
 def test_draft_private_bounds_cover_the_bulk():
     # 20000 rows at 0.5 per quantile: a far-off candidate has probability far below 1e-6
     rng = np.random.default_rng(2)
