@@ -211,8 +211,28 @@ def _arrow_to_pandas(col: Any) -> Any:
     return col.to_pandas()
 
 
+def _readable(v: Any) -> Any:
+    """``v``, or None (unreadable, so missing) if it cannot be looked up or held as text: an
+    unhashable object (a list, a set, an array) or a string that is not valid Unicode (a lone
+    surrogate).  Decided for each value on its own."""
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return v
+    try:
+        hash(v)
+    except TypeError:
+        return None
+    return v
+
+
 def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
     import pandas as pd
+
+    if series.dtype == object:
+        series = pd.Series(np.fromiter((_readable(v) for v in series.to_numpy()), dtype=object, count=len(series)), dtype=object)
 
     if isinstance(series.dtype, pd.ArrowDtype):
         import pyarrow as pa

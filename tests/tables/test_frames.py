@@ -330,3 +330,28 @@ def test_float_column_held_as_integers_comes_back_as_integers(kind):
     assert arr.dtype.kind == "i"
     assert arr.min() >= 2001
     assert arr.max() <= 7000
+
+
+@pytest.mark.parametrize("spec", [
+    {"type": "categorical", "categories": ["a", "b"], "nullable": True},
+    {"type": "bool", "nullable": True},
+    {"type": "float", "bounds": [0, 1], "nullable": True},
+])
+def test_an_unreadable_object_is_missing_not_an_error(spec):
+    """One record holding a list, a set, an array or a lone surrogate must not fail the read
+    (that would tell whether it is there): it reads as missing, and the others as before."""
+    import numpy as np
+    import pandas as pd
+
+    from opendp_wasserstein.tables import Schema
+    from opendp_wasserstein.tables.frames import read_table
+
+    schema = Schema.from_json({"columns": {"c": spec}})
+    ordinary = {"categorical": "a", "bool": True, "float": 0.5}[spec["type"]]
+    base = read_table(pd.DataFrame({"c": pd.Series([ordinary] * 3, dtype=object)}), schema)[0]["c"]
+    for odd in ([1], {1}, np.array([1, 2]), "\ud800", bytearray(b"1")):
+        ser = pd.Series([ordinary] * 3 + [None], dtype=object)
+        ser.iloc[3] = odd
+        col = read_table(pd.DataFrame({"c": ser}), schema)[0]["c"]
+        assert bool(col.missing[3]) or col.values[3] == -1
+        assert np.array_equal(col.values[:3], base.values)
