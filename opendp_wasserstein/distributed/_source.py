@@ -36,9 +36,17 @@ class Block:
 
 def _as_rows(table: Any, columns: Sequence[str]) -> np.ndarray:
     """A pyarrow table to a float64 ``(rows, d)`` array (nulls become NaN)."""
+    import pyarrow as pa
+
     out = np.empty((table.num_rows, len(columns)), dtype=np.float64)
     for i, name in enumerate(columns):
         col = table.column(name)
+        t = col.type
+        # refused by its type (public), never by its values: a text column of numbers that one
+        # word would make unreadable is refused whatever it holds
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                or pa.types.is_decimal(t) or pa.types.is_null(t)):
+            raise TypeError(f"column {name!r} of the source must be numeric (its type is {t})")
         try:
             out[:, i] = col.to_numpy(zero_copy_only=False).astype(np.float64)
         except (TypeError, ValueError):
@@ -169,5 +177,8 @@ def read_block(block: Any) -> np.ndarray:
     if isinstance(block, Block):
         return block()
     if hasattr(block, "to_numpy"):  # a pandas DataFrame partition
+        dtypes = getattr(block, "dtypes", ())
+        if any(getattr(t, "kind", "O") not in "biuf" for t in dtypes):
+            raise TypeError("the source's columns must be numeric (by dtype)")
         return np.asarray(block.to_numpy(dtype=np.float64, na_value=np.nan))
     return np.asarray(block, dtype=np.float64)

@@ -313,3 +313,13 @@ def test_private_size_parts_do_not_follow_the_input_blocks(mechanism, depth, eps
         rel = release_on_dask(meas, rows(n), tmp_path / f"o{n}", client=inline, rows_per_block=50)
         assert rel.parts == expected
         assert len(parquet_files(tmp_path / f"o{n}")) == expected
+
+
+def test_a_text_column_is_refused_by_its_type_whatever_it_holds(inline, tmp_path):
+    """Numbers stored as text read fine until one word is among them: refusing by values would
+    tell whether that record is there, so a text column is refused by its (public) type."""
+    for tag, values in (("numbers", ["0.5"] * 100), ("one-word", ["0.5"] * 99 + ["abc"])):
+        path = tmp_path / f"{tag}.parquet"
+        pq.write_table(pa.table({"u": rows(100)[:, 0], "s": values}), path)
+        with pytest.raises(TypeError, match="numeric"):
+            release_on_dask(pruned(100), str(path), tmp_path / f"o-{tag}", client=inline)
