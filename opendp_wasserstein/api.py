@@ -568,6 +568,8 @@ class SelectionReport:
 
     :param mechanism: ``"projection"``, ``"tree-em"`` or ``"nn"``
     :param epsilon: the loss certified by ``measurement.map`` for one replacement
+        (``change_one_distance`` d_in = 1) -- or, without a public size, for one added or
+        removed record (``symmetric_distance`` d_in = 1; a replacement costs twice that)
     :param m: the multiset size
     :param k: the number of candidates
     :param seconds: wall-clock time of the release; None when the size is private

@@ -131,7 +131,9 @@ def read_numeric_csv(
     header = [h.strip() for h in rows[0]]
     if len(set(header)) != len(header):
         raise CliError(f"{name} file {path!r} has duplicate column names")
-    body = [r for r in rows[1:] if any(c.strip() for c in r)]
+    # only a line with nothing on it is skipped: a record whose cells are all empty (",") is a
+    # record with missing values, refused like one with a single missing value
+    body = [r for r in rows[1:] if r]
     if not body and not (sensitive and private_size):
         raise CliError(f"{name} file {path!r} has no data rows")
     wanted = list(header) if not columns else list(columns)
@@ -142,7 +144,7 @@ def read_numeric_csv(
     out = np.empty((len(body), len(idx)))
     for j, (col, i) in enumerate(zip(wanted, idx, strict=True)):
         try:
-            out[:, j] = [float(r[i]) if i < len(r) else float("nan") for r in body]
+            out[:, j] = [float(r[i]) if i < len(r) and r[i].strip() else float("nan") for r in body]
         except ValueError:
             raise CliError(f"column {col!r} of {name} file {path!r} is not numeric") from None
         if sensitive and np.isnan(out[:, j]).any():
@@ -235,7 +237,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        unit = "one added or removed record" if args.private_size else "one replacement"
+        unit = _unit(args.private_size)
         pair = f"{report.epsilon}, delta {report.delta}" if report.delta is not None else f"{report.epsilon}"
         print(f"certified epsilon (measurement map, {unit}): {pair}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
@@ -275,10 +277,16 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         "k": report.k, "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
-        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        print(f"certified epsilon (measurement map, {_unit(args.private_size)}): {report.epsilon}")
         print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
         print(f"wrote {args.output}")
     return summary
+
+
+def _unit(private_size: bool) -> str:
+    """What ``epsilon`` is certified for: one replacement (public size) or one added or removed
+    record (private size; a replacement then costs twice as much)."""
+    return "one added or removed record" if private_size else "one replacement"
 
 
 class _NoProgress:

@@ -264,6 +264,28 @@ def test_select_candidates_must_be_finite(select_files, capsys):
     assert "infinite" in capsys.readouterr().err
 
 
+def test_select_a_record_with_all_cells_empty_is_refused_like_one_missing_value(select_files, capsys):
+    """A record written as "," is a record with missing values, not a line to skip (skipping it
+    would turn a replacement into a removal)."""
+    d, c, tmp = select_files
+    errors = []
+    for row in (",0.5", ","):
+        src = tmp / "m.csv"
+        src.write_text("a,b\n0.1,0.2\n" + row + "\n")
+        assert main(["select", str(src), str(c), "-m", "3", "--epsilon", "1", "-o", str(tmp / "s.csv")]) == 2
+        errors.append(capsys.readouterr().err)
+    assert all("missing or NaN" in e for e in errors)
+
+
+def test_select_names_what_epsilon_is_certified_for(select_files, capsys):
+    d, c, tmp = select_files
+    cmd = ["select", str(d), str(c), "-m", "9", "--epsilon", "1", "-o", str(tmp / "s.csv")]
+    assert main(cmd) == 0
+    assert "one replacement" in capsys.readouterr().out
+    assert main([*cmd, "--private-size"]) == 0
+    assert "one added or removed record" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------------------------------------
 # --version, help texts, usage lines, progress
 

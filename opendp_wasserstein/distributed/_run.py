@@ -77,6 +77,14 @@ def _client(client: Any) -> Iterator[Any]:
         yield c
 
 
+def _size_is_private(plan: Any) -> bool:
+    """Whether the plan's input size is private (no public ``size``, or a DP count first)."""
+    if isinstance(plan, NoisySizePlan):
+        return True
+    inner = plan.scores if isinstance(plan, AdaptivePlan) else plan
+    return getattr(inner, "size", None) is None
+
+
 def release_on_dask(
     meas: Any,
     source: Any,
@@ -113,7 +121,8 @@ def release_on_dask(
         or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
     :param rows_per_block: target rows per input block
     :param overwrite: replace an existing ``out``
-    :param progress: show a progress bar over the tasks (``tqdm``)
+    :param progress: show a progress bar over the tasks (``tqdm``); not with a private size (the
+        bars count input blocks, whose number grows with n)
     :return: a :class:`DistributedRelease`
     """
     from opendp_wasserstein.distributed._pmm import (
@@ -126,6 +135,8 @@ def release_on_dask(
     plan = plan_of(meas)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
     blocks, names = blocks_of(source, d, columns, rows_per_block)
+    if progress and _size_is_private(plan):
+        progress = False  # a bar counts the input blocks, whose number grows with the private n
     if isinstance(plan, HistogramPlan):
         from opendp_wasserstein.distributed._candidates import run_histogram
 

@@ -101,7 +101,9 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        unit = "one added or removed record" if args.private_size else "one replacement"
+        from opendp_wasserstein.cli import _unit
+
+        unit = _unit(args.private_size)
         print(f"certified epsilon (measurement map, {unit}): {report.epsilon}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
@@ -144,7 +146,9 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         "m": report.m, "k": report.k, "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
-        print(f"certified epsilon (measurement map, one replacement): {report.epsilon}")
+        from opendp_wasserstein.cli import _unit
+
+        print(f"certified epsilon (measurement map, {_unit(args.private_size)}): {report.epsilon}")
         print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
         print(f"wrote {args.output}")
     return summary

@@ -188,7 +188,9 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     }
     if not (args.quiet or args.json):
         extra = f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})" if report.details["epsilon_schema"] else ""
-        unit = "one added or removed record" if private_size else "one replacement"
+        from opendp_wasserstein.cli import _unit
+
+        unit = _unit(private_size)
         print(f"certified epsilon ({unit}): {report.epsilon}{extra}")
         if derived:
             print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
@@ -256,7 +258,9 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
         "data_derived_schema": derived,
     }
     if not (args.quiet or args.json):
-        print(f"certified epsilon (one replacement): {report.epsilon}")
+        from opendp_wasserstein.cli import _unit
+
+        print(f"certified epsilon ({_unit(args.private_size)}): {report.epsilon}")
         if derived:
             print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
         print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates (table metric)")

@@ -323,3 +323,16 @@ def test_a_text_column_is_refused_by_its_type_whatever_it_holds(inline, tmp_path
         pq.write_table(pa.table({"u": rows(100)[:, 0], "s": values}), path)
         with pytest.raises(TypeError, match="numeric"):
             release_on_dask(pruned(100), str(path), tmp_path / f"o-{tag}", client=inline)
+
+
+def test_no_progress_bar_when_the_size_is_private(cluster, tmp_path, capsys):
+    """The bars count input blocks, whose number grows with n: with a private size none is shown."""
+    pytest.importorskip("tqdm")
+    from opendp_wasserstein.api import _synthesis_measurement
+    from opendp_wasserstein.box import as_box
+
+    private = _synthesis_measurement(2, None, 1.0, as_box((0, 1), 2), "pruned", None, 14, "uniform", None)
+    release_on_dask(private, rows(300), tmp_path / "p", client=cluster, rows_per_block=50, progress=True)
+    assert "count" not in capsys.readouterr().err
+    release_on_dask(pruned(300), rows(300), tmp_path / "q", client=cluster, rows_per_block=50, progress=True)
+    assert "count" in capsys.readouterr().err
