@@ -606,11 +606,13 @@ def _pruned(
     lsq = plan.consistency == "least_squares"
     record: list[VisitedLevel] | None = [] if lsq else None
     front = _top(plan, n, h, j0, rel.noise, record)
-    if built is not None and (front.level == plan.depth or not np.array_equal(built[0], noisy_part_bounds(front, j0, parts))):
+    # None: the whole traversal fits above the split level (the driver writes the leaves)
+    bounds = noisy_part_bounds(front, j0, parts) if front.level < plan.depth else None
+    if built is not None and (bounds is None or not np.array_equal(built[0], bounds)):
         for t in built[1]:
             t.release()
         built = None
-    if front.level == plan.depth:  # the whole traversal fits above the split level
+    if bounds is None:
         if record is not None:
             leaves = least_squares_leaves(
                 front, record, plan.scales, plan.root_size, plan.threshold, plan.distribution, plan.depth
@@ -618,7 +620,6 @@ def _pruned(
         else:
             leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
         return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
-    bounds = noisy_part_bounds(front, j0, parts)
     jobs = _jobs(front, bounds)
     part_trees = built[1] if built is not None else build(bounds)
     if record is None:

@@ -163,7 +163,7 @@ def release_on_dask(
                 # the number of input blocks grows with the private n: the default number of
                 # parts (files written) comes from the DP count instead
                 parts = parts or default_parts(n_hat)
-            elif parts is None and (plan.scores if isinstance(plan, AdaptivePlan) else plan).size is None:
+            elif parts is None and _size_is_private(plan):
                 parts = drv.split_groups()  # a private size and no DP count: a public number
             if isinstance(plan, PmmPlan):
                 info = first | run_pmm(plan, drv, sink.writer, parts)
