@@ -83,14 +83,12 @@ def add_select_options(sel: Any) -> None:
 
 
 def _check_derived(schema: Any, names: list[str], accept: bool) -> list[str]:
-    derived = list(schema.select(names).data_derived_columns())
-    if derived and not accept:
-        raise _fail(
-            f"the schema's bounds or categories for column(s) {derived} were read off the data "
-            "(derived_from_data: true) and are not private: replace them with public values and delete "
-            f"the marks, or pass {DERIVED_FLAG} to release anyway"
-        )
-    return derived
+    from opendp_wasserstein.tables.release import check_derived
+
+    try:
+        return check_derived(schema.select(names), accept, DERIVED_FLAG)
+    except ValueError as e:
+        raise _fail(str(e)) from None
 
 
 def _fail(msg: str) -> Exception:

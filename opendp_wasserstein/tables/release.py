@@ -25,17 +25,18 @@ from opendp_wasserstein.tables.schema import Schema
 __all__ = ["synthesize_table", "select_table_candidates"]
 
 
-def check_derived(schema: Schema, accept: bool) -> None:
-    """Refuse a schema whose bounds or categories were read off the data (not private), unless
-    the caller accepts it explicitly (the command line: ``--accept-data-derived-schema``)."""
+def check_derived(schema: Schema, accept: bool, flag: str = "accept_data_derived_schema=True") -> list[str]:
+    """The columns of ``schema`` whose bounds or categories were read off the data (not private);
+    refused unless the caller accepts them explicitly (``flag``: how, named in the message; the
+    command line passes ``--accept-data-derived-schema``)."""
     derived = list(schema.data_derived_columns())
     if derived and not accept:
         raise ValueError(
             f"schema: the bounds or categories of column(s) {derived} were read off the data "
             "(derived_from_data: true) and are not private: replace them with public values and delete "
-            "the marks, or pass accept_data_derived_schema=True (the release is then not private "
-            "with respect to them)"
+            f"the marks, or pass {flag} (the release is then not private with respect to them)"
         )
+    return derived
 
 
 def synthesize_table(
