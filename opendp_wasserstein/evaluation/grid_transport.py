@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from opendp_wasserstein.box import as_box
 from opendp_wasserstein.evaluation.wasserstein import _check_pair
 
 __all__ = ["GRID_METRICS", "GridW1", "w1_grid"]
@@ -122,7 +123,8 @@ def w1_grid(
     :param bits: ``2**bits`` cubes per axis; the error bound shrinks like ``2**-bits`` and the work
         grows like ``2**(bits d)``.  8 (256 x 256 in 2-D) takes a few seconds.
     :param metric: ``"linf"`` (default) or ``"l1"``; ``"l2"`` has no exact grid graph.
-    :param bounds: ``(lower, upper)`` corners of the box to grid (scalars or length-d); a point
+    :param bounds: the box to grid, in any form :func:`~opendp_wasserstein.box.as_box` reads
+        (``(lower, upper)`` of scalars or length-d, a Box, ...); a point
         outside is moved to the nearest cube (and the bound counts that move).  Default: the
         smallest cube holding both sets.
     :param max_arcs: refuse flow problems with more arcs than this (memory).
@@ -146,12 +148,10 @@ def w1_grid(
     if bounds is None:
         lo = np.minimum(xa.min(axis=0), ya.min(axis=0))
         side = float(np.max(np.maximum(xa.max(axis=0), ya.max(axis=0)) - lo))
-    else:
-        lo = np.broadcast_to(np.asarray(bounds[0], dtype=np.float64), (d,))
-        hi = np.broadcast_to(np.asarray(bounds[1], dtype=np.float64), (d,))
-        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
-            raise ValueError(f"bounds must be finite with lower < upper on every axis, got {bounds!r}")
-        side = float(np.max(hi - lo))
+    else:  # validated as every public box of the package is
+        box = as_box(bounds, d)
+        lo = np.asarray(box.lower, dtype=np.float64)
+        side = float(np.max(np.asarray(box.upper, dtype=np.float64) - lo))
     h = side / m if side > 0 else 1.0
     nx, ny = len(xa), len(ya)
     if nx * ny * m * d >= 1 << 62:
