@@ -200,15 +200,18 @@ def _temporal_us(col: Any) -> np.ndarray:
     return out
 
 
+def _is_temporal(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_date(t) or pa.types.is_timestamp(t))
+
+
 def _arrow_to_pandas(col: Any) -> Any:
     """A pyarrow column as a pandas Series; date and timestamp columns through
     :func:`_temporal_us` (never through Python dates)."""
     import pandas as pd
-    import pyarrow as pa
 
-    if pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
-        return pd.Series(_temporal_us(col))
-    return col.to_pandas()
+    return pd.Series(_temporal_us(col)) if _is_temporal(col.type) else col.to_pandas()
 
 
 def _readable(v: Any) -> Any:
@@ -234,11 +237,10 @@ def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
     if series.dtype == object:
         series = pd.Series(np.fromiter((_readable(v) for v in series.to_numpy()), dtype=object, count=len(series)), dtype=object)
 
-    if isinstance(series.dtype, pd.ArrowDtype):
+    if isinstance(series.dtype, pd.ArrowDtype) and _is_temporal(series.dtype.pyarrow_dtype):
         import pyarrow as pa
 
-        if pa.types.is_date(series.dtype.pyarrow_dtype) or pa.types.is_timestamp(series.dtype.pyarrow_dtype):
-            series = pd.Series(_temporal_us(pa.chunked_array([pa.array(series)])))
+        series = _arrow_to_pandas(pa.array(series))
 
     missing = series.isna().to_numpy(dtype=bool)
     if isinstance(spec, (FloatColumn, IntColumn)):
