@@ -222,7 +222,7 @@ def _polars(dtype: Any, spec: ColumnSpec) -> Any:
     if isinstance(dtype, (pl.Enum, pl.Categorical)):
         # an Enum of the declared labels: a Categorical's codes come from a process-wide table
         # holding every string the process has cast (the data's labels among them)
-        return pl.Enum(list(spec.categories)) if _str_labels(spec) else nat
+        return pl.Enum(list(spec.categories)) if isinstance(spec, CategoricalColumn) and _str_labels(spec) else nat
     if _str_labels(spec):
         return dtype if isinstance(dtype, pl.String) else nat
     if isinstance(dtype, pl.Boolean):
@@ -305,9 +305,10 @@ def public_numpy_dtype(dtype: Any, specs: Iterable[ColumnSpec]) -> np.dtype:
             return nat
         return dtype if dtype == np.dtype("datetime64[D]") else np.dtype("datetime64[us]")
     if k in "US":
-        if not all(isinstance(s, CategoricalColumn) for s in specs) or not specs:
+        cats = [s for s in specs if isinstance(s, CategoricalColumn)]
+        if len(cats) != len(specs) or not specs:
             return nat
-        labels = [str(c) for s in specs for c in s.categories]
+        labels = [str(c) for s in cats for c in s.categories]
         width = max(len(c.encode("utf-8")) if k == "S" else len(c) for c in labels)
         return np.dtype(f"{k}{max(width, 1)}")
     return nat

@@ -368,7 +368,7 @@ def _arrow_of(col: RawColumn, spec: ColumnSpec, t: Any) -> Any:
     the schema allows).  A dictionary's values are the declared categories, in order."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(t):
+    if pa.types.is_dictionary(t) and isinstance(spec, (CategoricalColumn, BoolColumn)):
         mask = np.asarray(col.missing, dtype=bool)
         codes = np.where(mask, 0, np.asarray(col.values, dtype=np.int64))
         labels = pa.array(list(spec.categories), type=t.value_type)
