@@ -240,7 +240,7 @@ def _pandas(dtype: Any, spec: ColumnSpec) -> Any:
     nat = natural_dtype("pandas", spec)
     try:
         dtype = pd.api.types.pandas_dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError):
         return nat
     if isinstance(dtype, pd.ArrowDtype):
         return pd.ArrowDtype(_arrow(dtype.pyarrow_dtype, spec))
