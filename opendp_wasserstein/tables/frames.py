@@ -3,15 +3,20 @@
 Accepted: a pandas ``DataFrame``, a Polars ``DataFrame`` or ``LazyFrame`` (collected), a pyarrow
 ``Table`` and a 2-D numpy array (its columns are the schema's columns, in order).
 :func:`read_table` returns the columns under the schema and a :class:`FrameInfo`;
-:func:`write_table` turns decoded columns back into the **same** type with the same column names
-and dtypes:
+:func:`write_table` turns decoded columns back into the **same** type with the same column names,
+in dtypes of the same kinds whose every other part comes from the schema
+(:mod:`~opendp_wasserstein.tables.dtypes`):
 
-* a column whose dtype cannot hold a missing value (numpy-backed ``int64`` or ``bool`` in
+* a categorical dtype (pandas ``category``, Arrow dictionary, Polars ``Enum``/``Categorical``)
+  comes back over the **declared** categories in the schema's order (a Polars ``Categorical``
+  as the ``Enum`` of them), never over the labels the input's dtype lists;
+* a column whose dtype cannot hold a missing value (numpy-backed integers or ``bool`` in
   pandas) becomes the pandas nullable dtype (``Int64``, ``boolean``) when the schema declares it
   nullable, whatever the release holds, so the output dtype never depends on the data;
-* a categorical column comes back with its labels (only declared ones); a pandas or Polars
-  categorical dtype is kept when the declared categories fit in it;
-* dates come back as dates and datetimes as datetimes (with their time zone).
+  numbers keep their dtype when it holds every value of the schema, else become int64/float64;
+* dates come back as dates and datetimes as datetimes in microseconds (UTC if aware).
+
+No metadata (Arrow schema or field metadata, the pandas index or ``attrs``) is copied.
 
 How values are read never depends on their content beyond the rules of the encoding: a value
 that cannot be read as the column's type (text in a numeric column, say) counts as missing.
@@ -29,6 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from opendp_wasserstein.tables.dtypes import (
+    natural_dtype,
+    natural_numpy_dtype,
+    public_dtype,
+    public_numpy_dtype,
+)
 from opendp_wasserstein.tables.encoding import RawColumn
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
@@ -53,7 +64,10 @@ class FrameInfo:
 
     :param kind: ``"pandas"``, ``"polars"``, ``"polars-lazy"``, ``"arrow"`` or ``"numpy"``
     :param names: the column names, in the input's order
-    :param dtypes: the input's dtype per column (library objects)
+    :param dtypes: the output dtype per column (library objects): from :func:`read_table`, the
+        input's dtype in its public form (:func:`~opendp_wasserstein.tables.dtypes.public_dtype`:
+        its kind, with categories, dictionary, time unit and zone from the schema), never the
+        input's dtype itself
     """
 
     kind: str
@@ -113,7 +127,9 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
     :param data: a pandas/Polars/pyarrow table or a 2-D numpy array (not modified)
     :param schema: the public schema; every used column must be in it
     :param columns: use only these columns (default: all of the table's columns)
-    :return: ``({name: RawColumn}, FrameInfo)``; the returned columns are in ``columns`` order
+    :return: ``({name: RawColumn}, FrameInfo)``; the returned columns are in ``columns`` order,
+        the info's dtypes are the public forms of the input's (a function of the schema and of
+        the dtypes' kinds only)
     """
     import pandas as pd
 
@@ -154,7 +170,8 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
             _check_numpy_dtype(data.dtype, name, spec)
             series = pd.Series(data[:, schema.names.index(name)])
         out[name] = _read_column(series, name, spec)
-    return out, FrameInfo(kind, tuple(names), tuple(dtypes))
+    # the input's dtypes may hold data (a category list, a dictionary width): keep their kinds only
+    return out, _public_info(FrameInfo(kind, tuple(names), tuple(dtypes)), schema)
 
 
 def _check_numpy_dtype(dtype: np.dtype, name: str, spec: ColumnSpec) -> None:
@@ -308,8 +325,18 @@ def _bool_codes(series: Any) -> np.ndarray:
 # ---------------------------------------------------------------------------------------- write
 
 
-def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, tz: Any = None) -> Any:
-    """A pyarrow array of the column's natural type, nulls where missing."""
+def _public_info(info: FrameInfo, schema: Schema) -> FrameInfo:
+    """``info`` with each dtype replaced by its public form (:mod:`~opendp_wasserstein.tables.dtypes`):
+    a function of the schema and the dtype's kind, never of what a library read off the values."""
+    if info.kind == "numpy":
+        dtype = public_numpy_dtype(info.dtypes[0] if info.dtypes else np.dtype(object), [schema[n] for n in info.names])
+        return FrameInfo(info.kind, info.names, (dtype,) * len(info.names))
+    return FrameInfo(info.kind, info.names, tuple(public_dtype(info.kind, d, schema[n]) for n, d in zip(info.names, info.dtypes, strict=True)))
+
+
+def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, aware: bool = False) -> Any:
+    """A pyarrow array of the column's natural type, nulls where missing (timestamps in
+    microseconds, in UTC when ``aware``)."""
     import pyarrow as pa
 
     mask = np.asarray(col.missing, dtype=bool)
@@ -326,10 +353,7 @@ def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, tz: Any = N
         if want_date:
             days = np.floor_divide(us, 86_400_000_000).astype(np.int32)
             return pa.array(days, type=pa.date32(), mask=mask)
-        arr = pa.array(us, type=pa.timestamp("us"), mask=mask)
-        if tz is not None:
-            arr = pa.array(us, type=pa.timestamp("us", tz=str(tz)), mask=mask)
-        return arr
+        return pa.array(us, type=pa.timestamp("us", tz="UTC" if aware else None), mask=mask)
     if isinstance(spec, BoolColumn):
         return pa.array(np.asarray(col.values, dtype=np.int64) == 1, mask=mask)
     labels = np.asarray(list(spec.categories), dtype=object)
@@ -339,20 +363,19 @@ def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, tz: Any = N
     return pa.array(labels[codes].astype(np.int64), mask=mask)
 
 
-def _is_date_dtype(kind: str, dtype: Any, spec: DatetimeColumn) -> bool:
-    s = str(dtype).lower()
-    if kind == "arrow":
-        return s.startswith("date")
-    if kind in ("polars", "polars-lazy"):
-        return s == "date"
-    if kind == "numpy":
-        return s == "datetime64[d]"
-    return s == "object" and spec.date_only  # pandas: python date objects live in object columns
+def _arrow_of(col: RawColumn, spec: ColumnSpec, t: Any) -> Any:
+    """The column as a pyarrow array of exactly type ``t`` (a public type: it holds every value
+    the schema allows).  A dictionary's values are the declared categories, in order."""
+    import pyarrow as pa
 
-
-def _tz_of(kind: str, dtype: Any) -> Any:
-    tz = getattr(dtype, "tz", None) or getattr(dtype, "time_zone", None)
-    return tz
+    if pa.types.is_dictionary(t) and isinstance(spec, (CategoricalColumn, BoolColumn)):
+        mask = np.asarray(col.missing, dtype=bool)
+        codes = np.where(mask, 0, np.asarray(col.values, dtype=np.int64))
+        labels = pa.array(list(spec.categories), type=t.value_type)
+        return pa.DictionaryArray.from_arrays(pa.array(codes, type=t.index_type, mask=mask), labels, ordered=t.ordered)
+    is_ts = pa.types.is_timestamp(t)
+    arr = _arrow_column(col, spec, want_date=pa.types.is_date(t), aware=bool(is_ts and t.tz))
+    return arr if arr.type == t else arr.cast(t)
 
 
 #: the table types :func:`natural_frame_info` can describe
@@ -362,11 +385,12 @@ FRAME_KINDS = ("pandas", "polars", "polars-lazy", "arrow", "numpy")
 def natural_frame_info(schema: Schema, kind: str = "pandas") -> FrameInfo:
     """A :class:`FrameInfo` for writing a table of ``kind`` from the schema alone (no input table).
 
-    Each column gets its type's natural dtype: float64, int64 (pandas ``Int64`` when nullable),
-    dates (``date32``/``Date``; pandas ``datetime64[us]``) for datetime columns whose bounds fall
-    on midnight and ``timestamp[us]`` otherwise, booleans, and strings (or int64) for
-    categorical labels.  A numpy table is an object array (float64 if every column is a
-    non-nullable float column).
+    Each column gets its type's natural dtype (:func:`~opendp_wasserstein.tables.dtypes.natural_dtype`):
+    float64, int64 (pandas ``Int64`` when nullable), dates (``date32``/``Date``; pandas
+    ``datetime64[us]``) for datetime columns whose bounds fall on midnight and
+    ``timestamp[us]`` otherwise, booleans (pandas ``boolean`` when nullable), and strings (or
+    int64) for categorical labels.  A numpy table is an object array (float64 if every column
+    is a non-nullable float column).
 
     >>> from opendp_wasserstein.tables import Schema, IntColumn, BoolColumn
     >>> natural_frame_info(Schema({"a": IntColumn(bounds=(0, 9)), "b": BoolColumn()}), "arrow").dtypes
@@ -375,99 +399,43 @@ def natural_frame_info(schema: Schema, kind: str = "pandas") -> FrameInfo:
     if kind not in FRAME_KINDS:
         raise ValueError(f"kind must be one of {FRAME_KINDS}, got {kind!r}")
     names = tuple(schema.names)
-    dtypes: list[Any] = []
     if kind == "numpy":
-        floats = all(isinstance(s, FloatColumn) and not s.nullable for _, s in schema.items())
-        return FrameInfo(kind, names, (np.dtype(np.float64) if floats else np.dtype(object),) * len(names))
-    for _, spec in schema.items():
-        str_labels = isinstance(spec, CategoricalColumn) and isinstance(spec.categories[0], str)
-        is_date = isinstance(spec, DatetimeColumn) and spec.date_only
-        if kind == "arrow":
-            import pyarrow as pa
-
-            dtypes.append(
-                pa.float64() if isinstance(spec, FloatColumn)
-                else pa.date32() if is_date
-                else pa.timestamp("us") if isinstance(spec, DatetimeColumn)
-                else pa.bool_() if isinstance(spec, BoolColumn)
-                else pa.string() if str_labels
-                else pa.int64()
-            )
-        elif kind in ("polars", "polars-lazy"):
-            import polars as pl
-
-            dtypes.append(
-                pl.Float64 if isinstance(spec, FloatColumn)
-                else pl.Date if is_date
-                else pl.Datetime("us") if isinstance(spec, DatetimeColumn)
-                else pl.Boolean if isinstance(spec, BoolColumn)
-                else pl.String if str_labels
-                else pl.Int64
-            )
-        else:
-            dtypes.append(
-                np.dtype(np.float64) if isinstance(spec, FloatColumn)
-                else np.dtype("datetime64[us]") if isinstance(spec, DatetimeColumn)
-                else np.dtype(bool) if isinstance(spec, BoolColumn)
-                else np.dtype(object) if str_labels
-                else np.dtype(np.int64)
-            )
-    return FrameInfo(kind, names, tuple(dtypes))
+        return FrameInfo(kind, names, (natural_numpy_dtype(s for _, s in schema.items()),) * len(names))
+    return FrameInfo(kind, names, tuple(natural_dtype(kind, spec) for _, spec in schema.items()))
 
 
 def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInfo) -> Any:
-    """Decoded columns as a table of ``info``'s type, names and (as far as possible) dtypes."""
+    """Decoded columns as a table of ``info``'s type and column names, in the public form of its
+    dtypes (:mod:`~opendp_wasserstein.tables.dtypes`: the dtypes' kinds, with categories,
+    dictionaries, time units and zones from the schema), without metadata or index."""
     import pyarrow as pa
 
-    arrays = []
+    info = _public_info(info, schema)
     columns = {
         name: _rounded(columns[name], schema[name])
         if isinstance(schema[name], FloatColumn) and _integer_dtype(info.kind, dtype) else columns[name]
         for name, dtype in zip(info.names, info.dtypes, strict=True)
     }
-    for name, dtype in zip(info.names, info.dtypes, strict=True):
-        spec = schema[name]
-        want_date = isinstance(spec, DatetimeColumn) and _is_date_dtype(info.kind, dtype, spec)
-        arrays.append(_arrow_column(columns[name], spec, want_date, _tz_of(info.kind, dtype)))
+    if info.kind == "numpy":
+        return _numpy_table(columns, schema, info)
     if info.kind == "arrow":
-        fields = []
-        out = []
-        for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
-            try:
-                if pa.types.is_dictionary(dtype) and not pa.types.is_dictionary(arr.type):
-                    arr = arr.cast(dtype.value_type).dictionary_encode()  # not every type casts directly
-                arr = arr.cast(dtype)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                pass
-            out.append(arr)
-            fields.append(pa.field(name, arr.type))
-        return pa.Table.from_arrays(out, schema=pa.schema(fields))
+        out = [_arrow_of(columns[name], schema[name], t) for name, t in zip(info.names, info.dtypes, strict=True)]
+        return pa.Table.from_arrays(out, schema=pa.schema([pa.field(n, a.type) for n, a in zip(info.names, out, strict=True)]))
     if info.kind in ("polars", "polars-lazy"):
         import polars as pl
 
         series = []
-        for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
-            s = pl.Series(name, arr)
+        for name, t in zip(info.names, info.dtypes, strict=True):
             spec = schema[name]
-            if isinstance(dtype, pl.Enum) and isinstance(spec, CategoricalColumn):
-                held = set(dtype.categories.to_list())
-                if not {str(c) for c in spec.categories} <= held:  # an Enum that cannot hold the labels:
-                    dtype = pl.Enum([str(c) for c in spec.categories])  # the Enum of the declared ones
-            try:
-                s = s.cast(dtype)
-            except Exception:  # noqa: BLE001 - a dtype the labels do not fit (e.g. an Enum): keep
-                pass
-            series.append(s)
+            want_date = isinstance(spec, DatetimeColumn) and isinstance(t, pl.Date)
+            aware = isinstance(t, pl.Datetime) and t.time_zone is not None
+            series.append(pl.Series(name, _arrow_column(columns[name], spec, want_date, aware)).cast(t))
         df = pl.DataFrame(series)
         return df.lazy() if info.kind == "polars-lazy" else df
-    if info.kind == "pandas":
-        import pandas as pd
+    import pandas as pd
 
-        data = {}
-        for name, arr, dtype in zip(info.names, arrays, info.dtypes, strict=True):
-            data[name] = _pandas_series(arr, dtype, schema[name], pd)
-        return pd.DataFrame(data, columns=list(info.names))
-    return _numpy_table(columns, schema, info)
+    data = {name: _pandas_series(columns[name], t, schema[name], pd) for name, t in zip(info.names, info.dtypes, strict=True)}
+    return pd.DataFrame(data, columns=list(info.names))
 
 
 def _integer_dtype(kind: str, dtype: Any) -> bool:
@@ -480,7 +448,7 @@ def _integer_dtype(kind: str, dtype: Any) -> bool:
         return bool(dtype.is_integer())
     try:
         return np.dtype(dtype).kind in "iu"
-    except TypeError:  # a pandas extension dtype (Int64, ...)
+    except TypeError:  # a pandas extension dtype (Int64, int8[pyarrow], ...)
         return str(dtype).lower().startswith(("int", "uint"))
 
 
@@ -495,22 +463,18 @@ def _rounded(col: RawColumn, spec: Any) -> RawColumn:
     return replace(col, values=vals)
 
 
-def _pandas_series(arr: Any, dtype: Any, spec: ColumnSpec, pd: Any) -> Any:
-    if isinstance(spec, DatetimeColumn) and str(dtype) == "object":
+def _pandas_series(col: RawColumn, t: Any, spec: ColumnSpec, pd: Any) -> Any:
+    if isinstance(t, pd.ArrowDtype):
+        return pd.Series(pd.arrays.ArrowExtensionArray(_arrow_of(col, spec, t.pyarrow_dtype)))
+    if isinstance(t, pd.CategoricalDtype):  # the declared categories, in order: codes are the release's
+        codes = np.where(np.asarray(col.missing, dtype=bool), -1, np.asarray(col.values, dtype=np.int64))
+        return pd.Series(pd.Categorical.from_codes(codes, dtype=t))
+    want_date = isinstance(spec, DatetimeColumn) and t == np.dtype(object) and spec.date_only
+    arr = _arrow_column(col, spec, want_date, aware=isinstance(t, pd.DatetimeTZDtype))
+    if isinstance(spec, DatetimeColumn) and t == np.dtype(object):  # Python dates / datetimes
         s = pd.Series(arr.to_pylist(), dtype=object)
         return s.where(s.notna(), None)
-    s = arr.to_pandas()
-    target = dtype
-    if spec.nullable and isinstance(dtype, np.dtype) and dtype.kind in "iub":
-        target = {"i": "Int64", "u": "UInt64", "b": "boolean"}[dtype.kind]
-    if isinstance(dtype, pd.CategoricalDtype):
-        declared = [c for c in spec.categories] if isinstance(spec, CategoricalColumn) else [False, True]
-        if not set(declared) <= set(dtype.categories):
-            target = pd.CategoricalDtype(declared)
-    try:
-        return s.astype(target)
-    except (TypeError, ValueError):
-        return s
+    return arr.to_pandas().astype(t)
 
 
 def _numpy_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInfo) -> np.ndarray:
