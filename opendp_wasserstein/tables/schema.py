@@ -352,7 +352,7 @@ def _column_from_json(name: str, entry: Any) -> ColumnSpec:
     kind = entry.get("type")
     if kind not in _TYPES:
         raise SchemaError(f"column {name!r}: type must be one of {sorted(set(_TYPES))}")
-    cls = _TYPES[kind]
+    cls: Any = _TYPES[kind]
     # refused first: a field the reader does not act on (a misspelt "nulable", a note such as
     # "estimated_with_epsilon") would otherwise be silently dropped
     unknown = sorted(str(k) for k in set(entry) - set(_FIELDS[cls]))
