@@ -130,6 +130,10 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
         raise _fail("--max-categories must be at least 1")
     nullable = _columns(args.nullable) or []
     table = read_file(args.input, delimiter=args.delimiter, columns=_columns(args.columns))
+    numeric_names = _numeric_looking(list(table.column_names))
+    if numeric_names:  # counted, never quoted: without a header row they are a record's values
+        raise _fail(f"{numeric_names} of the {table.num_columns} header field(s) of {args.input!r} read as numbers: "
+                    "is the header row missing? The schema names its columns after the header (rename such columns)")
     absent = [c for c in nullable if c not in table.column_names]
     if absent:
         raise _fail(f"--nullable column(s) {absent} are not in the header of {args.input!r}")
@@ -141,7 +145,6 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
         with atomic_output(args.output) as tmp, open(tmp, "w") as f:
             f.write(text)
     derived = [n for n, e in report.entries if e.get("derived_from_data")]
-    numeric_names = _numeric_looking(list(table.column_names))
     summary = {
         "command": "schema", "input": args.input, "output": args.output,
         "columns": report.columns, "to_fill": report.to_fill, "skipped": report.skipped,
@@ -152,9 +155,6 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
     if not (args.quiet or args.json):
         if not args.output:
             sys.stdout.write(text)
-        if numeric_names:
-            print(f"WARNING: {numeric_names} of the {table.num_columns} header field(s) of {args.input!r} read as "
-                  "numbers: is the header row missing? The schema names its columns after the header", file=sys.stderr)
         for name, why in report.skipped.items():
             print(f"left out column {name!r}: {why}", file=sys.stderr)
         for name, why in report.to_fill.items():

@@ -423,3 +423,20 @@ def test_floats_are_written_with_the_shortest_round_trip_digits(files, capsys):
     for f in fields:
         assert repr(float(f)) == f or len(f) <= len(repr(float(f)))
         assert float(repr(float(f))) == float(f)
+
+
+def test_schema_refuses_a_header_that_reads_as_numbers(tmp_path, capsys):
+    """Item 7 for ``schema``: a headerless file would name the draft's columns after its first
+    record; a header with fields that read as numbers is refused, counting them, quoting none."""
+    p = tmp_path / "noheader.csv"
+    p.write_text("1.8125,29.5,compact\n2.0,18.25,suv\n")
+    out = tmp_path / "s.json"
+    assert main(["schema", str(p), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "2 of the 3 header field(s)" in err
+    assert "is the header row missing?" in err
+    assert "1.8125" not in err
+    assert "compact" not in err
+    assert not out.exists()
+    p.write_text("height,weight,kind\n1.8125,29.5,compact\n")
+    assert main(["schema", str(p), "-o", str(out), "--quiet"]) == 0
