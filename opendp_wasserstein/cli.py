@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -154,26 +155,55 @@ def read_numeric_csv(
     return wanted, out
 
 
-def write_csv_atomic(path: str, header: Sequence[str], rows: Any) -> None:
-    """Write to a temporary file beside ``path`` and rename it: never a half-written output."""
-    import csv
-    import tempfile
+def write_numeric(path: str, header: Sequence[str], values: Any, multiplicity: Any = None) -> None:
+    """Write numeric rows (and an optional ``multiplicity`` column) to ``path`` in the format of
+    its extension, atomically (:func:`~opendp_wasserstein.tables.io.write_file`)."""
+    import pyarrow as pa
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=directory)
+    from opendp_wasserstein.tables.io import write_file
+
+    values = np.asarray(values, dtype=np.float64).reshape(-1, len(header))
+    cols = {name: pa.array(values[:, j]) for j, name in enumerate(header)}
+    if multiplicity is not None:
+        cols["multiplicity"] = pa.array(np.asarray(multiplicity, dtype=np.int64))
+    write_file(pa.table(cols), path)
+
+
+OUTPUT_FLAG = "-o/--output"
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read, an output that is one of the command's inputs (the same
+    file, or a hard or symbolic link to it) or, for a table file, whose extension names no format
+    the package writes.  Only paths and inodes are looked at, never the files' contents."""
+    from opendp_wasserstein.tables.io import check_not_an_input, output_format
+
+    if args.command == "demo" or getattr(args, "output", None) is None:
+        return
+    inputs: dict[str, str | None] = {}
+    if args.command in ("synth", "schema"):
+        inputs["input"] = args.input
+    else:
+        inputs["data"], inputs["candidates file"] = args.data, args.candidates
+    inputs["--schema file"] = getattr(args, "schema", None)
+    inputs["--bounds file"] = getattr(args, "bounds", None)
+    dask_dir = args.command == "synth" and getattr(args, "scheduler", None)
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            w.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        if args.command != "schema" and not dask_dir:
+            output_format(args.output, OUTPUT_FLAG)
+        check_not_an_input(args.output, inputs, OUTPUT_FLAG)
+    except ValueError as e:
+        raise CliError(str(e)) from None
 
 
-def read_bounds(path: str, columns: Sequence[str]) -> tuple[list[float], list[float]]:
+def read_bounds(path: str, columns: Sequence[str], subset: bool = False) -> tuple[list[float], list[float]]:
+    """The bounds of ``columns`` from a bounds file (``{"column": [lower, upper]}``).
+
+    ``columns`` is the input's header (or, with ``subset``, the columns the user chose with
+    ``--columns``).  Without ``subset`` the bounds must name exactly the header's columns: a
+    bounded column missing from the input is refused by name (the bounds are public), and a
+    header field without bounds is counted, never quoted (in a file without a header row, the
+    header is a record)."""
     try:
         with open(path) as f:
             spec = json.load(f)
@@ -183,10 +213,21 @@ def read_bounds(path: str, columns: Sequence[str]) -> tuple[list[float], list[fl
         raise CliError(f"bounds file {path!r} is not valid JSON: {e.msg}") from None
     if not isinstance(spec, dict):
         raise CliError('bounds file must map each column name to [lower, upper], e.g. {"x": [0, 1]}')
+    unbounded = [c for c in columns if c not in spec]
+    if unbounded and subset:
+        raise CliError(f"bounds file has no [lower, upper] for column(s) {unbounded} (bounds are public and never inferred from the data)")
+    if unbounded:
+        known = [c for c in columns if c in spec]
+        raise CliError(
+            f"the bounds file has no [lower, upper] for {len(unbounded)} of the input's {len(columns)} "
+            "header field(s) (a file without a header row?); bounds are public and never inferred from "
+            + (f"the data: add them, or pass --columns {','.join(known)}" if known else "the data: add them")
+        )
+    absent = [c for c in spec if c not in columns]
+    if absent and not subset:
+        raise CliError(f"bounds file column(s) {absent} are not in the input's header; pass --columns to release a subset")
     lower, upper = [], []
     for c in columns:
-        if c not in spec:
-            raise CliError(f"bounds file has no [lower, upper] for column {c!r} (bounds are public and never inferred from the data)")
         b = spec[c]
         if not (isinstance(b, list) and len(b) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)):
             raise CliError(f"bounds for column {c!r} must be [lower, upper] numbers")
@@ -216,7 +257,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     steps.update(1)
     if args.bounds is None:
         raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
-    lower, upper = read_bounds(args.bounds, header)
+    lower, upper = read_bounds(args.bounds, header, subset=bool(columns))
     with _seeded(args.seed):
         y, report = synthesize(
             x, args.epsilon, {"lower": lower, "upper": upper}, mechanism=args.mechanism,
@@ -225,7 +266,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
             score=args.score,
         )
     steps.update(1)
-    write_csv_atomic(args.output, header, (row for row in y.tolist()))
+    write_numeric(args.output, header, y)
     steps.update(1)
     steps.close()
     summary = {
@@ -256,8 +297,16 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     steps = _progress(3, args.quiet or args.json, "select")
     header, x = read_numeric_csv(args.data, None, "data", sensitive=True, private_size=args.private_size)
     c_header, c = read_numeric_csv(args.candidates, None, "candidates")
-    if c_header != header:
-        raise CliError(f"the candidates file's columns {c_header} must match the data's {header}")
+    if c_header != header:  # the candidates are public: their header is named, the data's is not
+        unmatched = sum(h not in c_header for h in header)
+        lacking = [h for h in c_header if h not in header]
+        if unmatched:
+            how = f"{unmatched} of its {len(header)} header field(s) are not among them (a file without a header row?)"
+        elif lacking:
+            how = f"it lacks {lacking}"
+        else:
+            how = "it has them in another order"
+        raise CliError(f"the data file's header must be the candidates file's columns {c_header}: {how}")
     steps.update(1)
     _tree_em_features(args)
     with _seeded(args.seed):
@@ -267,8 +316,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         )
     steps.update(1)
     chosen = np.flatnonzero(counts)
-    rows = ([*c[i].tolist(), int(counts[i])] for i in chosen)
-    write_csv_atomic(args.output, [*header, "multiplicity"], rows)
+    write_numeric(args.output, header, c[chosen], counts[chosen])
     steps.update(1)
     steps.close()
     summary = {
@@ -473,12 +521,67 @@ def console_main(argv: Sequence[str] | None = None) -> int:
     return main(args)
 
 
+class Terminated(BaseException):
+    """Raised in the main thread by a ``SIGTERM`` or ``SIGHUP`` while :func:`main` runs, so that
+    every temporary output is removed on the way out (like ``KeyboardInterrupt`` for Ctrl-C)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While the block runs, ``SIGTERM`` and ``SIGHUP`` raise :class:`Terminated` (where their
+    handler is the default one: a signal the caller ignores, as under ``nohup``, stays ignored);
+    the previous handlers are restored afterwards.  Only in the main thread, where Python runs
+    signal handlers."""
+    import signal
+    import threading
+
+    installed: dict[int, Any] = {}
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+                installed[sig] = signal.signal(sig, raise_terminated)
+    try:
+        yield
+    finally:
+        for sig, old in installed.items():
+            signal.signal(sig, old)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on ``argv``; the exit status: 0 done, 1 an error inside a release, 2 a
+    usage or input error, 130 interrupted (Ctrl-C), 128 + N terminated by signal N (``SIGTERM``:
+    143).  Every error, interrupt included, is one line on standard error; an interrupted or
+    terminated run removes its temporary output (an output is renamed into place only when
+    complete)."""
+    try:
+        with _signals_raise():
+            return _main(argv)
+    except KeyboardInterrupt:
+        print("opendp-wasserstein: interrupted", file=sys.stderr)
+        return 130
+    except Terminated as t:
+        import signal
+
+        print(f"opendp-wasserstein: terminated by {signal.Signals(t.signum).name}", file=sys.stderr)
+        return 128 + t.signum
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed by argparse
         return e.code if isinstance(e.code, int) else 2
     try:
+        check_paths(args)
         if args.command == "demo":
             if args.n < 2:
                 raise CliError("--n must be at least 2")

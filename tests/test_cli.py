@@ -67,14 +67,16 @@ def write(tmp, name, text):
     "case,match",
     [
         ("missing_bounds", "bounds"),
-        ("bounds_missing_column", "column\\(s\\) \\['weight'\\] are not in the schema; its columns are \\['height'\\]"),
+        # the header field without bounds is counted, not quoted (in a headerless file it is a record)
+        ("bounds_missing_column", "1 of its 2 header field\\(s\\) are not columns of the schema.*"
+         "the schema's columns are \\['height'\\]; pass --columns height"),
         ("bounds_bad_order", "lower < upper"),
         ("bounds_not_json", "not valid JSON"),
         ("unreadable", "cannot read file"),
         ("empty", "empty"),
         ("eps_zero", "epsilon"),
         ("eps_negative", "epsilon"),
-        ("unknown_column", "\\['age'\\] are not in file .*its columns are \\['height', 'weight'\\]"),
+        ("unknown_column", "\\['age'\\] are not in the header of file"),
     ],
 )
 def test_synth_errors(data, capsys, case, match):
@@ -111,8 +113,10 @@ def test_synth_errors(data, capsys, case, match):
     import re
 
     assert re.search(match, err), err
+    if case in ("bounds_missing_column", "unknown_column"):
+        assert "'weight'" not in err  # a header field the schema does not name is never quoted
     assert not out.exists()
-    assert not [f for f in os.listdir(tmp) if f.startswith(".tmp-")]
+    assert not [f for f in os.listdir(tmp) if ".tmp" in f]
 
 
 def test_demo_writes_png(tmp_path, capsys):
@@ -492,3 +496,120 @@ def test_synth_privtree(data, capsys):
     assert report["mechanism"] == "privtree"
     assert report["epsilon_certified"] <= 1.0
     assert out.read_text().count("\n") >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 20, items 6, 7, 10 and 13 on the numeric paths, and interrupts
+
+_INTERRUPT = """
+import os, signal, sys, time
+import pyarrow.csv as pacsv
+real = pacsv.write_csv
+def write_csv(table, sink, *a, **k):
+    real(table.slice(0, 1), sink, *a, **k)  # part of the output is on disk
+    sink.flush()
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    time.sleep(30)
+    real(table, sink, *a, **k)
+pacsv.write_csv = write_csv
+from opendp_wasserstein.cli import console_main
+sys.exit(console_main(sys.argv[2:]))
+"""
+
+
+def _interrupted(signame, argv, cwd):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-c", _INTERRUPT, signame, *argv], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("signame,code,line", [("SIGINT", 130, "opendp-wasserstein: interrupted"),
+                                               ("SIGTERM", 143, "opendp-wasserstein: terminated by SIGTERM")])
+def test_an_interrupted_run_prints_one_line_and_leaves_no_temporary(data, signame, code, line):
+    """Item 13: Ctrl-C printed a traceback; SIGTERM left the hidden temporary output behind."""
+    path, bounds, tmp = data
+    run = _interrupted(signame, ["synth", str(path), "-o", "out.csv", "--epsilon", "1", "--bounds", str(bounds), "--quiet"], tmp)
+    assert run.returncode == code, run.stderr
+    assert run.stderr.strip() == line
+    assert sorted(os.listdir(tmp)) == ["b.json", "in.csv"]
+
+
+def test_a_killed_runs_temporary_is_removed_by_the_next_run(data):
+    """Item 13: SIGKILL cannot be handled; the next write of the same output removes what it left."""
+    path, bounds, tmp = data
+    argv = ["synth", str(path), "-o", "out.csv", "--epsilon", "1", "--bounds", str(bounds), "--quiet"]
+    run = _interrupted("SIGKILL", argv, tmp)
+    assert run.returncode == -9
+    left = [f for f in os.listdir(tmp) if f.startswith(".out.csv.tmp-")]
+    assert len(left) == 1
+    assert main([*argv[:3], str(tmp / "out.csv"), *argv[4:]]) == 0
+    assert sorted(os.listdir(tmp)) == ["b.json", "in.csv", "out.csv"]
+
+
+def test_numeric_paths_refuse_an_output_that_is_an_input(data, capsys):
+    """Item 6 on the numeric paths (``--delta``; ``select`` without a schema)."""
+    path, bounds, tmp = data
+    before = path.read_bytes()
+    assert main(["synth", str(path), "-o", str(path), "--epsilon", "1", "--bounds", str(bounds), "--delta", "1e-6"]) == 2
+    assert "-o/--output" in capsys.readouterr().err
+    cands = tmp / "c.csv"
+    cands.write_text("height,weight\n1,1\n5,2\n9,4\n")
+    c_before = cands.read_bytes()
+    for out in (path, cands):
+        assert main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(out)]) == 2
+        assert "-o/--output" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    assert cands.read_bytes() == c_before
+
+
+def test_numeric_paths_write_by_extension_and_respect_the_umask(data, capsys):
+    import stat
+
+    import pyarrow.parquet as pq
+
+    path, bounds, tmp = data
+    cands = tmp / "c.csv"
+    cands.write_text("height,weight\n1,1\n5,2\n9,4\n")
+    old = os.umask(0o022)
+    try:
+        assert main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(tmp / "s.parquet"), "--quiet"]) == 0
+        assert pq.read_table(tmp / "s.parquet").column_names == ["height", "weight", "multiplicity"]
+        assert stat.S_IMODE((tmp / "s.parquet").stat().st_mode) == 0o644
+        assert main(["synth", str(path), "-o", str(tmp / "y.csv"), "--epsilon", "1", "--bounds", str(bounds),
+                     "--delta", "1e-6", "--quiet"]) == 0
+        assert stat.S_IMODE((tmp / "y.csv").stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+    assert main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(tmp / "s.xlsx")]) == 2
+    assert ".csv, .tsv" in capsys.readouterr().err
+    assert not (tmp / "s.xlsx").exists()
+
+
+def test_numeric_paths_never_quote_a_headerless_files_record(data, capsys):
+    """Item 7: the numeric paths quoted the header (the first record of a headerless file)."""
+    path, bounds, tmp = data
+    nohead = tmp / "nohead.csv"
+    nohead.write_text("1.8125,29.5\n2.0,18.25\n")
+    cands = tmp / "c.csv"
+    cands.write_text("height,weight\n1,1\n5,2\n")
+    runs = [["synth", str(nohead), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds), "--delta", "1e-6"],
+            ["synth", str(nohead), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)],
+            ["select", str(nohead), str(cands), "-m", "3", "--epsilon", "1", "-o", str(tmp / "o.csv")]]
+    for argv in runs:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "1.8125" not in err, err
+        assert "29.5" not in err, err
+        assert "header" in err
+
+
+def test_numeric_synth_refuses_bounds_for_a_column_the_data_lacks(data, capsys):
+    """Item 10 on the ``--delta`` path: a bounded column missing from the data was accepted."""
+    path, _, tmp = data
+    b = tmp / "b3.json"
+    b.write_text(json.dumps({"height": [0, 10], "weight": [0, 5], "age": [0, 120]}))
+    argv = ["synth", str(path), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(b), "--delta", "1e-6", "--quiet"]
+    assert main(argv) == 2
+    assert "['age'] are not in the input's header; pass --columns" in capsys.readouterr().err
+    assert main([*argv, "--columns", "height,weight"]) == 0

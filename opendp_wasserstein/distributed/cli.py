@@ -5,7 +5,9 @@ reads a Parquet file or directory on the workers and writes the synthetic rows a
 into ``out_dir/`` (atomically: a temporary directory renamed when the release has succeeded).
 ``--scheduler tcp://host:8786`` uses a running Dask scheduler; ``local:N`` starts ``N`` local
 worker processes for the call.  ``select`` reads its data the same way (the candidates and the
-output are small CSV files on the driver).  A progress bar over the tasks is shown on a terminal.
+output are small files on the driver; the output is CSV, TSV or Parquet by its extension).  An
+output that is an input, or inside an input directory, is refused.  A progress bar over the
+tasks is shown on a terminal.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         header = _columns(args) or list(pq.ParquetFile(parquet_files(args.input)[0]).schema_arrow.names)
     except (OSError, ValueError) as e:
         raise CliError(f"cannot read the Parquet input {args.input!r}: {str(e).splitlines()[0]}") from None
-    lower, upper = read_bounds(args.bounds, header)
+    lower, upper = read_bounds(args.bounds, header, subset=bool(_columns(args)))
     if os.path.exists(args.output):
         raise CliError(f"output {args.output!r} exists: choose a new directory")
     with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
@@ -116,7 +118,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from opendp_wasserstein.cli import CliError, _seeded, read_numeric_csv, write_csv_atomic
+    from opendp_wasserstein.cli import CliError, _seeded, read_numeric_csv, write_numeric
     from opendp_wasserstein.distributed._candidates import select_on_dask
     from opendp_wasserstein.distributed._source import parquet_files
 
@@ -127,8 +129,8 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         header = list(pq.ParquetFile(parquet_files(args.data)[0]).schema_arrow.names)
     except (OSError, ValueError) as e:
         raise CliError(f"cannot read the Parquet data {args.data!r}: {str(e).splitlines()[0]}") from None
-    if not set(c_header) <= set(header):
-        raise CliError(f"the candidates file's columns {c_header} must be columns of the data {header}")
+    if not set(c_header) <= set(header):  # the candidates are public: their names are named
+        raise CliError(f"candidates column(s) {[c for c in c_header if c not in header]} are not columns of the data {args.data!r}")
     from opendp_wasserstein.cli import _tree_em_features
 
     _tree_em_features(args)
@@ -139,7 +141,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
             progress=_show_progress(args),
         )
     chosen = np.flatnonzero(counts)
-    write_csv_atomic(args.output, [*c_header, "multiplicity"], ([*c[i].tolist(), int(counts[i])] for i in chosen))
+    write_numeric(args.output, c_header, c[chosen], counts[chosen])
     summary = {
         "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
         "scheduler": args.scheduler, "mechanism": report.mechanism, "epsilon_certified": report.epsilon,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from typing import Any
 
@@ -39,11 +38,21 @@ def register(sub: Any) -> None:
     sc.add_argument("-o", "--output", default=None, help="write the schema JSON here (default: print it)")
     sc.add_argument("--columns", help="comma-separated subset of columns (default all)")
     sc.add_argument("--delimiter", default=None, help="force the delimiter of a text file (e.g. ';' or '\\t')")
-    sc.add_argument("--max-categories", type=int, default=50, help="text columns with more distinct values are left out (default 50)")
+    sc.add_argument(
+        "--max-categories", type=int, default=50,
+        help="a text column with more distinct values (an identifier?) is drafted with its categories "
+        "left null, to fill in with a public list (default 50); no column is ever left out for its values",
+    )
     sc.add_argument(
         "--estimate-bounds", type=float, default=None, metavar="EPS",
         help="find numeric and datetime bounds with OpenDP's private quantile at this total epsilon "
-        "(recorded in the schema and added to the epsilon of any release that uses it)",
+        "(recorded in the schema and added to the epsilon of any release that uses it; a DP count of "
+        "each column's values, bought with a tenth of its share, says whether the estimate is reliable)",
+    )
+    sc.add_argument(
+        "--nullable", default=None, metavar="COLUMNS",
+        help="comma-separated columns to declare nullable (a public choice); with --estimate-bounds no "
+        "other column is nullable, without it also those that hold missing values",
     )
     sc.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     sc.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -97,38 +106,62 @@ def _fail(msg: str) -> Exception:
     return CliError(msg)
 
 
+def _numeric_looking(names: list[str]) -> int:
+    """How many header fields read as numbers (a file without a header row?)."""
+    count = 0
+    for n in names:
+        try:
+            float(n)
+        except ValueError:
+            continue
+        count += 1
+    return count
+
+
 def run_schema(args: argparse.Namespace) -> dict[str, Any]:
 
-    from opendp_wasserstein.tables.drafting import draft_schema
-    from opendp_wasserstein.tables.io import file_format, read_file
+    from opendp_wasserstein.tables.drafting import RELIABLE_N_EPSILON, draft_schema
+    from opendp_wasserstein.tables.io import atomic_output, file_format, read_file
 
     eps = args.estimate_bounds
     if eps is not None and not (math.isfinite(eps) and eps > 0):
         raise _fail("--estimate-bounds must be finite and > 0")
     if args.max_categories < 1:
         raise _fail("--max-categories must be at least 1")
+    nullable = _columns(args.nullable) or []
     table = read_file(args.input, delimiter=args.delimiter, columns=_columns(args.columns))
+    numeric_names = _numeric_looking(list(table.column_names))
+    if numeric_names:  # counted, never quoted: without a header row they are a record's values
+        raise _fail(f"{numeric_names} of the {table.num_columns} header field(s) of {args.input!r} read as numbers: "
+                    "is the header row missing? The schema names its columns after the header (rename such columns)")
+    absent = [c for c in nullable if c not in table.column_names]
+    if absent:
+        raise _fail(f"--nullable column(s) {absent} are not in the header of {args.input!r}")
     # a text file has no types: the reader inferred them from the values
     inferred = file_format(args.input) != "parquet"
-    report = draft_schema(table, max_categories=args.max_categories, epsilon=eps, types_from_data=inferred)
-    text = report.schema.dumps()
+    report = draft_schema(table, max_categories=args.max_categories, epsilon=eps, types_from_data=inferred, nullable=nullable)
+    text = report.dumps()
     if args.output:
-        directory = os.path.dirname(os.path.abspath(args.output))
-        tmp = os.path.join(directory, f".tmp-{os.getpid()}-schema.json")
-        with open(tmp, "w") as f:
+        with atomic_output(args.output) as tmp, open(tmp, "w") as f:
             f.write(text)
-        os.replace(tmp, args.output)
-    derived = report.schema.data_derived_columns()
+    derived = [n for n, e in report.entries if e.get("derived_from_data")]
     summary = {
         "command": "schema", "input": args.input, "output": args.output,
-        "columns": list(report.schema.names), "skipped": report.skipped,
+        "columns": report.columns, "to_fill": report.to_fill, "skipped": report.skipped,
         "data_derived": derived, "epsilon_spent": report.epsilon_spent,
+        "nullable": [n for n, e in report.entries if e.get("nullable")],
+        "dp_counts": report.dp_counts, "unreliable_bounds": report.unreliable,
     }
     if not (args.quiet or args.json):
         if not args.output:
             sys.stdout.write(text)
         for name, why in report.skipped.items():
             print(f"left out column {name!r}: {why}", file=sys.stderr)
+        for name, why in report.to_fill.items():
+            print(f"column {name!r} left to fill in (null): {why}", file=sys.stderr)
+        for name, why in report.unreliable.items():
+            print(f"WARNING: the bounds of column {name!r} are unreliable (need n x epsilon per quantile >= "
+                  f"{RELIABLE_N_EPSILON}): {why}", file=sys.stderr)
         if derived:
             print(
                 f"NOT PRIVATE: the bounds/categories of {derived} were read off the data "
@@ -139,10 +172,39 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
                 file=sys.stderr,
             )
         if eps is not None:
-            print(f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced record), recorded in the schema", file=sys.stderr)
+            print(f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced record), recorded in the schema; "
+                  "no column is nullable unless --nullable names it (a missing value elsewhere is imputed)", file=sys.stderr)
         if args.output:
             print(f"wrote {args.output}", file=sys.stderr)
     return summary
+
+
+def _release_columns(schema: Any, header: list[str], path: str, what: str, chosen: list[str] | None) -> list[str]:
+    """The columns a table command releases: those of ``--columns`` (each in the schema), or else
+    the file's header, which must then hold exactly the schema's columns (as the Python API's
+    ``synthesize``/``select_candidates`` require).  Schema names and ``--columns`` names are
+    public and named; a header field that is not in the schema is counted, never quoted (in a
+    file without a header row, the header is the first record)."""
+    expected = f"the schema's columns are {list(schema.names)}"
+    if chosen:
+        unknown = [c for c in chosen if c not in schema]
+        if unknown:
+            raise _fail(f"--columns {unknown} are not in the schema; {expected}")
+        return list(chosen)
+    extra = sum(h not in schema for h in header)
+    missing = [c for c in schema.names if c not in header]
+    if not (extra or missing):
+        return list(header)
+    why = []
+    if extra:
+        why.append(f"{extra} of its {len(header)} header field(s) are not columns of the schema (a file without a header row?)")
+    if missing and len(missing) < len(schema):
+        why.append(f"schema column(s) {missing} are not in it")
+    elif missing:
+        why.append("none of the schema's columns is in it")
+    shared = [c for c in schema.names if c in header]
+    hint = f"; pass --columns {','.join(shared)} to release the columns it shares with the schema" if shared else ""
+    raise _fail(f"the header of the {what} file {path!r} does not match the schema: {'; '.join(why)}; {expected}{hint}")
 
 
 def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
@@ -156,8 +218,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     columns = _columns(args.columns)
     used = columns if columns else None
     table = read_file(args.input, delimiter=args.delimiter, columns=used, schema=schema)
-    names = list(table.column_names)
-    schema.check_names(names, what="input")
+    names = _release_columns(schema, list(table.column_names), args.input, "input", columns)
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
     from opendp_wasserstein.cli import _seeded
 
@@ -219,8 +280,7 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     schema = Schema.from_json(args.schema)
     columns = _columns(args.columns)
     data = read_file(args.data, delimiter=args.delimiter, columns=columns, schema=schema)
-    names = list(data.column_names)
-    schema.check_names(names, what="data")
+    names = _release_columns(schema, list(data.column_names), args.data, "data", columns)
     cand = read_file(args.candidates, delimiter=args.delimiter, columns=None, schema=schema)
     absent = [c for c in names if c not in cand.column_names]
     if absent:

@@ -1,11 +1,22 @@
 """Reading and writing table files: CSV (delimiter detected or given), TSV and Parquet.
 
 The format follows the extension: ``.parquet``/``.pq`` is Parquet, ``.tsv``/``.tab`` is
-tab-separated, anything else is delimited text whose delimiter (one of ``, ; TAB |``) is detected
-from the header line unless given.  Files are read into a :class:`pyarrow.Table` (types inferred;
-with a schema, every declared column in its schema type, never a type inferred from the values:
-:func:`typed_by_schema`) and written
-atomically (a temporary file renamed into place), so an output is never half-written.
+tab-separated; an input with any other extension is read as delimited text whose delimiter (one
+of ``, ; TAB |``) is detected from the header line unless given, while an output must end in
+one of :data:`OUTPUT_EXTENSIONS` (``.csv`` is comma-separated unless told otherwise): a name
+such as ``out.xlsx`` is refused, never given CSV text.  Files are read into a
+:class:`pyarrow.Table` (types inferred; with a schema, every declared column in its schema
+type, never a type inferred from the values: :func:`typed_by_schema`).
+
+Outputs are written atomically (:func:`atomic_output`): into a hidden temporary file beside the
+output, renamed into place when complete, so an output is never half-written.  The file is
+created with mode ``0666`` less the umask, as every Unix tool creates files.  A failure, an
+interrupt (Ctrl-C) or a ``SIGTERM`` to the command line removes the temporary file; a process
+killed outright (``SIGKILL``, a power cut) leaves it, named ``.NAME.tmp-HOST-PID-XXXX``, and the
+next write of the same output on the same host removes it once process ``PID`` is gone.
+Floats are written as the shortest decimal that reads back as the same float64 (a synthetic
+value is drawn uniformly inside a cell, so it usually needs 16 or 17 significant digits); round
+them afterwards if fewer are wanted (post-processing: no privacy cost).
 
 An empty field, ``NA``, ``NaN``, ``null`` and the like read as missing.  Errors name the file and
 the column, never a value.
@@ -13,10 +24,13 @@ the column, never a value.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
-import tempfile
-from collections.abc import Sequence
+import re
+import secrets
+import socket
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from opendp_wasserstein.tables.schema import (
@@ -29,9 +43,22 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["read_file", "typed_by_schema", "write_file", "file_format", "detect_delimiter", "TableFileError"]
+__all__ = [
+    "read_file",
+    "typed_by_schema",
+    "write_file",
+    "file_format",
+    "output_format",
+    "detect_delimiter",
+    "atomic_output",
+    "check_not_an_input",
+    "OUTPUT_EXTENSIONS",
+    "TableFileError",
+]
 
 _DELIMITERS = ",;\t|"
+#: the extensions an output may have, and the format each writes
+OUTPUT_EXTENSIONS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 class TableFileError(ValueError):
@@ -46,6 +73,109 @@ def file_format(path: str) -> str:
     if ext in (".tsv", ".tab"):
         return "tsv"
     return "csv"
+
+
+def output_format(path: str, what: str = "output") -> str:
+    """The format of an output file by its extension, one of :data:`OUTPUT_EXTENSIONS`; any
+    other extension (``.xlsx``, none) is refused, naming the allowed ones."""
+    ext = os.path.splitext(str(path))[1].lower()
+    if ext not in OUTPUT_EXTENSIONS:
+        allowed = ", ".join(OUTPUT_EXTENSIONS)
+        raise TableFileError(
+            f"{what} {str(path)!r}: {'extension ' + repr(ext) if ext else 'no extension'} is not a table "
+            f"format this package writes; use one of {allowed}"
+        )
+    return OUTPUT_EXTENSIONS[ext]
+
+
+def check_not_an_input(output: str, inputs: Mapping[str, str | None], what: str = "output") -> None:
+    """Refuse an ``output`` that would replace one of ``inputs`` (``{description: path}``): the same
+    path, a symbolic link to it, or a hard link to the same file (same device and inode); and an
+    output inside an input directory (a Parquet dataset: the next read of that directory would
+    take the output for data).  Only the file system is looked at (paths, inodes), never the
+    files' contents.
+    """
+    out_real = os.path.realpath(output)
+    for desc, path in inputs.items():
+        if path is None:
+            continue
+        in_real = os.path.realpath(path)
+        same = out_real == in_real
+        if not same and os.path.exists(output) and os.path.exists(path):
+            try:
+                same = os.path.samefile(output, path)
+            except OSError:  # pragma: no cover - a race with a deletion
+                same = False
+        if same:
+            raise TableFileError(
+                f"{what} {str(output)!r} is the {desc} {str(path)!r} (the same file): it would be "
+                f"overwritten; choose another {what}"
+            )
+        if os.path.isdir(path) and os.path.commonpath([out_real, in_real]) == in_real:
+            raise TableFileError(
+                f"{what} {str(output)!r} is inside the {desc} directory {str(path)!r}: the next read of "
+                f"that directory would take the output for data; choose a directory outside it"
+            )
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+
+
+def _temporary_pattern(path: str) -> re.Pattern[str]:
+    """The names of the temporaries of ``path`` (of any process): ``.NAME.tmp-HOST-PID-XXXX``."""
+    base = re.escape(os.path.basename(os.path.abspath(path)))
+    return re.compile(rf"^\.{base}\.tmp-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{{16}}$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process, say: alive
+        return True
+    return True
+
+
+def _remove_stale(path: str) -> None:
+    """Remove the temporaries of ``path`` left by a process of this host that is gone (killed
+    outright while writing); those of a running process (another write of the same output) stay."""
+    directory = os.path.dirname(os.path.abspath(path))
+    pattern, host = _temporary_pattern(path), _host()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.match(name)
+        if m and m.group("host") == host and int(m.group("pid")) != os.getpid() and not _alive(int(m.group("pid"))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+
+
+@contextlib.contextmanager
+def atomic_output(path: str) -> Iterator[str]:
+    """A temporary path beside ``path`` to write an output to: renamed to ``path`` when the block
+    ends normally, removed when it raises (an error, ``KeyboardInterrupt``, or the exception the
+    command line raises on ``SIGTERM``).  The file is created with mode ``0666`` less the umask.
+    Stale temporaries of the same output left by a killed process of this host are removed first.
+    """
+    directory, base = os.path.split(os.path.abspath(path))
+    _remove_stale(path)
+    tmp = os.path.join(directory, f".{base}.tmp-{_host()}-{os.getpid()}-{secrets.token_hex(8)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    except OSError as e:
+        raise TableFileError(f"cannot write file {path!r}: {e.strerror or e}") from None
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def detect_delimiter(path: str) -> str:
@@ -191,24 +321,19 @@ def _check_columns(columns: Sequence[str] | None, names: Sequence[str], path: st
     if columns:
         absent = [c for c in columns if c not in names]
         if absent:
-            raise SchemaError(f"column(s) {absent} are not in file {path!r}; its columns are {list(names)}")
+            # the header is not listed: in a file without a header row it is the first record
+            raise SchemaError(f"column(s) {absent} are not in the header of file {path!r}")
 
 
 def write_file(table: Any, path: str, delimiter: str | None = None) -> None:
-    """Write a pyarrow Table (or anything :func:`pyarrow.table` takes) atomically by extension."""
+    """Write a pyarrow Table (or anything :func:`pyarrow.table` takes) atomically by extension
+    (:func:`output_format`: an unknown extension is refused; :func:`atomic_output`)."""
     import pyarrow as pa
 
+    fmt = output_format(path)
     if not isinstance(table, pa.Table):
         table = pa.table(table)
-    fmt = file_format(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    suffix = os.path.splitext(path)[1] or ".csv"
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
-    except OSError as e:
-        raise TableFileError(f"cannot write file {path!r}: {e.strerror or e}") from None
-    os.close(fd)
-    try:
+    with atomic_output(path) as tmp:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -221,8 +346,3 @@ def write_file(table: Any, path: str, delimiter: str | None = None) -> None:
                 csv.writer(f, delimiter=delim).writerow(table.column_names)
             with open(tmp, "ab") as fb:
                 pacsv.write_csv(table, fb, write_options=pacsv.WriteOptions(delimiter=delim, include_header=False))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

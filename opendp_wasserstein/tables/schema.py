@@ -17,6 +17,14 @@ A bound or category list that was read off the data (``opendp-wasserstein schema
 lists) is **not private**; it carries ``"derived_from_data": true`` until a person replaces it
 with public knowledge, and :meth:`Schema.data_derived_columns` lists the columns still marked.
 
+The reader acts on every field it accepts (``type``, ``bounds``, ``categories``, ``fallback``,
+``nullable``, ``derived_from_data`` in a column; ``columns`` and ``epsilon_spent`` at the top)
+and refuses any other, at every level, naming the field and where it is: a misspelt
+``nulable`` or a note such as ``"privacy": {"epsilon": 0.7}`` would otherwise be dropped, and a
+release would report less privacy loss than the schema says was spent.  A drafted schema may
+leave a column's ``bounds`` or ``categories`` as ``null``, to be filled in: such a schema is
+refused, naming the column, until they are.
+
 Errors name the column and the field, never a data value.
 """
 
@@ -320,7 +328,23 @@ def _plain(v: Any) -> Any:
     return int(v) if isinstance(v, np.integer) else v
 
 
+#: the fields of a column entry, by type: every one is acted on, any other field is refused
+_FIELDS: dict[type, tuple[str, ...]] = {
+    FloatColumn: ("type", "bounds", "nullable", "derived_from_data"),
+    IntColumn: ("type", "bounds", "nullable", "derived_from_data"),
+    DatetimeColumn: ("type", "bounds", "nullable", "derived_from_data"),
+    CategoricalColumn: ("type", "categories", "fallback", "nullable", "derived_from_data"),
+    BoolColumn: ("type", "nullable", "derived_from_data"),
+}
+#: the top-level fields of a schema
+TOP_LEVEL_FIELDS = ("columns", "epsilon_spent")
+
+#: what a drafted schema leaves to fill in (``null``) and how to fill it in
+_TO_FILL = "left to fill in (null in a drafted schema): write the public {what}, or delete the column"
+
+
 def _column_from_json(name: str, entry: Any) -> ColumnSpec:
+    where = f"columns.{json.dumps(name)}"
     if isinstance(entry, list):  # the old bounds.json form: [lower, upper]
         entry = {"type": "float", "bounds": entry}
     if not isinstance(entry, dict):
@@ -328,28 +352,34 @@ def _column_from_json(name: str, entry: Any) -> ColumnSpec:
     kind = entry.get("type")
     if kind not in _TYPES:
         raise SchemaError(f"column {name!r}: type must be one of {sorted(set(_TYPES))}")
-    known = {"type", "nullable", "derived_from_data", "estimated_with_epsilon"}
+    cls: Any = _TYPES[kind]
+    # refused first: a field the reader does not act on (a misspelt "nulable", a note such as
+    # "estimated_with_epsilon") would otherwise be silently dropped
+    unknown = sorted(str(k) for k in set(entry) - set(_FIELDS[cls]))
+    if unknown:
+        raise SchemaError(
+            f"column {name!r}: unknown field(s) {unknown} at {where}; "
+            f"the fields of a {cls.type} column are {sorted(_FIELDS[cls])}"
+        )
     kwargs: dict[str, Any] = {
         "nullable": entry.get("nullable", False),
         "derived_from_data": entry.get("derived_from_data", False),
     }
-    cls = _TYPES[kind]
     if cls in (FloatColumn, IntColumn, DatetimeColumn):
-        known.add("bounds")
         b = entry.get("bounds")
+        if "bounds" in entry and b is None:
+            raise SchemaError(f"column {name!r}: bounds are " + _TO_FILL.format(what="[lower, upper]"))
         if not isinstance(b, list) or len(b) != 2:
             raise SchemaError(f"column {name!r}: bounds must be [lower, upper]")
         kwargs["bounds"] = tuple(b)
     elif cls is CategoricalColumn:
-        known |= {"categories", "fallback"}
         cats = entry.get("categories")
+        if "categories" in entry and cats is None:
+            raise SchemaError(f"column {name!r}: categories are " + _TO_FILL.format(what="list of categories"))
         if not isinstance(cats, list):
             raise SchemaError(f"column {name!r}: categories must be a list")
         kwargs["categories"] = tuple(cats)
         kwargs["fallback"] = entry.get("fallback")
-    unknown = sorted(set(entry) - known)
-    if unknown:
-        raise SchemaError(f"column {name!r}: unknown field(s) {unknown}")
     spec: ColumnSpec = cls(**kwargs)
     spec.validate(name)
     return spec
@@ -491,14 +521,20 @@ class Schema:
                 raise SchemaError(f"schema is not valid JSON: {e.msg} (line {e.lineno})") from None
         if not isinstance(source, dict):
             raise SchemaError("a schema must be a JSON object")
-        if "columns" in source and isinstance(source["columns"], dict):
-            unknown = sorted(set(source) - {"columns", "epsilon_spent", "privacy"})
-            if unknown:
-                raise SchemaError(f"unknown top-level schema field(s) {unknown}")
-            cols = source["columns"]
-            eps = source.get("epsilon_spent", 0.0)
-        else:
-            return cls.from_bounds(source)
+        if all(isinstance(v, list) for v in source.values()) and "columns" not in source:
+            return cls.from_bounds(source)  # the old {"column": [lower, upper]} form
+        # every top-level field is acted on; any other is refused (a "privacy" note would
+        # otherwise be dropped, and a release would report less than was spent)
+        unknown = sorted(str(k) for k in set(source) - set(TOP_LEVEL_FIELDS))
+        if unknown:
+            raise SchemaError(
+                f"unknown top-level schema field(s) {unknown}; the top-level fields are "
+                f"{list(TOP_LEVEL_FIELDS)} (or the old bounds form {{\"column\": [lower, upper]}})"
+            )
+        cols = source.get("columns")
+        if not isinstance(cols, dict):
+            raise SchemaError('a schema needs "columns": {name: column entry}')
+        eps = source.get("epsilon_spent", 0.0)
         return cls([(str(n), _column_from_json(str(n), e)) for n, e in cols.items()], epsilon_spent=eps)
 
     @classmethod

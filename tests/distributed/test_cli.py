@@ -66,3 +66,22 @@ def test_scheduler_errors(files, capsys):
     assert main([*args, "--scheduler", "local:zero"]) == 2
     assert "local:N" in capsys.readouterr().err
     assert not (files / "o").exists()
+
+
+def test_scheduler_outputs_that_are_inputs_are_refused_before_any_work(files, capsys):
+    """Issue 20 item 6: an output inside the input dataset's directory would be read as data by
+    the next run; an output that is the data file would replace it.  Refused before a cluster
+    starts (the scheduler address below is never contacted)."""
+    ds = files / "ds"
+    ds.mkdir()
+    (files / "data.parquet").rename(ds / "part-0.parquet")
+    before = (ds / "part-0.parquet").read_bytes()
+    base = ["--epsilon", "1", "--scheduler", "tcp://192.0.2.1:1"]
+    assert main(["synth", str(ds), "-o", str(ds / "synthetic"), "--bounds", str(files / "b.json"), *base]) == 2
+    assert "inside the input directory" in capsys.readouterr().err
+    assert main(["select", str(ds / "part-0.parquet"), str(files / "c.csv"), "-m", "3", "-o", str(ds / "part-0.parquet"), *base]) == 2
+    assert "-o/--output" in capsys.readouterr().err
+    assert main(["select", str(ds), str(files / "c.csv"), "-m", "3", "-o", str(files / "c.csv"), *base]) == 2
+    assert "is the candidates file" in capsys.readouterr().err
+    assert (ds / "part-0.parquet").read_bytes() == before
+    assert sorted(p.name for p in ds.iterdir()) == ["part-0.parquet"]

@@ -45,7 +45,8 @@ def test_schema_command_marks_data_derived(files, capsys):
     tmp, csv_path, _, _ = files
     path, schema = _draft(tmp, csv_path)
     assert schema.names == ("age", "income", "region", "visit", "smoker")
-    assert set(schema.data_derived_columns()) == {"age", "income", "region", "visit"}
+    # every column: smoker's nullable flag (false: it has no missing values) was read off the data too
+    assert set(schema.data_derived_columns()) == {"age", "income", "region", "visit", "smoker"}
     assert schema["income"].nullable
     assert schema["region"].categories == ("east", "north", "south", "west")
     assert json.loads(path.read_text())["columns"]["age"]["derived_from_data"] is True
@@ -98,7 +99,8 @@ def test_estimate_bounds_is_composed_into_the_certificate(tmp_path, capsys):
     assert schema.epsilon_spent == pytest.approx(2.0, rel=1e-9)
     assert schema.epsilon_spent <= 2.0 + 1e-12
     assert schema.data_derived_columns() == ["region"]  # categories still read off the data
-    assert schema["age"].nullable
+    # the DP outputs do not say whether a column has missing values: nullable only where asked
+    assert not any(schema[n].nullable for n in schema.names)
     assert not schema["age"].derived_from_data
     # the user reviews the categories and removes the mark
     spec = json.loads(schema_path.read_text())
@@ -134,13 +136,16 @@ def test_draft_private_bounds_cover_the_bulk():
     assert 85 <= hi <= 140
 
 
-def test_schema_command_skips_identifiers(tmp_path, capsys):
+def test_schema_command_leaves_identifiers_to_fill_in(tmp_path, capsys):
     p = tmp_path / "ids.csv"
     p.write_text("id,x\n" + "".join(f"k{i},{i}\n" for i in range(60)))
     assert main(["schema", str(p)]) == 0
     io = capsys.readouterr()
-    assert '"x"' in io.out
-    assert "left out column 'id'" in io.err
+    draft = json.loads(io.out)
+    assert list(draft["columns"]) == ["id", "x"]  # drafted, never left out
+    assert draft["columns"]["id"] == {"type": "categorical", "categories": None, "derived_from_data": True}
+    assert "k1" not in io.out + io.err
+    assert "column 'id' left to fill in" in io.err
     assert "NOT PRIVATE" in io.err
 
 
@@ -198,3 +203,240 @@ def test_select_with_schema_refuses_mismatched_columns(files, capsys):
     rc = main(["select", str(csv_path), str(cand_path), "-m", "5", "--epsilon", "1", "--columns", "age", "-o", str(tmp / "o.csv")])
     assert rc == 2
     assert "--schema" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 20: what the commands show besides the release, and the traps of a new user
+
+
+def _labelled(tmp_path, k, name):
+    """A 300-row CSV whose text column holds k distinct labels (50 and 51: one record apart)."""
+    rng = np.random.default_rng(0)
+    labels = [f"L{i % 50}" for i in range(300)]
+    if k == 51:
+        labels[0] = "Secret-Label-of-Alice"
+    p = tmp_path / name
+    write_file(pa.table({"year": pa.array(rng.integers(1990, 2020, 300)), "label": pa.array(labels),
+                         "price": pa.array(rng.normal(10, 2, 300))}), str(p))
+    return p
+
+
+@pytest.mark.parametrize("extra", [[], ["--estimate-bounds", "1"]])
+def test_schema_command_drafts_the_same_columns_for_50_and_51_labels(tmp_path, capsys, extra):
+    """Item 3: one record (the 51st label) left the column out of the schema."""
+    drafts = []
+    for k in (50, 51):
+        out = tmp_path / f"s{k}.json"
+        assert main(["schema", str(_labelled(tmp_path, k, f"d{k}.csv")), "-o", str(out), "--json", *extra]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        drafts.append(json.loads(out.read_text()))
+        assert summary["columns"] == ["year", "label", "price"]
+        assert summary["skipped"] == {}
+    assert [list(d["columns"]) for d in drafts] == [["year", "label", "price"]] * 2
+    assert drafts[1]["columns"]["label"]["categories"] is None
+    assert "Secret-Label-of-Alice" not in json.dumps(drafts[1])
+
+
+def test_schema_estimate_bounds_warns_on_a_small_table_from_its_dp_count(tmp_path, capsys):
+    """Item 9: 300 rows at epsilon 1 wrote absurd bounds with no warning and marked every numeric
+    column nullable.  The warning comes from the DP counts (reported) and the public budget."""
+    src = _labelled(tmp_path, 50, "d.csv")
+    out = tmp_path / "s.json"
+    assert main(["schema", str(src), "-o", str(out), "--estimate-bounds", "1", "--nullable", "price"]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING: the bounds of column 'year' are unreliable" in err
+    assert "WARNING: the bounds of column 'price' are unreliable" in err
+    assert "DP count of values is" in err
+    draft = json.loads(out.read_text())["columns"]
+    assert "nullable" not in draft["year"]  # never nullable unless asked
+    assert draft["price"]["nullable"] is True
+    assert main(["schema", str(src), "-o", str(out), "--estimate-bounds", "1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert set(summary["unreliable_bounds"]) == {"year", "price"}
+    for name in ("year", "price"):
+        assert f"is {summary['dp_counts'][name]}," in summary["unreliable_bounds"][name]
+    assert summary["nullable"] == []
+    assert main(["schema", str(src), "--nullable", "nope", "--quiet"]) == 2
+    assert "['nope']" in capsys.readouterr().err
+
+
+def test_schema_refused_field_round_trip_of_a_drafted_file(tmp_path, capsys):
+    """Item 4: the schema command writes only fields the reader acts on (epsilon_spent included)."""
+    t = _mixed(n=20000, seed=1)
+    src = tmp_path / "big.parquet"
+    write_file(t, str(src))
+    path, schema = _draft(tmp_path, src, ["--estimate-bounds", "2"])
+    assert Schema.from_json(path.read_text()) == schema
+    assert schema.epsilon_spent == json.loads(path.read_text())["epsilon_spent"]
+
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hardlink", "relative"])
+def test_an_output_that_is_the_input_is_refused(files, capsys, link, monkeypatch):
+    """Item 6: ``synth data.csv -o data.csv`` overwrote the private input (exit 0)."""
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    before = csv_path.read_bytes()
+    out = {"same": csv_path, "symlink": tmp / "link.csv", "hardlink": tmp / "hard.csv", "relative": "table.csv"}[link]
+    if link == "symlink":
+        out.symlink_to(csv_path)
+    elif link == "hardlink":
+        out.hardlink_to(csv_path)
+    monkeypatch.chdir(tmp)
+    rc = main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
+               "--accept-data-derived-schema", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "-o/--output" in err
+    assert "is the input" in err
+    assert len(err.strip().splitlines()) == 1
+    assert csv_path.read_bytes() == before
+
+
+def test_select_and_schema_refuse_an_output_that_is_an_input(files, capsys):
+    tmp, csv_path, pq_path, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    cand_path = tmp / "cands.csv"
+    write_file(_mixed(n=30, seed=9), str(cand_path))
+    before = {p: p.read_bytes() for p in (csv_path, cand_path, schema_path)}
+    for out, what in ((csv_path, "the data"), (cand_path, "the candidates file"), (schema_path, "the --schema file")):
+        rc = main(["select", str(csv_path), str(cand_path), "-m", "5", "--epsilon", "1", "--schema", str(schema_path),
+                   "--accept-data-derived-schema", "-o", str(out), "--quiet"])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert "-o/--output" in err
+        if out.suffix == ".csv":
+            assert f"is {what}" in err
+    assert main(["schema", str(csv_path), "-o", str(csv_path), "--quiet"]) == 2
+    assert "is the input" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_a_file_without_a_header_row_is_refused_without_quoting_a_record(tmp_path, capsys):
+    """Item 7: a headerless CSV made synth/select quote the first record's values."""
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"columns": {"displ": {"type": "float", "bounds": [0, 10]},
+                                              "cyl": {"type": "int", "bounds": [2, 16]},
+                                              "cty": {"type": "int", "bounds": [5, 50]},
+                                              "kind": {"type": "categorical", "categories": ["compact", "suv"]}}}))
+    data = tmp_path / "noheader.csv"
+    data.write_text("1.8,4,29,compact\n2.0,6,18,suv\n3.1,8,21,suv\n")
+    cands = tmp_path / "c.csv"
+    cands.write_text("displ,cyl,cty,kind\n2.0,4,20,compact\n3.0,6,15,suv\n")
+    runs = [["synth", str(data), "-o", str(tmp_path / "o.csv"), "--epsilon", "1", "--schema", str(schema)],
+            ["select", str(data), str(cands), "-m", "3", "--epsilon", "1", "--schema", str(schema), "-o", str(tmp_path / "o.csv")]]
+    for argv in runs:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        for value in ("1.8", "'4'", "29", "compact"):
+            assert value not in err, err
+        assert "does not match the schema" in err
+        assert "4 of its 4 header field(s) are not columns of the schema" in err
+        assert "['displ', 'cyl', 'cty', 'kind']" in err  # the schema's names are public
+
+
+def test_the_header_must_hold_the_schemas_columns_unless_columns_says_otherwise(files, capsys):
+    """Item 10: a schema column missing from the data was accepted by the CLI (and refused by
+    the API); a data column missing from the schema did not say what to do.  Now both are
+    refused, naming the schema's columns and the --columns that would do."""
+    tmp, csv_path, pq_path, _ = files
+    schema_path, schema = _draft(tmp, csv_path)
+    narrow = tmp / "narrow.csv"
+    write_file(_mixed(n=200).select(["age", "region"]), str(narrow))
+    base = ["--epsilon", "1", "--schema", str(schema_path), "--accept-data-derived-schema", "--quiet"]
+    out = tmp / "o.csv"
+    assert main(["synth", str(narrow), "-o", str(out), *base]) == 2
+    err = capsys.readouterr().err
+    assert "schema column(s) ['income', 'visit', 'smoker'] are not in it" in err
+    assert "--columns age,region" in err
+    assert not out.exists()
+    assert main(["synth", str(narrow), "-o", str(out), *base, "--columns", "age,region"]) == 0
+    # the other way: the data has a column the schema lacks
+    spec = json.loads(schema_path.read_text())
+    del spec["columns"]["income"]
+    small = tmp / "small.json"
+    small.write_text(json.dumps(spec))
+    assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(small),
+                 "--accept-data-derived-schema", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "1 of its 5 header field(s) are not columns of the schema" in err
+    assert "--columns age,region,visit,smoker" in err
+    # the same rule as the Python API
+    from opendp_wasserstein.api import synthesize
+
+    with pytest.raises(ValueError, match="income"):
+        synthesize(read_file(str(narrow), schema=schema), 1.0, schema=schema, accept_data_derived_schema=True)
+    # select follows it too
+    cand_path = tmp / "cands.csv"
+    write_file(_mixed(n=30, seed=9).select(["age", "region"]), str(cand_path))
+    assert main(["select", str(narrow), str(cand_path), "-m", "5", "-o", str(out), *base]) == 2
+    assert "schema column(s) ['income', 'visit', 'smoker'] are not in it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["out.xlsx", "out", "out.json", "out.csv.gz"])
+def test_an_output_extension_the_package_does_not_write_is_refused(files, capsys, name):
+    """Item 13: ``-o out.xlsx`` wrote CSV text under that name."""
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    rc = main(["synth", str(csv_path), "-o", str(tmp / name), "--epsilon", "1", "--schema", str(schema_path),
+               "--accept-data-derived-schema"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "-o/--output" in err
+    assert ".csv, .tsv, .tab, .parquet, .pq" in err
+    assert not (tmp / name).exists()
+
+
+def test_outputs_respect_the_umask(files, capsys):
+    """Item 13: outputs were written with mode 0600 whatever the umask."""
+    import os
+    import stat
+
+    tmp, csv_path, _, _ = files
+    old = os.umask(0o022)
+    try:
+        schema_path, _ = _draft(tmp, csv_path)
+        out = tmp / "o.parquet"
+        assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
+                     "--accept-data-derived-schema", "--quiet"]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o644
+        assert stat.S_IMODE(schema_path.stat().st_mode) == 0o644
+        os.umask(0o027)
+        assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
+                     "--accept-data-derived-schema", "--quiet"]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_floats_are_written_with_the_shortest_round_trip_digits(files, capsys):
+    """Item 13 (documented): a float is written as the shortest decimal that reads back as the
+    same float64, never padded to 17 digits."""
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    out = tmp / "o.csv"
+    assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
+                 "--accept-data-derived-schema", "--quiet"]) == 0
+    lines = out.read_text().splitlines()
+    col = lines[0].split(";").index("income")
+    fields = [r.split(";")[col] for r in lines[1:] if r.split(";")[col]]
+    assert fields
+    for f in fields:
+        assert repr(float(f)) == f or len(f) <= len(repr(float(f)))
+        assert float(repr(float(f))) == float(f)
+
+
+def test_schema_refuses_a_header_that_reads_as_numbers(tmp_path, capsys):
+    """Item 7 for ``schema``: a headerless file would name the draft's columns after its first
+    record; a header with fields that read as numbers is refused, counting them, quoting none."""
+    p = tmp_path / "noheader.csv"
+    p.write_text("1.8125,29.5,compact\n2.0,18.25,suv\n")
+    out = tmp_path / "s.json"
+    assert main(["schema", str(p), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "2 of the 3 header field(s)" in err
+    assert "is the header row missing?" in err
+    assert "1.8125" not in err
+    assert "compact" not in err
+    assert not out.exists()
+    p.write_text("height,weight,kind\n1.8125,29.5,compact\n")
+    assert main(["schema", str(p), "-o", str(out), "--quiet"]) == 0

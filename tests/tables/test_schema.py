@@ -126,3 +126,57 @@ def test_top_level_errors():
         Schema.from_json({"columns": {"a": {"type": "bool"}}, "extra": 1})
     with pytest.raises(SchemaError, match="spec must be"):
         Schema({"a": 3})
+
+
+@pytest.mark.parametrize(
+    "source, field, where",
+    [
+        # issue 20 item 4: a note the reader does not act on is refused, never dropped
+        ({"columns": {"income": {"type": "float", "bounds": [0, 1], "estimated_with_epsilon": 0.7}}},
+         "estimated_with_epsilon", 'columns."income"'),
+        ({"columns": {"a": {"type": "bool"}}, "privacy": {"epsilon": 0.7}}, "privacy", "top-level"),
+        ({"columns": {"a": {"type": "bool"}}, "epsilon_spent": 0.1, "note": "x"}, "note", "top-level"),
+        ({"epsilon_spent": 0.7, "colums": {"a": {"type": "bool"}}}, "colums", "top-level"),
+        ({"columns": {"r": {"type": "categorical", "categories": ["a"], "bounds": [0, 1]}}}, "bounds", 'columns."r"'),
+        ({"columns": {"b": {"type": "bool", "fallback": "null"}}}, "fallback", 'columns."b"'),
+        ({"columns": {"x": {"type": "int", "bounds": [0, 3], "nulable": True}}}, "nulable", 'columns."x"'),
+        ({"columns": {"t": {"type": "date", "bounds": ["2015-01-01", "2016-01-01"], "tz": "UTC"}}}, "tz", 'columns."t"'),
+    ],
+)
+def test_every_field_not_acted_on_is_refused_naming_it_and_where(source, field, where):
+    with pytest.raises(SchemaError) as e:
+        Schema.from_json(source)
+    assert repr(field) in str(e.value)
+    assert where in str(e.value)
+    with pytest.raises(SchemaError):
+        Schema.from_json(json.dumps(source))
+
+
+def test_every_field_written_is_read_back():
+    """Everything ``to_json``/``dumps`` write is a field the reader acts on: the round trip is the
+    identity for every column type and flag, and for ``epsilon_spent``."""
+    s = Schema(
+        {
+            "f": FloatColumn(bounds=(-1.5, 2.0), nullable=True, derived_from_data=True),
+            "i": IntColumn(bounds=(0, 9), derived_from_data=True),
+            "t": DatetimeColumn(bounds=("2015-01-01", "2015-06-01T12:00:00"), nullable=True),
+            "c": CategoricalColumn(categories=("x", "y"), fallback="null", nullable=True, derived_from_data=True),
+            "k": CategoricalColumn(categories=(3, 1), fallback=1),
+            "b": BoolColumn(nullable=True, derived_from_data=True),
+        },
+        epsilon_spent=0.7,
+    )
+    for text in (s.to_json(), s.dumps(), json.dumps(s.to_json())):
+        back = Schema.from_json(text)
+        assert back == s
+        assert back.identifier() == s.identifier()
+        assert back.epsilon_spent == 0.7
+
+
+@pytest.mark.parametrize("entry, what", [
+    ({"type": "categorical", "categories": None, "derived_from_data": True}, "categories"),
+    ({"type": "float", "bounds": None, "derived_from_data": True}, "bounds"),
+])
+def test_a_draft_left_to_fill_in_is_refused_naming_the_column(entry, what):
+    with pytest.raises(SchemaError, match=f"column 'id': {what} are left to fill in"):
+        Schema.from_json({"columns": {"id": entry, "b": {"type": "bool"}}})
