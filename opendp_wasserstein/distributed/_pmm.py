@@ -35,6 +35,7 @@ points in parallel.
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,7 @@ from opendp_wasserstein.consistency import (
     tree_counter,
 )
 from opendp_wasserstein.distributed._output import PartWriter
-from opendp_wasserstein.distributed._source import DelayedBlock, read_block
+from opendp_wasserstein.distributed._source import ArrayBlock, DelayedBlock, PublishedBlock, QuietRows, read_block
 from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan, ScoresPlan
 from opendp_wasserstein.hierarchy import (
     CountTree,
@@ -396,19 +397,52 @@ def noisy_part_bounds(front: Frontier, j0: int, parts: int) -> np.ndarray:
 
 
 class Driver:
-    """Runs tasks on a Dask client with an optional progress bar; keeps no rows."""
+    """Runs tasks on a Dask client with an optional progress bar; keeps no rows.
+
+    The chunks of a numpy source (:class:`~opendp_wasserstein.distributed._source.ArrayBlock`)
+    are published on the scheduler here, once per release, under fresh names, and the tasks
+    read them from there (:class:`~opendp_wasserstein.distributed._source.PublishedBlock`): no
+    task graph holds a row, so the size of every graph sent to the scheduler is independent of
+    ``n`` (Dask warns of a graph over ``distributed.admin.large-graph-warning-threshold``,
+    10 MB, and a numpy source in the graph crossed it at 625,000 rows of ``d = 2``), and a
+    task re-run after a worker was lost reads its chunk again.  :meth:`close` unpublishes them.
+    A client that cannot publish (the in-process test client: no graph) takes the rows as
+    they are.
+    """
 
     def __init__(self, client: Any, blocks: Sequence[Any], progress: bool, hook: Any = None) -> None:
         self.client = client
         self.hook = hook
         self.progress = progress
-        self._blocks = list(blocks)
+        self._blocks: list[Any] = list(blocks)
+        self._published: list[str] = []
+        held = [i for i, b in enumerate(self._blocks) if isinstance(b, ArrayBlock)]
+        if held and hasattr(client, "publish_dataset"):
+            # fresh names: a name derived from the content would name the data
+            tag = uuid.uuid4().hex
+            names = [f"opendp-wasserstein-rows-{tag}-{k}" for k in range(len(held))]
+            client.publish_dataset(**{nm: QuietRows(self._blocks[i].rows) for nm, i in zip(names, held, strict=True)})
+            self._published = names
+            for nm, i in zip(names, held, strict=True):
+                self._blocks[i] = PublishedBlock(nm)
+
+    def close(self) -> None:
+        """Unpublish the chunks of a numpy source."""
+        if self._published:
+            self.client.unpublish_dataset(self._published)
+            self._published = []
 
     @property
     def blocks(self) -> list[Any]:
         """Task arguments for the blocks: a reader, or (a Dask collection's partition) a fresh
-        future of it, so that nothing stays in memory between the passes."""
-        return [self.client.compute(b.part) if isinstance(b, DelayedBlock) else b for b in self._blocks]
+        future of it, so that nothing stays in memory between the passes.
+        The partitions of a pass are computed as one graph (sent once per pass)."""
+        delayed = [i for i, b in enumerate(self._blocks) if isinstance(b, DelayedBlock)]
+        out = list(self._blocks)
+        if delayed:
+            for i, future in zip(delayed, self.client.compute([out[i].part for i in delayed]), strict=True):
+                out[i] = future
+        return out
 
     @property
     def parts(self) -> int:

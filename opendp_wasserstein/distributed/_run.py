@@ -112,36 +112,40 @@ def release_on_dask(
     leaves nothing.
 
     :param meas: the measurement (its input domain fixes ``d`` and, if sized, ``n``)
-    :param source: a Parquet file or directory, a Dask DataFrame or Array, or a numpy array
+    :param source: a Parquet file or directory, a Dask DataFrame or Array, or a numpy array (a
+        numpy array is scattered to the workers in chunks, never sent in a task graph; with a
+        private size in :data:`~opendp_wasserstein.distributed._source.ARRAY_CHUNKS` chunks
+        whatever its length, and a Parquet source is read one row group per task)
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)
     :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
     :param columns: the source columns, in order (default all)
     :param parts: the number of output parts (default: the number of input blocks; when the size
-        is private, since the number of blocks grows with n: one per 2^22 rows of the DP count,
-        or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
-    :param rows_per_block: target rows per input block
+        is private, since the number of blocks may follow the source's layout: one per 2^22 rows
+        of the DP count, or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
+    :param rows_per_block: target rows per input block (public size only)
     :param overwrite: replace an existing ``out``
     :param progress: show a progress bar over the tasks (``tqdm``); not with a private size (the
-        bars count input blocks, whose number grows with n)
+        bars count input blocks, whose number may follow the source's layout)
     :return: a :class:`DistributedRelease`
     """
-    from opendp_wasserstein.distributed._pmm import (
-        Driver,
-        default_parts,
-        run_adaptive,
-        run_pmm,
-    )
+    from opendp_wasserstein.distributed._pmm import Driver
 
     plan = plan_of(meas)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
-    blocks, names = blocks_of(source, d, columns, rows_per_block)
-    if progress and _size_is_private(plan):
-        progress = False  # a bar counts the input blocks, whose number grows with the private n
+    private = _size_is_private(plan)
+    # with a private size, the number of blocks (tasks of a pass) is independent of n
+    blocks, names = blocks_of(source, d, columns, rows_per_block, private_size=private)
+    if progress and private:
+        progress = False  # a bar counts the input blocks, whose number may follow the private n
     if isinstance(plan, HistogramPlan):
         from opendp_wasserstein.distributed._candidates import run_histogram
 
         with _client(client) as c:
-            value, info = run_histogram(plan, Driver(c, blocks, progress, _hook))
+            drv = Driver(c, blocks, progress, _hook)
+            try:
+                value, info = run_histogram(plan, drv)
+            finally:
+                drv.close()
         runtime.record(info)
         return DistributedRelease(None, 0, 0, info, value)
     if out is None:
@@ -150,33 +154,42 @@ def release_on_dask(
     try:
         with _client(client) as c:
             drv = Driver(c, blocks, progress, _hook)
-            first: dict[str, Any] = {}
-            if isinstance(plan, NoisySizePlan):
-                # the DP row count (a sum over the blocks, then the in-memory closure's noise),
-                # then the plan of the measurement built for n_hat
-                with runtime.diagnostics() as sizes:
-                    n_hat = plan.noisy_size(drv.rows(plan.d, plan.nan))
-                    inner = plan.inner(n_hat)
-                for r in sizes:
-                    first |= r
-                plan = plan_of(inner)
-                # the number of input blocks grows with the private n: the default number of
-                # parts (files written) comes from the DP count instead
-                parts = parts or default_parts(n_hat)
-            elif parts is None and _size_is_private(plan):
-                parts = drv.split_groups()  # a private size and no DP count: a public number
-            if isinstance(plan, PmmPlan):
-                info = first | run_pmm(plan, drv, sink.writer, parts)
-            elif isinstance(plan, AdaptivePlan):
-                info = first | run_adaptive(plan, drv, sink.writer, parts)
-            else:  # pragma: no cover - make_noisy_size_then builds a synthesis
-                raise TypeError("make_noisy_size_then built a measurement with no synthesis plan")
+            try:
+                info = _synthesis(plan, drv, sink, parts)
+            finally:
+                drv.close()
         path = sink.commit()
     except BaseException:
         sink.abort()
         raise
     runtime.record(info)
     return DistributedRelease(path, int(info["size"]), int(info["parts"]), info)
+
+
+def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dict[str, Any]:
+    """The synthesis plans on the driver's blocks (a DP count first when the plan has one)."""
+    from opendp_wasserstein.distributed._pmm import default_parts, run_adaptive, run_pmm
+
+    first: dict[str, Any] = {}
+    if isinstance(plan, NoisySizePlan):
+        # the DP row count (a sum over the blocks, then the in-memory closure's noise),
+        # then the plan of the measurement built for n_hat
+        with runtime.diagnostics() as sizes:
+            n_hat = plan.noisy_size(drv.rows(plan.d, plan.nan))
+            inner = plan.inner(n_hat)
+        for r in sizes:
+            first |= r
+        plan = plan_of(inner)
+        # the number of input blocks may grow with the private n: the default number of
+        # parts (files written) comes from the DP count instead
+        parts = parts or default_parts(n_hat)
+    elif parts is None and _size_is_private(plan):
+        parts = drv.split_groups()  # a private size and no DP count: a public number
+    if isinstance(plan, PmmPlan):
+        return first | run_pmm(plan, drv, sink.writer, parts)
+    if isinstance(plan, AdaptivePlan):
+        return first | run_adaptive(plan, drv, sink.writer, parts)
+    raise TypeError("make_noisy_size_then built a measurement with no synthesis plan")  # pragma: no cover
 
 
 def _source_shape(source: Any, columns: Sequence[str] | None, count: bool = True) -> tuple[int | None, int]:

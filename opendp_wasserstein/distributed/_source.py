@@ -6,10 +6,16 @@ calls to get one block of rows as a float64 ``(rows, d)`` array.  Supported sour
 - a Parquet file or a directory of Parquet files (read by row groups with ``pyarrow``; the
   driver only reads the footers);
 - a Dask DataFrame (its partitions) or a Dask Array chunked along rows only;
-- a numpy array (split into blocks; for tests and small data).
+- a numpy array (in memory: split into chunks that the executor publishes on the scheduler,
+  read from there by the tasks, so that the rows never travel in a task graph; for tests and
+  small data).
 
 Blocks are read on the workers, each more than once (a count pass and a partition pass), so
 the driver never holds rows and nothing needs to fit in the cluster's memory at once.
+
+With a private size, the number of blocks (so of tasks) must not follow ``n``: a numpy array is
+cut into :data:`ARRAY_CHUNKS` chunks whatever its length, and a Parquet source into one block
+per row group (its layout, never its row counts); a Dask collection keeps its partitions.
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Block", "ParquetBlock", "ArrayBlock", "DelayedBlock", "blocks_of", "parquet_files"]
+__all__ = ["Block", "ParquetBlock", "ArrayBlock", "DelayedBlock", "blocks_of", "parquet_files", "ARRAY_CHUNKS", "QuietRows", "PublishedBlock"]
 
 #: target rows per Parquet block (row groups are never split)
 ROWS_PER_BLOCK = 1 << 21
+#: the number of chunks of a numpy source when the size is private (a constant: the number of
+#: tasks of a pass, and of scattered chunks, is then independent of n)
+ARRAY_CHUNKS = 16
 
 
 class Block:
@@ -71,12 +80,56 @@ class ParquetBlock(Block):
 
 @dataclass(frozen=True)
 class ArrayBlock(Block):
-    """Rows held in the block itself (a numpy source, split by the driver)."""
+    """Rows of a numpy source held by the driver: the executor publishes ``rows`` on the
+    scheduler and the tasks read a :class:`PublishedBlock` instead, so the rows are never part
+    of a task graph (the in-process test client takes this block as it is)."""
 
     rows: np.ndarray
 
     def __call__(self) -> np.ndarray:
         return np.asarray(self.rows, dtype=np.float64)
+
+
+class QuietRows(Block):
+    """A chunk of a numpy source as it travels to the scheduler and the workers.
+
+    Its ``repr`` shows neither a value nor the shape: distributed logs every message a server
+    receives at DEBUG level (``distributed.core``, "Message from ..."), data included, and a
+    numpy array's ``repr`` quotes its first and last rows.  ``__sizeof__`` is the array's, for
+    Dask's memory accounting.
+    """
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows = rows
+
+    def __call__(self) -> np.ndarray:
+        return np.asarray(self.rows, dtype=np.float64)
+
+    def __repr__(self) -> str:
+        return "QuietRows(...)"
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + int(self.rows.nbytes)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (QuietRows, (self.rows,))
+
+
+@dataclass(frozen=True)
+class PublishedBlock(Block):
+    """A chunk of a numpy source published on the scheduler under ``name``
+    (:meth:`distributed.Client.publish_dataset`, by the executor): the task fetches it from
+    there.  The task graph holds the name only, and a task re-run after a worker was lost
+    fetches the chunk again (data scattered to a worker would be lost with it)."""
+
+    name: str
+
+    def __call__(self) -> np.ndarray:
+        from distributed import get_client
+
+        return np.asarray(get_client().get_dataset(self.name)(), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -105,7 +158,9 @@ def parquet_files(path: str) -> list[str]:
     return found
 
 
-def _parquet_blocks(path: str, columns: Sequence[str] | None, d: int, rows_per_block: int) -> tuple[list[Block], list[str]]:
+def _parquet_blocks(
+    path: str, columns: Sequence[str] | None, d: int, rows_per_block: int, private_size: bool = False
+) -> tuple[list[Block], list[str]]:
     import pyarrow.parquet as pq
 
     files = parquet_files(path)
@@ -124,7 +179,8 @@ def _parquet_blocks(path: str, columns: Sequence[str] | None, d: int, rows_per_b
         for g in range(meta.num_row_groups):
             group.append(g)
             rows += meta.row_group(g).num_rows
-            if rows >= rows_per_block:
+            # a private size: one block per row group (the footers' row counts are the data's)
+            if private_size or rows >= rows_per_block:
                 blocks.append(ParquetBlock(f, tuple(group), tuple(names)))
                 group, rows = [], 0
         if group or not blocks:
@@ -133,7 +189,11 @@ def _parquet_blocks(path: str, columns: Sequence[str] | None, d: int, rows_per_b
 
 
 def blocks_of(
-    source: Any, d: int, columns: Sequence[str] | None = None, rows_per_block: int = ROWS_PER_BLOCK
+    source: Any,
+    d: int,
+    columns: Sequence[str] | None = None,
+    rows_per_block: int = ROWS_PER_BLOCK,
+    private_size: bool = False,
 ) -> tuple[list[Block], list[str]]:
     """The blocks of ``source`` and the output column names.
 
@@ -141,18 +201,22 @@ def blocks_of(
     :param d: the number of columns the measurement expects
     :param columns: the source columns to use, in order (default: all)
     :param rows_per_block: target rows per block (Parquet row groups are never split; a numpy
-        array is cut into blocks of this many rows)
+        array is cut into blocks of this many rows); not used when ``private_size``
+    :param private_size: the release's ``n`` is private: the number of blocks must not depend on
+        it (a numpy array gives :data:`ARRAY_CHUNKS` blocks, a Parquet source one per row group)
     """
     if isinstance(source, (str, os.PathLike)):
-        return _parquet_blocks(os.fspath(source), columns, d, rows_per_block)
+        return _parquet_blocks(os.fspath(source), columns, d, rows_per_block, private_size)
     if isinstance(source, np.ndarray):
         if source.ndim != 2 or source.shape[1] != d:
             raise ValueError(f"source must be a 2-dimensional array with {d} columns")
         if source.dtype.kind != "f":
             raise TypeError(f"source must have a float dtype, got {source.dtype}")
+        names = [f"x{i}" for i in range(d)] if columns is None else list(columns)
+        if private_size:  # a fixed number of chunks (some empty when n < ARRAY_CHUNKS)
+            return [ArrayBlock(c) for c in np.array_split(source, ARRAY_CHUNKS)], names
         step = max(1, int(rows_per_block))
         parts: list[Block] = [ArrayBlock(source[i : i + step]) for i in range(0, source.shape[0], step)]
-        names = [f"x{i}" for i in range(d)] if columns is None else list(columns)
         return parts or [ArrayBlock(source[:0])], names
     try:
         import dask.array as da

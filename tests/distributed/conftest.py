@@ -34,7 +34,9 @@ class InlineClient:
 
         return _Done(fn(*(resolve(a) for a in args), **kwargs))
 
-    def compute(self, delayed: Any) -> _Done:
+    def compute(self, delayed: Any) -> Any:  # a list gives a list, as Dask does
+        if isinstance(delayed, list):
+            return [_Done(d.compute(scheduler="sync")) for d in delayed]
         return _Done(delayed.compute(scheduler="sync"))
 
     def scatter(self, value: Any, broadcast: bool = False, hash: bool = True) -> _Done:
