@@ -41,6 +41,8 @@ extensions = [
 templates_path: list[str] = []
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 html_static_path = ["_static"]
+# display formulas wider than the text column scroll instead of being cut off at the right
+html_css_files = ["wide_math.css"]
 html_theme = "alabaster"
 html_theme_options = {"description": "Private synthetic data and selection with W1 guarantees"}
 html_title = "opendp-wasserstein"

@@ -13,13 +13,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM", "SIZE_STREAM"]
+__all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM", "SIZE_STREAM", "TIE_STREAM"]
 
 _TWO_M53 = 2.0**-53
 
 #: stream tags: with a seed, the noise, the corrections and the placement of one release draw
 #: from independent derived streams (:meth:`RandomSource.derive`)
 NOISE_STREAM, CORRECTION_STREAM, PLACEMENT_STREAM, SELECTION_STREAM, SIZE_STREAM = 0, 1, 2, 3, 5
+#: the coins that break ties between candidates in a post-processing (rounding, closest multiset)
+#: uniformly, so that no candidate is favoured by its row number
+TIE_STREAM = 6
 
 
 class RandomSource:

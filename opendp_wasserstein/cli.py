@@ -38,7 +38,7 @@ def run_demo(
     :param out: where to write the PNG of original vs synthetic (``""`` for none)
     :param seed: **not private**: reproducible data and release, for figures only
     :param shape: one of :data:`opendp_wasserstein.evaluation.SHAPES`
-    :param mechanism: ``"adaptive"`` (default), ``"pruned"`` or ``"pmm"``
+    :param mechanism: ``"adaptive"`` (default), ``"pruned"``, ``"pmm"`` or ``"privtree"``
     :return: a summary dict (also printed unless ``quiet``)
     """
     from opendp_wasserstein.api import synthesize
@@ -404,7 +404,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per replaced record (default %(default)s)")
     demo.add_argument("--shape", choices=list(SHAPES), default="two_moons", metavar="SHAPE",
                       help=f"the embedded 2-D shape: {', '.join(SHAPES)} (default %(default)s)")
-    demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm"], default="adaptive",
+    demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm", "privtree"], default="adaptive",
                       help="Adaptive Pruned-PMM, Pruned-PMM, full PMM or PrivTree (default %(default)s)")
     demo.add_argument("-o", "--out", default="demo.png", help="PNG path, '' for none (default %(default)s)")
     demo.add_argument("--seed", type=int, default=None, help=_SEED_HELP)

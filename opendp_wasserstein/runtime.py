@@ -46,8 +46,10 @@ SAMPLERS = ("fast", "opendp")
 
 _SEED: contextvars.ContextVar[int | None] = contextvars.ContextVar("opendp_wasserstein_seed", default=None)
 _SAMPLER: contextvars.ContextVar[str] = contextvars.ContextVar("opendp_wasserstein_sampler", default="fast")
-_DIAGNOSTICS: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
-    "opendp_wasserstein_diagnostics", default=None
+#: the lists of the open :func:`diagnostics` blocks, outermost first (a :func:`capture` block
+#: starts a new tuple, hiding the outer ones)
+_DIAGNOSTICS: contextvars.ContextVar[tuple[list[dict[str, Any]], ...]] = contextvars.ContextVar(
+    "opendp_wasserstein_diagnostics", default=()
 )
 
 
@@ -97,10 +99,30 @@ def diagnostics() -> Iterator[list[dict[str, Any]]]:
     """Collect one dict per release made inside this block: what is public after that release
     (e.g. ``depth``, ``visited_nodes``, ``s`` for the adaptive mechanism).  Outputs are unchanged.
 
+    Blocks nest: every open block sees every release made inside it, so
+    ``with diagnostics() as info: synthesize(...)`` collects the records of the release
+    :func:`~opendp_wasserstein.synthesize` makes (which opens a block of its own for its report).
+
     :return: the list the dicts are appended to, in release order
     """
     out: list[dict[str, Any]] = []
-    token = _DIAGNOSTICS.set(out)
+    token = _DIAGNOSTICS.set((*_DIAGNOSTICS.get(), out))
+    try:
+        yield out
+    finally:
+        _DIAGNOSTICS.reset(token)
+
+
+@contextmanager
+def capture() -> Iterator[list[dict[str, Any]]]:
+    """Like :func:`diagnostics`, but what is recorded inside goes to this block only, not to
+    the enclosing ones: for a mechanism that folds the records of an inner release into its own
+    record (recorded once, after the block), so that an enclosing block sees each release once.
+
+    :return: the list the dicts are appended to, in release order
+    """
+    out: list[dict[str, Any]] = []
+    token = _DIAGNOSTICS.set((out,))
     try:
         yield out
     finally:
@@ -118,12 +140,12 @@ def current_sampler() -> str:
 
 
 def record(info: dict[str, Any]) -> None:
-    """Append ``info`` (public after the release) to the enclosing :func:`diagnostics` list."""
-    sink = _DIAGNOSTICS.get()
-    if sink is not None:
+    """Append ``info`` (public after the release) to the list of every enclosing
+    :func:`diagnostics` block (up to the innermost :func:`capture` block)."""
+    for sink in _DIAGNOSTICS.get():
         sink.append(dict(info))
 
 
 def collecting() -> bool:
     """Whether a :func:`diagnostics` block is open (lets a mechanism skip bookkeeping)."""
-    return _DIAGNOSTICS.get() is not None
+    return bool(_DIAGNOSTICS.get())

@@ -246,15 +246,17 @@ def test_synth_on_neighbouring_files_succeeds_on_both(data, private_size, capsys
 
 
 def test_numeric_synth_refuses_missing_values_by_column(data, capsys):
-    """--delta reads a numeric CSV (no schema): a missing value is outside its input domain and
-    refused by column; with --bounds alone the table path handles missing values instead."""
+    """--bounds declares numeric columns (no schema): a missing value is outside the input domain
+    and refused by column, with --delta (the numeric reader) and without it (the table path),
+    as in Python (issue 20, item 11: --bounds alone used to impute it)."""
     path, bounds, tmp = data
     src = tmp / "m.csv"
     src.write_text("height,weight\n1,\n2,3\ninf,4\n")
     cmd = ["synth", str(src), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)]
     assert main([*cmd, "--delta", "1e-9"]) == 2
     assert "column 'weight'" in capsys.readouterr().err
-    assert main(cmd) == 0
+    assert main(cmd) == 2
+    assert "column 'weight'" in capsys.readouterr().err
     src.write_text("height,weight\n1,2\n2,3\ninf,4\n")
     assert main([*cmd, "--delta", "1e-9"]) == 0
 

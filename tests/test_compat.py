@@ -8,7 +8,7 @@ import opendp
 import opendp.prelude as dp
 
 import opendp_wasserstein
-from opendp_wasserstein import _compat, measurements, transformations
+from opendp_wasserstein import _compat, measurements, tables, transformations
 
 
 def test_private_opendp_names_still_exist_with_the_signatures_we_call():
@@ -45,3 +45,28 @@ def test_registering_again_is_harmless_and_importing_changes_no_feature():
     after = {f for f in ("contrib", "honest-but-curious", "floating-point") if _compat.feature_enabled(f)}
     assert before == after
     assert dp.Context  # the registered names resolve through dp.Context (doctest of make_pruned_pmm)
+
+
+def test_importing_the_package_alone_registers_every_constructor():
+    """``import opendp_wasserstein`` (nothing else) registers the constructors of every
+    subpackage with the Context API (issue 20, item 12: they were unknown until
+    ``.measurements``, ``.transformations`` and ``.tables`` were imported)."""
+    import subprocess
+    import sys
+
+    names = sorted(
+        n.removeprefix("make_")
+        for pkg in (measurements, transformations, tables)
+        for n in pkg.__all__
+        if n.startswith("make_") and n not in ("make_tree_multiset", "make_table_decoding")  # Functions
+    )
+    code = (
+        "import sys, opendp_wasserstein\n"
+        "from opendp.context import constructors\n"
+        f"missing = [n for n in {names!r} if n not in constructors]\n"
+        "print(missing)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert "table_encoding" in names and "pruned_pmm" in names and "nearest_candidate" in names

@@ -332,7 +332,7 @@ def test_diagnostics_take_no_arguments_and_collect_one_dict_per_release():
         with runtime.diagnostics() as inner:
             meas(X5)
     assert len(inner) == 1
-    assert outer == []
+    assert outer == inner  # nested blocks each see what ran inside them (issue 20, item 14)
 
 
 # ---------------------------------------------------------------------------------------------

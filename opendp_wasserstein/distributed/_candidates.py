@@ -1,8 +1,10 @@
 """The public-candidate mechanisms on a Dask cluster: tree projection, Tree-EM, NN histogram.
 
-Each block's rows are sent to their nearest candidate on the worker that reads the block (the
-candidates' KD-tree is broadcast once), and only the ``k``-bin histograms of the candidate
-indices are reduced to the driver: every one of these measurements reads its input only
+Each block's rows are sent to their nearest candidates on the worker that reads the block (the
+candidates' KD-tree is broadcast once), and only a :class:`~opendp_wasserstein.candidates.Tally`
+per block (the ``k``-bin histogram of its rows with one nearest candidate, and the number of rows
+of each tie set) is reduced to the driver, which deals the ties over the whole data as the
+in-memory projection does: every one of these measurements reads its input only
 through that histogram (``pi#D``).  The driver then applies the measurement's own closure to it
 (:class:`~opendp_wasserstein.distributed._spec.HistogramPlan`): the same law as the in-memory
 release, the same output inside :func:`opendp_wasserstein.runtime.reproducible` where the
@@ -18,17 +20,19 @@ from typing import Any
 
 import numpy as np
 
+from opendp_wasserstein.candidates import Tally
 from opendp_wasserstein.distributed._pmm import Driver, rows_of
 from opendp_wasserstein.distributed._spec import HistogramPlan
-from opendp_wasserstein.transformations._nearest_candidate import project_rows
 
 __all__ = ["run_histogram", "select_on_dask", "histogram_task"]
 
 
-def histogram_task(block: Any, d: int, nan: bool, nearest: Any) -> tuple[int, np.ndarray]:
-    """Rows and the candidate-index histogram of one block."""
+def histogram_task(block: Any, d: int, nan: bool, nearest: Any) -> tuple[int, Tally]:
+    """Rows and the :class:`~opendp_wasserstein.candidates.Tally` of one block: the histogram
+    of its rows with one nearest candidate and the size of each of its tie sets (the ties are
+    dealt on the driver, over the whole data, as the in-memory projection deals them)."""
     x = rows_of(block, d, nan)
-    return int(x.shape[0]), np.bincount(project_rows(nearest, x), minlength=nearest.k)
+    return int(x.shape[0]), nearest.tally(x)
 
 
 def run_histogram(plan: HistogramPlan, drv: Driver) -> tuple[Any, dict[str, Any]]:
@@ -38,13 +42,14 @@ def run_histogram(plan: HistogramPlan, drv: Driver) -> tuple[Any, dict[str, Any]
     # tasks with a lost dependency (seen as FutureCancelledError in CI)
     nearest = drv.client.scatter(plan.nearest, broadcast=True, hash=False)
     futures = [drv.client.submit(histogram_task, b, plan.d, plan.nan, nearest, pure=False) for b in drv.blocks]
-    n, h = 0, np.zeros(plan.nearest.k, dtype=np.int64)
-    for rows, hist in drv.run(futures, "project"):
+    n, total = 0, Tally(np.zeros(plan.nearest.k, dtype=np.int64))
+    for rows, tally in drv.run(futures, "project"):
         n += rows
-        h += hist
+        total = total.merge(tally)
     if plan.size is not None and n != plan.size:
         raise ValueError(f"data must have exactly {plan.size} rows (the domain's public size)")
     # (not the number of blocks: it grows with n, which may be private)
+    h = plan.nearest.histogram(total)  # the histogram of project_rows on all the rows
     return plan.finish(h), {"candidates": int(h.size)}
 
 

@@ -174,7 +174,7 @@ def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dic
     if isinstance(plan, NoisySizePlan):
         # the DP row count (a sum over the blocks, then the in-memory closure's noise),
         # then the plan of the measurement built for n_hat
-        with runtime.diagnostics() as sizes:
+        with runtime.capture() as sizes:  # folded into the one record below
             n_hat = plan.noisy_size(drv.rows(plan.d, plan.nan))
             inner = plan.inner(n_hat)
         for r in sizes:

@@ -298,7 +298,7 @@ def make_adaptive_pruned_pmm(
         # then read to the chosen depth by the synthesis and freed
         with shared_count_trees():
             a = choose_from_scores(t_scores(x))
-            with runtime.diagnostics() as inner:
+            with runtime.capture() as inner:  # folded into this release's record
                 points = mains[a](x)
         record(a, inner[-1] if inner else {})
         return points

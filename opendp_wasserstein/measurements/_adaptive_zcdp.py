@@ -160,7 +160,7 @@ def make_adaptive_pruned_pmm_zcdp(
         # one count tree per release, shared by the scores and the synthesis (as in pure DP)
         with shared_count_trees():
             a = choose(x)
-            with runtime.diagnostics() as inner:
+            with runtime.capture() as inner:  # folded into this release's record
                 points = mains[a](x)
         c = cands[a]
         runtime.record(

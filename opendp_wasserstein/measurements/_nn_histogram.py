@@ -10,6 +10,7 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import new_function, register, to_then
+from opendp_wasserstein._random import TIE_STREAM, as_random_source
 from opendp_wasserstein.candidates import (
     check_candidate_dims,
     check_candidates,
@@ -29,10 +30,13 @@ from opendp_wasserstein.transformations._nearest_candidate import make_nearest_c
 __all__ = ["make_nn_histogram", "then_nn_histogram", "largest_remainder", "make_largest_remainder"]
 
 
-def largest_remainder(noisy_counts: Any, m: int) -> np.ndarray:
+def largest_remainder(noisy_counts: Any, m: int, tie_break: Any = None) -> np.ndarray:
     """Round clamped noisy counts to ``m`` points: ``z = max(y, 0)``, ``floor(m z_i / sum z)``
-    each, and the remaining points one each to the largest remainders (ties to the lowest
-    index).  Exact integer arithmetic.  All-zero counts give the uniform allocation.
+    each, and the remaining points one each to the largest remainders.  Equal remainders go to
+    the lowest index by default, in a uniformly random order with ``tie_break`` (a
+    :class:`~opendp_wasserstein._random.RandomSource`; what the NN histogram releases, so that
+    no candidate is favoured by its row number).  Exact integer arithmetic.  All-zero counts
+    give the uniform allocation.
 
     :example:
 
@@ -58,15 +62,17 @@ def largest_remainder(noisy_counts: Any, m: int) -> np.ndarray:
         base = np.array([a for a, _ in q], dtype=np.int64)
         rem = np.array([float(b) for _, b in q])
     left = m - int(base.sum())
-    order = np.lexsort((np.arange(z.size), -rem))
+    coins = np.arange(z.size) if tie_break is None else tie_break.permutation(z.size)
+    order = np.lexsort((coins, -rem))
     base[order[:left]] += 1
     return base.astype(np.int64)
 
 
 def make_largest_remainder(m: int) -> Function:
-    """:func:`largest_remainder` as a post-processing ``Function`` (a list of counts in)."""
+    """:func:`largest_remainder` as a post-processing ``Function`` (a list of counts in), equal
+    remainders in a uniformly random order (fresh coins at every call)."""
     m = check_multiset_size(m)
-    return new_function(lambda counts: largest_remainder(counts, m))
+    return new_function(lambda counts: largest_remainder(counts, m, as_random_source().derive(TIE_STREAM)))
 
 
 def _noise_scale(meas_of: Any, d_in: int, epsilon: float, start: float) -> float:

@@ -11,7 +11,7 @@ from opendp.measures import max_divergence
 from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, new_function, register, to_then
-from opendp_wasserstein._random import NOISE_STREAM, as_random_source
+from opendp_wasserstein._random import NOISE_STREAM, TIE_STREAM, as_random_source
 from opendp_wasserstein.candidates import (
     check_candidate_dims,
     check_candidates,
@@ -133,8 +133,10 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     With ``N = n`` (public size) or ``N = max(1, noisy root)`` and targets ``t_v = m
     max(noisy_v, 0) / N``, returns the multiset (``k`` multiplicities summing to ``m``) that
     minimises ``sum_v w_v |c_v - t_v|``, i.e. the tree W1 to the clamped, rescaled noisy
-    masses, exactly (:func:`~opendp_wasserstein.trees.closest_multiset`).  Reads only the
-    release and public parameters, so it costs no privacy.
+    masses, exactly (:func:`~opendp_wasserstein.trees.closest_multiset`; several optimal
+    multisets are told apart by uniformly random coins, not by the candidates' row numbers).
+    Reads only the release, public parameters and data-independent coins, so it costs no
+    privacy.
 
     Required features: ``contrib``
 
@@ -173,7 +175,9 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     def function(noisy: NoisyTreeCounts) -> np.ndarray:
         clamped = np.maximum(noisy.noisy, 0).astype(np.float64)
         total = float(dom.size) if dom.size is not None else max(1.0, clamped[0])
-        return closest_multiset(tree, clamped * (m / total), m)
+        # equal slopes are ordered by fresh coins, not by node ids (which follow the candidates'
+        # row numbers): a permutation of the candidates permutes the law of the release
+        return closest_multiset(tree, clamped * (m / total), m, tie_break=as_random_source().derive(TIE_STREAM))
 
     return new_function(function)
 

@@ -207,6 +207,26 @@ def _release_columns(schema: Any, header: list[str], path: str, what: str, chose
     raise _fail(f"the header of the {what} file {path!r} does not match the schema: {'; '.join(why)}; {expected}{hint}")
 
 
+def _refuse_missing(table: Any, names: list[str], path: str) -> None:
+    """``--bounds`` declares numeric columns, whose domain (as for an array in Python,
+    ``array2_domain(nan=False)``) holds no missing value and no NaN: one is refused, naming the
+    column and never a row or a value (docs/tables.rst, "Missing and non-finite values");
+    ``+-inf`` is clamped to the box.  With ``--schema`` a missing value is imputed instead (or is
+    a value of a nullable column)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in names:
+        col = table.column(name)
+        nan = pa.types.is_floating(col.type) and bool(pc.any(pc.is_nan(col)).as_py())
+        if col.null_count or nan:
+            raise _fail(
+                f"column {name!r} of input file {path!r} has missing or NaN values: with --bounds the "
+                "columns are numbers (impute first, or use --schema, which imputes them or declares "
+                "the column nullable)"
+            )
+
+
 def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     from opendp_wasserstein.api import synthesize
     from opendp_wasserstein.tables.io import detect_delimiter, file_format, read_file, write_file
@@ -219,6 +239,8 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     used = columns if columns else None
     table = read_file(args.input, delimiter=args.delimiter, columns=used, schema=schema)
     names = _release_columns(schema, list(table.column_names), args.input, "input", columns)
+    if not args.schema:
+        _refuse_missing(table, names, args.input)
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
     from opendp_wasserstein.cli import _seeded
 

@@ -39,6 +39,26 @@ def check_derived(schema: Schema, accept: bool, flag: str = "accept_data_derived
     return derived
 
 
+def _check_public_candidates(cols: dict[str, Any], schema: Schema) -> None:
+    """Candidate rows are public, so bad values are refused by row number (the data's are
+    imputed or clamped instead, a fixed map for every record): a missing value in a column that
+    is not nullable, and a NaN or infinite number."""
+    import numpy as np
+
+    for name, col in cols.items():
+        spec = schema[name]
+        missing = np.asarray(col.missing, dtype=bool)
+        if missing.any() and not spec.nullable:
+            rows = np.flatnonzero(missing)[:5].tolist()
+            raise ValueError(f"candidates: column {name!r} is not nullable but has missing values (rows {rows})")
+        values = np.asarray(col.values)
+        if values.dtype.kind == "f":
+            bad = ~np.isfinite(values) & ~missing
+            if bad.any():
+                rows = np.flatnonzero(bad)[:5].tolist()
+                raise ValueError(f"candidates: column {name!r} has NaN or infinite values (rows {rows}); candidates must be finite")
+
+
 def synthesize_table(
     data: Any,
     epsilon: float,
@@ -98,7 +118,9 @@ def select_table_candidates(
     encoded and one-hot embedded (:meth:`~opendp_wasserstein.tables.TableEncoding.embed`), where
     ``l_inf`` is the table metric, so the nearest candidate of a record is the nearest under the
     table metric.  Two candidate rows that encode to the same point (say two values clamped to
-    the same bound) are refused by their row numbers (the candidates are public).
+    the same bound) are refused by their row numbers (the candidates are public), and so are a
+    missing value in a column that is not nullable and a NaN or infinite number in a candidate
+    row (the data's are imputed and clamped: docs/tables.rst, "Missing and non-finite values").
 
     :param data: the sensitive table (pandas/Polars/pyarrow/numpy; not modified)
     :param candidates: the public candidate table, a supported type with the same columns
@@ -129,6 +151,7 @@ def select_table_candidates(
     if extra and columns is None:
         raise ValueError(f"candidates: column(s) {extra} are not in the data (pass columns=... to use a subset)")
     c_cols, _ = read_table(candidates, schema, names)
+    _check_public_candidates(c_cols, sub)
     enc = TableEncoding(sub)
     points = enc.embed(enc.encode(cols))
     cand_points = enc.embed(enc.encode(c_cols))

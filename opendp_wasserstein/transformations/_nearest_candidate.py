@@ -46,18 +46,10 @@ def check_index_domain(input_domain: Domain, k: int | None = None, name: str = "
 
 
 def project_rows(nearest: NearestCandidates, x: np.ndarray) -> np.ndarray:
-    """The nearest-candidate index of every row of ``x`` (the function of
-    :func:`make_nearest_candidate`, also run on the blocks of a distributed release)."""
-    # a row with a NaN or infinite coordinate is equally far from every candidate:
-    # it goes to candidate 0, the lowest index (a fixed row-wise map, no error)
-    bad = ~np.isfinite(x).all(axis=1)
-    if bad.any():
-        x = np.where(bad[:, None], nearest.candidates[0], x)
-    out = nearest.query(x)
-    # rows so far out that every distance overflows to inf are likewise equidistant:
-    # the KD-tree reports its "no neighbour" index k for them; send them to candidate 0
-    out[out >= nearest.k] = 0
-    return out
+    """One nearest candidate for every row of ``x`` (the function of
+    :func:`make_nearest_candidate`): ties exact and dealt evenly over the tie set, a row with a
+    NaN or infinite coordinate tied with every candidate (:class:`NearestCandidates`)."""
+    return nearest.query(x)
 
 
 def make_nearest_candidate(
@@ -65,13 +57,19 @@ def make_nearest_candidate(
 ) -> Transformation:
     r"""Construct a Transformation sending every row to the index of its nearest candidate.
 
-    ``pi(x) = argmin_i d(x, C_i)`` in the ground metric ``metric`` (``"l1"``, ``"l2"``,
-    ``"linf"``), ties to the lowest index (judged on the distances scipy's KD-tree computes),
-    chunked so that ``n = 10^6`` rows against ``k = 10^5`` candidates fit in memory.  The map
-    is row-wise, so it is stable with ``d_out = d_in`` under ``symmetric_distance`` and
-    ``change_one_distance``.  For any multiset ``S`` on ``C``, ``W1(D, S) <= mean_x d(x, C) +
-    W1(pi#D, S)`` and ``W1(D, S) >= mean_x d(x, C)``: selection reduces to the histogram
-    ``pi#D`` on ``C``.
+    Every row goes to one of its nearest candidates in the ground metric ``metric`` (``"l1"``,
+    ``"l2"``, ``"linf"``; exact comparisons), chunked so that ``n = 10^6`` rows against ``k =
+    10^5`` candidates fit in memory.  **Ties** are spread, not sent to the lowest index: the
+    ``g`` rows whose exact nearest candidates are the same ``t`` candidates are dealt
+    round-robin over them (``floor(g/t)`` or ``ceil(g/t)`` each), in an order fixed by the
+    candidates' values, so the histogram ``pi#D`` is a function of the multiset of rows and
+    of the candidate *set* (a permutation of the candidates permutes it); a row with a NaN or
+    infinite coordinate is tied with every candidate (:mod:`opendp_wasserstein.candidates`).
+    Adding one row adds one unit to one candidate of ``pi#D``, so the map is stable with
+    ``d_out = d_in`` under ``symmetric_distance`` and ``change_one_distance``, as a row-wise map
+    is (proof: ``docs/proofs/tree_projection.rst``, "Ties").  For any multiset ``S`` on ``C``,
+    ``W1(D, S) <= mean_x d(x, C) + W1(pi#D, S)`` and ``W1(D, S) >= mean_x d(x, C)``: selection
+    reduces to the histogram ``pi#D`` on ``C``.
 
     Required features: ``contrib``
 
@@ -93,10 +91,10 @@ def make_nearest_candidate(
     >>> from opendp_wasserstein.transformations import make_nearest_candidate
     >>> dp.enable_features("contrib")
     >>> t = make_nearest_candidate(
-    ...     dp.numpy.array2_domain(num_columns=1, size=3, T=float), dp.symmetric_distance(),
+    ...     dp.numpy.array2_domain(num_columns=1, size=4, T=float), dp.symmetric_distance(),
     ...     candidates=[[0.0], [1.0], [2.0]])
-    >>> t(np.array([[0.2], [0.5], [1.9]]))  # 0.5 is a tie: the lowest index wins
-    [0, 0, 2]
+    >>> t(np.array([[0.2], [1.9], [0.5], [0.5]]))  # 0.5 ties 0 and 1: one row to each
+    [0, 2, 1, 0]
     >>> t.map(2)
     2
     """

@@ -42,18 +42,19 @@ def _gather_runs(store: dict[str, list[np.ndarray]], where: np.ndarray, nodes: n
 
 
 def _merged_child_runs(
-    tree: Tree, store: dict, where: np.ndarray, nodes: np.ndarray, N: int
+    tree: Tree, store: dict, where: np.ndarray, nodes: np.ndarray, N: int, rank: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The slope runs of the children of ``nodes``, merged per parent in increasing slope
     order: ``(vals, lens, owner, kid, before)``, ``owner`` the parent's position in ``nodes``,
-    ``kid`` the child a run came from and ``before`` the units of the parent's earlier runs."""
+    ``kid`` the child a run came from and ``before`` the units of the parent's earlier runs
+    (equal slopes ordered by ``rank`` of their child)."""
     kids = _children_of(tree, nodes)
     local = np.empty(N, dtype=np.int64)
     local[nodes] = np.arange(nodes.size)
     vals, lens, kid_owner = _gather_runs(store, where, kids)
     kid = kids[kid_owner]
     owner = local[tree.parent[kid]]
-    order = np.lexsort((kid, vals, owner))
+    order = np.lexsort((rank[kid], vals, owner))  # equal slopes: by the children's tie-break rank
     vals, lens, owner, kid = vals[order], lens[order], owner[order], kid[order]
     cum = np.cumsum(lens)
     first = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1))
@@ -61,7 +62,7 @@ def _merged_child_runs(
     return vals, lens, owner, kid, before
 
 
-def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
+def closest_multiset(tree: Tree, targets: Any, m: int, tie_break: Any = None) -> np.ndarray:
     r"""The size-``m`` multiset on the leaves minimising ``sum_{v != root} w_v |c_v - t_v|``.
 
     ``c_v`` is the number of points of the multiset below ``v`` and ``t_v`` a target for it
@@ -73,11 +74,16 @@ def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
     merged, and the optimal split of ``c`` takes the ``c`` smallest.  Slopes are held run-length
     encoded (``O(size of subtree)`` runs per node, not ``m``) and every level of the tree is
     processed at once: ``O(N h log N)`` time for ``N`` nodes and height ``h``, independent of
-    ``m``.  Ties go to the child with the lower id.
+    ``m``.  Equal slopes of two children (ties: several multisets are optimal) are ordered by a
+    tie-break rank of the children: their ids by default, a uniformly random permutation of the
+    nodes with ``tie_break`` (what the tree projection releases, so that no candidate is
+    favoured by its row number).
 
     :param tree: the tree
     :param targets: one target ``t_v >= 0`` per node (the root's is ignored)
     :param m: the multiset size
+    :param tie_break: ``None`` (ties to the lower child id) or a
+        :class:`~opendp_wasserstein._random.RandomSource` for uniformly random tie-breaks
     :return: ``k`` multiplicities (int64) summing to ``m``
 
     :example:
@@ -96,6 +102,7 @@ def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
     N = tree.num_nodes
     if N == 1:
         return np.array([m], dtype=np.int64)
+    rank = np.arange(N) if tie_break is None else tie_break.permutation(N)
     w = tree.weight
     fl = np.minimum(np.floor(t), float(m)).astype(np.int64)  # slopes 1..fl get -w
     frac = t - np.floor(t)
@@ -141,7 +148,7 @@ def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
             lens = np.full(nodes.size, m, dtype=np.int64)
             owner = np.arange(nodes.size)
         else:
-            vals, lens, owner, _, before = _merged_child_runs(tree, store, where, nodes, N)
+            vals, lens, owner, _, before = _merged_child_runs(tree, store, where, nodes, N, rank)
             # keep the m smallest slopes of every node
             lens = np.clip(m - before, 0, lens)
             keep = lens > 0
@@ -165,7 +172,7 @@ def closest_multiset(tree: Tree, targets: Any, m: int) -> np.ndarray:
         nodes = nodes[(tree.degree[nodes] > 0) & (c[nodes] > 0)]
         if nodes.size == 0:
             continue
-        _, lens, owner, kid, before = _merged_child_runs(tree, store, where, nodes, N)
+        _, lens, owner, kid, before = _merged_child_runs(tree, store, where, nodes, N, rank)
         take = np.clip(c[nodes][owner] - before, 0, lens)
         np.add.at(c, kid, take)
     return c[tree.leaves]

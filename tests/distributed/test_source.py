@@ -32,7 +32,13 @@ import pytest
 from opendp_wasserstein.api import _synthesis_measurement
 from opendp_wasserstein.box import as_box
 from opendp_wasserstein.distributed import release_on_dask
-from opendp_wasserstein.distributed._source import ARRAY_CHUNKS, ArrayBlock, ParquetBlock, QuietRows, blocks_of
+from opendp_wasserstein.distributed._source import (
+    ARRAY_CHUNKS,
+    ArrayBlock,
+    ParquetBlock,
+    QuietRows,
+    blocks_of,
+)
 from opendp_wasserstein.runtime import reproducible
 
 DEPTH = 14  # deep enough that the parts' split, tree and traversal tasks run

@@ -149,12 +149,21 @@ def test_schema_command_leaves_identifiers_to_fill_in(tmp_path, capsys):
     assert "NOT PRIVATE" in io.err
 
 
-def test_old_numeric_inputs_with_missing_or_text_are_imputed_not_refused(tmp_path, capsys):
-    p = tmp_path / "in.csv"
-    p.write_text("height,weight\n150,60\nnan,70\n170,abc\n")
+def test_bounds_inputs_with_missing_or_text_are_refused_as_arrays_are(tmp_path, capsys):
+    """``--bounds`` declares numeric columns: a missing, NaN or text cell is outside that domain
+    and refused, naming the column only, as ``synthesize`` refuses NaN in an array (issue 20,
+    item 11; they used to be imputed here and refused there).  ``+-inf`` is clamped."""
     b = tmp_path / "b.json"
     b.write_text(json.dumps({"height": [100, 220], "weight": [30, 200]}))
     out = tmp_path / "o.csv"
+    for body, col in (("150,60\nnan,70\n171,61\n", "height"), ("150,60\n170,abc\n", "weight"), ("150,60\n,70\n", "height")):
+        p = tmp_path / "in.csv"
+        p.write_text("height,weight\n" + body)
+        assert main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"column '{col}'" in err and "missing or NaN" in err
+        assert "abc" not in err and "170" not in err
+    p.write_text("height,weight\n150,60\ninf,70\n170,-inf\n")
     assert main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"]) == 0
     assert out.read_text().splitlines()[0] == "height,weight"
 
