@@ -229,6 +229,7 @@ def synthesize(
     delta: float | None = None,
     score: str | None = None,
     accept_data_derived_schema: bool = False,
+    structured: Any = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -340,10 +341,12 @@ def synthesize(
             X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
             depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
             split_order=split_order, consistency=consistency, threshold=threshold, score=score,
-            accept_data_derived_schema=accept_data_derived_schema,
+            accept_data_derived_schema=accept_data_derived_schema, structured=structured,
         )
     if accept_data_derived_schema:
         raise ValueError("accept_data_derived_schema applies only with a schema")
+    if structured is not None:
+        raise ValueError("structured applies only with a schema")
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if mechanism in ("pmm", "privtree") and (consistency, threshold) != (None, None):
