@@ -39,7 +39,12 @@ from opendp_wasserstein.hierarchy import shared_count_trees
 from opendp_wasserstein.measurements._adaptive import candidate_releases, softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
 from opendp_wasserstein.parameters import check_epsilon
-from opendp_wasserstein.schedules import ScheduleCandidate, _level_with, profile_schedule, split_order_candidates
+from opendp_wasserstein.schedules import (
+    ScheduleCandidate,
+    _level_with,
+    profile_schedule,
+    split_order_candidates,
+)
 from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,

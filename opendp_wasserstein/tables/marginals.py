@@ -61,10 +61,6 @@ BRANCHING = 16
 #: the most levels of a numeric column's count tree (16^3 = 4096 leaves)
 MAX_LEVELS = 3
 
-#: an int column with at most this many values gets one leaf per value
-MAX_INT_LEAVES = 4096
-
-
 @dataclass(frozen=True)
 class ColumnPlan:
     """One column of the encoding.
@@ -113,14 +109,14 @@ def _identity(d_in: Any) -> int:
 
 
 def column_leaves(plan: ColumnPlan, spec: Any, n: int, epsilon: float) -> int:
-    """The leaves of a column's count tree, from public values only: the categories; for an int
-    column with at most :data:`MAX_INT_LEAVES` values one leaf per value; otherwise ``16^K``
-    equal cells of the public range, ``K = round(log16(n eps))`` within ``[1, 3]``."""
+    """The leaves of a column's count tree, from public values only: the categories; otherwise
+    ``16^K`` equal cells of the public range, ``K = round(log16(n eps))`` within ``[1, 3]``, or
+    for an int column with at most ``16^K`` values one leaf per value."""
     if plan.kind == "category":
         return plan.cells
-    if spec.type == "int" and spec.upper - spec.lower + 1 <= MAX_INT_LEAVES:
-        return int(spec.upper - spec.lower + 1)
     k = int(np.clip(np.round(np.log(max(2.0, n * epsilon)) / np.log(BRANCHING)), 1, MAX_LEVELS))
+    if spec.type == "int" and spec.upper - spec.lower + 1 <= BRANCHING**k:
+        return int(spec.upper - spec.lower + 1)
     return int(BRANCHING**k)
 
 

@@ -125,13 +125,16 @@ def fit_marginals(
 ) -> tuple[float, Measurement]:
     """The first look at the largest budget (at most ``target``) whose certified map is at most
     ``target``: OpenDP's composition adds the levels' float maps rounding up, which can pass the
-    budget by a few ulps, so the budget is lowered by a relative ``2^-40`` until it fits."""
+    budget by a few ulps, so the budget is lowered by a relative ``2^-52``, then twice that, and
+    so on, until it fits (the certified map then falls short of ``target`` by a few ulps)."""
     budget = target
-    for _ in range(8):
+    step = Fraction(1, 2**52)
+    for _ in range(40):
         meas = make_table_marginals(input_domain, input_metric, enc, budget)
         if Fraction(meas.map(unit)) <= Fraction(target):
             return budget, meas
-        budget = round_down(Fraction(budget) * (1 - Fraction(1, 2**40)))
+        budget = round_down(Fraction(target) * (1 - step))
+        step *= 2
     raise ValueError("epsilon is too small to represent the first look's budget")  # pragma: no cover
 
 
@@ -248,6 +251,7 @@ def make_structured_synthesis(
             "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
             "quality_worst": agreement.worst(),
             "quality_poor": agreement.mean > QUALITY_WARNING,
+            "quality_warning": quality_warning(agreement.mean, agreement.worst()),
             "order_axes": o.axes[: int(info.get("depth", 0))],
         }
         runtime.record(info)
@@ -260,6 +264,16 @@ def make_structured_synthesis(
         return round_up(total)
 
     return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+
+
+def quality_warning(mean: float, worst: Sequence[str]) -> str:
+    """The warning of a poor quality figure, naming the options to change."""
+    return (
+        f"the joint release kept the columns' distributions poorly (mean TVD {mean:.2f} to the DP marginals, "
+        f"worst: {', '.join(worst)}): the calibration restores the 1-way marginals, but the joint structure is "
+        "weak. Raise epsilon, release fewer columns (columns=... / --columns), or lower the first look's share "
+        "(StructuredOptions(marginal_share=...) / --marginal-share)"
+    )
 
 
 def check_orders_alphas(alphas: Any) -> tuple[float, ...]:

@@ -125,7 +125,13 @@ def _structured(
     out = write_table(enc.decode(y), sub, info)
     total = round_up(Fraction(certified) + Fraction(schema.epsilon_spent))
     details |= {"epsilon_release": certified, "epsilon_schema": schema.epsilon_spent,
-                "axes": [f"{a.column}:{a.role}" for a in enc.axes]}
+                "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+                "split_order": (f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
+                                if details.get("joint") else "independent columns")}
+    if details.get("quality_poor"):
+        import warnings
+
+        warnings.warn(str(details["quality_warning"]), UserWarning, stacklevel=3)
     report = SynthesisReport(
         mechanism="structured", epsilon=total, depth=int(details.pop("depth", 0)),
         scales=tuple(details.pop("scales", ())), visited_nodes=int(details.pop("visited_nodes", 0)),

@@ -7,7 +7,13 @@ import opendp.prelude as dp
 import pytest
 
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.tables import CategoricalColumn, FloatColumn, IntColumn, Schema, TableEncoding
+from opendp_wasserstein.tables import (
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+)
 from opendp_wasserstein.tables.marginals import (
     BRANCHING,
     QuantileMaps,
@@ -52,6 +58,8 @@ def test_levels_and_leaves_are_public_functions():
     assert [p.kind for p in plans] == ["numeric", "numeric", "category"]
     assert plans[0].axes == (0, 1) and plans[0].missing_axis == 0
     assert column_leaves(plans[1], SCHEMA["k"], 100, 1.0) == 5  # one leaf per int value
+    wide = IntColumn(bounds=(0, 999))
+    assert column_leaves(plans[1], wide, 100, 1.0) == 256 and column_leaves(plans[1], wide, 10**6, 1.0) == 1000
     assert column_leaves(plans[0], SCHEMA["x"], 10, 0.1) == 16
     assert column_leaves(plans[0], SCHEMA["x"], 10**6, 1.0) == 4096
     assert tree_levels(4096, "numeric") == (4096, 256, 16)
