@@ -44,7 +44,7 @@ __all__ = [
     "column_leaves",
     "tree_levels",
     "make_level_counts",
-    "level_scale",
+    "level_scales",
     "make_table_marginals",
     "tree_estimate",
     "project_groups",
@@ -108,13 +108,14 @@ def _identity(d_in: Any) -> int:
     return int(d_in)
 
 
-def column_leaves(plan: ColumnPlan, spec: Any, n: int, epsilon: float) -> int:
+def column_leaves(plan: ColumnPlan, spec: Any, n: int, epsilon: float, max_levels: int = MAX_LEVELS) -> int:
     """The leaves of a column's count tree, from public values only: the categories; otherwise
-    ``16^K`` equal cells of the public range, ``K = round(log16(n eps))`` within ``[1, 3]``, or
+    ``16^K`` equal cells of the public range, ``K = floor(log16(n eps / 16)) + 1`` within
+    ``[1, max_levels]`` (a finer level once ``n eps`` reaches 256, then 4096), or
     for an int column with at most ``16^K`` values one leaf per value."""
     if plan.kind == "category":
         return plan.cells
-    k = int(np.clip(np.round(np.log(max(2.0, n * epsilon)) / np.log(BRANCHING)), 1, MAX_LEVELS))
+    k = int(np.clip(np.floor(np.log(max(2.0, n * epsilon / BRANCHING)) / np.log(BRANCHING)) + 1, 1, max_levels))
     if spec.type == "int" and spec.upper - spec.lower + 1 <= BRANCHING**k:
         return int(spec.upper - spec.lower + 1)
     return int(BRANCHING**k)
@@ -183,31 +184,44 @@ def make_level_counts(
     )
 
 
-def level_scale(epsilon: float, levels: int) -> float:
-    """The discrete Laplace scale of each of a column's ``levels`` levels: ``2 levels / epsilon``
-    rounded up, so that each level costs at most ``epsilon / levels`` per replacement."""
-    return round_up(Fraction(2 * levels) / Fraction(epsilon))
+#: the share of a column's budget spent on its coarsest level when it has more than one (the
+#: 16 cells that the 1-way marginals are read at; the finer levels share the rest equally)
+TOP_SHARE = Fraction(3, 4)
 
 
-def _column_trees(enc: TableEncoding, n: int, epsilon: float) -> list[tuple[ColumnPlan, int, tuple[int, ...], float]]:
-    """Per column: its plan, leaves, level sizes and Laplace scale (public values only)."""
+def level_scales(epsilon: float, levels: int) -> tuple[float, ...]:
+    """The discrete Laplace scales of a column's ``levels`` levels, finest first: with one level
+    ``2 / epsilon``; otherwise ``2 / (TOP_SHARE epsilon)`` on the coarsest and ``2 (levels - 1) /
+    ((1 - TOP_SHARE) epsilon)`` on each finer one, each rounded up, so that the levels cost at
+    most ``epsilon`` in all per replacement (each level's vector moves by 2 in ``l1``)."""
+    eps = Fraction(epsilon)
+    if levels == 1:
+        return (round_up(2 / eps),)
+    fine = round_up(Fraction(2 * (levels - 1)) / ((1 - TOP_SHARE) * eps))
+    return (fine,) * (levels - 1) + (round_up(2 / (TOP_SHARE * eps)),)
+
+
+def _column_trees(
+    enc: TableEncoding, n: int, epsilon: float, max_levels: int = MAX_LEVELS
+) -> list[tuple[ColumnPlan, int, tuple[int, ...], tuple[float, ...]]]:
+    """Per column: its plan, leaves, level sizes and Laplace scales (public values only)."""
     plans = column_plans(enc)
     per_column = round_down(Fraction(epsilon) / len(plans))
     out = []
     for p in plans:
-        leaves = column_leaves(p, enc.schema[p.name], n, per_column)
+        leaves = column_leaves(p, enc.schema[p.name], n, per_column, max_levels)
         levels = tree_levels(leaves, p.kind)
-        out.append((p, leaves, levels, level_scale(per_column, len(levels))))
+        out.append((p, leaves, levels, level_scales(per_column, len(levels))))
     return out
 
 
 def make_table_marginals(
-    input_domain: Domain, input_metric: Metric, enc: TableEncoding, epsilon: float
+    input_domain: Domain, input_metric: Metric, enc: TableEncoding, epsilon: float, max_levels: int = MAX_LEVELS
 ) -> Measurement:
     r"""Construct the private first look: every column's 1-D marginal at ``epsilon / k``.
 
-    Each of the ``k`` columns' trees (module docstring) has ``L`` levels at discrete Laplace
-    scale ``2 L / (epsilon / k)`` each (:func:`level_scale`), all composed by OpenDP's
+    Each of the ``k`` columns' trees (module docstring) has ``L`` levels at the discrete Laplace
+    scales of :func:`level_scales` (spending ``epsilon / k``), all composed by OpenDP's
     ``make_composition``: the map is the sum of the levels' maps, at most ``epsilon`` per
     replacement (``d_in = 1`` under ``change_one_distance``, 2 under ``symmetric_distance``).
 
@@ -218,6 +232,8 @@ def make_table_marginals(
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
     :param enc: the table's encoding (public: the schema)
     :param epsilon: the budget of the whole first look per replacement
+    :param max_levels: the most levels of a numeric column's tree (1: 16 cells, as the
+        independent-columns release uses: its marginals are read at that resolution)
     :return: a Measurement releasing the list of noisy count vectors, column by column, finest
         level first (:meth:`TableMarginals.from_release` reads it)
 
@@ -241,8 +257,8 @@ def make_table_marginals(
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     check_epsilon(epsilon)
     parts = [
-        make_level_counts(input_domain, input_metric, p, leaves, j) >> dp.m.then_laplace(scale)
-        for p, leaves, levels, scale in _column_trees(enc, n, epsilon)
+        make_level_counts(input_domain, input_metric, p, leaves, j) >> dp.m.then_laplace(scales[j])
+        for p, leaves, levels, scales in _column_trees(enc, n, epsilon, max_levels)
         for j in range(len(levels))
     ]
     return dp.c.make_composition(parts)
@@ -276,29 +292,33 @@ def project_groups(values: np.ndarray, groups: np.ndarray, totals: np.ndarray) -
     return out
 
 
-def tree_estimate(noisy: Sequence[np.ndarray], total: float) -> np.ndarray:
+def tree_estimate(noisy: Sequence[np.ndarray], total: float, variances: Sequence[float] | None = None) -> np.ndarray:
     """Consistent, non-negative leaf masses summing to ``total`` from a tree's noisy levels
-    (finest first, equal noise on every level, groups of :data:`BRANCHING`), the root being
-    ``total``.  First generalised least squares on the tree (a pass up combining each node with
-    its children's sum by inverse variance), then top down: the top level projected onto the
-    simplex of mass ``total``, and each node's children's estimates onto the simplex of that
-    node's mass (:func:`project_groups`: small noisy counts go to 0, the rest shift by one
-    amount per group).  Post-processing of the release."""
+    (finest first, groups of :data:`BRANCHING`; ``variances``: each level's noise variance,
+    default equal), the root being ``total``.  A pass up combines each node's count with its
+    children's sum by inverse variance (generalised least squares on the tree); then the top
+    level is projected onto the simplex of mass ``total`` (:func:`project_groups`: small noisy
+    counts go to 0), and top down each node's mass is split over its children in proportion to
+    their non-negative parts (uniformly if none is positive).  Post-processing of the release."""
     levels = [np.asarray(v, dtype=np.float64) for v in noisy]
+    v = [1.0] * len(levels) if variances is None else [float(x) for x in variances]
     z = [levels[0]]
-    var = [np.ones(len(levels[0]))]
+    var = [np.full(len(levels[0]), v[0])]
     for j in range(1, len(levels)):  # up: one vectorised step per level
         parent = np.arange(len(z[-1])) // BRANCHING
         child_sum = np.bincount(parent, weights=z[-1], minlength=len(levels[j]))
         child_var = np.bincount(parent, weights=var[-1], minlength=len(levels[j]))
-        w = child_var / (1.0 + child_var)  # the weight of the node's own count
+        w = child_var / (v[j] + child_var)  # the weight of the node's own count
         z.append(w * levels[j] + (1.0 - w) * child_sum)
-        var.append(child_var / (1.0 + child_var))
+        var.append(child_var * v[j] / (v[j] + child_var))
     top = z[-1]
     h = project_groups(top, np.zeros(len(top), dtype=np.int64), np.array([float(total)]))
     for j in range(len(levels) - 1, 0, -1):  # down
         parent = np.arange(len(z[j - 1])) // BRANCHING
-        h = project_groups(z[j - 1], parent, h)
+        pos = np.clip(z[j - 1], 0.0, None)
+        ps = np.bincount(parent, weights=pos, minlength=len(h))
+        size = np.bincount(parent, minlength=len(h))
+        h = np.where(ps[parent] > 0, pos / np.where(ps > 0, ps, 1.0)[parent], 1.0 / size[parent]) * h[parent]
     return h
 
 
@@ -319,12 +339,14 @@ class TableMarginals:
     size: int
 
     @classmethod
-    def from_release(cls, enc: TableEncoding, release: Sequence[Any], size: int, epsilon: float) -> TableMarginals:
-        """Post-process the list that :func:`make_table_marginals` (built with ``size`` and
-        ``epsilon``) releases."""
+    def from_release(
+        cls, enc: TableEncoding, release: Sequence[Any], size: int, epsilon: float, max_levels: int = MAX_LEVELS
+    ) -> TableMarginals:
+        """Post-process the list that :func:`make_table_marginals` (built with ``size``,
+        ``epsilon`` and ``max_levels``) releases."""
         masses, missing = [], []
         pos = 0
-        for p, _leaves, levels, _scale in _column_trees(enc, size, epsilon):
+        for p, _leaves, levels, scales in _column_trees(enc, size, epsilon, max_levels):
             noisy = [np.asarray(release[pos + j], dtype=np.float64) for j in range(len(levels))]
             pos += len(levels)
             miss = 0.0
@@ -332,7 +354,7 @@ class TableMarginals:
                 miss = float(np.clip(np.mean([v[-1] for v in noisy]) / size, 0.0, 1.0))
                 noisy = [v[:-1] for v in noisy]
             present = max(size * (1.0 - miss), 1.0)  # the tree's root, in rows
-            masses.append(tree_estimate(noisy, present) / present)
+            masses.append(tree_estimate(noisy, present, [2.0 * sc * sc for sc in scales]) / present)
             missing.append(miss)
         return cls(column_plans(enc), tuple(masses), tuple(missing), size)
 

@@ -71,7 +71,7 @@ __all__ = [
 DEFAULT_MARGINAL_SHARE = 0.25
 
 #: the joint release runs only when ``n * epsilon / k >= JOINT_MIN_NEPS`` (``k`` columns)
-JOINT_MIN_NEPS = 400.0
+JOINT_MIN_NEPS = 1500.0
 
 #: the share of the joint release's budget spent on its selection
 DEFAULT_JOINT_SELECT_SHARE = 0.1
@@ -121,7 +121,7 @@ class StructuredOptions:
 
 
 def fit_marginals(
-    input_domain: Domain, input_metric: Metric, enc: TableEncoding, target: float, unit: int
+    input_domain: Domain, input_metric: Metric, enc: TableEncoding, target: float, unit: int, max_levels: int = 3
 ) -> tuple[float, Measurement]:
     """The first look at the largest budget (at most ``target``) whose certified map is at most
     ``target``: OpenDP's composition adds the levels' float maps rounding up, which can pass the
@@ -130,7 +130,7 @@ def fit_marginals(
     budget = target
     step = Fraction(1, 2**52)
     for _ in range(40):
-        meas = make_table_marginals(input_domain, input_metric, enc, budget)
+        meas = make_table_marginals(input_domain, input_metric, enc, budget, max_levels)
         if Fraction(meas.map(unit)) <= Fraction(target):
             return budget, meas
         budget = round_down(Fraction(target) * (1 - step))
@@ -207,7 +207,8 @@ def make_structured_synthesis(
     joint = uses_joint(opts, n, eps, len(plans))
     unit = 2 if kind == "symmetric" else 1
     target = round_down(Fraction(eps) * Fraction(opts.marginal_share)) if joint else eps
-    marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit)
+    levels = 3 if joint else 1  # independent columns are read at 16 cells: one level, the whole budget
+    marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels)
     marg_map = m_marg.map(unit)
     template: Measurement | None = None
     if joint:
@@ -225,7 +226,7 @@ def make_structured_synthesis(
         x = validate_data(x, d, n, nan=False)
         queryable = comp(x)
         release = queryable(m_marg)
-        marginals = TableMarginals.from_release(enc, release, n, marg_eps)
+        marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels)
         rng = as_random_source().derive(PLACEMENT_STREAM + 16)
         info: dict[str, Any] = {"structured": True, "joint": joint, "epsilon_marginals": float(marg_map)}
         if not joint:

@@ -20,7 +20,7 @@ from opendp_wasserstein.tables.marginals import (
     TableMarginals,
     column_leaves,
     column_plans,
-    level_scale,
+    level_scales,
     make_level_counts,
     make_quantile_encoding,
     make_table_marginals,
@@ -59,9 +59,10 @@ def test_levels_and_leaves_are_public_functions():
     assert plans[0].axes == (0, 1) and plans[0].missing_axis == 0
     assert column_leaves(plans[1], SCHEMA["k"], 100, 1.0) == 5  # one leaf per int value
     wide = IntColumn(bounds=(0, 999))
-    assert column_leaves(plans[1], wide, 100, 1.0) == 256 and column_leaves(plans[1], wide, 10**6, 1.0) == 1000
+    assert column_leaves(plans[1], wide, 300, 1.0) == 256 and column_leaves(plans[1], wide, 200, 1.0) == 16 and column_leaves(plans[1], wide, 10**6, 1.0) == 1000
     assert column_leaves(plans[0], SCHEMA["x"], 10, 0.1) == 16
     assert column_leaves(plans[0], SCHEMA["x"], 10**6, 1.0) == 4096
+    assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16 and column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
     assert tree_levels(4096, "numeric") == (4096, 256, 16)
     assert tree_levels(300, "numeric") == (300, 19, 2)
     assert tree_levels(7, "category") == (7,)
@@ -89,7 +90,7 @@ def test_marginals_map_is_the_sum_of_the_levels(metric, unit):
     expected = Fraction(0)
     for p in column_plans(ENC):
         levels = tree_levels(column_leaves(p, SCHEMA[p.name], n, float(per_column)), p.kind)
-        expected += len(levels) * 2 / Fraction(level_scale(float(per_column), len(levels)))
+        expected += sum(2 / Fraction(sc) for sc in level_scales(float(per_column), len(levels)))
     got = Fraction(meas.map(unit))
     assert expected <= got <= expected * (1 + Fraction(1, 10**12))
     assert got <= Fraction(eps) * (1 + Fraction(1, 10**12))
@@ -105,7 +106,7 @@ def test_exact_law_ratio_on_neighbours_is_within_the_map():
     n = 6
     x = _points(n, seed=3)
     plan = column_plans(ENC)[2]
-    scale = level_scale(0.5, 1)
+    scale = level_scales(0.5, 1)[0]
     meas = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0) >> dp.m.then_laplace(scale)
     t = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0)
     c = np.array(t(x))

@@ -124,3 +124,43 @@ def test_options_are_checked():
     with pytest.raises(ValueError, match="public n"):
         make_structured_synthesis(_domain(None), dp.symmetric_distance(), ENC, 1.0)
     assert len(column_plans(ENC)) == 5
+
+
+def test_quality_figure_and_warning_name_the_options(monkeypatch):
+    import opendp_wasserstein.tables.pipeline as pipeline
+
+    df = _frame(4000, 5)
+    monkeypatch.setattr(pipeline, "QUALITY_WARNING", -1.0)  # every release counts as poor
+    with reproducible(2), pytest.warns(UserWarning, match="marginal_share") as rec:
+        _, report = synthesize(df, 2.0, schema=SCHEMA)
+    assert report.mechanism == "structured" and report.details["quality_poor"] is True
+    assert 0 <= report.details["quality"] <= 1
+    assert set(report.details["quality_columns"]) == set(SCHEMA.names)
+    assert "--marginal-share" in str(rec[0].message)
+    monkeypatch.setattr(pipeline, "QUALITY_WARNING", 2.0)  # never poor: no warning
+    import warnings
+
+    with reproducible(2), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        synthesize(df, 2.0, schema=SCHEMA)
+
+
+def test_cli_summary_reports_quality(tmp_path, capsys):
+    import json
+
+    from opendp_wasserstein.cli import main
+
+    df = _frame(4000, 6)
+    src, out, sch = tmp_path / "t.csv", tmp_path / "o.csv", tmp_path / "s.json"
+    df.to_csv(src, index=False)
+    sch.write_text(SCHEMA.dumps())
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--json", "--seed", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["mechanism"] == "structured" and 0 <= summary["quality"] <= 1
+    assert summary["epsilon_certified"] <= 2.0
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--seed", "1",
+                 "--marginal-share", "0.5"]) == 0
+    assert "quality (no privacy cost)" in capsys.readouterr().out
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch),
+                 "--marginal-share", "0.5", "--mechanism", "adaptive"]) != 0
+    assert "--marginal-share applies only" in capsys.readouterr().err
