@@ -177,7 +177,11 @@ def main() -> None:
     ap.add_argument("--mechanisms", default="structured,tree,marginals")
     ap.add_argument("--options", default="", help="StructuredOptions as key=value;key=value (python literals)")
     ap.add_argument("--no-clf", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="penguins and a 3,000-row mixed table, eps 4, one seed")
+    ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
+    if args.quick:
+        args.tables, args.epsilons, args.seeds, args.no_clf = "penguins,mixed-3k", "4", 1, True
     dp.enable_features("contrib")
     kw: dict[str, Any] = {}
     for item in filter(None, args.options.split(";")):
@@ -198,8 +202,8 @@ def main() -> None:
                 mean = {k: float(np.nanmean([float(r[k]) for r in rs])) for k in keys}
                 rows.append({"table": name, "eps": eps, "mech": mech} | mean)
                 print(f"{name:16s} eps={eps:<4g} {mech:10s} " + " ".join(f"{k} {v:.3f}" for k, v in mean.items()), flush=True)
-    os.makedirs("bench_out", exist_ok=True)
-    pd.DataFrame(rows).to_csv("bench_out/bench_tables_structured.csv", index=False)
+    os.makedirs(args.out, exist_ok=True)
+    pd.DataFrame(rows).to_csv(os.path.join(args.out, "bench_tables_structured.csv"), index=False)
 
 
 if __name__ == "__main__":

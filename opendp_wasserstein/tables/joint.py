@@ -110,9 +110,10 @@ def make_order_adaptive_pmm(
     kind = check_metric(input_metric, n)
     eps_sel = check_epsilon(epsilon_select, "epsilon_select")
     eps_main = check_epsilon(epsilon_main, "epsilon_main")
-    orders = tuple(check_split_order(o, d) for o in orders)
-    if not orders or any(o is None for o in orders):
+    checked = [check_split_order(o, d) for o in orders]
+    if not checked or any(o is None for o in checked):
         raise ValueError("orders must hold at least one SplitOrder")
+    orders = tuple(o for o in checked if o is not None)
     per_order: list[tuple[SplitOrder, tuple[ScheduleCandidate, ...]]] = []
     for o in orders:
         cands = check_schedule_candidates(

@@ -21,6 +21,7 @@ candidates on the data (:func:`~opendp_wasserstein.tables.joint.make_order_adapt
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def axis_cells(plans: Sequence[ColumnPlan]) -> tuple[int, ...]:
 
 def greedy_order(
     plans: Sequence[ColumnPlan],
-    weights: Sequence[float],
+    weights: Sequence[float] | np.ndarray[Any, Any],
     missing: Sequence[float] | None = None,
     alpha: float = 1.0,
     max_splits: int = MAX_BITS_PER_COORD,
@@ -114,7 +115,7 @@ def greedy_order(
 
 def order_family(
     plans: Sequence[ColumnPlan],
-    weights: Sequence[float],
+    weights: Sequence[float] | np.ndarray[Any, Any],
     missing: Sequence[float] | None = None,
     alphas: Sequence[float] = ORDER_ALPHAS,
     discrete_first: bool = True,
