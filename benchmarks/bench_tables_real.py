@@ -9,8 +9,9 @@ held-out part.
 
 Mechanisms, at ``epsilon`` in {0.5, 1, 4} per replaced record (the size is public):
 
-- ``adaptive``: this package, ``synthesize(table, eps, schema=...)`` (Adaptive Pruned-PMM on
-  the table hierarchy, discrete axes first); pure eps-DP.
+- ``adaptive``: this package's default, ``synthesize(table, eps, schema=...)`` (the structured
+  release: a DP first look at every column, quantile encoding, Gower split orders chosen by the
+  exponential mechanism, calibration; independent DP columns for small ``n * eps``); pure eps-DP.
 - ``marginals``: independent 1-way marginals, OpenDP only: every column coded from the public
   schema (category index, or one of ``--bins`` equal-width bins of the public bounds, an extra
   code for missing), ``make_count_by_categories >> make_laplace`` per column at ``eps / D``

@@ -37,6 +37,11 @@ __all__ = [
 
 MECHANISMS = ("adaptive", "pruned", "pmm", "privtree")
 
+#: the mechanisms :func:`synthesize` takes with a ``schema``: ``"structured"`` (the default: the
+#: DP first look, quantile encoding, chosen Gower split orders, calibration;
+#: :mod:`opendp_wasserstein.tables.pipeline`) or one tree over the table's hierarchy
+TABLE_MECHANISMS = ("structured", *MECHANISMS)
+
 #: PrivTree's public depth cap in :func:`synthesize`: 20 splits per coordinate (its split rule
 #: stops far above this on data; the cap does not depend on the data or on ``n``)
 PRIVTREE_SPLITS_PER_COORDINATE = 20
@@ -215,7 +220,7 @@ def synthesize(
     X: Any,
     epsilon: float,
     bounds: Any = None,
-    mechanism: str = "adaptive",
+    mechanism: str | None = None,
     epsilon_select: float | None = None,
     depth: int | None = None,
     placement: str = "uniform",
@@ -229,6 +234,7 @@ def synthesize(
     delta: float | None = None,
     score: str | None = None,
     accept_data_derived_schema: bool = False,
+    structured: Any = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -262,7 +268,12 @@ def synthesize(
         :class:`~opendp_wasserstein.box.Box`, ``{"lower": ..., "upper": ...}`` or one
         ``(low, high)`` per column as ``{0: (low, high), 1: ...}``; rows outside are clamped.
         Required, never inferred from the data.  An ambiguous pair is refused.
-    :param mechanism: ``"adaptive"`` (default: Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
+    :param mechanism: with a ``schema``, ``"structured"`` (the default with a public size, pure
+        DP, uniform placement and none of the one-tree options ``epsilon_select``, ``depth``,
+        ``epsilon_size``, ``split_order``, ``consistency``, ``threshold``, ``score``:
+        :mod:`opendp_wasserstein.tables.pipeline`, options in ``structured``) or one of the
+        following on the table's one hierarchy (``"adaptive"`` when the default does not apply); ``"adaptive"`` (the default otherwise:
+        Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
         the ambient depth ``ceil(log2(eps n))`` with the paper's ``s = d`` schedule), ``"pmm"``
         (the full-tree baseline, same depth and schedule) or ``"privtree"``
         (:func:`~opendp_wasserstein.measurements.make_privtree`, local adaptivity: half of the
@@ -293,13 +304,16 @@ def synthesize(
         ``"least_squares"`` an estimate at most ``threshold`` standard errors (default 3)
     :param delta: ``None`` (default: pure ``epsilon``-DP) or a ``delta`` in ``(0, 1)``: an
         ``(epsilon, delta)``-DP release through the zCDP variant and OpenDP's conversion (see
-        above); needs ``public_size=True`` and no ``schema`` or ``split_order``
+        above); needs ``public_size=True``; with a ``schema`` it runs on the table's hierarchy
+        (``mechanism="adaptive"``, ``"pruned"`` or ``"pmm"``: the structured release is pure DP)
     :param score: adaptive only: the selection's score, ``"capped"`` (default,
         :data:`DEFAULT_SCORE`: the capped-count estimate, a selection that finds the good
         candidate) or ``"paper"`` (the paper's bound ``B_a``); the privacy map is the same
         (:func:`~opendp_wasserstein.transformations.make_schedule_scores`)
     :param accept_data_derived_schema: with ``schema``: release even if some bounds or categories
         were read off the data (``derived_from_data``: not private); refused by default
+    :param structured: with ``schema`` and ``mechanism="structured"``: a
+        :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions` (default: its defaults)
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -323,12 +337,8 @@ def synthesize(
         from opendp_wasserstein.approx_dp import _check_delta
 
         delta = _check_delta(delta)
-        if schema is not None:
-            raise ValueError("delta is not supported with a schema (tables are released in pure DP only)")
         if not public_size:
             raise ValueError("delta needs public_size=True (the zCDP variants are calibrated to a public size)")
-        if split_order is not None:
-            raise ValueError("delta is not supported with split_order (the zCDP variants use the cyclic order)")
     if schema is not None:
         from opendp_wasserstein.tables import Schema
         from opendp_wasserstein.tables.release import synthesize_table
@@ -336,14 +346,43 @@ def synthesize(
         if bounds is not None:
             raise ValueError("give either bounds or schema, not both (a schema holds the bounds)")
         schema = schema if isinstance(schema, Schema) else Schema.from_json(schema)
+        tree_options = {"epsilon_select": epsilon_select, "depth": depth, "epsilon_size": epsilon_size,
+                        "split_order": split_order, "consistency": consistency, "threshold": threshold,
+                        "score": score, "delta": delta}
+        given = sorted(k for k, v in tree_options.items() if v is not None)
+        if mechanism is None:
+            # the structured release needs a public size and is pure DP, and has none of the
+            # one-tree options; otherwise one tree (Adaptive Pruned-PMM) as before
+            mechanism = "structured" if public_size and not given and placement == "uniform" else "adaptive"
+        if mechanism not in TABLE_MECHANISMS:
+            raise ValueError(f"mechanism must be one of {TABLE_MECHANISMS} with a schema, got {mechanism!r}")
+        if mechanism == "structured":
+            if given:
+                raise ValueError(
+                    f"option(s) {given} apply to the one-tree table mechanisms, not to mechanism='structured' "
+                    "(its options are structured=StructuredOptions(...)); pass mechanism='adaptive' for them"
+                )
+            if not public_size:
+                raise ValueError("mechanism='structured' needs public_size=True; pass mechanism='adaptive' for a private size")
+            if placement != "uniform":
+                raise ValueError("mechanism='structured' places points uniformly: leave placement unset")
+            return synthesize_table(
+                X, epsilon, schema, columns, accept_data_derived_schema=accept_data_derived_schema,
+                structured=True if structured is None else structured,
+            )
+        if structured is not None:
+            raise ValueError("structured applies only to mechanism='structured'")
         return synthesize_table(
             X, epsilon, schema, columns, mechanism=mechanism, epsilon_select=epsilon_select,
             depth=depth, placement=placement, public_size=public_size, epsilon_size=epsilon_size,
             split_order=split_order, consistency=consistency, threshold=threshold, score=score,
-            accept_data_derived_schema=accept_data_derived_schema,
+            accept_data_derived_schema=accept_data_derived_schema, delta=delta,
         )
     if accept_data_derived_schema:
         raise ValueError("accept_data_derived_schema applies only with a schema")
+    if structured is not None:
+        raise ValueError("structured applies only with a schema")
+    mechanism = "adaptive" if mechanism is None else mechanism
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if mechanism in ("pmm", "privtree") and (consistency, threshold) != (None, None):
@@ -364,7 +403,7 @@ def synthesize(
     try:
         if delta is not None:
             meas, rho = _approx_measurement(
-                d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post, score
+                d, n, eps, delta, box, mechanism, epsilon_select, depth, placement, post, score, order
             )
         else:
             meas = _synthesis_measurement(
@@ -414,6 +453,7 @@ def _approx_measurement(
     placement: str,
     post: tuple[str, float] = ("paper", 0.0),
     score: str = "paper",
+    order: Any = None,
 ) -> tuple[Measurement, float]:
     """The ``(eps, delta)`` measurement of :func:`synthesize` (public size) and its ``rho``: the
     zCDP variant at ``rho = rho_for_approx_dp(eps, delta)`` converted by OpenDP
@@ -434,16 +474,20 @@ def _approx_measurement(
         rho_sel, rho_main = _split(rho, share)
         meas = make_adaptive_pruned_pmm(
             domain, metric, rho_sel, rho_main, bounds=bounds, placement=placement, output_measure=zcdp,
-            consistency=post[0], threshold=post[1], score=score,
+            consistency=post[0], threshold=post[1], score=score, split_order=order,
         )
     else:
         r = ambient_depth(eps, n) if depth is None else depth
+        if order is not None:
+            r = min(r, order.max_depth)
         scales = zcdp_schedule(d, rho, r, s=d)
+        axes = None if order is None else order.axes_to(r)
         if mechanism == "pruned":
             meas = make_pruned_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp,
-                                   consistency=post[0], threshold=post[1])
+                                   consistency=post[0], threshold=post[1], axes=axes)
         else:
-            meas = make_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp)
+            meas = make_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp,
+                            axes=axes)
     return make_approx_dp(meas, delta), rho
 
 

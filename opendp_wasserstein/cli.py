@@ -426,8 +426,11 @@ def _parser() -> argparse.ArgumentParser:
     from opendp_wasserstein.tables import cli as tables_cli
 
     tables_cli.add_synth_options(syn, source)  # --schema right after --bounds: one usage group
-    syn.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm", "privtree"], default="adaptive",
-                     help="Adaptive Pruned-PMM, Pruned-PMM, full PMM or PrivTree (default %(default)s)")
+    syn.add_argument("--mechanism", choices=["structured", "adaptive", "pruned", "pmm", "privtree"], default=None,
+                     help="with --schema: structured (the default with a public row count and pure DP: a DP "
+                     "first look at every column, quantile encoding, chosen split orders, calibration) or one "
+                     "tree over the table's hierarchy; Adaptive Pruned-PMM (the default otherwise), "
+                     "Pruned-PMM, full PMM or PrivTree")
     syn.add_argument("--epsilon-select", type=float, default=None, help="adaptive: selection budget (default 20%% of epsilon)")
     syn.add_argument("--placement", choices=["uniform", "center"], default="uniform",
                      help="synthetic points uniform in their cell or at its centre (default %(default)s)")
@@ -444,7 +447,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     syn.add_argument("--delta", type=float, default=None,
                      help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "
-                     "(with --bounds, numeric columns, public row count; default: pure epsilon-DP)")
+                     "(public row count; with --schema on the table's one hierarchy, --mechanism adaptive, "
+                     "pruned or pmm; default: pure epsilon-DP)")
     syn.add_argument("--columns", help="comma-separated subset of columns (default all)")
     syn.add_argument("--seed", type=int, default=None, help=_SEED_HELP)
     syn.add_argument(
@@ -594,10 +598,17 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.delta is not None:
                 if not (np.isfinite(args.delta) and 0 < args.delta < 1):
                     raise CliError("--delta must be in (0, 1)")
-                if args.scheduler or args.schema or args.private_size or not args.bounds:
-                    raise CliError("--delta needs --bounds (numeric columns) and a public row count; "
-                                   "it is not supported with --schema, --scheduler or --private-size")
-                summary = run_synth(args)
+                if args.scheduler or args.private_size:
+                    raise CliError("--delta needs a public row count; it is not supported with --scheduler or --private-size")
+                if args.mechanism in ("structured", "privtree"):
+                    raise CliError(f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
+                                   "--mechanism adaptive, pruned or pmm")
+                if args.schema:
+                    from opendp_wasserstein.tables.cli import run_synth_table
+
+                    summary = run_synth_table(args)
+                else:
+                    summary = run_synth(args)
             elif args.scheduler:
                 from opendp_wasserstein.distributed.cli import run_synth as run_synth_dask
 

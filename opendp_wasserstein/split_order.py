@@ -43,7 +43,11 @@ import numpy as np
 
 from opendp_wasserstein.hierarchy import MAX_BITS_PER_COORD, check_axes
 
-__all__ = ["SplitOrder", "category_levels"]
+__all__ = ["SplitOrder", "category_levels", "METRICS"]
+
+#: the metrics a split order's diameter profile can be for: ``"max"`` (the table metric, the
+#: maximum over coordinates) and ``"gower"`` (the mean over columns of each column's distance)
+METRICS = ("max", "gower")
 
 
 def category_levels(cells: int) -> int:
@@ -59,6 +63,12 @@ class SplitOrder:
         depth the order supports (no coordinate more than 52 times)
     :param cells: per coordinate, the number of categories of a discrete coordinate, 0 for a
         numeric one
+    :param groups: per coordinate, the table column it belongs to (``0 .. k-1``; default: one
+        column per coordinate), read by the Gower profile
+    :param metric: ``"max"`` (default: the table metric, the maximum over coordinates) or
+        ``"gower"``: the mean over the ``k`` columns of each column's distance, a column's
+        distance being the largest over its coordinates (a nullable numeric column: 1 if the
+        is-missing indicators differ, else the numeric distance); see :doc:`/proofs/gower`
 
     :example:
 
@@ -72,6 +82,8 @@ class SplitOrder:
 
     axes: tuple[int, ...]
     cells: tuple[int, ...]
+    groups: tuple[int, ...] | None = None
+    metric: str = "max"
 
     def __post_init__(self) -> None:
         cells = tuple(self.cells)
@@ -86,6 +98,13 @@ class SplitOrder:
         check_axes(axes, len(cells), len(axes))
         object.__setattr__(self, "axes", tuple(int(a) for a in axes))
         object.__setattr__(self, "cells", tuple(int(k) for k in cells))
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+        if self.groups is not None:
+            groups = tuple(int(g) for g in self.groups)
+            if len(groups) != len(cells) or min(groups) < 0 or set(groups) != set(range(max(groups) + 1)):
+                raise ValueError("groups must give one column index per coordinate, numbered 0 .. k-1")
+            object.__setattr__(self, "groups", groups)
 
     @property
     def d(self) -> int:
@@ -119,10 +138,17 @@ class SplitOrder:
         levels = np.array([category_levels(k) for k in self.cells])
         discrete = np.array([k > 0 for k in self.cells])
         b = np.zeros(self.d, dtype=np.int64)
+        groups = np.asarray(self.groups if self.groups is not None else range(self.d), dtype=np.int64)
+        k = int(groups.max()) + 1
         out = []
         for j in range(depth + 1):  # one pass per level (public)
             side = np.where(discrete, (b < levels).astype(np.float64), np.ldexp(1.0, -b))
-            out.append(float(side.max()))
+            if self.metric == "max":
+                out.append(float(side.max()))
+            else:  # gower: the mean over columns of each column's largest side
+                per_column = np.zeros(k)
+                np.maximum.at(per_column, groups, side)
+                out.append(float(per_column.mean()))
             if j < depth:
                 b[self.axes[j]] += 1
         return tuple(out)

@@ -362,7 +362,6 @@ def test_synthesize_delta_not_a_number():
     "kwargs,match",
     [
         ({"public_size": False}, "delta needs public_size=True"),
-        ({"split_order": "cyclic"}, "delta is not supported with split_order"),
     ],
 )
 def test_synthesize_delta_unsupported_paths(kwargs, match):
@@ -371,12 +370,28 @@ def test_synthesize_delta_unsupported_paths(kwargs, match):
         synthesize(x, 1.0, bounds=(0, 1), delta=1e-9, **kwargs)
 
 
-def test_synthesize_delta_with_schema_is_refused():
+def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
+    """``delta`` with a schema was refused; it now runs the zCDP one-tree mechanisms on the
+    table's split order (the structured release is pure DP and refuses it by name)."""
+    import pandas as pd
+
+    from opendp_wasserstein.split_order import SplitOrder
     from opendp_wasserstein.tables import Schema
 
-    schema = Schema.from_json({"a": [0, 1]})
-    with pytest.raises(ValueError, match="delta is not supported with a schema"):
-        synthesize(np.zeros((10, 1)), 1.0, schema=schema, delta=1e-9)
+    schema = Schema.from_json({"columns": {"a": {"type": "float", "bounds": [0, 1]},
+                                           "c": {"type": "categorical", "categories": ["x", "y", "z"]}}})
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.uniform(size=400), "c": rng.choice(["x", "y"], 400).astype(object)})
+    for mech in (None, "adaptive", "pruned", "pmm"):
+        out, report = synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism=mech)
+        assert report.delta == 1e-9 and report.epsilon <= 1.0 and report.mechanism == (mech or "adaptive")
+        assert set(out["c"]) <= {"x", "y", "z"} and out["a"].between(0, 1).all()
+    with pytest.raises(ValueError, match="structured"):
+        synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism="structured")
+    # and a split order with delta on plain arrays
+    x = rng.uniform(size=(300, 2))
+    _, report = synthesize(x, 1.0, bounds=(0, 1), delta=1e-9, split_order=SplitOrder((1, 0) * 20, (0, 0)))
+    assert report.delta == 1e-9 and report.epsilon <= 1.0
 
 
 def test_synthesize_score_option():

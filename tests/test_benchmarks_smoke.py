@@ -98,6 +98,18 @@ def test_table_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, colu
 
 
 @pytest.mark.slow
+def test_structured_tables_benchmark_quick(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_tables_structured.py"), "--quick", "--out", str(tmp_path)],
+        cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = _rows(tmp_path / "bench_tables_structured.csv")
+    assert {(r["table"], r["mech"]) for r in rows} >= {("mixed-3k", "structured"), ("mixed-3k", "marginals")}
+    assert all(0 <= float(r["tvd1"]) <= 1 and 0 <= float(r["gower"]) <= 1 for r in rows)
+
+
+@pytest.mark.slow
 def test_table_candidates_benchmark_runs() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_tables_candidates.py"), "--tables", "penguins",

@@ -439,7 +439,8 @@ def test_synth_delta_certifies_the_pair(data, capsys, mechanism):
     [
         (["--delta", "0"], "--delta must be in \\(0, 1\\)"),
         (["--delta", "1"], "--delta must be in \\(0, 1\\)"),
-        (["--delta", "1e-9", "--private-size"], "--delta needs --bounds"),
+        (["--delta", "1e-9", "--private-size"], "--delta needs a public row count"),
+        (["--delta", "1e-9", "--mechanism", "structured"], "pure DP only"),
     ],
 )
 def test_synth_delta_errors(data, capsys, extra, match):

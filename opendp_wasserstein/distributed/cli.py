@@ -88,10 +88,12 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     lower, upper = read_bounds(args.bounds, header, subset=bool(_columns(args)))
     if os.path.exists(args.output):
         raise CliError(f"output {args.output!r} exists: choose a new directory")
+    if args.mechanism == "structured":
+        raise CliError("--mechanism structured releases tables in memory (--schema); not with --scheduler")
     with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
         rel, report = synthesize_on_dask(
             args.input, args.epsilon, args.output, {"lower": lower, "upper": upper},
-            mechanism=args.mechanism, epsilon_select=args.epsilon_select, placement=args.placement,
+            mechanism=args.mechanism or "adaptive", epsilon_select=args.epsilon_select, placement=args.placement,
             public_size=not args.private_size, client=client, columns=header, parts=args.parts,
             progress=_show_progress(args), consistency=args.consistency, score=args.score,
         )

@@ -73,6 +73,11 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
         "diameter falls fastest) or cyclic (one column after the other); public, no privacy cost",
     )
     syn.add_argument(
+        "--marginal-share", type=float, default=None,
+        help="structured: the share of epsilon for the DP first look at every column (default 0.25); "
+        "a larger share gives better 1-way marginals, a smaller one more joint structure",
+    )
+    syn.add_argument(
         DERIVED_FLAG, action="store_true",
         help="release even though the schema still has bounds or categories read off the data "
         "(derived_from_data: true); those are NOT private",
@@ -244,19 +249,44 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
     from opendp_wasserstein.cli import _seeded
 
+    private_size = bool(getattr(args, "private_size", False))
+    delta = getattr(args, "delta", None)
+    share = getattr(args, "marginal_share", None)
+    tree_flags = {"--epsilon-select": args.epsilon_select, "--split-order": args.split_order,
+                  "--consistency": args.consistency, "--score": args.score, "--delta": delta}
+    given = [k for k, v in tree_flags.items() if v is not None]
+    if args.placement != "uniform":
+        given.append("--placement")
+    if private_size:
+        given.append("--private-size")
+    mechanism = args.mechanism or ("adaptive" if given else "structured")
+    if share is not None and mechanism != "structured":
+        raise _fail("--marginal-share applies only to --mechanism structured")
+    if mechanism == "structured":
+        if given:
+            raise _fail(f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, pruned, "
+                        "pmm, privtree), not to --mechanism structured")
+        from opendp_wasserstein.tables.pipeline import StructuredOptions
+
+        try:
+            options = StructuredOptions() if share is None else StructuredOptions(marginal_share=share)
+        except ValueError as e:
+            raise _fail(f"--{str(e).replace('_', '-')}") from None
+        kwargs: dict[str, Any] = {"structured": options}
+    else:
+        kwargs = {"epsilon_select": args.epsilon_select, "placement": args.placement,
+                  "public_size": not private_size, "split_order": args.split_order,
+                  "consistency": args.consistency, "score": args.score, "delta": delta}
     with _seeded(args.seed):
         out, report = synthesize(
-            table, args.epsilon, schema=schema, columns=names, mechanism=args.mechanism,
-            epsilon_select=args.epsilon_select, placement=args.placement,
-            public_size=not getattr(args, "private_size", False),
-            split_order=args.split_order, consistency=args.consistency, score=args.score,
+            table, args.epsilon, schema=schema, columns=names, mechanism=mechanism,
             accept_data_derived_schema=bool(derived),  # checked above, by name
+            **kwargs,
         )
     delim = None
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":
         delim = args.delimiter or detect_delimiter(args.input)
     write_file(out, args.output, delimiter=delim)
-    private_size = bool(getattr(args, "private_size", False))
     summary = {
         "command": "synth", "input": args.input, "output": args.output,
         "rows_in": None if private_size else table.num_rows,  # nothing read off a private n
@@ -265,6 +295,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         "epsilon_schema": report.details["epsilon_schema"], "depth": report.depth,
         "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
         "data_derived_schema": derived, "split_order": report.details["split_order"],
+        "delta_certified": report.delta, "quality": report.details.get("quality"),
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
@@ -272,12 +303,21 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         from opendp_wasserstein.cli import _unit
 
         unit = _unit(private_size)
-        print(f"certified epsilon ({unit}): {report.epsilon}{extra}")
+        pair = f"{report.epsilon}, delta {report.delta}" if report.delta is not None else f"{report.epsilon}"
+        print(f"certified epsilon ({unit}): {pair}{extra}")
         if derived:
             print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
         print(f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes, "
               f"split order {report.details['split_order']}")
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
+        if report.details.get("quality") is not None:
+            print(f"quality (no privacy cost): the joint release's 1-way marginals are {report.details['quality']:.3f} "
+                  "TVD from the DP marginals, mean over columns (0 is best; "
+                  f"worst: {', '.join(report.details['quality_worst'])})")
+        elif report.mechanism == "structured":
+            print("quality: columns released independently from their DP marginals (n * epsilon too small for joint structure)")
+        if report.details.get("quality_poor"):
+            print(f"WARNING: {report.details['quality_warning']}", file=sys.stderr)
         print(f"wrote {report.size} synthetic rows to {args.output}")
     return summary
 

@@ -90,6 +90,10 @@ def synthesize_table(
     check_derived(sub, accept_data_derived_schema)
     enc = TableEncoding(sub)
     points = enc.encode(cols)
+    structured = kwargs.pop("structured", None)
+    if structured is not None and structured is not False:
+        options = None if structured is True else structured
+        return _structured(points, epsilon, sub, enc, info, schema, options, kwargs)
     order = kwargs.pop("split_order", None)
     split = enc.split_order("discrete-first" if order is None else order)
     synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), split_order=split, **kwargs)
@@ -99,6 +103,61 @@ def synthesize_table(
                "axes": [f"{a.column}:{a.role}" for a in enc.axes],
                "split_order": "discrete-first" if order is None else order}
     return out, replace(report, epsilon=total, details=details)
+
+
+def _structured(
+    points: Any, epsilon: float, sub: Schema, enc: TableEncoding, info: Any, schema: Schema, options: Any,
+    kwargs: dict[str, Any],
+) -> tuple[Any, Any]:
+    """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) of encoded points."""
+    import time
+
+    import opendp.prelude as dp
+    from opendp.mod import assert_features
+
+    from opendp_wasserstein import runtime
+    from opendp_wasserstein.api import SynthesisReport
+    from opendp_wasserstein.parameters import check_epsilon
+    from opendp_wasserstein.tables.pipeline import make_structured_synthesis
+
+    unknown = {k: v for k, v in kwargs.items() if v is not None and k not in ("mechanism", "public_size", "placement")}
+    if unknown:
+        raise ValueError(f"option(s) {sorted(unknown)} do not apply to the structured table release")
+    if kwargs.get("mechanism", "adaptive") != "adaptive":
+        raise ValueError("the structured table release is adaptive: pass structured=False for other mechanisms")
+    if kwargs.get("public_size", True) is not True:
+        raise ValueError("the structured table release needs public_size=True")
+    assert_features("contrib")
+    eps = check_epsilon(epsilon)
+    n = points.shape[0]
+    if n < 1:
+        raise ValueError("the table must have at least one row (the size is public)")
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
+    meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, eps, options)
+    t0 = time.perf_counter()
+    with runtime.diagnostics() as records:
+        y = meas(points)
+    seconds = time.perf_counter() - t0
+    details: dict[str, Any] = {}
+    for r in records:
+        details |= r
+    certified = meas.map(1)
+    out = write_table(enc.decode(y), sub, info)
+    total = round_up(Fraction(certified) + Fraction(schema.epsilon_spent))
+    details |= {"epsilon_release": certified, "epsilon_schema": schema.epsilon_spent,
+                "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+                "split_order": (f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
+                                if details.get("joint") else "independent columns")}
+    if details.get("quality_poor"):
+        import warnings
+
+        warnings.warn(str(details["quality_warning"]), UserWarning, stacklevel=3)
+    report = SynthesisReport(
+        mechanism="structured", epsilon=total, depth=int(details.pop("depth", 0)),
+        scales=tuple(details.pop("scales", ())), visited_nodes=int(details.pop("visited_nodes", 0)),
+        size=int(y.shape[0]), seconds=seconds, details=details,
+    )
+    return out, report
 
 
 def select_table_candidates(

@@ -52,8 +52,12 @@ def test_synth_on_a_real_mixed_table(real, fmt, split_order, capsys):
         args += ["--split-order", split_order]
     assert main(args) == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
-    assert summary["epsilon_certified"] == 1.0
-    assert summary["split_order"] == (split_order or "discrete-first")
+    assert 1.0 - 1e-12 <= summary["epsilon_certified"] <= 1.0  # the first look's float sums: a few ulps short
+    if split_order:  # a one-tree option: the adaptive mechanism on the table's hierarchy
+        assert summary["split_order"] == split_order and summary["mechanism"] == "adaptive"
+    else:  # the default: the structured release (small tables: independent DP columns)
+        assert summary["mechanism"] == "structured"
+        assert summary["split_order"] in ("independent columns",) or summary["split_order"].startswith("gower")
     schema = Schema.from_json(str(tmp / "schema.json"))
     original, back = read_file(str(src), schema=schema), read_file(str(out), schema=schema)
     # the same header, and dtypes that round-trip through the file (read with the schema: a

@@ -1,0 +1,128 @@
+r"""Calibration of a synthetic table to the DP marginals: post-processing, no privacy cost.
+
+Both inputs are DP releases (the joint synthetic points and the first look,
+:class:`~opendp_wasserstein.tables.marginals.TableMarginals`), so whatever this module does with
+them is post-processing.
+
+* **Numeric columns: rank matching.**  Within each numeric column, the synthetic values'
+  ranks (ties broken at random) are mapped onto the DP marginal's quantiles: the row of rank
+  ``i`` of ``m`` present rows gets the released quantile at ``(i + 1/2) / m``
+  (:meth:`~opendp_wasserstein.tables.marginals.TableMarginals.quantiles`).  The column's 1-way
+  marginal becomes the DP release's (up to the ``1/m`` grid), and every joint rank relation of
+  the synthetic rows is kept (a monotone map of each column).  Quantiles lie in ``[0, 1]``, so
+  the values decode within the public bounds.
+* **Categorical columns and is-missing indicators: fewest re-labels.**  The target counts are
+  the released frequencies times ``m``, rounded by largest remainder; a category holding more
+  rows than its target gives up the surplus (rows chosen at random), and those rows take the
+  categories short of their targets.  This is the least number of changed labels that reaches
+  the target counts.  A row made missing gets the value coordinate ``1/2`` (the encoding's);
+  a row made present gets a value by the rank matching that follows.
+
+Every output point decodes to a declared category, a value within the bounds and a null only in
+a nullable column (the points stay in ``[0, 1]^D`` on the encoding's cells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
+from opendp_wasserstein.tables.marginals import TableMarginals
+
+__all__ = ["calibrate", "largest_remainder", "CALIBRATE_KINDS"]
+
+#: what :func:`calibrate` may match: numeric columns, categorical columns, is-missing indicators
+CALIBRATE_KINDS = ("numeric", "category", "missing")
+
+
+def largest_remainder(frequencies: np.ndarray, m: int) -> np.ndarray:
+    """Integer counts summing to ``m`` closest to ``frequencies * m`` (largest remainder)."""
+    f = np.clip(np.asarray(frequencies, dtype=np.float64), 0.0, None)
+    f = f / f.sum() if f.sum() > 0 else np.full(len(f), 1.0 / len(f))
+    raw = f * m
+    out = np.floor(raw).astype(np.int64)
+    short = int(m - out.sum())
+    if short > 0:
+        out[np.argsort(-(raw - out), kind="stable")[:short]] += 1
+    return out
+
+
+def _relabel(codes: np.ndarray, target: np.ndarray, rng: RandomSource) -> np.ndarray:
+    """``codes`` with the fewest entries changed so that their counts are ``target``."""
+    k = len(target)
+    counts = np.bincount(codes, minlength=k)
+    surplus = counts - target
+    if not np.any(surplus):
+        return codes
+    out = codes.copy()
+    key = rng.uniform(len(codes))
+    freed: list[np.ndarray] = []
+    for c in np.flatnonzero(surplus > 0):  # a loop over categories (public), not rows
+        rows = np.flatnonzero(codes == c)
+        freed.append(rows[np.argsort(key[rows], kind="stable")[: surplus[c]]])
+    free = np.concatenate(freed)
+    free = free[np.argsort(key[free], kind="stable")]
+    new = np.repeat(np.flatnonzero(surplus < 0), -surplus[surplus < 0])
+    out[free] = new
+    return out
+
+
+def _rank_match(u: np.ndarray, marginals: TableMarginals, c: int, rng: RandomSource) -> np.ndarray:
+    """``u``'s ranks (random ties) mapped onto column ``c``'s released quantiles."""
+    m = len(u)
+    if m == 0:
+        return u
+    order = np.lexsort((rng.uniform(m), u))
+    out = np.empty(m)
+    out[order] = marginals.quantiles(c, (np.arange(m) + 0.5) / m)
+    return out
+
+
+def calibrate(
+    points: np.ndarray,
+    enc: TableEncoding,
+    marginals: TableMarginals,
+    rng: RandomSource,
+    kinds: Sequence[str] = CALIBRATE_KINDS,
+) -> np.ndarray:
+    """The synthetic points (encoded, in the table's cube) matched to the DP marginals.
+
+    :param points: ``(m, D)`` synthetic points of the encoding (a DP release; not modified;
+        clipped into the cube, NaN read as 1/2 as the decoding does)
+    :param enc: the encoding
+    :param marginals: the DP first look
+    :param rng: the randomness of the tie-breaks and re-labels
+    :param kinds: which of :data:`CALIBRATE_KINDS` to match
+    :return: a new ``(m, D)`` array
+    """
+    bad = [k for k in kinds if k not in CALIBRATE_KINDS]
+    if bad:
+        raise ValueError(f"kinds must be among {CALIBRATE_KINDS}, got {bad}")
+    out = np.clip(np.nan_to_num(np.array(points, dtype=np.float64, copy=True), nan=0.5), 0.0, 1.0)
+    m = out.shape[0]
+    for c, (p, freq, miss) in enumerate(zip(marginals.plans, marginals.masses, marginals.missing, strict=True)):
+        if p.kind == "category":
+            if "category" in kinds and m:
+                b = category_boundaries(p.cells)
+                codes = enc._lookup(out[:, p.value_axis], p.cells)
+                new = _relabel(codes, largest_remainder(freq, m), rng)
+                changed = new != codes
+                out[changed, p.value_axis] = ((b[:-1] + b[1:]) / 2)[new[changed]]
+            continue
+        if p.missing_axis is not None:
+            ma = p.axes[p.missing_axis]
+            codes = (out[:, ma] >= 0.5).astype(np.int64)
+            if "missing" in kinds and m:
+                new = _relabel(codes, largest_remainder(np.array([1.0 - miss, miss]), m), rng)
+                out[:, ma] = np.where(new == 1, 0.75, 0.25)
+                out[new == 1, p.value_axis] = 0.5
+                codes = new
+            present = codes == 0
+        else:
+            present = np.ones(m, dtype=bool)
+        if "numeric" in kinds:
+            out[present, p.value_axis] = _rank_match(out[present, p.value_axis], marginals, c, rng)
+    return out

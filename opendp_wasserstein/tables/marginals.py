@@ -1,0 +1,451 @@
+r"""The private first look at a table: every column's 1-D marginal, and the public-after-DP
+metadata built from it.
+
+:func:`make_table_marginals` is one OpenDP measurement on the encoded points of a table
+(:func:`~opendp_wasserstein.tables.make_table_encoding`): per column, the noisy counts of a
+fixed public tree over the column's axis: a categorical column's categories; a numeric
+column's equal cells of its public range (one per value for a narrow int column), then groups
+of :data:`BRANCHING` of them up to the top (the root is the public size); a nullable column's
+missing rows as one more count on every level.  Each level is :func:`make_level_counts` (every
+record in exactly one count: ``l1`` stability 2 per replacement) ``>>`` OpenDP's
+``then_laplace`` (discrete Laplace); every level of every column composed by OpenDP's
+``make_composition``, whose map is the sum (:doc:`/proofs/table_marginals`).
+
+The release is post-processed into :class:`TableMarginals` (generalised least squares on each
+tree, :func:`tree_estimate`): per column the released leaf probabilities and the share of
+missing rows.  Everything built from it is a function of a DP release, so it is public: the
+quantile encoding (:class:`QuantileMaps`, every numeric axis mapped by its DP CDF so that each
+dyadic split halves the released mass), the column weights of the split orders
+(:mod:`~opendp_wasserstein.tables.orders`), the calibration targets
+(:mod:`~opendp_wasserstein.tables.calibration`) and the quality figure
+(:mod:`~opendp_wasserstein.tables.quality`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
+
+from opendp_wasserstein._compat import make_transformation
+from opendp_wasserstein.data import check_data_domain, check_metric, validate_data
+from opendp_wasserstein.exact import round_down, round_up
+from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
+
+__all__ = [
+    "ColumnPlan",
+    "column_plans",
+    "column_leaves",
+    "tree_levels",
+    "make_level_counts",
+    "level_scales",
+    "make_table_marginals",
+    "tree_estimate",
+    "project_groups",
+    "TableMarginals",
+    "QuantileMaps",
+    "make_quantile_encoding",
+    "BRANCHING",
+]
+
+#: the branching factor of a numeric column's count tree (Qardaji, Yang, Li 2013: about 16
+#: minimises the error of range counts)
+BRANCHING = 16
+
+#: the most levels of a numeric column's count tree (16^3 = 4096 leaves)
+MAX_LEVELS = 3
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """One column of the encoding.
+
+    :param name: the column
+    :param axes: its axes in the encoding (the is-missing axis first when nullable)
+    :param kind: ``"numeric"`` or ``"category"``
+    :param cells: categories of the category axis (0 for a numeric column)
+    :param missing_axis: the position in ``axes`` of the is-missing axis, or None
+    """
+
+    name: str
+    axes: tuple[int, ...]
+    kind: str
+    cells: int = 0
+    missing_axis: int | None = None
+
+    @property
+    def value_axis(self) -> int:
+        """The axis (in the encoding) holding the value or the category."""
+        return self.axes[-1]
+
+
+def column_plans(enc: TableEncoding) -> tuple[ColumnPlan, ...]:
+    """The columns of an encoding with their axes (public: the schema alone)."""
+    out: list[ColumnPlan] = []
+    j = 0
+    for name, _spec in enc.schema.items():
+        a = enc.axes[j]
+        if a.role == "category":
+            out.append(ColumnPlan(name, (j,), "category", a.cells))
+            j += 1
+        elif a.role == "missing":
+            out.append(ColumnPlan(name, (j, j + 1), "numeric", 0, 0))
+            j += 2
+        else:
+            out.append(ColumnPlan(name, (j,), "numeric"))
+            j += 1
+    return tuple(out)
+
+
+def _identity(d_in: Any) -> int:
+    if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)) or d_in < 0:
+        raise ValueError("d_in must be a non-negative integer")
+    return int(d_in)
+
+
+def column_leaves(plan: ColumnPlan, spec: Any, n: int, epsilon: float, max_levels: int = MAX_LEVELS) -> int:
+    """The leaves of a column's count tree, from public values only: the categories; otherwise
+    ``16^K`` equal cells of the public range, ``K = floor(log16(n eps / 16)) + 1`` within
+    ``[1, max_levels]`` (a finer level once ``n eps`` reaches 256, then 4096), or
+    for an int column with at most ``16^K`` values one leaf per value."""
+    if plan.kind == "category":
+        return plan.cells
+    k = int(np.clip(np.floor(np.log(max(2.0, n * epsilon / BRANCHING)) / np.log(BRANCHING)) + 1, 1, max_levels))
+    if spec.type == "int" and spec.upper - spec.lower + 1 <= BRANCHING**k:
+        return int(spec.upper - spec.lower + 1)
+    return int(BRANCHING**k)
+
+
+def tree_levels(leaves: int, kind: str) -> tuple[int, ...]:
+    """The node counts of the tree's released levels, finest first: the leaves, then groups of
+    :data:`BRANCHING` consecutive nodes while more than :data:`BRANCHING` are left (a
+    categorical column: the leaves only).  The root is the public size and is not released."""
+    out = [int(leaves)]
+    if kind == "category":
+        return tuple(out)
+    while out[-1] > BRANCHING:
+        out.append(-(-out[-1] // BRANCHING))
+    return tuple(out)
+
+
+def _leaf_index(values: np.ndarray, leaves: int) -> np.ndarray:
+    return np.clip(np.floor(values * leaves), 0, leaves - 1).astype(np.int64)
+
+
+def make_level_counts(
+    input_domain: Domain, input_metric: Metric, plan: ColumnPlan, leaves: int, level: int
+) -> Transformation:
+    r"""The counts of one level of a column's tree: a Transformation from the encoded points to
+    an ``i64`` vector in ``l1_distance`` (the level's node counts, then, for a nullable numeric
+    column, the count of missing rows).
+
+    Every record is counted in exactly one entry (a node of the level, or the missing count), so
+    replacing a record changes the vector by at most 2 in ``l1`` and adding or removing one by
+    1: stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=D, T=float)`` (encoded points)
+    :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
+    :param plan: the column
+    :param leaves: the tree's leaves (:func:`column_leaves`)
+    :param level: ``0`` (the leaves) .. ``len(tree_levels(leaves)) - 1``
+    """
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    kind = check_metric(input_metric, n)
+    sizes = tree_levels(leaves, plan.kind)
+    if not 0 <= level < len(sizes):
+        raise ValueError(f"level must be in [0, {len(sizes) - 1}]")
+    group = BRANCHING**level
+    size = sizes[level]
+    width = size + (1 if plan.missing_axis is not None else 0)
+    bounds = category_boundaries(plan.cells) if plan.kind == "category" else None
+
+    def function(x: np.ndarray) -> list[int]:
+        x = validate_data(x, d, n, nan=False)
+        if bounds is not None:
+            idx = np.clip(np.searchsorted(bounds, x[:, plan.value_axis], side="right") - 1, 0, plan.cells - 1)
+        else:
+            idx = _leaf_index(x[:, plan.value_axis], leaves) // group
+        if plan.missing_axis is not None:
+            idx = np.where(x[:, plan.axes[plan.missing_axis]] >= 0.5, size, idx)
+        return np.bincount(idx, minlength=width).tolist()  # type: ignore[no-any-return]
+
+    def stability(d_in: Any) -> int:
+        return 2 * _identity(d_in) if kind == "change_one" else _identity(d_in)
+
+    return make_transformation(
+        input_domain, input_metric, dp.vector_domain(dp.atom_domain(T="i64"), size=width),
+        dp.l1_distance(T="i64"), function, stability,
+    )
+
+
+#: the share of a column's budget spent on its coarsest level when it has more than one (the
+#: 16 cells that the 1-way marginals are read at; the finer levels share the rest equally)
+TOP_SHARE = Fraction(3, 4)
+
+
+def level_scales(epsilon: float, levels: int) -> tuple[float, ...]:
+    """The discrete Laplace scales of a column's ``levels`` levels, finest first: with one level
+    ``2 / epsilon``; otherwise ``2 / (TOP_SHARE epsilon)`` on the coarsest and ``2 (levels - 1) /
+    ((1 - TOP_SHARE) epsilon)`` on each finer one, each rounded up, so that the levels cost at
+    most ``epsilon`` in all per replacement (each level's vector moves by 2 in ``l1``)."""
+    eps = Fraction(epsilon)
+    if levels == 1:
+        return (round_up(2 / eps),)
+    fine = round_up(Fraction(2 * (levels - 1)) / ((1 - TOP_SHARE) * eps))
+    return (fine,) * (levels - 1) + (round_up(2 / (TOP_SHARE * eps)),)
+
+
+def _column_trees(
+    enc: TableEncoding, n: int, epsilon: float, max_levels: int = MAX_LEVELS
+) -> list[tuple[ColumnPlan, int, tuple[int, ...], tuple[float, ...]]]:
+    """Per column: its plan, leaves, level sizes and Laplace scales (public values only)."""
+    plans = column_plans(enc)
+    per_column = round_down(Fraction(epsilon) / len(plans))
+    out = []
+    for p in plans:
+        leaves = column_leaves(p, enc.schema[p.name], n, per_column, max_levels)
+        levels = tree_levels(leaves, p.kind)
+        out.append((p, leaves, levels, level_scales(per_column, len(levels))))
+    return out
+
+
+def make_table_marginals(
+    input_domain: Domain, input_metric: Metric, enc: TableEncoding, epsilon: float, max_levels: int = MAX_LEVELS
+) -> Measurement:
+    r"""Construct the private first look: every column's 1-D marginal at ``epsilon / k``.
+
+    Each of the ``k`` columns' trees (module docstring) has ``L`` levels at the discrete Laplace
+    scales of :func:`level_scales` (spending ``epsilon / k``), all composed by OpenDP's
+    ``make_composition``: the map is the sum of the levels' maps, at most ``epsilon`` per
+    replacement (``d_in = 1`` under ``change_one_distance``, 2 under ``symmetric_distance``).
+
+    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+
+    :param input_domain: the encoded points, ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``
+        (the size must be public: it sets the trees)
+    :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
+    :param enc: the table's encoding (public: the schema)
+    :param epsilon: the budget of the whole first look per replacement
+    :param max_levels: the most levels of a numeric column's tree (1: 16 cells, as the
+        independent-columns release uses: its marginals are read at that resolution)
+    :return: a Measurement releasing the list of noisy count vectors, column by column, finest
+        level first (:meth:`TableMarginals.from_release` reads it)
+
+    :example:
+
+    >>> import numpy as np, opendp.prelude as dp
+    >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn, TableEncoding
+    >>> from opendp_wasserstein.tables.marginals import make_table_marginals
+    >>> dp.enable_features("contrib")
+    >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 1)), "c": CategoricalColumn(categories=("a", "b"))}))
+    >>> dom = dp.numpy.array2_domain(num_columns=2, size=1000, T=float, nan=False)
+    >>> meas = make_table_marginals(dom, dp.change_one_distance(), enc, 0.5)
+    >>> meas.map(1) <= 0.5
+    True
+    """
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("make_table_marginals needs a sized input_domain (a public n)")
+    if d != enc.dimension:
+        raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
+    check_epsilon(epsilon)
+    parts = [
+        make_level_counts(input_domain, input_metric, p, leaves, j) >> dp.m.then_laplace(scales[j])
+        for p, leaves, levels, scales in _column_trees(enc, n, epsilon, max_levels)
+        for j in range(len(levels))
+    ]
+    return dp.c.make_composition(parts)
+
+
+def project_groups(values: np.ndarray, groups: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Each group's entries of ``values`` projected (in Euclidean distance) onto the simplex
+    ``{x >= 0, sum x = total}`` of its group: ``x = max(v - theta, 0)`` with the group's
+    ``theta`` (Held, Wolfe, Crowder 1974).  Vectorised over groups: ``groups`` is each entry's
+    group index (non-decreasing), ``totals`` one non-negative total per group."""
+    v = np.asarray(values, dtype=np.float64)
+    g = np.asarray(groups, dtype=np.int64)
+    t = np.asarray(totals, dtype=np.float64)
+    k = len(t)
+    size = np.bincount(g, minlength=k)
+    width = int(size.max()) if len(size) else 0
+    start = np.concatenate(([0], np.cumsum(size)[:-1]))
+    pos = np.arange(len(v)) - start[g]
+    mat = np.full((k, width), -np.inf)
+    mat[g, pos] = v
+    srt = -np.sort(-mat, axis=1)
+    fin = np.isfinite(srt)
+    csum = np.cumsum(np.where(fin, srt, 0.0), axis=1)
+    j = np.arange(1, width + 1)
+    cond = fin & (srt - (csum - t[:, None]) / j > 0)
+    rho = np.where(cond.any(axis=1), width - 1 - np.argmax(cond[:, ::-1], axis=1), 0)
+    theta = (csum[np.arange(k), rho] - t) / (rho + 1)
+    out = np.maximum(v - theta[g], 0.0)
+    empty = t <= 0
+    out[empty[g]] = 0.0
+    return out
+
+
+def tree_estimate(noisy: Sequence[np.ndarray], total: float, variances: Sequence[float] | None = None) -> np.ndarray:
+    """Consistent, non-negative leaf masses summing to ``total`` from a tree's noisy levels
+    (finest first, groups of :data:`BRANCHING`; ``variances``: each level's noise variance,
+    default equal), the root being ``total``.  A pass up combines each node's count with its
+    children's sum by inverse variance (generalised least squares on the tree); then the top
+    level is projected onto the simplex of mass ``total`` (:func:`project_groups`: small noisy
+    counts go to 0), and top down each node's mass is split over its children in proportion to
+    their non-negative parts (uniformly if none is positive).  Post-processing of the release."""
+    levels = [np.asarray(v, dtype=np.float64) for v in noisy]
+    v = [1.0] * len(levels) if variances is None else [float(x) for x in variances]
+    z = [levels[0]]
+    var = [np.full(len(levels[0]), v[0])]
+    for j in range(1, len(levels)):  # up: one vectorised step per level
+        parent = np.arange(len(z[-1])) // BRANCHING
+        child_sum = np.bincount(parent, weights=z[-1], minlength=len(levels[j]))
+        child_var = np.bincount(parent, weights=var[-1], minlength=len(levels[j]))
+        w = child_var / (v[j] + child_var)  # the weight of the node's own count
+        z.append(w * levels[j] + (1.0 - w) * child_sum)
+        var.append(child_var * v[j] / (v[j] + child_var))
+    top = z[-1]
+    h = project_groups(top, np.zeros(len(top), dtype=np.int64), np.array([float(total)]))
+    for j in range(len(levels) - 1, 0, -1):  # down
+        parent = np.arange(len(z[j - 1])) // BRANCHING
+        pos = np.clip(z[j - 1], 0.0, None)
+        ps = np.bincount(parent, weights=pos, minlength=len(h))
+        size = np.bincount(parent, minlength=len(h))
+        h = np.where(ps[parent] > 0, pos / np.where(ps > 0, ps, 1.0)[parent], 1.0 / size[parent]) * h[parent]
+    return h
+
+
+@dataclass(frozen=True, eq=False)
+class TableMarginals:
+    """The first look's release as per-column marginals (public: a DP release).
+
+    :param plans: the columns
+    :param masses: per column, the released leaf probabilities of its present rows (summing to
+        1): a numeric column's equal cells of ``[0, 1]``, a categorical column's categories
+    :param missing: per column, the released share of missing rows (0 if not nullable)
+    :param size: the public number of rows
+    """
+
+    plans: tuple[ColumnPlan, ...]
+    masses: tuple[np.ndarray, ...]
+    missing: tuple[float, ...]
+    size: int
+
+    @classmethod
+    def from_release(
+        cls, enc: TableEncoding, release: Sequence[Any], size: int, epsilon: float, max_levels: int = MAX_LEVELS
+    ) -> TableMarginals:
+        """Post-process the list that :func:`make_table_marginals` (built with ``size``,
+        ``epsilon`` and ``max_levels``) releases."""
+        masses, missing = [], []
+        pos = 0
+        for p, _leaves, levels, scales in _column_trees(enc, size, epsilon, max_levels):
+            noisy = [np.asarray(release[pos + j], dtype=np.float64) for j in range(len(levels))]
+            pos += len(levels)
+            miss = 0.0
+            if p.missing_axis is not None:
+                miss = float(np.clip(np.mean([v[-1] for v in noisy]) / size, 0.0, 1.0))
+                noisy = [v[:-1] for v in noisy]
+            present = max(size * (1.0 - miss), 1.0)  # the tree's root, in rows
+            masses.append(tree_estimate(noisy, present, [2.0 * sc * sc for sc in scales]) / present)
+            missing.append(miss)
+        return cls(column_plans(enc), tuple(masses), tuple(missing), size)
+
+    def cdf_knots(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``c``'s released CDF of its present values on ``[0, 1]``: ``(x, F(x))`` at its
+        cell edges, linear in between."""
+        m = self.masses[c]
+        x = np.linspace(0.0, 1.0, len(m) + 1)
+        f = np.concatenate(([0.0], np.cumsum(m)))
+        return x, f / f[-1]
+
+    def quantiles(self, c: int, q: np.ndarray) -> np.ndarray:
+        """Column ``c``'s released quantiles at ``q`` (uniform within cells)."""
+        x, f = self.cdf_knots(c)
+        keep = np.concatenate(([True], np.diff(f) > 0))
+        return np.interp(np.asarray(q, dtype=np.float64), f[keep], x[keep])
+
+    def gini(self) -> np.ndarray:
+        """Per column, the released chance that two random records differ in it: ``1 - sum p^2``
+        for a categorical column; a numeric column in quantile scale: the expected ``|U - V|`` of
+        two uniform values, ``1/3``, for its present part, plus the is-missing impurity."""
+        out = []
+        for p, f, m in zip(self.plans, self.masses, self.missing, strict=True):
+            if p.kind == "category":
+                out.append(float(1.0 - np.sum(f**2)))
+            else:
+                out.append((1.0 - m) ** 2 / 3.0 + 2.0 * m * (1.0 - m))
+        return np.asarray(out)
+
+
+#: the share of the identity mixed into each quantile map, so that it is strictly increasing
+#: (every part of the public range keeps some room, also where the release put no mass)
+QUANTILE_MIX = 0.01
+
+
+@dataclass(frozen=True, eq=False)
+class QuantileMaps:
+    r"""Strictly increasing piecewise-linear maps of the numeric value axes, from DP CDFs.
+
+    Axis ``j``'s map is ``G_j(u) = (1 - lambda) F_j(u) + lambda u`` with ``F_j`` the released
+    CDF (:meth:`TableMarginals.cdf_knots`) and ``lambda`` = :data:`QUANTILE_MIX`: a bijection of
+    ``[0, 1]`` with ``G(0) = 0, G(1) = 1``, built from a DP release only (public).  Under it the
+    data's values spread about uniformly, so each dyadic split of the axis halves the mass.
+
+    :param axes: the value axes mapped (columns of the encoded points)
+    :param knots: per axis, ``(x, G(x))`` at its knots
+    """
+
+    axes: tuple[int, ...]
+    knots: tuple[tuple[np.ndarray, np.ndarray], ...]
+
+    @classmethod
+    def from_marginals(cls, marginals: TableMarginals, mix: float = QUANTILE_MIX) -> QuantileMaps:
+        """The maps of every numeric column's value axis."""
+        axes, knots = [], []
+        for c, p in enumerate(marginals.plans):
+            if p.kind != "numeric":
+                continue
+            x, f = marginals.cdf_knots(c)
+            y = (1.0 - mix) * f + mix * x
+            y[0], y[-1] = 0.0, 1.0
+            axes.append(p.value_axis)
+            knots.append((x, y))
+        return cls(tuple(axes), tuple(knots))
+
+    def forward(self, points: np.ndarray) -> np.ndarray:
+        """The points with every mapped axis through its ``G`` (a new array)."""
+        out = np.array(points, dtype=np.float64, copy=True)
+        for j, (x, y) in zip(self.axes, self.knots, strict=True):
+            out[:, j] = np.interp(np.clip(out[:, j], 0.0, 1.0), x, y)
+        return out
+
+    def inverse(self, points: np.ndarray) -> np.ndarray:
+        """The points with every mapped axis through ``G^{-1}`` (a new array)."""
+        out = np.array(points, dtype=np.float64, copy=True)
+        for j, (x, y) in zip(self.axes, self.knots, strict=True):
+            out[:, j] = np.interp(np.clip(out[:, j], 0.0, 1.0), y, x)
+        return out
+
+
+def make_quantile_encoding(input_domain: Domain, input_metric: Metric, maps: QuantileMaps) -> Transformation:
+    """The row-wise transformation ``x -> G(x)`` of :class:`QuantileMaps` (public maps, built from
+    a DP release): output row ``i`` is a function of input row ``i`` alone, so the stability is
+    ``d_out = d_in``; the domain and the metric are kept."""
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    check_metric(input_metric, n)
+    if maps.axes and max(maps.axes) >= d:
+        raise ValueError("the quantile maps are for more columns than the input domain has")
+
+    def function(x: np.ndarray) -> np.ndarray:
+        return maps.forward(validate_data(x, d, n, nan=False))
+
+    return make_transformation(input_domain, input_metric, input_domain, input_metric, function, _identity)

@@ -1,0 +1,285 @@
+r"""The structured table release as one OpenDP chain, certified by one map.
+
+``make_table_encoding >> make_structured_synthesis >> decoding``, where
+:func:`make_structured_synthesis`, on the encoded points, is OpenDP's
+``make_adaptive_composition`` of two queries:
+
+1. **the private first look** (:func:`~opendp_wasserstein.tables.marginals.make_table_marginals`,
+   a share ``marginal_share`` of ``epsilon``): every column's 1-D marginal;
+2. **the joint release built from it**: the quantile encoding of the numeric axes by their DP
+   CDFs (:func:`~opendp_wasserstein.tables.marginals.make_quantile_encoding`, a row-wise
+   transformation) ``>>`` Adaptive Pruned-PMM over a public family of Gower split orders whose
+   column weights are the DP marginals' impurities
+   (:func:`~opendp_wasserstein.tables.joint.make_order_adaptive_pmm`), with the rest of the budget;
+
+then post-processing: the inverse quantile maps and the calibration of every column to the DP
+marginals (:func:`~opendp_wasserstein.tables.calibration.calibrate`).  The quality figure
+(:func:`~opendp_wasserstein.tables.quality.marginal_agreement`) is recorded in
+:func:`opendp_wasserstein.runtime.diagnostics`.
+
+**Small tables.**  When ``n * epsilon`` is below :data:`JOINT_MIN_NEPS` per column (a function of
+public values only), the joint release has too few levels to resolve any dependence and would
+only take budget from the marginals: the whole budget then goes to the first look and the
+columns are joined independently (each column's release permuted at random), which is the
+independent-marginals release made with the package's 1-D hierarchy.
+
+**Privacy map.**  Sequential composition of the two queries: the first look's map plus the joint
+release's, whose map does not depend on the marginals (the quantile encoding is 1-stable and
+every order's candidates spend ``epsilon_main`` with the same selection budget), summed over the
+rationals and rounded up; never above ``epsilon`` for one replacement.  At run time OpenDP's
+compositor holds each query to its declared share (:doc:`/proofs/table_marginals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+from opendp.mod import Domain, Measurement, Metric, assert_features
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein._random import PLACEMENT_STREAM, as_random_source
+from opendp_wasserstein.data import check_data_domain, check_metric, validate_data
+from opendp_wasserstein.exact import round_down, round_up
+from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.tables.calibration import CALIBRATE_KINDS, calibrate
+from opendp_wasserstein.tables.encoding import TableEncoding
+from opendp_wasserstein.tables.joint import make_order_adaptive_pmm
+from opendp_wasserstein.tables.marginals import (
+    QuantileMaps,
+    TableMarginals,
+    column_plans,
+    make_quantile_encoding,
+    make_table_marginals,
+)
+from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
+from opendp_wasserstein.tables.quality import QUALITY_WARNING, marginal_agreement
+
+__all__ = [
+    "StructuredOptions",
+    "make_structured_synthesis",
+    "DEFAULT_MARGINAL_SHARE",
+    "JOINT_MIN_NEPS",
+]
+
+#: the share of epsilon the first look spends by default
+DEFAULT_MARGINAL_SHARE = 0.25
+
+#: the joint release runs only when ``n * epsilon / k >= JOINT_MIN_NEPS`` (``k`` columns)
+JOINT_MIN_NEPS = 1500.0
+
+#: the share of the joint release's budget spent on its selection
+DEFAULT_JOINT_SELECT_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class StructuredOptions:
+    """The public options of :func:`make_structured_synthesis`.
+
+    :param marginal_share: the share of epsilon for the first look, in ``(0, 1)``
+    :param select_share: the share of the joint budget for the choice of candidate, in ``(0, 1)``
+    :param calibrate: which of :data:`~opendp_wasserstein.tables.calibration.CALIBRATE_KINDS`
+        to match to the DP marginals (empty: none)
+    :param alphas: the family's greedy orders (:data:`~opendp_wasserstein.tables.orders.ORDER_ALPHAS`)
+    :param discrete_first: add the discrete-first order to the family
+    :param quantile: encode the numeric axes by their DP CDFs
+    :param joint: ``"auto"`` (the small-table rule), ``"always"`` or ``"never"`` (independent
+        columns)
+    :param placement: the joint release's placement within cells
+    :param consistency: the joint release's post-processing
+    """
+
+    marginal_share: float = DEFAULT_MARGINAL_SHARE
+    select_share: float = DEFAULT_JOINT_SELECT_SHARE
+    calibrate: tuple[str, ...] = CALIBRATE_KINDS
+    alphas: tuple[float, ...] = ORDER_ALPHAS
+    discrete_first: bool = True
+    quantile: bool = True
+    joint: str = "auto"
+    placement: str = "uniform"
+    consistency: str = "least_squares"
+
+    def __post_init__(self) -> None:
+        for name in ("marginal_share", "select_share"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+                raise ValueError(f"{name} must be a number in (0, 1), got {v!r}")
+        bad = [k for k in self.calibrate if k not in CALIBRATE_KINDS]
+        if bad:
+            raise ValueError(f"calibrate must be among {CALIBRATE_KINDS}, got {bad}")
+        if self.joint not in ("auto", "always", "never"):
+            raise ValueError(f"joint must be 'auto', 'always' or 'never', got {self.joint!r}")
+        if not self.alphas and not self.discrete_first:
+            raise ValueError("the order family is empty: give alphas or discrete_first=True")
+        object.__setattr__(self, "calibrate", tuple(self.calibrate))
+        object.__setattr__(self, "alphas", tuple(float(a) for a in self.alphas))
+
+
+def fit_marginals(
+    input_domain: Domain, input_metric: Metric, enc: TableEncoding, target: float, unit: int, max_levels: int = 3
+) -> tuple[float, Measurement]:
+    """The first look at the largest budget (at most ``target``) whose certified map is at most
+    ``target``: OpenDP's composition adds the levels' float maps rounding up, which can pass the
+    budget by a few ulps, so the budget is lowered by a relative ``2^-52``, then twice that, and
+    so on, until it fits (the certified map then falls short of ``target`` by a few ulps)."""
+    budget = target
+    step = Fraction(1, 2**52)
+    for _ in range(40):
+        meas = make_table_marginals(input_domain, input_metric, enc, budget, max_levels)
+        if Fraction(meas.map(unit)) <= Fraction(target):
+            return budget, meas
+        budget = round_down(Fraction(target) * (1 - step))
+        step *= 2
+    raise ValueError("epsilon is too small to represent the first look's budget")  # pragma: no cover
+
+
+def uses_joint(options: StructuredOptions, n: int, epsilon: float, columns: int) -> bool:
+    """Whether the joint release runs: a function of public values only."""
+    if options.joint != "auto":
+        return options.joint == "always"
+    return n * epsilon / max(1, columns) >= JOINT_MIN_NEPS
+
+
+def _budgets(eps: float, options: StructuredOptions, joint: bool, marg_map: Any) -> tuple[float, float]:
+    """``(eps_select, eps_main)`` of the joint release from what the first look certified."""
+    rest = round_down(Fraction(eps) - Fraction(marg_map))
+    eps_main = round_down(Fraction(rest) * (1 - Fraction(options.select_share)))
+    eps_sel = round_down(Fraction(rest) - Fraction(eps_main))
+    return eps_sel, eps_main
+
+
+def _joint(
+    input_domain: Domain, input_metric: Metric, maps: QuantileMaps | None, orders: Sequence[Any],
+    eps_sel: float, eps_main: float, options: StructuredOptions,
+) -> Measurement:
+    m = make_order_adaptive_pmm(
+        input_domain, input_metric, eps_sel, eps_main, orders, placement=options.placement,
+        consistency=options.consistency,
+    )
+    if maps is None:
+        return m
+    return make_quantile_encoding(input_domain, input_metric, maps) >> m
+
+
+def independent_join(marginals: TableMarginals, enc: TableEncoding, n: int, rng: Any) -> np.ndarray:
+    """``n`` rows whose columns are independent with the DP marginals: uniform random points
+    calibrated to them (every column matched; post-processing)."""
+    return calibrate(rng.uniform((n, enc.dimension)), enc, marginals, rng)
+
+
+def make_structured_synthesis(
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    epsilon: float,
+    options: StructuredOptions | None = None,
+) -> Measurement:
+    r"""Construct the structured release of a table's encoded points (module docstring).
+
+    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``: the
+        encoded points (:func:`~opendp_wasserstein.tables.make_table_encoding`), public size
+    :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
+    :param enc: the table's encoding (public: the schema)
+    :param epsilon: the budget per replacement
+    :param options: :class:`StructuredOptions` (default: the defaults)
+    :return: a Measurement releasing ``(n, D)`` encoded points of ``enc``; map at most
+        ``epsilon`` per replacement
+    """
+    assert_features("contrib")
+    opts = StructuredOptions() if options is None else options
+    if not isinstance(opts, StructuredOptions):
+        raise TypeError("options must be a StructuredOptions")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("make_structured_synthesis needs a sized input_domain (a public n)")
+    kind = check_metric(input_metric, n)
+    eps = check_epsilon(epsilon)
+    if d != enc.dimension:
+        raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
+    plans = column_plans(enc)
+    joint = uses_joint(opts, n, eps, len(plans))
+    unit = 2 if kind == "symmetric" else 1
+    target = round_down(Fraction(eps) * Fraction(opts.marginal_share)) if joint else eps
+    levels = 3 if joint else 1  # independent columns are read at 16 cells: one level, the whole budget
+    marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels)
+    marg_map = m_marg.map(unit)
+    template: Measurement | None = None
+    if joint:
+        eps_sel, eps_main = _budgets(eps, opts, joint, marg_map)
+        # the joint release's map does not depend on what the first look releases: a template
+        # built from the schema alone certifies it (tests check it against released ones)
+        orders = order_family(plans, uniform_weights(plans), None, opts.alphas, opts.discrete_first)
+        template = _joint(input_domain, input_metric, None, orders, eps_sel, eps_main, opts)
+        d_mids = [marg_map, template.map(unit)]
+    else:
+        d_mids = [marg_map]
+    comp = dp.c.make_adaptive_composition(input_domain, input_metric, dp.max_divergence(), unit, d_mids)
+
+    def function(x: np.ndarray) -> np.ndarray:
+        x = validate_data(x, d, n, nan=False)
+        queryable = comp(x)
+        release = queryable(m_marg)
+        marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels)
+        rng = as_random_source().derive(PLACEMENT_STREAM + 16)
+        info: dict[str, Any] = {"structured": True, "joint": joint, "epsilon_marginals": float(marg_map)}
+        if not joint:
+            points = independent_join(marginals, enc, n, rng)
+            info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
+            runtime.record(info)
+            return points
+        maps = QuantileMaps.from_marginals(marginals) if opts.quantile else None
+        orders = order_family(plans, marginals.gini(), marginals.missing, opts.alphas, opts.discrete_first)
+        m_joint = _joint(input_domain, input_metric, maps, orders, eps_sel, eps_main, opts)
+        with runtime.diagnostics() as inner:
+            y = queryable(m_joint)
+        y = np.asarray(y, dtype=np.float64)
+        if maps is not None:
+            y = maps.inverse(y)
+        agreement = marginal_agreement(y, enc, marginals)
+        points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
+        for r in inner:
+            info |= r
+        o = orders[int(info.get("order_index", 0))]
+        info |= {
+            "quality": agreement.mean,
+            "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
+            "quality_worst": agreement.worst(),
+            "quality_poor": agreement.mean > QUALITY_WARNING,
+            "quality_warning": quality_warning(agreement.mean, agreement.worst()),
+            "order_axes": o.axes[: int(info.get("depth", 0))],
+        }
+        runtime.record(info)
+        return points
+
+    def privacy_map(d_in: Any) -> float:
+        total = Fraction(m_marg.map(d_in))
+        if template is not None:
+            total += Fraction(template.map(d_in))
+        return round_up(total)
+
+    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+
+
+def quality_warning(mean: float, worst: Sequence[str]) -> str:
+    """The warning of a poor quality figure, naming the options to change."""
+    return (
+        f"the joint release kept the columns' distributions poorly (mean TVD {mean:.2f} to the DP marginals, "
+        f"worst: {', '.join(worst)}): the calibration restores the 1-way marginals, but the joint structure is "
+        "weak. Raise epsilon, release fewer columns (columns=... / --columns), or lower the first look's share "
+        "(StructuredOptions(marginal_share=...) / --marginal-share)"
+    )
+
+
+def check_orders_alphas(alphas: Any) -> tuple[float, ...]:
+    """``alphas`` as a tuple of positive floats."""
+    out = tuple(float(a) for a in alphas)
+    if any(not a > 0 for a in out):
+        raise ValueError("alphas must be positive")
+    return out

@@ -1,0 +1,104 @@
+"""Calibration to the DP marginals (Hypothesis: any input stays declared), and the quality figure."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.tables import (
+    BoolColumn,
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+)
+from opendp_wasserstein.tables.calibration import _relabel, calibrate, largest_remainder
+from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
+from opendp_wasserstein.tables.quality import marginal_agreement
+
+SCHEMA = Schema({
+    "x": FloatColumn(bounds=(-5.0, 5.0), nullable=True),
+    "k": IntColumn(bounds=(1, 6)),
+    "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
+    "b": BoolColumn(),
+})
+ENC = TableEncoding(SCHEMA)
+PLANS = column_plans(ENC)
+
+
+def _marginals(masses, missing):
+    return TableMarginals(PLANS, tuple(np.asarray(m, float) / np.sum(m) for m in masses), tuple(missing), 100)
+
+
+def _simplex(k):
+    return arrays(np.float64, k, elements=st.floats(0, 1)).filter(lambda v: v.sum() > 1e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    points=st.integers(1, 60).flatmap(
+        lambda m: arrays(np.float64, (m, ENC.dimension), elements=st.one_of(st.floats(-3, 3), st.just(float("nan"))))),
+    mx=_simplex(16), mk=_simplex(6), mc=_simplex(4), mb=_simplex(2),
+    miss=st.floats(0, 1), seed=st.integers(0, 2**32 - 1),
+)
+def test_calibrated_points_decode_to_declared_values(points, mx, mk, mc, mb, miss, seed):
+    tm = _marginals([mx, mk, mc, mb], [miss, 0.0, 0.0, 0.0])
+    before = points.copy()
+    out = calibrate(points, ENC, tm, RandomSource(seed))
+    np.testing.assert_array_equal(points, before)  # the input is not modified
+    assert out.shape == points.shape and np.all((out >= 0) & (out <= 1))
+    cols = ENC.decode(out)
+    assert np.all((cols["x"].values[~cols["x"].missing] >= -5) & (cols["x"].values[~cols["x"].missing] <= 5))
+    assert np.all((cols["k"].values >= 1) & (cols["k"].values <= 6))
+    assert not cols["k"].missing.any() and not cols["b"].missing.any()
+    assert set(cols["c"].values.tolist()) <= {0, 1, 2} and set(cols["b"].values.tolist()) <= {0, 1}
+    m = len(points)
+    # categorical counts are the largest-remainder targets
+    codes_c = np.where(cols["c"].missing, 3, cols["c"].values)
+    np.testing.assert_array_equal(np.bincount(codes_c, minlength=4), largest_remainder(tm.masses[2], m))
+    np.testing.assert_array_equal(np.bincount(cols["b"].values, minlength=2), largest_remainder(tm.masses[3], m))
+    assert cols["x"].missing.sum() == largest_remainder(np.array([1 - miss, miss]), m)[1]
+
+
+def test_rank_matching_keeps_the_joint_ranks_and_hits_the_quantiles():
+    rng = np.random.default_rng(0)
+    m = 2000
+    p = rng.uniform(size=(m, ENC.dimension))
+    p[:, 0] = 0.25  # all present
+    p[:, 2] = p[:, 1] ** 2  # k follows x monotonically
+    tm = _marginals([np.r_[np.ones(8), np.zeros(8)], np.ones(6), np.ones(4), np.ones(2)], [0.0] * 4)
+    out = calibrate(p, ENC, tm, RandomSource(1), kinds=("numeric",))
+    assert np.all(np.argsort(out[:, 1], kind="stable") == np.argsort(p[:, 1], kind="stable"))
+    assert out[:, 1].max() <= 0.5  # the released mass sits in the lower half only
+    hist = np.histogram(out[:, 1], bins=8, range=(0, 0.5))[0]
+    assert np.abs(hist - m / 8).max() <= 1
+    assert np.corrcoef(out[:, 1], out[:, 2])[0, 1] > 0.95
+
+
+def test_relabel_changes_the_fewest_rows():
+    codes = np.array([0, 0, 0, 0, 1, 2, 2])
+    target = np.array([2, 2, 3])
+    new = _relabel(codes, target, RandomSource(0))
+    assert np.bincount(new, minlength=3).tolist() == [2, 2, 3]
+    assert (new != codes).sum() == 2  # the surplus of category 0
+
+
+def test_quality_is_zero_on_matching_and_large_on_flat():
+    m = 4000
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=(m, ENC.dimension))
+    tm = _marginals([np.r_[np.ones(4), np.zeros(12)], np.ones(6), np.ones(4), np.ones(2)], [0.3, 0, 0, 0])
+    good = calibrate(p, ENC, tm, RandomSource(0))
+    a = marginal_agreement(good, ENC, tm)
+    assert a.mean < 0.02 and set(a.columns) == {"x", "k", "c", "b"}
+    bad = marginal_agreement(p, ENC, tm)  # x uniform over its range, 50% missing
+    assert bad.tvd[0] > 0.5 and bad.worst(1) == ("x",)
+
+
+def test_calibrate_refuses_unknown_kinds():
+    tm = _marginals([np.ones(16), np.ones(6), np.ones(4), np.ones(2)], [0.0] * 4)
+    with pytest.raises(ValueError, match="kinds"):
+        calibrate(np.zeros((2, ENC.dimension)), ENC, tm, RandomSource(0), kinds=("nope",))

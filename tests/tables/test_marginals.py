@@ -1,0 +1,185 @@
+"""The private first look: exact maps, the exact law on neighbours, the post-processing."""
+
+from fractions import Fraction
+
+import numpy as np
+import opendp.prelude as dp
+import pytest
+
+from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.tables import (
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+)
+from opendp_wasserstein.tables.marginals import (
+    BRANCHING,
+    QuantileMaps,
+    TableMarginals,
+    column_leaves,
+    column_plans,
+    level_scales,
+    make_level_counts,
+    make_quantile_encoding,
+    make_table_marginals,
+    project_groups,
+    tree_estimate,
+    tree_levels,
+)
+
+SCHEMA = Schema({
+    "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+    "k": IntColumn(bounds=(0, 4)),
+    "c": CategoricalColumn(categories=("a", "b", "c")),
+})
+ENC = TableEncoding(SCHEMA)
+
+
+def _points(n: int, seed: int = 0) -> np.ndarray:
+    from opendp_wasserstein.tables import RawColumn
+
+    rng = np.random.default_rng(seed)
+    cols = {
+        "x": RawColumn(rng.uniform(0, 10, n), rng.uniform(size=n) < 0.2),
+        "k": RawColumn(rng.integers(0, 5, n).astype(float), np.zeros(n, bool)),
+        "c": RawColumn(rng.integers(0, 3, n), np.zeros(n, bool)),
+    }
+    return ENC.encode(cols)
+
+
+def _domain(n: int | None) -> dp.Domain:
+    return dp.numpy.array2_domain(num_columns=ENC.dimension, size=n, T=float, nan=False)
+
+
+def test_levels_and_leaves_are_public_functions():
+    plans = column_plans(ENC)
+    assert [p.kind for p in plans] == ["numeric", "numeric", "category"]
+    assert plans[0].axes == (0, 1) and plans[0].missing_axis == 0
+    assert column_leaves(plans[1], SCHEMA["k"], 100, 1.0) == 5  # one leaf per int value
+    wide = IntColumn(bounds=(0, 999))
+    assert column_leaves(plans[1], wide, 300, 1.0) == 256 and column_leaves(plans[1], wide, 200, 1.0) == 16 and column_leaves(plans[1], wide, 10**6, 1.0) == 1000
+    assert column_leaves(plans[0], SCHEMA["x"], 10, 0.1) == 16
+    assert column_leaves(plans[0], SCHEMA["x"], 10**6, 1.0) == 4096
+    assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16 and column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
+    assert tree_levels(4096, "numeric") == (4096, 256, 16)
+    assert tree_levels(300, "numeric") == (300, 19, 2)
+    assert tree_levels(7, "category") == (7,)
+
+
+@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_level_counts_stability_is_exact_and_tight(metric, unit):
+    x = _points(50)
+    plan = column_plans(ENC)[0]
+    t = make_level_counts(_domain(50 if unit == 1 else None), metric, plan, 16, 0)
+    assert t.map(unit) == 2 and t.map(3 * unit) == 6
+    # a replacement that moves a record from a value cell to "missing": l1 change exactly 2
+    y = x.copy()
+    row = int(np.flatnonzero(x[:, 0] < 0.5)[0])
+    y[row, 0], y[row, 1] = 0.75, 0.5
+    assert np.abs(np.subtract(t(x), t(y))).sum() == 2
+    assert sum(t(x)) == 50  # every record counted once
+
+
+@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_marginals_map_is_the_sum_of_the_levels(metric, unit):
+    n, eps = 200, 0.6
+    meas = make_table_marginals(_domain(n), metric, ENC, eps)
+    per_column = Fraction(eps) / 3
+    expected = Fraction(0)
+    for p in column_plans(ENC):
+        levels = tree_levels(column_leaves(p, SCHEMA[p.name], n, float(per_column)), p.kind)
+        expected += sum(2 / Fraction(sc) for sc in level_scales(float(per_column), len(levels)))
+    got = Fraction(meas.map(unit))
+    assert expected <= got <= expected * (1 + Fraction(1, 10**12))
+    assert got <= Fraction(eps) * (1 + Fraction(1, 10**12))
+    assert meas.check(unit, meas.map(unit))
+    assert not meas.check(unit, float(np.nextafter(meas.map(unit), 0)))
+    assert meas.map(2 * unit) >= 2 * float(expected)
+
+
+def test_exact_law_ratio_on_neighbours_is_within_the_map():
+    """Discrete Laplace on count vectors: the largest log-likelihood ratio of any output between
+    neighbours is ``||c - c'||_1 / scale``; over every replacement of one row of a tiny table it
+    never exceeds the level's map."""
+    n = 6
+    x = _points(n, seed=3)
+    plan = column_plans(ENC)[2]
+    scale = level_scales(0.5, 1)[0]
+    meas = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0) >> dp.m.then_laplace(scale)
+    t = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0)
+    c = np.array(t(x))
+    worst = Fraction(0)
+    for row in range(n):
+        for code in range(3):
+            y = x.copy()
+            y[row, ENC.dimension - 1] = (ENC._boundaries[3][code] + ENC._boundaries[3][code + 1]) / 2
+            ratio = Fraction(int(np.abs(c - np.array(t(y))).sum())) / Fraction(scale)
+            worst = max(worst, ratio)
+    assert worst == 2 / Fraction(scale)  # some replacement reaches the bound
+    assert worst <= Fraction(meas.map(1))
+    # the pmf OpenDP samples is the discrete Laplace: chi-square on 20,000 draws of one count
+    draws = np.array([meas(x)[0] for _ in range(4000)]) - c[0]
+    ks = np.arange(-6, 7)
+    p = np.exp(-np.abs(ks) / scale)
+    p = p / np.exp(-np.abs(np.arange(-400, 401)) / scale).sum()
+    observed = np.array([(draws == k).sum() for k in ks])
+    expected = 4000 * p
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    assert chi2 < 60  # 13 cells; p-value far below 1e-6 beyond this
+
+
+def test_project_groups_is_the_simplex_projection():
+    v = np.array([3.0, -1.0, 2.0, 5.0, 5.0, 5.0, -2.0])
+    g = np.array([0, 0, 0, 1, 1, 1, 1])
+    out = project_groups(v, g, np.array([4.0, 3.0]))
+    np.testing.assert_allclose(out, [2.5, 0.0, 1.5, 1.0, 1.0, 1.0, 0.0])
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        v = rng.normal(size=9) * 5
+        out = project_groups(v, np.zeros(9, np.int64), np.array([7.0]))
+        assert out.min() >= 0 and abs(out.sum() - 7.0) < 1e-9
+        # KKT: positive entries share one shift theta, zeroed ones are below it
+        theta = (v - out)[out > 0]
+        assert np.ptp(theta) < 1e-9 and np.all(v[out == 0] <= theta[0] + 1e-9)
+
+
+def test_tree_estimate_is_consistent_and_exact_without_noise():
+    counts = np.arange(256, dtype=float)
+    levels = [counts, np.bincount(np.arange(256) // BRANCHING, weights=counts)]
+    est = tree_estimate(levels, counts.sum())
+    np.testing.assert_allclose(est, counts)
+    noisy = [lv + np.random.default_rng(1).normal(0, 30, len(lv)) for lv in levels]
+    est = tree_estimate(noisy, counts.sum())
+    assert est.min() >= 0 and abs(est.sum() - counts.sum()) < 1e-6
+
+
+def test_table_marginals_and_quantile_maps():
+    n = 3000
+    x = _points(n)
+    meas = make_table_marginals(_domain(n), dp.change_one_distance(), ENC, 4.0)
+    with reproducible(0):
+        tm = TableMarginals.from_release(ENC, meas(x), n, 4.0)
+    assert abs(tm.missing[0] - 0.2) < 0.05
+    np.testing.assert_allclose(tm.masses[2], [1 / 3] * 3, atol=0.05)
+    for m in tm.masses:
+        assert m.min() >= 0 and abs(m.sum() - 1) < 1e-9
+    maps = QuantileMaps.from_marginals(tm)
+    assert maps.axes == (1, 2)
+    y = maps.forward(x)
+    np.testing.assert_allclose(maps.inverse(y), x, atol=1e-9)
+    assert y.min() >= 0 and y.max() <= 1
+    t = make_quantile_encoding(_domain(n), dp.change_one_distance(), maps)
+    assert t.map(1) == 1 and t.map(5) == 5
+    np.testing.assert_allclose(t(x), y)
+    q = tm.quantiles(1, np.array([0.0, 0.5, 1.0]))
+    assert q[0] >= 0 and q[-1] <= 1 and q[0] <= q[1] <= q[2]
+
+
+def test_marginals_refuse_unsized_domain_and_wrong_width():
+    with pytest.raises(ValueError, match="public n"):
+        make_table_marginals(_domain(None), dp.symmetric_distance(), ENC, 1.0)
+    bad = dp.numpy.array2_domain(num_columns=2, size=10, T=float, nan=False)
+    with pytest.raises(ValueError, match="columns"):
+        make_table_marginals(bad, dp.change_one_distance(), ENC, 1.0)

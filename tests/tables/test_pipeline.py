@@ -1,0 +1,166 @@
+"""The structured table release: one OpenDP chain, one exact map, declared output."""
+
+from fractions import Fraction
+
+import numpy as np
+import opendp.prelude as dp
+import pandas as pd
+import pytest
+
+from opendp_wasserstein import synthesize
+from opendp_wasserstein.runtime import diagnostics, reproducible
+from opendp_wasserstein.tables import (
+    BoolColumn,
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+    make_table_decoding,
+    make_table_encoding,
+    table_domain,
+)
+from opendp_wasserstein.tables.marginals import column_plans
+from opendp_wasserstein.tables.pipeline import (
+    StructuredOptions,
+    fit_marginals,
+    make_structured_synthesis,
+    uses_joint,
+)
+
+SCHEMA = Schema({
+    "income": FloatColumn(bounds=(0.0, 200000.0)),
+    "spend": FloatColumn(bounds=(0.0, 100000.0), nullable=True),
+    "age": IntColumn(bounds=(0, 120)),
+    "region": CategoricalColumn(categories=("n", "e", "s", "w")),
+    "member": BoolColumn(),
+})
+ENC = TableEncoding(SCHEMA)
+
+
+def _frame(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    income = np.exp(10 + 0.5 * z)
+    spend = income * np.exp(rng.normal(-1, 0.1, n))
+    return pd.DataFrame({
+        "income": income,
+        "spend": np.where(rng.uniform(size=n) < 0.1, np.nan, spend),
+        "age": np.clip(40 + 10 * z + rng.normal(0, 5, n), 18, 90).astype(np.int64),
+        "region": rng.choice(["n", "e", "s"], n, p=[0.6, 0.3, 0.1]).astype(object),
+        "member": rng.uniform(size=n) < 0.3,
+    })
+
+
+def _domain(n):
+    return dp.numpy.array2_domain(num_columns=ENC.dimension, size=n, T=float, nan=False)
+
+
+@pytest.mark.parametrize("joint", ["always", "never"])
+@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_map_is_the_composition_and_never_above_epsilon(joint, metric, unit):
+    eps = 1.0
+    meas = make_structured_synthesis(_domain(2000), metric, ENC, eps, StructuredOptions(joint=joint))
+    got = meas.map(unit)
+    assert got <= eps and got >= eps * (1 - 1e-9)
+    assert meas.check(unit, got) and not meas.check(unit, float(np.nextafter(got, 0)))
+    assert Fraction(meas.map(4 * unit)) >= 4 * Fraction(got) * (1 - Fraction(1, 10**12))
+
+
+def test_the_chain_certifies_the_release_and_the_joint_map_ignores_the_marginals():
+    n, eps = 3000, 2.0
+    df = _frame(n)
+    dom = table_domain(SCHEMA, size=n)
+    t = make_table_encoding(dom, dp.change_one_distance())
+    inner = make_structured_synthesis(t.output_domain, t.output_metric, ENC, eps, StructuredOptions(joint="always"))
+    chain = t >> inner >> make_table_decoding(dom)
+    assert chain.map(1) == inner.map(1) <= eps
+    with reproducible(0), diagnostics() as rec:
+        out = chain(df)
+    info = [r for r in rec if r.get("structured")][-1]
+    assert info["joint"] is True and 0 <= info["quality"] <= 1
+    assert list(out.columns) == list(SCHEMA.names) and len(out) == n
+    assert set(out["region"]) <= {"n", "e", "s", "w"} and out["age"].between(0, 120).all()
+    assert out["income"].between(0, 200000).all() and out["spend"].dropna().between(0, 100000).all()
+    assert not out["income"].isna().any()
+    # the certificate: the first look's map plus the joint release's, each query held to it
+    _, marg = fit_marginals(t.output_domain, t.output_metric, ENC, eps * 0.25, 1)
+    assert inner.map(1) >= marg.map(1)
+
+
+def test_small_tables_go_independent_by_a_public_rule():
+    opts = StructuredOptions()
+    assert not uses_joint(opts, 200, 1.0, 5)
+    assert uses_joint(opts, 10**5, 1.0, 5)
+    assert uses_joint(StructuredOptions(joint="always"), 10, 1.0, 5)
+    assert not uses_joint(StructuredOptions(joint="never"), 10**6, 1.0, 5)
+    df = _frame(300)
+    with reproducible(1):
+        out, report = synthesize(df, 1.0, schema=SCHEMA, structured=True)
+    assert report.details["joint"] is False and report.epsilon <= 1.0
+    assert report.mechanism == "structured" and len(out) == 300
+
+
+def test_structured_keeps_dependence_that_independent_columns_lose():
+    n = 20000
+    df = _frame(n, 2)
+    with reproducible(3):
+        joint, rj = synthesize(df, 4.0, schema=SCHEMA, structured=StructuredOptions(joint="always"))
+        indep, _ = synthesize(df, 4.0, schema=SCHEMA, structured=StructuredOptions(joint="never"))
+    real = df["income"].corr(df["age"], method="spearman")
+    assert real > 0.8
+    assert joint["income"].corr(joint["age"], method="spearman") > 0.5
+    assert abs(indep["income"].corr(indep["age"], method="spearman")) < 0.1
+    assert rj.epsilon <= 4.0
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="marginal_share"):
+        StructuredOptions(marginal_share=1.0)
+    with pytest.raises(ValueError, match="calibrate"):
+        StructuredOptions(calibrate=("x",))
+    with pytest.raises(ValueError, match="joint"):
+        StructuredOptions(joint="sometimes")
+    with pytest.raises(ValueError, match="public n"):
+        make_structured_synthesis(_domain(None), dp.symmetric_distance(), ENC, 1.0)
+    assert len(column_plans(ENC)) == 5
+
+
+def test_quality_figure_and_warning_name_the_options(monkeypatch):
+    import opendp_wasserstein.tables.pipeline as pipeline
+
+    df = _frame(4000, 5)
+    monkeypatch.setattr(pipeline, "QUALITY_WARNING", -1.0)  # every release counts as poor
+    with reproducible(2), pytest.warns(UserWarning, match="marginal_share") as rec:
+        _, report = synthesize(df, 2.0, schema=SCHEMA)
+    assert report.mechanism == "structured" and report.details["quality_poor"] is True
+    assert 0 <= report.details["quality"] <= 1
+    assert set(report.details["quality_columns"]) == set(SCHEMA.names)
+    assert "--marginal-share" in str(rec[0].message)
+    monkeypatch.setattr(pipeline, "QUALITY_WARNING", 2.0)  # never poor: no warning
+    import warnings
+
+    with reproducible(2), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        synthesize(df, 2.0, schema=SCHEMA)
+
+
+def test_cli_summary_reports_quality(tmp_path, capsys):
+    import json
+
+    from opendp_wasserstein.cli import main
+
+    df = _frame(4000, 6)
+    src, out, sch = tmp_path / "t.csv", tmp_path / "o.csv", tmp_path / "s.json"
+    df.to_csv(src, index=False)
+    sch.write_text(SCHEMA.dumps())
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--json", "--seed", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["mechanism"] == "structured" and 0 <= summary["quality"] <= 1
+    assert summary["epsilon_certified"] <= 2.0
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--seed", "1",
+                 "--marginal-share", "0.5"]) == 0
+    assert "quality (no privacy cost)" in capsys.readouterr().out
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch),
+                 "--marginal-share", "0.5", "--mechanism", "adaptive"]) != 0
+    assert "--marginal-share applies only" in capsys.readouterr().err
