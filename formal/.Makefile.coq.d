@@ -28,3 +28,6 @@ theories/Scores.vos theories/Scores.vok theories/Scores.required_vos: theories/S
 theories/Mechanisms.vo theories/Mechanisms.glob theories/Mechanisms.v.beautified theories/Mechanisms.required_vo: theories/Mechanisms.v theories/Sums.vo theories/Neighbours.vo theories/Hist.vo theories/DP.vo theories/Laplace.vo theories/Expo.vo theories/Vec.vo
 theories/Mechanisms.vio: theories/Mechanisms.v theories/Sums.vio theories/Neighbours.vio theories/Hist.vio theories/DP.vio theories/Laplace.vio theories/Expo.vio theories/Vec.vio
 theories/Mechanisms.vos theories/Mechanisms.vok theories/Mechanisms.required_vos: theories/Mechanisms.v theories/Sums.vos theories/Neighbours.vos theories/Hist.vos theories/DP.vos theories/Laplace.vos theories/Expo.vos theories/Vec.vos
+theories/PrivTree.vo theories/PrivTree.glob theories/PrivTree.v.beautified theories/PrivTree.required_vo: theories/PrivTree.v theories/Sums.vo theories/Neighbours.vo theories/Hist.vo theories/DP.vo theories/Laplace.vo
+theories/PrivTree.vio: theories/PrivTree.v theories/Sums.vio theories/Neighbours.vio theories/Hist.vio theories/DP.vio theories/Laplace.vio
+theories/PrivTree.vos theories/PrivTree.vok theories/PrivTree.required_vos: theories/PrivTree.v theories/Sums.vos theories/Neighbours.vos theories/Hist.vos theories/DP.vos theories/Laplace.vos

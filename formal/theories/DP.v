@@ -98,7 +98,13 @@ Section Group.
 Variable A O : Type.
 Variable M : list A -> O -> R.
 Hypothesis M_nonneg : forall l o, 0 <= M l o.
-Hypothesis M_perm : forall l1 l2, Permutation l1 l2 -> M l1 = M l2.
+Hypothesis M_perm : forall l1 l2 o, Permutation l1 l2 -> M l1 o = M l2 o.
+
+Lemma pw_perm_l e' l1 l2 Q : Permutation l1 l2 -> pw_close e' (M l2) Q -> pw_close e' (M l1) Q.
+Proof. intros H H2 o. rewrite (M_perm l1 l2 o H). apply H2. Qed.
+
+Lemma pw_perm_r e' l1 l2 P : Permutation l1 l2 -> pw_close e' P (M l2) -> pw_close e' P (M l1).
+Proof. intros H H2 o. rewrite (M_perm l1 l2 o H). apply H2. Qed.
 Variable e : R.
 Hypothesis e_nonneg : 0 <= e.
 Hypothesis add_one : forall x l, pw_close e (M (x :: l)) (M l) /\ pw_close e (M l) (M (x :: l)).
@@ -108,13 +114,13 @@ Lemma group_app c a : pw_close (INR (length a) * e) (M (c ++ a)) (M c) /\
 Proof.
   induction a as [|x a IH].
   - rewrite app_nil_r. simpl. rewrite Rmult_0_l. split; apply pw_close_refl, M_nonneg.
-  - rewrite (M_perm (c ++ x :: a) (x :: c ++ a)) by (symmetry; apply Permutation_middle).
+  - assert (Hp : Permutation (c ++ x :: a) (x :: c ++ a)) by (symmetry; apply Permutation_middle).
     change (length (x :: a)) with (S (length a)). rewrite S_INR.
     destruct IH as [IH1 IH2]. destruct (add_one x (c ++ a)) as [A1 A2]. split.
     + replace ((INR (length a) + 1) * e) with (e + INR (length a) * e) by ring.
-      eapply pw_close_trans; eauto.
+      apply (pw_perm_l _ _ _ _ Hp). eapply pw_close_trans; eauto.
     + replace ((INR (length a) + 1) * e) with (INR (length a) * e + e) by ring.
-      eapply pw_close_trans; eauto.
+      apply (pw_perm_r _ _ _ _ Hp). eapply pw_close_trans; eauto.
 Qed.
 
 Theorem group_privacy c a b :
@@ -130,7 +136,7 @@ Theorem group_privacy_close k n d xs ys :
   pw_close ((if sized n then 2 else 1) * units k n d * e) (M xs) (M ys).
 Proof.
   intros Hc. destruct (close_decomp k n d xs ys Hc) as (c & a & b & Ha & Hb & _ & _ & _ & Hu).
-  rewrite (M_perm _ _ Ha), (M_perm _ _ Hb).
+  apply (pw_perm_l _ _ _ _ Ha). apply (pw_perm_r _ _ _ _ Hb).
   eapply pw_close_mono; [|apply M_nonneg|apply group_privacy].
   apply Rmult_le_compat_r; [exact e_nonneg|exact Hu].
 Qed.
