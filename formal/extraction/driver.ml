@@ -30,7 +30,9 @@ let answer line = match String.split_on_char ' ' (String.trim line) with
   | ["treeem"; eps; k; d] -> str_q (tree_em_map (q_of eps) (kind k) (int_of_string d))
   | ["privtree"; lam; sc; k; sz; d] -> str_q (privtree_map (q_of lam) (q_of sc) (kind k) (b sz) (int_of_string d))
   | ["noisy"; c; bd] -> str_q (noisy_size_map (q_of c) (q_of bd))
-  | ["occ"; k; sz; d] -> string_of_int (occupancy_map (kind k) (b sz) (int_of_string d)) ^ "/1"
+  | ["occ"; k; sz; d] ->
+      let rec bin n = if n <= 1 then string_of_int n else bin (n / 2) ^ string_of_int (n mod 2) in
+      bin (occupancy_map (kind k) (b sz) (int_of_string d)) ^ "/1"
   | ["ident"; d] -> str_q (identity_map (q_of d))
   | ["adaptive"; k; sz; sens; beta; d; cands] ->
       str_q (adaptive_map (kind k) (b sz) (q_of sens) (q_of beta) (List.map (list_of q_of) (String.split_on_char ';' cands)) (int_of_string d))
