@@ -1,0 +1,19 @@
+"""The ONE place the formal suite reaches into the package.
+
+Every constructor comes from the public faces (:mod:`opendp_wasserstein.measurements`,
+:mod:`~opendp_wasserstein.transformations`, :mod:`~opendp_wasserstein.postprocessing`); the few
+helpers a check needs beyond them (the exact rounding, the score table, the traversal the
+bounded checks drive) are imported here and nowhere else in ``tests/formal``, so that a move of
+the package's modules is a one-line fix in this file.
+"""
+
+from __future__ import annotations
+
+from opendp_wasserstein import measurements as M  # noqa: F401  (re-exported)
+from opendp_wasserstein import postprocessing as P  # noqa: F401
+from opendp_wasserstein import transformations as T  # noqa: F401
+from opendp_wasserstein.exact import round_down, round_up, spent, tighten_budget  # noqa: F401
+from opendp_wasserstein.measurements._privtree import privtree_parameters  # noqa: F401
+from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates  # noqa: F401
+from opendp_wasserstein.transformations._schedule_scores import scores_setup  # noqa: F401
+from opendp_wasserstein.trees import Tree, frt_tree  # noqa: F401
