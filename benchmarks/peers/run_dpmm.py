@@ -23,7 +23,8 @@ in the data (data-dependent and uncharged); the runner reports any it dropped in
 ``"static_columns"`` so the caller can flag the run.
 
 Prints ONE JSON line on stdout: ``{"synth", "n", "columns", "epsilon", "delta", "proc_epsilon",
-"fit_seconds", "sample_seconds", "seconds", "static_columns", "n_bins", "versions"}``; ``seconds``
+"fit_seconds", "sample_seconds", "seconds", "cpu_seconds", "static_columns", "n_bins", "versions"}``;
+``seconds``
 covers fit and sample (not reading or writing the CSVs, not the interpreter start-up).
 
 ``python run_dpmm.py --synth mst --input x.csv --spec spec.json --output y.csv --epsilon 1``
@@ -79,18 +80,20 @@ def main(argv: list[str] | None = None) -> None:
         cls = {"mst": MSTPipeline, "aim": AIMPipeline, "privbayes": PrivBayesPipeline}[a.synth]
         pipe = cls(epsilon=a.epsilon * (1 - a.proc_share), delta=a.delta,
                    proc_epsilon=a.epsilon * a.proc_share, n_jobs=1)
+        c0 = time.process_time()
         t0 = time.perf_counter()
         pipe.fit(df, domain=domain, random_state=a.seed)
         t1 = time.perf_counter()
         out = pipe.generate(n_records=n, random_state=a.seed)
         t2 = time.perf_counter()
+        c1 = time.process_time()
     out = out[list(spec)]
     out.to_csv(a.output, index=False)
     proc = pipe.proc
     print(json.dumps({
         "synth": a.synth, "n": n, "columns": len(spec), "epsilon": a.epsilon, "delta": a.delta,
         "proc_epsilon": a.epsilon * a.proc_share, "fit_seconds": t1 - t0, "sample_seconds": t2 - t1,
-        "seconds": t2 - t0, "static_columns": sorted(proc.static_columns) if proc is not None else [],
+        "cpu_seconds": c1 - c0, "seconds": t2 - t0, "static_columns": sorted(proc.static_columns) if proc is not None else [],
         "n_bins": {k: int(v) for k, v in proc.n_bins.items()} if proc is not None else {},
         "versions": {k: version(k) for k in ("dpmm", "numpy", "pandas")},
     }))
