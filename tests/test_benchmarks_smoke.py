@@ -167,3 +167,83 @@ def test_comparison_benchmarks_quick(tmp_path: Path, script: str, csv_name: str,
     assert rows
     key = "w1" if script == "bench_privtree.py" else "expected_w1"
     assert all(0 < float(r[key]) <= 1 for r in rows)
+
+
+COMPARE = ROOT / "benchmarks" / "bench_tables_compare.py"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not COMPARE.exists(), reason="benchmarks/ not present")
+def test_tables_compare_quick(tmp_path: Path) -> None:
+    pytest.importorskip("palmerpenguins")
+    out = tmp_path / "cmp"
+    cmd = [sys.executable, str(COMPARE), "--quick", "--check-targets", "--out-dir", str(out),
+           "--synth-dir", str(tmp_path / "synth"), "--variant", 'sel20={"epsilon_select": 0.2}']
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = _rows(out / "results.csv")
+    assert {"table", "mechanism", "epsilon", "tvd1", "tvd2", "corr", "assoc", "model", "gower", "seconds",
+            "cpu_seconds"} <= set(rows[0])
+    by = {r["mechanism"]: r for r in rows}
+    assert set(by) == {"ours", "ours:sel20", "holdout", "marginals"}  # --quick runs no peer
+    for r in rows:
+        assert r["status"] == "ok" and r["table"] == "penguins"
+        for key in ("tvd1", "tvd2", "gower"):
+            assert 0 <= float(r[key]) <= 1
+        assert 0 <= float(r["model"]) <= 1  # balanced accuracy of species
+    assert float(by["ours"]["seconds"]) > 0
+    assert by["ours:sel20"]["variant"] == '{"epsilon_select": 0.2}'
+    assert float(by["holdout"]["tvd1"]) < float(by["marginals"]["tvd1"])  # real rows beat a release
+    assert "| penguins | 275 | 1 | ours |" in (out / "results.md").read_text()
+    targets = (out / "targets.md").read_text()
+    assert "Targets for `ours`" in targets and "Targets for `ours:sel20`" in targets
+    assert "tvd1 <= marginals" in targets
+    assert {r["state"] for r in _rows(out / "targets.csv")} <= {"met", "MISSED"}
+    # the references are cached: a second run reuses them and runs nothing but ours
+    again = subprocess.run([*cmd[:2], "--no-run", "--check-targets", "--out-dir", str(out)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert (out / "summary.csv").exists()
+    assert _rows(out / "reference.csv")
+
+
+def test_tables_compare_target_check() -> None:
+    """The issue's target logic on hand-made rows (large table: peers; small: marginals)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_tables_compare as bc
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+    def row(table, n, mech, **m):
+        base = {"table": table, "n_train": n, "epsilon": 1.0, "mechanism": mech, "status": "ok", "model_metric": "r2",
+                "tvd1": 0.1, "tvd2": 0.2, "corr": 0.1, "assoc": 0.1, "model": 0.8, "gower": 0.1, "seconds": 1.0,
+                "cpu_seconds": 1.0, "model_real": 0.9, "gower_floor": 0.01}
+        return base | m
+
+    rows = [
+        row("diamonds", 40000, "ours", tvd1=0.05, tvd2=0.09, corr=0.2, model=0.73, gower=0.05, cpu_seconds=0.5),
+        row("diamonds", 40000, "marginals", tvd1=0.04),
+        row("diamonds", 40000, "sn-mst", tvd2=0.10, corr=0.1, model=0.80, gower=0.06, cpu_seconds=20.0),
+        row("diamonds", 40000, "dpmm-mst", tvd2=0.12, corr=0.15, model=0.70, gower=0.07, cpu_seconds=5.0),
+        row("mpg", 200, "ours", tvd1=0.3, tvd2=0.5, corr=0.3, model=0.5, gower=0.2),
+        row("mpg", 200, "marginals", tvd1=0.3, tvd2=0.4, corr=0.4, model=0.6, gower=0.25),
+        row("mpg", 200, "ours", epsilon=0.5),  # eps 0.5 is not a target epsilon
+    ]
+    structured: list[dict] = []
+    lines, met, missed = bc.check_targets(rows, "ours", structured=structured)
+    state = {(r["table"], r["target"]): r["state"] for r in structured}
+    assert state[("diamonds", "tvd1 <= 1.25x marginals")] == "met"  # 0.05 <= 0.05
+    assert state[("diamonds", "tvd2 <= best peer")] == "met"  # 0.09 <= 0.10
+    assert state[("diamonds", "corr MAE <= best peer")] == "MISSED"  # 0.2 > 0.1
+    assert state[("diamonds", "model >= 0.9x best peer")] == "met"  # 0.73 >= 0.72
+    assert state[("diamonds", "Gower W1 <= best peer")] == "met"
+    assert state[("diamonds", "20x faster than fastest peer (CPU s)")] == "MISSED"  # 10x only
+    assert state[("mpg", "tvd1 <= marginals")] == "met"
+    assert state[("mpg", "tvd2 <= marginals")] == "MISSED"
+    assert state[("mpg", "model >= marginals")] == "MISSED"
+    assert state[("mpg", "gower <= marginals")] == "met"
+    assert (met, missed) == (7, 4)
+    assert all(r["eps"] == "1" for r in structured)
+    assert lines[0].startswith("Targets for `ours` (issue 22): 7 met, 4 missed")

@@ -24,9 +24,15 @@ from opendp_wasserstein.evaluation.shapes import (
 )
 from opendp_wasserstein.evaluation.tables import (
     ClassifierScore,
+    CorrelationError,
     MarginalTVD,
+    ModelScore,
     classifier_score,
+    correlation_error,
+    gower_distance,
+    gower_w1,
     marginal_tvd,
+    model_score,
     table_w1,
 )
 from opendp_wasserstein.evaluation.wasserstein import METRICS, W1Estimate, w1, w1_estimate
@@ -36,9 +42,15 @@ __all__ = [
     "GridW1",
     "w1_grid",
     "ClassifierScore",
+    "CorrelationError",
     "MarginalTVD",
+    "ModelScore",
     "classifier_score",
+    "correlation_error",
+    "gower_distance",
+    "gower_w1",
     "marginal_tvd",
+    "model_score",
     "table_w1",
     "METRICS",
     "SHAPES",
