@@ -57,7 +57,13 @@ from opendp_wasserstein.consistency import (
     tree_counter,
 )
 from opendp_wasserstein.distributed._output import PartWriter
-from opendp_wasserstein.distributed._source import ArrayBlock, DelayedBlock, PublishedBlock, QuietRows, read_block
+from opendp_wasserstein.distributed._source import (
+    ArrayBlock,
+    DelayedBlock,
+    PublishedBlock,
+    QuietRows,
+    read_block,
+)
 from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan, ScoresPlan
 from opendp_wasserstein.hierarchy import (
     CountTree,
