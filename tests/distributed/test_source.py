@@ -75,6 +75,9 @@ _PLAN = re.compile(
     r"^(Submit |Received new graph|Materialization done|Ordering done|Task state created|Stimulus task (finished|erred))"
 )
 
+#: records of the clock at any level: a stalled event loop (a loaded machine), not the data
+_CLOCK = re.compile(r"^Event loop was unresponsive in ")
+
 
 def _neutral(message: str) -> str:
     for pattern, repl in _NEUTRAL:
@@ -120,11 +123,12 @@ def capture(run: Callable[[], Any]) -> Captured:
         for lg, level in zip(loggers, levels, strict=True):
             lg.removeHandler(handler)
             lg.setLevel(level)
-    plan = [r for r in handler.records if r.levelno > logging.DEBUG or _PLAN.match(r.getMessage())]
+    kept = [r for r in handler.records if not _CLOCK.match(r.getMessage())]
+    plan = [r for r in kept if r.levelno > logging.DEBUG or _PLAN.match(r.getMessage())]
     return Captured(
         sorted(_neutral(f"{w.category.__name__}: {w.message}") for w in caught),
         Counter((r.name, r.levelname, _neutral(r.getMessage())) for r in plan),
-        [r.getMessage() for r in handler.records if r.levelno == logging.DEBUG and not _PLAN.match(r.getMessage())],
+        [r.getMessage() for r in kept if r.levelno == logging.DEBUG and not _PLAN.match(r.getMessage())],
     )
 
 
