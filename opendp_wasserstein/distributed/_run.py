@@ -113,7 +113,7 @@ def release_on_dask(
 
     :param meas: the measurement (its input domain fixes ``d`` and, if sized, ``n``)
     :param source: a Parquet file or directory, a Dask DataFrame or Array, or a numpy array (a
-        numpy array is scattered to the workers in chunks, never sent in a task graph; with a
+        numpy array is published on the scheduler in chunks, never sent in a task graph; with a
         private size in :data:`~opendp_wasserstein.distributed._source.ARRAY_CHUNKS` chunks
         whatever its length, and a Parquet source is read one row group per task)
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)

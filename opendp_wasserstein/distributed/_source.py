@@ -32,7 +32,7 @@ __all__ = ["Block", "ParquetBlock", "ArrayBlock", "DelayedBlock", "blocks_of", "
 #: target rows per Parquet block (row groups are never split)
 ROWS_PER_BLOCK = 1 << 21
 #: the number of chunks of a numpy source when the size is private (a constant: the number of
-#: tasks of a pass, and of scattered chunks, is then independent of n)
+#: tasks of a pass, and of published chunks, is then independent of n)
 ARRAY_CHUNKS = 16
 
 

@@ -1,5 +1,5 @@
 """What reaches the workers, and what a private-size release shows besides its rows
-(:mod:`opendp_wasserstein.distributed._source` and the executor's scatter).
+(:mod:`opendp_wasserstein.distributed._source` and the executor's published chunks).
 
 With a private size no warning, log record or task count of a release may depend on ``n``.  The
 thresholds found (dask/distributed 2026.8): the size of a graph sent to the scheduler (a
@@ -75,6 +75,9 @@ _PLAN = re.compile(
     r"^(Submit |Received new graph|Materialization done|Ordering done|Task state created|Stimulus task (finished|erred))"
 )
 
+#: records of the clock at any level: a stalled event loop (a loaded machine), not the data
+_CLOCK = re.compile(r"^Event loop was unresponsive in ")
+
 
 def _neutral(message: str) -> str:
     for pattern, repl in _NEUTRAL:
@@ -120,11 +123,12 @@ def capture(run: Callable[[], Any]) -> Captured:
         for lg, level in zip(loggers, levels, strict=True):
             lg.removeHandler(handler)
             lg.setLevel(level)
-    plan = [r for r in handler.records if r.levelno > logging.DEBUG or _PLAN.match(r.getMessage())]
+    kept = [r for r in handler.records if not _CLOCK.match(r.getMessage())]
+    plan = [r for r in kept if r.levelno > logging.DEBUG or _PLAN.match(r.getMessage())]
     return Captured(
         sorted(_neutral(f"{w.category.__name__}: {w.message}") for w in caught),
         Counter((r.name, r.levelname, _neutral(r.getMessage())) for r in plan),
-        [r.getMessage() for r in handler.records if r.levelno == logging.DEBUG and not _PLAN.match(r.getMessage())],
+        [r.getMessage() for r in kept if r.levelno == logging.DEBUG and not _PLAN.match(r.getMessage())],
     )
 
 
@@ -143,7 +147,17 @@ def threads() -> Iterator[Any]:
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as lc:
         with Client(lc) as client:
+            # a worker opens its client when it first fetches a published chunk (a record of
+            # the scheduler, once per worker, whatever the data): before the captures
+            for worker in client.scheduler_info()["workers"]:
+                client.submit(_open_client, workers=[worker], pure=False).result()
             yield client
+
+
+def _open_client() -> None:
+    from distributed import get_client
+
+    get_client()
 
 
 def release_records(client: Any, source: Any, tmp_path: Any, tag: str, **kw: Any) -> Captured:
@@ -162,7 +176,7 @@ def assert_same(a: Captured, b: Captured, x: np.ndarray) -> None:
     only_a, only_b = a.records - b.records, b.records - a.records
     assert not only_a and not only_b, f"log records differ: {sorted(only_a.items())[:5]} / {sorted(only_b.items())[:5]}"
     assert any(name == "distributed.client" for name, _, _ in a.records)  # the DEBUG records are captured
-    # what a numpy repr would print of the first and last rows (and so what a scattered array did)
+    # what a numpy repr would print of the first and last rows (as a published or scattered array would)
     shown = [f"{v:.8f}"[:8] for v in np.concatenate((x[:3], x[-3:])).ravel()]
     quoted = [m for m in a.debug + b.debug if any(v in m for v in shown)]
     assert not quoted, f"a DEBUG record quotes a value of the data: {quoted[0][:300]}"
@@ -175,7 +189,7 @@ def assert_same(a: Captured, b: Captured, x: np.ndarray) -> None:
 
 def _graph_threshold(client: Any) -> int:
     """The largest ``n`` whose count task, with the rows in its graph (as the package sent a
-    numpy source before they were scattered), is sent without Dask's large-graph warning: a
+    numpy source before they were published), is sent without Dask's large-graph warning: a
     bisection with the warning itself as the oracle (about 625,000 rows at ``d = 2``)."""
     from opendp_wasserstein.distributed._pmm import count_task, split_level
     from opendp_wasserstein.distributed._spec import plan_of
@@ -202,7 +216,7 @@ def _graph_threshold(client: Any) -> int:
 def test_private_size_records_at_the_large_graph_threshold_do_not_depend_on_n(threads, tmp_path):
     """A numpy source in the task graph: Dask warns "Sending large graph of size 9.54 MiB" from
     about 625,000 rows (d = 2), so one record decided whether the warning was shown.  The rows
-    are scattered now: the same warnings and records for n and n + 1 at that threshold."""
+    are published on the scheduler now: the same warnings and records for n and n + 1 at that threshold."""
     n0 = _graph_threshold(threads)
     assert 500_000 < n0 < 625_000  # a graph holding the rows holds their 16 n bytes
     x = rows(n0 + 1)
@@ -254,8 +268,8 @@ def test_private_size_parquet_blocks_follow_the_row_groups_not_their_counts(tmp_
     assert len(blocks_of(path, 2, rows_per_block=751)[0]) == 2  # public: grouped by row counts
 
 
-def test_scattered_rows_show_no_value_in_the_logs():
-    """distributed logs every message at DEBUG level, scattered data included."""
+def test_published_rows_show_no_value_in_the_logs():
+    """distributed logs every message at DEBUG level, published data included."""
     import pickle
 
     from dask.sizeof import sizeof
@@ -265,3 +279,15 @@ def test_scattered_rows_show_no_value_in_the_logs():
     assert "0.123" not in repr(s) and "2000" not in repr(s)
     assert sizeof(s) >= x.nbytes
     assert np.array_equal(pickle.loads(pickle.dumps(s))(), x)
+
+
+def test_published_chunks_are_removed_after_a_release_and_after_a_failure(threads, tmp_path):
+    import tests.distributed.helpers as helpers
+
+    x = rows(500)
+    release_on_dask(private_pruned(), x, tmp_path / "ok", client=threads, parts=2)
+    assert threads.list_datasets() == []
+    with pytest.raises(RuntimeError, match="injected"):
+        release_on_dask(private_pruned(), x, tmp_path / "failed", client=threads, parts=2, _hook=helpers.Fail(1))
+    assert threads.list_datasets() == []
+    assert not (tmp_path / "failed").exists()
