@@ -74,7 +74,7 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
     )
     syn.add_argument(
         "--marginal-share", type=float, default=None,
-        help="structured: the share of epsilon for the DP first look at every column (default 0.25); "
+        help="structured: the share of epsilon for the DP first look at every column (default 0.4); "
         "a larger share gives better 1-way marginals, a smaller one more joint structure",
     )
     syn.add_argument(
