@@ -106,7 +106,7 @@ def _as_data(x: Any, name: str = "X", public_size: bool = True) -> np.ndarray:
     must be at least 1), and NaN (the high-level functions release on NaN-free arrays,
     ``array2_domain(nan=False)``, and make no claim outside their domain).  An empty array with a
     private size is data like any other, and ``+-inf`` is clamped to the box like every other
-    value outside it (selection: mapped to its nearest candidate): neither raises, so whether a
+    value outside it (selection: tied with every candidate): neither raises, so whether a
     call succeeds does not depend on one record."""
     if isinstance(x, np.ndarray):
         if x.dtype.kind not in "fiu":
@@ -690,8 +690,9 @@ def select_candidates(
     (non-private) runs: call inside :func:`opendp_wasserstein.runtime.reproducible`.
 
     :param D: the sensitive data, ``n x p`` real numbers (not modified); NaN is refused
-        (outside the input domain), a row with ``+-inf`` is mapped as the measurement maps it
-        (to the first candidate), and with ``public_size=False`` an empty array is data too
+        (outside the input domain), a row with ``+-inf`` is equally far from every candidate
+        and is dealt over all of them like any tie (docs/tables.rst, "Missing and non-finite
+        values"), and with ``public_size=False`` an empty array is data too
     :param C: the public candidates, ``k x p`` distinct finite rows
     :param m: the multiset size, ``>= 1``
     :param epsilon: the privacy budget per replacement
