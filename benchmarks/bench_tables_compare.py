@@ -59,7 +59,8 @@ releases for the figures (NOT private); the machine is shared, times are noisy.
 (``docs/_static/tables_compare/reference.csv``) keyed by table, mechanism, eps, seed and the
 configuration, and are reused: ``--ours-only`` runs ours and reads every reference from the
 cache (the marginals are computed if missing); ``--refs-only`` runs the references alone (the
-long background job); ``--refresh`` reruns cached references.  Synthetic tables are kept in
+long background job); ``--refresh`` reruns cached references, ``--retry-failed`` the cached
+ones that failed.  Synthetic tables are kept in
 ``--synth-dir`` (not committed) so ``--rescore`` can recompute the metrics of cached rows.
 
 **Output**: ``results.csv`` (every row), ``results.md`` and ``summary.csv`` (means per table,
@@ -554,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ours-only", action="store_true", help="run ours; references from the cache (marginals computed if missing)")
     ap.add_argument("--refs-only", action="store_true", help="run the references only (the long job)")
     ap.add_argument("--refresh", action="store_true", help="rerun references even if cached")
+    ap.add_argument("--retry-failed", action="store_true", help="rerun cached references that failed")
     ap.add_argument("--rescore", action="store_true", help="recompute the metrics of cached references from --synth-dir")
     ap.add_argument("--no-run", action="store_true", help="run nothing: rebuild the tables / targets from results.csv and the cache")
     ap.add_argument("--check-targets", action="store_true")
@@ -617,7 +619,8 @@ def main(argv: list[str] | None = None) -> int:
                     }
                     if is_ref:
                         hit = cache.get(row)
-                        if hit is not None and not args.refresh and not (args.rescore and hit["status"] == "ok"):
+                        retry = args.retry_failed and hit is not None and hit["status"] != "ok"
+                        if hit is not None and not args.refresh and not retry and not (args.rescore and hit["status"] == "ok"):
                             rows.append(hit)
                             continue
                         if hit is not None and args.rescore:
