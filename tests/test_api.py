@@ -384,14 +384,18 @@ def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
     df = pd.DataFrame({"a": rng.uniform(size=400), "c": rng.choice(["x", "y"], 400).astype(object)})
     for mech in (None, "adaptive", "pruned", "pmm"):
         out, report = synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism=mech)
-        assert report.delta == 1e-9 and report.epsilon <= 1.0 and report.mechanism == (mech or "adaptive")
-        assert set(out["c"]) <= {"x", "y", "z"} and out["a"].between(0, 1).all()
+        assert report.delta == 1e-9
+        assert report.epsilon <= 1.0
+        assert report.mechanism == (mech or "adaptive")
+        assert set(out["c"]) <= {"x", "y", "z"}
+        assert out["a"].between(0, 1).all()
     with pytest.raises(ValueError, match="structured"):
         synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism="structured")
     # and a split order with delta on plain arrays
     x = rng.uniform(size=(300, 2))
     _, report = synthesize(x, 1.0, bounds=(0, 1), delta=1e-9, split_order=SplitOrder((1, 0) * 20, (0, 0)))
-    assert report.delta == 1e-9 and report.epsilon <= 1.0
+    assert report.delta == 1e-9
+    assert report.epsilon <= 1.0
 
 
 def test_synthesize_score_option():

@@ -188,7 +188,8 @@ def test_tables_compare_quick(tmp_path: Path) -> None:
     by = {r["mechanism"]: r for r in rows}
     assert set(by) == {"ours", "ours:sel20", "holdout", "marginals"}  # --quick runs no peer
     for r in rows:
-        assert r["status"] == "ok" and r["table"] == "penguins"
+        assert r["status"] == "ok"
+        assert r["table"] == "penguins"
         for key in ("tvd1", "tvd2", "gower"):
             assert 0 <= float(r[key]) <= 1
         assert 0 <= float(r["model"]) <= 1  # balanced accuracy of species
@@ -197,7 +198,8 @@ def test_tables_compare_quick(tmp_path: Path) -> None:
     assert float(by["holdout"]["tvd1"]) < float(by["marginals"]["tvd1"])  # real rows beat a release
     assert "| penguins | 275 | 1 | ours |" in (out / "results.md").read_text()
     targets = (out / "targets.md").read_text()
-    assert "Targets for `ours`" in targets and "Targets for `ours:sel20`" in targets
+    assert "Targets for `ours`" in targets
+    assert "Targets for `ours:sel20`" in targets
     assert "tvd1 <= marginals" in targets
     assert {r["state"] for r in _rows(out / "targets.csv")} <= {"met", "MISSED"}
     # the references are cached: a second run reuses them and runs nothing but ours

@@ -69,4 +69,6 @@ def test_importing_the_package_alone_registers_every_constructor():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
-    assert "table_encoding" in names and "pruned_pmm" in names and "nearest_candidate" in names
+    assert "table_encoding" in names
+    assert "pruned_pmm" in names
+    assert "nearest_candidate" in names

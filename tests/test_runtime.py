@@ -38,7 +38,8 @@ def test_adaptive_records_once_per_release_in_every_block() -> None:
             synthesize(X, 1.0, bounds=(0.0, 1.0), mechanism="adaptive")
         synthesize(X, 1.0, bounds=(0.0, 1.0), mechanism="pruned")
     assert len(inner) == 1
-    assert "candidate_index" in inner[0] and "depth" in inner[0]
+    assert "candidate_index" in inner[0]
+    assert "depth" in inner[0]
     assert len(outer) == 2
     assert outer[0] == inner[0]
     assert "candidate_index" not in outer[1]

@@ -259,7 +259,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         given.append("--placement")
     if private_size:
         given.append("--private-size")
-    mechanism = args.mechanism or ("adaptive" if given else "structured")
+    mechanism = args.mechanism or ("adaptive" if given or not args.schema else "structured")
     if share is not None and mechanism != "structured":
         raise _fail("--marginal-share applies only to --mechanism structured")
     if mechanism == "structured":

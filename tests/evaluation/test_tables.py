@@ -129,7 +129,8 @@ def test_gower_w1_exact_values():
     b = pd.DataFrame({"x": [2.0, 5.0], "c": ["a", "b"], "k": [0, 0]})
     # best matching: (0 -> 2.0: 0.2/3) + (missing -> 5.0: 1/3), averaged over 2 rows
     est = gower_w1(a, b, G)
-    assert est.exact and est.noise_floor == 0.0
+    assert est.exact
+    assert est.noise_floor == 0.0
     assert est.value == pytest.approx((0.2 + 1) / 6)
     assert gower_w1(a, a, G).value == 0.0
     assert gower_w1(b, a, G).value == pytest.approx(est.value)
@@ -152,7 +153,9 @@ def test_gower_w1_subsampled_is_seeded_and_reports_floor():
 
     a, b = _frame(900, 1), _frame(500, 2)
     est = gower_w1(a, b, G, max_points=200, seed=3)
-    assert not est.exact and est.sample_size == 200 and est.repeats == 1
+    assert not est.exact
+    assert est.sample_size == 200
+    assert est.repeats == 1
     again = gower_w1(a, b, G, max_points=200, seed=3)
     assert (again.value, again.noise_floor) == (est.value, est.noise_floor)
     assert np.isnan(est.std_error)
@@ -188,7 +191,8 @@ def test_correlation_error_values():
     # a constant synthetic column has no association with anything
     flat = a.assign(v=0.5, c="a")
     e2 = correlation_error(a, flat, s)
-    assert e2.by_pair[("u", "v")][1] == 0.0 and e2.by_pair[("v", "c")][1] == 0.0
+    assert e2.by_pair[("u", "v")][1] == 0.0
+    assert e2.by_pair[("v", "c")][1] == 0.0
 
 
 def test_correlation_error_cramers_v_and_nulls():
@@ -232,7 +236,9 @@ def test_model_score_numeric_target():
     train, test = make(1500), make(1000)
     good = model_score(train, test, "y", s, train_real=train)
     assert good.metric == "r2"
-    assert good.synthetic > 0.95 and good.real is not None and good.real > 0.95
+    assert good.synthetic > 0.95
+    assert good.real is not None
+    assert good.real > 0.95
     assert good.baseline <= 0.0
     shuffled = train.assign(y=rng.permutation(train["y"].to_numpy()))
     assert model_score(shuffled, test, "y", s).synthetic < 0.1

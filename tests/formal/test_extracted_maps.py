@@ -14,7 +14,6 @@ from fractions import Fraction
 
 import numpy as np
 import opendp.prelude as dp
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

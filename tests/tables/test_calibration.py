@@ -49,12 +49,15 @@ def test_calibrated_points_decode_to_declared_values(points, mx, mk, mc, mb, mis
     before = points.copy()
     out = calibrate(points, ENC, tm, RandomSource(seed))
     np.testing.assert_array_equal(points, before)  # the input is not modified
-    assert out.shape == points.shape and np.all((out >= 0) & (out <= 1))
+    assert out.shape == points.shape
+    assert np.all((out >= 0) & (out <= 1))
     cols = ENC.decode(out)
     assert np.all((cols["x"].values[~cols["x"].missing] >= -5) & (cols["x"].values[~cols["x"].missing] <= 5))
     assert np.all((cols["k"].values >= 1) & (cols["k"].values <= 6))
-    assert not cols["k"].missing.any() and not cols["b"].missing.any()
-    assert set(cols["c"].values.tolist()) <= {0, 1, 2} and set(cols["b"].values.tolist()) <= {0, 1}
+    assert not cols["k"].missing.any()
+    assert not cols["b"].missing.any()
+    assert set(cols["c"].values.tolist()) <= {0, 1, 2}
+    assert set(cols["b"].values.tolist()) <= {0, 1}
     m = len(points)
     # categorical counts are the largest-remainder targets
     codes_c = np.where(cols["c"].missing, 3, cols["c"].values)
@@ -93,9 +96,11 @@ def test_quality_is_zero_on_matching_and_large_on_flat():
     tm = _marginals([np.r_[np.ones(4), np.zeros(12)], np.ones(6), np.ones(4), np.ones(2)], [0.3, 0, 0, 0])
     good = calibrate(p, ENC, tm, RandomSource(0))
     a = marginal_agreement(good, ENC, tm)
-    assert a.mean < 0.02 and set(a.columns) == {"x", "k", "c", "b"}
+    assert a.mean < 0.02
+    assert set(a.columns) == {"x", "k", "c", "b"}
     bad = marginal_agreement(p, ENC, tm)  # x uniform over its range, 50% missing
-    assert bad.tvd[0] > 0.5 and bad.worst(1) == ("x",)
+    assert bad.tvd[0] > 0.5
+    assert bad.worst(1) == ("x",)
 
 
 def test_calibrate_refuses_unknown_kinds():

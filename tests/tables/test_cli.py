@@ -75,7 +75,9 @@ def test_synth_table_round_trip(files, capsys, out_name, src):
                "--accept-data-derived-schema", "--json"])
     assert rc == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
-    assert summary["epsilon_certified"] == 1.0
+    # the structured release composes two maps rounded up: at most the budget, within ulps of it
+    assert summary["epsilon_certified"] <= 1.0
+    assert summary["epsilon_certified"] >= 1.0 - 1e-12
     assert summary["data_derived_schema"]
     back = read_file(str(out))
     assert back.column_names == original.column_names
@@ -161,8 +163,10 @@ def test_bounds_inputs_with_missing_or_text_are_refused_as_arrays_are(tmp_path, 
         p.write_text("height,weight\n" + body)
         assert main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"]) == 2
         err = capsys.readouterr().err
-        assert f"column '{col}'" in err and "missing or NaN" in err
-        assert "abc" not in err and "170" not in err
+        assert f"column '{col}'" in err
+        assert "missing or NaN" in err
+        assert "abc" not in err
+        assert "170" not in err
     p.write_text("height,weight\n150,60\ninf,70\n170,-inf\n")
     assert main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"]) == 0
     assert out.read_text().splitlines()[0] == "height,weight"

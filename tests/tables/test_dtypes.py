@@ -358,5 +358,6 @@ def test_public_dtype_is_idempotent_and_keeps_only_the_kind():
     for i, (kind, dtype, col) in enumerate(cases):
         spec = _column_from_json("c", col)
         got = public_dtype(kind, dtype, spec)
-        assert got == expected[i] and repr(got) == repr(expected[i]), (i, dtype, got)
+        assert got == expected[i], (i, dtype, got)
+        assert repr(got) == repr(expected[i]), (i, dtype, got)
         assert public_dtype(kind, got, spec) == got, (i, got)

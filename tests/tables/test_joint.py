@@ -37,7 +37,8 @@ def test_map_is_exact_and_does_not_depend_on_the_orders(metric, unit):
     a = make_order_adaptive_pmm(_domain(500), metric, eps_sel, eps_main, ORDERS)
     b = make_order_adaptive_pmm(_domain(500), metric, eps_sel, eps_main, ORDERS[:1])
     assert a.map(unit) == b.map(unit) == 1.0
-    assert a.check(unit, 1.0) and not a.check(unit, float(np.nextafter(1.0, 0)))
+    assert a.check(unit, 1.0)
+    assert not a.check(unit, float(np.nextafter(1.0, 0)))
     assert a.map(3 * unit) == pytest.approx(3.0)
     assert Fraction(a.map(3 * unit)) >= 3 * Fraction(eps_sel + eps_main) * (1 - Fraction(1, 10**12))
 
@@ -47,9 +48,12 @@ def test_release_records_the_choice_and_keeps_shape():
     meas = make_order_adaptive_pmm(_domain(500), dp.change_one_distance(), 0.1, 0.9, ORDERS)
     with reproducible(0), diagnostics() as rec:
         y = meas(x)
-    assert y.shape == (500, 3) and y.min() >= 0 and y.max() <= 1
+    assert y.shape == (500, 3)
+    assert y.min() >= 0
+    assert y.max() <= 1
     info = rec[-1]
-    assert info["num_orders"] == 2 and 0 <= info["order_index"] < 2
+    assert info["num_orders"] == 2
+    assert 0 <= info["order_index"] < 2
     assert info["num_candidates"] == sum(len(table_candidates(o, 500, 0.9)) for o in ORDERS)
 
 

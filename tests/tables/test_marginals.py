@@ -56,13 +56,17 @@ def _domain(n: int | None) -> dp.Domain:
 def test_levels_and_leaves_are_public_functions():
     plans = column_plans(ENC)
     assert [p.kind for p in plans] == ["numeric", "numeric", "category"]
-    assert plans[0].axes == (0, 1) and plans[0].missing_axis == 0
+    assert plans[0].axes == (0, 1)
+    assert plans[0].missing_axis == 0
     assert column_leaves(plans[1], SCHEMA["k"], 100, 1.0) == 5  # one leaf per int value
     wide = IntColumn(bounds=(0, 999))
-    assert column_leaves(plans[1], wide, 300, 1.0) == 256 and column_leaves(plans[1], wide, 200, 1.0) == 16 and column_leaves(plans[1], wide, 10**6, 1.0) == 1000
+    assert column_leaves(plans[1], wide, 300, 1.0) == 256
+    assert column_leaves(plans[1], wide, 200, 1.0) == 16
+    assert column_leaves(plans[1], wide, 10**6, 1.0) == 1000
     assert column_leaves(plans[0], SCHEMA["x"], 10, 0.1) == 16
     assert column_leaves(plans[0], SCHEMA["x"], 10**6, 1.0) == 4096
-    assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16 and column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
+    assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16
+    assert column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
     assert tree_levels(4096, "numeric") == (4096, 256, 16)
     assert tree_levels(300, "numeric") == (300, 19, 2)
     assert tree_levels(7, "category") == (7,)
@@ -73,7 +77,8 @@ def test_level_counts_stability_is_exact_and_tight(metric, unit):
     x = _points(50)
     plan = column_plans(ENC)[0]
     t = make_level_counts(_domain(50 if unit == 1 else None), metric, plan, 16, 0)
-    assert t.map(unit) == 2 and t.map(3 * unit) == 6
+    assert t.map(unit) == 2
+    assert t.map(3 * unit) == 6
     # a replacement that moves a record from a value cell to "missing": l1 change exactly 2
     y = x.copy()
     row = int(np.flatnonzero(x[:, 0] < 0.5)[0])
@@ -139,10 +144,12 @@ def test_project_groups_is_the_simplex_projection():
     for _ in range(20):
         v = rng.normal(size=9) * 5
         out = project_groups(v, np.zeros(9, np.int64), np.array([7.0]))
-        assert out.min() >= 0 and abs(out.sum() - 7.0) < 1e-9
+        assert out.min() >= 0
+        assert abs(out.sum() - 7.0) < 1e-9
         # KKT: positive entries share one shift theta, zeroed ones are below it
         theta = (v - out)[out > 0]
-        assert np.ptp(theta) < 1e-9 and np.all(v[out == 0] <= theta[0] + 1e-9)
+        assert np.ptp(theta) < 1e-9
+        assert np.all(v[out == 0] <= theta[0] + 1e-9)
 
 
 def test_tree_estimate_is_consistent_and_exact_without_noise():
@@ -152,7 +159,8 @@ def test_tree_estimate_is_consistent_and_exact_without_noise():
     np.testing.assert_allclose(est, counts)
     noisy = [lv + np.random.default_rng(1).normal(0, 30, len(lv)) for lv in levels]
     est = tree_estimate(noisy, counts.sum())
-    assert est.min() >= 0 and abs(est.sum() - counts.sum()) < 1e-6
+    assert est.min() >= 0
+    assert abs(est.sum() - counts.sum()) < 1e-6
 
 
 def test_table_marginals_and_quantile_maps():
@@ -164,17 +172,22 @@ def test_table_marginals_and_quantile_maps():
     assert abs(tm.missing[0] - 0.2) < 0.05
     np.testing.assert_allclose(tm.masses[2], [1 / 3] * 3, atol=0.05)
     for m in tm.masses:
-        assert m.min() >= 0 and abs(m.sum() - 1) < 1e-9
+        assert m.min() >= 0
+        assert abs(m.sum() - 1) < 1e-9
     maps = QuantileMaps.from_marginals(tm)
     assert maps.axes == (1, 2)
     y = maps.forward(x)
     np.testing.assert_allclose(maps.inverse(y), x, atol=1e-9)
-    assert y.min() >= 0 and y.max() <= 1
+    assert y.min() >= 0
+    assert y.max() <= 1
     t = make_quantile_encoding(_domain(n), dp.change_one_distance(), maps)
-    assert t.map(1) == 1 and t.map(5) == 5
+    assert t.map(1) == 1
+    assert t.map(5) == 5
     np.testing.assert_allclose(t(x), y)
     q = tm.quantiles(1, np.array([0.0, 0.5, 1.0]))
-    assert q[0] >= 0 and q[-1] <= 1 and q[0] <= q[1] <= q[2]
+    assert q[0] >= 0
+    assert q[-1] <= 1
+    assert q[0] <= q[1] <= q[2]
 
 
 def test_marginals_refuse_unsized_domain_and_wrong_width():

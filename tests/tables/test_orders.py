@@ -35,7 +35,8 @@ def test_gower_profile_is_the_mean_over_columns():
     assert diam[8] == pytest.approx((0.25 + 0.25) / 3)
     # the max profile of the same order stays 1 until every category is resolved
     m = SplitOrder(o.axes, o.cells)
-    assert m.diameters(6)[:6] == (1.0,) * 6 and m.diameters(8)[8] == 0.25
+    assert m.diameters(6)[:6] == (1.0,) * 6
+    assert m.diameters(8)[8] == 0.25
 
 
 def test_split_order_refuses_bad_groups_and_metric():
@@ -48,7 +49,8 @@ def test_split_order_refuses_bad_groups_and_metric():
 def test_greedy_order_interleaves_and_weighs_columns():
     w = np.array([1 / 3, 1 / 3, 0.8])
     o = greedy_order(PLANS, w, missing=[0.1, 0, 0], alpha=1.0, max_splits=4)
-    assert o.metric == "gower" and o.groups == column_groups(PLANS)
+    assert o.metric == "gower"
+    assert o.groups == column_groups(PLANS)
     # every numeric axis split max_splits times, every category level and the missing axis once
     assert np.bincount(o.axes, minlength=4).tolist() == [1, 4, 4, 3]
     # the category block (rate 0.8/3) comes after the first numeric splits (gain 1/6 each)?

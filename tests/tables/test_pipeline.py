@@ -62,8 +62,10 @@ def test_map_is_the_composition_and_never_above_epsilon(joint, metric, unit):
     eps = 1.0
     meas = make_structured_synthesis(_domain(2000), metric, ENC, eps, StructuredOptions(joint=joint))
     got = meas.map(unit)
-    assert got <= eps and got >= eps * (1 - 1e-9)
-    assert meas.check(unit, got) and not meas.check(unit, float(np.nextafter(got, 0)))
+    assert got <= eps
+    assert got >= eps * (1 - 1e-9)
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
     assert Fraction(meas.map(4 * unit)) >= 4 * Fraction(got) * (1 - Fraction(1, 10**12))
 
 
@@ -78,10 +80,14 @@ def test_the_chain_certifies_the_release_and_the_joint_map_ignores_the_marginals
     with reproducible(0), diagnostics() as rec:
         out = chain(df)
     info = [r for r in rec if r.get("structured")][-1]
-    assert info["joint"] is True and 0 <= info["quality"] <= 1
-    assert list(out.columns) == list(SCHEMA.names) and len(out) == n
-    assert set(out["region"]) <= {"n", "e", "s", "w"} and out["age"].between(0, 120).all()
-    assert out["income"].between(0, 200000).all() and out["spend"].dropna().between(0, 100000).all()
+    assert info["joint"] is True
+    assert 0 <= info["quality"] <= 1
+    assert list(out.columns) == list(SCHEMA.names)
+    assert len(out) == n
+    assert set(out["region"]) <= {"n", "e", "s", "w"}
+    assert out["age"].between(0, 120).all()
+    assert out["income"].between(0, 200000).all()
+    assert out["spend"].dropna().between(0, 100000).all()
     assert not out["income"].isna().any()
     # the certificate: the first look's map plus the joint release's, each query held to it
     _, marg = fit_marginals(t.output_domain, t.output_metric, ENC, eps * 0.4, 1)
@@ -97,8 +103,10 @@ def test_small_tables_go_independent_by_a_public_rule():
     df = _frame(300)
     with reproducible(1):
         out, report = synthesize(df, 1.0, schema=SCHEMA, structured=True)
-    assert report.details["joint"] is False and report.epsilon <= 1.0
-    assert report.mechanism == "structured" and len(out) == 300
+    assert report.details["joint"] is False
+    assert report.epsilon <= 1.0
+    assert report.mechanism == "structured"
+    assert len(out) == 300
 
 
 def test_structured_keeps_dependence_that_independent_columns_lose():
@@ -133,7 +141,8 @@ def test_quality_figure_and_warning_name_the_options(monkeypatch):
     monkeypatch.setattr(pipeline, "QUALITY_WARNING", -1.0)  # every release counts as poor
     with reproducible(2), pytest.warns(UserWarning, match="marginal_share") as rec:
         _, report = synthesize(df, 2.0, schema=SCHEMA)
-    assert report.mechanism == "structured" and report.details["quality_poor"] is True
+    assert report.mechanism == "structured"
+    assert report.details["quality_poor"] is True
     assert 0 <= report.details["quality"] <= 1
     assert set(report.details["quality_columns"]) == set(SCHEMA.names)
     assert "--marginal-share" in str(rec[0].message)
@@ -156,7 +165,8 @@ def test_cli_summary_reports_quality(tmp_path, capsys):
     sch.write_text(SCHEMA.dumps())
     assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--json", "--seed", "1"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["mechanism"] == "structured" and 0 <= summary["quality"] <= 1
+    assert summary["mechanism"] == "structured"
+    assert 0 <= summary["quality"] <= 1
     assert summary["epsilon_certified"] <= 2.0
     assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--seed", "1",
                  "--marginal-share", "0.5"]) == 0
