@@ -7,8 +7,11 @@ which puts this folder on ``sys.path``.  Nothing here is a privacy mechanism.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import platform
+import subprocess
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,3 +89,24 @@ def fmt(v: Any, spec: str = ".4g", width: int = 9) -> str:
     if isinstance(v, (int, float, np.integer, np.floating)):
         return f"{v:>{width}{spec}}"
     return f"{v!s:>{width}}"
+
+
+class PeerError(RuntimeError):
+    """A peer's run failed (runner exit, time-out, unexpected output): recorded, not raised."""
+
+
+def run_runner(cmd: list[str], timeout: float, max_message: int | None = None) -> tuple[dict, float]:
+    """Run a peer's runner script (its own interpreter) and return ``(its JSON line, wall seconds)``.
+
+    The runner prints one JSON line last on stdout; a non-zero exit becomes a :class:`PeerError`
+    carrying the last three lines of its stderr (cut to ``max_message`` characters if given)."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise PeerError(f"timed out after {timeout:.0f} s") from e
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise PeerError(f"runner exit {proc.returncode}: {tail}"[:max_message])
+    return json.loads(proc.stdout.strip().splitlines()[-1]), wall

@@ -49,7 +49,6 @@ If the peers' environment is missing or smartnoise fails, the MST/AIM rows say w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -58,7 +57,7 @@ import time
 
 import numpy as np
 import opendp.prelude as dp
-from _common import fmt, machine_note, sample_curve, write_csv
+from _common import PeerError, fmt, machine_note, run_runner, sample_curve, write_csv
 
 from opendp_wasserstein import synthesize
 from opendp_wasserstein.evaluation import SHAPES, sample_shape, sample_subspace, w1_estimate
@@ -165,10 +164,6 @@ def stab_hist(x: np.ndarray, eps: float, bins: int, delta: float) -> tuple[np.nd
 # smartnoise-synth (separate interpreter)
 
 
-class PeerError(RuntimeError):
-    pass
-
-
 def run_peer(python: str, synth: str, x: np.ndarray, eps: float, delta: float, bins: int,
              timeout: float) -> tuple[np.ndarray, dict]:
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
@@ -176,16 +171,7 @@ def run_peer(python: str, synth: str, x: np.ndarray, eps: float, delta: float, b
         np.savetxt(inp, x, delimiter=",", fmt="%.17g")
         cmd = [python, RUNNER, "--synth", synth, "--input", inp, "--output", outp,
                "--epsilon", repr(eps), "--delta", repr(delta), "--bins", str(bins)]
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise PeerError(f"timed out after {timeout:.0f} s") from e
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-            raise PeerError(f"runner exit {proc.returncode}: {tail}")
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        info, wall = run_runner(cmd, timeout)
         y = np.loadtxt(outp, delimiter=",", ndmin=2)
     info["wall_s"] = wall
     return y, info

@@ -93,7 +93,7 @@ from typing import Any
 import numpy as np
 import opendp.prelude as dp
 import pandas as pd
-from _common import write_csv
+from _common import PeerError, run_runner, write_csv
 from _tables_data import COMPARE_NAMES, RealTable, load
 from bench_tables_real import Codes, run_marginals
 
@@ -179,10 +179,6 @@ def points_to_frame(schema: Schema, points: np.ndarray) -> pd.DataFrame:
 # mechanisms
 
 
-class PeerError(RuntimeError):
-    pass
-
-
 def run_ours(t: RealTable, train: pd.DataFrame, eps: float, seed: int, kwargs: dict[str, Any]) -> tuple[pd.DataFrame, dict]:
     with reproducible(seed):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -194,19 +190,6 @@ def run_ours(t: RealTable, train: pd.DataFrame, eps: float, seed: int, kwargs: d
     return out, {"seconds": secs, "cpu_seconds": cpu, "depth": report.depth, "privacy": priv}
 
 
-def _subprocess(cmd: list[str], timeout: float) -> tuple[dict, float]:
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise PeerError(f"timed out after {timeout:.0f} s") from e
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise PeerError(f"runner exit {proc.returncode}: {tail}"[:500])
-    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
-
-
 def run_coded_peer(python: str, runner: str, synth: str, codes: Codes, train: pd.DataFrame, eps: float,
                    delta: float, seed: int, timeout: float) -> tuple[pd.DataFrame, dict]:
     """smartnoise / OpenDP-mbi on the public codes of ``bench_tables_real.Codes``."""
@@ -216,7 +199,7 @@ def run_coded_peer(python: str, runner: str, synth: str, codes: Codes, train: pd
         np.savetxt(inp, x, delimiter=",", fmt="%d")
         cmd = [python, os.path.join(PEERS_DIR, runner), "--synth", synth, "--input", inp, "--output", outp,
                "--epsilon", repr(eps), "--delta", repr(delta), "--cardinalities", ",".join(map(str, codes.cards))]
-        info, wall = _subprocess(cmd, timeout)
+        info, wall = run_runner(cmd, timeout, max_message=500)
         y = np.loadtxt(outp, delimiter=",", ndmin=2, dtype=np.int64)
     if y.shape != x.shape:
         raise PeerError(f"the runner returned {y.shape[0]} x {y.shape[1]} codes, expected {x.shape[0]} x {x.shape[1]}")
@@ -248,7 +231,7 @@ def run_dpmm(python: str, synth: str, t: RealTable, train: pd.DataFrame, eps: fl
         cmd = [python, os.path.join(PEERS_DIR, "run_dpmm.py"), "--synth", synth, "--input", inp, "--spec", sp,
                "--output", outp, "--epsilon", repr(eps), "--delta", repr(delta), "--proc-share", repr(proc_share),
                "--seed", str(seed)]
-        info, wall = _subprocess(cmd, timeout)
+        info, wall = run_runner(cmd, timeout, max_message=500)
         y = pd.read_csv(outp)
     if list(y.columns) != names or len(y) != len(train):
         raise PeerError("dpmm returned a table of another shape")

@@ -37,7 +37,6 @@ shared: times are noisy.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -48,7 +47,7 @@ from typing import Any
 import numpy as np
 import opendp.prelude as dp
 import pandas as pd
-from _common import write_csv
+from _common import PeerError, run_runner, write_csv
 from _tables_data import NAMES, RealTable, load
 
 from opendp_wasserstein import synthesize
@@ -173,10 +172,6 @@ def run_marginals(codes: Codes, train: pd.DataFrame, eps: float, seed: int) -> t
     return table, {"seconds": time.perf_counter() - t0, "privacy": f"pure eps={spent:.4g}"}
 
 
-class PeerError(RuntimeError):
-    pass
-
-
 def run_peer(python: str, synth: str, codes: Codes, train: pd.DataFrame, eps: float, seed: int,
              timeout: float) -> tuple[pd.DataFrame, dict]:
     x = codes.encode(train)
@@ -185,15 +180,7 @@ def run_peer(python: str, synth: str, codes: Codes, train: pd.DataFrame, eps: fl
         np.savetxt(inp, x, delimiter=",", fmt="%d")
         cmd = [python, RUNNER, "--synth", synth, "--input", inp, "--output", outp, "--epsilon", repr(eps),
                "--cardinalities", ",".join(map(str, codes.cards))]
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise PeerError(f"timed out after {timeout:.0f} s") from e
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise PeerError(f"runner exit {proc.returncode}: " + " | ".join(proc.stderr.strip().splitlines()[-3:]))
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        info, wall = run_runner(cmd, timeout)
         y = np.loadtxt(outp, delimiter=",", ndmin=2, dtype=np.int64)
     table = codes.decode(y, np.random.default_rng(seed))
     return table, {"seconds": wall, "fit_seconds": info["fit_seconds"], "privacy": f"(eps={eps:g}, delta={info['delta']:g})"}
