@@ -1,0 +1,1 @@
+"""Randomness: the one random source, exact integer samplers, node-addressed noise."""

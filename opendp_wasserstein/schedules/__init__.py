@@ -1,0 +1,1 @@
+"""Public noise schedules: functions of public parameters only (pure DP, zCDP, public trees)."""
