@@ -1,8 +1,8 @@
 """Privacy audit, long mode: every registered audit case with many more runs.
 
-For every audit case of the registry (``tests/registry.py``: Pruned-PMM, PMM, Adaptive
+For every audit case of the registry (``tests/conformance/registry.py``: Pruned-PMM, PMM, Adaptive
 Pruned-PMM, the two selections, the public-candidate mechanisms, the private-size count) and the
-harness's deliberately broken Pruned-PMM (``tests/audit/harness.py``) it draws
+harness's deliberately broken Pruned-PMM (``tests/conformance/audit/harness.py``) it draws
 ``runs`` releases on each of two hard neighbouring datasets and prints the statistically valid
 (probability >= 1 - alpha) empirical lower bound on epsilon next to the epsilon certified by the
 measurement's own privacy map, and the exact max log-ratio where the output law is known.
@@ -33,11 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.audit.harness import (  # noqa: E402
-    AuditCase,
-    all_cases,
-    timed_run,
-)
+from tests.conformance.audit.harness import AuditCase, all_cases, timed_run  # noqa: E402
 
 
 def _fmt(v: float | None) -> str:

@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
     # (~0.2 s, memoised): done here so that it is not timed as part of the first release
     import opendp.prelude as dp
 
-    from opendp_wasserstein.approx_dp import rho_for_approx_dp
+    from opendp_wasserstein.combinators import rho_for_approx_dp
 
     dp.enable_features("contrib")  # what synthesize enables for its own calls
     rho_for_approx_dp(a.eps, a.delta)

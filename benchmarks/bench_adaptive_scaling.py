@@ -50,10 +50,10 @@ import numpy as np
 import opendp.prelude as dp
 from _common import fmt, machine_note, make_data, mem_available_bytes, write_csv
 
-from opendp_wasserstein.hierarchy import grid_codes, morton_words
+from opendp_wasserstein.hierarchy.cells import grid_codes, morton_words
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics
-from opendp_wasserstein.schedules import max_candidate_depth
+from opendp_wasserstein.schedules.pure import max_candidate_depth
 
 EPS_SELECT, EPS_MAIN = 0.2, 0.8
 

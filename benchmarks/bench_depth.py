@@ -19,7 +19,7 @@ import opendp.prelude as dp
 from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1_estimate
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 
 
 def measure(meas, x, seed):

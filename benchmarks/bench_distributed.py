@@ -58,7 +58,7 @@ def child(args: argparse.Namespace) -> None:
     import opendp.prelude as dp
 
     from opendp_wasserstein.distributed import synthesize_on_dask
-    from opendp_wasserstein.distributed._run import local_client
+    from opendp_wasserstein.distributed._executor import local_client
 
     dp.enable_features("contrib")
     files = sorted(f for f in os.listdir(args.data) if f.endswith(".parquet"))[: args.n // args.rows_per_file]

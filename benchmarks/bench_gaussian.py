@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import write_csv  # noqa: E402
 
-from opendp_wasserstein._fast_gaussian import fast_discrete_gaussian  # noqa: E402
-from opendp_wasserstein._random import RandomSource  # noqa: E402
+from opendp_wasserstein.noise._fast_gaussian import fast_discrete_gaussian  # noqa: E402
+from opendp_wasserstein.noise._source import RandomSource  # noqa: E402
 
 SCALES = (0.3, 1.0, 3.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6)
 

@@ -34,11 +34,11 @@ import numpy as np
 import opendp.prelude as dp
 from _common import machine_note, make_data
 
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.hierarchy import build_count_tree, grid_codes, morton_words
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.hierarchy.cells import build_count_tree, grid_codes, morton_words
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics
-from opendp_wasserstein.schedules import max_candidate_depth
+from opendp_wasserstein.schedules.pure import max_candidate_depth
 
 EPS_SELECT, EPS_MAIN = 0.2, 0.8
 

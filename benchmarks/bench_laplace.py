@@ -17,9 +17,9 @@ from collections.abc import Callable
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein._fast_laplace import fast_discrete_laplace
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.samplers import opendp_discrete_laplace
+from opendp_wasserstein.noise._fast_laplace import fast_discrete_laplace
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.noise.samplers import opendp_discrete_laplace
 
 SCALES = (0.1, 0.3, 1.0, 3.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6)
 

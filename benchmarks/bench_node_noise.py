@@ -2,10 +2,10 @@
 
 For each scale, ``--n`` draws (default ``10^6``) of ``LapZ(scale)``:
 
-- **pooled**: :func:`~opendp_wasserstein._fast_laplace.fast_discrete_laplace`, one stream of
-  ``os.urandom`` bytes shared by all draws (what :class:`~opendp_wasserstein.node_noise.PooledNoise`
+- **pooled**: :func:`~opendp_wasserstein.noise._fast_laplace.fast_discrete_laplace`, one stream of
+  ``os.urandom`` bytes shared by all draws (what :class:`~opendp_wasserstein.noise.node_noise.PooledNoise`
   uses; not node-addressed);
-- **keyed d=3 / d=10**: :meth:`KeyedNodeNoise.laplace <opendp_wasserstein.node_randomness.KeyedNodeNoise.laplace>`
+- **keyed d=3 / d=10**: :meth:`KeyedNodeNoise.laplace <opendp_wasserstein.noise.node_randomness.KeyedNodeNoise.laplace>`
   on ``n`` distinct level-40 cells of dimension 3 or 10: the CBC-MAC of every node id
   (``ceil(d/2) + 1`` AES blocks) and the exact per-node-stream sampler.
 
@@ -23,9 +23,9 @@ from collections.abc import Callable
 import numpy as np
 from _common import machine_note
 
-from opendp_wasserstein._fast_laplace import fast_discrete_laplace
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
+from opendp_wasserstein.noise._fast_laplace import fast_discrete_laplace
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
 
 SCALES = (0.3, 1.0, 3.0, 10.0, 100.0, 1e3, 1e4, 1e6)
 

@@ -50,7 +50,7 @@ def _with_parts(df: Any, box: Any, level: int, bounds: np.ndarray, cols: list[st
 
 
 def _tree_of_frame(df: Any, d: int, box: Any, depth: int, cols: list[str]) -> Any:
-    from opendp_wasserstein.hierarchy import CountTree
+    from opendp_wasserstein.hierarchy.cells import CountTree
 
     return CountTree(df[cols].to_numpy(dtype=np.float64), depth, box, keep_input=False)
 
@@ -60,11 +60,11 @@ def child(a: argparse.Namespace) -> None:
     import dask.dataframe as dd
     from distributed import wait
 
-    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.core.box import as_box
+    from opendp_wasserstein.distributed._executor import local_client
     from opendp_wasserstein.distributed._pmm import Driver, part_bounds, split_level
-    from opendp_wasserstein.distributed._run import local_client
     from opendp_wasserstein.distributed._source import blocks_of
-    from opendp_wasserstein.schedules import max_candidate_depth
+    from opendp_wasserstein.schedules.pure import max_candidate_depth
 
     files = sorted(f for f in os.listdir(a.data) if f.endswith(".parquet"))[: a.n // a.rows_per_file]
     src = a.out + ".src"

@@ -10,7 +10,7 @@ Configurations (``--configs``, ``consistency:threshold``):
 - ``paper:0``: Algorithm 2 of the paper (the default before this benchmark);
 - ``paper:t``: the paper's split, a noisy count ``<= t sigma_j`` read as 0;
 - ``least_squares:t``: generalised least squares over every visited level
-  (:mod:`opendp_wasserstein.least_squares`), a child whose estimate is ``<= t`` standard
+  (:mod:`opendp_wasserstein.hierarchy.least_squares`), a child whose estimate is ``<= t`` standard
   errors read as empty.
 
 Data (all public): the nine 2-D shapes (``evaluation.SHAPES``, n = 30000); the airports of

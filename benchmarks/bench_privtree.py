@@ -30,7 +30,7 @@ from _common import machine_note, sample_curve, write_csv  # noqa: E402
 
 from opendp_wasserstein import runtime, synthesize  # noqa: E402
 from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1  # noqa: E402
-from opendp_wasserstein.hierarchy import max_depth  # noqa: E402
+from opendp_wasserstein.hierarchy.cells import max_depth  # noqa: E402
 from opendp_wasserstein.measurements import make_privtree  # noqa: E402
 
 

@@ -21,11 +21,11 @@ import time
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.candidates import NearestCandidates
 from opendp_wasserstein.measurements import make_nn_histogram, make_tree_em, make_tree_projection
-from opendp_wasserstein.tree_em import sample_tree_em, tree_em_tables
-from opendp_wasserstein.trees import distortion, frt_tree, quadtree
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.public_candidates.sets import NearestCandidates
+from opendp_wasserstein.public_candidates.tree_em_sampling import sample_tree_em, tree_em_tables
+from opendp_wasserstein.public_candidates.trees import distortion, frt_tree, quadtree
 
 
 def _timed(label: str, fn, *args, **kwargs):  # type: ignore[no-untyped-def]

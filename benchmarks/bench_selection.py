@@ -43,7 +43,7 @@ from opendp_wasserstein import runtime  # noqa: E402
 from opendp_wasserstein.evaluation import sample_shape, sample_subspace, w1, w1_grid  # noqa: E402
 from opendp_wasserstein.measurements import make_pruned_pmm  # noqa: E402
 from opendp_wasserstein.measurements._adaptive import softmax_probabilities  # noqa: E402
-from opendp_wasserstein.schedules import standard_candidates  # noqa: E402
+from opendp_wasserstein.schedules.pure import standard_candidates  # noqa: E402
 from opendp_wasserstein.transformations import make_schedule_scores  # noqa: E402
 
 #: synthesize's public-size split of eps = 1 (``--select-share`` changes it)

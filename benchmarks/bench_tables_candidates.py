@@ -24,7 +24,11 @@ from bench_tables_real import Codes, run_marginals, split
 from opendp_wasserstein.evaluation import marginal_tvd, table_w1
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import ScheduleCandidate, profile_schedule, split_order_candidates
+from opendp_wasserstein.schedules.pure import (
+    ScheduleCandidate,
+    profile_schedule,
+    split_order_candidates,
+)
 from opendp_wasserstein.tables import TableEncoding, read_table, write_table
 
 

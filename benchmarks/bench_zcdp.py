@@ -31,15 +31,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import write_csv  # noqa: E402
 
-from opendp_wasserstein.approx_dp import make_approx_dp, rho_for_approx_dp  # noqa: E402
+from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp  # noqa: E402
 from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1_estimate  # noqa: E402
 from opendp_wasserstein.measurements import (  # noqa: E402
     make_adaptive_pruned_pmm,
     make_pruned_pmm,
     make_tree_projection,
 )
-from opendp_wasserstein.schedules import ambient_depth, paper_schedule  # noqa: E402
-from opendp_wasserstein.zcdp_schedules import zcdp_schedule  # noqa: E402
+from opendp_wasserstein.schedules.pure import ambient_depth, paper_schedule  # noqa: E402
+from opendp_wasserstein.schedules.zcdp import zcdp_schedule  # noqa: E402
 
 ZCDP = dp.zero_concentrated_divergence()
 

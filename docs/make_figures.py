@@ -21,10 +21,10 @@ import opendp.prelude as dp  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from opendp_wasserstein.evaluation import sample_shape, w1_estimate  # noqa: E402
-from opendp_wasserstein.hierarchy import build_count_tree, coord_bits_at_level  # noqa: E402
+from opendp_wasserstein.hierarchy.cells import build_count_tree, coord_bits_at_level  # noqa: E402
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm  # noqa: E402
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import paper_schedule  # noqa: E402
+from opendp_wasserstein.schedules.pure import paper_schedule  # noqa: E402
 
 STATIC = Path(__file__).resolve().parent / "_static"
 SEED = 7  # NOT private: reproducible figures only

@@ -15,7 +15,7 @@ import opendp.prelude as dp
 
 from opendp_wasserstein.evaluation import sample_shape, w1
 from opendp_wasserstein.measurements import make_pruned_pmm
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 from opendp_wasserstein.transformations import make_row_count
 
 

@@ -33,7 +33,7 @@ import opendp.prelude as dp
 from opendp_wasserstein.evaluation import sample_subspace, w1_estimate
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import ambient_depth, paper_schedule, standard_candidates
+from opendp_wasserstein.schedules.pure import ambient_depth, paper_schedule, standard_candidates
 from opendp_wasserstein.transformations import make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
 

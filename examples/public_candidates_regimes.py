@@ -43,11 +43,11 @@ from typing import Any
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein.candidates import NearestCandidates
 from opendp_wasserstein.evaluation import w1
 from opendp_wasserstein.measurements import make_nn_histogram, make_tree_em, make_tree_projection
+from opendp_wasserstein.public_candidates.sets import NearestCandidates
+from opendp_wasserstein.public_candidates.trees import frt_tree
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.trees import frt_tree
 
 METHODS = ("tree_em", "tree_projection", "nn_histogram")
 COLORS = {"tree_em": "tab:blue", "tree_projection": "tab:orange", "nn_histogram": "tab:green"}

@@ -46,7 +46,7 @@ from scipy import stats
 from opendp_wasserstein.evaluation import sample_subspace
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import ambient_depth, paper_schedule
+from opendp_wasserstein.schedules.pure import ambient_depth, paper_schedule
 
 GRID_BITS = 20  # finest dyadic grid of the upper bound: side 2^-20
 N_DIRECTIONS = 16  # random directions of the sliced lower bound (besides the d axes)

@@ -17,10 +17,10 @@ import opendp.prelude as dp
 from opendp.mod import Measurement, assert_features
 
 from opendp_wasserstein import runtime
-from opendp_wasserstein.box import Box, as_box
-from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.least_squares import check_postprocessing
-from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
+from opendp_wasserstein.core.box import Box, as_box
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import ScaleLimitError, check_epsilon
+from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
 
 __all__ = [
     "SynthesisReport",
@@ -250,7 +250,7 @@ def synthesize(
     the discrete Gaussian (zCDP) variant of the mechanism runs at ``rho =
     rho_for_approx_dp(epsilon, delta)``, the largest ``rho`` that OpenDP's
     ``make_zCDP_to_approxDP`` + ``make_fix_delta`` turn into at most ``epsilon`` at ``delta``
-    (:mod:`opendp_wasserstein.approx_dp`), and the report's ``(epsilon, delta)`` is the map of
+    (:mod:`opendp_wasserstein.combinators`), and the report's ``(epsilon, delta)`` is the map of
     that converted measurement.  ``"adaptive"`` spends ``epsilon_select / epsilon`` of ``rho``
     on the selection (default 10%, :data:`DEFAULT_SELECT_FRACTION_ZCDP`) with the zCDP
     candidates; ``"pruned"`` and ``"pmm"`` use the ambient depth ``ceil(log2(epsilon n))`` with
@@ -265,7 +265,7 @@ def synthesize(
         array is released like any other data set
     :param epsilon: the total privacy budget (see above for the unit)
     :param bounds: the public box: ``(lower, upper)`` (scalars or length-d), a
-        :class:`~opendp_wasserstein.box.Box`, ``{"lower": ..., "upper": ...}`` or one
+        :class:`~opendp_wasserstein.core.box.Box`, ``{"lower": ..., "upper": ...}`` or one
         ``(low, high)`` per column as ``{0: (low, high), 1: ...}``; rows outside are clamped.
         Required, never inferred from the data.  An ambiguous pair is refused.
     :param mechanism: with a ``schema``, ``"structured"`` (the default with a public size, pure
@@ -293,11 +293,11 @@ def synthesize(
     :param split_order: the public order in which the hierarchy splits the coordinates: with a
         ``schema``, ``"discrete-first"`` (default: categorical, bool and is-missing axes first,
         then numeric ones cyclically) or ``"cyclic"``; without one, a
-        :class:`~opendp_wasserstein.split_order.SplitOrder` over the ``d`` columns of ``X``
+        :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` over the ``d`` columns of ``X``
         (default: the cyclic order)
     :param consistency: adaptive/pruned: how the noisy counts become leaf masses (free
         post-processing): ``"paper"`` (Algorithm 2) or ``"least_squares"`` (generalised least
-        squares over every visited level, :mod:`opendp_wasserstein.least_squares`); default
+        squares over every visited level, :mod:`opendp_wasserstein.hierarchy.least_squares`); default
         :data:`DEFAULT_CONSISTENCY`
     :param threshold: adaptive/pruned: suppress noise-made mass in empty cells: with
         ``"paper"`` a noisy count at most ``threshold * sigma_j`` counts as 0 (default 0), with
@@ -334,7 +334,7 @@ def synthesize(
     """
     _check_public_size(public_size)
     if delta is not None:
-        from opendp_wasserstein.approx_dp import _check_delta
+        from opendp_wasserstein.combinators import _check_delta
 
         delta = _check_delta(delta)
         if not public_size:
@@ -457,12 +457,12 @@ def _approx_measurement(
 ) -> tuple[Measurement, float]:
     """The ``(eps, delta)`` measurement of :func:`synthesize` (public size) and its ``rho``: the
     zCDP variant at ``rho = rho_for_approx_dp(eps, delta)`` converted by OpenDP
-    (:func:`~opendp_wasserstein.approx_dp.make_approx_dp`).  Built from public values only;
+    (:func:`~opendp_wasserstein.combinators.make_approx_dp`).  Built from public values only;
     ``post``: the pruned traversal's ``(consistency, threshold)`` (adaptive and pruned)."""
-    from opendp_wasserstein.approx_dp import make_approx_dp, rho_for_approx_dp
+    from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
     from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm, make_pruned_pmm
-    from opendp_wasserstein.schedules import ambient_depth
-    from opendp_wasserstein.zcdp_schedules import zcdp_schedule
+    from opendp_wasserstein.schedules.pure import ambient_depth
+    from opendp_wasserstein.schedules.zcdp import zcdp_schedule
 
     zcdp = dp.zero_concentrated_divergence()
     rho = rho_for_approx_dp(eps, delta)
@@ -508,7 +508,7 @@ def _synthesis_measurement(
     """The certified measurement :func:`synthesize` releases with.  Built from public values
     only: ``n`` is None when the size is private.  ``order``: a public split order or None;
     ``post``: the pruned traversal's ``(consistency, threshold)``."""
-    from opendp_wasserstein.hierarchy import max_depth
+    from opendp_wasserstein.hierarchy.cells import max_depth
     from opendp_wasserstein.measurements import (
         make_adaptive_pruned_pmm,
         make_noisy_size_then,
@@ -516,7 +516,7 @@ def _synthesis_measurement(
         make_privtree,
         make_pruned_pmm,
     )
-    from opendp_wasserstein.schedules import ambient_depth, paper_schedule
+    from opendp_wasserstein.schedules.pure import ambient_depth, paper_schedule
 
     domain = dp.numpy.array2_domain(num_columns=d, size=n, nan=False, T=float)
     metric = dp.change_one_distance() if n is not None else dp.symmetric_distance()

@@ -13,9 +13,9 @@ be stated in ``(epsilon, delta)`` by OpenDP itself: ``dp.c.make_zCDP_to_approxDP
 :example:
 
 >>> import numpy as np, opendp.prelude as dp
->>> from opendp_wasserstein.approx_dp import make_approx_dp, rho_for_approx_dp
+>>> from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
 >>> from opendp_wasserstein.measurements import make_pruned_pmm
->>> from opendp_wasserstein.zcdp_schedules import zcdp_schedule
+>>> from opendp_wasserstein.schedules.zcdp import zcdp_schedule
 >>> dp.enable_features("contrib")
 >>> rho = rho_for_approx_dp(1.0, 1e-9)
 >>> round(rho, 5)
@@ -39,7 +39,7 @@ import opendp.prelude as dp
 from opendp.mod import Measurement
 
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.core.parameters import check_epsilon
 
 __all__ = ["make_approx_dp", "rho_for_approx_dp"]
 

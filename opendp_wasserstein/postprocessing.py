@@ -13,12 +13,12 @@ from opendp.mod import Domain, Function
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import new_function
-from opendp_wasserstein._random import PLACEMENT_STREAM, as_random_source
-from opendp_wasserstein.box import Box
-from opendp_wasserstein.consistency import LeafMasses, full_consistency
-from opendp_wasserstein.domains import DyadicCountsDomain, descriptor_of
-from opendp_wasserstein.noisy_tree import NoisyTree
-from opendp_wasserstein.synthesis import check_placement, place_points
+from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.core.metrics import DyadicCountsDomain, descriptor_of
+from opendp_wasserstein.hierarchy.noisy_tree import NoisyTree
+from opendp_wasserstein.hierarchy.placement import check_placement, place_points
+from opendp_wasserstein.hierarchy.traversal import LeafMasses, full_consistency
+from opendp_wasserstein.noise._source import PLACEMENT_STREAM, as_random_source
 
 __all__ = ["make_full_consistency", "make_synthesis"]
 
@@ -26,8 +26,8 @@ __all__ = ["make_full_consistency", "make_synthesis"]
 def make_full_consistency(counts_domain: Domain, output_size: int | None = None) -> Function:
     """The full-tree PMM correction of He, Vershynin and Zhu (2023): a comparable split at
     every node and all ``2^depth`` leaves, as a ``Function`` from a
-    :class:`~opendp_wasserstein.noisy_tree.NoisyTree` to
-    :class:`~opendp_wasserstein.consistency.LeafMasses`.
+    :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree` to
+    :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`.
 
     The root mass is the public size ``n`` when the domain has one, else ``output_size`` when
     given, else ``max(1, noisy root)``.

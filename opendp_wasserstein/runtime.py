@@ -17,7 +17,7 @@ debugging need sit here instead, as context managers that hold for the calls mad
 >>> import numpy as np, opendp.prelude as dp
 >>> from opendp_wasserstein.measurements import make_pruned_pmm
 >>> from opendp_wasserstein.runtime import diagnostics, reproducible
->>> from opendp_wasserstein.schedules import paper_schedule
+>>> from opendp_wasserstein.schedules.pure import paper_schedule
 >>> dp.enable_features("contrib")
 >>> meas = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=100, T=float),
 ...                        dp.symmetric_distance(), depth=6, scales=paper_schedule(2, 1.0, 6))

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from opendp_wasserstein.trees import Tree
+from opendp_wasserstein.public_candidates.trees import Tree
 
 #: edge weights that make ties and exact sums likely
 SIMPLE_WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 2.0, 3.0])

@@ -10,9 +10,9 @@ from opendp.mod import OpenDPException
 
 from opendp_wasserstein import select_candidates, synthesize
 from opendp_wasserstein.api import _synthesis_measurement
-from opendp_wasserstein.box import Box
+from opendp_wasserstein.core.box import Box
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import ambient_depth
+from opendp_wasserstein.schedules.pure import ambient_depth
 
 
 @pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
@@ -106,7 +106,7 @@ def test_private_size_depth_law_is_exactly_eps_size_private():
     """The depth is a function of n_hat = max(1, n + LapZ(1/eps_size)) alone: its exact law on
     n = 4 and n = 5 differs by at most e^eps_size (here eps_size = 0.1)."""
     eps, eps_size = 1.0, 0.1
-    from opendp_wasserstein.exact import round_up
+    from opendp_wasserstein.core.exact import round_up
 
     meas = _synthesis_measurement(2, None, eps, Box((0.0, 0.0), (1.0, 1.0)), "pruned", None, None, "center", None)
     assert meas.map(1) <= eps
@@ -307,7 +307,7 @@ def test_private_size_release_is_reproducible_and_reports_the_scales_used():
 @pytest.mark.parametrize("eps,delta", [(1.0, 1e-9), (0.5, 1e-6), (2.0, 1e-5), (0.3, 0.01)])
 def test_delta_measurement_certifies_the_request_exactly(mechanism, eps, delta):
     from opendp_wasserstein.api import _approx_measurement
-    from opendp_wasserstein.approx_dp import rho_for_approx_dp
+    from opendp_wasserstein.combinators import rho_for_approx_dp
 
     dp.enable_features("contrib")
     meas, rho = _approx_measurement(2, 1000, eps, delta, Box((0.0, 0.0), (1.0, 1.0)), mechanism, None, None, "uniform")
@@ -375,7 +375,7 @@ def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
     table's split order (the structured release is pure DP and refuses it by name)."""
     import pandas as pd
 
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
     from opendp_wasserstein.tables import Schema
 
     schema = Schema.from_json({"columns": {"a": {"type": "float", "bounds": [0, 1]},

@@ -8,7 +8,7 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from opendp_wasserstein.approx_dp import _epsilon_of, make_approx_dp, rho_for_approx_dp
+from opendp_wasserstein.combinators import _epsilon_of, make_approx_dp, rho_for_approx_dp
 from opendp_wasserstein.measurements import make_pruned_pmm, make_tree_projection
 
 

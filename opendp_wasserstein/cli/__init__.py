@@ -389,7 +389,7 @@ _SEED_HELP = "NOT private: makes the output reproducible, for tests and figures 
 
 
 def _parser() -> argparse.ArgumentParser:
-    from opendp_wasserstein.distributed import cli as distributed_cli
+    from opendp_wasserstein.cli import dask as distributed_cli
     from opendp_wasserstein.evaluation.shapes import SHAPES
 
     p = argparse.ArgumentParser(prog="opendp-wasserstein", description=__doc__)
@@ -423,7 +423,7 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--bounds", metavar="BOUNDS.json",
                      help='JSON file mapping each column to [lower, upper], e.g. {"age": [0, 120]}; '
                      "public and never inferred from the data")
-    from opendp_wasserstein.tables import cli as tables_cli
+    from opendp_wasserstein.cli import tables as tables_cli
 
     tables_cli.add_synth_options(syn, source)  # --schema right after --bounds: one usage group
     syn.add_argument("--mechanism", choices=["structured", "adaptive", "pruned", "pmm", "privtree"], default=None,
@@ -604,34 +604,34 @@ def _main(argv: Sequence[str] | None) -> int:
                     raise CliError(f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
                                    "--mechanism adaptive, pruned or pmm")
                 if args.schema:
-                    from opendp_wasserstein.tables.cli import run_synth_table
+                    from opendp_wasserstein.cli.tables import run_synth_table
 
                     summary = run_synth_table(args)
                 else:
                     summary = run_synth(args)
             elif args.scheduler:
-                from opendp_wasserstein.distributed.cli import run_synth as run_synth_dask
+                from opendp_wasserstein.cli.dask import run_synth as run_synth_dask
 
                 summary = run_synth_dask(args)
             elif args.schema or args.bounds:
-                from opendp_wasserstein.tables.cli import run_synth_table
+                from opendp_wasserstein.cli.tables import run_synth_table
 
                 summary = run_synth_table(args)
             else:
                 summary = run_synth(args)
         elif args.command == "schema":
-            from opendp_wasserstein.tables.cli import run_schema
+            from opendp_wasserstein.cli.tables import run_schema
 
             summary = run_schema(args)
         elif args.command == "select":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
             if args.scheduler:
-                from opendp_wasserstein.distributed.cli import run_select as run_select_dask
+                from opendp_wasserstein.cli.dask import run_select as run_select_dask
 
                 summary = run_select_dask(args)
             elif args.schema:
-                from opendp_wasserstein.tables.cli import run_select_table
+                from opendp_wasserstein.cli.tables import run_select_table
 
                 summary = run_select_table(args)
             else:

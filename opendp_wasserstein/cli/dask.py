@@ -45,7 +45,7 @@ def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]
         from distributed import Client
     except ImportError:  # pragma: no cover - the dask extra is missing
         raise CliError("--scheduler needs the 'dask' extra: pip install 'opendp-wasserstein[dask]'") from None
-    from opendp_wasserstein.distributed._run import local_client
+    from opendp_wasserstein.distributed._executor import local_client
 
     if scheduler == "local" or scheduler.startswith("local:"):
         text = scheduler.partition(":")[2] or "2"
@@ -72,7 +72,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from opendp_wasserstein.cli import CliError, _seeded, read_bounds
-    from opendp_wasserstein.distributed._run import synthesize_on_dask
+    from opendp_wasserstein.distributed._executor import synthesize_on_dask
     from opendp_wasserstein.distributed._source import parquet_files
 
     if getattr(args, "schema", None):
@@ -121,7 +121,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from opendp_wasserstein.cli import CliError, _seeded, read_numeric_csv, write_numeric
-    from opendp_wasserstein.distributed._candidates import select_on_dask
+    from opendp_wasserstein.distributed._histogram import select_on_dask
     from opendp_wasserstein.distributed._source import parquet_files
 
     if args.m < 1:

@@ -14,7 +14,7 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric
 
 from opendp_wasserstein._compat import extrinsic_distance, extrinsic_domain
-from opendp_wasserstein.box import Box
+from opendp_wasserstein.core.box import Box
 
 __all__ = [
     "WeightedL1Distance",
@@ -64,7 +64,7 @@ def weighted_l2sq_distance(scales: Sequence[float]) -> Metric:
 
     :example:
 
-    >>> from opendp_wasserstein.domains import weighted_l2sq_distance
+    >>> from opendp_wasserstein.core.metrics import weighted_l2sq_distance
     >>> weighted_l2sq_distance([1.0, 2.0])
     WeightedL2SqDistance(scales=(1.0, 2.0))
     """
@@ -91,9 +91,9 @@ class DyadicCountsDomain:
 def dyadic_counts_domain(
     depth: int, num_columns: int, size: int | None, box: Box, axes: Sequence[int] | None = None
 ) -> Domain:
-    """The domain of :class:`~opendp_wasserstein.hierarchy.CountTree` values (split order ``axes``,
-    checked by :func:`~opendp_wasserstein.hierarchy.check_axes`; default cyclic)."""
-    from opendp_wasserstein.hierarchy import check_axes
+    """The domain of :class:`~opendp_wasserstein.hierarchy.cells.CountTree` values (split order ``axes``,
+    checked by :func:`~opendp_wasserstein.hierarchy.cells.check_axes`; default cyclic)."""
+    from opendp_wasserstein.hierarchy.cells import check_axes
 
     order = check_axes(axes, num_columns, depth)
     desc = DyadicCountsDomain(depth, num_columns, size, box.lower, box.upper, order)
@@ -103,7 +103,7 @@ def dyadic_counts_domain(
     )
 
     def member(x: Any) -> bool:
-        from opendp_wasserstein.hierarchy import CountTree
+        from opendp_wasserstein.hierarchy.cells import CountTree
 
         return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns and x.axes == order
 

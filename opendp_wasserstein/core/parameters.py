@@ -87,7 +87,7 @@ def check_output_measure(output_measure: Any) -> str:
     :example:
 
     >>> import opendp.prelude as dp
-    >>> from opendp_wasserstein.parameters import check_output_measure
+    >>> from opendp_wasserstein.core.parameters import check_output_measure
     >>> check_output_measure(dp.max_divergence()), check_output_measure(dp.zero_concentrated_divergence())
     ('laplace', 'gaussian')
     """

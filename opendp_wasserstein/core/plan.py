@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.box import Box
+from opendp_wasserstein.core.box import Box
 
 __all__ = [
     "PmmPlan", "ScoresPlan", "AdaptivePlan", "HistogramPlan", "NoisySizePlan", "attach", "plan_of", "PLAN_ATTRIBUTE",

@@ -12,7 +12,7 @@ __all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "Distribut
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from opendp_wasserstein.distributed import _run
+        from opendp_wasserstein.distributed import _executor as _run
 
         return getattr(_run, name)
     raise AttributeError(name)

@@ -12,15 +12,15 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein import runtime
-from opendp_wasserstein.distributed._output import ParquetSink
-from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
-from opendp_wasserstein.distributed._spec import (
+from opendp_wasserstein.core.plan import (
     AdaptivePlan,
     HistogramPlan,
     NoisySizePlan,
     PmmPlan,
     plan_of,
 )
+from opendp_wasserstein.distributed._output import ParquetSink
+from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
 
 __all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "DistributedRelease", "local_client"]
 
@@ -138,7 +138,7 @@ def release_on_dask(
     if progress and private:
         progress = False  # a bar counts the input blocks, whose number may follow the private n
     if isinstance(plan, HistogramPlan):
-        from opendp_wasserstein.distributed._candidates import run_histogram
+        from opendp_wasserstein.distributed._histogram import run_histogram
 
         with _client(client) as c:
             drv = Driver(c, blocks, progress, _hook)
@@ -263,8 +263,8 @@ def synthesize_on_dask(
         _synthesis_measurement,
         _too_small,
     )
-    from opendp_wasserstein.least_squares import check_postprocessing
-    from opendp_wasserstein.parameters import ScaleLimitError, check_epsilon
+    from opendp_wasserstein.core.parameters import ScaleLimitError, check_epsilon
+    from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
 
     _check_public_size(public_size)
     if mechanism not in MECHANISMS:
@@ -309,7 +309,7 @@ def synthesize_on_dask(
 def select_on_dask(source: Any, candidates: Any, m: int, epsilon: float, **kwargs: Any) -> tuple[Any, Any]:
     """:func:`opendp_wasserstein.select_candidates` on a Dask cluster: the nearest candidates
     and their histogram on the workers, the rest of the same measurement on the driver
-    (:func:`opendp_wasserstein.distributed._candidates.select_on_dask` has the parameters)."""
-    from opendp_wasserstein.distributed._candidates import select_on_dask as run
+    (:func:`opendp_wasserstein.distributed._histogram.select_on_dask` has the parameters)."""
+    from opendp_wasserstein.distributed._histogram import select_on_dask as run
 
     return run(source, candidates, m, epsilon, **kwargs)

@@ -1,12 +1,12 @@
 """The public-candidate mechanisms on a Dask cluster: tree projection, Tree-EM, NN histogram.
 
 Each block's rows are sent to their nearest candidates on the worker that reads the block (the
-candidates' KD-tree is broadcast once), and only a :class:`~opendp_wasserstein.candidates.Tally`
+candidates' KD-tree is broadcast once), and only a :class:`~opendp_wasserstein.public_candidates.sets.Tally`
 per block (the ``k``-bin histogram of its rows with one nearest candidate, and the number of rows
 of each tie set) is reduced to the driver, which deals the ties over the whole data as the
 in-memory projection does: every one of these measurements reads its input only
 through that histogram (``pi#D``).  The driver then applies the measurement's own closure to it
-(:class:`~opendp_wasserstein.distributed._spec.HistogramPlan`): the same law as the in-memory
+(:class:`~opendp_wasserstein.core.plan.HistogramPlan`): the same law as the in-memory
 release, the same output inside :func:`opendp_wasserstein.runtime.reproducible` where the
 mechanism's noise is the package's own (tree projection, Tree-EM; the NN histogram's noise is
 OpenDP's ``make_laplace``, which cannot be seeded).
@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.candidates import Tally
+from opendp_wasserstein.core.plan import HistogramPlan
 from opendp_wasserstein.distributed._pmm import Driver, rows_of
-from opendp_wasserstein.distributed._spec import HistogramPlan
+from opendp_wasserstein.public_candidates.sets import Tally
 
 __all__ = ["run_histogram", "select_on_dask", "histogram_task"]
 
 
 def histogram_task(block: Any, d: int, nan: bool, nearest: Any) -> tuple[int, Tally]:
-    """Rows and the :class:`~opendp_wasserstein.candidates.Tally` of one block: the histogram
+    """Rows and the :class:`~opendp_wasserstein.public_candidates.sets.Tally` of one block: the histogram
     of its rows with one nearest candidate and the size of each of its tie sets (the ties are
     dealt on the driver, over the whole data, as the in-memory projection deals them)."""
     x = rows_of(block, d, nan)
@@ -76,7 +76,7 @@ def select_on_dask(
         _check_tree_em_size,
         _selection_measurement,
     )
-    from opendp_wasserstein.distributed._run import _source_shape, release_on_dask
+    from opendp_wasserstein.distributed._executor import _source_shape, release_on_dask
 
     eps = _check_selection(epsilon, mechanism, public_size)
     _check_tree_em_size(mechanism, public_size)

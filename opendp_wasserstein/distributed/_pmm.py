@@ -5,7 +5,7 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
 1. **Count** (one task per input block): the level-``j0`` Morton prefix of every row, its
    histogram (``2^j0`` counts) and the number of rows; the driver sums them.
 2. **Top of the tree** (driver): the root mass and Algorithms 1-2 for levels ``< j0`` with the
-   traversal code of the in-memory path (:func:`~opendp_wasserstein.consistency.expand_levels`),
+   traversal code of the in-memory path (:func:`~opendp_wasserstein.hierarchy.traversal.expand_levels`),
    its exact counts read off the histogram: the active level-``j0`` cells and their masses.
 3. **Partition** (one task per block): every row goes to the part that owns its level-``j0``
    cell; parts own contiguous ranges of cells, cut so that they hold about as many rows.
@@ -14,18 +14,18 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
    written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
    levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
    selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
-   Least squares (:mod:`opendp_wasserstein.least_squares`) splits step 4 in two passes: the
+   Least squares (:mod:`opendp_wasserstein.hierarchy.least_squares`) splits step 4 in two passes: the
    parts expand by the paper's rule and run the bottom-up of their subtrees
    (:func:`forest_task`), the driver combines their roots' children sums with its own levels
    and runs the top-down with the integer split to level ``j0``, then the parts run it in their
    subtrees from their roots' estimates, variances and masses (:func:`descend_task`).
 
 Every node's noisy count and coin are node-addressed
-(:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`, one key per release), and a node's
+(:class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise`, one key per release), and a node's
 corrected mass depends only on its parent's mass and its own and its sibling's noisy counts,
 so the leaves are exactly those of the in-memory traversal under the same key.  The points
 (post-processing) come from the release's one
-:class:`~opendp_wasserstein.synthesis.PlacementStream`, addressed by the index of a point in
+:class:`~opendp_wasserstein.hierarchy.placement.PlacementStream`, addressed by the index of a point in
 the leaf order of the whole release: a part starts at the total mass of the parts before it,
 known on the driver from the level-``j0`` masses.  The full-tree PMM reduces the level-``r``
 histogram instead (its ``2^r`` nodes are on the driver in memory too) and writes the leaves'
@@ -43,9 +43,35 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein import runtime
-from opendp_wasserstein._random import NOISE_STREAM, PLACEMENT_STREAM, as_random_source
-from opendp_wasserstein.box import Box
-from opendp_wasserstein.consistency import (
+from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.core.plan import AdaptivePlan, PmmPlan, ScoresPlan
+from opendp_wasserstein.distributed._output import PartWriter
+from opendp_wasserstein.distributed._source import (
+    ArrayBlock,
+    DelayedBlock,
+    PublishedBlock,
+    QuietRows,
+    read_block,
+)
+from opendp_wasserstein.hierarchy.cells import (
+    CountTree,
+    _row_codes,
+    capped_level_sums,
+    capped_sums_of_counts,
+    check_axes,
+    imbalance_of_counts,
+    level_imbalance,
+)
+from opendp_wasserstein.hierarchy.least_squares import (
+    Forest,
+    VisitedLevel,
+    descend,
+    forest,
+    noise_variance,
+    top_masses,
+)
+from opendp_wasserstein.hierarchy.placement import PlacementStream, place_points
+from opendp_wasserstein.hierarchy.traversal import (
     Frontier,
     LeafMasses,
     expand_levels,
@@ -56,35 +82,9 @@ from opendp_wasserstein.consistency import (
     traversal_root,
     tree_counter,
 )
-from opendp_wasserstein.distributed._output import PartWriter
-from opendp_wasserstein.distributed._source import (
-    ArrayBlock,
-    DelayedBlock,
-    PublishedBlock,
-    QuietRows,
-    read_block,
-)
-from opendp_wasserstein.distributed._spec import AdaptivePlan, PmmPlan, ScoresPlan
-from opendp_wasserstein.hierarchy import (
-    CountTree,
-    _row_codes,
-    capped_level_sums,
-    capped_sums_of_counts,
-    check_axes,
-    imbalance_of_counts,
-    level_imbalance,
-)
-from opendp_wasserstein.least_squares import (
-    Forest,
-    VisitedLevel,
-    descend,
-    forest,
-    noise_variance,
-    top_masses,
-)
-from opendp_wasserstein.node_noise import add_noise
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
-from opendp_wasserstein.synthesis import PlacementStream, place_points
+from opendp_wasserstein.noise._source import NOISE_STREAM, PLACEMENT_STREAM, as_random_source
+from opendp_wasserstein.noise.node_noise import add_noise
+from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
 
 __all__ = ["run_pmm", "run_adaptive", "split_level"]
 
@@ -689,7 +689,7 @@ def _pruned(
 
 def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -> dict[str, Any]:
     """The full-tree PMM: the level-``r`` histogram reduced to the driver, noised and corrected
-    there as in memory (:func:`~opendp_wasserstein.noisy_tree.draw_full_tree`), points in parallel."""
+    there as in memory (:func:`~opendp_wasserstein.hierarchy.noisy_tree.draw_full_tree`), points in parallel."""
     r, d = plan.depth, plan.d
     n, h = drv.sparse_count(d, plan.nan, plan.box, r, plan.axes)
     _check_size(plan, n)

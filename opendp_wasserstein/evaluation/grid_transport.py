@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.box import as_box
+from opendp_wasserstein.core.box import as_box
 from opendp_wasserstein.evaluation.wasserstein import _check_pair
 
 __all__ = ["GRID_METRICS", "GridW1", "w1_grid"]
@@ -123,7 +123,7 @@ def w1_grid(
     :param bits: ``2**bits`` cubes per axis; the error bound shrinks like ``2**-bits`` and the work
         grows like ``2**(bits d)``.  8 (256 x 256 in 2-D) takes a few seconds.
     :param metric: ``"linf"`` (default) or ``"l1"``; ``"l2"`` has no exact grid graph.
-    :param bounds: the box to grid, in any form :func:`~opendp_wasserstein.box.as_box` reads
+    :param bounds: the box to grid, in any form :func:`~opendp_wasserstein.core.box.as_box` reads
         (``(lower, upper)`` of scalars or length-d, a Box, ...); a point
         outside is moved to the nearest cube (and the bound counts that move).  Default: the
         smallest cube holding both sets.

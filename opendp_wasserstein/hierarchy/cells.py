@@ -3,7 +3,7 @@
 Level ``j`` (root ``j = 0``) splits every cell in half along one coordinate, ``axes[j]``: by
 default the cyclic order ``axes[j] = j mod d``, or any public order given as ``axes`` (a
 sequence of coordinates, one per level, each coordinate at most 52 times; see
-:class:`~opendp_wasserstein.split_order.SplitOrder`).  A point on a split plane goes to the
+:class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder`).  A point on a split plane goes to the
 upper child and ``x = 1`` to the top cell.  A level-``j`` cell is a ``j``-bit prefix of the
 point's interleaved (Morton) code: bit ``j`` of the code is bit ``b_c(j)`` (from the top) of
 coordinate ``c = axes[j]``, where ``b_c(j)`` is the number of splits of ``c`` above level ``j``
@@ -151,7 +151,7 @@ def _box_grid(x: np.ndarray, box: Any, depth: int, axes: Sequence[int] | None = 
     ``floor((x - lo) / (w 2^-B))`` clamped to ``[0, 2^B - 1]`` (NaN to 0): dividing by
     ``w 2^-B`` instead of ``w`` scales the correctly rounded quotient by exactly ``2^B`` (both
     are normal numbers, or the floor is 0 either way), which is ``floor(u 2^B)`` for the
-    clamped ``u = (x - lo) / w`` of :meth:`~opendp_wasserstein.box.Box.to_unit`.
+    clamped ``u = (x - lo) / w`` of :meth:`~opendp_wasserstein.core.box.Box.to_unit`.
     """
     if box is None:
         return grid_codes(x, depth, axes)
@@ -311,7 +311,7 @@ def _row_codes(
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
     :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
-    :param box: a :class:`~opendp_wasserstein.domains.Box` (clamp and rescale) or None
+    :param box: a :class:`~opendp_wasserstein.core.metrics.Box` (clamp and rescale) or None
     :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
     """
     n = x.shape[0] if rows is None else rows.size

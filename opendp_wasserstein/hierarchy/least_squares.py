@@ -92,7 +92,7 @@ def check_postprocessing(consistency: str, threshold: float | None) -> tuple[str
     >>> check_postprocessing("least_squares", None), check_postprocessing("paper", 2)
     (('least_squares', 3.0), ('paper', 2.0))
     """
-    from opendp_wasserstein.parameters import check_threshold
+    from opendp_wasserstein.core.parameters import check_threshold
 
     consistency = check_consistency(consistency)
     if threshold is None:

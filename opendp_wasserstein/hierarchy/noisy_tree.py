@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opendp_wasserstein.consistency import child_cells, noise_draw
-from opendp_wasserstein.hierarchy import CountTree
-from opendp_wasserstein.node_noise import NodeNoise, add_noise
+from opendp_wasserstein.hierarchy.cells import CountTree
+from opendp_wasserstein.hierarchy.traversal import child_cells, noise_draw
+from opendp_wasserstein.noise.node_noise import NodeNoise, add_noise
 
 __all__ = ["NoisyTree", "draw_full_tree"]
 

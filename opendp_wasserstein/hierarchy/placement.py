@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.box import Box
-from opendp_wasserstein.consistency import LeafMasses
-from opendp_wasserstein.hierarchy import coord_bits_at_level
-from opendp_wasserstein.node_randomness import random_words
+from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.hierarchy.cells import coord_bits_at_level
+from opendp_wasserstein.hierarchy.traversal import LeafMasses
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.noise.node_randomness import random_words
 
 __all__ = ["PLACEMENTS", "PlacementStream", "check_placement", "place_points", "shuffle_order", "shuffled_labels"]
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.hierarchy import MAX_BITS_PER_COORD, check_axes
+from opendp_wasserstein.hierarchy.cells import MAX_BITS_PER_COORD, check_axes
 
 __all__ = ["SplitOrder", "category_levels", "METRICS"]
 
@@ -72,7 +72,7 @@ class SplitOrder:
 
     :example:
 
-    >>> from opendp_wasserstein.split_order import SplitOrder
+    >>> from opendp_wasserstein.hierarchy.split_order import SplitOrder
     >>> order = SplitOrder.discrete_first(cells=(0, 3, 0), max_splits=2)
     >>> order.axes     # the 3 categories of coordinate 1 first, then 0 and 2 cyclically
     (1, 1, 0, 2, 0, 2)

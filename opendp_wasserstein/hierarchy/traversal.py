@@ -8,7 +8,7 @@
   :class:`LeafMasses`, is a function of the noisy counts and of independent coins alone.
 - :func:`full_consistency`: the full-tree PMM correction of He, Vershynin and Zhu (COLT 2023), a
   comparable split at every node, applied to a released
-  :class:`~opendp_wasserstein.noisy_tree.NoisyTree` (post-processing).
+  :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree` (post-processing).
 
 All integer arithmetic is exact: products that could pass 2^63 fall back to Python integers.
 """
@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.hierarchy import CountTree, axis_of_level, coord_bits_at_level
-from opendp_wasserstein.least_squares import (
+from opendp_wasserstein.hierarchy.cells import CountTree, axis_of_level, coord_bits_at_level
+from opendp_wasserstein.hierarchy.least_squares import (
     VisitedLevel,
     check_consistency,
     least_squares_masses,
     noise_variance,
 )
-from opendp_wasserstein.node_noise import NodeNoise, add_noise
+from opendp_wasserstein.noise.node_noise import NodeNoise, add_noise
 
 __all__ = [
     "LeafMasses",
@@ -225,7 +225,7 @@ def expand_levels(
     and the node-addressed noise, so expanding the subtrees of a frontier separately (in any
     grouping or order) gives the same leaves.  With ``record`` (a list), each level's visited
     nodes (noisy counts before truncation, and the masses given) are appended to it, for the
-    least-squares post-processing (:mod:`opendp_wasserstein.least_squares`)."""
+    least-squares post-processing (:mod:`opendp_wasserstein.hierarchy.least_squares`)."""
     draw = noise_draw(noise, distribution)
     cells, mass, state = front.cells, front.mass, front.state
     visited, active = front.visited, list(front.active)
@@ -272,7 +272,7 @@ def pruned_traversal(
     :param distribution: ``"laplace"`` (``LapZ(sigma_j)``, pure DP) or ``"gaussian"``
         (``N_Z(0, sigma_j^2)``, zCDP)
     :param consistency: ``"paper"`` (Algorithm 2) or ``"least_squares"`` (the traversal visits
-        the paper's nodes, then :func:`~opendp_wasserstein.least_squares.least_squares_masses`
+        the paper's nodes, then :func:`~opendp_wasserstein.hierarchy.least_squares.least_squares_masses`
         re-splits the masses from the least-squares estimates of all visited levels)
     :return: the consistent leaf masses (a function of the noisy counts and the coins only)
     """

@@ -31,7 +31,7 @@ from opendp_wasserstein.measurements._pmm import (
 )
 from opendp_wasserstein.measurements._privtree import make_privtree, then_privtree
 from opendp_wasserstein.measurements._tree_em import make_tree_em, then_tree_em
-from opendp_wasserstein.measurements._tree_laplace import (
+from opendp_wasserstein.measurements._tree_noise import (
     make_pruned_tree_laplace,
     make_tree_laplace,
     then_pruned_tree_laplace,

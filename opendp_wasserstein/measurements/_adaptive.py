@@ -13,25 +13,25 @@ from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.data import check_data_domain, check_metric, replacements
-from opendp_wasserstein.distributed._spec import AdaptivePlan, attach, plan_of
-from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.hierarchy import shared_count_trees
-from opendp_wasserstein.least_squares import check_postprocessing
+from opendp_wasserstein.core.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon, check_output_measure
+from opendp_wasserstein.core.plan import AdaptivePlan, attach, plan_of
+from opendp_wasserstein.hierarchy.cells import shared_count_trees
+from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
+from opendp_wasserstein.hierarchy.placement import check_placement
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements._exponential_selection import (
     SELECTIONS,
     make_exponential_selection,
 )
 from opendp_wasserstein.measurements._pmm import make_pruned_pmm
-from opendp_wasserstein.parameters import check_epsilon, check_output_measure
-from opendp_wasserstein.schedules import (
+from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
+from opendp_wasserstein.schedules.pure import (
     ScheduleCandidate,
     split_order_candidates,
     standard_candidates,
 )
-from opendp_wasserstein.split_order import SplitOrder
-from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,
     check_score,
@@ -159,16 +159,16 @@ def make_adaptive_pruned_pmm(
     :param output_measure: ``dp.max_divergence()`` (the default, ``None``) or
         ``dp.zero_concentrated_divergence()``: zCDP, with ``epsilon_select`` and ``epsilon_main``
         read as the budgets ``rho_select`` and ``rho_main``, the zCDP candidates
-        (:func:`~opendp_wasserstein.zcdp_schedules.zcdp_candidates`), the exponential mechanism
+        (:func:`~opendp_wasserstein.schedules.zcdp.zcdp_candidates`), the exponential mechanism
         certified in zCDP by OpenDP (``make_noisy_max``, ``eps^2/8``) and discrete Gaussian
         Pruned-PMM; the map is ``rho_select + rho_main`` for one replacement
         (:func:`~opendp_wasserstein.measurements._adaptive_zcdp.make_adaptive_pruned_pmm_zcdp`)
-    :param split_order: a public :class:`~opendp_wasserstein.split_order.SplitOrder` (e.g. a
+    :param split_order: a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` (e.g. a
         table's, :meth:`~opendp_wasserstein.tables.TableEncoding.split_order`): every candidate
         runs on its hierarchy, the scores use its occupancy and diameter profile, and the
-        default candidates are :func:`~opendp_wasserstein.schedules.split_order_candidates`.
+        default candidates are :func:`~opendp_wasserstein.schedules.pure.split_order_candidates`.
         The privacy map keeps its form (:doc:`/proofs/split_order`).  In zCDP the default
-        candidates are :func:`~opendp_wasserstein.zcdp_schedules.zcdp_split_order_candidates`.
+        candidates are :func:`~opendp_wasserstein.schedules.zcdp.zcdp_split_order_candidates`.
     :param consistency: the synthesis's post-processing, ``"paper"`` (default) or
         ``"least_squares"`` (:func:`~opendp_wasserstein.measurements.make_pruned_pmm`); the map
         is unchanged

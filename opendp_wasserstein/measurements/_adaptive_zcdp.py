@@ -4,7 +4,7 @@ The zCDP branch of :func:`~opendp_wasserstein.measurements.make_adaptive_pruned_
 (``output_measure=dp.zero_concentrated_divergence()``):
 
 1. the scores ``B_a(X)`` of the public zCDP candidates
-   (:func:`~opendp_wasserstein.zcdp_schedules.zcdp_candidates`;
+   (:func:`~opendp_wasserstein.schedules.zcdp.zcdp_candidates`;
    :func:`~opendp_wasserstein.transformations.make_schedule_scores` with the zCDP measure),
    and the exponential mechanism in zCDP: OpenDP's ``make_noisy_max`` with
    ``zero_concentrated_divergence()`` adds Gumbel noise, so its output is exactly the softmax of
@@ -32,17 +32,17 @@ from opendp.mod import Domain, Measurement, Metric
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.data import check_data_domain, check_metric, whole_replacements
-from opendp_wasserstein.exact import inverse_squares, round_down, round_up
-from opendp_wasserstein.hierarchy import shared_count_trees
-from opendp_wasserstein.least_squares import check_postprocessing
+from opendp_wasserstein.core.data import check_data_domain, check_metric, whole_replacements
+from opendp_wasserstein.core.exact import inverse_squares, round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.hierarchy.cells import shared_count_trees
+from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
+from opendp_wasserstein.hierarchy.placement import check_placement
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements._adaptive import candidate_releases, softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
-from opendp_wasserstein.parameters import check_epsilon
-from opendp_wasserstein.schedules import ScheduleCandidate
-from opendp_wasserstein.split_order import SplitOrder
-from opendp_wasserstein.synthesis import check_placement
+from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
+from opendp_wasserstein.schedules.pure import ScheduleCandidate
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,
     check_score,
@@ -89,10 +89,10 @@ def make_adaptive_pruned_pmm_zcdp(
 
     With a public ``split_order`` (a table's hierarchy) every candidate runs on its hierarchy,
     the scores use its occupancy and diameter profile, and the default candidates are
-    :func:`~opendp_wasserstein.zcdp_schedules.zcdp_split_order_candidates`; the map keeps its
+    :func:`~opendp_wasserstein.schedules.zcdp.zcdp_split_order_candidates`; the map keeps its
     form (:doc:`/proofs/split_order`).
     """
-    from opendp_wasserstein.zcdp_schedules import zcdp_candidates, zcdp_split_order_candidates
+    from opendp_wasserstein.schedules.zcdp import zcdp_candidates, zcdp_split_order_candidates
 
     d, n = check_data_domain(input_domain)
     norm = check_score_size(n, size)

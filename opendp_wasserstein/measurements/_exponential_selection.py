@@ -10,8 +10,8 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.parameters import check_epsilon
 
 __all__ = ["SELECTIONS", "make_exponential_selection", "then_exponential_selection"]
 

@@ -3,7 +3,7 @@ r"""Discrete Gaussian noise on hierarchical counts in ``l2sq(s)``: the zCDP meas
 The zCDP counterparts of :func:`~opendp_wasserstein.measurements.make_tree_laplace`,
 :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace` and
 :func:`~opendp_wasserstein.measurements.make_tree_count_laplace`: the same releases
-(:class:`~opendp_wasserstein.noisy_tree.NoisyTree`, :class:`~opendp_wasserstein.consistency.LeafMasses`,
+(:class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`, :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`,
 :class:`~opendp_wasserstein.measurements._tree_projection.NoisyTreeCounts`) with ``N_Z(0,
 sigma_j^2)`` in place of ``LapZ(sigma_j)``, on counts in ``l2sq(s)``
 (``make_dyadic_counts(..., output_metric="l2sq")``, ``make_tree_counts(..., output_metric="l2sq")``).
@@ -28,17 +28,14 @@ from opendp.measures import zero_concentrated_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein._fast_gaussian import MAX_SCALE
-from opendp_wasserstein._random import NOISE_STREAM, as_random_source
-from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL2SqDistance, descriptor_of
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.measurements._tree_laplace import (
-    full_tree_function,
-    pruned_function,
-)
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.metrics import DyadicCountsDomain, WeightedL2SqDistance, descriptor_of
+from opendp_wasserstein.measurements._tree_noise import full_tree_function, pruned_function
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
-from opendp_wasserstein.node_noise import add_noise
-from opendp_wasserstein.samplers import sample_discrete_gaussian
+from opendp_wasserstein.noise._fast_gaussian import MAX_SCALE
+from opendp_wasserstein.noise._source import NOISE_STREAM, as_random_source
+from opendp_wasserstein.noise.node_noise import add_noise
+from opendp_wasserstein.noise.samplers import sample_discrete_gaussian
 from opendp_wasserstein.transformations._tree_counts import TreeCounts, TreeCountsDomain
 
 __all__ = [
@@ -97,7 +94,7 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
     r"""Construct a Measurement releasing the whole noisy dyadic tree, ``n_theta + N_Z(0, sigma_|theta|^2)``.
 
     The zCDP counterpart of :func:`~opendp_wasserstein.measurements.make_tree_laplace`: the same
-    release, a :class:`~opendp_wasserstein.noisy_tree.NoisyTree`, for the full-tree PMM.  Privacy
+    release, a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`, for the full-tree PMM.  Privacy
     map ``d_in -> d_in / 2`` from ``l2sq(s)`` into ``zero_concentrated_divergence()``
     (:func:`zcdp_map`).
 
@@ -146,7 +143,7 @@ def make_pruned_tree_gaussian(
     The zCDP counterpart of :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`:
     Algorithms 1-2 with ``N_Z(0, sigma_j^2)`` added to a level-``j`` node when the
     zero-respecting traversal reaches it; the release is a
-    :class:`~opendp_wasserstein.consistency.LeafMasses`, a function of the imagined complete
+    :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`, a function of the imagined complete
     noisy tree and independent coins, so the privacy map is that of :func:`make_tree_gaussian`,
     ``d_in -> d_in / 2`` into ``zero_concentrated_divergence()``.
 
@@ -172,7 +169,7 @@ def make_pruned_tree_gaussian(
     >>> import numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein.transformations import make_dyadic_counts
     >>> from opendp_wasserstein.measurements import make_pruned_tree_gaussian
-    >>> from opendp_wasserstein.zcdp_schedules import zcdp_schedule
+    >>> from opendp_wasserstein.schedules.zcdp import zcdp_schedule
     >>> dp.enable_features("contrib")
     >>> t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=2, size=100, T=float),
     ...                        dp.change_one_distance(), depth=4,
@@ -216,7 +213,7 @@ def make_tree_count_gaussian(input_domain: Domain, input_metric: Metric) -> Meas
     :example:
 
     >>> import numpy as np, opendp.prelude as dp
-    >>> from opendp_wasserstein.trees import Tree
+    >>> from opendp_wasserstein.public_candidates.trees import Tree
     >>> from opendp_wasserstein.transformations import candidate_index_domain, make_tree_counts
     >>> from opendp_wasserstein.measurements import make_tree_count_gaussian, make_tree_multiset
     >>> dp.enable_features("contrib")

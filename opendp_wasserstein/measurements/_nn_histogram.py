@@ -10,20 +10,20 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import new_function, register, to_then
-from opendp_wasserstein._random import TIE_STREAM, as_random_source
-from opendp_wasserstein.candidates import (
-    check_candidate_dims,
-    check_candidates,
-    check_ground_metric,
-    check_multiset_size,
-)
-from opendp_wasserstein.data import check_data_domain, check_metric, domain_allows_nan
-from opendp_wasserstein.distributed._spec import HistogramPlan, attach
-from opendp_wasserstein.parameters import (
+from opendp_wasserstein.core.data import check_data_domain, check_metric, domain_allows_nan
+from opendp_wasserstein.core.parameters import (
     SCALE_MAX,
     ScaleLimitError,
     check_epsilon,
     check_output_measure,
+)
+from opendp_wasserstein.core.plan import HistogramPlan, attach
+from opendp_wasserstein.noise._source import TIE_STREAM, as_random_source
+from opendp_wasserstein.public_candidates.sets import (
+    check_candidate_dims,
+    check_candidates,
+    check_ground_metric,
+    check_multiset_size,
 )
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 
@@ -34,7 +34,7 @@ def largest_remainder(noisy_counts: Any, m: int, tie_break: Any = None) -> np.nd
     """Round clamped noisy counts to ``m`` points: ``z = max(y, 0)``, ``floor(m z_i / sum z)``
     each, and the remaining points one each to the largest remainders.  Equal remainders go to
     the lowest index by default, in a uniformly random order with ``tie_break`` (a
-    :class:`~opendp_wasserstein._random.RandomSource`; what the NN histogram releases, so that
+    :class:`~opendp_wasserstein.noise._source.RandomSource`; what the NN histogram releases, so that
     no candidate is favoured by its row number).  Exact integer arithmetic.  All-zero counts
     give the uniform allocation.
 

@@ -19,12 +19,12 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein._random import SIZE_STREAM, as_random_source
-from opendp_wasserstein.data import check_data_domain, domain_allows_nan
-from opendp_wasserstein.distributed._spec import NoisySizePlan, attach
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
-from opendp_wasserstein.samplers import sample_discrete_laplace
+from opendp_wasserstein.core.data import check_data_domain, domain_allows_nan
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.parameters import SCALE_MAX, ScaleLimitError, check_epsilon
+from opendp_wasserstein.core.plan import NoisySizePlan, attach
+from opendp_wasserstein.noise._source import SIZE_STREAM, as_random_source
+from opendp_wasserstein.noise.samplers import sample_discrete_laplace
 from opendp_wasserstein.transformations._row_count import make_row_count
 
 __all__ = ["make_noisy_size_then", "then_noisy_size_then"]
@@ -68,7 +68,7 @@ def make_noisy_size_then(
 
     >>> import math, numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein.measurements import make_noisy_size_then, make_pruned_pmm
-    >>> from opendp_wasserstein.schedules import ambient_depth, paper_schedule
+    >>> from opendp_wasserstein.schedules.pure import ambient_depth, paper_schedule
     >>> dp.enable_features("contrib")
     >>> dom, met = dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance()
     >>> def build(n_hat):

@@ -8,23 +8,23 @@ from typing import Any
 from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import register, to_then
-from opendp_wasserstein.box import Box
-from opendp_wasserstein.data import domain_allows_nan
-from opendp_wasserstein.distributed._spec import PmmPlan, attach
-from opendp_wasserstein.domains import DyadicCountsDomain
-from opendp_wasserstein.least_squares import check_postprocessing
+from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.core.data import domain_allows_nan
+from opendp_wasserstein.core.metrics import DyadicCountsDomain
+from opendp_wasserstein.core.parameters import check_output_measure
+from opendp_wasserstein.core.plan import PmmPlan, attach
+from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
+from opendp_wasserstein.hierarchy.placement import check_placement
 from opendp_wasserstein.measurements._gaussian_counts import (
     make_pruned_tree_gaussian,
     make_tree_gaussian,
 )
-from opendp_wasserstein.measurements._tree_laplace import (
+from opendp_wasserstein.measurements._tree_noise import (
     check_output_size,
     make_pruned_tree_laplace,
     make_tree_laplace,
 )
-from opendp_wasserstein.parameters import check_output_measure
 from opendp_wasserstein.postprocessing import make_full_consistency, make_synthesis
-from opendp_wasserstein.synthesis import check_placement
 from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts
 
 __all__ = ["make_pruned_pmm", "then_pruned_pmm", "make_pmm", "then_pmm"]
@@ -61,7 +61,7 @@ def make_pruned_pmm(
     make_pruned_tree_gaussian``), and the map is ``m^2 sum_{j>=1} 1/sigma_j^2`` for ``m``
     replacements (``m = d_in // 2`` under ``symmetric_distance``, ``d_in`` under
     ``change_one_distance``; ``map(2) == rho`` with
-    :func:`~opendp_wasserstein.zcdp_schedules.zcdp_schedule`), ``d_in^2 sum_{j>=0}
+    :func:`~opendp_wasserstein.schedules.zcdp.zcdp_schedule`), ``d_in^2 sum_{j>=0}
     1/sigma_j^2 / 2`` without a public size.  Approximate DP follows from OpenDP's
     ``dp.c.make_zCDP_to_approxDP`` and ``dp.c.make_fix_delta``.
 
@@ -90,7 +90,7 @@ def make_pruned_pmm(
     :param consistency: how the noisy counts become leaf masses (post-processing, the map is
         unchanged): ``"paper"`` (Algorithm 2, the default) or ``"least_squares"`` (the same
         traversal, then generalised least squares over all visited levels,
-        :mod:`opendp_wasserstein.least_squares`)
+        :mod:`opendp_wasserstein.hierarchy.least_squares`)
     :param threshold: suppression of noise-made mass in empty cells (post-processing; default
         None: 0 for ``"paper"``, 3 standard errors for ``"least_squares"``): see
         :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`
@@ -100,7 +100,7 @@ def make_pruned_pmm(
 
     >>> import numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein.measurements import make_pruned_pmm
-    >>> from opendp_wasserstein.schedules import paper_schedule
+    >>> from opendp_wasserstein.schedules.pure import paper_schedule
     >>> dp.enable_features("contrib")
     >>> meas = make_pruned_pmm(
     ...     dp.numpy.array2_domain(num_columns=2, size=500, T=float), dp.symmetric_distance(),
@@ -122,7 +122,7 @@ def make_pruned_pmm(
 
     In zCDP, with the zCDP-optimal schedule:
 
-    >>> from opendp_wasserstein.zcdp_schedules import zcdp_schedule
+    >>> from opendp_wasserstein.schedules.zcdp import zcdp_schedule
     >>> meas = make_pruned_pmm(
     ...     dp.numpy.array2_domain(num_columns=2, size=500, T=float), dp.symmetric_distance(),
     ...     depth=8, scales=zcdp_schedule(d=2, rho=0.5, depth=8),
@@ -161,7 +161,7 @@ def make_pmm(
     The chain ``make_dyadic_counts >> make_tree_laplace >> make_full_consistency >>
     make_synthesis``: every one of the ``2^(depth+1) - 1`` nodes is noised and split comparably,
     so cost grows as ``2^depth`` (a depth whose tree would not fit in memory is refused up front,
-    see :mod:`opendp_wasserstein.limits`).  Same parameters, privacy map and release as
+    see :mod:`opendp_wasserstein.core.limits`).  Same parameters, privacy map and release as
     :func:`make_pruned_pmm`, in pure DP or (``output_measure=dp.zero_concentrated_divergence()``,
     discrete Gaussian noise, ``make_tree_gaussian``) in zCDP.
 
@@ -192,7 +192,7 @@ def make_pmm(
 
     >>> import numpy as np, opendp.prelude as dp
     >>> from opendp_wasserstein.measurements import make_pmm
-    >>> from opendp_wasserstein.schedules import paper_schedule
+    >>> from opendp_wasserstein.schedules.pure import paper_schedule
     >>> dp.enable_features("contrib")
     >>> meas = make_pmm(
     ...     dp.numpy.array2_domain(num_columns=2, size=500, T=float), dp.change_one_distance(),

@@ -22,23 +22,23 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein._random import NOISE_STREAM, PLACEMENT_STREAM, as_random_source
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.consistency import LeafMasses, child_cells
-from opendp_wasserstein.data import (
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,
     replacements,
     validate_data,
 )
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import check_axes, count_tree
-from opendp_wasserstein.hierarchy import max_depth as deepest_level
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.parameters import SCALE_MAX, check_epsilon
+from opendp_wasserstein.hierarchy.cells import check_axes, count_tree
+from opendp_wasserstein.hierarchy.cells import max_depth as deepest_level
+from opendp_wasserstein.hierarchy.placement import check_placement, place_points
+from opendp_wasserstein.hierarchy.traversal import LeafMasses, child_cells
 from opendp_wasserstein.measurements._nn_histogram import largest_remainder
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
-from opendp_wasserstein.parameters import SCALE_MAX, check_epsilon
-from opendp_wasserstein.synthesis import check_placement, place_points
+from opendp_wasserstein.noise._source import NOISE_STREAM, PLACEMENT_STREAM, as_random_source
+from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
 
 __all__ = ["make_privtree", "then_privtree", "privtree_parameters", "split_probability"]
 

@@ -11,21 +11,26 @@ from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.candidates import (
+from opendp_wasserstein.core.data import (
+    check_data_domain,
+    check_metric,
+    domain_allows_nan,
+    replacements,
+)
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.limits import check_memory
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.core.plan import HistogramPlan, attach
+from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
+from opendp_wasserstein.public_candidates.sets import (
     check_candidate_dims,
     check_candidates,
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.data import check_data_domain, check_metric, domain_allows_nan, replacements
-from opendp_wasserstein.distributed._spec import HistogramPlan, attach
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.limits import check_memory
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.public_candidates.tree_em_sampling import sample_tree_em
+from opendp_wasserstein.public_candidates.trees import resolve_tree
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
-from opendp_wasserstein.tree_em import sample_tree_em
-from opendp_wasserstein.trees import resolve_tree
 
 __all__ = ["make_tree_em", "then_tree_em", "tree_em_privacy_map"]
 
@@ -57,7 +62,7 @@ def make_tree_em(
 
     .. math:: P(S) \propto \exp\Big(-\frac{\epsilon\, n\, W1_T(\pi\#D, S)}{2 \operatorname{diam}(T)}\Big)
 
-    over all ``C(k + m - 1, m)`` multisets (:mod:`opendp_wasserstein.tree_em`: bottom-up
+    over all ``C(k + m - 1, m)`` multisets (:mod:`opendp_wasserstein.public_candidates.tree_em_sampling`: bottom-up
     log-partition recursion, top-down sampling; ``O(k m^2)`` time, ``O(k m)`` memory).
 
     **Privacy.** With ``a_v`` the data's mass fraction below node ``v``, replacing one record
@@ -67,10 +72,10 @@ def make_tree_em(
     ``epsilon * replacements(d_in)``: ``map(2) = epsilon`` under ``symmetric_distance``,
     ``map(1) = epsilon`` under ``change_one_distance``, ``d_in`` times more by group privacy.
     ``n`` must be public (the score is scaled by it).  The tree is public: it is read from
-    the candidates only (when ``tree`` is None a fresh :func:`~opendp_wasserstein.trees.frt_tree`
+    the candidates only (when ``tree`` is None a fresh :func:`~opendp_wasserstein.public_candidates.trees.frt_tree`
     is built once, at construction).  Floats enter the argument in the scores, the
     log-sum-exp recursion, ``diam(T)`` and the inverse-CDF draws (float64 throughout; see
-    :mod:`opendp_wasserstein.tree_em`): the sampled law equals the exponential mechanism's
+    :mod:`opendp_wasserstein.public_candidates.tree_em_sampling`): the sampled law equals the exponential mechanism's
     only up to floating-point error, so, as OpenDP's own float-based extras do, the
     constructor requires ``dp.enable_features("contrib", "idealized-numerics")``.
 
@@ -89,7 +94,7 @@ def make_tree_em(
     :param candidates: the public candidates ``(k, p)``: distinct, finite rows
     :param m: the multiset size, ``>= 1``
     :param epsilon: the privacy loss of one replacement
-    :param tree: a public :class:`~opendp_wasserstein.trees.Tree` with ``k`` leaves, or None
+    :param tree: a public :class:`~opendp_wasserstein.public_candidates.trees.Tree` with ``k`` leaves, or None
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
     :return: a Measurement releasing ``k`` int64 multiplicities summing to ``m``
 

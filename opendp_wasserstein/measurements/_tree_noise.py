@@ -3,10 +3,10 @@
 Both add independent ``LapZ(sigma_j)`` noise to the count of every node of level ``j`` of the
 complete dyadic tree (Zare Moayedi et al. 2026, Lemma in Appendix A.3).  What they release:
 
-- :func:`make_tree_laplace`: the whole noisy tree, a :class:`~opendp_wasserstein.noisy_tree.NoisyTree`
+- :func:`make_tree_laplace`: the whole noisy tree, a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`
   (``2^(r+1) - 1`` noisy counts), for the full-tree PMM of He, Vershynin and Zhu;
 - :func:`make_pruned_tree_laplace`: only what Algorithms 1-2 make of it, the consistent
-  :class:`~opendp_wasserstein.consistency.LeafMasses`; noise is drawn only where the
+  :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`; noise is drawn only where the
   zero-respecting traversal looks, which has the law of drawing it everywhere first.
 
 Neither release holds the exact counts, the records or their codes.
@@ -24,16 +24,16 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_random_source
-from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
-from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
-from opendp_wasserstein.hierarchy import CountTree
-from opendp_wasserstein.least_squares import check_postprocessing
-from opendp_wasserstein.limits import check_memory
-from opendp_wasserstein.node_noise import NodeNoise, PooledNoise
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
-from opendp_wasserstein.noisy_tree import NoisyTree, draw_full_tree
-from opendp_wasserstein.parameters import SCALE_MAX, ScaleLimitError
+from opendp_wasserstein.core.limits import check_memory
+from opendp_wasserstein.core.metrics import DyadicCountsDomain, WeightedL1Distance, descriptor_of
+from opendp_wasserstein.core.parameters import SCALE_MAX, ScaleLimitError
+from opendp_wasserstein.hierarchy.cells import CountTree
+from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
+from opendp_wasserstein.hierarchy.noisy_tree import NoisyTree, draw_full_tree
+from opendp_wasserstein.hierarchy.traversal import LeafMasses, pruned_traversal
+from opendp_wasserstein.noise._source import CORRECTION_STREAM, NOISE_STREAM, as_random_source
+from opendp_wasserstein.noise.node_noise import NodeNoise, PooledNoise
+from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
 
 __all__ = [
     "make_tree_laplace",
@@ -53,12 +53,12 @@ def _identity_map(d_in: Any) -> float:
 
 def _release_noise(distribution: str = "laplace") -> NodeNoise:
     """The noise of one release: node-addressed noise under a fresh secret key
-    (:class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise`: a node's noise and coin are a
+    (:class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise`: a node's noise and coin are a
     function of the key and the node, so a distributed run or a retry draws the same values),
     or a key from the non-private test seed; with ``runtime.sampler("opendp")`` OpenDP's own
     ``make_laplace`` (or ``make_gaussian``) draws the noise in the order asked (it cannot be
     keyed).  Gaussian noise (the zCDP measurements) is node-addressed too
-    (:meth:`~opendp_wasserstein.node_randomness.KeyedNodeNoise.gaussian`)."""
+    (:meth:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise.gaussian`)."""
     src = as_random_source()
     if runtime.current_sampler() == "opendp":
         return PooledNoise(src.derive(NOISE_STREAM), src.derive(CORRECTION_STREAM))
@@ -160,7 +160,7 @@ def pruned_function(
 def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement:
     r"""Construct a Measurement releasing the whole noisy dyadic tree, ``n_theta + LapZ(sigma_|theta|)``.
 
-    The release is a :class:`~opendp_wasserstein.noisy_tree.NoisyTree`: the noisy count of every
+    The release is a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`: the noisy count of every
     one of the ``2^(r+1) - 1`` nodes (the root only when the size is private and ``sigma_0`` is
     finite), nothing else.
     Privacy map ``d_in -> d_in`` in ``max_divergence``: for ``F(X) + lambda`` with independent
@@ -215,7 +215,7 @@ def make_pruned_tree_laplace(
     child whose truncated noisy count is 0 gets nothing, both 0: a fair coin picks one), and
     children with zero mass are not expanded, so at most ``1 + 2 m r`` nodes are noised.
 
-    **What is released**: a :class:`~opendp_wasserstein.consistency.LeafMasses`, the leaf cells
+    **What is released**: a :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`, the leaf cells
     with positive mass, their masses and public traversal counts.  It is a function of the
     imagined complete noisy tree and of independent coins, so the privacy map is that of
     :func:`make_tree_laplace`, ``d_in -> d_in`` (post-processing); it holds no exact count, record
@@ -237,7 +237,7 @@ def make_pruned_tree_laplace(
         then neither noised nor charged).  Default: the public size, else ``max(1, noisy root)``.
     :param consistency: ``"paper"`` (Algorithm 2, default) or ``"least_squares"``: the same
         traversal, then the masses re-split from the generalised least-squares estimates of all
-        visited nodes (:mod:`opendp_wasserstein.least_squares`); post-processing, same map
+        visited nodes (:mod:`opendp_wasserstein.hierarchy.least_squares`); post-processing, same map
     :param threshold: suppression of noise-made mass in empty cells (post-processing):
         ``"paper"``: a noisy count at most ``threshold * sigma_j`` is read as 0 (default 0, the
         paper's truncation); ``"least_squares"``: an estimate at most ``threshold`` standard

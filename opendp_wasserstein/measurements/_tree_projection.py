@@ -11,25 +11,26 @@ from opendp.measures import max_divergence
 from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, new_function, register, to_then
-from opendp_wasserstein._random import NOISE_STREAM, TIE_STREAM, as_random_source
-from opendp_wasserstein.candidates import (
-    check_candidate_dims,
-    check_candidates,
-    check_ground_metric,
-    check_multiset_size,
-)
-from opendp_wasserstein.data import check_data_domain, check_metric, domain_allows_nan
-from opendp_wasserstein.distributed._spec import HistogramPlan, attach
-from opendp_wasserstein.domains import WeightedL1Distance, descriptor_of
-from opendp_wasserstein.measurements._tree_laplace import _identity_map
-from opendp_wasserstein.node_noise import add_noise
-from opendp_wasserstein.parameters import (
+from opendp_wasserstein.core.data import check_data_domain, check_metric, domain_allows_nan
+from opendp_wasserstein.core.metrics import WeightedL1Distance, descriptor_of
+from opendp_wasserstein.core.parameters import (
     SCALE_MAX,
     ScaleLimitError,
     check_epsilon,
     check_output_measure,
 )
-from opendp_wasserstein.samplers import sample_discrete_laplace
+from opendp_wasserstein.core.plan import HistogramPlan, attach
+from opendp_wasserstein.measurements._tree_noise import _identity_map
+from opendp_wasserstein.noise._source import NOISE_STREAM, TIE_STREAM, as_random_source
+from opendp_wasserstein.noise.node_noise import add_noise
+from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.public_candidates.sets import (
+    check_candidate_dims,
+    check_candidates,
+    check_ground_metric,
+    check_multiset_size,
+)
+from opendp_wasserstein.public_candidates.trees import Tree, closest_multiset, resolve_tree
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (
     TreeCounts,
@@ -38,7 +39,6 @@ from opendp_wasserstein.transformations._tree_counts import (
     tree_counts_of_histogram,
     tree_level_scales,
 )
-from opendp_wasserstein.trees import Tree, closest_multiset, resolve_tree
 
 __all__ = [
     "NoisyTreeCounts",
@@ -84,7 +84,7 @@ def make_tree_count_laplace(
     :example:
 
     >>> import numpy as np, opendp.prelude as dp
-    >>> from opendp_wasserstein.trees import quadtree
+    >>> from opendp_wasserstein.public_candidates.trees import quadtree
     >>> from opendp_wasserstein.transformations import (
     ...     make_nearest_candidate, make_tree_counts, tree_level_scales)
     >>> from opendp_wasserstein.measurements import make_tree_count_laplace, make_tree_multiset
@@ -133,7 +133,7 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     With ``N = n`` (public size) or ``N = max(1, noisy root)`` and targets ``t_v = m
     max(noisy_v, 0) / N``, returns the multiset (``k`` multiplicities summing to ``m``) that
     minimises ``sum_v w_v |c_v - t_v|``, i.e. the tree W1 to the clamped, rescaled noisy
-    masses, exactly (:func:`~opendp_wasserstein.trees.closest_multiset`; several optimal
+    masses, exactly (:func:`~opendp_wasserstein.public_candidates.trees.closest_multiset`; several optimal
     multisets are told apart by uniformly random coins, not by the candidates' row numbers).
     Reads only the release, public parameters and data-independent coins, so it costs no
     privacy.
@@ -153,7 +153,7 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     :example:
 
     >>> import numpy as np, opendp.prelude as dp
-    >>> from opendp_wasserstein.trees import quadtree
+    >>> from opendp_wasserstein.public_candidates.trees import quadtree
     >>> from opendp_wasserstein.transformations import (
     ...     make_nearest_candidate, make_tree_counts, tree_level_scales)
     >>> from opendp_wasserstein.measurements import make_tree_count_laplace, make_tree_multiset
@@ -217,7 +217,7 @@ def make_tree_projection(
     **zCDP.**  With ``output_measure=dp.zero_concentrated_divergence()``, ``epsilon`` is the zCDP
     budget ``rho`` of one replacement: discrete Gaussian noise ``N_Z(0, sigma_j^2)``
     (``make_tree_counts(..., output_metric="l2sq") >> make_tree_count_gaussian``) with the
-    zCDP-optimal schedule :func:`~opendp_wasserstein.zcdp_schedules.tree_level_scales_zcdp`
+    zCDP-optimal schedule :func:`~opendp_wasserstein.schedules.zcdp.tree_level_scales_zcdp`
     (``sigma_j proportional to W_j^(-1/3)``, exact tree sensitivity), so ``map(2) == rho``
     (``map(1) == rho`` under ``change_one_distance``; without a public size ``map(2) == rho``).
 
@@ -236,8 +236,8 @@ def make_tree_projection(
     :param m: the multiset size, ``>= 1``
     :param epsilon: the privacy loss of one replacement, in ``output_measure``: epsilon (pure DP)
         or rho (zCDP)
-    :param tree: a public :class:`~opendp_wasserstein.trees.Tree` with ``k`` leaves, or None for
-        a fresh :func:`~opendp_wasserstein.trees.frt_tree` built at construction
+    :param tree: a public :class:`~opendp_wasserstein.public_candidates.trees.Tree` with ``k`` leaves, or None for
+        a fresh :func:`~opendp_wasserstein.public_candidates.trees.frt_tree` built at construction
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
     :param output_measure: ``dp.max_divergence()`` (discrete Laplace; the default, ``None``) or
         ``dp.zero_concentrated_divergence()`` (discrete Gaussian)
@@ -276,7 +276,7 @@ def make_tree_projection(
     if noise == "laplace":
         scales = tree_level_scales(the_tree, eps, sized=n is not None)
     else:
-        from opendp_wasserstein.zcdp_schedules import tree_level_scales_zcdp
+        from opendp_wasserstein.schedules.zcdp import tree_level_scales_zcdp
 
         scales = tree_level_scales_zcdp(the_tree, eps, sized=n is not None)
     if max(scales) > SCALE_MAX:

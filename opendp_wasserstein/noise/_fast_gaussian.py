@@ -12,7 +12,7 @@ the distribution of OpenDP's integer ``make_gaussian`` (and of Canonne, Kamath a
 Method (CKS Algorithm 3)
 ------------------------
 With ``t = floor(sigma) + 1`` (capped at ``2^52``, the largest discrete Laplace scale; any
-``t > 0`` gives the same law, this one few rejections): draw ``Y ~ LapZ(t)`` (:mod:`~opendp_wasserstein._fast_laplace`,
+``t > 0`` gives the same law, this one few rejections): draw ``Y ~ LapZ(t)`` (:mod:`~opendp_wasserstein.noise._fast_laplace`,
 exact), and accept it with probability ``exp(-gamma)``,
 
 .. math:: \gamma(Y) = \frac{(|Y| - \sigma^2/t)^2}{2\sigma^2}
@@ -29,7 +29,7 @@ rejected per round).
 draws of ``Bernoulli(exp(-1))`` (all must succeed) and one ``Bernoulli(exp(-f))`` by CKS
 Algorithm 1: for ``K = 1, 2, ...`` draw ``Bernoulli(f/K)`` until the first failure, output 1 iff
 it happens at an odd ``K``.  ``Bernoulli(f/K)`` is drawn as ``Bernoulli(1/K)`` (exact, from
-:mod:`~opendp_wasserstein._fast_laplace`) times an independent ``Bernoulli(f)``, and
+:mod:`~opendp_wasserstein.noise._fast_laplace`) times an independent ``Bernoulli(f)``, and
 ``Bernoulli(f)`` is the event ``U < f`` for a uniform real ``U`` in ``[0, 1)``, whose binary
 digits are random bits.
 
@@ -73,7 +73,7 @@ rounded with relative error at most ``u``.  The code computes ``s = fl(sigma^2)`
   ``hi = fl(g + delta) >= g + B >= gamma`` (the margin ``delta - B`` exceeds the rounding
   ``u (g + delta)`` of the sum).
 
-``tests/test_fast_gaussian.py`` checks ``lo <= gamma <= hi`` against exact rationals on
+``tests/noise/test_fast_gaussian.py`` checks ``lo <= gamma <= hi`` against exact rationals on
 adversarial inputs (``|Y|`` next to ``sigma^2/t``, extreme scales), and forces the exact
 fall-backs to run often (chi-square tests then too).
 
@@ -85,7 +85,7 @@ a Gaussian is 0 with probability above ``1 - 2 exp(-2^39)``.  Draws of magnitude
 more raise :class:`OverflowError` (from the Laplace proposals; probability below
 ``exp(-2^10)`` per draw at the largest scale).
 
-Randomness comes only from the given :class:`~opendp_wasserstein._random.RandomSource`.
+Randomness comes only from the given :class:`~opendp_wasserstein.noise._source.RandomSource`.
 """
 
 from __future__ import annotations
@@ -95,16 +95,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from opendp_wasserstein._fast_laplace import (
+from opendp_wasserstein.noise._fast_laplace import (
     _CHUNK,
     _bern_exp_minus_one,
     _bernoulli_const,
     _Bits,
     _dispatch,
 )
-from opendp_wasserstein._fast_laplace import MAX_SCALE as _LAPLACE_MAX
-from opendp_wasserstein._fast_laplace import _sample_const as _laplace_const
-from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.noise._fast_laplace import MAX_SCALE as _LAPLACE_MAX
+from opendp_wasserstein.noise._fast_laplace import _sample_const as _laplace_const
+from opendp_wasserstein.noise._source import RandomSource
 
 __all__ = ["fast_discrete_gaussian", "MAX_SCALE", "MIN_FAST_SCALE"]
 
@@ -297,8 +297,8 @@ def fast_discrete_gaussian(scales: np.ndarray, rng: RandomSource) -> np.ndarray:
     :example:
 
     >>> import numpy as np
-    >>> from opendp_wasserstein._fast_gaussian import fast_discrete_gaussian
-    >>> from opendp_wasserstein._random import RandomSource
+    >>> from opendp_wasserstein.noise._fast_gaussian import fast_discrete_gaussian
+    >>> from opendp_wasserstein.noise._source import RandomSource
     >>> y = fast_discrete_gaussian(np.full(100_000, 3.0), RandomSource(0))  # seeded: tests only
     >>> y.dtype, bool(abs(y.std() - 3.0) < 0.05)
     (dtype('int64'), True)

@@ -61,7 +61,7 @@ Scales must be finite, positive and at most ``2^52`` (:data:`MAX_SCALE`).  A dra
 ``|z| >= 2^62`` (probability below ``exp(-2^62/sigma)``, i.e. below ``exp(-1024)`` at ``2^52``)
 does not fit the output and raises :class:`OverflowError`; it is never clipped.
 
-Randomness comes only from the given :class:`~opendp_wasserstein._random.RandomSource`.
+Randomness comes only from the given :class:`~opendp_wasserstein.noise._source.RandomSource`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.noise._source import RandomSource
 
 __all__ = ["fast_discrete_laplace", "StreamFn", "MAX_SCALE"]
 

@@ -2,24 +2,24 @@ r"""Exact discrete Gaussian draws from per-element random streams (node-addresse
 
 :func:`stream_discrete_gaussian` draws ``N_Z(0, sigma^2)`` for every element of a batch, element
 ``i`` reading only stream ``i``, so its value does not depend on the other elements, their
-number or their order: what :class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise` needs to
+number or their order: what :class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise` needs to
 give a tree node the same Gaussian noise on any worker, in any retry and in memory.
 
 Method: the rejection sampler of Canonne, Kamath and Steinke (NeurIPS 2020, Algorithm 3), as in
-:mod:`~opendp_wasserstein._fast_gaussian`: with ``t = floor(sigma) + 1`` (capped at ``2^52``),
+:mod:`~opendp_wasserstein.noise._fast_gaussian`: with ``t = floor(sigma) + 1`` (capped at ``2^52``),
 round ``r = 0, 1, ...`` draws a proposal ``Y ~ LapZ(t)`` and accepts it with probability
 ``exp(-gamma(|Y|))``, ``gamma(x) = (x - sigma^2/t)^2 / (2 sigma^2)``; the first accepted proposal
 is the draw.  Element ``i``'s stream is cut into regions of :data:`REGION` 16-byte blocks:
 round ``r`` reads its proposal from region ``2r`` (by
-:func:`~opendp_wasserstein._stream_laplace.stream_discrete_laplace`) and its acceptance test from
-region ``2r + 1`` (an :class:`~opendp_wasserstein._fast_laplace._ElementBits` over it), so every
+:func:`~opendp_wasserstein.noise._stream_laplace.stream_discrete_laplace`) and its acceptance test from
+region ``2r + 1`` (an :class:`~opendp_wasserstein.noise._fast_laplace._ElementBits` over it), so every
 round of every element reads fresh, independent bytes whatever happened in other rounds (a
 region is ``2^40`` blocks, 16 TiB: never exhausted).  Each round accepts with probability above
 ``1/2``, so the loop ends after a few rounds (more than 64 with probability below ``2^-64``);
 the rounds are vectorised over the elements still pending.
 
 The acceptance test ``Bernoulli(exp(-gamma))`` is exact: ``gamma = n + f`` is bracketed by the
-certified float interval of :func:`~opendp_wasserstein._fast_gaussian._gamma_interval` (``n``
+certified float interval of :func:`~opendp_wasserstein.noise._fast_gaussian._gamma_interval` (``n``
 taken from it when the interval settles it, else the test runs in rational arithmetic), then
 ``n`` draws of ``Bernoulli(exp(-1))`` and CKS Algorithm 1 for ``exp(-f)`` with
 ``Bernoulli(f/K) = Bernoulli(1/K) Bernoulli(f)``, ``Bernoulli(f)`` the event ``U < f`` for a
@@ -35,7 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from opendp_wasserstein._fast_gaussian import (
+from opendp_wasserstein.noise._fast_gaussian import (
     _HI_MAX,
     MAX_SCALE,
     MIN_FAST_SCALE,
@@ -44,13 +44,13 @@ from opendp_wasserstein._fast_gaussian import (
     _gamma_interval,
     _uniform_less,
 )
-from opendp_wasserstein._fast_laplace import (
+from opendp_wasserstein.noise._fast_laplace import (
     StreamFn,
     _bern_exp_minus_one,
     _bernoulli_const,
     _ElementBits,
 )
-from opendp_wasserstein._stream_laplace import stream_discrete_laplace
+from opendp_wasserstein.noise._stream_laplace import stream_discrete_laplace
 
 __all__ = ["stream_discrete_gaussian", "REGION"]
 
@@ -154,7 +154,7 @@ def stream_discrete_gaussian(scale: float, size: int, streams: StreamFn) -> np.n
 
     :param scale: a finite scale in ``(0, 2^52]``
     :param size: the number of elements (ids ``0 .. size - 1``)
-    :param streams: as for :func:`~opendp_wasserstein._stream_laplace.stream_discrete_laplace`
+    :param streams: as for :func:`~opendp_wasserstein.noise._stream_laplace.stream_discrete_laplace`
         (blocks of element ``i``'s stream from block ``first[i]``; at least ``2^64`` blocks)
     :return: ``int64`` array of length ``size``
     :raises ValueError: if the scale is not finite, not positive or above ``2^52``

@@ -2,7 +2,7 @@
 
 :func:`stream_discrete_laplace` draws ``LapZ(sigma)`` for ``size`` elements, element ``i``
 reading only the bytes of its own stream ``i`` (node-addressed randomness,
-:mod:`opendp_wasserstein.node_randomness`), so that its value is a function of ``sigma`` and
+:mod:`opendp_wasserstein.noise.node_randomness`), so that its value is a function of ``sigma`` and
 stream ``i`` alone, whatever other elements are drawn with it and in which order.  No
 probability is rounded: the law is exactly ``LapZ(sigma)`` for the float ``sigma`` (a dyadic
 rational) when the streams are uniform.
@@ -43,7 +43,7 @@ operations over all elements; the law does not depend on the split ``k`` or on `
 the number of bytes read does.
 
 Scales below ``1/8`` (where ``Y`` is 0 with probability above ``1 - 3.4 10^-4``) use the
-Canonne-Kamath-Steinke rejection sampler of :mod:`opendp_wasserstein._fast_laplace` with
+Canonne-Kamath-Steinke rejection sampler of :mod:`opendp_wasserstein.noise._fast_laplace` with
 per-element streams.
 """
 
@@ -57,7 +57,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from opendp_wasserstein._fast_laplace import (
+from opendp_wasserstein.noise._fast_laplace import (
     _CHUNK,
     _MAX_Y,
     StreamFn,

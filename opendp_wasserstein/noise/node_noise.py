@@ -15,8 +15,8 @@ from typing import Protocol
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.samplers import sample_discrete_gaussian, sample_discrete_laplace
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 
 __all__ = ["NodeNoise", "PooledNoise", "NOISE_LIMIT", "add_noise"]
 

@@ -9,7 +9,7 @@ function of a secret per-release key and the public address of what it is for:
 ``(stream, level, node id, block counter)  ->  16 uniform bytes``
 
 so any worker, any retry and the in-memory path read the same bytes for the same node, and the
-exact samplers (:func:`~opendp_wasserstein._fast_laplace.stream_discrete_laplace`) turn them
+exact samplers (:func:`~opendp_wasserstein.noise._fast_laplace.stream_discrete_laplace`) turn them
 into the same value.
 
 Construction
@@ -25,7 +25,7 @@ blocks (Bellare, Kilian, Rogaway 2000; Petrank, Rackoff 2000):
 * ``L_1 .. L_m``, ``m = ceil(w / 2)``: the node id, ``w`` signed 64-bit integers, two per block
   (the last block zero-padded when ``w`` is odd).  For the dyadic hierarchy a level-``j`` node
   is its vector of per-coordinate cell indices (``w = d``,
-  :func:`~opendp_wasserstein.hierarchy.coord_bits_at_level`); any tree whose level-``j`` nodes
+  :func:`~opendp_wasserstein.hierarchy.cells.coord_bits_at_level`); any tree whose level-``j`` nodes
   have distinct integer vectors can be addressed the same way (a public tree by node index,
   ``w = 1``).  One 64-bit lane per coordinate needs no knowledge of the split order and covers
   every depth (a coordinate has at most 52 bits), at the cost of ``ceil(d/2)`` AES calls per
@@ -43,7 +43,7 @@ function plus ``O(q^2 l^2 / 2^128)`` for ``q`` messages of ``l`` blocks.  Distin
 namespace, level, id, counter) are distinct messages, so distinct nodes, streams and blocks
 get independent uniform bytes.  Each node's stream is consumed by an exact sampler that reads
 bytes in a fixed order determined only by that node's own values, so a node's value does not
-depend on which other nodes are drawn with it (see :class:`~opendp_wasserstein._fast_laplace._ElementBits`).
+depend on which other nodes are drawn with it (see :class:`~opendp_wasserstein.noise._fast_laplace._ElementBits`).
 
 AES in ECB mode over many blocks at once is the vectorised primitive (package
 ``cryptography``, AES-NI): every step above is one ECB call over all nodes of a batch.  The
@@ -56,7 +56,7 @@ Keys
 
 The key is 32 bytes from :func:`os.urandom` for each release by default
 (:meth:`KeyedNodeNoise.from_random_source` with a secure source).  With a seeded
-(**non-private**) :class:`~opendp_wasserstein._random.RandomSource`, e.g. inside the
+(**non-private**) :class:`~opendp_wasserstein.noise._source.RandomSource`, e.g. inside the
 reproducible option used for tests and figures, the key is read from that stream, so the
 release is reproducible (and not private).  The key never enters a release.  It does travel
 to the workers of a distributed run inside the pickled object: run such a cluster on a
@@ -71,10 +71,10 @@ from typing import Any
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from opendp_wasserstein._fast_laplace import MAX_SCALE
-from opendp_wasserstein._random import RandomSource, as_random_source
-from opendp_wasserstein._stream_gaussian import stream_discrete_gaussian
-from opendp_wasserstein._stream_laplace import stream_discrete_laplace
+from opendp_wasserstein.noise._fast_laplace import MAX_SCALE
+from opendp_wasserstein.noise._source import RandomSource, as_random_source
+from opendp_wasserstein.noise._stream_gaussian import stream_discrete_gaussian
+from opendp_wasserstein.noise._stream_laplace import stream_discrete_laplace
 
 __all__ = [
     "KeyedNodeNoise",
@@ -105,7 +105,7 @@ class KeyedNodeNoise:
     :meth:`gaussian` (zCDP) for noisy counts,
     :meth:`coins` for the fair coins of the zero-respecting correction; :meth:`uniform` draws
     keyed points per node (the synthesis places its points with the faster
-    :class:`~opendp_wasserstein.synthesis.PlacementStream` instead: placement is
+    :class:`~opendp_wasserstein.hierarchy.placement.PlacementStream` instead: placement is
     post-processing).  It holds no data and no state besides the key: asking twice for a node
     gives the same value, whichever other nodes are asked with it, in any process.
 
@@ -116,7 +116,7 @@ class KeyedNodeNoise:
     :example:
 
     >>> import numpy as np
-    >>> from opendp_wasserstein.node_randomness import KeyedNodeNoise
+    >>> from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
     >>> noise = KeyedNodeNoise(bytes(32))  # a fixed key: reproducible, NOT private
     >>> cells = np.array([[0, 1], [1, 1], [1, 0]])
     >>> a = noise.laplace(2, cells, scale=3.0)
@@ -262,7 +262,7 @@ class KeyedNodeNoise:
 
     def gaussian(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
         """``N_Z(0, scale^2)`` noise for each node, exact, node ``i`` from its own stream
-        (:func:`~opendp_wasserstein._stream_gaussian.stream_discrete_gaussian`: CKS rejection
+        (:func:`~opendp_wasserstein.noise._stream_gaussian.stream_discrete_gaussian`: CKS rejection
         rounds, each reading fresh regions of the node's Gaussian stream).
 
         :param level: the nodes' level (public)
@@ -375,6 +375,6 @@ def release_node_noise(rng: Any = None) -> KeyedNodeNoise:
     """The node noise of one release: a fresh :func:`os.urandom` key by default.
 
     :param rng: ``None`` (secure; a seeded source only through the package's explicit,
-        non-private reproducible option) or a :class:`~opendp_wasserstein._random.RandomSource`
+        non-private reproducible option) or a :class:`~opendp_wasserstein.noise._source.RandomSource`
     """
     return KeyedNodeNoise.from_random_source(as_random_source(rng))

@@ -6,8 +6,8 @@ Two back-ends draw the same distributions:
 - ``"opendp"``: OpenDP's integer ``make_laplace`` / ``make_gaussian`` (``T="i64"``), one call per
   distinct scale.  Exact and CSPRNG-backed; about 6-15 microseconds a sample.  Needs a secure
   source.
-- ``"fast"``: vectorised exact samplers (:func:`~opendp_wasserstein._fast_laplace.fast_discrete_laplace`,
-  :func:`~opendp_wasserstein._fast_gaussian.fast_discrete_gaussian`).
+- ``"fast"``: vectorised exact samplers (:func:`~opendp_wasserstein.noise._fast_laplace.fast_discrete_laplace`,
+  :func:`~opendp_wasserstein.noise._fast_gaussian.fast_discrete_gaussian`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import opendp.prelude as dp
 
-from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.noise._source import RandomSource
 
 __all__ = [
     "sample_discrete_laplace",
@@ -100,10 +100,10 @@ def _sample(
     if backend == "fast":
         scales = np.asarray(scales, dtype=np.float64)
         if distribution == "laplace":
-            from opendp_wasserstein._fast_laplace import fast_discrete_laplace
+            from opendp_wasserstein.noise._fast_laplace import fast_discrete_laplace
 
             return fast_discrete_laplace(scales, rng)
-        from opendp_wasserstein._fast_gaussian import fast_discrete_gaussian
+        from opendp_wasserstein.noise._fast_gaussian import fast_discrete_gaussian
 
         return fast_discrete_gaussian(scales, rng)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -20,7 +20,7 @@ over all ``C(k + m - 1, m)`` multisets, exactly, by dynamic programming (Zare Mo
   by the maximum of every anti-diagonal; ``log Z = F_root(m)``;
 - top-down, the root holds ``m`` and a node holding ``c`` sends ``t`` to its left child with
   probability ``exp(G_left(t) + G_right(c - t) - F_v(c))``, by inverse CDF on uniforms from the
-  :class:`~opendp_wasserstein._random.RandomSource`.
+  :class:`~opendp_wasserstein.noise._source.RandomSource`.
 
 Every height of the binary tree is one batched (vectorised) convolution, every depth one batched
 categorical draw: ``O(k m^2)`` time, ``O(k m)`` memory (the ``G`` tables), and ``O(height)``
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.trees import Tree
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.public_candidates.trees import Tree
 
 __all__ = [
     "BinaryTree",

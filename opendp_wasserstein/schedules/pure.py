@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from opendp_wasserstein.exact import round_up, spent, tighten_budget
-from opendp_wasserstein.hierarchy import max_depth
-from opendp_wasserstein.parameters import SCALE_MAX, check_epsilon
+from opendp_wasserstein.core.exact import round_up, spent, tighten_budget
+from opendp_wasserstein.core.parameters import SCALE_MAX, check_epsilon
+from opendp_wasserstein.hierarchy.cells import max_depth
 
 if TYPE_CHECKING:
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
 __all__ = [
     "paper_schedule",
@@ -52,7 +52,7 @@ def paper_schedule(d: int, epsilon: float, depth: int, s: int = 1) -> tuple[floa
 
     :example:
 
-    >>> from opendp_wasserstein.schedules import paper_schedule, budget_of
+    >>> from opendp_wasserstein.schedules.pure import paper_schedule, budget_of
     >>> sigma = paper_schedule(d=2, epsilon=1.0, depth=3, s=1)
     >>> len(sigma), sigma[0], budget_of(sigma)
     (4, 1.0, 1.0)
@@ -131,7 +131,7 @@ def standard_candidates(
 
     :example:
 
-    >>> from opendp_wasserstein.schedules import standard_candidates
+    >>> from opendp_wasserstein.schedules.pure import standard_candidates
     >>> [(c.s, c.depth) for c in standard_candidates(d=2, n=30000, epsilon_main=0.9)]
     [(1, 29), (2, 12)]
     """
@@ -165,12 +165,12 @@ def profile_schedule(weights: np.ndarray | list[float], epsilon: float) -> tuple
     ``O_j = 2^(j s/d)`` and ``diam_j = 2^(-j/d)`` it is the paper's ``sigma_{j+1} propto q_s^-j``.
     Weights below ``1e-6`` of the largest are raised to it (a level of zero weight would get an
     infinite scale); ``sigma_0 = 1/epsilon``.  The budget is met exactly in the map's
-    arithmetic (:func:`~opendp_wasserstein.exact.tighten_budget`).
+    arithmetic (:func:`~opendp_wasserstein.core.exact.tighten_budget`).
 
     :param weights: ``w_0 .. w_{r-1}`` (non-negative, not all zero)
     :param epsilon: the budget
 
-    >>> from opendp_wasserstein.schedules import profile_schedule, budget_of
+    >>> from opendp_wasserstein.schedules.pure import profile_schedule, budget_of
     >>> sigma = profile_schedule([1.0, 1.0, 1.0], 1.0)
     >>> sigma, budget_of(sigma)
     ((1.0, 6.0, 6.0, 6.0), 1.0)
@@ -252,7 +252,7 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
     r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
 
     The analogue of :func:`standard_candidates` for any public split order and its diameter
-    profile (:meth:`~opendp_wasserstein.split_order.SplitOrder.diameters`).  For each model
+    profile (:meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.diameters`).  For each model
     dimension ``s = 1 .. d_num`` of the numeric coordinates (one candidate set if there are
     none), the model occupancy ``g_j`` doubles at each split of an unresolved discrete
     coordinate and grows by ``2^(s/d_num)`` at each numeric split (capped at ``n``); the schedule
@@ -273,7 +273,7 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
       depth that resolves nothing, which wrecks every marginal; ``r_1`` is the shallowest depth
       at which the bound's resolution term ``2 diam_r`` is below 2.  Wherever the bound is
       informative somewhere (``min_r B_r < 2``) its minimiser is at least ``r_1`` and is taken
-      as it is (``tests/test_schedules.py`` checks both).  Measured with
+      as it is (``tests/schedules/test_pure.py`` checks both).  Measured with
       ``benchmarks/bench_split_order.py`` (penguins, cars, a 12-column table), the raised
       depth gave the lowest W1, and the same on seattle-weather,
 
@@ -289,16 +289,16 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
 
     :example:
 
-    >>> from opendp_wasserstein.split_order import SplitOrder
-    >>> from opendp_wasserstein.schedules import split_order_candidates
+    >>> from opendp_wasserstein.hierarchy.split_order import SplitOrder
+    >>> from opendp_wasserstein.schedules.pure import split_order_candidates
     >>> order = SplitOrder.discrete_first(cells=(4, 0, 0))
     >>> [(c.s, c.depth) for c in split_order_candidates(order, n=10000, epsilon_main=1.0)]
     [(1, 28), (1, 10), (2, 13), (2, 6)]
     """
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
     if not isinstance(order, SplitOrder):
-        raise TypeError("order must be an opendp_wasserstein.split_order.SplitOrder")
+        raise TypeError("order must be an opendp_wasserstein.hierarchy.split_order.SplitOrder")
     _check_n(n)
     eps = check_epsilon(epsilon_main, "epsilon_main")
     d_num = len(order.numeric)

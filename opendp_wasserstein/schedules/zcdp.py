@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.exact import inverse_squares, round_up
-from opendp_wasserstein.hierarchy import max_depth
-from opendp_wasserstein.parameters import check_epsilon
-from opendp_wasserstein.schedules import ScheduleCandidate
+from opendp_wasserstein.core.exact import inverse_squares, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.hierarchy.cells import max_depth
+from opendp_wasserstein.public_candidates.trees import Tree
+from opendp_wasserstein.schedules.pure import ScheduleCandidate
 from opendp_wasserstein.transformations._tree_counts import _pair_value, tree_pair_profiles
-from opendp_wasserstein.trees import Tree
 
 __all__ = [
     "zcdp_schedule",
@@ -210,8 +210,8 @@ def zcdp_schedule(d: int, rho: float, depth: int, s: int = 1) -> tuple[float, ..
 
     :example:
 
-    >>> from opendp_wasserstein.exact import round_up
-    >>> from opendp_wasserstein.zcdp_schedules import zcdp_schedule, zcdp_budget
+    >>> from opendp_wasserstein.core.exact import round_up
+    >>> from opendp_wasserstein.schedules.zcdp import zcdp_schedule, zcdp_budget
     >>> sigma = zcdp_schedule(d=2, rho=0.5, depth=8, s=2)
     >>> len(sigma), round_up(zcdp_budget(sigma)), sigma[1] > sigma[8]
     (9, 0.5, True)
@@ -226,7 +226,7 @@ def zcdp_schedule(d: int, rho: float, depth: int, s: int = 1) -> tuple[float, ..
 
 def zcdp_model_bound(d: int, n: int, rho: float, s: int, depth: int, c_abs: float = 1.0) -> float:
     """The public model bound of :func:`zcdp_schedule`, the zCDP analogue of
-    :func:`~opendp_wasserstein.schedules.model_bound`:
+    :func:`~opendp_wasserstein.schedules.pure.model_bound`:
     ``C sigma_0/n + 4C/n S^(3/2)/sqrt(rho) + 2 * 2^(-r/d)`` (``E|N_Z(0, sigma^2)| <= sigma``).
     """
     r = _check_args(d, rho, depth, s)
@@ -242,7 +242,7 @@ def zcdp_candidates(
     r"""The public candidate set of Adaptive Pruned-PMM in zCDP: one candidate per model dimension.
 
     For each ``s`` in ``1..d``: the paper's explicit depth ``r_s`` (Appendix B.1,
-    :func:`~opendp_wasserstein.schedules.candidate_depth`) at ``eps = sqrt(8 rho_main)``, with the
+    :func:`~opendp_wasserstein.schedules.pure.candidate_depth`) at ``eps = sqrt(8 rho_main)``, with the
     zCDP-optimal schedule :func:`zcdp_schedule`, which spends ``rho_main`` exactly.  Data
     independent.
 
@@ -260,15 +260,15 @@ def zcdp_candidates(
     :param c_abs: the constant of :func:`zcdp_model_bound` (used only with ``include_optimal_depths``)
     :param include_optimal_depths: also add, for each ``s``, the smallest depth ``r <= L``
         minimising :func:`zcdp_model_bound` when it differs from ``r_s`` (as
-        :func:`~opendp_wasserstein.schedules.standard_candidates` does in pure DP)
+        :func:`~opendp_wasserstein.schedules.pure.standard_candidates` does in pure DP)
 
     :example:
 
-    >>> from opendp_wasserstein.zcdp_schedules import zcdp_candidates
+    >>> from opendp_wasserstein.schedules.zcdp import zcdp_candidates
     >>> [(c.s, c.depth) for c in zcdp_candidates(d=2, n=30000, rho_main=0.0135)]
     [(1, 26), (2, 11)]
     """
-    from opendp_wasserstein.schedules import candidate_depth
+    from opendp_wasserstein.schedules.pure import candidate_depth
 
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"d must be an integer >= 1, got {d!r}")
@@ -294,7 +294,7 @@ def zcdp_profile_schedule(weights: np.ndarray | Sequence[float], rho: float) -> 
 
     Under ``sum_{j=1}^r 1/sigma_j^2 = rho`` (module docstring, Hölder):
     ``sigma_{j+1} = sqrt(sum_i w_i^(2/3) / rho) w_j^(-1/3)``, the zCDP analogue of
-    :func:`~opendp_wasserstein.schedules.profile_schedule` (there ``w_j^(-1/2)``).  With ``w_j =
+    :func:`~opendp_wasserstein.schedules.pure.profile_schedule` (there ``w_j^(-1/2)``).  With ``w_j =
     g_j diam_j`` (model occupancy times the level's diameter) it is the schedule of a public split
     order's candidates (:func:`zcdp_split_order_candidates`); for the cube's profile it is
     :func:`zcdp_schedule`.  Weights below ``1e-6`` of the largest are raised to it;
@@ -303,13 +303,13 @@ def zcdp_profile_schedule(weights: np.ndarray | Sequence[float], rho: float) -> 
     :param weights: ``w_0 .. w_{r-1}`` (non-negative, not all zero)
     :param rho: the zCDP budget
 
-    >>> from opendp_wasserstein.exact import round_up
-    >>> from opendp_wasserstein.zcdp_schedules import zcdp_profile_schedule, zcdp_budget
+    >>> from opendp_wasserstein.core.exact import round_up
+    >>> from opendp_wasserstein.schedules.zcdp import zcdp_profile_schedule, zcdp_budget
     >>> sigma = zcdp_profile_schedule([1.0, 1.0, 1.0, 1.0], 1.0)
     >>> sigma[1:], round_up(zcdp_budget(sigma))
     ((2.0, 2.0, 2.0, 2.0), 1.0)
     """
-    from opendp_wasserstein.parameters import SCALE_MAX
+    from opendp_wasserstein.core.parameters import SCALE_MAX
 
     r = check_epsilon(rho, "rho")
     w = np.asarray(weights, dtype=np.float64)
@@ -331,24 +331,24 @@ def zcdp_split_order_candidates(
     """Public zCDP candidates for a hierarchy with a public split order (a table).
 
     The depths and model dimensions are those of
-    :func:`~opendp_wasserstein.schedules.split_order_candidates` at ``eps = sqrt(8 rho_main)``
+    :func:`~opendp_wasserstein.schedules.pure.split_order_candidates` at ``eps = sqrt(8 rho_main)``
     (the rule :func:`zcdp_candidates` uses for the cube), and each schedule is
     :func:`zcdp_profile_schedule` of the same level weights ``w_j = g_j diam_j``, spending
     ``rho_main`` exactly.  A candidate repeating an earlier depth and schedule is dropped.
     Everything is a function of public values.
 
-    :param order: the public :class:`~opendp_wasserstein.split_order.SplitOrder`
+    :param order: the public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder`
     :param n: the public size (or public estimate)
     :param rho_main: the zCDP budget of the synthesis
     :param c_abs: the constant of the model bound
 
-    >>> from opendp_wasserstein.split_order import SplitOrder
-    >>> from opendp_wasserstein.zcdp_schedules import zcdp_split_order_candidates
+    >>> from opendp_wasserstein.hierarchy.split_order import SplitOrder
+    >>> from opendp_wasserstein.schedules.zcdp import zcdp_split_order_candidates
     >>> order = SplitOrder.discrete_first(cells=(4, 0, 0))
     >>> [(c.s, c.depth) for c in zcdp_split_order_candidates(order, n=10000, rho_main=0.125)]
     [(1, 28), (1, 10), (2, 13), (2, 6)]
     """
-    from opendp_wasserstein.schedules import _level_weights, split_order_candidates
+    from opendp_wasserstein.schedules.pure import _level_weights, split_order_candidates
 
     rho = check_epsilon(rho_main, "rho_main")
     out: list[ScheduleCandidate] = []
@@ -397,9 +397,9 @@ def tree_level_scales_zcdp(tree: Tree, rho: float, sized: bool = True) -> tuple[
 
     :example:
 
-    >>> from opendp_wasserstein.exact import round_up
-    >>> from opendp_wasserstein.trees import Tree
-    >>> from opendp_wasserstein.zcdp_schedules import tree_level_scales_zcdp, tree_zcdp_budget
+    >>> from opendp_wasserstein.core.exact import round_up
+    >>> from opendp_wasserstein.public_candidates.trees import Tree
+    >>> from opendp_wasserstein.schedules.zcdp import tree_level_scales_zcdp, tree_zcdp_budget
     >>> tree = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
     >>> sigma = tree_level_scales_zcdp(tree, rho=0.5)
     >>> len(sigma), round_up(tree_zcdp_budget(tree)(sigma))
@@ -407,7 +407,7 @@ def tree_level_scales_zcdp(tree: Tree, rho: float, sized: bool = True) -> tuple[
     """
     r = check_epsilon(rho, "rho")
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
     h = tree.height
     charged = list(range(0 if not sized else 1, h + 1))
     placeholder = 1.0 / math.sqrt(r)

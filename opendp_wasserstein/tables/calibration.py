@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 from opendp_wasserstein.tables.marginals import TableMarginals
 

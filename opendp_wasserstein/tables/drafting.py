@@ -333,7 +333,7 @@ def draft_schema(
             skipped[name] = f"unsupported type {t}"
     if not entries:
         raise SchemaError("no column of the table could be drafted")
-    from opendp_wasserstein.exact import round_up
+    from opendp_wasserstein.core.exact import round_up
 
     eps_total = round_up(spent) if spent else 0.0
     schema = Schema(specs, epsilon_spent=eps_total) if specs else None

@@ -39,7 +39,7 @@ from functools import cached_property
 
 import numpy as np
 
-from opendp_wasserstein.split_order import SplitOrder
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -295,7 +295,7 @@ class TableEncoding:
         axes (``ceil(log2 K)`` levels each, in column order), then the numeric axes cyclically;
         ``"cyclic"``: level ``j`` splits axis ``j mod D`` (the hierarchy of points).  Either way
         each discrete axis has ``cells`` categories under the 0/1 metric, so
-        :meth:`~opendp_wasserstein.split_order.SplitOrder.diameters` is the diameter profile
+        :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.diameters` is the diameter profile
         under the table metric.
 
         >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn

@@ -3,7 +3,7 @@ r"""Adaptive Pruned-PMM whose public candidates are (split order, depth, schedul
 :func:`make_order_adaptive_pmm` generalises
 :func:`~opendp_wasserstein.measurements.make_adaptive_pruned_pmm` from one split order to a
 public family of them (:func:`~opendp_wasserstein.tables.orders.order_family`): every order
-brings its own candidates (:func:`~opendp_wasserstein.schedules.split_order_candidates`) and
+brings its own candidates (:func:`~opendp_wasserstein.schedules.pure.split_order_candidates`) and
 its own score transformation (:func:`~opendp_wasserstein.transformations.make_schedule_scores`,
 the capped score on that order's hierarchy with its diameter profile); the score vectors are
 concatenated and one exponential mechanism picks a candidate among all of them, then Pruned-PMM
@@ -32,20 +32,20 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein._random import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.data import check_data_domain, check_metric, replacements
-from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.hierarchy import shared_count_trees
+from opendp_wasserstein.core.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.hierarchy.cells import shared_count_trees
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements._adaptive import candidate_releases, softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
-from opendp_wasserstein.parameters import check_epsilon
-from opendp_wasserstein.schedules import (
+from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
+from opendp_wasserstein.schedules.pure import (
     ScheduleCandidate,
     _level_with,
     profile_schedule,
     split_order_candidates,
 )
-from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.transformations._schedule_scores import (
     check_schedule_candidates,
     check_split_order,
@@ -59,10 +59,10 @@ SPLITS_PER_COLUMN = (1, 2, 3)
 
 
 def table_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
-    """The public candidates of one order: :func:`~opendp_wasserstein.schedules.split_order_candidates`
+    """The public candidates of one order: :func:`~opendp_wasserstein.schedules.pure.split_order_candidates`
     and, for each ``k`` in :data:`SPLITS_PER_COLUMN`, the first level at which every numeric
     axis has had ``k`` splits (and every discrete one is resolved) with equal scales on every
-    level (:func:`~opendp_wasserstein.schedules.profile_schedule` of constant weights), up to
+    level (:func:`~opendp_wasserstein.schedules.pure.profile_schedule` of constant weights), up to
     the deepest standard candidate; repeats dropped.  Public values only."""
     out = list(split_order_candidates(order, n, epsilon_main, c_abs))
     deepest = max(c.depth for c in out)

@@ -33,9 +33,9 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation
-from opendp_wasserstein.data import check_data_domain, check_metric, validate_data
-from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 
 __all__ = [

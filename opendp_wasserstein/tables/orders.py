@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.hierarchy import MAX_BITS_PER_COORD
-from opendp_wasserstein.split_order import SplitOrder, category_levels
+from opendp_wasserstein.hierarchy.cells import MAX_BITS_PER_COORD
+from opendp_wasserstein.hierarchy.split_order import SplitOrder, category_levels
 from opendp_wasserstein.tables.marginals import ColumnPlan
 
 __all__ = ["greedy_order", "order_family", "ORDER_ALPHAS", "column_groups", "axis_cells"]
@@ -75,7 +75,7 @@ def greedy_order(
         is-missing axis has weight ``2 m (1 - m)`` and its value axis ``(1 - m)^2 w``
     :param alpha: the weight of the categorical rates
     :param max_splits: splits per numeric axis (the order's depth is the sum)
-    :return: a :class:`~opendp_wasserstein.split_order.SplitOrder` with ``metric="gower"``
+    :return: a :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` with ``metric="gower"``
     """
     if not alpha > 0:
         raise ValueError("alpha must be positive")

@@ -43,10 +43,10 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein._random import PLACEMENT_STREAM, as_random_source
-from opendp_wasserstein.data import check_data_domain, check_metric, validate_data
-from opendp_wasserstein.exact import round_down, round_up
-from opendp_wasserstein.parameters import check_epsilon
+from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.noise._source import PLACEMENT_STREAM, as_random_source
 from opendp_wasserstein.tables.calibration import CALIBRATE_KINDS, calibrate
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.joint import make_order_adaptive_pmm

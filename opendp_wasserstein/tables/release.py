@@ -17,7 +17,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import column_names, read_table, write_table
 from opendp_wasserstein.tables.schema import Schema
@@ -117,7 +117,7 @@ def _structured(
 
     from opendp_wasserstein import runtime
     from opendp_wasserstein.api import SynthesisReport
-    from opendp_wasserstein.parameters import check_epsilon
+    from opendp_wasserstein.core.parameters import check_epsilon
     from opendp_wasserstein.tables.pipeline import make_structured_synthesis
 
     unknown = {k: v for k, v in kwargs.items() if v is not None and k not in ("mechanism", "public_size", "placement")}

@@ -23,7 +23,7 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Function, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, new_function, register, to_then
-from opendp_wasserstein.data import check_metric
+from opendp_wasserstein.core.data import check_metric
 from opendp_wasserstein.tables.domain import check_table_domain
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import (

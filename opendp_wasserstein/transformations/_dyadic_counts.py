@@ -9,8 +9,8 @@ import numpy as np
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.data import (
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,
@@ -18,14 +18,14 @@ from opendp_wasserstein.data import (
     validate_data,
     whole_replacements,
 )
-from opendp_wasserstein.domains import (
+from opendp_wasserstein.core.exact import exact_epsilon, inverse_squares, round_up
+from opendp_wasserstein.core.metrics import (
     dyadic_counts_domain,
     weighted_l1_distance,
     weighted_l2sq_distance,
 )
-from opendp_wasserstein.exact import exact_epsilon, inverse_squares, round_up
-from opendp_wasserstein.hierarchy import check_axes, count_tree, max_depth
-from opendp_wasserstein.parameters import check_scales
+from opendp_wasserstein.core.parameters import check_scales
+from opendp_wasserstein.hierarchy.cells import check_axes, count_tree, max_depth
 
 __all__ = [
     "make_dyadic_counts",
@@ -118,7 +118,7 @@ def make_dyadic_counts(
     splitting coordinate ``axes[j]`` (default the cyclic order ``j mod d``) (Zare Moayedi et
     al. 2026, Section 3; He, Vershynin, Zhu 2023).  Every row lies in one cell per level
     whatever the order, so the map does not depend on it (:doc:`/proofs/split_order`).  The output is a
-    :class:`~opendp_wasserstein.hierarchy.CountTree` in the weighted l1 metric ``l1(s)``
+    :class:`~opendp_wasserstein.hierarchy.cells.CountTree` in the weighted l1 metric ``l1(s)``
     with ``s = scales``: ``d_out = sum_j (l1 change of level j) / sigma_j``.
 
     Stability map: ``d_in * sum_{j >= 1} 1/sigma_j`` under ``symmetric_distance`` on a sized
@@ -126,7 +126,7 @@ def make_dyadic_counts(
     1/sigma_j`` under ``change_one_distance``.  Computed over the rationals and rounded up.
 
     With ``output_metric="l2sq"`` the output metric is the weighted squared l2 distance
-    ``l2sq(s)`` (:func:`~opendp_wasserstein.domains.weighted_l2sq_distance`, for discrete
+    ``l2sq(s)`` (:func:`~opendp_wasserstein.core.metrics.weighted_l2sq_distance`, for discrete
     Gaussian noise and zCDP) and the map is quadratic in the number of changed rows
     (:func:`dyadic_counts_l2sq_stability`): ``2 m^2 sum_{j >= 1} 1/sigma_j^2`` for ``m``
     replacements (``m = d_in // 2`` under ``symmetric_distance`` with a public size, ``m =
@@ -151,9 +151,9 @@ def make_dyadic_counts(
     :param output_metric: ``"l1"`` (default; ``l1(s)``, for discrete Laplace noise) or
         ``"l2sq"`` (``l2sq(s)``, for discrete Gaussian noise)
     :param axes: the public split order, one coordinate per level (at least ``depth`` of them,
-        none more than 52 times; e.g. :meth:`~opendp_wasserstein.split_order.SplitOrder.axes_to`),
+        none more than 52 times; e.g. :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.axes_to`),
         default cyclic; the maps do not depend on it
-    :return: a Transformation into :func:`~opendp_wasserstein.domains.dyadic_counts_domain`
+    :return: a Transformation into :func:`~opendp_wasserstein.core.metrics.dyadic_counts_domain`
 
     :example:
 

@@ -9,13 +9,13 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.candidates import NearestCandidates, check_candidate_dims
-from opendp_wasserstein.data import (
+from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,
     validate_data,
 )
+from opendp_wasserstein.public_candidates.sets import NearestCandidates, check_candidate_dims
 
 __all__ = ["make_nearest_candidate", "then_nearest_candidate", "candidate_index_domain", "check_index_domain"]
 
@@ -64,7 +64,7 @@ def make_nearest_candidate(
     round-robin over them (``floor(g/t)`` or ``ceil(g/t)`` each), in an order fixed by the
     candidates' values, so the histogram ``pi#D`` is a function of the multiset of rows and
     of the candidate *set* (a permutation of the candidates permutes it); a row with a NaN or
-    infinite coordinate is tied with every candidate (:mod:`opendp_wasserstein.candidates`).
+    infinite coordinate is tied with every candidate (:mod:`opendp_wasserstein.public_candidates.sets`).
     Adding one row adds one unit to one candidate of ``pi#D``, so the map is stable with
     ``d_out = d_in`` under ``symmetric_distance`` and ``change_one_distance``, as a row-wise map
     is (proof: ``docs/proofs/tree_projection.rst``, "Ties").  For any multiset ``S`` on ``C``,

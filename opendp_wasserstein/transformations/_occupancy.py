@@ -9,15 +9,15 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.data import (
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,
     replacements,
     validate_data,
 )
-from opendp_wasserstein.hierarchy import check_axes, count_tree
+from opendp_wasserstein.hierarchy.cells import check_axes, count_tree
 from opendp_wasserstein.transformations._dyadic_counts import check_depth
 
 __all__ = ["make_occupancy", "then_occupancy", "occupancy_stability"]

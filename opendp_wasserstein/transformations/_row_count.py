@@ -8,7 +8,7 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.data import (
+from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,

@@ -1,6 +1,6 @@
 """The score transformation of Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Appendix B.2).
 
-With a public :class:`~opendp_wasserstein.split_order.SplitOrder` (a table's hierarchy), the
+With a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` (a table's hierarchy), the
 scores count the occupancy of that hierarchy and weigh level ``j`` by its real diameter
 ``diam_j`` instead of the cube's ``2^(-j/d)`` (:doc:`/proofs/split_order`).
 """
@@ -18,32 +18,32 @@ import opendp.prelude as dp
 from opendp.mod import Domain, Measure, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.data import (
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
     domain_allows_nan,
     replacements,
     validate_data,
 )
-from opendp_wasserstein.distributed._spec import ScoresPlan, attach
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import (
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.parameters import (
+    SCALE_MAX,
+    ScaleLimitError,
+    check_epsilon,
+    check_output_measure,
+)
+from opendp_wasserstein.core.plan import ScoresPlan, attach
+from opendp_wasserstein.hierarchy.cells import (
     capped_level_sums,
     check_axes,
     count_tree,
     level_imbalance,
     max_depth,
 )
-from opendp_wasserstein.parameters import (
-    SCALE_MAX,
-    ScaleLimitError,
-    check_epsilon,
-    check_output_measure,
-)
-from opendp_wasserstein.schedules import ScheduleCandidate, budget_of
-from opendp_wasserstein.split_order import SplitOrder
-from opendp_wasserstein.synthesis import check_placement
+from opendp_wasserstein.hierarchy.placement import check_placement
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
+from opendp_wasserstein.schedules.pure import ScheduleCandidate, budget_of
 
 __all__ = [
     "SCORES",
@@ -93,7 +93,7 @@ class ScoreTable:
 
 
 def _zcdp_budget_of(scales: Sequence[float]) -> float:
-    from opendp_wasserstein.zcdp_schedules import zcdp_budget  # (import cycle at module level)
+    from opendp_wasserstein.schedules.zcdp import zcdp_budget  # (import cycle at module level)
 
     return round_up(zcdp_budget(scales))
 
@@ -103,7 +103,7 @@ def check_split_order(split_order: Any, d: int) -> SplitOrder | None:
     if split_order is None:
         return None
     if not isinstance(split_order, SplitOrder):
-        raise TypeError("split_order must be an opendp_wasserstein.split_order.SplitOrder or None")
+        raise TypeError("split_order must be an opendp_wasserstein.hierarchy.split_order.SplitOrder or None")
     if split_order.d != d:
         raise ValueError(f"split_order is for {split_order.d} columns, the input domain has {d}")
     return split_order
@@ -129,7 +129,7 @@ def check_schedule_candidates(
     deepest = max_depth(d) if split_order is None else split_order.max_depth
     for c in cands:
         if not isinstance(c, ScheduleCandidate):
-            raise TypeError("candidates must be opendp_wasserstein.schedules.ScheduleCandidate objects")
+            raise TypeError("candidates must be opendp_wasserstein.schedules.pure.ScheduleCandidate objects")
         if not 1 <= c.depth <= deepest:
             raise ValueError(f"candidates: depth {c.depth} must be in [1, {deepest}]")
         if len(c.scales) != c.depth + 1 or not all(np.isfinite(c.scales)) or min(c.scales) <= 0:
@@ -360,7 +360,7 @@ def make_schedule_scores(
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
-    :param candidates: the public candidates, e.g. :func:`~opendp_wasserstein.schedules.standard_candidates`
+    :param candidates: the public candidates, e.g. :func:`~opendp_wasserstein.schedules.pure.standard_candidates`
     :param epsilon_main: the synthesis budget every candidate spends
     :param c_abs: the constant ``C_abs`` with ``E|LapZ(sigma)| <= C_abs sigma`` (1 is valid)
     :param bounds: the public box; default the unit cube
@@ -369,9 +369,9 @@ def make_schedule_scores(
     :param output_measure: the measure of the synthesis the candidates are for:
         ``dp.max_divergence()`` (default, ``None``) or ``dp.zero_concentrated_divergence()``, in
         which case ``epsilon_main`` is the zCDP budget ``rho_main`` every candidate spends
-        (:func:`~opendp_wasserstein.zcdp_schedules.zcdp_candidates`) and the root term is
+        (:func:`~opendp_wasserstein.schedules.zcdp.zcdp_candidates`) and the root term is
         ``C/(sqrt(rho_main) n)`` (``sigma_0 = 1/sqrt(rho_main)``; the same for every candidate)
-    :param split_order: a public :class:`~opendp_wasserstein.split_order.SplitOrder`: the
+    :param split_order: a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder`: the
         occupancy is that of its hierarchy and ``2^(-j/d)`` becomes its diameter profile
         ``diam_j`` (in the weights and the constant ``2 diam_{r_a}``); the map keeps its form
         (:doc:`/proofs/split_order`)
@@ -394,7 +394,7 @@ def make_schedule_scores(
     :example:
 
     >>> import numpy as np, opendp.prelude as dp
-    >>> from opendp_wasserstein.schedules import standard_candidates
+    >>> from opendp_wasserstein.schedules.pure import standard_candidates
     >>> from opendp_wasserstein.transformations import make_schedule_scores
     >>> dp.enable_features("contrib")
     >>> cands = standard_candidates(d=2, n=1000, epsilon_main=0.9)

@@ -21,13 +21,13 @@ import numpy as np
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import extrinsic_domain, make_transformation, register, to_then
-from opendp_wasserstein.data import check_metric, replacements, whole_replacements
-from opendp_wasserstein.domains import weighted_l1_distance, weighted_l2sq_distance
-from opendp_wasserstein.exact import exact_epsilon, inverse_squares, round_up, tighten_budget
-from opendp_wasserstein.parameters import check_epsilon, check_scales
+from opendp_wasserstein.core.data import check_metric, replacements, whole_replacements
+from opendp_wasserstein.core.exact import exact_epsilon, inverse_squares, round_up, tighten_budget
+from opendp_wasserstein.core.metrics import weighted_l1_distance, weighted_l2sq_distance
+from opendp_wasserstein.core.parameters import check_epsilon, check_scales
+from opendp_wasserstein.public_candidates.trees import Tree
 from opendp_wasserstein.transformations._dyadic_counts import check_output_metric
 from opendp_wasserstein.transformations._nearest_candidate import check_index_domain
-from opendp_wasserstein.trees import Tree
 
 __all__ = [
     "TreeCounts",
@@ -62,7 +62,7 @@ class TreeCountsDomain:
 def tree_counts_domain(tree: Tree, size: int | None) -> Domain:
     """The domain of :class:`TreeCounts` on ``tree`` (identified by the tree's digest)."""
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
     desc = TreeCountsDomain(tree, size)
 
     def member(x: Any) -> bool:
@@ -186,7 +186,7 @@ def make_tree_counts(
     ``change_one_distance``; exact over the rationals, rounded up.  Proof: module docstring.
 
     With ``output_metric="l2sq"`` the output metric is ``l2sq(s)``
-    (:func:`~opendp_wasserstein.domains.weighted_l2sq_distance`, for discrete Gaussian noise
+    (:func:`~opendp_wasserstein.core.metrics.weighted_l2sq_distance`, for discrete Gaussian noise
     and zCDP) and the map is the exact squared-l2 sensitivity, quadratic in the number of
     changed rows (:func:`tree_counts_l2sq_stability`).
 
@@ -202,7 +202,7 @@ def make_tree_counts(
     :param input_domain: a candidate-index domain (the output of ``make_nearest_candidate``)
         whose bounds ``(0, k - 1)`` match the tree's ``k`` leaves
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
-    :param tree: the public :class:`~opendp_wasserstein.trees.Tree`
+    :param tree: the public :class:`~opendp_wasserstein.public_candidates.trees.Tree`
     :param scales: ``sigma_0 .. sigma_h``, one per level (``h = tree.height``)
     :param output_metric: ``"l1"`` (default; ``l1(s)``, for discrete Laplace noise) or
         ``"l2sq"`` (``l2sq(s)``, for discrete Gaussian noise)
@@ -211,7 +211,7 @@ def make_tree_counts(
     :example:
 
     >>> import opendp.prelude as dp
-    >>> from opendp_wasserstein.trees import Tree
+    >>> from opendp_wasserstein.public_candidates.trees import Tree
     >>> from opendp_wasserstein.transformations import candidate_index_domain, make_tree_counts
     >>> dp.enable_features("contrib")
     >>> tree = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
@@ -227,7 +227,7 @@ def make_tree_counts(
     """
     assert_features("contrib")
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
     k, n = check_index_domain(input_domain, tree.k)
     kind = check_metric(input_metric, n)
     sigma = check_scales(scales, tree.height + 1)
@@ -283,7 +283,7 @@ def tree_level_scales(tree: Tree, epsilon: float, sized: bool = True) -> tuple[f
     """
     eps = check_epsilon(epsilon)
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
     h = tree.height
     W = np.bincount(tree.depth, weights=tree.weight, minlength=h + 1)
     W[0] = float(np.mean(tree.root_distance[tree.leaves]))

@@ -14,7 +14,7 @@ One :class:`Entry` per exported constructor (every ``make_*`` of
 - how its noise scales reach the 2^52 cap of exact integer noise (:attr:`Entry.scale_overrides`,
   :attr:`Entry.tiny_epsilon`);
 - where its randomness comes from (:attr:`Entry.randomness`): the package's
-  :class:`~opendp_wasserstein._random.RandomSource` (secure by default, reproducible inside
+  :class:`~opendp_wasserstein.noise._source.RandomSource` (secure by default, reproducible inside
   :func:`opendp_wasserstein.runtime.reproducible`), OpenDP's own CSPRNG only (not
   reproducible), or none;
 - its hard neighbour pairs for the privacy audit (:attr:`Entry.audits`, or :attr:`Entry.no_audit`
@@ -22,11 +22,11 @@ One :class:`Entry` per exported constructor (every ``make_*`` of
 
 The suites that draw from it:
 
-- ``tests/test_malformed_inputs.py``: every reject, malformed data on every release, errors that
+- ``tests/conformance/test_malformed_inputs.py``: every reject, malformed data on every release, errors that
   never depend on data values, read-only input, the 2^52 cap, malformed ``output_size`` ...;
-- ``tests/test_randomness_policy.py``: every release without numpy's global state, secure by
+- ``tests/conformance/test_randomness_policy.py``: every release without numpy's global state, secure by
   default (``os.urandom``), reproducible inside ``runtime.reproducible``, no ``seed`` parameter;
-- ``tests/audit/``: every entry's audit cases (:func:`audit_cases`).
+- ``tests/conformance/audit/``: every entry's audit cases (:func:`audit_cases`).
 
 **Adding a constructor is one edit**: an :class:`Entry` in :data:`ENTRIES`.  The suites fail
 until it is there (``test_registry_covers_every_constructor``), until every parameter is either
@@ -52,12 +52,12 @@ import opendp.prelude as dp
 from opendp_wasserstein import measurements as M
 from opendp_wasserstein import postprocessing as P
 from opendp_wasserstein import transformations as T
-from opendp_wasserstein.domains import weighted_l1_distance, weighted_l2sq_distance
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates
-from opendp_wasserstein.split_order import SplitOrder
-from opendp_wasserstein.trees import frt_tree
-from tests.audit.harness import (
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.metrics import weighted_l1_distance, weighted_l2sq_distance
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
+from opendp_wasserstein.public_candidates.trees import frt_tree
+from opendp_wasserstein.schedules.pure import ScheduleCandidate, paper_schedule, standard_candidates
+from tests.conformance.audit.harness import (
     HALVES,
     AuditCase,
     Event,
@@ -489,7 +489,7 @@ def _pc_tree() -> Any:
 
 
 def _tree_em_audits() -> list[AuditCase]:
-    from opendp_wasserstein.tree_em import tree_em_log_probability
+    from opendp_wasserstein.public_candidates.tree_em_sampling import tree_em_log_probability
 
     C, k, eps = CANDIDATES, CANDIDATES.shape[0], 1.0
     tree = _pc_tree()
@@ -850,7 +850,7 @@ ENTRIES: tuple[Entry, ...] = (
         lambda n: {"input_domain": _nearest(n).output_domain, "input_metric": _nearest(n).output_metric,
                    "tree": TREE3, "scales": _tree_scales(n)},
         (
-            _reject("tree-counts-tree-type", TypeError, "tree must be an opendp_wasserstein.trees.Tree", tree=C3),
+            _reject("tree-counts-tree-type", TypeError, "tree must be an opendp_wasserstein.public_candidates.trees.Tree", tree=C3),
             _reject("tree-counts-scales-length", ValueError, "scales must have", scales=[1.0]),
             _reject("tree-counts-scales-nan", ValueError, "scales", scales=[NAN] * (TREE3.height + 1)),
             _reject("tree-counts-domain-not-indices", ValueError, "input_domain", input_domain=dom()),
@@ -1176,7 +1176,7 @@ def audit_cases() -> list[AuditCase]:
 def _api_releases() -> dict[str, tuple[Callable[[], Any], bool]]:
     """``label -> (release thunk, reproducible in runtime.reproducible)``."""
     from opendp_wasserstein import select_candidates, synthesize
-    from opendp_wasserstein.trees import quadtree
+    from opendp_wasserstein.public_candidates.trees import quadtree
 
     x = _ROWS[:40]
     c = _ROWS[40:50]

@@ -2,7 +2,7 @@
 ``select_candidates``, the run-time options and the CLI.
 
 The constructors, their valid arguments, the parameters they validate and their releases come
-from the registry (``tests/registry.py``): a new constructor is covered by adding its entry.
+from the registry (``tests/conformance/registry.py``): a new constructor is covered by adding its entry.
 Every malformed input gets a clear error naming the parameter, or a documented behaviour that
 is tested here (clamping into the box, the upper child on a split plane, integer arrays in
 ``synthesize``).  Error messages and exception types never depend on private data values: two
@@ -33,8 +33,9 @@ from opendp_wasserstein import (
     synthesize,
     transformations,
 )
-from opendp_wasserstein.box import Box
 from opendp_wasserstein.cli import main
+from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.core.parameters import EPS_MIN, SCALE_MAX
 from opendp_wasserstein.measurements import (
     make_adaptive_pruned_pmm,
     make_exponential_selection,
@@ -44,11 +45,10 @@ from opendp_wasserstein.measurements import (
     make_tree_laplace,
     make_tree_projection,
 )
-from opendp_wasserstein.parameters import EPS_MIN, SCALE_MAX
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 from opendp_wasserstein.transformations import make_dyadic_counts
-from tests import registry
-from tests.registry import C3, CO, LINF, NAN, ROOTLESS, S2, SYM, VEC4, X5, dom
+from tests.conformance import registry
+from tests.conformance.registry import C3, CO, LINF, NAN, ROOTLESS, S2, SYM, VEC4, X5, dom
 
 INF = float("inf")
 NOISELESS = [1e-3] * 3  # LapZ(1e-3) is 0 except with probability ~ e^-1000: the exact counts
@@ -84,7 +84,7 @@ def test_registry_covers_every_constructor():
     names = [e.name for e in registry.ENTRIES]
     assert len(names) == len(set(names))
     assert set(names) == set(exported), (
-        f"missing from tests/registry.py: {sorted(set(exported) - set(names))}; "
+        f"missing from tests/conformance/registry.py: {sorted(set(exported) - set(names))}; "
         f"not exported: {sorted(set(names) - set(exported))}"
     )
     for e in registry.ENTRIES:
@@ -290,7 +290,7 @@ def test_reproducible_rejects(seed, exc, match):
 
 
 def test_reproducible_accepts_numpy_integers_and_restores_the_secure_default():
-    from opendp_wasserstein._random import as_random_source
+    from opendp_wasserstein.noise._source import as_random_source
 
     with runtime.reproducible(np.int64(4)):
         assert not as_random_source().secure

@@ -1,6 +1,6 @@
 """The randomness policy of the package.
 
-The releases come from the registry (``tests/registry.py``: every constructor's pipeline and its
+The releases come from the registry (``tests/conformance/registry.py``: every constructor's pipeline and its
 variants) and its table of randomised API functions, so a new mechanism is covered by its entry.
 
 (a) no code under ``opendp_wasserstein/`` uses numpy's global random state or the ``random``
@@ -33,9 +33,9 @@ import pytest
 
 import opendp_wasserstein
 from opendp_wasserstein import runtime
-from opendp_wasserstein._random import RandomSource, as_random_source
 from opendp_wasserstein.cli import main
-from tests import registry
+from opendp_wasserstein.noise._source import RandomSource, as_random_source
+from tests.conformance import registry
 
 PACKAGE = pathlib.Path(opendp_wasserstein.__file__).parent
 ALLOWED_NP_RANDOM = {"Generator", "PCG64", "SeedSequence"}
@@ -428,7 +428,8 @@ def test_runtime_reproducible_is_documented_as_not_private():
 def test_every_remaining_seed_parameter_is_documented_as_not_private():
     """Only public-data helpers still take a seed (trees built from public candidates, the demo
     and the CLI's --seed); each says that a seeded run is not private."""
-    from opendp_wasserstein import cli, trees
+    from opendp_wasserstein import cli
+    from opendp_wasserstein.public_candidates import trees
 
     found = []
     public = [(name, getattr(trees, name)) for name in trees.__all__]

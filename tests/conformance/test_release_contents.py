@@ -13,16 +13,16 @@ import opendp.prelude as dp
 import pytest
 
 from opendp_wasserstein import measurements as M
-from opendp_wasserstein.hierarchy import grid_codes
+from opendp_wasserstein.hierarchy.cells import grid_codes
+from opendp_wasserstein.public_candidates.trees import quadtree
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import ambient_depth, paper_schedule
+from opendp_wasserstein.schedules.pure import ambient_depth, paper_schedule
 from opendp_wasserstein.transformations import (
     candidate_index_domain,
     make_dyadic_counts,
     make_tree_counts,
     tree_level_scales,
 )
-from opendp_wasserstein.trees import quadtree
 
 C = np.array([[0.1, 0.1], [0.5, 0.5], [0.9, 0.2], [0.3, 0.8]])
 TREE = quadtree(C, bounds=(0.0, 1.0), seed=0)

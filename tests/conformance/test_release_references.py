@@ -30,7 +30,7 @@ import pyarrow as pa
 import pytest
 
 from opendp_wasserstein.runtime import reproducible
-from tests.registry import ENTRIES, Release
+from tests.conformance.registry import ENTRIES, Release
 
 pl = pytest.importorskip("polars")
 

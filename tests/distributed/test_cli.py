@@ -1,4 +1,4 @@
-"""``--scheduler`` of the ``synth`` and ``select`` commands (:mod:`opendp_wasserstein.distributed.cli`)."""
+"""``--scheduler`` of the ``synth`` and ``select`` commands (:mod:`opendp_wasserstein.cli.dask`)."""
 
 from __future__ import annotations
 

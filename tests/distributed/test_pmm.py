@@ -16,14 +16,14 @@ import opendp.prelude as dp
 import pytest
 from scipy import stats
 
+from opendp_wasserstein.core.plan import plan_of
 from opendp_wasserstein.distributed import release_on_dask
 from opendp_wasserstein.distributed._pmm import Driver, part_bounds, run_pmm, split_level
 from opendp_wasserstein.distributed._source import blocks_of
-from opendp_wasserstein.distributed._spec import plan_of
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import paper_schedule
-from opendp_wasserstein.split_order import SplitOrder
+from opendp_wasserstein.schedules.pure import paper_schedule
 from tests.distributed.conftest import sorted_rows
 from tests.measurements.exact_pmm import counts_of, leaf_law
 
@@ -243,7 +243,7 @@ def test_output_parts_are_cut_on_noisy_masses_not_on_exact_counts(case, inline, 
     would fall."""
     import pyarrow.parquet as pq
 
-    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.core.box import as_box
     from opendp_wasserstein.distributed._pmm import level_prefix
     from opendp_wasserstein.distributed._source import parquet_files
 

@@ -1,5 +1,5 @@
 """Entry points, sources, atomic output and worker failures of distributed releases
-(:mod:`opendp_wasserstein.distributed._run`, ``_source``, ``_output``)."""
+(:mod:`opendp_wasserstein.distributed._executor`, ``_source``, ``_output``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 
 import tests.distributed.helpers as helpers
 from opendp_wasserstein import select_candidates, synthesize
+from opendp_wasserstein.core.plan import plan_of
 from opendp_wasserstein.distributed import release_on_dask, select_on_dask, synthesize_on_dask
-from opendp_wasserstein.distributed._spec import plan_of
 from opendp_wasserstein.measurements import make_pruned_pmm
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 from tests.distributed.conftest import sorted_rows
 
 
@@ -212,8 +212,8 @@ def test_private_size_on_dask_is_synthesize(mechanism, depth, epsilon_size, inli
 
 def test_private_size_measurement_has_the_noisy_size_plan_and_its_map():
     from opendp_wasserstein.api import _synthesis_measurement
-    from opendp_wasserstein.box import as_box
-    from opendp_wasserstein.distributed._spec import NoisySizePlan
+    from opendp_wasserstein.core.box import as_box
+    from opendp_wasserstein.core.plan import NoisySizePlan
 
     dp.enable_features("contrib")
     meas = _synthesis_measurement(3, None, 1.0, as_box((0, 1), 3), "adaptive", None, None, "uniform", 0.1)
@@ -303,7 +303,7 @@ def test_private_size_parts_do_not_follow_the_input_blocks(mechanism, depth, eps
     """The number of input blocks grows with n; with a private size the number of output files
     must not: one per 2^22 rows of the DP count, or (no DP count) a number set by the cluster."""
     from opendp_wasserstein.api import _synthesis_measurement
-    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.core.box import as_box
     from opendp_wasserstein.distributed._pmm import SPLIT_GROUPS
     from opendp_wasserstein.distributed._source import parquet_files
 
@@ -329,7 +329,7 @@ def test_no_progress_bar_when_the_size_is_private(cluster, tmp_path, capsys):
     """The bars count input blocks, whose number grows with n: with a private size none is shown."""
     pytest.importorskip("tqdm")
     from opendp_wasserstein.api import _synthesis_measurement
-    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.core.box import as_box
 
     private = _synthesis_measurement(2, None, 1.0, as_box((0, 1), 2), "pruned", None, 14, "uniform", None)
     release_on_dask(private, rows(300), tmp_path / "p", client=cluster, rows_per_block=50, progress=True)
@@ -344,8 +344,8 @@ def test_ties_are_dealt_over_the_whole_data_not_per_block(cluster, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from opendp_wasserstein.candidates import NearestCandidates, Tally
-    from opendp_wasserstein.distributed._candidates import histogram_task
+    from opendp_wasserstein.distributed._histogram import histogram_task
+    from opendp_wasserstein.public_candidates.sets import NearestCandidates, Tally
 
     rng = np.random.default_rng(5)
     c = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])

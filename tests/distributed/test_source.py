@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from opendp_wasserstein.api import _synthesis_measurement
-from opendp_wasserstein.box import as_box
+from opendp_wasserstein.core.box import as_box
 from opendp_wasserstein.distributed import release_on_dask
 from opendp_wasserstein.distributed._source import (
     ARRAY_CHUNKS,
@@ -192,8 +192,8 @@ def _graph_threshold(client: Any) -> int:
     """The largest ``n`` whose count task, with the rows in its graph (as the package sent a
     numpy source before they were published), is sent without Dask's large-graph warning: a
     bisection with the warning itself as the oracle (about 625,000 rows at ``d = 2``)."""
+    from opendp_wasserstein.core.plan import plan_of
     from opendp_wasserstein.distributed._pmm import count_task, split_level
-    from opendp_wasserstein.distributed._spec import plan_of
 
     plan = plan_of(private_pruned())
     level = split_level(16, DEPTH)

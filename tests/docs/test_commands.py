@@ -1,6 +1,6 @@
 """Every ``opendp-wasserstein`` command line of the README and the Sphinx pages runs (a smoke test).
 
-The Python snippets run in ``tests/test_doc_snippets.py``; this runs the command lines of the
+The Python snippets run in ``tests/docs/test_snippets.py``; this runs the command lines of the
 ``bash``/``console``/``shell`` blocks: every line (``$`` prompts, ``\\`` continuations and ``#``
 comments handled) that calls ``opendp-wasserstein``, through the package's ``main`` in a
 temporary directory holding the files the page names: ``data.csv`` and ``bounds.json`` (numeric,
@@ -30,7 +30,7 @@ import pytest
 from opendp_wasserstein.cli import main
 from opendp_wasserstein.tables.io import write_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.rst") if "_build" not in p.parts)]
 
 _MD_FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")

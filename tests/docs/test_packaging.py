@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 requirements = pytest.importorskip("packaging.requirements")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from opendp_wasserstein.hierarchy import (
+from opendp_wasserstein.hierarchy.cells import (
     _bit_length_frexp,
     _bit_length_popcount,
     axis_of_level,
@@ -117,7 +117,7 @@ def test_depth_limit():
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 7, 10, 13, 21, 33, 64])
 def test_word_parallel_morton_matches_bitwise(d):
-    from opendp_wasserstein.hierarchy import morton_words, morton_words_bitwise
+    from opendp_wasserstein.hierarchy.cells import morton_words, morton_words_bitwise
 
     rng = np.random.default_rng(d)
     for depth in sorted({1, d, 63, 64, 65, 127, 128, 129, 52 * d, min(52 * d, 3 * d + 5)}):
@@ -131,7 +131,7 @@ def test_word_parallel_morton_matches_bitwise(d):
 
 
 def test_bitwise_path_takes_a_split_order():
-    from opendp_wasserstein.hierarchy import morton_words, morton_words_bitwise
+    from opendp_wasserstein.hierarchy.cells import morton_words, morton_words_bitwise
 
     g = np.random.default_rng(0).integers(0, 2**5, size=(50, 3))
     assert np.array_equal(morton_words_bitwise(g, 15, axes=[j % 3 for j in range(15)]), morton_words(g, 15))
@@ -141,7 +141,7 @@ def test_bitwise_path_takes_a_split_order():
 
 
 def test_tree_from_box_rows_matches_unit_points_and_leaves_input():
-    from opendp_wasserstein.box import as_box
+    from opendp_wasserstein.core.box import as_box
 
     rng = np.random.default_rng(3)
     x = rng.uniform(-3, 5, size=(2000, 3))
@@ -170,7 +170,7 @@ def test_deep_ties_are_refined(depth):
     tree = build_count_tree(u, depth)
     assert tree.occupancy().tolist() == brute_occupancy(u, depth)
     # the tree's order is the code order: its lcp equals that of the sorted codes
-    from opendp_wasserstein.hierarchy import morton_words
+    from opendp_wasserstein.hierarchy.cells import morton_words
 
     words = morton_words(grid_codes(u, depth), depth)
     order = np.lexsort(words[::-1])
@@ -222,7 +222,7 @@ def test_split_positions_are_built_for_the_deepest_view_that_asks():
 
 
 def test_chunk_boundaries(monkeypatch):
-    import opendp_wasserstein.hierarchy as h
+    import opendp_wasserstein.hierarchy.cells as h
 
     monkeypatch.setattr(h, "_ROWS", 7)
     u = np.random.default_rng(9).uniform(size=(100, 3))
@@ -231,7 +231,7 @@ def test_chunk_boundaries(monkeypatch):
 
 
 def test_shared_count_trees_builds_once_and_releases():
-    import opendp_wasserstein.hierarchy as h
+    import opendp_wasserstein.hierarchy.cells as h
 
     x = np.random.default_rng(2).uniform(size=(500, 2))
     built = []
@@ -310,7 +310,7 @@ def test_general_order_cells_and_occupancy_match_brute_force(d, axes):
 
 @pytest.mark.parametrize("d,axes", ORDERS)
 def test_general_order_split_and_child_cells(d, axes):
-    from opendp_wasserstein.consistency import child_cells, prefix_cells
+    from opendp_wasserstein.hierarchy.traversal import child_cells, prefix_cells
 
     rng = np.random.default_rng(7)
     u = rng.uniform(size=(200, d)) ** 3
@@ -371,7 +371,7 @@ def brute_capped(u: np.ndarray, caps: np.ndarray, axes=None) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_capped_level_sums_match_brute_force(seed):
-    from opendp_wasserstein.hierarchy import CountTree, capped_level_sums
+    from opendp_wasserstein.hierarchy.cells import CountTree, capped_level_sums
 
     rng = np.random.default_rng(seed)
     n, d, L = int(rng.integers(1, 300)), int(rng.integers(1, 4)), int(rng.integers(1, 14))
@@ -392,7 +392,7 @@ def test_capped_level_sums_match_brute_force(seed):
 
 
 def test_capped_level_sums_on_a_split_order_and_empty_data():
-    from opendp_wasserstein.hierarchy import CountTree, capped_level_sums
+    from opendp_wasserstein.hierarchy.cells import CountTree, capped_level_sums
 
     rng = np.random.default_rng(3)
     axes = (2, 2, 0, 1) * 3
@@ -407,7 +407,7 @@ def test_capped_level_sums_on_a_split_order_and_empty_data():
 
 @pytest.mark.parametrize("seed", range(8))
 def test_level_imbalance_matches_brute_force(seed):
-    from opendp_wasserstein.hierarchy import CountTree, imbalance_of_counts, level_imbalance
+    from opendp_wasserstein.hierarchy.cells import CountTree, imbalance_of_counts, level_imbalance
 
     rng = np.random.default_rng(100 + seed)
     n, d, L = int(rng.integers(1, 250)), int(rng.integers(1, 4)), int(rng.integers(1, 12))

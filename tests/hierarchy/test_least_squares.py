@@ -1,4 +1,4 @@
-"""Least-squares consistency on the pruned tree (opendp_wasserstein.least_squares)."""
+"""Least-squares consistency on the pruned tree (opendp_wasserstein.hierarchy.least_squares)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.consistency import pruned_traversal
-from opendp_wasserstein.hierarchy import build_count_tree
-from opendp_wasserstein.least_squares import (
+from opendp_wasserstein.hierarchy.cells import build_count_tree
+from opendp_wasserstein.hierarchy.least_squares import (
     VisitedLevel,
     gls_estimates,
     least_squares_masses,
     noise_variance,
 )
+from opendp_wasserstein.hierarchy.traversal import pruned_traversal
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_pruned_pmm
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
+from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 
 
 def _lv(noisy: list[int], paper: list[int]) -> VisitedLevel:

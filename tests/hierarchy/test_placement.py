@@ -1,4 +1,4 @@
-"""Tests of the synthesis step (:mod:`opendp_wasserstein.synthesis`): placement and shuffles."""
+"""Tests of the synthesis step (:mod:`opendp_wasserstein.hierarchy.placement`): placement and shuffles."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.consistency import LeafMasses
-from opendp_wasserstein.synthesis import (
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.hierarchy.placement import (
     PlacementStream,
     place_points,
     shuffle_order,
     shuffled_labels,
 )
+from opendp_wasserstein.hierarchy.traversal import LeafMasses
+from opendp_wasserstein.noise._source import RandomSource
 
 P_MIN = 1e-4
 
@@ -85,7 +85,7 @@ def test_uniform_placement_reads_the_stream_in_leaf_order():
 
 
 def test_uniform_placement_in_chunks_is_the_same_points(monkeypatch):
-    import opendp_wasserstein.synthesis as synthesis
+    import opendp_wasserstein.hierarchy.placement as synthesis
 
     leaves = leaves_of([[0, 1], [3, 2], [1, 1], [2, 0]], [40, 1, 25, 7], 4)
     box = as_box({"lower": [-1, 0], "upper": [1, 8]}, 2)

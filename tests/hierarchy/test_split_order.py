@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.split_order import SplitOrder, category_levels
+from opendp_wasserstein.hierarchy.split_order import SplitOrder, category_levels
 from opendp_wasserstein.tables import category_boundaries
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.consistency import comparable_split
+from opendp_wasserstein.hierarchy.traversal import comparable_split
 
 I64 = 2**63 - 1
 # mostly small values, with the int64 extremes that made M * a and a + b wrap around

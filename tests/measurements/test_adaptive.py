@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm, make_exponential_selection
 from opendp_wasserstein.measurements._adaptive import softmax_probabilities
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import standard_candidates
+from opendp_wasserstein.schedules.pure import standard_candidates
 from opendp_wasserstein.transformations._schedule_scores import score_table
 
 
@@ -208,7 +208,7 @@ def _mixed_points(n, seed=0):
 
 @pytest.mark.parametrize("n", [500, None])
 def test_split_order_keeps_the_map(n):
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
     order = SplitOrder.discrete_first(cells=(3, 0, 0))
     if n is None:
@@ -222,8 +222,8 @@ def test_split_order_keeps_the_map(n):
 
 
 def test_split_order_release_uses_its_hierarchy():
-    from opendp_wasserstein.schedules import split_order_candidates
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
+    from opendp_wasserstein.schedules.pure import split_order_candidates
 
     order = SplitOrder.discrete_first(cells=(3, 0, 0))
     x = _mixed_points(2000)
@@ -243,8 +243,8 @@ def test_split_order_release_uses_its_hierarchy():
 
 
 def test_split_order_and_explicit_candidates_are_checked():
-    from opendp_wasserstein.schedules import ScheduleCandidate
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
+    from opendp_wasserstein.schedules.pure import ScheduleCandidate
 
     order = SplitOrder.discrete_first(cells=(3, 2))  # two discrete axes: 3 levels in all
     deep = ScheduleCandidate(1, 4, (1.0, 8.0, 8.0, 8.0, 8.0))

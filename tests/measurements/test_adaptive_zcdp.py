@@ -10,12 +10,12 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from opendp_wasserstein.exact import inverse_squares, round_up
+from opendp_wasserstein.core.exact import inverse_squares, round_up
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import standard_candidates
+from opendp_wasserstein.schedules.pure import standard_candidates
+from opendp_wasserstein.schedules.zcdp import zcdp_candidates
 from opendp_wasserstein.transformations import make_schedule_scores
-from opendp_wasserstein.zcdp_schedules import zcdp_candidates
 
 ZCDP = dp.zero_concentrated_divergence()
 
@@ -100,7 +100,7 @@ def test_release_and_diagnostics() -> None:
 
 
 def _order():
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
     return SplitOrder.discrete_first(cells=(3, 0, 0))
 
@@ -120,8 +120,8 @@ def test_split_order_keeps_the_zcdp_map(rho_sel: float, rho_main: float) -> None
 
 
 def test_zcdp_split_order_candidates_spend_rho_main_exactly() -> None:
-    from opendp_wasserstein.schedules import split_order_candidates
-    from opendp_wasserstein.zcdp_schedules import zcdp_profile_schedule, zcdp_split_order_candidates
+    from opendp_wasserstein.schedules.pure import split_order_candidates
+    from opendp_wasserstein.schedules.zcdp import zcdp_profile_schedule, zcdp_split_order_candidates
 
     cands = zcdp_split_order_candidates(_order(), 2000, 0.3)
     pure = split_order_candidates(_order(), 2000, math.sqrt(8 * 0.3))
@@ -135,7 +135,7 @@ def test_zcdp_split_order_candidates_spend_rho_main_exactly() -> None:
 
 
 def test_zcdp_split_order_release_uses_its_hierarchy() -> None:
-    from opendp_wasserstein.zcdp_schedules import zcdp_split_order_candidates
+    from opendp_wasserstein.schedules.zcdp import zcdp_split_order_candidates
 
     rng = np.random.default_rng(0)
     x = np.column_stack([rng.choice([0.25, 0.625, 0.875], 2000), rng.uniform(size=2000), rng.uniform(size=2000)])

@@ -17,11 +17,11 @@ import pytest
 from scipy.stats import chi2_contingency
 
 from opendp_wasserstein import select_candidates
-from opendp_wasserstein._random import RandomSource
 from opendp_wasserstein.measurements import largest_remainder
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.public_candidates.trees import Tree, closest_multiset
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.tables import CategoricalColumn, FloatColumn, Schema
-from opendp_wasserstein.trees import Tree, closest_multiset
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +98,7 @@ def test_closest_multiset_ties_are_broken_by_coins_not_by_child_id() -> None:
 
 
 def test_permuted_candidates_permute_the_projected_histogram_exactly() -> None:
-    from opendp_wasserstein.candidates import NearestCandidates
+    from opendp_wasserstein.public_candidates.sets import NearestCandidates
 
     rng = np.random.default_rng(2)
     C = np.array(list(itertools.product([0.0, 1.0], repeat=3)))

@@ -13,8 +13,8 @@ import pytest
 from scipy.special import logsumexp
 
 import opendp_wasserstein.measurements._gaussian_counts as gc
-from opendp_wasserstein.domains import weighted_l2sq_distance
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.metrics import weighted_l2sq_distance
 from opendp_wasserstein.measurements import (
     make_tree_count_gaussian,
     make_tree_count_laplace,
@@ -22,9 +22,9 @@ from opendp_wasserstein.measurements import (
     then_tree_count_gaussian,
     zcdp_map,
 )
+from opendp_wasserstein.public_candidates.trees import Tree, quadtree
+from opendp_wasserstein.schedules.zcdp import tree_level_scales_zcdp
 from opendp_wasserstein.transformations import candidate_index_domain, make_tree_counts
-from opendp_wasserstein.trees import Tree, quadtree
-from opendp_wasserstein.zcdp_schedules import tree_level_scales_zcdp
 
 TREE = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])  # leaves at depths 1, 2, 2
 SCALES = [1.0, 3.0, 7.0]

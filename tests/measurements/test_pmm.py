@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from opendp_wasserstein.consistency import comparable_split, zero_respecting_split
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.hierarchy.traversal import comparable_split, zero_respecting_split
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm, then_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible, sampler
-from opendp_wasserstein.schedules import budget_of, paper_schedule
+from opendp_wasserstein.schedules.pure import budget_of, paper_schedule
 from opendp_wasserstein.transformations import make_row_count
 
 from .exact_pmm import counts_of, leaf_law

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 from opendp_wasserstein.tables import (
     Schema,
     TableEncoding,

@@ -7,7 +7,7 @@ import pytest
 from opendp_wasserstein.evaluation import SHAPES, sample_shape, w1_estimate
 from opendp_wasserstein.measurements import make_pmm, make_pruned_pmm
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 
 
 @pytest.mark.slow

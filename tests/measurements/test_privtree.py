@@ -10,11 +10,11 @@ import opendp.prelude as dp
 import pytest
 from scipy import stats
 
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.hierarchy import CountTree
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.hierarchy.cells import CountTree
 from opendp_wasserstein.measurements import make_privtree
 from opendp_wasserstein.measurements._privtree import grow, privtree_parameters, split_probability
-from opendp_wasserstein.node_randomness import KeyedNodeNoise
+from opendp_wasserstein.noise.node_randomness import KeyedNodeNoise
 from opendp_wasserstein.runtime import diagnostics, reproducible
 
 

@@ -8,10 +8,10 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import make_tree_em, then_tree_em
+from opendp_wasserstein.public_candidates.trees import Tree, frt_tree
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.trees import Tree, frt_tree
 
 # candidates on a line; the tree: root -> {node 1 -> {leaf 3, leaf 4}, leaf 2}
 # leaves in id order (2, 3, 4) are candidates 0, 1, 2

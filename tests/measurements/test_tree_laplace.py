@@ -9,15 +9,15 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats
 
-from opendp_wasserstein.consistency import LeafMasses, prefix_cells
-from opendp_wasserstein.hierarchy import bits_per_coord, coord_bits_at_level, grid_codes
+from opendp_wasserstein.hierarchy.cells import bits_per_coord, coord_bits_at_level, grid_codes
+from opendp_wasserstein.hierarchy.noisy_tree import NoisyTree
+from opendp_wasserstein.hierarchy.traversal import LeafMasses, prefix_cells
 from opendp_wasserstein.measurements import (
     make_pruned_tree_laplace,
     make_tree_laplace,
     then_pruned_tree_laplace,
     then_tree_laplace,
 )
-from opendp_wasserstein.noisy_tree import NoisyTree
 from opendp_wasserstein.runtime import reproducible, sampler
 from opendp_wasserstein.transformations import make_dyadic_counts
 
@@ -69,7 +69,7 @@ def test_then_and_domain_checks():
 def test_scales_beyond_2_52_are_refused_at_construction():
     with pytest.raises(ValueError, match="2\\^52"):
         counts(depth=2, scales=[1.0, 4.0, 1e20])
-    from opendp_wasserstein.domains import weighted_l1_distance
+    from opendp_wasserstein.core.metrics import weighted_l1_distance
 
     t = counts(depth=2)
     with pytest.raises(ValueError, match="2\\^52"):

@@ -7,7 +7,7 @@ import pytest
 from opendp.core import function_eval
 from scipy import stats
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import (
     make_tree_count_laplace,
     make_tree_multiset,
@@ -15,6 +15,7 @@ from opendp_wasserstein.measurements import (
     then_tree_projection,
 )
 from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
+from opendp_wasserstein.public_candidates.trees import Tree, closest_multiset, frt_tree
 from opendp_wasserstein.runtime import reproducible, sampler
 from opendp_wasserstein.transformations import (
     candidate_index_domain,
@@ -22,7 +23,6 @@ from opendp_wasserstein.transformations import (
     tree_counts_domain,
     tree_level_scales,
 )
-from opendp_wasserstein.trees import Tree, closest_multiset, frt_tree
 
 # leaves in id order: node 2 (depth 1) = candidate 0, nodes 3, 4 (depth 2) = candidates 1, 2
 TREE = Tree([-1, 0, 0, 1, 1], [0, 2.0, 3.0, 0.5, 0.5])
@@ -207,7 +207,7 @@ def _optimal_multisets(tree, targets, m):
     """Every size-``m`` multiset on the leaves at the minimal cost (ties included), by brute force."""
     from itertools import product
 
-    from opendp_wasserstein.trees import multiset_cost
+    from opendp_wasserstein.public_candidates.trees import multiset_cost
 
     k = tree.leaves.size
     sets = [np.array(c) for c in product(range(m + 1), repeat=k) if sum(c) == m]

@@ -13,7 +13,7 @@ import opendp.prelude as dp
 import pytest
 from scipy import stats
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import (
     make_nn_histogram,
     make_pmm,
@@ -21,7 +21,7 @@ from opendp_wasserstein.measurements import (
     make_tree_projection,
 )
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.zcdp_schedules import zcdp_budget, zcdp_schedule
+from opendp_wasserstein.schedules.zcdp import zcdp_budget, zcdp_schedule
 
 from . import exact_pmm
 from .exact_pmm import counts_of, leaf_law

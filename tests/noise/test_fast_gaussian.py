@@ -1,4 +1,4 @@
-"""Tests of the exact vectorised discrete Gaussian sampler (:mod:`opendp_wasserstein._fast_gaussian`).
+"""Tests of the exact vectorised discrete Gaussian sampler (:mod:`opendp_wasserstein.noise._fast_gaussian`).
 
 Distribution tests are chi-square goodness-of-fit tests against the exact pmf of ``N_Z(0, s^2)``,
 ``P(y) proportional to exp(-y^2 / (2 s^2))``, with seeded sources (deterministic).  The
@@ -18,10 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-import opendp_wasserstein._fast_gaussian as fg
-from opendp_wasserstein._fast_gaussian import MAX_SCALE, MIN_FAST_SCALE, fast_discrete_gaussian
-from opendp_wasserstein._fast_laplace import _Bits
-from opendp_wasserstein._random import RandomSource
+import opendp_wasserstein.noise._fast_gaussian as fg
+from opendp_wasserstein.noise._fast_gaussian import (
+    MAX_SCALE,
+    MIN_FAST_SCALE,
+    fast_discrete_gaussian,
+)
+from opendp_wasserstein.noise._fast_laplace import _Bits
+from opendp_wasserstein.noise._source import RandomSource
 
 P_MIN = 1e-4  # fixed threshold for the (deterministic, seeded) goodness-of-fit tests
 
@@ -275,8 +279,8 @@ def test_two_sample_against_opendp(scale: float) -> None:
 
 
 def test_sample_discrete_gaussian_backends() -> None:
+    from opendp_wasserstein.noise.samplers import sample_discrete_gaussian
     from opendp_wasserstein.runtime import sampler
-    from opendp_wasserstein.samplers import sample_discrete_gaussian
 
     fast = sample_discrete_gaussian(np.full((3, 4), 2.0), RandomSource(1))
     assert fast.shape == (3, 4)
@@ -292,7 +296,7 @@ def test_sample_discrete_gaussian_backends() -> None:
 
 
 def test_pooled_noise_gaussian_pools_per_kind() -> None:
-    from opendp_wasserstein.node_noise import PooledNoise
+    from opendp_wasserstein.noise.node_noise import PooledNoise
 
     noise = PooledNoise(RandomSource(2), RandomSource(3))
     cells = np.zeros((30_000, 2), dtype=np.int64)

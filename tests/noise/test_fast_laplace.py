@@ -1,4 +1,4 @@
-"""Tests of the exact vectorised discrete Laplace sampler (:mod:`opendp_wasserstein._fast_laplace`).
+"""Tests of the exact vectorised discrete Laplace sampler (:mod:`opendp_wasserstein.noise._fast_laplace`).
 
 Distribution tests are chi-square goodness-of-fit tests against the exact pmf of ``LapZ(s)``,
 ``P(z) = (1 - q)/(1 + q) q^|z|`` with ``q = exp(-1/s)``; seeded sources make them deterministic.
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import opendp_wasserstein._fast_laplace as fl
-from opendp_wasserstein._fast_laplace import MAX_SCALE, fast_discrete_laplace
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.samplers import opendp_discrete_laplace, sample_discrete_laplace
+import opendp_wasserstein.noise._fast_laplace as fl
+from opendp_wasserstein.noise._fast_laplace import MAX_SCALE, fast_discrete_laplace
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.noise.samplers import opendp_discrete_laplace, sample_discrete_laplace
 
 P_MIN = 1e-4  # fixed threshold for the (deterministic, seeded) goodness-of-fit tests
 

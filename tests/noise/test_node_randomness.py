@@ -1,4 +1,4 @@
-"""Tests of node-addressed randomness (:mod:`opendp_wasserstein.node_randomness`)."""
+"""Tests of node-addressed randomness (:mod:`opendp_wasserstein.noise.node_randomness`)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,23 @@ import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from scipy import stats
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.node_randomness import (
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.noise.node_randomness import (
     COIN_STREAM,
     LAPLACE_STREAM,
     PLACEMENT_STREAM,
     KeyedNodeNoise,
     release_node_noise,
 )
-from tests.test_fast_gaussian import gof_pvalue as gaussian_gof_pvalue
-from tests.test_fast_laplace import P_MIN, gof_pvalue
+from tests.noise.test_fast_gaussian import gof_pvalue as gaussian_gof_pvalue
+from tests.noise.test_fast_laplace import P_MIN, gof_pvalue
 
 KEY = bytes(range(100, 132))
 
 
 def cells_at(level: int, d: int, k: int, seed: int = 0) -> np.ndarray:
     """``k`` distinct level-``level`` cells of the cyclic dyadic hierarchy of ``[0, 1]^d``."""
-    from opendp_wasserstein.hierarchy import coord_bits_at_level
+    from opendp_wasserstein.hierarchy.cells import coord_bits_at_level
 
     bits = coord_bits_at_level(level, d)
     gen = np.random.default_rng(seed)  # test inputs only
@@ -117,7 +117,7 @@ def test_gaussian_law_across_nodes(scale: float) -> None:
 @pytest.mark.parametrize("scale", [0.7, 9.0])
 def test_gaussian_exact_paths_forced(monkeypatch: pytest.MonkeyPatch, scale: float) -> None:
     # every certified interval widened by 2^48: the acceptance tests run in exact arithmetic
-    import opendp_wasserstein._fast_gaussian as fg
+    import opendp_wasserstein.noise._fast_gaussian as fg
 
     monkeypatch.setattr(fg, "_SLACK", 2.0**48)
     x = KeyedNodeNoise(KEY).gaussian(7, cells_at(7, 2, 5_000), scale)

@@ -1,6 +1,6 @@
-"""Tests of the per-element-stream discrete Laplace sampler (:mod:`opendp_wasserstein._stream_laplace`).
+"""Tests of the per-element-stream discrete Laplace sampler (:mod:`opendp_wasserstein.noise._stream_laplace`).
 
-Streams come from :class:`~opendp_wasserstein.node_randomness.KeyedNodeNoise` with fixed keys
+Streams come from :class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise` with fixed keys
 (deterministic tests) or from explicit byte tables (paths that uniform bytes reach with
 probability ``2^-64``).  Goodness of fit is a chi-square test against the exact pmf.
 """
@@ -15,10 +15,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import opendp_wasserstein._stream_laplace as sl
-from opendp_wasserstein._fast_laplace import _ElementBits
-from opendp_wasserstein.node_randomness import LAPLACE_STREAM, KeyedNodeNoise
-from tests.test_fast_laplace import P_MIN, gof_pvalue
+import opendp_wasserstein.noise._stream_laplace as sl
+from opendp_wasserstein.noise._fast_laplace import _ElementBits
+from opendp_wasserstein.noise.node_randomness import LAPLACE_STREAM, KeyedNodeNoise
+from tests.noise.test_fast_laplace import P_MIN, gof_pvalue
 
 KEY = bytes(range(32))
 

@@ -8,17 +8,16 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 from scipy.special import logsumexp
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.tree_em import (
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.public_candidates.tree_em_sampling import (
     _lse_convolve,
     binarize,
     sample_tree_em,
     tree_em_log_partition,
     tree_em_log_probability,
 )
-from opendp_wasserstein.trees import Tree, frt_tree
-
-from .strategies import trees
+from opendp_wasserstein.public_candidates.trees import Tree, frt_tree
+from tests.strategies import trees
 
 
 def multisets(k, m):
@@ -144,7 +143,7 @@ def test_extreme_privacy_levels_are_stable():
     assert s.sum() == 100
     a = tree.subtree_sums(counts) / counts.sum()
     score = np.sum(tree.weight * np.abs(a - tree.subtree_sums(s) / 100))
-    from opendp_wasserstein.trees import closest_multiset
+    from opendp_wasserstein.public_candidates.trees import closest_multiset
 
     best = closest_multiset(tree, a * 100, 100)
     assert score == pytest.approx(np.sum(tree.weight * np.abs(a - tree.subtree_sums(best) / 100)), rel=1e-9)

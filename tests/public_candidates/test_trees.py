@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import cdist
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.trees import (
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.public_candidates.trees import (
     Tree,
     closest_multiset,
     distortion,
@@ -21,8 +20,8 @@ from opendp_wasserstein.trees import (
     resolve_tree,
     tree_w1,
 )
-
-from .strategies import float_vectors, trees
+from opendp_wasserstein.runtime import reproducible
+from tests.strategies import float_vectors, trees
 
 CDIST = {"l1": "cityblock", "l2": "euclidean", "linf": "chebyshev"}
 

@@ -5,14 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.schedules import (
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
+from opendp_wasserstein.schedules.pure import (
     budget_of,
     paper_schedule,
     profile_schedule,
     split_order_candidates,
     standard_candidates,
 )
-from opendp_wasserstein.split_order import SplitOrder
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -93,7 +93,7 @@ def test_model_optimal_depth_is_raised_to_r1_only_where_the_bound_is_vacuous(cel
     """The model-optimal split-order depth is the bound's minimiser, raised to ``r_1`` (the first
     level below diameter 1) only when the bound is >= 2 at every depth, i.e. above every W1
     under the table metric (which is at most 1): the raise never overrides an informative bound."""
-    from opendp_wasserstein.schedules import model_optimal_depth
+    from opendp_wasserstein.schedules.pure import model_optimal_depth
 
     cells = tuple(cells)
     order = SplitOrder.discrete_first(cells) if kind == "discrete-first" else SplitOrder.cyclic(cells=cells)
@@ -112,7 +112,7 @@ def test_model_optimal_depth_is_raised_to_r1_only_where_the_bound_is_vacuous(cel
 
 
 def test_r1_is_the_first_level_below_diameter_one():
-    from opendp_wasserstein.schedules import model_optimal_depth
+    from opendp_wasserstein.schedules.pure import model_optimal_depth
 
     order = SplitOrder.discrete_first(cells=(5, 3, 2, 0, 0))
     _, _, r_1, bounds = model_optimal_depth(order, 300, 1.0, 1, cap=20)

@@ -10,11 +10,10 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import zcdp_map
-from opendp_wasserstein.transformations import make_dyadic_counts
-from opendp_wasserstein.trees import frt_tree, quadtree
-from opendp_wasserstein.zcdp_schedules import (
+from opendp_wasserstein.public_candidates.trees import frt_tree, quadtree
+from opendp_wasserstein.schedules.zcdp import (
     tighten_exact,
     tree_level_scales_zcdp,
     tree_zcdp_budget,
@@ -22,6 +21,7 @@ from opendp_wasserstein.zcdp_schedules import (
     zcdp_model_bound,
     zcdp_schedule,
 )
+from opendp_wasserstein.transformations import make_dyadic_counts
 
 
 @pytest.mark.parametrize("d", [1, 2, 5, 10])
@@ -136,7 +136,7 @@ def test_tree_schedule_beats_other_shapes(maker: str) -> None:
 def test_zcdp_candidates_with_optimal_depths() -> None:
     """``include_optimal_depths`` adds, for each s, the smallest depth minimising the zCDP model
     bound (when it differs from r_s), each spending rho exactly."""
-    from opendp_wasserstein.zcdp_schedules import zcdp_budget, zcdp_candidates, zcdp_model_bound
+    from opendp_wasserstein.schedules.zcdp import zcdp_budget, zcdp_candidates, zcdp_model_bound
 
     d, n, rho = 3, 5000, 0.05
     plain = zcdp_candidates(d, n, rho)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from opendp_wasserstein._random import RandomSource
+from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.tables import (
     BoolColumn,
     CategoricalColumn,

@@ -6,9 +6,9 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements._adaptive import softmax_probabilities
 from opendp_wasserstein.runtime import diagnostics, reproducible
-from opendp_wasserstein.split_order import SplitOrder
 from opendp_wasserstein.tables.joint import make_order_adaptive_pmm, table_candidates
 from opendp_wasserstein.transformations import make_schedule_scores
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from opendp_wasserstein.split_order import SplitOrder
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.tables import CategoricalColumn, FloatColumn, Schema, TableEncoding
 from opendp_wasserstein.tables.marginals import column_plans
 from opendp_wasserstein.tables.orders import (

@@ -14,7 +14,7 @@ from opendp_wasserstein.measurements import (
     make_tree_projection,
 )
 from opendp_wasserstein.runtime import reproducible
-from opendp_wasserstein.schedules import paper_schedule
+from opendp_wasserstein.schedules.pure import paper_schedule
 from opendp_wasserstein.tables import (
     BoolColumn,
     CategoricalColumn,

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.exact import round_up
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
 from opendp_wasserstein.measurements._adaptive import softmax_probabilities
-from opendp_wasserstein.schedules import ScheduleCandidate, standard_candidates
-from opendp_wasserstein.split_order import SplitOrder
+from opendp_wasserstein.schedules.pure import ScheduleCandidate, standard_candidates
+from opendp_wasserstein.schedules.zcdp import zcdp_candidates
 from opendp_wasserstein.transformations import make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
-from opendp_wasserstein.zcdp_schedules import zcdp_candidates
 
 from ..strategies import replacements, unit_points
 
@@ -128,7 +128,7 @@ def test_capped_scores_in_zcdp_and_on_a_split_order():
     assert np.abs(np.array(t(x)) - np.array(t(x2))).max() <= t.map(1)
     assert t.map(1) == score_table(cands, d, n, math.sqrt(0.05), score="capped",
                                    resolution_levels=max(c.depth for c in cands) + 8).sensitivity
-    from opendp_wasserstein.schedules import split_order_candidates
+    from opendp_wasserstein.schedules.pure import split_order_candidates
 
     order = SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20)
     oc = split_order_candidates(order, n, 0.8)

@@ -67,7 +67,7 @@ def test_sensitivity_bound_attained_on_neighbours():
 
 def count_vector(tree, level):
     d = tree.d
-    from opendp_wasserstein.hierarchy import coord_bits_at_level
+    from opendp_wasserstein.hierarchy.cells import coord_bits_at_level
 
     b = coord_bits_at_level(level, d)
     cells = tree.grid >> (tree.bits - b)
@@ -285,7 +285,7 @@ def test_split_order_sensitivity_attained_on_neighbours():
     x2[0] = [0.95, 0.95]
     t = make_dyadic_counts(dom(20), dp.symmetric_distance(), 3, SCALES, axes=axes)
     a, b = t(x), t(x2)
-    from opendp_wasserstein.hierarchy import coord_bits_at_level
+    from opendp_wasserstein.hierarchy.cells import coord_bits_at_level
 
     total = Fraction(0)
     for level in range(4):

@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import cdist
 
-from opendp_wasserstein.candidates import NearestCandidates, check_candidates, check_multiset_size
+from opendp_wasserstein.public_candidates.sets import (
+    NearestCandidates,
+    check_candidates,
+    check_multiset_size,
+)
 from opendp_wasserstein.transformations import (
     candidate_index_domain,
     make_nearest_candidate,

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opendp_wasserstein.exact import round_up
-from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates
+from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.schedules.pure import ScheduleCandidate, paper_schedule, standard_candidates
 from opendp_wasserstein.transformations import make_occupancy, make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
+from tests.hierarchy.test_cells import brute_occupancy
 
 from ..strategies import replacements
-from ..test_hierarchy import brute_occupancy
 
 
 def dom(n=None, d=2):
@@ -68,7 +68,7 @@ def test_standard_candidates_hand_computed():
 
 
 def test_optional_optimal_depths():
-    from opendp_wasserstein.schedules import model_bound
+    from opendp_wasserstein.schedules.pure import model_bound
 
     d, n, eps = 3, 5000, 1.0
     plain = standard_candidates(d, n, eps)
@@ -118,7 +118,7 @@ def test_private_size_scores_respect_their_map_from_the_empty_dataset():
     """With a private size the empty dataset is in the domain: O_0 must not move (it is fixed)."""
     import opendp.prelude as dp
 
-    from opendp_wasserstein.schedules import standard_candidates
+    from opendp_wasserstein.schedules.pure import standard_candidates
     from opendp_wasserstein.transformations import make_schedule_scores
 
     cands = standard_candidates(d=2, n=10, epsilon_main=0.9)
@@ -134,7 +134,7 @@ def test_private_size_scores_respect_their_map_from_the_empty_dataset():
 
 
 def test_split_order_scores_hand_computed():
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
     order = SplitOrder.discrete_first(cells=(2, 0))  # the bool first, then the numeric axis
     assert order.diameters(3) == (1.0, 1.0, 0.5, 0.25)
@@ -157,8 +157,8 @@ def test_split_order_scores_hand_computed():
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.integers(0, 10_000), st.integers(2, 60))
 def test_split_order_scores_move_within_sensitivity(seed, n):
-    from opendp_wasserstein.schedules import split_order_candidates
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
+    from opendp_wasserstein.schedules.pure import split_order_candidates
 
     rng = np.random.default_rng(seed)
     order = SplitOrder.discrete_first(cells=(3, 0, 2, 0))
@@ -175,7 +175,7 @@ def test_split_order_scores_move_within_sensitivity(seed, n):
 
 
 def test_split_order_checked():
-    from opendp_wasserstein.split_order import SplitOrder
+    from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
     cands = standard_candidates(2, 100, 0.8)
     with pytest.raises(ValueError, match="split_order is for 3 columns"):

@@ -27,10 +27,10 @@ linear node costs; it is the postprocessor of the hierarchical tree projection.
 
 from __future__ import annotations
 
-from opendp_wasserstein.trees._distortion import distortion
-from opendp_wasserstein.trees._frt import TREE_STREAM, frt_tree, resolve_tree
-from opendp_wasserstein.trees._multiset import closest_multiset, multiset_cost
-from opendp_wasserstein.trees._quadtree import quadtree
-from opendp_wasserstein.trees._tree import Tree, tree_w1
+from opendp_wasserstein.public_candidates.trees._distortion import distortion
+from opendp_wasserstein.public_candidates.trees._frt import TREE_STREAM, frt_tree, resolve_tree
+from opendp_wasserstein.public_candidates.trees._multiset import closest_multiset, multiset_cost
+from opendp_wasserstein.public_candidates.trees._quadtree import quadtree
+from opendp_wasserstein.public_candidates.trees._tree import Tree, tree_w1
 
 __all__ = ["Tree", "tree_w1", "distortion", "TREE_STREAM", "frt_tree", "resolve_tree", "quadtree", "multiset_cost", "closest_multiset"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.trees._tree import Tree
+from opendp_wasserstein.public_candidates.trees._tree import Tree
 
 __all__: list[str] = []
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource
-from opendp_wasserstein.candidates import GROUND_METRICS, check_candidates
-from opendp_wasserstein.trees._tree import Tree
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.public_candidates.sets import GROUND_METRICS, check_candidates
+from opendp_wasserstein.public_candidates.trees._tree import Tree
 
 __all__ = ["distortion"]
 

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from opendp_wasserstein._random import RandomSource, as_random_source
-from opendp_wasserstein.candidates import GROUND_METRICS, check_candidates
-from opendp_wasserstein.trees._builder import _SLACK, _Builder
-from opendp_wasserstein.trees._distortion import _pair_distance
-from opendp_wasserstein.trees._tree import Tree
+from opendp_wasserstein.noise._source import RandomSource, as_random_source
+from opendp_wasserstein.public_candidates.sets import GROUND_METRICS, check_candidates
+from opendp_wasserstein.public_candidates.trees._builder import _SLACK, _Builder
+from opendp_wasserstein.public_candidates.trees._distortion import _pair_distance
+from opendp_wasserstein.public_candidates.trees._tree import Tree
 
 __all__ = ["TREE_STREAM", "frt_tree", "resolve_tree"]
 
@@ -134,13 +134,13 @@ def frt_tree(points: Any, metric: str = "l2", seed: int | RandomSource | None = 
     :param points: the public candidates, ``(k, p)`` (or a distance matrix, see ``metric``)
     :param metric: ``"l1"``, ``"l2"`` (default), ``"linf"`` or ``"precomputed"``
     :param seed: ``None`` (default) for the OS CSPRNG, an int (**not private**: for
-        reproducible tests and figures) or a :class:`~opendp_wasserstein._random.RandomSource`
+        reproducible tests and figures) or a :class:`~opendp_wasserstein.noise._source.RandomSource`
     :return: a :class:`Tree` with leaf ``i`` for point ``i``
 
     :example:
 
     >>> import numpy as np
-    >>> from opendp_wasserstein.trees import frt_tree
+    >>> from opendp_wasserstein.public_candidates.trees import frt_tree
     >>> pts = np.random.default_rng(0).uniform(size=(50, 2))
     >>> t = frt_tree(pts, seed=1)
     >>> t.k
@@ -224,7 +224,7 @@ def resolve_tree(tree: Any, candidates: np.ndarray, metric: str) -> Tree:
     if tree is None:
         return frt_tree(candidates, metric, seed=as_random_source().derive(TREE_STREAM))
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.trees.Tree or None, got {type(tree).__name__}")
+        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree or None, got {type(tree).__name__}")
     if tree.k != k:
         raise ValueError(f"tree must have one leaf per candidate: {k} candidates but the tree has {tree.k} leaves")
     return tree

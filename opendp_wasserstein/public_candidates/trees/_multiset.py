@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein.candidates import check_multiset_size
-from opendp_wasserstein.trees._tree import Tree
+from opendp_wasserstein.public_candidates.sets import check_multiset_size
+from opendp_wasserstein.public_candidates.trees._tree import Tree
 
 __all__ = ["multiset_cost", "closest_multiset"]
 
@@ -83,12 +83,12 @@ def closest_multiset(tree: Tree, targets: Any, m: int, tie_break: Any = None) ->
     :param targets: one target ``t_v >= 0`` per node (the root's is ignored)
     :param m: the multiset size
     :param tie_break: ``None`` (ties to the lower child id) or a
-        :class:`~opendp_wasserstein._random.RandomSource` for uniformly random tie-breaks
+        :class:`~opendp_wasserstein.noise._source.RandomSource` for uniformly random tie-breaks
     :return: ``k`` multiplicities (int64) summing to ``m``
 
     :example:
 
-    >>> from opendp_wasserstein.trees import Tree, closest_multiset
+    >>> from opendp_wasserstein.public_candidates.trees import Tree, closest_multiset
     >>> t = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
     >>> closest_multiset(t, targets=[4, 3.2, 0.8, 2.9, 0.3], m=4).tolist()  # leaves 2, 3, 4
     [1, 3, 0]

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from opendp_wasserstein._random import RandomSource, as_random_source
-from opendp_wasserstein.box import as_box
-from opendp_wasserstein.candidates import GROUND_METRICS, check_candidates
-from opendp_wasserstein.trees._builder import _SLACK, _Builder
-from opendp_wasserstein.trees._tree import Tree
+from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.noise._source import RandomSource, as_random_source
+from opendp_wasserstein.public_candidates.sets import GROUND_METRICS, check_candidates
+from opendp_wasserstein.public_candidates.trees._builder import _SLACK, _Builder
+from opendp_wasserstein.public_candidates.trees._tree import Tree
 
 __all__ = ["quadtree"]
 
@@ -39,7 +39,7 @@ def quadtree(points: Any, bounds: Any, seed: int | RandomSource | None = None, m
     :example:
 
     >>> import numpy as np
-    >>> from opendp_wasserstein.trees import quadtree
+    >>> from opendp_wasserstein.public_candidates.trees import quadtree
     >>> pts = np.array([[0.1, 0.1], [0.9, 0.8], [0.15, 0.12]])
     >>> t = quadtree(pts, bounds=(0.0, 1.0), seed=0)
     >>> t.k, bool(t.leaf_distance(0, 2) >= np.hypot(0.05, 0.02))

@@ -24,7 +24,7 @@ class Tree:
 
     :example:
 
-    >>> from opendp_wasserstein.trees import Tree
+    >>> from opendp_wasserstein.public_candidates.trees import Tree
     >>> t = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
     >>> t.k, t.leaves.tolist(), t.diameter(), t.leaf_distance(1, 2)  # leaves: nodes 2, 3, 4
     (3, [2, 3, 4], 3.5, 1.0)
@@ -200,7 +200,7 @@ def tree_w1(tree: Tree, mu: Any, nu: Any) -> float:
 
     :example:
 
-    >>> from opendp_wasserstein.trees import Tree, tree_w1
+    >>> from opendp_wasserstein.public_candidates.trees import Tree, tree_w1
     >>> t = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
     >>> tree_w1(t, [1, 0, 0], [0, 0, 1])  # all mass from leaf node 2 to leaf node 4
     3.5

@@ -1,7 +1,7 @@
 """Privacy audits (fast setting): empirical lower bounds never exceed the certified epsilon,
 exact output laws stay within ``e^eps``, and a deliberately broken mechanism is caught.
 
-The cases are the audit pairs of the registry's entries (``tests/registry.py``).  Seedable cases
+The cases are the audit pairs of the registry's entries (``tests/conformance/registry.py``).  Seedable cases
 draw every release inside ``runtime.reproducible`` (NOT private; deterministic tests).  The
 selections, the nearest-neighbour histogram and the private-size count draw from OpenDP's
 CSPRNG, so for them the test is random.  Every validity audit runs at ``alpha = 1e-6``: a false
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests import registry
-from tests.audit.harness import (
+from tests.conformance import registry
+from tests.conformance.audit.harness import (
     BROKEN_CASE_BUILDERS,
     BROKEN_SCALES,
     AuditCase,
