@@ -65,17 +65,16 @@ OPTIONAL_API_MODULES = [
     ("Traversals, consistency and leaf masses", "opendp_wasserstein.hierarchy.traversal"),
     ("Node noise (the noise interface of the traversals)", "opendp_wasserstein.noise.node_noise"),
     ("Synthesis", "opendp_wasserstein.hierarchy.placement"),
-    ("The randomness source", "opendp_wasserstein.noise._source"),
-    ("Discrete Laplace samplers", "opendp_wasserstein.noise.samplers"),
+    ("Randomness: the source and the exact samplers", "opendp_wasserstein.noise"),
+    ("Discrete Laplace and Gaussian samplers", "opendp_wasserstein.noise.samplers"),
     ("Privacy parameter checks", "opendp_wasserstein.core.parameters"),
     ("The public box", "opendp_wasserstein.core.box"),
     ("Input data domains and release-time validation", "opendp_wasserstein.core.data"),
     ("Resource limits", "opendp_wasserstein.core.limits"),
-    ("Exact vectorised discrete Gaussian sampler", "opendp_wasserstein.noise._fast_gaussian"),
     ("Public candidate sets and the nearest-candidate projection", "opendp_wasserstein.public_candidates.sets"),
     ("Tree metrics (FRT / HST, quadtree) and the closest multiset", "opendp_wasserstein.public_candidates.trees"),
     ("Tree-EM dynamic programme", "opendp_wasserstein.public_candidates.tree_em_sampling"),
-    ("OpenDP compatibility layer (the only use of OpenDP's private API)", "opendp_wasserstein._compat"),
+    ("Optional dependencies", "opendp_wasserstein.core.optional"),
 ]
 
 

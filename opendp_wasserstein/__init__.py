@@ -11,9 +11,8 @@ they add about 0.25 s to the import of ``opendp.prelude``, which the package nee
 """
 
 from opendp_wasserstein import measurements, tables, transformations  # noqa: F401 (registers every constructor)
+from opendp_wasserstein._version import __version__
 from opendp_wasserstein.api import SelectionReport, SynthesisReport, select_candidates, synthesize
-
-__version__ = "0.1.0"
 
 __all__ = [
     "synthesize",

@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
 from opendp.mod import Measurement
 
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 
 __all__ = ["make_approx_dp", "rho_for_approx_dp"]
 
@@ -57,17 +56,8 @@ def make_approx_dp(measurement: Measurement, delta: float) -> Measurement:
             "measurement must have output_measure dp.zero_concentrated_divergence(), "
             f"got {measurement.output_measure}"
         )
-    d = _check_delta(delta)
+    d = check_delta(delta)
     return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(measurement), d)
-
-
-def _check_delta(delta: Any) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)):
-        raise TypeError(f"delta must be a number, got {type(delta).__name__}")
-    d = float(delta)
-    if not 0.0 < d < 1.0:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    return d
 
 
 def _epsilon_of(rho: float, delta: float) -> float:
@@ -101,7 +91,7 @@ def rho_for_approx_dp(epsilon: float, delta: float) -> float:
     :param epsilon: the target epsilon
     :param delta: the target delta, in ``(0, 1)``
     """
-    return _rho_for_approx_dp(check_epsilon(epsilon), _check_delta(delta))
+    return _rho_for_approx_dp(check_epsilon(epsilon), check_delta(delta))
 
 
 @functools.lru_cache(maxsize=256)

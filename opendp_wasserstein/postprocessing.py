@@ -14,7 +14,8 @@ from opendp.mod import Domain, Function
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import new_function
 from opendp_wasserstein.core.box import Box
-from opendp_wasserstein.core.metrics import DyadicCountsDomain, descriptor_of
+from opendp_wasserstein.core.metrics import descriptor_of
+from opendp_wasserstein.hierarchy.domain import DyadicCountsDomain
 from opendp_wasserstein.hierarchy.noisy_tree import NoisyTree
 from opendp_wasserstein.hierarchy.placement import check_placement, place_points
 from opendp_wasserstein.hierarchy.traversal import LeafMasses, full_consistency

@@ -9,10 +9,23 @@ from hypothesis import strategies as st
 from opendp.mod import OpenDPException
 
 from opendp_wasserstein import select_candidates, synthesize
-from opendp_wasserstein.api import _synthesis_measurement
 from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.release.measurement import synthesis_measurement
+from opendp_wasserstein.release.options import SynthesisOptions
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.schedules.pure import ambient_depth
+
+
+def _synthesis_measurement(d, n, eps, box, mechanism, depth=None, placement="center", epsilon_size=None, delta=None):
+    """The measurement synthesize() releases with, the constructors' post-processing and score
+    (their maps are those of every choice)."""
+    paper = {"consistency": "paper", "threshold": 0.0} if mechanism in ("adaptive", "pruned") else {}
+    if mechanism == "adaptive":
+        paper["score"] = "paper"
+    opts = SynthesisOptions(epsilon=eps, mechanism=mechanism, depth=depth, placement=placement,
+                            public_size=n is not None, epsilon_size=epsilon_size, delta=delta, **paper)
+    return synthesis_measurement(opts, d=d, n=n, box=box)
+
 
 
 @pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
@@ -68,7 +81,7 @@ def test_synthesize_private_size(mechanism):
 @given(st.floats(1e-3, 1e3), st.sampled_from(["adaptive", "pruned"]), st.booleans())
 def test_synthesis_never_certifies_above_the_request(eps, mechanism, public):
     """The measurement synthesize() would release with is certified at most epsilon (issue 10)."""
-    meas = _synthesis_measurement(2, 300 if public else None, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism, None, None, "center", None)
+    meas, _ = _synthesis_measurement(2, 300 if public else None, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism)
     assert meas.map(1) <= eps
     assert Fraction(meas.map(1)) <= Fraction(eps)
 
@@ -77,7 +90,7 @@ def test_adaptive_split_never_overspends_on_1000_requests():
     rng = np.random.default_rng(7)
     box = Box((0.0,), (1.0,))
     for eps in np.exp(rng.uniform(np.log(1e-2), np.log(1e2), size=1000)):
-        meas = _synthesis_measurement(1, 50, float(eps), box, "adaptive", None, None, "center", None)
+        meas, _ = _synthesis_measurement(1, 50, float(eps), box, "adaptive")
         assert meas.map(1) <= eps
 
 
@@ -108,7 +121,7 @@ def test_private_size_depth_law_is_exactly_eps_size_private():
     eps, eps_size = 1.0, 0.1
     from opendp_wasserstein.core.exact import round_up
 
-    meas = _synthesis_measurement(2, None, eps, Box((0.0, 0.0), (1.0, 1.0)), "pruned", None, None, "center", None)
+    meas, _ = _synthesis_measurement(2, None, eps, Box((0.0, 0.0), (1.0, 1.0)), "pruned")
     assert meas.map(1) <= eps
     scale = round_up(1 / Fraction(eps_size))
     count = dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), scale)
@@ -306,11 +319,10 @@ def test_private_size_release_is_reproducible_and_reports_the_scales_used():
 @pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
 @pytest.mark.parametrize("eps,delta", [(1.0, 1e-9), (0.5, 1e-6), (2.0, 1e-5), (0.3, 0.01)])
 def test_delta_measurement_certifies_the_request_exactly(mechanism, eps, delta):
-    from opendp_wasserstein.api import _approx_measurement
     from opendp_wasserstein.combinators import rho_for_approx_dp
 
     dp.enable_features("contrib")
-    meas, rho = _approx_measurement(2, 1000, eps, delta, Box((0.0, 0.0), (1.0, 1.0)), mechanism, None, None, "uniform")
+    meas, rho = _synthesis_measurement(2, 1000, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism, placement="uniform", delta=delta)
     assert rho == rho_for_approx_dp(eps, delta)
     assert meas.map(1) == (eps, delta)
     assert meas.check(1, (eps, delta))

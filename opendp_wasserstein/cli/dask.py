@@ -19,6 +19,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+import pyarrow.parquet as pq
+
+from opendp_wasserstein.cli._common import (
+    CliError,
+    read_bounds,
+    read_numeric_csv,
+    seeded,
+    tree_em_features,
+    unit,
+    write_numeric,
+)
+from opendp_wasserstein.core.optional import import_optional
+from opendp_wasserstein.distributed import local_client, select_on_dask, synthesize_on_dask
+from opendp_wasserstein.distributed._source import parquet_files
+
 __all__ = ["add_options", "run_synth", "run_select", "client_for"]
 
 
@@ -39,13 +55,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 @contextmanager
 def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]:
     """A Dask client for ``--scheduler``: ``local`` / ``local:N`` or a scheduler address."""
-    from opendp_wasserstein.cli import CliError
 
     try:
-        from distributed import Client
+        Client = import_optional("distributed", "--scheduler").Client
     except ImportError:  # pragma: no cover - the dask extra is missing
         raise CliError("--scheduler needs the 'dask' extra: pip install 'opendp-wasserstein[dask]'") from None
-    from opendp_wasserstein.distributed._executor import local_client
 
     if scheduler == "local" or scheduler.startswith("local:"):
         text = scheduler.partition(":")[2] or "2"
@@ -69,11 +83,7 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
 
 def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     """``synth --scheduler``: Parquet in, Parquet parts out."""
-    import pyarrow.parquet as pq
 
-    from opendp_wasserstein.cli import CliError, _seeded, read_bounds
-    from opendp_wasserstein.distributed._executor import synthesize_on_dask
-    from opendp_wasserstein.distributed._source import parquet_files
 
     if getattr(args, "schema", None):
         raise CliError("--scheduler takes --bounds (numeric columns); --schema tables run in memory")
@@ -90,7 +100,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(f"output {args.output!r} exists: choose a new directory")
     if args.mechanism == "structured":
         raise CliError("--mechanism structured releases tables in memory (--schema); not with --scheduler")
-    with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
+    with client_for(args.scheduler, args.memory_limit) as client, seeded(args.seed):
         rel, report = synthesize_on_dask(
             args.input, args.epsilon, args.output, {"lower": lower, "upper": upper},
             mechanism=args.mechanism or "adaptive", epsilon_select=args.epsilon_select, placement=args.placement,
@@ -105,10 +115,9 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        from opendp_wasserstein.cli import _unit
 
-        unit = _unit(args.private_size)
-        print(f"certified epsilon (measurement map, {unit}): {report.epsilon}")
+        unit_name = unit(args.private_size)
+        print(f"certified epsilon (measurement map, {unit_name}): {report.epsilon}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
         print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
@@ -117,12 +126,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_select(args: argparse.Namespace) -> dict[str, Any]:
     """``select --scheduler``: Parquet data on the workers, candidates and output on the driver."""
-    import numpy as np
-    import pyarrow.parquet as pq
 
-    from opendp_wasserstein.cli import CliError, _seeded, read_numeric_csv, write_numeric
-    from opendp_wasserstein.distributed._histogram import select_on_dask
-    from opendp_wasserstein.distributed._source import parquet_files
 
     if args.m < 1:
         raise CliError("-m must be at least 1")
@@ -133,10 +137,9 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(f"cannot read the Parquet data {args.data!r}: {str(e).splitlines()[0]}") from None
     if not set(c_header) <= set(header):  # the candidates are public: their names are named
         raise CliError(f"candidates column(s) {[c for c in c_header if c not in header]} are not columns of the data {args.data!r}")
-    from opendp_wasserstein.cli import _tree_em_features
 
-    _tree_em_features(args)
-    with client_for(args.scheduler, args.memory_limit) as client, _seeded(args.seed):
+    tree_em_features(args)
+    with client_for(args.scheduler, args.memory_limit) as client, seeded(args.seed):
         counts, report = select_on_dask(
             args.data, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",
             public_size=not args.private_size, client=client, columns=c_header,
@@ -150,9 +153,8 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         "m": report.m, "k": report.k, "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
-        from opendp_wasserstein.cli import _unit
 
-        print(f"certified epsilon (measurement map, {_unit(args.private_size)}): {report.epsilon}")
+        print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
         print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
         print(f"wrote {args.output}")
     return summary

@@ -14,6 +14,24 @@ import math
 import sys
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from opendp_wasserstein.api import select_candidates, synthesize
+from opendp_wasserstein.cli._common import CliError, seeded, tree_em_features, unit
+from opendp_wasserstein.tables.drafting import RELIABLE_N_EPSILON, draft_schema
+from opendp_wasserstein.tables.io import (
+    atomic_output,
+    detect_delimiter,
+    file_format,
+    read_file,
+    write_file,
+)
+from opendp_wasserstein.tables.pipeline import StructuredOptions
+from opendp_wasserstein.tables.release import check_derived
+from opendp_wasserstein.tables.schema import Schema
+
 __all__ = [
     "register",
     "add_synth_options",
@@ -97,7 +115,6 @@ def add_select_options(sel: Any) -> None:
 
 
 def _check_derived(schema: Any, names: list[str], accept: bool) -> list[str]:
-    from opendp_wasserstein.tables.release import check_derived
 
     try:
         return check_derived(schema.select(names), accept, DERIVED_FLAG)
@@ -106,7 +123,6 @@ def _check_derived(schema: Any, names: list[str], accept: bool) -> list[str]:
 
 
 def _fail(msg: str) -> Exception:
-    from opendp_wasserstein.cli import CliError
 
     return CliError(msg)
 
@@ -125,8 +141,6 @@ def _numeric_looking(names: list[str]) -> int:
 
 def run_schema(args: argparse.Namespace) -> dict[str, Any]:
 
-    from opendp_wasserstein.tables.drafting import RELIABLE_N_EPSILON, draft_schema
-    from opendp_wasserstein.tables.io import atomic_output, file_format, read_file
 
     eps = args.estimate_bounds
     if eps is not None and not (math.isfinite(eps) and eps > 0):
@@ -218,8 +232,6 @@ def _refuse_missing(table: Any, names: list[str], path: str) -> None:
     column and never a row or a value (docs/tables.rst, "Missing and non-finite values");
     ``+-inf`` is clamped to the box.  With ``--schema`` a missing value is imputed instead (or is
     a value of a nullable column)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     for name in names:
         col = table.column(name)
@@ -233,9 +245,6 @@ def _refuse_missing(table: Any, names: list[str], path: str) -> None:
 
 
 def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
-    from opendp_wasserstein.api import synthesize
-    from opendp_wasserstein.tables.io import detect_delimiter, file_format, read_file, write_file
-    from opendp_wasserstein.tables.schema import Schema
 
     if args.schema and args.bounds:
         raise _fail("give either --schema or --bounds, not both")
@@ -247,7 +256,6 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     if not args.schema:
         _refuse_missing(table, names, args.input)
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
-    from opendp_wasserstein.cli import _seeded
 
     private_size = bool(getattr(args, "private_size", False))
     delta = getattr(args, "delta", None)
@@ -266,7 +274,6 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         if given:
             raise _fail(f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, pruned, "
                         "pmm, privtree), not to --mechanism structured")
-        from opendp_wasserstein.tables.pipeline import StructuredOptions
 
         try:
             options = StructuredOptions() if share is None else StructuredOptions(marginal_share=share)
@@ -277,7 +284,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         kwargs = {"epsilon_select": args.epsilon_select, "placement": args.placement,
                   "public_size": not private_size, "split_order": args.split_order,
                   "consistency": args.consistency, "score": args.score, "delta": delta}
-    with _seeded(args.seed):
+    with seeded(args.seed):
         out, report = synthesize(
             table, args.epsilon, schema=schema, columns=names, mechanism=mechanism,
             accept_data_derived_schema=bool(derived),  # checked above, by name
@@ -300,11 +307,10 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     }
     if not (args.quiet or args.json):
         extra = f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})" if report.details["epsilon_schema"] else ""
-        from opendp_wasserstein.cli import _unit
 
-        unit = _unit(private_size)
+        unit_name = unit(private_size)
         pair = f"{report.epsilon}, delta {report.delta}" if report.delta is not None else f"{report.epsilon}"
-        print(f"certified epsilon ({unit}): {pair}{extra}")
+        print(f"certified epsilon ({unit_name}): {pair}{extra}")
         if derived:
             print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
         print(f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes, "
@@ -329,11 +335,7 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     columns), with a ``multiplicity`` column, in the format of its extension (CSV with the
     candidate file's delimiter, TSV or Parquet).
     """
-    import pyarrow as pa
 
-    from opendp_wasserstein.api import select_candidates
-    from opendp_wasserstein.tables.io import detect_delimiter, file_format, read_file, write_file
-    from opendp_wasserstein.tables.schema import Schema
 
     if args.m < 1:
         raise _fail("-m must be at least 1")
@@ -353,17 +355,14 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     cand_order = [c for c in cand.column_names if c in names]
     cand = cand.select(cand_order)
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
-    from opendp_wasserstein.cli import _tree_em_features
 
-    _tree_em_features(args)
-    from opendp_wasserstein.cli import _seeded
+    tree_em_features(args)
 
-    with _seeded(args.seed):
+    with seeded(args.seed):
         counts, report = select_candidates(
             data, cand, args.m, args.epsilon, mechanism=args.mechanism, schema=schema, columns=names,
             public_size=not args.private_size, accept_data_derived_schema=bool(derived),  # checked above
         )
-    import numpy as np
 
     chosen = np.flatnonzero(counts)
     out = cand.take(pa.array(chosen)).append_column("multiplicity", pa.array(counts[chosen], type=pa.int64()))
@@ -378,9 +377,8 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
         "data_derived_schema": derived,
     }
     if not (args.quiet or args.json):
-        from opendp_wasserstein.cli import _unit
 
-        print(f"certified epsilon ({_unit(args.private_size)}): {report.epsilon}")
+        print(f"certified epsilon ({unit(args.private_size)}): {report.epsilon}")
         if derived:
             print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
         print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates (table metric)")

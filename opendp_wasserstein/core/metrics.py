@@ -13,16 +13,13 @@ from typing import Any
 import opendp.prelude as dp
 from opendp.mod import Domain, Metric
 
-from opendp_wasserstein._compat import extrinsic_distance, extrinsic_domain
-from opendp_wasserstein.core.box import Box
+from opendp_wasserstein._compat import extrinsic_distance
 
 __all__ = [
     "WeightedL1Distance",
     "weighted_l1_distance",
     "WeightedL2SqDistance",
     "weighted_l2sq_distance",
-    "DyadicCountsDomain",
-    "dyadic_counts_domain",
     "descriptor_of",
 ]
 
@@ -70,44 +67,6 @@ def weighted_l2sq_distance(scales: Sequence[float]) -> Metric:
     """
     desc = WeightedL2SqDistance(tuple(float(s) for s in scales))
     return extrinsic_distance(f"WeightedL2SqDistance(scales={desc.scales!r})", desc)
-
-
-@dataclass(frozen=True)
-class DyadicCountsDomain:
-    """Lazy count trees of the dyadic hierarchy of ``[lower, upper]`` to ``depth``.
-
-    ``axes`` is the public split order (``axes[j]`` the coordinate split at level ``j``), or
-    None for the cyclic order ``j mod num_columns``.
-    """
-
-    depth: int
-    num_columns: int
-    size: int | None
-    lower: tuple[float, ...]
-    upper: tuple[float, ...]
-    axes: tuple[int, ...] | None = None
-
-
-def dyadic_counts_domain(
-    depth: int, num_columns: int, size: int | None, box: Box, axes: Sequence[int] | None = None
-) -> Domain:
-    """The domain of :class:`~opendp_wasserstein.hierarchy.cells.CountTree` values (split order ``axes``,
-    checked by :func:`~opendp_wasserstein.hierarchy.cells.check_axes`; default cyclic)."""
-    from opendp_wasserstein.hierarchy.cells import check_axes
-
-    order = check_axes(axes, num_columns, depth)
-    desc = DyadicCountsDomain(depth, num_columns, size, box.lower, box.upper, order)
-    ident = (
-        f"DyadicCountsDomain(depth={depth}, num_columns={num_columns}, size={size}, "
-        f"lower={box.lower!r}, upper={box.upper!r}, axes={order!r})"
-    )
-
-    def member(x: Any) -> bool:
-        from opendp_wasserstein.hierarchy.cells import CountTree
-
-        return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns and x.axes == order
-
-    return extrinsic_domain(ident, member, desc)
 
 
 def descriptor_of(domain: Domain, kind: type) -> Any:

@@ -6,12 +6,15 @@ import math
 from typing import Any
 
 import numpy as np
+import opendp.prelude as dp
+from opendp.mod import Measure
 
 __all__ = [
     "check_epsilon",
     "check_scales",
     "check_output_measure",
     "check_threshold",
+    "check_delta",
     "EPS_MIN",
     "EPS_MAX",
     "SCALE_MAX",
@@ -91,9 +94,6 @@ def check_output_measure(output_measure: Any) -> str:
     >>> check_output_measure(dp.max_divergence()), check_output_measure(dp.zero_concentrated_divergence())
     ('laplace', 'gaussian')
     """
-    import opendp.prelude as dp
-    from opendp.mod import Measure
-
     if output_measure is None:
         return "laplace"
     kind = None
@@ -117,3 +117,13 @@ def check_threshold(threshold: Any, name: str = "threshold") -> float:
     if not (math.isfinite(t) and t >= 0.0):
         raise ValueError(f"{name} must be a finite number >= 0, got {threshold!r}")
     return t
+
+
+def check_delta(delta: Any) -> float:
+    """A ``delta`` in ``(0, 1)``, as a float, or an error naming ``delta``."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)):
+        raise TypeError(f"delta must be a number, got {type(delta).__name__}")
+    d = float(delta)
+    if not 0.0 < d < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return d

@@ -1,18 +1,16 @@
 """Distributed execution of the package's mechanisms on Dask (optional extra ``dask``).
 
-Importing this package does not import Dask; :func:`release_on_dask` and the entry points do.
+Importing this package does not import Dask; a release does (a missing extra is named).
+:func:`synthesize_on_dask` and :func:`select_on_dask` are the front ends (the in-memory
+release's options and measurement), :func:`release_on_dask` the executor of any measurement
+with a plan.
 """
 
-from __future__ import annotations
-
-from typing import Any
+from opendp_wasserstein.distributed._executor import (
+    DistributedRelease,
+    local_client,
+    release_on_dask,
+)
+from opendp_wasserstein.distributed._front import select_on_dask, synthesize_on_dask
 
 __all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "DistributedRelease", "local_client"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from opendp_wasserstein.distributed import _executor as _run
-
-        return getattr(_run, name)
-    raise AttributeError(name)

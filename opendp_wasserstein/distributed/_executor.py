@@ -1,17 +1,18 @@
-"""Entry points of distributed releases: one measurement, one plan, one atomic output."""
+"""The executor of distributed releases: one measurement, its plan, one atomic output."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from opendp_wasserstein import runtime
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.core.plan import (
     AdaptivePlan,
     HistogramPlan,
@@ -19,10 +20,12 @@ from opendp_wasserstein.core.plan import (
     PmmPlan,
     plan_of,
 )
+from opendp_wasserstein.distributed._histogram import run_histogram
 from opendp_wasserstein.distributed._output import ParquetSink
+from opendp_wasserstein.distributed._pmm import Driver, default_parts, run_adaptive, run_pmm
 from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
 
-__all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "DistributedRelease", "local_client"]
+__all__ = ["release_on_dask", "DistributedRelease", "local_client"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,6 @@ class DistributedRelease:
 
     def read(self) -> np.ndarray:
         """The released rows as one array (small releases and tests: it reads every part)."""
-        import pyarrow.parquet as pq
-
         if self.path is None:
             raise ValueError("this release wrote no rows")
         tables = [pq.read_table(f) for f in parquet_files(self.path)]
@@ -58,8 +59,8 @@ class DistributedRelease:
 @contextmanager
 def local_client(workers: int = 2, threads: int = 1, processes: bool = True, memory_limit: str | None = None) -> Iterator[Any]:
     """A :class:`distributed.Client` on a fresh ``LocalCluster``, closed on exit."""
-    from distributed import Client, LocalCluster
-
+    dask_distributed = import_optional("distributed", "a Dask cluster")
+    Client, LocalCluster = dask_distributed.Client, dask_distributed.LocalCluster
     kwargs: dict[str, Any] = {"n_workers": workers, "threads_per_worker": threads, "processes": processes,
                               "dashboard_address": None}
     if memory_limit is not None:
@@ -128,8 +129,6 @@ def release_on_dask(
         bars count input blocks, whose number may follow the source's layout)
     :return: a :class:`DistributedRelease`
     """
-    from opendp_wasserstein.distributed._pmm import Driver
-
     plan = plan_of(meas)
     d = plan.scores.d if isinstance(plan, AdaptivePlan) else plan.d
     private = _size_is_private(plan)
@@ -138,8 +137,6 @@ def release_on_dask(
     if progress and private:
         progress = False  # a bar counts the input blocks, whose number may follow the private n
     if isinstance(plan, HistogramPlan):
-        from opendp_wasserstein.distributed._histogram import run_histogram
-
         with _client(client) as c:
             drv = Driver(c, blocks, progress, _hook)
             try:
@@ -168,8 +165,6 @@ def release_on_dask(
 
 def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dict[str, Any]:
     """The synthesis plans on the driver's blocks (a DP count first when the plan has one)."""
-    from opendp_wasserstein.distributed._pmm import default_parts, run_adaptive, run_pmm
-
     first: dict[str, Any] = {}
     if isinstance(plan, NoisySizePlan):
         # the DP row count (a sum over the blocks, then the in-memory closure's noise),
@@ -192,124 +187,3 @@ def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dic
     raise TypeError("make_noisy_size_then built a measurement with no synthesis plan")  # pragma: no cover
 
 
-def _source_shape(source: Any, columns: Sequence[str] | None, count: bool = True) -> tuple[int | None, int]:
-    """``(n, d)`` of a source: Parquet footers, a numpy shape, or one pass over a Dask collection
-    (``count=False``: ``n`` is not read, None: the size is private)."""
-    if isinstance(source, (str, os.PathLike)):
-        import pyarrow.parquet as pq
-
-        files = parquet_files(os.fspath(source))
-        d = len(columns) if columns is not None else len(pq.ParquetFile(files[0]).schema_arrow.names)
-        if not count:
-            return None, d
-        return int(sum(pq.ParquetFile(f).metadata.num_rows for f in files)), d
-    if isinstance(source, np.ndarray):
-        d = int(source.shape[1]) if source.ndim == 2 else 0
-        return (int(source.shape[0]) if count else None), d
-    d = len(columns) if columns is not None else int(source.shape[1]) if hasattr(source, "ndim") else len(source.columns)
-    return (int(len(source)) if count else None), d
-
-
-def _source_rows(source: Any, columns: Sequence[str] | None) -> tuple[int, int]:
-    """``(n, d)`` of a source (the public size of a release with ``public_size=True``)."""
-    n, d = _source_shape(source, columns)
-    assert n is not None
-    return n, d
-
-
-def synthesize_on_dask(
-    source: Any,
-    epsilon: float,
-    out: str | os.PathLike[str],
-    bounds: Any = None,
-    mechanism: str = "adaptive",
-    epsilon_select: float | None = None,
-    depth: int | None = None,
-    placement: str = "uniform",
-    public_size: bool = True,
-    epsilon_size: float | None = None,
-    client: Any = None,
-    columns: Sequence[str] | None = None,
-    parts: int | None = None,
-    overwrite: bool = False,
-    progress: bool = False,
-    consistency: str | None = None,
-    threshold: float | None = None,
-    score: str | None = None,
-) -> tuple[DistributedRelease, Any]:
-    """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
-
-    The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments (``consistency``, ``threshold`` and ``score`` as there: least squares and the capped score by default,
-    :data:`~opendp_wasserstein.api.DEFAULT_CONSISTENCY`), run by :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row
-    count (Parquet footers), public.  With ``public_size=False`` nothing reads ``n`` but the
-    measurement: either ``depth`` is given (``"pruned"``/``"pmm"``: the noisy root sets the
-    number of rows) or the share ``epsilon_size`` buys the DP count ``n_hat`` of
-    :func:`~opendp_wasserstein.measurements.make_noisy_size_then`, summed over the parts and
-    noised on the driver by the in-memory closure, and the depth or candidates are chosen from
-    ``n_hat``, as in memory.
-
-    :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
-    """
-    from opendp_wasserstein.api import (
-        DEFAULT_CONSISTENCY,
-        MECHANISMS,
-        SynthesisReport,
-        _bounds,
-        _check_options,
-        _check_public_size,
-        _check_score_option,
-        _require_contrib,
-        _synthesis_measurement,
-        _too_small,
-    )
-    from opendp_wasserstein.core.parameters import ScaleLimitError, check_epsilon
-    from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
-
-    _check_public_size(public_size)
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if mechanism == "privtree":
-        raise ValueError("mechanism='privtree' has no Dask plan: use synthesize in memory, or adaptive/pruned/pmm")
-    if mechanism == "pmm" and (consistency, threshold) != (None, None):
-        raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
-    post = check_postprocessing(DEFAULT_CONSISTENCY if consistency is None else consistency, threshold)
-    score = _check_score_option(score, mechanism)
-    eps = check_epsilon(epsilon)
-    _check_options(eps, mechanism, epsilon_select, depth, epsilon_size, public_size)
-    n, d = _source_shape(source, columns, count=bool(public_size))
-    box = _bounds(bounds, d)
-    _require_contrib()
-    try:
-        meas = _synthesis_measurement(
-            d, n, eps, box, mechanism, epsilon_select, depth, placement, epsilon_size, None, post, score
-        )
-    except ScaleLimitError as e:  # as synthesize words it
-        raise _too_small(e, mechanism) from None
-    t0 = time.perf_counter()
-    rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
-                          overwrite=overwrite, progress=progress)
-    seconds = time.perf_counter() - t0
-    certified = meas.map(1)
-    info = rel.info
-    details = {k: v for k, v in info.items() if k not in {"depth", "visited_nodes", "scales"}}
-    report = SynthesisReport(
-        mechanism=mechanism,
-        epsilon=certified,
-        depth=int(info["depth"]),
-        scales=tuple(info.get("scales", ())),
-        visited_nodes=int(info["visited_nodes"]),
-        size=rel.rows,
-        seconds=seconds if public_size else None,
-        details=details,
-    )
-    return rel, report
-
-
-def select_on_dask(source: Any, candidates: Any, m: int, epsilon: float, **kwargs: Any) -> tuple[Any, Any]:
-    """:func:`opendp_wasserstein.select_candidates` on a Dask cluster: the nearest candidates
-    and their histogram on the workers, the rest of the same measurement on the driver
-    (:func:`opendp_wasserstein.distributed._histogram.select_on_dask` has the parameters)."""
-    from opendp_wasserstein.distributed._histogram import select_on_dask as run
-
-    return run(source, candidates, m, epsilon, **kwargs)

@@ -14,8 +14,6 @@ OpenDP's ``make_laplace``, which cannot be seeded).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,7 +22,7 @@ from opendp_wasserstein.core.plan import HistogramPlan
 from opendp_wasserstein.distributed._pmm import Driver, rows_of
 from opendp_wasserstein.public_candidates.sets import Tally
 
-__all__ = ["run_histogram", "select_on_dask", "histogram_task"]
+__all__ = ["run_histogram", "histogram_task"]
 
 
 def histogram_task(block: Any, d: int, nan: bool, nearest: Any) -> tuple[int, Tally]:
@@ -53,38 +51,3 @@ def run_histogram(plan: HistogramPlan, drv: Driver) -> tuple[Any, dict[str, Any]
     return plan.finish(h), {"candidates": int(h.size)}
 
 
-def select_on_dask(
-    source: Any,
-    candidates: Any,
-    m: int,
-    epsilon: float,
-    mechanism: str = "projection",
-    metric: str = "l2",
-    public_size: bool = True,
-    client: Any = None,
-    columns: Sequence[str] | None = None,
-    progress: bool = False,
-) -> tuple[np.ndarray, Any]:
-    """:func:`opendp_wasserstein.select_candidates` on a Dask cluster: the same measurement for the
-    same arguments (``n`` the source's row count), projected and counted on the workers.
-
-    :return: the ``k`` multiplicities and a :class:`~opendp_wasserstein.api.SelectionReport`
-    """
-    from opendp_wasserstein.api import (
-        SelectionReport,
-        _check_selection,
-        _check_tree_em_size,
-        _selection_measurement,
-    )
-    from opendp_wasserstein.distributed._executor import _source_shape, release_on_dask
-
-    eps = _check_selection(epsilon, mechanism, public_size)
-    _check_tree_em_size(mechanism, public_size)
-    n, p = _source_shape(source, columns, count=bool(public_size))  # n is read only when public
-    meas = _selection_measurement(p, n if public_size else None, eps, mechanism, candidates, m, metric)
-    t0 = time.perf_counter()
-    rel = release_on_dask(meas, source, None, client=client, columns=columns, progress=progress)
-    seconds = time.perf_counter() - t0
-    certified = meas.map(1)
-    counts = np.asarray(rel.value, dtype=np.int64)
-    return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds if public_size else None)

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 __all__ = ["ParquetSink", "PartWriter"]
 
@@ -31,9 +33,6 @@ class PartWriter:
         return os.path.join(self.directory, f"part-{q:05d}.parquet")
 
     def __call__(self, q: int, rows: np.ndarray) -> int:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         table = pa.table({name: np.ascontiguousarray(rows[:, i]) for i, name in enumerate(self.columns)})
         final = self.path(q)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"

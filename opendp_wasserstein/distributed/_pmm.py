@@ -44,6 +44,7 @@ import numpy as np
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein.core.box import Box
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.core.plan import AdaptivePlan, PmmPlan, ScoresPlan
 from opendp_wasserstein.distributed._output import PartWriter
 from opendp_wasserstein.distributed._source import (
@@ -55,12 +56,12 @@ from opendp_wasserstein.distributed._source import (
 )
 from opendp_wasserstein.hierarchy.cells import (
     CountTree,
-    _row_codes,
     capped_level_sums,
     capped_sums_of_counts,
     check_axes,
     imbalance_of_counts,
     level_imbalance,
+    row_codes,
 )
 from opendp_wasserstein.hierarchy.least_squares import (
     Forest,
@@ -124,7 +125,7 @@ def level_prefix(x: np.ndarray, box: Box, level: int, axes: Axes = None) -> np.n
     at any depth ``>= level`` (split order ``axes``, None: cyclic)."""
     if level == 0:
         return np.zeros(x.shape[0], dtype=np.int64)
-    word = _row_codes(x, box, level, [0], axes=None if axes is None else check_axes(axes, x.shape[1], level))[0]
+    word = row_codes(x, box, level, [0], axes=None if axes is None else check_axes(axes, x.shape[1], level))[0]
     return (word >> np.uint64(64 - level)).astype(np.int64)
 
 
@@ -462,13 +463,12 @@ class Driver:
 
     def run(self, futures: list[Any], label: str) -> list[Any]:
         """Results of ``futures`` in order (a bar over them on a terminal)."""
-        from distributed import as_completed
-
         if self.progress:
             try:
-                from tqdm import tqdm
+                tqdm = import_optional("tqdm", "a progress bar").tqdm
             except ImportError:  # pragma: no cover - the progress extra is missing
                 return self.client.gather(futures)
+            as_completed = import_optional("distributed", "a Dask cluster").as_completed
             bar = tqdm(total=len(futures), desc=label, unit="part")
             for _ in as_completed(futures):
                 bar.update(1)
@@ -606,8 +606,9 @@ def _finish(plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None
 def _release(plan: PmmPlan, writer: PartWriter) -> Release:
     noise, stream = _keys(plan)
     return Release(
-        plan.d, plan.box, plan.depth, plan.scales, plan.placement, noise, stream, writer, plan.axes,
-        plan.distribution, plan.consistency, plan.threshold if plan.pruned else 0.0,
+        d=plan.d, box=plan.box, depth=plan.depth, scales=plan.scales, placement=plan.placement, noise=noise,
+        stream=stream, writer=writer, axes=plan.axes, distribution=plan.distribution,
+        consistency=plan.consistency, threshold=plan.threshold if plan.pruned else 0.0,
     )
 
 

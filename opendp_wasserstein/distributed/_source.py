@@ -26,6 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from opendp_wasserstein.core.optional import import_optional
 
 __all__ = ["Block", "ParquetBlock", "ArrayBlock", "DelayedBlock", "blocks_of", "parquet_files", "ARRAY_CHUNKS", "QuietRows", "PublishedBlock"]
 
@@ -45,7 +49,6 @@ class Block:
 
 def _as_rows(table: Any, columns: Sequence[str]) -> np.ndarray:
     """A pyarrow table to a float64 ``(rows, d)`` array (nulls become NaN)."""
-    import pyarrow as pa
 
     out = np.empty((table.num_rows, len(columns)), dtype=np.float64)
     for i, name in enumerate(columns):
@@ -72,8 +75,6 @@ class ParquetBlock(Block):
     columns: tuple[str, ...]
 
     def __call__(self) -> np.ndarray:
-        import pyarrow.parquet as pq
-
         table = pq.ParquetFile(self.path).read_row_groups(list(self.row_groups), columns=list(self.columns))
         return _as_rows(table, self.columns)
 
@@ -127,7 +128,7 @@ class PublishedBlock(Block):
     name: str
 
     def __call__(self) -> np.ndarray:
-        from distributed import get_client
+        get_client = import_optional("distributed", "a numpy source on Dask").get_client
 
         return np.asarray(get_client().get_dataset(self.name)(), dtype=np.float64)
 
@@ -161,8 +162,6 @@ def parquet_files(path: str) -> list[str]:
 def _parquet_blocks(
     path: str, columns: Sequence[str] | None, d: int, rows_per_block: int, private_size: bool = False
 ) -> tuple[list[Block], list[str]]:
-    import pyarrow.parquet as pq
-
     files = parquet_files(path)
     schema = pq.ParquetFile(files[0]).schema_arrow
     names = list(schema.names) if columns is None else list(columns)
@@ -219,8 +218,8 @@ def blocks_of(
         parts: list[Block] = [ArrayBlock(source[i : i + step]) for i in range(0, source.shape[0], step)]
         return parts or [ArrayBlock(source[:0])], names
     try:
-        import dask.array as da
-        import dask.dataframe as dd
+        da = import_optional("dask.array")
+        dd = import_optional("dask.dataframe")
     except ImportError:  # pragma: no cover - the dask extra is missing
         raise TypeError("source must be a Parquet path or a numpy array (install the 'dask' extra)") from None
     if isinstance(source, dd.DataFrame):
@@ -246,3 +245,19 @@ def read_block(block: Any) -> np.ndarray:
             raise TypeError("the source's columns must be numeric (by dtype)")
         return np.asarray(block.to_numpy(dtype=np.float64, na_value=np.nan))
     return np.asarray(block, dtype=np.float64)
+
+
+def source_shape(source: Any, columns: Sequence[str] | None, count: bool = True) -> tuple[int | None, int]:
+    """``(n, d)`` of a source: Parquet footers, a numpy shape, or one pass over a Dask collection
+    (``count=False``: ``n`` is not read, None: the size is private)."""
+    if isinstance(source, (str, os.PathLike)):
+        files = parquet_files(os.fspath(source))
+        d = len(columns) if columns is not None else len(pq.ParquetFile(files[0]).schema_arrow.names)
+        if not count:
+            return None, d
+        return int(sum(pq.ParquetFile(f).metadata.num_rows for f in files)), d
+    if isinstance(source, np.ndarray):
+        d = int(source.shape[1]) if source.ndim == 2 else 0
+        return (int(source.shape[0]) if count else None), d
+    d = len(columns) if columns is not None else int(source.shape[1]) if hasattr(source, "ndim") else len(source.columns)
+    return (int(len(source)) if count else None), d

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.core.box import as_box
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.evaluation.wasserstein import _check_pair
 
 __all__ = ["GRID_METRICS", "GridW1", "w1_grid"]
@@ -80,14 +81,8 @@ class GridW1:
 
 
 def _import_min_cost_flow() -> ModuleType:
-    try:
-        from ortools.graph.python import min_cost_flow
-    except ImportError:
-        raise ImportError(
-            "w1_grid needs OR-Tools' min-cost flow: pip install ortools "
-            "(or pip install 'opendp-wasserstein[eval]')"
-        ) from None
-    return min_cost_flow
+    import_optional("ortools.graph.python", "w1_grid (OR-Tools' min-cost flow)")  # the package first
+    return import_optional("ortools.graph.python.min_cost_flow", "w1_grid (OR-Tools' min-cost flow)")
 
 
 def _offsets(d: int, metric: str) -> list[tuple[int, ...]]:

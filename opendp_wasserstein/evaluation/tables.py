@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.evaluation.wasserstein import _EMD_MAX_ITER, W1Estimate
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import read_table
@@ -69,8 +70,7 @@ def _cost(enc: TableEncoding, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _exact(enc: TableEncoding, a: np.ndarray, b: np.ndarray) -> float:
-    import ot
-
+    ot = import_optional("ot", "the exact table W1")
     cost = _cost(enc, a, b)
     value = ot.emd2(np.full(len(a), 1 / len(a)), np.full(len(b), 1 / len(b)), cost, numItermax=_EMD_MAX_ITER)
     return max(float(value), 0.0)
@@ -242,9 +242,8 @@ def classifier_score(
     :param train_real: optional real training rows, for the train-on-real reference
     :param seed: the classifier's random state (evaluation only)
     """
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.metrics import balanced_accuracy_score
-
+    HistGradientBoostingClassifier = import_optional("sklearn.ensemble", "classifier_score").HistGradientBoostingClassifier
+    balanced_accuracy_score = import_optional("sklearn.metrics", "classifier_score").balanced_accuracy_score
     if target not in schema:
         raise ValueError(f"target {target!r} is not in the schema; its columns are {list(schema.names)}")
     if not isinstance(schema[target], (CategoricalColumn, BoolColumn)):
@@ -336,8 +335,8 @@ def model_score(
     if isinstance(schema[target], (CategoricalColumn, BoolColumn)):
         c = classifier_score(synthetic, test_real, target, schema, train_real=train_real, seed=seed)
         return ModelScore("balanced_accuracy", c.synthetic, c.real, c.majority)
-    from sklearn.ensemble import HistGradientBoostingRegressor
-    from sklearn.metrics import r2_score
+    HistGradientBoostingRegressor = import_optional("sklearn.ensemble", "model_score").HistGradientBoostingRegressor
+    r2_score = import_optional("sklearn.metrics", "model_score").r2_score
 
     enc = TableEncoding(schema)
     value = [j for j, a in enumerate(enc.axes) if a.column == target and a.role == "value"][0]
@@ -451,7 +450,7 @@ def gower_w1(
     >>> gower_w1(a, b, s).value  # ((0.1 + 0) / 2 + (0 + 1) / 2) / 2
     0.275
     """
-    import ot
+    ot = import_optional("ot", "gower_w1")
 
     if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 2:
         raise ValueError("max_points must be an integer >= 2")

@@ -40,6 +40,8 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 from scipy.stats import wasserstein_distance
 
+from opendp_wasserstein.core.optional import import_optional
+
 __all__ = ["METRICS", "W1Estimate", "w1", "w1_estimate"]
 
 #: Accepted ground metrics and the matching :func:`scipy.spatial.distance.cdist` names.
@@ -146,9 +148,7 @@ def _check_pair(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _import_ot() -> ModuleType:
-    import ot  # optional dependency
-
-    return ot
+    return import_optional("ot", "the exact W1")
 
 
 def _exact(

@@ -300,7 +300,7 @@ def _bitwise_words(g: np.ndarray, depth: int, axes: Sequence[int] | None) -> np.
     return words
 
 
-def _row_codes(
+def row_codes(
     x: np.ndarray,
     box: Any,
     depth: int,
@@ -412,7 +412,7 @@ class CountTree:
         self._axes_full = check_axes(axes, self.d, self.depth)
         self.axes = self._axes_full
         W = _words(depth)
-        words = _row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
+        words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
         del x
         if W == 1:
             words[0].sort()

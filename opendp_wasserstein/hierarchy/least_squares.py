@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from opendp_wasserstein.core.parameters import check_threshold
+
 __all__ = [
     "CONSISTENCIES",
     "check_consistency",
@@ -92,8 +94,6 @@ def check_postprocessing(consistency: str, threshold: float | None) -> tuple[str
     >>> check_postprocessing("least_squares", None), check_postprocessing("paper", 2)
     (('least_squares', 3.0), ('paper', 2.0))
     """
-    from opendp_wasserstein.core.parameters import check_threshold
-
     consistency = check_consistency(consistency)
     if threshold is None:
         return consistency, DEFAULT_THRESHOLDS[consistency]

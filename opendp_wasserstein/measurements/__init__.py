@@ -8,15 +8,6 @@ from opendp_wasserstein.measurements._exponential_selection import (
     make_exponential_selection,
     then_exponential_selection,
 )
-from opendp_wasserstein.measurements._gaussian_counts import (
-    make_pruned_tree_gaussian,
-    make_tree_count_gaussian,
-    make_tree_gaussian,
-    then_pruned_tree_gaussian,
-    then_tree_count_gaussian,
-    then_tree_gaussian,
-    zcdp_map,
-)
 from opendp_wasserstein.measurements._nn_histogram import (
     largest_remainder,
     make_nn_histogram,
@@ -30,18 +21,27 @@ from opendp_wasserstein.measurements._pmm import (
     then_pruned_pmm,
 )
 from opendp_wasserstein.measurements._privtree import make_privtree, then_privtree
+from opendp_wasserstein.measurements._tree_count_noise import (
+    make_tree_count_gaussian,
+    make_tree_count_laplace,
+    then_tree_count_gaussian,
+    then_tree_count_laplace,
+)
 from opendp_wasserstein.measurements._tree_em import make_tree_em, then_tree_em
 from opendp_wasserstein.measurements._tree_noise import (
+    make_pruned_tree_gaussian,
     make_pruned_tree_laplace,
+    make_tree_gaussian,
     make_tree_laplace,
+    then_pruned_tree_gaussian,
     then_pruned_tree_laplace,
+    then_tree_gaussian,
     then_tree_laplace,
+    zcdp_map,
 )
 from opendp_wasserstein.measurements._tree_projection import (
-    make_tree_count_laplace,
     make_tree_multiset,
     make_tree_projection,
-    then_tree_count_laplace,
     then_tree_projection,
 )
 

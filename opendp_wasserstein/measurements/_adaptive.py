@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -13,33 +12,22 @@ from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
-from opendp_wasserstein.core.data import check_data_domain, check_metric, replacements
+from opendp_wasserstein.core.data import replacements
 from opendp_wasserstein.core.exact import round_down, round_up
-from opendp_wasserstein.core.parameters import check_epsilon, check_output_measure
+from opendp_wasserstein.core.parameters import check_output_measure
 from opendp_wasserstein.core.plan import AdaptivePlan, attach, plan_of
 from opendp_wasserstein.hierarchy.cells import shared_count_trees
-from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
-from opendp_wasserstein.hierarchy.placement import check_placement
 from opendp_wasserstein.hierarchy.split_order import SplitOrder
-from opendp_wasserstein.measurements._exponential_selection import (
-    SELECTIONS,
-    make_exponential_selection,
+from opendp_wasserstein.measurements._adaptive_common import (
+    adaptive_setup,
+    candidate_releases,
+    softmax_choice,
 )
-from opendp_wasserstein.measurements._pmm import make_pruned_pmm
+from opendp_wasserstein.measurements._adaptive_zcdp import make_adaptive_pruned_pmm_zcdp
+from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
 from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
-from opendp_wasserstein.schedules.pure import (
-    ScheduleCandidate,
-    split_order_candidates,
-    standard_candidates,
-)
-from opendp_wasserstein.transformations._schedule_scores import (
-    check_schedule_candidates,
-    check_score,
-    check_score_size,
-    check_split_order,
-    make_schedule_scores,
-    occupancy_units,
-)
+from opendp_wasserstein.schedules.pure import ScheduleCandidate
+from opendp_wasserstein.transformations._schedule_scores import occupancy_units
 
 __all__ = ["make_adaptive_pruned_pmm", "then_adaptive_pruned_pmm", "softmax_probabilities"]
 
@@ -51,48 +39,6 @@ def softmax_probabilities(scores: np.ndarray, epsilon: float, sensitivity: float
     p = np.exp(z)
     return p / p.sum()
 
-
-def candidate_releases(
-    input_domain: Domain,
-    input_metric: Metric,
-    cands: Sequence[ScheduleCandidate],
-    n: int | None,
-    bounds: Any,
-    placement: str,
-    size: int | None,
-    order: Any,
-    consistency: str,
-    threshold: float | None,
-    output_measure: Measure | None = None,
-) -> list[Measurement]:
-    """Pruned-PMM at every candidate's depth and schedule (the root not released when ``n`` is
-    private), on the split order's hierarchy: the synthesis steps the adaptive selection picks
-    from, pure DP or (``output_measure``) zCDP."""
-    return [
-        make_pruned_pmm(
-            input_domain,
-            input_metric,
-            c.depth,
-            c.scales if n is not None else (math.inf, *c.scales[1:]),
-            bounds,
-            placement,
-            output_size=size,
-            output_measure=output_measure,
-            axes=None if order is None else order.axes_to(c.depth),
-            consistency=consistency,
-            threshold=threshold,
-        )
-        for c in cands
-    ]
-
-
-def softmax_choice(z: np.ndarray, rng: Any) -> int:
-    """An index drawn with probability proportional to ``exp(z_a)`` from the seeded stream ``rng``
-    (the exponential mechanism's law, for reproducible, non-private runs only)."""
-    p = np.exp(z - z.max())
-    p /= p.sum()
-    u = rng.uniform(1)[0]
-    return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
 
 
 def make_adaptive_pruned_pmm(
@@ -203,41 +149,19 @@ def make_adaptive_pruned_pmm(
     """
     assert_features("contrib")
     if check_output_measure(output_measure) == "gaussian":
-        from opendp_wasserstein.measurements._adaptive_zcdp import make_adaptive_pruned_pmm_zcdp
-
         return make_adaptive_pruned_pmm_zcdp(
-            input_domain, input_metric, epsilon_select, epsilon_main, bounds, placement,
-            candidates, selection, c_abs, size, split_order, consistency, threshold, score,
+            input_domain, input_metric, rho_select=epsilon_select, rho_main=epsilon_main, bounds=bounds,
+            placement=placement, candidates=candidates, selection=selection, c_abs=c_abs, size=size,
+            split_order=split_order, consistency=consistency, threshold=threshold, score=score,
         )
-    d, n = check_data_domain(input_domain)
-    norm = check_score_size(n, size)
-    eps_sel = check_epsilon(epsilon_select, "epsilon_select")
-    eps_main = check_epsilon(epsilon_main, "epsilon_main")
-    check_placement(placement)
-    consistency, threshold = check_postprocessing(consistency, threshold)
-    if selection not in SELECTIONS:
-        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    order = check_split_order(split_order, d)
-    score = check_score(score)
-    if candidates is None:
-        default = (
-            standard_candidates(d, norm, eps_main, include_optimal_depths=score == "capped")
-            if order is None
-            else split_order_candidates(order, norm, eps_main, c_abs)
-        )
-    cands = check_schedule_candidates(
-        default if candidates is None else candidates,
-        d,
-        eps_main,
-        default=candidates is None,
-        split_order=order,
+    setup = adaptive_setup(
+        input_domain, input_metric, budget_select=epsilon_select, budget_main=epsilon_main, bounds=bounds,
+        placement=placement, candidates=candidates, selection=selection, c_abs=c_abs, size=size,
+        split_order=split_order, consistency=consistency, threshold=threshold, score=score,
+        output_measure=None,
     )
-    kind = check_metric(input_metric, n)
-
-    t_scores = make_schedule_scores(
-        input_domain, input_metric, cands, eps_main, c_abs, bounds, size=size, split_order=order, score=score,
-        placement=placement,
-    )
+    n, eps_sel, eps_main, cands, kind = setup.n, setup.select, setup.main, setup.candidates, setup.kind
+    score, t_scores = setup.score, setup.scores
     # the score sensitivity Delta_A the transformation's map is calibrated to: its map of one unit
     # (one replacement, d_in = 2 under a sized symmetric_distance; one record without a size)
     sensitivity = t_scores.map(2 if n is not None and kind == "symmetric" else 1)
@@ -261,7 +185,8 @@ def make_adaptive_pruned_pmm(
     )
     t_scores >> m_select  # OpenDP checks that the selection chains onto the scores
     mains = candidate_releases(
-        input_domain, input_metric, cands, n, bounds, placement, size, order, consistency, threshold
+        input_domain, input_metric, setup.candidates, setup.n, bounds, placement, size, setup.order,
+        setup.consistency, setup.threshold,
     )
 
     def choose_from_scores(scores: list[float]) -> int:

@@ -32,24 +32,17 @@ from opendp.mod import Domain, Measurement, Metric
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
-from opendp_wasserstein.core.data import check_data_domain, check_metric, whole_replacements
+from opendp_wasserstein.core.data import whole_replacements
 from opendp_wasserstein.core.exact import inverse_squares, round_down, round_up
-from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.hierarchy.cells import shared_count_trees
-from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
-from opendp_wasserstein.hierarchy.placement import check_placement
 from opendp_wasserstein.hierarchy.split_order import SplitOrder
-from opendp_wasserstein.measurements._adaptive import candidate_releases, softmax_choice
-from opendp_wasserstein.measurements._exponential_selection import SELECTIONS
+from opendp_wasserstein.measurements._adaptive_common import (
+    adaptive_setup,
+    candidate_releases,
+    softmax_choice,
+)
 from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.schedules.pure import ScheduleCandidate
-from opendp_wasserstein.transformations._schedule_scores import (
-    check_schedule_candidates,
-    check_score,
-    check_score_size,
-    check_split_order,
-    make_schedule_scores,
-)
 
 __all__ = ["make_adaptive_pruned_pmm_zcdp"]
 
@@ -64,6 +57,7 @@ def _selection(t_scores: Any, scale: float) -> Measurement:
 def make_adaptive_pruned_pmm_zcdp(
     input_domain: Domain,
     input_metric: Metric,
+    *,
     rho_select: float,
     rho_main: float,
     bounds: Any = None,
@@ -92,39 +86,14 @@ def make_adaptive_pruned_pmm_zcdp(
     :func:`~opendp_wasserstein.schedules.zcdp.zcdp_split_order_candidates`; the map keeps its
     form (:doc:`/proofs/split_order`).
     """
-    from opendp_wasserstein.schedules.zcdp import zcdp_candidates, zcdp_split_order_candidates
-
-    d, n = check_data_domain(input_domain)
-    norm = check_score_size(n, size)
-    rho_sel = check_epsilon(rho_select, "epsilon_select")
-    rho_main_ = check_epsilon(rho_main, "epsilon_main")
-    check_placement(placement)
-    consistency, threshold = check_postprocessing(consistency, threshold)
-    if selection not in SELECTIONS:
-        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    if selection != "exponential":
-        raise ValueError(
-            "selection must be 'exponential' in zCDP: permute-and-flip is certified in pure DP only "
-            "(converted, it costs four times the exponential mechanism's eps^2/8)"
-        )
-    order = check_split_order(split_order, d)
-    score = check_score(score)
-    if candidates is None:
-        default = (zcdp_candidates(d, norm, rho_main_, c_abs, include_optimal_depths=score == "capped") if order is None
-                   else zcdp_split_order_candidates(order, norm, rho_main_, c_abs))
-    cands = check_schedule_candidates(
-        default if candidates is None else candidates,
-        d,
-        rho_main_,
-        default=candidates is None,
-        zcdp=True,
-        split_order=order,
+    setup = adaptive_setup(
+        input_domain, input_metric, budget_select=rho_select, budget_main=rho_main, bounds=bounds,
+        placement=placement, candidates=candidates, selection=selection, c_abs=c_abs, size=size,
+        split_order=split_order, consistency=consistency, threshold=threshold, score=score,
+        output_measure=_ZCDP,
     )
-    kind = check_metric(input_metric, n)
-    t_scores = make_schedule_scores(
-        input_domain, input_metric, cands, rho_main_, c_abs, bounds, size=size, output_measure=_ZCDP,
-        split_order=order, score=score, placement=placement,
-    )
+    n, rho_sel, rho_main_, cands, kind = setup.n, setup.select, setup.main, setup.candidates, setup.kind
+    score, t_scores = setup.score, setup.scores
     # exact synthesis cost of one replacement (sized: m^2 sum w, m = 1) or one record (unsized,
     # sigma_0 = inf: k^2 sum w / 2, k = 1), largest over the candidates
     main_unit = max(sum(inverse_squares(c.scales[1:]), Fraction(0)) for c in cands)
@@ -145,7 +114,8 @@ def make_adaptive_pruned_pmm_zcdp(
     else:  # pragma: no cover
         raise RuntimeError("could not calibrate the selection scale")
     mains = candidate_releases(
-        input_domain, input_metric, cands, n, bounds, placement, size, order, consistency, threshold, _ZCDP
+        input_domain, input_metric, setup.candidates, setup.n, bounds, placement, size, setup.order,
+        setup.consistency, setup.threshold, output_measure=_ZCDP,
     )
 
     def choose(x: np.ndarray) -> int:

@@ -10,19 +10,15 @@ from opendp.mod import Domain, Measure, Measurement, Metric, assert_features
 from opendp_wasserstein._compat import register, to_then
 from opendp_wasserstein.core.box import Box
 from opendp_wasserstein.core.data import domain_allows_nan
-from opendp_wasserstein.core.metrics import DyadicCountsDomain
 from opendp_wasserstein.core.parameters import check_output_measure
 from opendp_wasserstein.core.plan import PmmPlan, attach
+from opendp_wasserstein.hierarchy.domain import DyadicCountsDomain
 from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
 from opendp_wasserstein.hierarchy.placement import check_placement
-from opendp_wasserstein.measurements._gaussian_counts import (
-    make_pruned_tree_gaussian,
-    make_tree_gaussian,
-)
 from opendp_wasserstein.measurements._tree_noise import (
     check_output_size,
-    make_pruned_tree_laplace,
-    make_tree_laplace,
+    make_pruned_tree_noise,
+    make_tree_noise,
 )
 from opendp_wasserstein.postprocessing import make_full_consistency, make_synthesis
 from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts
@@ -138,8 +134,7 @@ def make_pruned_pmm(
         input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
     )
     dom = t_counts.output_domain
-    make_noise = make_pruned_tree_laplace if noise == "laplace" else make_pruned_tree_gaussian
-    m_noise = make_noise(dom, t_counts.output_metric, output_size, consistency, threshold)
+    m_noise = make_pruned_tree_noise(dom, t_counts.output_metric, noise, output_size, consistency, threshold)
     meas = t_counts >> m_noise >> make_synthesis(dom, placement)
     plan = _plan(input_domain, t_counts, placement, output_size, True, noise, consistency, threshold)
     return attach(meas, plan)
@@ -208,7 +203,7 @@ def make_pmm(
     )
     dom = t_counts.output_domain
     check_output_size(output_size, dom.descriptor, t_counts.output_metric.descriptor.scales)
-    m_noise = (make_tree_laplace if noise == "laplace" else make_tree_gaussian)(dom, t_counts.output_metric)
+    m_noise = make_tree_noise(dom, t_counts.output_metric, noise)
     meas = t_counts >> m_noise >> make_full_consistency(dom, output_size) >> make_synthesis(dom, placement)
     return attach(meas, _plan(input_domain, t_counts, placement, output_size, False, noise))
 

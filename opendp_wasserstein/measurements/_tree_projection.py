@@ -3,16 +3,14 @@ into the size-m multiset on the candidates closest to them in tree W1."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from opendp.measures import max_divergence
 from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
-from opendp_wasserstein._compat import make_measurement, new_function, register, to_then
+from opendp_wasserstein._compat import new_function, register, to_then
 from opendp_wasserstein.core.data import check_data_domain, check_metric, domain_allows_nan
-from opendp_wasserstein.core.metrics import WeightedL1Distance, descriptor_of
+from opendp_wasserstein.core.metrics import descriptor_of
 from opendp_wasserstein.core.parameters import (
     SCALE_MAX,
     ScaleLimitError,
@@ -20,111 +18,33 @@ from opendp_wasserstein.core.parameters import (
     check_output_measure,
 )
 from opendp_wasserstein.core.plan import HistogramPlan, attach
-from opendp_wasserstein.measurements._tree_noise import _identity_map
-from opendp_wasserstein.noise._source import NOISE_STREAM, TIE_STREAM, as_random_source
-from opendp_wasserstein.noise.node_noise import add_noise
-from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.measurements._tree_count_noise import (
+    NoisyTreeCounts,
+    make_tree_count_gaussian,
+    make_tree_count_laplace,
+)
+from opendp_wasserstein.noise._source import TIE_STREAM, as_random_source
 from opendp_wasserstein.public_candidates.sets import (
     check_candidate_dims,
     check_candidates,
     check_ground_metric,
     check_multiset_size,
 )
-from opendp_wasserstein.public_candidates.trees import Tree, closest_multiset, resolve_tree
+from opendp_wasserstein.public_candidates.trees import closest_multiset, resolve_tree
+from opendp_wasserstein.schedules.tree import tree_level_scales, tree_level_scales_zcdp
 from opendp_wasserstein.transformations._nearest_candidate import make_nearest_candidate
 from opendp_wasserstein.transformations._tree_counts import (
-    TreeCounts,
     TreeCountsDomain,
     make_tree_counts,
     tree_counts_of_histogram,
-    tree_level_scales,
 )
 
 __all__ = [
-    "NoisyTreeCounts",
-    "make_tree_count_laplace",
-    "then_tree_count_laplace",
     "make_tree_multiset",
     "make_tree_projection",
     "then_tree_projection",
 ]
 
-
-@dataclass(frozen=True)
-class NoisyTreeCounts:
-    """The release of :func:`make_tree_count_laplace`: ``noisy[v] = n_v + LapZ(scales[depth v])``
-    for every node ``v`` of the public ``tree``."""
-
-    tree: Tree
-    noisy: np.ndarray
-    scales: tuple[float, ...]
-
-
-def make_tree_count_laplace(
-    input_domain: Domain, input_metric: Metric
-) -> Measurement:
-    r"""Construct a Measurement adding ``LapZ(sigma_j)`` to the count of every node at depth ``j``.
-
-    Privacy map ``d_in -> d_in`` in ``max_divergence``: for ``F(X) + lambda`` with independent
-    ``lambda_v ~ LapZ(s_v)`` the privacy loss is ``||F(X) - F(X')||_{l1(s)}`` (the
-    density ratio of each coordinate is at most ``exp(|F_v(X) - F_v(X')| / s_v)``).
-
-    Required features: ``contrib``
-
-    **Citations:**
-
-    * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
-    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
-
-    **Proof Definition:** ``docs/proofs/tree_projection.rst``
-
-    :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
-    :param input_metric: ``l1(s)`` with one scale per level ``0 .. tree.height``
-
-    :example:
-
-    >>> import numpy as np, opendp.prelude as dp
-    >>> from opendp_wasserstein.public_candidates.trees import quadtree
-    >>> from opendp_wasserstein.transformations import (
-    ...     make_nearest_candidate, make_tree_counts, tree_level_scales)
-    >>> from opendp_wasserstein.measurements import make_tree_count_laplace, make_tree_multiset
-    >>> dp.enable_features("contrib")
-    >>> C = np.array([[0.1, 0.1], [0.9, 0.1], [0.5, 0.9]])
-    >>> tree = quadtree(C, bounds=(0.0, 1.0), seed=0)
-    >>> t = make_nearest_candidate(
-    ...     dp.numpy.array2_domain(num_columns=2, size=50, T=float), dp.symmetric_distance(), C)
-    >>> t = t >> make_tree_counts(t.output_domain, t.output_metric, tree, tree_level_scales(tree, 1.0))
-    >>> meas = t >> make_tree_count_laplace(t.output_domain, t.output_metric)
-    >>> meas = meas >> make_tree_multiset(t.output_domain, m=10)
-    >>> meas.map(2)
-    1.0
-    >>> int(meas(np.random.default_rng(0).uniform(size=(50, 2))).sum())
-    10
-    """
-    assert_features("contrib")
-    dom = descriptor_of(input_domain, TreeCountsDomain)
-    met = descriptor_of(input_metric, WeightedL1Distance)
-    tree = dom.tree
-    if len(met.scales) != tree.height + 1:
-        raise ValueError(
-            f"input_metric must have {tree.height + 1} scales (one per level), got {len(met.scales)}"
-        )
-    if max(met.scales) > SCALE_MAX:
-        raise ScaleLimitError("input_metric scales must be at most 2^52 (exact integer noise)")
-    node_scales = np.asarray(met.scales)[tree.depth]
-
-    def function(counts: TreeCounts) -> NoisyTreeCounts:
-        if not isinstance(counts, TreeCounts) or counts.tree != tree:
-            raise ValueError("data must be the TreeCounts of the domain's tree")
-        noise = sample_discrete_laplace(node_scales, as_random_source().derive(NOISE_STREAM))
-        noisy = add_noise(counts.counts, noise)
-        noisy.setflags(write=False)
-        return NoisyTreeCounts(tree, noisy, met.scales)
-
-    return make_measurement(input_domain, input_metric, max_divergence(), function, _identity_map)
-
-
-then_tree_count_laplace = to_then(make_tree_count_laplace)
 
 
 def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
@@ -217,7 +137,7 @@ def make_tree_projection(
     **zCDP.**  With ``output_measure=dp.zero_concentrated_divergence()``, ``epsilon`` is the zCDP
     budget ``rho`` of one replacement: discrete Gaussian noise ``N_Z(0, sigma_j^2)``
     (``make_tree_counts(..., output_metric="l2sq") >> make_tree_count_gaussian``) with the
-    zCDP-optimal schedule :func:`~opendp_wasserstein.schedules.zcdp.tree_level_scales_zcdp`
+    zCDP-optimal schedule :func:`~opendp_wasserstein.schedules.tree.tree_level_scales_zcdp`
     (``sigma_j proportional to W_j^(-1/3)``, exact tree sensitivity), so ``map(2) == rho``
     (``map(1) == rho`` under ``change_one_distance``; without a public size ``map(2) == rho``).
 
@@ -276,8 +196,6 @@ def make_tree_projection(
     if noise == "laplace":
         scales = tree_level_scales(the_tree, eps, sized=n is not None)
     else:
-        from opendp_wasserstein.schedules.zcdp import tree_level_scales_zcdp
-
         scales = tree_level_scales_zcdp(the_tree, eps, sized=n is not None)
     if max(scales) > SCALE_MAX:
         raise ScaleLimitError(
@@ -287,8 +205,6 @@ def make_tree_projection(
         t_counts = make_tree_counts(t_near.output_domain, t_near.output_metric, the_tree, scales)
         m_noise = make_tree_count_laplace(t_counts.output_domain, t_counts.output_metric)
     else:
-        from opendp_wasserstein.measurements._gaussian_counts import make_tree_count_gaussian
-
         t_counts = make_tree_counts(
             t_near.output_domain, t_near.output_metric, the_tree, scales, output_metric="l2sq"
         )
@@ -303,5 +219,4 @@ def make_tree_projection(
 
 
 then_tree_projection = to_then(make_tree_projection)
-register(make_tree_count_laplace)
 register(make_tree_projection)

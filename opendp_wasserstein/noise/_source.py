@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from opendp_wasserstein.runtime import current_seed
+
 __all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM", "SIZE_STREAM", "TIE_STREAM"]
 
 _TWO_M53 = 2.0**-53
@@ -116,8 +118,6 @@ def as_random_source(rng: Any = None) -> RandomSource:
     figures).  Mechanisms call this when they release, never when they are constructed.
     """
     if rng is None:
-        from opendp_wasserstein.runtime import current_seed
-
         return RandomSource(current_seed())
     if isinstance(rng, RandomSource):
         return rng

@@ -17,7 +17,10 @@ from typing import Any
 import numpy as np
 import opendp.prelude as dp
 
+from opendp_wasserstein.noise._fast_gaussian import fast_discrete_gaussian
+from opendp_wasserstein.noise._fast_laplace import fast_discrete_laplace
 from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.runtime import current_sampler
 
 __all__ = [
     "sample_discrete_laplace",
@@ -87,8 +90,6 @@ def _sample(
 ) -> np.ndarray:
     """Dispatch one draw per entry of ``scales`` to the back-end of ``backend``."""
     if backend is None:
-        from opendp_wasserstein.runtime import current_sampler
-
         backend = current_sampler()
     if backend == "opendp":
         if not rng.secure:
@@ -100,10 +101,6 @@ def _sample(
     if backend == "fast":
         scales = np.asarray(scales, dtype=np.float64)
         if distribution == "laplace":
-            from opendp_wasserstein.noise._fast_laplace import fast_discrete_laplace
-
             return fast_discrete_laplace(scales, rng)
-        from opendp_wasserstein.noise._fast_gaussian import fast_discrete_gaussian
-
         return fast_discrete_gaussian(scales, rng)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from opendp_wasserstein.core.exact import round_up, spent, tighten_budget
 from opendp_wasserstein.core.parameters import SCALE_MAX, check_epsilon
 from opendp_wasserstein.hierarchy.cells import max_depth
-
-if TYPE_CHECKING:
-    from opendp_wasserstein.hierarchy.split_order import SplitOrder
+from opendp_wasserstein.hierarchy.split_order import SplitOrder
 
 __all__ = [
     "paper_schedule",
@@ -188,7 +185,7 @@ def profile_schedule(weights: np.ndarray | list[float], epsilon: float) -> tuple
     return tuple(tighten_budget(scales, range(1, depth + 1), eps, adjust=adjust))
 
 
-def _level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
+def level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
     """``w_j = g_j diam_j`` for ``j < depth``: the model occupancy ``g_j`` (doubling at every
     split of an unresolved discrete coordinate, growing by ``2^(s/d_num)`` at every numeric
     split, capped at ``n``) times the level's diameter."""
@@ -200,7 +197,7 @@ def _level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
     return g * np.asarray(order.diameters(depth)[:depth])
 
 
-def _level_with(order: SplitOrder, numeric_splits: int) -> int:
+def level_with(order: SplitOrder, numeric_splits: int) -> int:
     """The first level with that many numeric splits above it (and every discrete one)."""
     kinds = order.growth(order.max_depth)
     numeric_at = np.concatenate(([0], np.cumsum([k == "numeric" for k in kinds])))  # numeric splits above level r
@@ -212,7 +209,7 @@ def _level_with(order: SplitOrder, numeric_splits: int) -> int:
 def _candidate_cap(order: SplitOrder, n: int, eps: float) -> int:
     """The deepest split-order candidate: ``floor(d_num log2(eps n))`` numeric splits."""
     en, d_num = eps * n, len(order.numeric)
-    return _level_with(order, max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
+    return level_with(order, max(1, math.floor(d_num * math.log2(en))) if en > 1 and d_num else 0)
 
 
 def model_optimal_depth(
@@ -241,7 +238,7 @@ def _first_informative_level(order: SplitOrder, cap: int) -> int:
 def _split_order_model_bounds(order: SplitOrder, n: int, eps: float, s: int, cap: int, c_abs: float) -> np.ndarray:
     """The model bound ``B_r`` of :func:`split_order_candidates` for ``r = 1 .. cap``."""
     en = eps * n
-    w_all = _level_weights(order, cap, n, s)
+    w_all = level_weights(order, cap, n, s)
     root = np.sqrt(np.maximum(w_all, 1e-6 * max(float(w_all.max()), 1e-300)))
     diam = np.asarray(order.diameters(cap))
     noise = np.cumsum(root)  # sum_{j<r} sqrt(w_j) for r = 1 .. cap
@@ -295,8 +292,6 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
     >>> [(c.s, c.depth) for c in split_order_candidates(order, n=10000, epsilon_main=1.0)]
     [(1, 28), (1, 10), (2, 13), (2, 6)]
     """
-    from opendp_wasserstein.hierarchy.split_order import SplitOrder
-
     if not isinstance(order, SplitOrder):
         raise TypeError("order must be an opendp_wasserstein.hierarchy.split_order.SplitOrder")
     _check_n(n)
@@ -306,9 +301,9 @@ def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs
     out: list[ScheduleCandidate] = []
     for s in range(1, max(1, d_num) + 1):
         r_star = model_optimal_depth(order, n, eps, s, cap, c_abs)[0]
-        r_explicit = _level_with(order, candidate_depth(d_num, n, eps, s)) if d_num else cap
+        r_explicit = level_with(order, candidate_depth(d_num, n, eps, s)) if d_num else cap
         for r in dict.fromkeys((min(r_explicit, cap), r_star)):  # distinct, in order
-            w = _level_weights(order, r, n, s)
+            w = level_weights(order, r, n, s)
             if w.max() <= 0:
                 w = np.ones(r)
             scales = profile_schedule(w, eps)

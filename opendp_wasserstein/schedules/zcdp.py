@@ -17,7 +17,7 @@ the same Lagrange argument gives ``sigma_j proportional to b_j^(-1/3)``:
 * **Dyadic hierarchy** (:func:`zcdp_schedule`): with the paper's packing model ``O_j =
   2^{j s/d}`` the weights are ``b_{j+1} = O_j 2^{-j/d} = 2^{j (s-1)/d}``, so with
   ``q = 2^((s-1)/(3d))`` and ``S = sum_{j<r} q^{2j}``: ``sigma_{j+1} = sqrt(S/rho) q^(-j)``.
-* **Public tree** (:func:`tree_level_scales_zcdp`): ``b_j = W_j`` the total edge weight at depth
+* **Public tree** (:func:`~opendp_wasserstein.schedules.tree.tree_level_scales_zcdp`): ``b_j = W_j`` the total edge weight at depth
   ``j``, so ``sigma_j proportional to W_j^(-1/3)``; then every scale is shrunk by the same
   factor until the *exact* tree sensitivity (which charges a level once, not twice, where only
   one of the two deepest leaves reaches it) spends the whole budget.
@@ -37,11 +37,14 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.core.exact import inverse_squares, round_up
-from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.core.parameters import SCALE_MAX, check_epsilon
 from opendp_wasserstein.hierarchy.cells import max_depth
-from opendp_wasserstein.public_candidates.trees import Tree
-from opendp_wasserstein.schedules.pure import ScheduleCandidate
-from opendp_wasserstein.transformations._tree_counts import _pair_value, tree_pair_profiles
+from opendp_wasserstein.schedules.pure import (
+    ScheduleCandidate,
+    candidate_depth,
+    level_weights,
+    split_order_candidates,
+)
 
 __all__ = [
     "zcdp_schedule",
@@ -50,8 +53,6 @@ __all__ = [
     "zcdp_split_order_candidates",
     "zcdp_budget",
     "zcdp_model_bound",
-    "tree_level_scales_zcdp",
-    "tree_zcdp_budget",
     "tighten_exact",
 ]
 
@@ -268,8 +269,6 @@ def zcdp_candidates(
     >>> [(c.s, c.depth) for c in zcdp_candidates(d=2, n=30000, rho_main=0.0135)]
     [(1, 26), (2, 11)]
     """
-    from opendp_wasserstein.schedules.pure import candidate_depth
-
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"d must be an integer >= 1, got {d!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -309,8 +308,6 @@ def zcdp_profile_schedule(weights: np.ndarray | Sequence[float], rho: float) -> 
     >>> sigma[1:], round_up(zcdp_budget(sigma))
     ((2.0, 2.0, 2.0, 2.0), 1.0)
     """
-    from opendp_wasserstein.core.parameters import SCALE_MAX
-
     r = check_epsilon(rho, "rho")
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1 or w.size < 1 or not np.all(np.isfinite(w)) or w.min() < 0 or w.max() <= 0:
@@ -348,85 +345,11 @@ def zcdp_split_order_candidates(
     >>> [(c.s, c.depth) for c in zcdp_split_order_candidates(order, n=10000, rho_main=0.125)]
     [(1, 28), (1, 10), (2, 13), (2, 6)]
     """
-    from opendp_wasserstein.schedules.pure import _level_weights, split_order_candidates
-
     rho = check_epsilon(rho_main, "rho_main")
     out: list[ScheduleCandidate] = []
     for c in split_order_candidates(order, n, math.sqrt(8.0 * rho), c_abs):
-        w = _level_weights(order, c.depth, n, c.s)
+        w = level_weights(order, c.depth, n, c.s)
         scales = zcdp_profile_schedule(w if w.max() > 0 else np.ones(c.depth), rho)
         if all((o.depth, o.scales) != (c.depth, scales) for o in out):
             out.append(ScheduleCandidate(c.s, c.depth, scales))
     return tuple(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# public trees
-
-
-def tree_zcdp_budget(tree: Tree, sized: bool = True) -> Budget:
-    """The exact zCDP cost of one replacement as a function of the tree schedule: ``rho =
-    map(2) / 2`` of ``make_tree_counts(..., output_metric="l2sq")`` -- half the pair value of
-    :func:`~opendp_wasserstein.transformations._tree_counts.tree_pair_profiles` with a public
-    size, ``2 (1/sigma_0^2 + sum_{j>=1} 1/sigma_j^2)`` without."""
-    if sized:
-        profiles = tree_pair_profiles(tree)
-        return lambda sc: _pair_value(profiles, inverse_squares(sc)) / 2
-    return lambda sc: 2 * sum(inverse_squares(sc), Fraction(0))
-
-
-def tree_level_scales_zcdp(tree: Tree, rho: float, sized: bool = True) -> tuple[float, ...]:
-    r"""The zCDP noise schedule ``sigma_0 .. sigma_h`` for hierarchical tree projection.
-
-    The expected tree-W1 error of the noisy masses is about ``sum_j W_j sigma_j / n`` (``W_j``
-    the total edge weight at depth ``j``; ``E|N_Z(0, sigma^2)| <= sigma``).  Minimising it
-    under ``sum_j 1/sigma_j^2 = rho`` gives ``sigma_j proportional to W_j^(-1/3)`` (module
-    docstring); a level is charged at most twice per replacement, so this spends at most
-    ``rho``.  The exact sensitivity can be lower (levels only one of the two deepest leaves
-    reaches are charged once), so all scales are then shrunk by one factor until the exact
-    cost is ``rho``.  Without a public size the root is charged too (``W_0`` the mean
-    root-to-leaf distance) and one replacement (``d_in = 2``: two rows) costs
-    ``2 sum_{j>=0} 1/sigma_j^2``; with a public size ``sigma_0 = 1/sqrt(rho)`` is a placeholder.
-    Levels of zero weight get ``W_j = 10^-6 max W``.  The exact cost is at most ``rho`` and
-    rounds up to it: ``make_tree_counts(..., output_metric="l2sq") >> make_tree_count_gaussian``
-    has ``map(2) == rho`` (``symmetric_distance``) and ``map(1) == rho`` (``change_one_distance``).
-
-    :param tree: the public tree
-    :param rho: the zCDP cost of one replacement
-    :param sized: whether the number of records is public
-
-    :example:
-
-    >>> from opendp_wasserstein.core.exact import round_up
-    >>> from opendp_wasserstein.public_candidates.trees import Tree
-    >>> from opendp_wasserstein.schedules.zcdp import tree_level_scales_zcdp, tree_zcdp_budget
-    >>> tree = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
-    >>> sigma = tree_level_scales_zcdp(tree, rho=0.5)
-    >>> len(sigma), round_up(tree_zcdp_budget(tree)(sigma))
-    (3, 0.5)
-    """
-    r = check_epsilon(rho, "rho")
-    if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
-    h = tree.height
-    charged = list(range(0 if not sized else 1, h + 1))
-    placeholder = 1.0 / math.sqrt(r)
-    if not charged:  # a single node: nothing is sensitive but the size
-        return (placeholder,)
-    W = np.bincount(tree.depth, weights=tree.weight, minlength=h + 1)
-    W[0] = float(np.mean(tree.root_distance[tree.leaves]))
-    Wc = W[charged]
-    top = float(Wc.max()) if Wc.max() > 0 else 1.0
-    Wc = np.maximum(Wc, 1e-6 * top)
-    per_level = r if sized else r / 2  # sum of 1/sigma_j^2 over the charged levels
-    sig = np.sqrt(np.sum(Wc ** (2.0 / 3.0)) / per_level) * Wc ** (-1.0 / 3.0)
-    scales = [placeholder] * (h + 1)
-    for j, s in zip(charged, sig.tolist(), strict=True):
-        scales[j] = float(s)
-    budget = tree_zcdp_budget(tree, sized)
-    exact = float(budget(scales))
-    if 0.0 < exact < r:  # the exact sensitivity is below the per-level bound: less noise
-        shrink = math.sqrt(exact / r)
-        scales = [s * shrink if j in charged else s for j, s in enumerate(scales)]
-    order = sorted(charged, key=lambda j: -Wc[charged.index(j)] ** (-1.0 / 3.0))
-    return tuple(tighten_exact(scales, budget, r, order))

@@ -16,6 +16,7 @@ import numpy as np
 from opendp.mod import Domain
 
 from opendp_wasserstein._compat import extrinsic_domain
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.tables.frames import column_names, frame_kind
 from opendp_wasserstein.tables.schema import Schema
 
@@ -41,7 +42,7 @@ def table_rows(data: Any) -> int:
     """The number of rows of a table of any supported type (a LazyFrame is counted, not collected)."""
     kind = frame_kind(data)
     if kind == "polars-lazy":
-        import polars as pl
+        pl = import_optional("polars", "a Polars table")
 
         return int(data.select(pl.len()).collect().item())
     if kind == "arrow":

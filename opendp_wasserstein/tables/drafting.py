@@ -45,7 +45,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import opendp.prelude as dp
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -105,8 +109,6 @@ def datetime_candidates() -> list[float]:
 def make_bounds_quantile(candidates: list[float], alpha: float, epsilon: float) -> Any:
     """OpenDP's private quantile over ``candidates`` whose map is at most ``epsilon`` for one
     replaced record (symmetric distance 2 on the column's non-missing values)."""
-    import opendp.prelude as dp
-
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
 
     def make(scale: float) -> Any:
@@ -118,7 +120,6 @@ def make_bounds_quantile(candidates: list[float], alpha: float, epsilon: float) 
 def make_bounds_count(epsilon: float) -> Any:
     """OpenDP's count of a column's (non-missing) values with Laplace noise whose map is at most
     ``epsilon`` for one replaced record (symmetric distance 2, as for the quantiles)."""
-    import opendp.prelude as dp
 
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
 
@@ -181,8 +182,6 @@ class DraftReport:
 
 
 def _is_type(t: Any, name: str) -> bool:
-    import pyarrow as pa
-
     return bool(getattr(pa.types, f"is_{name}")(t))
 
 
@@ -218,9 +217,6 @@ def draft_schema(
     :param nullable: the columns to declare nullable (a public choice); with ``epsilon`` no
         other column is nullable, without it also those that hold missing values
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if not isinstance(table, pa.Table):
         raise TypeError("table must be a pyarrow Table")
     if isinstance(max_categories, bool) or not isinstance(max_categories, int) or max_categories < 1:
@@ -333,8 +329,6 @@ def draft_schema(
             skipped[name] = f"unsupported type {t}"
     if not entries:
         raise SchemaError("no column of the table could be drafted")
-    from opendp_wasserstein.core.exact import round_up
-
     eps_total = round_up(spent) if spent else 0.0
     schema = Schema(specs, epsilon_spent=eps_total) if specs else None
     return DraftReport(schema, to_fill, skipped, eps_total, counts, unreliable, tuple(entries))

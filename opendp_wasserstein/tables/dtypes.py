@@ -47,7 +47,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -97,7 +100,6 @@ def _holds_float(bits: int, spec: ColumnSpec) -> bool:
 def dictionary_index_type(k: int) -> Any:
     """The index type of a dictionary over ``k`` declared categories: the narrowest signed
     integer holding ``k - 1`` (``int8`` up to 128 categories), a function of the schema alone."""
-    import pyarrow as pa
 
     return pa.int8() if k <= 128 else pa.int16() if k <= 2**15 else pa.int32()
 
@@ -110,7 +112,6 @@ def natural_dtype(kind: str, spec: ColumnSpec) -> Any:
     str_labels = _str_labels(spec)
     is_date = isinstance(spec, DatetimeColumn) and spec.date_only
     if kind == "arrow":
-        import pyarrow as pa
 
         return (
             pa.float64() if isinstance(spec, FloatColumn)
@@ -121,7 +122,7 @@ def natural_dtype(kind: str, spec: ColumnSpec) -> Any:
             else pa.int64()
         )
     if kind in ("polars", "polars-lazy"):
-        import polars as pl
+        pl = import_optional("polars", "a Polars table")
 
         return (
             pl.Float64() if isinstance(spec, FloatColumn)
@@ -132,7 +133,6 @@ def natural_dtype(kind: str, spec: ColumnSpec) -> Any:
             else pl.Int64()
         )
     if kind == "pandas":
-        import pandas as pd
 
         if isinstance(spec, FloatColumn):
             return np.dtype(np.float64)
@@ -170,13 +170,11 @@ def public_dtype(kind: str, dtype: Any, spec: ColumnSpec) -> Any:
 
 
 def _is_text(t: Any) -> bool:
-    import pyarrow as pa
 
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
 def _arrow(t: Any, spec: ColumnSpec) -> Any:
-    import pyarrow as pa
 
     nat = natural_dtype("arrow", spec)
     if not isinstance(t, pa.DataType):
@@ -203,7 +201,7 @@ def _arrow(t: Any, spec: ColumnSpec) -> Any:
 
 
 def _polars(dtype: Any, spec: ColumnSpec) -> Any:
-    import polars as pl
+    pl = import_optional("polars", "a Polars table")
 
     if isinstance(dtype, type) and issubclass(dtype, pl.DataType):
         try:
@@ -235,7 +233,6 @@ def _polars(dtype: Any, spec: ColumnSpec) -> Any:
 
 
 def _pandas(dtype: Any, spec: ColumnSpec) -> Any:
-    import pandas as pd
 
     nat = natural_dtype("pandas", spec)
     try:

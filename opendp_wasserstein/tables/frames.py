@@ -33,7 +33,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.tables.dtypes import (
     natural_dtype,
     natural_numpy_dtype,
@@ -131,7 +135,6 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
         the info's dtypes are the public forms of the input's (a function of the schema and of
         the dtypes' kinds only)
     """
-    import pandas as pd
 
     kind = frame_kind(data)
     names = column_names(data, schema)
@@ -145,7 +148,7 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
     if not_given and columns is None:
         raise SchemaError(f"schema column(s) {not_given} are not in the table; its columns are {list(names)}")
     if kind == "polars-lazy":
-        import polars as pl
+        pl = import_optional("polars", "a Polars table")
 
         every = list(data.collect_schema().names())
         # by position: a name such as "*" or "^a$" would be read as a pattern by pl.col
@@ -195,8 +198,6 @@ def _temporal_us(col: Any) -> np.ndarray:
     1-9999 (``year 0 is out of range``), so one such record would fail the whole read.  Values
     beyond ``datetime64[us]`` (about 290 000 years) are clipped there; the schema's bounds clamp
     them later like any value."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     t = col.type
     null = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
@@ -218,7 +219,6 @@ def _temporal_us(col: Any) -> np.ndarray:
 
 
 def _is_temporal(t: Any) -> bool:
-    import pyarrow as pa
 
     return bool(pa.types.is_date(t) or pa.types.is_timestamp(t))
 
@@ -226,7 +226,6 @@ def _is_temporal(t: Any) -> bool:
 def _arrow_to_pandas(col: Any) -> Any:
     """A pyarrow column as a pandas Series; date and timestamp columns through
     :func:`_temporal_us` (never through Python dates)."""
-    import pandas as pd
 
     return pd.Series(_temporal_us(col)) if _is_temporal(col.type) else col.to_pandas()
 
@@ -249,13 +248,11 @@ def _readable(v: Any) -> Any:
 
 
 def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
-    import pandas as pd
 
     if series.dtype == object:
         series = pd.Series(np.fromiter((_readable(v) for v in series.to_numpy()), dtype=object, count=len(series)), dtype=object)
 
     if isinstance(series.dtype, pd.ArrowDtype) and _is_temporal(series.dtype.pyarrow_dtype):
-        import pyarrow as pa
 
         series = _arrow_to_pandas(pa.array(series))
 
@@ -301,7 +298,6 @@ def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
 
 def _intlike(vals: np.ndarray) -> np.ndarray:
     """Integer-valued floats and integer strings as ints (for integer category lists)."""
-    import pandas as pd
 
     num = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     ok = np.isfinite(num) & (np.floor(num) == num) & (np.abs(num) < 2**53)
@@ -311,7 +307,6 @@ def _intlike(vals: np.ndarray) -> np.ndarray:
 
 
 def _bool_codes(series: Any) -> np.ndarray:
-    import pandas as pd
 
     vals = pd.Series(series.astype(object).to_numpy(), dtype=object)
     text = vals.map(lambda v: str(v).strip().lower() if isinstance(v, (str, bool, np.bool_, int, np.integer, float, np.floating)) else "")
@@ -337,7 +332,6 @@ def _public_info(info: FrameInfo, schema: Schema) -> FrameInfo:
 def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, aware: bool = False) -> Any:
     """A pyarrow array of the column's natural type, nulls where missing (timestamps in
     microseconds, in UTC when ``aware``)."""
-    import pyarrow as pa
 
     mask = np.asarray(col.missing, dtype=bool)
     if isinstance(spec, FloatColumn):
@@ -366,7 +360,6 @@ def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, aware: bool
 def _arrow_of(col: RawColumn, spec: ColumnSpec, t: Any) -> Any:
     """The column as a pyarrow array of exactly type ``t`` (a public type: it holds every value
     the schema allows).  A dictionary's values are the declared categories, in order."""
-    import pyarrow as pa
 
     if pa.types.is_dictionary(t) and isinstance(spec, (CategoricalColumn, BoolColumn)):
         mask = np.asarray(col.missing, dtype=bool)
@@ -408,7 +401,6 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
     """Decoded columns as a table of ``info``'s type and column names, in the public form of its
     dtypes (:mod:`~opendp_wasserstein.tables.dtypes`: the dtypes' kinds, with categories,
     dictionaries, time units and zones from the schema), without metadata or index."""
-    import pyarrow as pa
 
     info = _public_info(info, schema)
     columns = {
@@ -422,7 +414,7 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
         out = [_arrow_of(columns[name], schema[name], t) for name, t in zip(info.names, info.dtypes, strict=True)]
         return pa.Table.from_arrays(out, schema=pa.schema([pa.field(n, a.type) for n, a in zip(info.names, out, strict=True)]))
     if info.kind in ("polars", "polars-lazy"):
-        import polars as pl
+        pl = import_optional("polars", "a Polars table")
 
         series = []
         for name, t in zip(info.names, info.dtypes, strict=True):
@@ -432,7 +424,6 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
             series.append(pl.Series(name, _arrow_column(columns[name], spec, want_date, aware)).cast(t))
         df = pl.DataFrame(series)
         return df.lazy() if info.kind == "polars-lazy" else df
-    import pandas as pd
 
     data = {name: _pandas_series(columns[name], t, schema[name], pd) for name, t in zip(info.names, info.dtypes, strict=True)}
     return pd.DataFrame(data, columns=list(info.names))
@@ -441,7 +432,6 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
 def _integer_dtype(kind: str, dtype: Any) -> bool:
     """Whether ``dtype`` (of a frame of ``kind``) is an integer type."""
     if kind == "arrow":
-        import pyarrow as pa
 
         return bool(pa.types.is_integer(dtype))
     if kind in ("polars", "polars-lazy"):

@@ -33,6 +33,11 @@ import socket
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from opendp_wasserstein.tables.frames import natural_frame_info, read_table, write_table
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -208,8 +213,6 @@ def _arrow_type(spec: Any) -> Any:
     value of the column (one word makes a numeric column text, ``true`` reads as 1 in a numeric
     column until then), so one record would change how all the others are read; read as text,
     each value is converted on its own (:func:`typed_by_schema`)."""
-    import pyarrow as pa
-
     return pa.string()
 
 
@@ -227,14 +230,10 @@ def read_file(
     :param schema: fix the read types of declared text columns (categorical labels stay text)
     :return: the table, columns in ``columns`` order if given
     """
-    import pyarrow as pa
-
     fmt = file_format(path)
     if not os.path.exists(path):
         raise TableFileError(f"cannot read file {path!r}: no such file")
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
         try:
             names = pq.read_schema(path).names
         except (OSError, pa.ArrowInvalid) as e:
@@ -242,8 +241,6 @@ def read_file(
         _check_columns(columns, names, path)
         table = pq.read_table(path, columns=list(columns) if columns else None)
         return table if schema is None else typed_by_schema(table, schema)
-    import pyarrow.csv as pacsv
-
     delim = _check_delimiter(delimiter) if delimiter is not None else ("\t" if fmt == "tsv" else detect_delimiter(path))
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
         header_row = next(csv.reader(f, delimiter=delim), [])
@@ -299,8 +296,6 @@ def typed_by_schema(table: Any, schema: Schema) -> Any:
     for categorical columns with integer labels (read as text, each label matched on its own).
     Categorical columns with text labels are left as read (as text).
     """
-    from opendp_wasserstein.tables.frames import natural_frame_info, read_table, write_table
-
     def converted(spec: Any) -> bool:
         if isinstance(spec, CategoricalColumn):
             return not isinstance(spec.categories[0], str)
@@ -328,19 +323,13 @@ def _check_columns(columns: Sequence[str] | None, names: Sequence[str], path: st
 def write_file(table: Any, path: str, delimiter: str | None = None) -> None:
     """Write a pyarrow Table (or anything :func:`pyarrow.table` takes) atomically by extension
     (:func:`output_format`: an unknown extension is refused; :func:`atomic_output`)."""
-    import pyarrow as pa
-
     fmt = output_format(path)
     if not isinstance(table, pa.Table):
         table = pa.table(table)
     with atomic_output(path) as tmp:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
-
             pq.write_table(table, tmp)
         else:
-            import pyarrow.csv as pacsv
-
             delim = "\t" if fmt == "tsv" and delimiter is None else _check_delimiter(delimiter or ",")
             with open(tmp, "w", newline="", encoding="utf-8") as f:  # the header as the csv module writes it
                 csv.writer(f, delimiter=delim).writerow(table.column_names)

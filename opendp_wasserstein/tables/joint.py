@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import opendp.prelude as dp
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
@@ -37,12 +38,12 @@ from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.hierarchy.cells import shared_count_trees
 from opendp_wasserstein.hierarchy.split_order import SplitOrder
-from opendp_wasserstein.measurements._adaptive import candidate_releases, softmax_choice
+from opendp_wasserstein.measurements._adaptive_common import candidate_releases, softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
 from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
 from opendp_wasserstein.schedules.pure import (
     ScheduleCandidate,
-    _level_with,
+    level_with,
     profile_schedule,
     split_order_candidates,
 )
@@ -68,7 +69,7 @@ def table_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: floa
     deepest = max(c.depth for c in out)
     d_num = len(order.numeric)
     for k in SPLITS_PER_COLUMN:
-        r = min(_level_with(order, k * d_num) if d_num else order.max_depth, deepest, order.max_depth)
+        r = min(level_with(order, k * d_num) if d_num else order.max_depth, deepest, order.max_depth)
         scales = profile_schedule(np.ones(r), epsilon_main)
         if all((c.depth, c.scales) != (r, scales) for c in out):
             out.append(ScheduleCandidate(0, r, scales))
@@ -137,7 +138,6 @@ def make_order_adaptive_pmm(
         raise ValueError("epsilon_select is too small to represent next to epsilon_main")
     eps_sel_eff = round_down(sel_budget)
     scale = round_up(2 * sensitivity / Fraction(eps_sel_eff))
-    import opendp.prelude as dp
 
     vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(flat))
     m_select = make_exponential_selection(vec, dp.linf_distance(T=float), eps_sel_eff, float(sensitivity))

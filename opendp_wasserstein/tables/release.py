@@ -12,14 +12,26 @@ points, plus the ``epsilon_spent`` of the schema if its bounds were estimated pr
 
 from __future__ import annotations
 
+import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+import opendp.prelude as dp
+from opendp.mod import assert_features
+
+from opendp_wasserstein import runtime
 from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.release.in_memory import select_array_candidates as select_candidates
+from opendp_wasserstein.release.in_memory import synthesize_array as synthesize
+from opendp_wasserstein.release.reports import SynthesisReport
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import column_names, read_table, write_table
+from opendp_wasserstein.tables.pipeline import make_structured_synthesis
 from opendp_wasserstein.tables.schema import Schema
 
 __all__ = ["synthesize_table", "select_table_candidates"]
@@ -43,7 +55,6 @@ def _check_public_candidates(cols: dict[str, Any], schema: Schema) -> None:
     """Candidate rows are public, so bad values are refused by row number (the data's are
     imputed or clamped instead, a fixed map for every record): a missing value in a column that
     is not nullable, and a NaN or infinite number."""
-    import numpy as np
 
     for name, col in cols.items():
         spec = schema[name]
@@ -75,14 +86,12 @@ def synthesize_table(
     :param columns: use only these columns
     :param accept_data_derived_schema: release even if the schema has bounds or categories read
         off the data (``derived_from_data``; not private): refused by default
-    :param kwargs: passed to :func:`opendp_wasserstein.api.synthesize` (``mechanism``, ...);
+    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.synthesize_array` (``mechanism``, ...);
         ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
         (:meth:`~opendp_wasserstein.tables.TableEncoding.split_order`)
     :return: the synthetic table and the :class:`~opendp_wasserstein.api.SynthesisReport`,
         whose ``epsilon`` includes the schema's ``epsilon_spent``
     """
-    from opendp_wasserstein.api import synthesize
-
     if not isinstance(schema, Schema):
         raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
     cols, info = read_table(data, schema, columns)
@@ -110,15 +119,8 @@ def _structured(
     kwargs: dict[str, Any],
 ) -> tuple[Any, Any]:
     """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) of encoded points."""
-    import time
 
-    import opendp.prelude as dp
-    from opendp.mod import assert_features
 
-    from opendp_wasserstein import runtime
-    from opendp_wasserstein.api import SynthesisReport
-    from opendp_wasserstein.core.parameters import check_epsilon
-    from opendp_wasserstein.tables.pipeline import make_structured_synthesis
 
     unknown = {k: v for k, v in kwargs.items() if v is not None and k not in ("mechanism", "public_size", "placement")}
     if unknown:
@@ -149,7 +151,6 @@ def _structured(
                 "split_order": (f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
                                 if details.get("joint") else "independent columns")}
     if details.get("quality_poor"):
-        import warnings
 
         warnings.warn(str(details["quality_warning"]), UserWarning, stacklevel=3)
     report = SynthesisReport(
@@ -188,14 +189,12 @@ def select_table_candidates(
     :param schema: the public schema
     :param columns: use only these columns of both tables
     :param accept_data_derived_schema: as for :func:`synthesize_table`
-    :param kwargs: passed to :func:`~opendp_wasserstein.api.select_candidates` (``mechanism``,
+    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.select_array_candidates` (``mechanism``,
         ``public_size``)
     :return: one int64 multiplicity per candidate row (summing to ``m``) and the
         :class:`~opendp_wasserstein.api.SelectionReport`, whose ``epsilon`` includes the
         schema's ``epsilon_spent``
     """
-    from opendp_wasserstein.api import select_candidates
-
     if not isinstance(schema, Schema):
         raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
     cols, info = read_table(data, schema, columns)

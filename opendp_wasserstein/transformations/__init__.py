@@ -1,9 +1,7 @@
 """Transformations (the package's ``dp.t``): stable maps from data to what gets noised."""
 
-from opendp_wasserstein.transformations._dyadic_counts import (
-    make_dyadic_counts,
-    then_dyadic_counts,
-)
+from opendp_wasserstein.schedules.tree import tree_level_scales
+from opendp_wasserstein.transformations._dyadic_counts import make_dyadic_counts, then_dyadic_counts
 from opendp_wasserstein.transformations._nearest_candidate import (
     candidate_index_domain,
     make_nearest_candidate,
@@ -19,7 +17,6 @@ from opendp_wasserstein.transformations._tree_counts import (
     make_tree_counts,
     then_tree_counts,
     tree_counts_domain,
-    tree_level_scales,
 )
 
 __all__ = [

@@ -19,13 +19,10 @@ from opendp_wasserstein.core.data import (
     whole_replacements,
 )
 from opendp_wasserstein.core.exact import exact_epsilon, inverse_squares, round_up
-from opendp_wasserstein.core.metrics import (
-    dyadic_counts_domain,
-    weighted_l1_distance,
-    weighted_l2sq_distance,
-)
+from opendp_wasserstein.core.metrics import weighted_l1_distance, weighted_l2sq_distance
 from opendp_wasserstein.core.parameters import check_scales
 from opendp_wasserstein.hierarchy.cells import check_axes, count_tree, max_depth
+from opendp_wasserstein.hierarchy.domain import dyadic_counts_domain
 
 __all__ = [
     "make_dyadic_counts",
@@ -153,7 +150,7 @@ def make_dyadic_counts(
     :param axes: the public split order, one coordinate per level (at least ``depth`` of them,
         none more than 52 times; e.g. :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.axes_to`),
         default cyclic; the maps do not depend on it
-    :return: a Transformation into :func:`~opendp_wasserstein.core.metrics.dyadic_counts_domain`
+    :return: a Transformation into :func:`~opendp_wasserstein.hierarchy.domain.dyadic_counts_domain`
 
     :example:
 

@@ -44,6 +44,7 @@ from opendp_wasserstein.hierarchy.cells import (
 from opendp_wasserstein.hierarchy.placement import check_placement
 from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.schedules.pure import ScheduleCandidate, budget_of
+from opendp_wasserstein.schedules.zcdp import zcdp_budget
 
 __all__ = [
     "SCORES",
@@ -93,8 +94,6 @@ class ScoreTable:
 
 
 def _zcdp_budget_of(scales: Sequence[float]) -> float:
-    from opendp_wasserstein.schedules.zcdp import zcdp_budget  # (import cycle at module level)
-
     return round_up(zcdp_budget(scales))
 
 

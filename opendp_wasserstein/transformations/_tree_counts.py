@@ -22,10 +22,11 @@ from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import extrinsic_domain, make_transformation, register, to_then
 from opendp_wasserstein.core.data import check_metric, replacements, whole_replacements
-from opendp_wasserstein.core.exact import exact_epsilon, inverse_squares, round_up, tighten_budget
+from opendp_wasserstein.core.exact import exact_epsilon, inverse_squares, round_up
 from opendp_wasserstein.core.metrics import weighted_l1_distance, weighted_l2sq_distance
-from opendp_wasserstein.core.parameters import check_epsilon, check_scales
+from opendp_wasserstein.core.parameters import check_scales
 from opendp_wasserstein.public_candidates.trees import Tree
+from opendp_wasserstein.schedules.tree import pair_value, tree_pair_profiles
 from opendp_wasserstein.transformations._dyadic_counts import check_output_metric
 from opendp_wasserstein.transformations._nearest_candidate import check_index_domain
 
@@ -37,8 +38,6 @@ __all__ = [
     "then_tree_counts",
     "tree_counts_stability",
     "tree_counts_l2sq_stability",
-    "tree_pair_profiles",
-    "tree_level_scales",
 ]
 
 
@@ -87,54 +86,6 @@ def tree_counts_stability(metric_kind: str, size: int | None, scales: tuple[floa
     return stability_map
 
 
-def tree_pair_profiles(tree: Tree) -> np.ndarray:
-    r"""The level profiles of the pairs of leaves that can move the counts most (public).
-
-    Replacing ``m`` records at leaf ``p`` by ``m`` records at leaf ``q`` whose lowest common
-    ancestor is ``v`` moves, at every level ``j``, two counts by ``m`` for ``depth(v) < j <=
-    min(depth p, depth q)`` and one count by ``m`` for ``min < j <= max``: a squared l2 change
-    of ``m^2 (W(depth p) + W(depth q) - 2 W(depth v))`` with ``W(t) = sum_{1 <= j <= t}
-    1/sigma_j^2``.  ``W`` is non-decreasing, so for each ``v`` the best pair takes the two
-    deepest leaves below two *different* children of ``v``.  Returns the rows ``(D1, D2,
-    depth v)`` of those pairs, one per distinct profile, without the rows another row dominates
-    (``D1' >= D1``, ``D2' >= D2``, ``depth v' <= depth v``); empty for a one-leaf tree.
-
-    :param tree: the public tree
-    :return: ``int64`` array of shape ``(T, 3)``
-    """
-    maxd = tree.depth.astype(np.int64).copy()  # deepest leaf below every node
-    for lev in range(tree.height, 0, -1):
-        nodes = tree.nodes_at_depth(lev)
-        np.maximum.at(maxd, tree.parent[nodes], maxd[nodes])
-    child = tree.child_ids
-    order = np.lexsort((maxd[child], tree.parent[child]))  # by parent, then deepest leaf
-    ranked = maxd[child[order]]
-    inner = np.flatnonzero(tree.degree >= 2)
-    end = tree.child_ptr[inner + 1]  # groups by parent are the CSR groups, in node order
-    rows = np.unique(
-        np.stack([ranked[end - 1], ranked[end - 2], tree.depth[inner]], axis=1), axis=0
-    ).astype(np.int64)
-    if rows.shape[0] <= 1:
-        return rows.reshape(-1, 3)
-    a = rows[:, None, :]
-    b = rows[None, :, :]
-    dominated = (
-        (b[..., 0] >= a[..., 0]) & (b[..., 1] >= a[..., 1]) & (b[..., 2] <= a[..., 2])
-        & np.any(b != a, axis=2)
-    ).any(axis=1)
-    return rows[~dominated]
-
-
-def _pair_value(profiles: np.ndarray, w: list[Fraction]) -> Fraction:
-    """``max over profiles of W(D1) + W(D2) - 2 W(dv)`` (0 without pairs), exact."""
-    prefix = [Fraction(0)]
-    for wj in w[1:]:
-        prefix.append(prefix[-1] + wj)
-    return max(
-        (prefix[a] + prefix[b] - 2 * prefix[v] for a, b, v in profiles.tolist()),
-        default=Fraction(0),
-    )
-
 
 def tree_counts_l2sq_stability(
     metric_kind: str, size: int | None, tree: Tree, scales: tuple[float, ...]
@@ -153,7 +104,7 @@ def tree_counts_l2sq_stability(
         per_row = w[0] + sum(w[1:], Fraction(0))
         kind = "unsized"
     else:
-        per_row = _pair_value(tree_pair_profiles(tree), w)
+        per_row = pair_value(tree_pair_profiles(tree), w)
         kind = metric_kind
 
     def stability_map(d_in: int) -> float:
@@ -257,45 +208,3 @@ then_tree_counts = to_then(make_tree_counts)
 register(make_tree_counts)
 
 
-def tree_level_scales(tree: Tree, epsilon: float, sized: bool = True) -> tuple[float, ...]:
-    r"""The noise schedule ``sigma_0 .. sigma_h`` used by the hierarchical tree projection.
-
-    Noisy subtree masses ``n_v + lambda_v`` are off the truth by ``sum_v w_v |lambda_v| / n`` in
-    tree W1, whose mean is about ``sum_j W_j sigma_j / n`` with ``W_j`` the total edge weight
-    of level ``j`` (``E|LapZ(sigma)| <= sigma``).  Minimising it under the budget ``2 sum_j
-    1/sigma_j = epsilon`` (Lagrange) gives ``sigma_j proportional to W_j^(-1/2)``:
-
-    .. math:: \sigma_j = \frac{2}{\epsilon} \frac{\sum_i \sqrt{W_i}}{\sqrt{W_j}}, \qquad
-        \text{error} \approx \frac{2}{\epsilon n} \Big(\sum_j \sqrt{W_j}\Big)^2.
-
-    Heavy levels (near the root of an HST, or levels with many nodes) get less noise; a
-    uniform schedule would pay ``(2/epsilon) h sum_j W_j`` instead, never less (Cauchy-Schwarz).
-    Without a public size the root count is charged too, with ``W_0`` the mean root-to-leaf
-    distance (a relative error ``lambda_0 / n`` in the normalisation moves every point about
-    that far).  With a public size ``sigma_0 = 1/epsilon`` is a placeholder (never charged).
-    Levels of zero weight get ``W_j = 10^-6 max W``.  The returned schedule spends the budget
-    exactly in the map's arithmetic: ``2 sum 1/sigma_j`` over the charged levels is at most
-    ``epsilon`` as a rational and rounds up to it.
-
-    :param tree: the public tree
-    :param epsilon: the privacy loss of one replacement
-    :param sized: whether the number of records is public
-    """
-    eps = check_epsilon(epsilon)
-    if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
-    h = tree.height
-    W = np.bincount(tree.depth, weights=tree.weight, minlength=h + 1)
-    W[0] = float(np.mean(tree.root_distance[tree.leaves]))
-    charged = list(range(0 if not sized else 1, h + 1))
-    if not charged:  # a single node: nothing is sensitive but the size
-        return (1.0 / eps,)
-    Wc = W[charged]
-    top = float(Wc.max()) if Wc.max() > 0 else 1.0
-    Wc = np.maximum(Wc, 1e-6 * top)
-    root = np.sqrt(Wc)
-    sig = (2.0 / eps) * root.sum() / root
-    scales = [1.0 / eps] * (h + 1)
-    for j, s in zip(charged, sig.tolist(), strict=True):
-        scales[j] = float(s)
-    return tuple(tighten_budget(scales, charged, eps, adjust=max(charged, key=lambda i: scales[i])))

@@ -395,7 +395,7 @@ def test_demo_shows_no_progress_otherwise(tmp_path, monkeypatch, case):
 
 def test_progress_bar_steps_to_the_reported_total(monkeypatch):
     pytest.importorskip("tqdm")
-    from opendp_wasserstein.cli import _progress
+    from opendp_wasserstein.cli._common import progress as _progress
 
     stream = _Terminal()
     monkeypatch.setattr(sys, "stderr", stream)

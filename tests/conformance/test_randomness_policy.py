@@ -429,12 +429,13 @@ def test_every_remaining_seed_parameter_is_documented_as_not_private():
     """Only public-data helpers still take a seed (trees built from public candidates, the demo
     and the CLI's --seed); each says that a seeded run is not private."""
     from opendp_wasserstein import cli
+    from opendp_wasserstein.cli import _common, arrays, dask, demo, tables
     from opendp_wasserstein.public_candidates import trees
 
     found = []
     public = [(name, getattr(trees, name)) for name in trees.__all__]
-    public += [(name, obj) for name, obj in vars(cli).items()
-               if inspect.isfunction(obj) and obj.__module__ == cli.__name__ and not name.startswith("_")]
+    public += [(name, obj) for mod in (cli, _common, arrays, dask, demo, tables) for name, obj in vars(mod).items()
+               if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and not name.startswith("_")]
     for name, obj in public:
         if inspect.isfunction(obj) and "seed" in inspect.signature(obj).parameters:
             found.append((name, obj))

@@ -211,12 +211,15 @@ def test_private_size_on_dask_is_synthesize(mechanism, depth, epsilon_size, inli
 
 
 def test_private_size_measurement_has_the_noisy_size_plan_and_its_map():
-    from opendp_wasserstein.api import _synthesis_measurement
     from opendp_wasserstein.core.box import as_box
     from opendp_wasserstein.core.plan import NoisySizePlan
+    from opendp_wasserstein.release.measurement import synthesis_measurement
+    from opendp_wasserstein.release.options import SynthesisOptions
 
     dp.enable_features("contrib")
-    meas = _synthesis_measurement(3, None, 1.0, as_box((0, 1), 3), "adaptive", None, None, "uniform", 0.1)
+    opts = SynthesisOptions(epsilon=1.0, public_size=False, epsilon_size=0.1, consistency="paper", threshold=0.0,
+                            score="paper")
+    meas, _ = synthesis_measurement(opts, d=3, n=None, box=as_box((0, 1), 3))
     plan = plan_of(meas)
     assert isinstance(plan, NoisySizePlan)
     assert (plan.d, plan.nan) == (3, False)  # the high-level functions release on NaN-free arrays
@@ -302,12 +305,15 @@ def test_candidate_index_is_scattered_under_a_fresh_key(inline):
 def test_private_size_parts_do_not_follow_the_input_blocks(mechanism, depth, epsilon_size, inline, tmp_path):
     """The number of input blocks grows with n; with a private size the number of output files
     must not: one per 2^22 rows of the DP count, or (no DP count) a number set by the cluster."""
-    from opendp_wasserstein.api import _synthesis_measurement
     from opendp_wasserstein.core.box import as_box
     from opendp_wasserstein.distributed._pmm import SPLIT_GROUPS
     from opendp_wasserstein.distributed._source import parquet_files
+    from opendp_wasserstein.release.measurement import synthesis_measurement
+    from opendp_wasserstein.release.options import SynthesisOptions
 
-    meas = _synthesis_measurement(2, None, 1.0, as_box((0, 1), 2), mechanism, None, depth, "uniform", epsilon_size)
+    opts = SynthesisOptions(epsilon=1.0, mechanism=mechanism, depth=depth, public_size=False, epsilon_size=epsilon_size,
+                            consistency="paper", threshold=0.0)
+    meas, _ = synthesis_measurement(opts, d=2, n=None, box=as_box((0, 1), 2))
     expected = 1 if epsilon_size else SPLIT_GROUPS  # the inline client has no workers
     for n in (100, 1000):
         rel = release_on_dask(meas, rows(n), tmp_path / f"o{n}", client=inline, rows_per_block=50)
@@ -328,10 +334,12 @@ def test_a_text_column_is_refused_by_its_type_whatever_it_holds(inline, tmp_path
 def test_no_progress_bar_when_the_size_is_private(cluster, tmp_path, capsys):
     """The bars count input blocks, whose number grows with n: with a private size none is shown."""
     pytest.importorskip("tqdm")
-    from opendp_wasserstein.api import _synthesis_measurement
     from opendp_wasserstein.core.box import as_box
+    from opendp_wasserstein.release.measurement import synthesis_measurement
+    from opendp_wasserstein.release.options import SynthesisOptions
 
-    private = _synthesis_measurement(2, None, 1.0, as_box((0, 1), 2), "pruned", None, 14, "uniform", None)
+    opts = SynthesisOptions(epsilon=1.0, mechanism="pruned", depth=14, public_size=False, consistency="paper", threshold=0.0)
+    private, _ = synthesis_measurement(opts, d=2, n=None, box=as_box((0, 1), 2))
     release_on_dask(private, rows(300), tmp_path / "p", client=cluster, rows_per_block=50, progress=True)
     assert "count" not in capsys.readouterr().err
     release_on_dask(pruned(300), rows(300), tmp_path / "q", client=cluster, rows_per_block=50, progress=True)

@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from opendp_wasserstein.api import _synthesis_measurement
 from opendp_wasserstein.core.box import as_box
 from opendp_wasserstein.distributed import release_on_dask
 from opendp_wasserstein.distributed._source import (
@@ -39,6 +38,8 @@ from opendp_wasserstein.distributed._source import (
     QuietRows,
     blocks_of,
 )
+from opendp_wasserstein.release.measurement import synthesis_measurement
+from opendp_wasserstein.release.options import SynthesisOptions
 from opendp_wasserstein.runtime import reproducible
 
 DEPTH = 14  # deep enough that the parts' split, tree and traversal tasks run
@@ -46,7 +47,9 @@ DEPTH = 14  # deep enough that the parts' split, tree and traversal tasks run
 
 def private_pruned() -> Any:
     """Pruned-PMM of a fixed depth with a private size (the noisy root sets the output size)."""
-    return _synthesis_measurement(2, None, 1.0, as_box((0, 1), 2), "pruned", None, DEPTH, "uniform", None)
+    opts = SynthesisOptions(epsilon=1.0, mechanism="pruned", depth=DEPTH, public_size=False, consistency="paper",
+                            threshold=0.0)
+    return synthesis_measurement(opts, d=2, n=None, box=as_box((0, 1), 2))[0]
 
 
 def rows(n: int, seed: int = 0) -> np.ndarray:

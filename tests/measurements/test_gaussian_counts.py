@@ -12,7 +12,7 @@ import opendp.prelude as dp
 import pytest
 from scipy.special import logsumexp
 
-import opendp_wasserstein.measurements._gaussian_counts as gc
+import opendp_wasserstein.measurements._tree_count_noise as gc
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.core.metrics import weighted_l2sq_distance
 from opendp_wasserstein.measurements import (
@@ -23,7 +23,7 @@ from opendp_wasserstein.measurements import (
     zcdp_map,
 )
 from opendp_wasserstein.public_candidates.trees import Tree, quadtree
-from opendp_wasserstein.schedules.zcdp import tree_level_scales_zcdp
+from opendp_wasserstein.schedules.tree import tree_level_scales_zcdp
 from opendp_wasserstein.transformations import candidate_index_domain, make_tree_counts
 
 TREE = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])  # leaves at depths 1, 2, 2

@@ -14,7 +14,7 @@ from opendp_wasserstein.measurements import (
     make_tree_projection,
     then_tree_projection,
 )
-from opendp_wasserstein.measurements._tree_projection import NoisyTreeCounts
+from opendp_wasserstein.measurements._tree_count_noise import NoisyTreeCounts
 from opendp_wasserstein.public_candidates.trees import Tree, closest_multiset, frt_tree
 from opendp_wasserstein.runtime import reproducible, sampler
 from opendp_wasserstein.transformations import (

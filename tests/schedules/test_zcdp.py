@@ -13,10 +13,9 @@ import pytest
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.measurements import zcdp_map
 from opendp_wasserstein.public_candidates.trees import frt_tree, quadtree
+from opendp_wasserstein.schedules.tree import tree_level_scales_zcdp, tree_zcdp_budget
 from opendp_wasserstein.schedules.zcdp import (
     tighten_exact,
-    tree_level_scales_zcdp,
-    tree_zcdp_budget,
     zcdp_budget,
     zcdp_model_bound,
     zcdp_schedule,

@@ -12,11 +12,9 @@ import opendp.prelude as dp
 import pytest
 
 from opendp_wasserstein.public_candidates.trees import Tree, quadtree
+from opendp_wasserstein.schedules.tree import tree_pair_profiles
 from opendp_wasserstein.transformations import candidate_index_domain, make_tree_counts
-from opendp_wasserstein.transformations._tree_counts import (
-    tree_counts_l2sq_stability,
-    tree_pair_profiles,
-)
+from opendp_wasserstein.transformations._tree_counts import tree_counts_l2sq_stability
 
 # leaves at depths 1, 2, 3, 3 (a compressed tree): the deepest pair is below node 3
 UNEVEN = Tree(parent=[-1, 0, 0, 1, 1, 3, 3], weight=[0, 1, 2, 1, 1, 0.5, 0.5])
