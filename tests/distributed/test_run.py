@@ -375,3 +375,29 @@ def test_ties_are_dealt_over_the_whole_data_not_per_block(cluster, tmp_path):
             assert np.array_equal(a, b)
         # epsilon 1e4: almost no noise, the even split of the ties shows (it was all to row 0)
         assert np.abs(b - 10).max() <= 2
+
+
+def test_synthesize_on_dask_checks_the_options_once_and_matches_in_memory(inline, tmp_path, monkeypatch):
+    """The Dask front end builds the release's option object once (no second copy of the checks)
+    and the measurement the in-memory release builds for the same arguments: the same report."""
+    from opendp_wasserstein import synthesize
+    from opendp_wasserstein.release.options import SynthesisOptions
+
+    calls: list[str] = []
+    original = SynthesisOptions.__post_init__
+
+    def counting(self: SynthesisOptions) -> None:
+        calls.append(self.mechanism)
+        original(self)
+
+    monkeypatch.setattr(SynthesisOptions, "__post_init__", counting)
+    x = rows(2000)
+    with reproducible(3):
+        rel, report = synthesize_on_dask(x, 1.0, tmp_path / "out", bounds=(0, 1), mechanism="pruned", client=inline)
+    assert calls == ["pruned"]
+    with reproducible(3):
+        y, memory = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned")
+    assert (report.epsilon, report.depth, report.scales) == (memory.epsilon, memory.depth, memory.scales)
+    assert rel.rows == len(y) == 2000
+    with pytest.raises(TypeError):
+        synthesize_on_dask(x, 1.0, tmp_path / "o2", (0, 1), "pruned")  # options are keyword-only
