@@ -58,8 +58,8 @@ def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]
 
     try:
         Client = import_optional("distributed", "--scheduler").Client
-    except ImportError:  # pragma: no cover - the dask extra is missing
-        raise CliError("--scheduler needs the 'dask' extra: pip install 'opendp-wasserstein[dask]'") from None
+    except ImportError as e:  # pragma: no cover - the dask extra is missing (the message names it)
+        raise CliError(str(e)) from None
 
     if scheduler == "local" or scheduler.startswith("local:"):
         text = scheduler.partition(":")[2] or "2"

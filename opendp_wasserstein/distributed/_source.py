@@ -220,8 +220,8 @@ def blocks_of(
     try:
         da = import_optional("dask.array")
         dd = import_optional("dask.dataframe")
-    except ImportError:  # pragma: no cover - the dask extra is missing
-        raise TypeError("source must be a Parquet path or a numpy array (install the 'dask' extra)") from None
+    except ImportError as e:  # pragma: no cover - the dask extra is missing (the message names it)
+        raise TypeError(f"source must be a Parquet path or a numpy array ({e})") from None
     if isinstance(source, dd.DataFrame):
         names = list(source.columns) if columns is None else list(columns)
         if len(names) != d:
