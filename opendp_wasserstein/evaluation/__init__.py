@@ -6,22 +6,9 @@ dimensions except between uniformly weighted sets of equal size; OR-Tools (``pip
 for the whole-set W1 on a grid (:mod:`.grid_transport`).
 """
 
+from opendp_wasserstein.evaluation import shapes
 from opendp_wasserstein.evaluation.grid_transport import GRID_METRICS, GridW1, w1_grid
-from opendp_wasserstein.evaluation.shapes import (
-    SHAPES,
-    SUBSPACE_FILL,
-    sample_annulus,
-    sample_checkerboard,
-    sample_cross,
-    sample_figure_eight,
-    sample_four_blobs,
-    sample_pinwheel,
-    sample_s_curve,
-    sample_shape,
-    sample_spiral,
-    sample_subspace,
-    sample_two_moons,
-)
+from opendp_wasserstein.evaluation.shapes import *  # noqa: F403 (the names of shapes.__all__)
 from opendp_wasserstein.evaluation.tables import (
     ClassifierScore,
     CorrelationError,
@@ -53,20 +40,8 @@ __all__ = [
     "model_score",
     "table_w1",
     "METRICS",
-    "SHAPES",
-    "SUBSPACE_FILL",
     "W1Estimate",
-    "sample_annulus",
-    "sample_checkerboard",
-    "sample_cross",
-    "sample_figure_eight",
-    "sample_four_blobs",
-    "sample_pinwheel",
-    "sample_s_curve",
-    "sample_shape",
-    "sample_spiral",
-    "sample_subspace",
-    "sample_two_moons",
     "w1",
     "w1_estimate",
+    *shapes.__all__,
 ]
