@@ -17,3 +17,6 @@ from opendp_wasserstein.measurements._privtree import privtree_parameters  # noq
 from opendp_wasserstein.schedules import ScheduleCandidate, paper_schedule, standard_candidates  # noqa: F401
 from opendp_wasserstein.transformations._schedule_scores import scores_setup  # noqa: F401
 from opendp_wasserstein.trees import Tree, frt_tree  # noqa: F401
+from opendp_wasserstein.api import _split as api_split  # noqa: F401, E402
+from opendp_wasserstein.consistency import Frontier, expand_levels, tree_counter, zero_respecting_split  # noqa: F401, E402
+from opendp_wasserstein.hierarchy import count_tree  # noqa: F401, E402
