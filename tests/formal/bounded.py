@@ -14,6 +14,7 @@ loss, reported next to the map for tightness.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import defaultdict
@@ -59,6 +60,7 @@ class Iv:
 ZERO, ONE = Iv(Fraction(0), Fraction(0)), Iv(Fraction(1), Fraction(1))
 
 
+@functools.cache
 def exp_iv(x: Fraction, terms: int = 60) -> Iv:
     """``e^x`` for rational ``0 <= x <= 60``."""
     assert 0 <= x <= 60
@@ -70,6 +72,7 @@ def exp_iv(x: Fraction, terms: int = 60) -> Iv:
     return Iv(_down(s), _up(s + rem))
 
 
+@functools.cache
 def q_iv(scale: float) -> Iv:
     """``q = e^{-1/scale}``."""
     e = exp_iv(1 / Fraction(scale))
