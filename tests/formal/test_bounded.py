@@ -149,7 +149,8 @@ def test_pruned_pmm_exact_law_full():
     for d, depth, n, metric, scales in ((1, 3, 2, SYM, (1.0, 0.7, 0.8, 0.9)), (2, 2, 3, CO, (1.0, 0.6, 0.7)), (1, 2, 3, SYM, (1.0, 0.5, 0.9))):
         claim, worst, delta, delta_max = _pruned_check(d, depth, n, metric, scales, W=14)
         report(f"Pruned-PMM d={d} depth={depth} n={n}", claim, worst)
-        assert delta <= delta_max and worst <= claim
+        assert delta <= delta_max
+        assert worst <= claim
 
 
 @functools.cache
@@ -308,7 +309,8 @@ def test_privtree_leaf_counts_and_structure():
     1/sigma_c <= eps_counts, q^delta <= 1/2, exactly), and the map is their sum per record."""
     for e_tree, e_counts in ((0.5, 0.5), (1.0, 0.25), (0.1, 2.0)):
         lam, delta, sc = pkg.privtree_parameters(e_tree, e_counts)
-        assert 3 / Fraction(lam) <= Fraction(e_tree) and 1 / Fraction(sc) <= Fraction(e_counts)
+        assert 3 / Fraction(lam) <= Fraction(e_tree)
+        assert 1 / Fraction(sc) <= Fraction(e_counts)
         q = B.q_iv(lam)
         assert q.hi ** delta <= Fraction(1, 2)
         m = pkg.M.make_privtree(dom(1, None), SYM, e_tree, e_counts, 4)

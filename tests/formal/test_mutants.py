@@ -99,7 +99,8 @@ def test_mutant_halved_noise_scale_same_claim(monkeypatch):
         return B.certify(px, tx, py, claim)
 
     honest_cert = cert()
-    assert honest_cert.delta <= Fraction(1, 10**6) and honest_cert.certified_loss <= claim
+    assert honest_cert.delta <= Fraction(1, 10**6)
+    assert honest_cert.certified_loss <= claim
     mod = module_of(pkg.expand_levels)
     honest = mod.noise_draw
 
