@@ -233,6 +233,28 @@ def test_row_count_and_projection_maps_bound_the_change():
         assert sym <= near.map(2)
 
 
+def _hist(t, x, k):
+    return np.bincount(np.asarray(t(x), dtype=np.int64), minlength=k)
+
+
+def test_nearest_candidate_ties_move_one_unit():
+    """The tie rule (Hist.deal_stability): grid points halfway between candidates are tied, their
+    rows dealt round-robin; one more row moves the output histogram by one unit, a replaced row
+    by two, on every pair of the grid, so the map ``d_out = d_in`` bounds the change."""
+    cands = np.array([[0.25], [0.5], [0.75]])
+    pts = B.grid_points(1, 2)  # 0.125, 0.375 (ties 0.25 and 0.5), 0.625 (ties 0.5 and 0.75), 0.875
+    unsized = pkg.T.make_nearest_candidate(dom(1, None), SYM, cands)
+    worst_add = max(int(np.abs(_hist(unsized, x, 3) - _hist(unsized, y, 3)).sum()) for x, y in B.add_remove_pairs(pts, 4))
+    assert worst_add == unsized.map(1) == 1
+    for metric, d_in, per_unit in ((SYM, 2, 1), (CO, 1, 2)):
+        near = pkg.T.make_nearest_candidate(dom(1, 3), metric, cands)
+        worst = max(int(np.abs(_hist(near, x, 3) - _hist(near, y, 3)).sum()) for x, y in B.replacement_pairs(pts, 3))
+        assert worst == 2
+        assert worst <= per_unit * near.map(d_in)
+    # the ties are really dealt: two rows at 0.375 go one to each of its nearest candidates
+    assert _hist(unsized, np.array([[0.375], [0.375]]), 3).tolist() == [1, 1, 0]
+
+
 @functools.cache
 def _dgauss_renyi(u: int, v: int, s: float, alpha: int, W: int) -> Fraction:
     """Upper bound of ``sum_y p(y-u)^alpha p(y-v)^(1-alpha)`` for the discrete Gaussian
