@@ -51,3 +51,13 @@ def test_a_changed_source_changes_the_record(monkeypatch):
     before = staleness.digest(["transformations:make_dyadic_counts>dyadic_counts_stability"])
     monkeypatch.setattr(mod, "dyadic_counts_stability", planted)
     assert staleness.digest(["transformations:make_dyadic_counts>dyadic_counts_stability"]) != before
+
+
+def test_every_proof_page_box_names_its_records_theorems():
+    """The "Machine-checked" box of a proof page names exactly the theorems of its record."""
+    for name, rec in staleness.load()["records"].items():
+        if not rec["page"].startswith("docs/proofs/"):
+            continue
+        m = re.search(r"^   \* \*\*Theorems\*\* \(formal/theories\): (.*)$", (ROOT / rec["page"]).read_text(), re.M)
+        assert m is not None, f"{rec['page']} has no Machine-checked box"
+        assert sorted(re.findall(r"``([^`]+)``", m.group(1))) == sorted(rec["theorems"]), name
