@@ -5,7 +5,7 @@ exact output law (or the exact quantity the theorem bounds) is computed from the
 functions in rational (interval) arithmetic and checked against ``e^map``; the certified loss is
 reported next to the map (tightness).  The per-change tier runs in CI; the long tier (bigger
 grids, ``@pytest.mark.formal_long``, not run by .ci/run) runs with
-``FORMAL_EXAMPLES=300 python -m pytest -p no:cacheprovider -n 0 -s -m formal_long tests/formal``.
+``FORMAL_EXAMPLES=300 python -m pytest -p no:cacheprovider -n 0 -s tests/formal`` (docs/formal.rst).
 """
 
 from __future__ import annotations
