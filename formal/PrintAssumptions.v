@@ -21,6 +21,8 @@ Locate Hist.row_count_stability.
 Print Assumptions Hist.row_count_stability.
 Locate Hist.rowwise_stability.
 Print Assumptions Hist.rowwise_stability.
+Locate Hist.deal_stability.
+Print Assumptions Hist.deal_stability.
 Locate Hist.monotone_stability.
 Print Assumptions Hist.monotone_stability.
 Locate Hist.occupancy_unit_monotone.

@@ -137,7 +137,11 @@ def rewrite_from(m: re.Match[str], mp: Mapper) -> str:
             inner = indent + "    "
             text = f"{indent}from {newmod} import (\n" + "".join(f"{inner}{n},\n" for n in ns) + f"{indent})"
         if i == 0 and tails:
-            text += " " + tails.strip() if not tails.startswith(" ") else tails
+            if text.endswith(")") and "(\n" in text:  # a comment of the first line stays there
+                head, rest = text.split("(\n", 1)
+                text = f"{head}(  {tails.strip()}\n{rest}"
+            else:
+                text += " " + tails.strip() if not tails.startswith(" ") else tails
         lines.append(text)
     return "\n".join(lines)
 

@@ -409,6 +409,124 @@ Proof.
       rewrite <- !map_app, !map_length. repeat split; auto; apply Permutation_map; auto.
 Qed.
 
+(** A multiset map that one more record extends by one output (up to order) is stable with
+    [d_out = d_in], as a row-wise map is: the tie rule of make_nearest_candidate
+    (docs/proofs/tree_projection.rst, "Ties") is such a map, [deal] below. *)
+Section UnitAdditive.
+Variable B : Type.
+Variable F : list A -> list B.
+Hypothesis F_nil : F [] = [].
+Hypothesis F_perm : forall xs ys, Permutation xs ys -> Permutation (F xs) (F ys).
+Hypothesis F_snoc : forall xs x, exists y, Permutation (F (xs ++ [x])) (F xs ++ [y]).
+
+Lemma unit_additive_app c a :
+  exists a', Permutation (F (c ++ a)) (F c ++ a') /\ length a' = length a.
+Proof.
+  induction a as [|x a IH] using rev_ind.
+  - exists []. rewrite !app_nil_r. split; [apply Permutation_refl|reflexivity].
+  - destruct IH as (a' & Hp & Hl). destruct (F_snoc (c ++ a) x) as [y Hy].
+    exists (a' ++ [y]). rewrite app_assoc. split.
+    + eapply Permutation_trans; [exact Hy|]. rewrite app_assoc. apply Permutation_app_tail. exact Hp.
+    + rewrite !app_length, Hl. reflexivity.
+Qed.
+
+Lemma unit_additive_length xs : length (F xs) = length xs.
+Proof.
+  destruct (unit_additive_app [] xs) as (a' & Hp & Hl). simpl in Hp. rewrite F_nil in Hp.
+  apply Permutation_length in Hp. simpl in Hp. lia.
+Qed.
+
+Theorem unit_additive_stability k n d (xs ys : list A) :
+  close k n d xs ys -> close k n d (F xs) (F ys).
+Proof.
+  intros [Hn Hk]. split.
+  - destruct n; [rewrite !unit_additive_length; exact Hn|exact I].
+  - destruct k.
+    + destruct Hk as (c & a & b & Ha & Hb & Hd).
+      destruct (unit_additive_app c a) as (a' & Hpa & Hla).
+      destruct (unit_additive_app c b) as (b' & Hpb & Hlb).
+      exists (F c), a', b'. repeat split; [| |lia].
+      * eapply Permutation_trans; [apply F_perm; exact Ha|exact Hpa].
+      * eapply Permutation_trans; [apply F_perm; exact Hb|exact Hpb].
+    + destruct Hk as [Hs [Hl (c & a & b & Ha & Hb & Hd)]]. split; [exact Hs|].
+      split; [rewrite !unit_additive_length; exact Hl|].
+      destruct (unit_additive_app c a) as (a' & Hpa & Hla).
+      destruct (unit_additive_app c b) as (b' & Hpb & Hlb).
+      exists (F c), a', b'. repeat split; [| |lia].
+      * eapply Permutation_trans; [apply F_perm; exact Ha|exact Hpa].
+      * eapply Permutation_trans; [apply F_perm; exact Hb|exact Hpb].
+Qed.
+End UnitAdditive.
+
+(** The tie rule: [cls x] is the tie set of a record (a class id; a record with one nearest
+    candidate is a class of one), [classes] lists every class once, and the [g] records of class
+    [s] are dealt to [pick s 0, ..., pick s (g - 1)] ([pick s j = s_T[j mod t]], for any fixed
+    [pick]).  Up to order this is the projection's output, so it is stable with [d_out = d_in]. *)
+Section Deal.
+Variable B : Type.
+Variable cls : A -> nat.
+Variable classes : list nat.
+Variable pick : nat -> nat -> B.
+Hypothesis classes_nodup : NoDup classes.
+Hypothesis classes_all : forall x, In (cls x) classes.
+
+Definition in_class (s : nat) (xs : list A) : nat :=
+  length (filter (fun x => Nat.eqb (cls x) s) xs).
+
+Definition deal (xs : list A) : list B :=
+  flat_map (fun s => map (pick s) (seq 0 (in_class s xs))) classes.
+
+Lemma in_class_perm s xs ys : Permutation xs ys -> in_class s xs = in_class s ys.
+Proof.
+  intros H. unfold in_class. induction H; simpl; auto.
+  - destruct (Nat.eqb (cls x) s); simpl; auto.
+  - destruct (Nat.eqb (cls x) s), (Nat.eqb (cls y) s); simpl; auto.
+  - congruence.
+Qed.
+
+Lemma in_class_snoc s xs x :
+  in_class s (xs ++ [x]) = (in_class s xs + if Nat.eqb (cls x) s then 1 else 0)%nat.
+Proof.
+  unfold in_class. rewrite filter_app, app_length. simpl. destruct (Nat.eqb (cls x) s); reflexivity.
+Qed.
+
+Lemma deal_snoc_classes (l : list nat) xs x :
+  NoDup l ->
+  (In (cls x) l -> Permutation
+     (flat_map (fun s => map (pick s) (seq 0 (in_class s (xs ++ [x])))) l)
+     (flat_map (fun s => map (pick s) (seq 0 (in_class s xs))) l ++ [pick (cls x) (in_class (cls x) xs)])) /\
+  (~ In (cls x) l ->
+     flat_map (fun s => map (pick s) (seq 0 (in_class s (xs ++ [x])))) l =
+     flat_map (fun s => map (pick s) (seq 0 (in_class s xs))) l).
+Proof.
+  induction l as [|s l IH]; intros Hnd.
+  - split; [intros []|reflexivity].
+  - inversion Hnd as [|? ? Hns Hnd']; subst. destruct (IH Hnd') as [IHin IHout].
+    simpl. rewrite (in_class_snoc s). split.
+    + intros [Heq|Hin].
+      * subst s. rewrite Nat.eqb_refl, IHout by exact Hns.
+        rewrite Nat.add_1_r, seq_S, map_app. simpl.
+        rewrite <- !app_assoc. apply Permutation_app_head. simpl.
+        apply Permutation_cons_append.
+      * assert (Hne : Nat.eqb (cls x) s = false) by (apply Nat.eqb_neq; intros E; subst; contradiction).
+        rewrite Hne, Nat.add_0_r, <- app_assoc. apply Permutation_app_head. apply IHin. exact Hin.
+    + intros Hno. assert (Hne : Nat.eqb (cls x) s = false)
+        by (apply Nat.eqb_neq; intros E; apply Hno; left; congruence).
+      rewrite Hne, Nat.add_0_r, IHout; [reflexivity|]. intros Hin. apply Hno. right. exact Hin.
+Qed.
+
+Theorem deal_stability k n d (xs ys : list A) :
+  close k n d xs ys -> close k n d (deal xs) (deal ys).
+Proof.
+  apply unit_additive_stability.
+  - unfold deal, in_class. simpl. generalize classes. intros l. induction l; simpl; auto.
+  - intros a b H. unfold deal. erewrite flat_map_ext; [apply Permutation_refl|].
+    intros s. simpl. rewrite (in_class_perm s a b H). reflexivity.
+  - intros a x. exists (pick (cls x) (in_class (cls x) a)).
+    apply (deal_snoc_classes classes a x classes_nodup). apply classes_all.
+Qed.
+End Deal.
+
 (** make_row_count: [|n(x) - n(x')| <= d_in] under [symmetric_distance]. *)
 Theorem row_count_stability d (xs ys : list A) :
   close Sym None d xs ys -> Rabs (INR (length xs) - INR (length ys)) <= INR d.

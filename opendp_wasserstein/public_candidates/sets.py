@@ -284,7 +284,13 @@ class NearestCandidates:
     def _exact_sum_nearest(self, xs: np.ndarray, cs: np.ndarray, ptr: np.ndarray, row_of: np.ndarray) -> np.ndarray:
         """:meth:`_exact_nearest` for l1 and l2 (squared) distances: in floats where every step
         of their computation is exact (checked by error-free transformations: integer-valued
-        data, say), else in exact integer arithmetic."""
+        data, say), else in exact integer arithmetic.  Overflow in the float test is expected
+        for large values (they take the integer path); numpy's warnings are silenced, since
+        whether one appears would depend on a record's value."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._exact_sum_nearest_quiet(xs, cs, ptr, row_of)
+
+    def _exact_sum_nearest_quiet(self, xs: np.ndarray, cs: np.ndarray, ptr: np.ndarray, row_of: np.ndarray) -> np.ndarray:
         s, e = _two_diff(xs, cs)
         exact = e == 0
         a = np.abs(s)

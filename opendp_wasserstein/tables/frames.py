@@ -125,6 +125,41 @@ def column_names(data: Any, schema: Schema | None = None) -> tuple[str, ...]:
     return schema.names
 
 
+def _release_names(names: Sequence[str], schema: Schema, columns: Sequence[str] | None) -> tuple[str, ...]:
+    """The columns to read: ``columns`` (each in the schema and in the table), or else the
+    table's own names, which must then be exactly the schema's columns.
+
+    The schema's names and ``columns`` are public (the caller's) and are named in errors; a
+    table's own column name that is not in the schema is counted, **never quoted**: a header
+    may be a record (a CSV read without a header row), so quoting it would print a record's
+    values.  The same rule as the command line's (``tables.cli._release_columns``).
+    """
+    expected = f"the schema's columns are {list(schema.names)}"
+    if columns is not None:
+        unknown = [c for c in columns if c not in schema]
+        if unknown:
+            raise SchemaError(f"columns {list(unknown)} are not in the schema; {expected}")
+        absent = [c for c in columns if c not in names]
+        if absent:
+            raise SchemaError(f"columns {list(absent)} are not columns of the table (of its {len(names)} columns)")
+        return tuple(columns)
+    extra = sum(n not in schema for n in names)
+    missing = [c for c in schema.names if c not in names]
+    if not (extra or missing):
+        return tuple(names)
+    why = []
+    if extra:
+        why.append(f"{extra} of its {len(names)} column name(s) are not columns of the schema (not shown: "
+                   "a header read from a file without a header row is a record)")
+    if missing and len(missing) < len(schema):
+        why.append(f"schema column(s) {missing} are not in it")
+    elif missing:
+        why.append("none of the schema's columns is in it")
+    shared = [c for c in schema.names if c in names]
+    hint = f"; pass columns={shared} to release the columns it shares with the schema" if shared else ""
+    raise SchemaError(f"the table's columns do not match the schema: {'; '.join(why)}; {expected}{hint}")
+
+
 def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) -> tuple[dict[str, RawColumn], FrameInfo]:
     """The columns of ``data`` under ``schema``, and how to rebuild the same type.
 
@@ -137,16 +172,7 @@ def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) 
     """
 
     kind = frame_kind(data)
-    names = column_names(data, schema)
-    if columns is not None:
-        absent = [c for c in columns if c not in names]
-        if absent:
-            raise SchemaError(f"column(s) {absent} are not in the table; its columns are {list(names)}")
-        names = tuple(columns)
-    schema.check_names(names)
-    not_given = [n for n in schema.names if n not in names]
-    if not_given and columns is None:
-        raise SchemaError(f"schema column(s) {not_given} are not in the table; its columns are {list(names)}")
+    names = _release_names(column_names(data, schema), schema, columns)
     if kind == "polars-lazy":
         pl = import_optional("polars", "a Polars table")
 

@@ -13,7 +13,15 @@ from opendp_wasserstein import measurements as M  # noqa: F401  (re-exported)
 from opendp_wasserstein import postprocessing as P  # noqa: F401
 from opendp_wasserstein import transformations as T  # noqa: F401
 from opendp_wasserstein.core.exact import round_down, round_up, spent, tighten_budget  # noqa: F401
+from opendp_wasserstein.hierarchy.cells import count_tree  # noqa: F401, E402
+from opendp_wasserstein.hierarchy.traversal import (  # noqa: F401, E402
+    Frontier,
+    expand_levels,
+    tree_counter,
+    zero_respecting_split,
+)
 from opendp_wasserstein.measurements._privtree import privtree_parameters  # noqa: F401
 from opendp_wasserstein.public_candidates.trees import Tree, frt_tree  # noqa: F401
+from opendp_wasserstein.release.measurement import split_budget as api_split  # noqa: F401, E402
 from opendp_wasserstein.schedules.pure import ScheduleCandidate, paper_schedule, standard_candidates  # noqa: F401
 from opendp_wasserstein.transformations._schedule_scores import scores_setup  # noqa: F401

@@ -265,3 +265,18 @@ def test_non_finite_rows_are_spread_over_every_candidate_or_refused():
     )
     with pytest.raises(dp.OpenDPException, match="nan=False"):
         strict(np.array([[np.nan, 0.0], [0.0, 1.0], [0.9, 0.9]]))
+
+
+@pytest.mark.parametrize("metric", ["l1", "l2"])
+def test_a_record_of_extreme_magnitude_raises_no_numpy_warning(metric):
+    """Whether numpy warns (overflow in the exact-distance test) must not depend on a record:
+    a record near the float limit is projected like any other, silently."""
+    import warnings
+
+    c = np.array([[0.0, 0.0], [1.0, 1.0], [1e150, -1e150]])
+    t = make_nearest_candidate(dom(), dp.symmetric_distance(), c, metric=metric)
+    for x in (np.array([[0.5, 0.5], [0.2, 0.9]]), np.array([[0.5, 0.5], [1.7e308, -1.7e308]])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            idx = t(x)
+        assert len(idx) == 2
