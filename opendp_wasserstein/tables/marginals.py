@@ -148,6 +148,8 @@ def make_level_counts(
     replacing a record changes the vector by at most 2 in ``l1`` and adding or removing one by
     1: stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.
 
+    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+
     :param input_domain: ``dp.numpy.array2_domain(num_columns=D, T=float)`` (encoded points)
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
     :param plan: the column
@@ -438,7 +440,10 @@ class QuantileMaps:
 def make_quantile_encoding(input_domain: Domain, input_metric: Metric, maps: QuantileMaps) -> Transformation:
     """The row-wise transformation ``x -> G(x)`` of :class:`QuantileMaps` (public maps, built from
     a DP release): output row ``i`` is a function of input row ``i`` alone, so the stability is
-    ``d_out = d_in``; the domain and the metric are kept."""
+    ``d_out = d_in``; the domain and the metric are kept.
+
+    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+    """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
     check_metric(input_metric, n)
