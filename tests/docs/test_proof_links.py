@@ -62,3 +62,19 @@ def test_a_broken_link_is_found():
     doc = "**Proof Definition:** ``docs/proofs/nope.rst``\n\n**Proof Definition:** :doc:`/proofs/pmm`"
     assert [a or b for a, b in FIELD.findall(doc)] == ["proofs/nope", "proofs/pmm"]
     assert not (ROOT / "docs" / "proofs" / "nope.rst").exists()
+
+
+INCLUDE = re.compile(r"^\.\. literalinclude:: (?P<src>\S+)\n(?:   :[\w-]+:.*\n)*?   :pyobject: (?P<obj>\w+)$", re.M)
+
+
+@pytest.mark.parametrize(("name", "constructor"), CONSTRUCTORS, ids=[n for n, _ in CONSTRUCTORS])
+def test_the_proof_page_quotes_the_constructor_from_its_source(name, constructor):
+    """The page shows the code itself (``literalinclude`` with ``:pyobject:`` of the file that
+    defines it), so what the page shows cannot drift from the code."""
+    if name in ELSEWHERE:
+        return
+    source = Path(inspect.getsourcefile(inspect.unwrap(constructor))).resolve()
+    for a, b in FIELD.findall(inspect.getdoc(constructor) or ""):
+        path = ROOT / "docs" / f"{a or b}.rst"
+        quoted = {(str((path.parent / m["src"]).resolve()), m["obj"]) for m in INCLUDE.finditer(path.read_text(encoding="utf-8"))}
+        assert (str(source), name) in quoted, f"{path.name} does not quote {name} from {source.name}"
