@@ -177,8 +177,8 @@ def synthesize(
     >>> report.epsilon <= 1.0, report.delta, report.details["rho"] > 0
     (True, 1e-09, True)
     """
-    public = check_public_size(public_size)
     if schema is not None:
+        public = check_public_size(public_size)  # the structured default depends on it
         if bounds is not None:
             raise ValueError("give either bounds or schema, not both (a schema holds the bounds)")
         tree_options = dict(
@@ -218,7 +218,7 @@ def synthesize(
         raise ValueError("structured applies only with a schema")
     return synthesize_array(
         X, epsilon, bounds, split_order=split_order, mechanism="adaptive" if mechanism is None else mechanism,
-        epsilon_select=epsilon_select, depth=depth, placement=placement, public_size=public,
+        epsilon_select=epsilon_select, depth=depth, placement=placement, public_size=public_size,
         epsilon_size=epsilon_size, consistency=consistency, threshold=threshold, delta=delta, score=score,
     )
 
