@@ -205,6 +205,90 @@ def _spread_steps(m: int, d: int) -> tuple[tuple[int, int], ...]:
     return tuple(steps)
 
 
+_FULL = (1 << 64) - 1
+
+
+@cache
+def _spread_ops(m: int, d: int, dst: int) -> tuple[tuple[str, int, int], ...]:
+    """Whole-word steps that move bit ``i`` of an ``m``-bit field (no higher bit set) to bit
+    ``dst + i d`` (all below 64): ``("mul", a, mask)`` is ``x = (x * a) & mask``, ``("or", s,
+    mask)`` is ``x = (x | x << s) & mask`` and ``("shl", s, 0)`` is ``x <<= s``.
+
+    With ``c = d - 1``, the field is cut into units of ``c`` bits; unit ``u`` first moves by
+    ``u c (d - 1)`` (binary splitting on ``u``, one step per bit of the unit index), then one
+    multiplication by ``sum_{o < c} 2^(o (d - 1))`` moves bit ``o`` of every unit by
+    ``o (d - 1)``, and the shift to ``dst`` is folded into the last multiplier.  A product is an
+    OR of shifted copies exactly when the copies' possible bits are disjoint (no carry), which
+    is checked for every multiplication (a step that fails the check is a shift-or); the result
+    is then linear over OR and is checked bit by bit, and on the all-ones field.  For ``m <= d -
+    1`` (e.g. ``d = 10``, a word holding 6 or 7 bits of each coordinate) this is one
+    multiplication and one mask.
+    """
+    ops: list[tuple[str, int, int]] = []
+    pos = list(range(m))
+    support = (1 << m) - 1
+    if d > 1 and m > 1:
+        c = d - 1
+        units = -(-m // c)
+        for k in range((units - 1).bit_length() - 1, -1, -1):
+            shift = (1 << k) * c * (d - 1)
+            pos = [p + shift if ((i // c) >> k) & 1 else p for i, p in enumerate(pos)]
+            mask = sum(1 << p for p in pos)
+            kind = "mul" if support & (support << shift) & _FULL == 0 else "or"
+            ops.append((kind, (1 + (1 << shift)) & _FULL if kind == "mul" else shift, mask))
+            support = mask
+        if c > 1:
+            mult, seen = 0, 0
+            for o in range(min(c, m)):
+                copy = (support << (o * (d - 1))) & _FULL
+                if seen & copy:  # pragma: no cover - the unit layout keeps the copies apart
+                    raise AssertionError(f"spreading {m} bits by {d}: overlapping copies")
+                seen |= copy
+                mult |= 1 << (o * (d - 1))
+            pos = [p + (i % c) * (d - 1) for i, p in enumerate(pos)]
+            ops.append(("mul", mult, sum(1 << p for p in pos)))
+    if dst:
+        if ops and ops[-1][0] == "mul":
+            _, a, mask = ops[-1]
+            ops[-1] = ("mul", (a << dst) & _FULL, mask << dst)
+        else:
+            ops.append(("shl", dst, 0))
+    steps = tuple(ops)
+    for i in [*range(m), -1]:  # every single bit, then the all-ones field
+        x = (1 << m) - 1 if i < 0 else 1 << i
+        for kind, a, mask in steps:
+            if kind == "mul":
+                x = (x * a) & _FULL & mask
+            elif kind == "or":
+                x = (x | (x << a)) & _FULL & mask
+            else:
+                x = (x << a) & _FULL
+        want = sum(1 << (dst + j * d) for j in range(m)) if i < 0 else 1 << (dst + i * d)
+        if x != want:  # pragma: no cover - the construction is exact
+            raise AssertionError(f"spreading {m} bits by {d} to {dst} failed at bit {i}")
+    return steps
+
+
+def _spread(field: np.ndarray, ops: tuple[tuple[str, int, int], ...], tmp: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Apply :func:`_spread_ops` to ``field`` (uint64, overwritten); the last mask may write to ``out``."""
+    res = field
+    for k, (kind, a, mask) in enumerate(ops):
+        last = k == len(ops) - 1
+        if kind == "shl":
+            res = np.left_shift(field, np.uint64(a), out=out if last and out is not None else field)
+            continue
+        if kind == "mul":
+            field *= np.uint64(a)
+        else:
+            np.left_shift(field, np.uint64(a), out=tmp)
+            field |= tmp
+        res = np.bitwise_and(field, np.uint64(mask), out=out if last and out is not None else field)
+    if out is not None and res is not out:
+        np.copyto(out, res)
+        res = out
+    return res
+
+
 @cache
 def _word_plan(depth: int, d: int, w: int) -> tuple[tuple[int, int, int, int], ...]:
     """For word ``w`` of a depth-``depth`` code: ``(c, src, m, dst)`` per coordinate ``c`` whose
@@ -226,18 +310,14 @@ def _word_plan(depth: int, d: int, w: int) -> tuple[tuple[int, int, int, int], .
 def _morton_word(g: np.ndarray, depth: int, w: int) -> np.ndarray:
     """Word ``w`` of the Morton codes of grid rows ``g`` (uint64, shape (k, d))."""
     out = np.zeros(g.shape[0], dtype=np.uint64)
+    field = np.empty_like(out)
     tmp = np.empty_like(out)
+    B = bits_per_coord(depth, g.shape[1])
     for c, src, m, dst in _word_plan(depth, g.shape[1], w):
-        field = np.right_shift(g[:, c], np.uint64(src))
-        if m < 64:
+        np.right_shift(g[:, c], np.uint64(src), out=field)
+        if src + m < B:
             field &= np.uint64((1 << m) - 1)
-        for shift, mask in _spread_steps(m, g.shape[1]):
-            np.left_shift(field, np.uint64(shift), out=tmp)
-            field |= tmp
-            field &= np.uint64(mask)
-        if dst:
-            field <<= np.uint64(dst)
-        out |= field
+        out |= _spread(field, _spread_ops(m, g.shape[1], dst), tmp)
     return out
 
 
@@ -300,6 +380,26 @@ def _bitwise_words(g: np.ndarray, depth: int, axes: Sequence[int] | None) -> np.
     return words
 
 
+def _unit_scaling(box: Any, B: int, d: int) -> tuple[np.ndarray | None, np.ndarray, bool] | None:
+    """``(lo, factor, divide)``: the grid coordinate of ``x`` is ``(x - lo) / factor`` (``divide``)
+    or ``(x - lo) * factor`` (``lo`` None: no subtraction), floored and clamped, exactly as
+    :func:`_box_grid` computes it; None for a box too narrow for that (:func:`_box_grid` then).
+
+    Subtracting ``lo = 0`` changes no float, and multiplying by the reciprocal of a power of two
+    gives the correctly rounded quotient, so the cube ``[0, 1]^d`` (and any box with power-of-two
+    sides) costs one multiplication per coordinate.
+    """
+    if box is None:
+        return None, np.full((d, 1), 2.0**B), False
+    lo = np.asarray(box.lower, dtype=np.float64)
+    step = (np.asarray(box.upper, dtype=np.float64) - lo) * 2.0**-B
+    if float(step.min()) < 2.0**-1021:  # pragma: no cover - a box narrower than 2^-969
+        return None
+    pow2 = bool(np.all(np.isfinite(step)) and np.all(np.frexp(step)[0] == 0.5))
+    factor = (1.0 / step if pow2 else step).reshape(d, 1)
+    return (None if not np.any(lo) else lo.reshape(d, 1)), factor, not pow2
+
+
 def _row_codes(
     x: np.ndarray,
     box: Any,
@@ -310,21 +410,135 @@ def _row_codes(
 ) -> np.ndarray:
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
+    The cyclic order takes the fused kernel: per chunk of rows, the grid coordinates of every
+    column at once in float (clamping and rescaling included, one ``(d, rows)`` buffer), then per
+    coordinate one conversion to integers (through int32 when ``B <= 31``) and, per word, the
+    coordinate's field spread by :func:`_spread_ops` and OR-ed into the word; all temporaries
+    are chunk-sized.  Same output as ``_morton_word(_box_grid(...))`` on every input.
+
     :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
     :param box: a :class:`~opendp_wasserstein.domains.Box` (clamp and rescale) or None
     :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
     """
     n = x.shape[0] if rows is None else rows.size
-    out = np.empty((len(words), n), dtype=np.uint64)
-    for lo in range(0, n, _ROWS):
-        part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
-        g = _box_grid(part, box, depth, axes).view(np.uint64)  # non-negative int64: the same bits
-        if axes is None:
-            for i, w in enumerate(words):
-                out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
-        else:
-            out[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)[list(words)]
+    d = x.shape[1]
+    B = bits_per_coord(depth, d, axes)
+    if B > MAX_BITS_PER_COORD:
+        raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
+    scaling = None if axes is not None else _unit_scaling(box, B, d)
+    if scaling is None:  # a split order (one pass per level), or a very narrow box
+        out = np.empty((len(words), n), dtype=np.uint64)
+        for lo in range(0, n, _ROWS):
+            part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
+            g = _box_grid(part, box, depth, axes).view(np.uint64)  # non-negative int64: the same bits
+            if axes is None:  # pragma: no cover - a box narrower than 2^-969
+                for i, w in enumerate(words):
+                    out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
+            else:
+                out[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)[list(words)]
+        return out
+    shift, factor, divide = scaling
+    # per coordinate: (word row, src, m, spread ops); the first coordinate writing a word assigns it
+    fields: list[list[tuple[int, int, int, tuple[tuple[str, int, int], ...]]]] = [[] for _ in range(d)]
+    writer: dict[int, int] = {}
+    for i, w in enumerate(words):
+        for c, src, m, dst in _word_plan(depth, d, w):
+            fields[c].append((i, src, m, _spread_ops(m, d, dst)))
+            writer.setdefault(i, c)
+    out = (np.empty if len(writer) == len(words) else np.zeros)((len(words), n), dtype=np.uint64)
+    R = max(1, min(_ROWS, n))
+    v = np.empty((d, R))
+    g = np.empty(R, dtype=np.uint64)
+    f = np.empty(R, dtype=np.uint64)
+    tmp = np.empty(R, dtype=np.uint64)
+    narrow = np.empty(R, dtype=np.int32) if B <= 31 else None
+    top = float(2**B - 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for a in range(0, n, R):
+            b = min(n, a + R)
+            k = b - a
+            part = x[a:b] if rows is None else x[rows[a:b]]
+            vv = v[:, :k]
+            if shift is None:
+                (np.divide if divide else np.multiply)(part.T, factor, out=vv)
+            else:
+                np.subtract(part.T, shift, out=vv)
+                if divide:
+                    vv /= factor
+                else:
+                    vv *= factor
+            np.fmax(vv, 0.0, out=vv)  # NaN and below the box: 0
+            np.minimum(vv, top, out=vv)  # in [0, 2^B - 1]: truncation is the floor
+            gg, ff, tt = g[:k], f[:k], tmp[:k]
+            for c in range(d):
+                if not fields[c]:
+                    continue
+                if narrow is not None:
+                    np.copyto(narrow[:k], vv[c], casting="unsafe")
+                    np.copyto(gg, narrow[:k], casting="unsafe")
+                else:
+                    np.copyto(gg.view(np.int64), vv[c], casting="unsafe")
+                for j, (i, src, m, ops) in enumerate(fields[c]):
+                    fld = gg if j == len(fields[c]) - 1 else ff  # the last field may overwrite the grid
+                    if src:
+                        np.right_shift(gg, np.uint64(src), out=fld)
+                    elif fld is not gg:
+                        np.copyto(fld, gg)
+                    if src + m < B:
+                        fld &= np.uint64((1 << m) - 1)
+                    dest = out[i, a:b]
+                    if writer[i] == c:
+                        _spread(fld, ops, tt, out=dest)
+                    else:
+                        dest |= _spread(fld, ops, tt)
     return out
+
+
+def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
+    """``lcp[i] = min(depth, 64 - bit_length(word[i] ^ word[i + 1]))`` (uint16) for the first
+    code words of sorted rows, or 1086 where they are equal and ``depth > 64`` (ties, refined by
+    the caller).  Chunk by chunk, from the float exponent of the XOR of neighbours.
+
+    The conversion to float rounds to nearest: clearing the bits below the 53 bits that
+    follow the leading one (``x & ~(x >> 53)`` clears at least the rounding bit) keeps it from
+    rounding up to the next power of two, so the exponent is ``bit_length - 1`` (the field reads
+    ``1022 + bit_length``, 0 for 0).  With ``depth < 64`` bit ``63 - depth`` of every word is 0,
+    and setting it in the XOR bounds the lcp by ``depth`` without a minimum.
+    """
+    n = word.size
+    out = np.empty(max(n - 1, 0), dtype=np.uint16)
+    R = max(1, min(_ROWS, n - 1))
+    x = np.empty(R, dtype=np.uint64)
+    y = np.empty(R, dtype=np.uint64)
+    fl = np.empty(R, dtype=np.float64)
+    fbits = fl.view(np.uint64)
+    stop = np.uint64(1 << (63 - depth)) if depth < 64 else None
+    for a in range(0, n - 1, R):
+        b = min(n - 1, a + R)
+        k = b - a
+        xx, yy = x[:k], y[:k]
+        np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)
+        if stop is not None:
+            xx |= stop
+        np.right_shift(xx, np.uint64(53), out=yy)
+        np.invert(yy, out=yy)
+        xx &= yy
+        np.copyto(fl[:k], xx, casting="unsafe")
+        np.right_shift(fbits[:k], np.uint64(52), out=yy)
+        o = out[a:b]
+        np.copyto(o, yy, casting="unsafe")
+        np.subtract(np.uint16(1086), o, out=o)
+    if depth == 64:
+        np.minimum(out, np.uint16(64), out=out)
+    return out
+
+
+def _lcp_histogram(lcp: np.ndarray, depth: int) -> np.ndarray:
+    """``hist[v] = #{i : lcp[i] = v}`` for ``v = 0 .. depth`` (int64), chunk by chunk."""
+    hist = np.zeros(depth + 1, dtype=np.int64)
+    for a in range(0, lcp.size, 1 << 20):
+        hist += np.bincount(lcp[a : a + (1 << 20)], minlength=depth + 1)
+    return hist
 
 
 def _bit_length_popcount(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
@@ -421,24 +635,14 @@ class CountTree:
             for w in range(W):
                 words[w] = words[w][order]
             del order
-        lcp = np.full(max(n - 1, 0), depth, dtype=np.int64)
-        if n > 1:
-            xor = words[0, 1:] ^ words[0, :-1]
-            if W == 1:  # one word: the lcp of equal codes is 64 - 0, clipped to the depth below
-                lcp = 64 - bit_length_u64(xor, overwrite=True)
-                del xor
-            else:
-                hit = np.flatnonzero(xor)
-                lcp[hit] = 64 - bit_length_u64(xor[hit])
-                del hit
-                tied = np.flatnonzero(xor == 0)
-                del xor
-                self._refine(words, lcp, tied)
-            np.minimum(lcp, depth, out=lcp)
+        lcp = _sorted_lcp(words[0], depth)  # uint16; 1086 marks ties on the first word (W > 1)
+        if W > 1 and n > 1:
+            tied = np.flatnonzero(lcp > 64)
+            self._refine(words, lcp, tied)
+            np.minimum(lcp, np.uint16(depth), out=lcp)
         self._words = words
-        self.lcp = lcp.astype(np.uint16)
-        del lcp
-        hist = np.bincount(self.lcp, minlength=depth + 1)
+        self.lcp = lcp
+        hist = _lcp_histogram(lcp, depth)
         self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
         # positions grouped by lcp value (see _grouped), built on first use for the levels a
         # traversal reads, shared with the truncated views: {"depth": d, "positions": array}
