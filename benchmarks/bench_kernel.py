@@ -236,7 +236,7 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
     print(row("  = physical floor (fastest of the three per run)", "floor", None))
     if B1 != B:
         print(row(f"one-word floor: {B1} bits/axis ({B1 * d} bits) + sort", "floor_1word"))
-    print(row(f"package floor: grid_codes + morton_words at L + sort", "package_floor"))
+    print(row("package floor: grid_codes + morton_words at L + sort", "package_floor"))
     print(row("count tree at L (once per release)", "tree"))
     for placement in ("center", "uniform"):
         key = f"release_{placement}"
