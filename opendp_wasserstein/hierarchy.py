@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -70,6 +71,7 @@ __all__ = [
     "build_count_tree",
     "count_tree",
     "shared_count_trees",
+    "unreleased_trees",
 ]
 
 #: the grid resolution is capped at 2^-52 per coordinate (a float in [0, 1) has 53 bits)
@@ -647,6 +649,20 @@ class CountTree:
         # positions grouped by lcp value (see _grouped), built on first use for the levels a
         # traversal reads, shared with the truncated views: {"depth": d, "positions": array}
         self._grouped_cache: dict[str, Any] = {}
+        self._views: list[weakref.ref[CountTree]] = []  # shared with the truncated views
+        _UNRELEASED.add(self)
+
+    def release(self) -> None:
+        """Drop the tree's arrays, and those of its truncated views, now: the tree is unusable
+        afterwards.  A release that owns its trees (:func:`shared_count_trees` with ``release=True``)
+        frees them as it ends, even where OpenDP's ctypes keep-alive cycles still reach the tree
+        object, so no later release needs a full garbage collection to get the memory back."""
+        for tree in [self, *(r() for r in self._views)]:
+            if tree is not None:
+                tree._words = tree.lcp = tree._x = None  # type: ignore[assignment]
+        self._grouped_cache.clear()
+        self._views.clear()
+        _UNRELEASED.discard(self)
 
     def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray) -> None:
         """Sort the rows tied on their first 64 bits by their further bits; set their lcp."""
@@ -696,6 +712,7 @@ class CountTree:
         view = copy.copy(self)
         view.depth = int(depth)
         view.axes = check_axes(self._axes_full, self.d, view.depth)
+        self._views.append(weakref.ref(view))
         return view
 
     @property
@@ -867,20 +884,43 @@ _SHARED: contextvars.ContextVar[list[tuple[Any, Any, CountTree]] | None] = conte
 )
 
 
+#: the count trees whose arrays are held (not :meth:`CountTree.release`-d), garbage included
+_UNRELEASED: weakref.WeakSet[CountTree] = weakref.WeakSet()
+
+_OWNED: contextvars.ContextVar[list[CountTree] | None] = contextvars.ContextVar(
+    "opendp_wasserstein_owned_trees", default=None
+)
+
+
+def unreleased_trees() -> int:
+    """The number of count trees whose arrays are still held (in use, or garbage in a cycle that
+    only a full collection frees)."""
+    return len(_UNRELEASED)
+
+
 @contextmanager
-def shared_count_trees() -> Iterator[None]:
+def shared_count_trees(release: bool = False) -> Iterator[None]:
     """Inside this block, :func:`count_tree` builds the tree of an input array once.
 
     The first call for an array builds its tree and keeps it; a later call for the *same array
     object* and box at a depth not above the kept one takes it (truncated) and releases it, so
     the scores and the synthesis of one adaptive release share one sort, and the tree is freed
     as soon as the synthesis has its counts.  Nothing is kept after the block.
+
+    :param release: the block owns every tree :func:`count_tree` builds in it (none is returned
+        to a caller outside): their arrays are dropped as the block ends
+        (:meth:`CountTree.release`), whatever still references the tree objects
     """
     token = _SHARED.set([])
+    owned: list[CountTree] = []
+    own = _OWNED.set(owned if release else None)
     try:
         yield
     finally:
+        _OWNED.reset(own)
         _SHARED.reset(token)
+        for tree in owned:
+            tree.release()
 
 
 def count_tree(
@@ -908,4 +948,7 @@ def count_tree(
     tree = CountTree(x, depth, box, order)
     if cache is not None and keep:
         cache.append((x, box, tree))
+    owned = _OWNED.get()
+    if owned is not None:
+        owned.append(tree)
     return tree

@@ -18,7 +18,7 @@ import numpy as np
 from opendp_wasserstein._random import RandomSource
 from opendp_wasserstein.box import Box
 from opendp_wasserstein.consistency import LeafMasses
-from opendp_wasserstein.hierarchy import coord_bits_at_level
+from opendp_wasserstein.hierarchy import coord_bits_at_level, unreleased_trees
 from opendp_wasserstein.node_randomness import random_words
 
 __all__ = ["PLACEMENTS", "PlacementStream", "check_placement", "place_points", "shuffle_order", "shuffled_labels"]
@@ -234,8 +234,11 @@ def place_points(
     """
     d = box.dim
     m = leaves.total
-    if m * d >= _COLLECT:
-        # the count tree reaches here through OpenDP's ctypes keep-alive cycle: free it first
+    if m * d >= _COLLECT and unreleased_trees() > 1:
+        # an earlier release's count tree may still be held by OpenDP's ctypes keep-alive cycle
+        # (this release's own tree is in use): free it first.  A full collection costs about as
+        # much as sorting a million keys, so it is skipped when no other tree holds its arrays
+        # (the adaptive releases drop theirs as they end: shared_count_trees(release=True))
         gc.collect()
     if stream is None:
         stream = PlacementStream.from_random_source(rng)

@@ -559,3 +559,23 @@ def test_float32_points_on_the_upper_face_go_to_the_top_cell():
     for depth in (30, 90, 150):
         a, b = build_count_tree(u.astype(np.float32), depth), build_count_tree(u, depth)
         assert np.array_equal(a._words, b._words) and np.array_equal(a.lcp, b.lcp)
+
+
+def test_owning_block_releases_its_trees_and_views():
+    import opendp_wasserstein.hierarchy as h
+
+    x = np.random.default_rng(4).uniform(size=(300, 3))
+    before = h.unreleased_trees()
+    kept = h.count_tree(x, 20)  # built outside any block: the caller's
+    with h.shared_count_trees(release=True):
+        a = h.count_tree(x, 40, keep=True)
+        b = h.count_tree(x, 12)  # a truncated view of a
+        assert b._words is a._words and h.unreleased_trees() == before + 2
+        b.split(3, np.array([0]), np.array([300]))
+    assert h.unreleased_trees() == before + 1  # only the caller's tree holds arrays
+    assert a._words is None and a.lcp is None and b._words is None and b.lcp is None
+    assert a._grouped_cache == {}
+    assert kept._words is not None and kept.occupancy()[0] == 1
+    with h.shared_count_trees():  # not owning: the trees stay usable after the block
+        c = h.count_tree(x, 10, keep=True)
+    assert c._words is not None

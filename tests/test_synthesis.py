@@ -178,3 +178,27 @@ def test_center_placement_equals_the_fancy_index_reference():
         stream = PlacementStream(bytes([d]) * 32)
         got = place_points(leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream, part=2)
         assert np.array_equal(got, ref.center_points(cells, masses, 6 * d, box, stream, part=2))
+
+
+def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(monkeypatch):
+    import gc
+
+    import opendp_wasserstein.hierarchy as h
+    import opendp_wasserstein.synthesis as syn
+
+    calls = []
+    monkeypatch.setattr(gc, "collect", lambda *a: calls.append(1) or 0)
+    monkeypatch.setattr(syn, "_COLLECT", 8)  # 10 rows x 2 columns count as large
+    leaves = leaves_of([[0, 1], [3, 2]], [4, 6], 4)
+    box = as_box((0.0, 1.0), 2)
+    u = np.random.default_rng(0).uniform(size=(50, 2))
+    monkeypatch.setattr(h, "_UNRELEASED", type(h._UNRELEASED)())  # no tree of earlier tests
+    own = h.build_count_tree(u, 10)  # the release's own tree (in use)
+    place_points(leaves, box, "center", RandomSource(0))
+    assert calls == []
+    other = h.build_count_tree(u, 10)  # another tree holds its arrays: collect first
+    place_points(leaves, box, "center", RandomSource(0))
+    assert calls == [1]
+    other.release()  # released: nothing to collect
+    place_points(leaves, box, "center", RandomSource(0))
+    assert calls == [1] and own._words is not None
