@@ -630,18 +630,11 @@ class CountTree:
         W = _words(depth)
         words = _row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
         del x
-        if W == 1:
+        if W == 1 or n <= 1:
             words[0].sort()
+            lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
         else:
-            order = np.argsort(words[0])
-            for w in range(W):
-                words[w] = words[w][order]
-            del order
-        lcp = _sorted_lcp(words[0], depth)  # uint16; 1086 marks ties on the first word (W > 1)
-        if W > 1 and n > 1:
-            tied = np.flatnonzero(lcp > 64)
-            self._refine(words, lcp, tied)
-            np.minimum(lcp, np.uint16(depth), out=lcp)
+            words, lcp = self._sort_words(words)
         self._words = words
         self.lcp = lcp
         hist = _lcp_histogram(lcp, depth)
@@ -664,10 +657,36 @@ class CountTree:
         self._views.clear()
         _UNRELEASED.discard(self)
 
-    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray) -> None:
-        """Sort the rows tied on their first 64 bits by their further bits; set their lcp."""
+    def _sort_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
+
+        ``np.sort`` of packed keys throughout, never ``np.argsort`` (several times slower on
+        uint64 here): first the top ``64 - i`` code bits above the row index (``i`` bits), the
+        words gathered once in that order, then :meth:`_refine` for the rows still tied.
+        """
         n, depth = self.n, self._full_depth
-        start = 64
+        i = max(1, (n - 1).bit_length())
+        mask = np.uint64((1 << i) - 1)
+        keys = words[0] & ~mask
+        keys |= np.arange(n, dtype=np.uint64)
+        keys.sort()
+        order = (keys & mask).view(np.int64)
+        keys &= ~mask
+        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's code bits
+        del keys
+        for w in range(words.shape[0]):  # one word at a time: one word of temporary memory
+            words[w] = words[w][order]
+        del order
+        self._refine(words, lcp, np.flatnonzero(lcp > 64), 64 - i)
+        np.minimum(lcp, np.uint16(depth), out=lcp)
+        return words, lcp
+
+    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray, start: int) -> None:
+        """Sort the rows tied on their first ``start`` code bits by their further bits; set
+        their lcp.  Each round sorts ``(run, next bits, index in the run)`` keys of the tied
+        rows (the run above keeps every run in its slots; as many next bits as the key has
+        room for) and moves the words of the tied rows within their runs."""
+        n, depth = self.n, self._full_depth
         while tied.size and start < depth:
             pair = np.zeros(n - 1, dtype=bool)
             pair[tied] = True
@@ -680,20 +699,26 @@ class CountTree:
             inner = rows > 0
             new_run[inner] = ~pair[rows[inner] - 1]
             del pair, inner
+            first = np.flatnonzero(new_run)  # where each run starts in rows
             run = np.cumsum(new_run, dtype=np.int64) - 1
             del new_run
-            count = min(64 - int(run[-1]).bit_length(), depth - start)
+            offset = np.arange(rows.size, dtype=np.int64) - first[run]  # index in the run
+            r = int(run[-1]).bit_length()
+            ir = max(1, int(offset.max()).bit_length())
+            if r + ir > 62:  # pragma: no cover - more than 2^31 rows
+                raise ValueError("the count tree holds at most 2^31 rows")
+            count = min(64 - r - ir, depth - start)
             bits = _bits_of(words, rows, start, count)
-            if count < 64:
-                key = (run.astype(np.uint64) << np.uint64(count)) | bits
-                sub = np.argsort(key)  # runs keep their slots: the run is the key's high part
-                del key
-            else:
-                sub = np.argsort(bits)  # one run
+            key = (run.astype(np.uint64) << np.uint64(count + ir)) | (bits << np.uint64(ir))
+            key |= offset.view(np.uint64)
+            del offset
+            key.sort()
+            sub = first[run] + (key & np.uint64((1 << ir) - 1)).view(np.int64)
+            bits = (key >> np.uint64(ir)) & np.uint64((1 << count) - 1)
+            del key
             for w in range(start // 64, words.shape[0]):  # earlier words are equal in a run
                 words[w, rows] = words[w, rows][sub]
-            bits = bits[sub]
-            del sub
+            del sub, first
             same = np.flatnonzero(run[1:] == run[:-1])
             del run
             pos = rows[same]
