@@ -22,19 +22,24 @@ al. 2026, Appendix A.9).
 Kernel
 ------
 
-* Morton codes are interleaved word-parallel: for each 64-bit word and each coordinate, the
-  run of that coordinate's bits that lands in the word is spread ``d`` apart with
-  ``ceil(log2 m)`` shift-or-mask steps (magic masks computed once per ``(m, d)`` and verified
-  bit by bit), instead of one pass per level; rows are processed in cache-sized chunks, straight
-  from the caller's array (clamping and rescaling included), so no full-size float or grid copy
-  is made.  :func:`morton_words_bitwise` is the per-bit general path, which a split order
-  other than the cyclic one takes (``axes``; chunked the same way).
-* The tree sorts only the first code word (``np.sort`` when the depth fits in one word, else an
-  argsort); rows still tied after ``P`` bits are refined by sorting ``(run, next bits)`` keys of
-  the tied rows only, the next bits recomputed from their input rows, until no ties are left or
-  the depth is reached.  It keeps the first word, the row order (for depths beyond 64), the lcp
-  (``uint16``) and the positions grouped by lcp: about ``n (8 + 8 + 2 + 8)`` bytes besides a
-  reference to the input.
+* Morton codes are interleaved word-parallel (:func:`_row_codes`): rows are processed in
+  cache-sized chunks straight from the caller's array; per chunk the grid coordinates of all
+  columns are computed at once in one ``(d, rows)`` float buffer (rescaling and clamping
+  included: one multiplication per coordinate for the cube or any box with power-of-two sides),
+  converted once per coordinate (through int32 when ``B <= 31``), and for each 64-bit word the
+  run of the coordinate's bits that lands in it is spread ``d`` apart by multiply-and-mask steps
+  (:func:`_spread_ops`: one step for at most ``d - 1`` bits, e.g. ``d = 10``; five for the 21
+  bits of ``d = 3``; magic numbers computed once per ``(m, d)`` and verified bit by bit), so no
+  full-size float or grid copy is made.  :func:`morton_words_bitwise` is the per-bit general
+  path, which a split order other than the cyclic one takes (``axes``; chunked the same way).
+* The tree sorts the code words themselves when the depth fits in one word (one ``np.sort``)
+  and reads the lcp of neighbours from the float exponent of their XOR, chunk by chunk
+  (:func:`_sorted_lcp`), with the level histogram, in one pass.  Beyond 64 bits it sorts
+  packed keys, never ``np.argsort`` (several times slower on uint64): the top ``64 - i`` code
+  bits above the row index, then, for the rows still tied, ``(run, next bits, index in the
+  run)`` keys of the tied rows only, until no ties are left or the depth is reached.  It keeps
+  the sorted words, the lcp (``uint16``) and the positions grouped by lcp: about
+  ``n (8 W + 2 + 8)`` bytes besides a reference to the input.
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
   release share it (:func:`shared_count_trees`).
@@ -79,6 +84,7 @@ MAX_BITS_PER_COORD = 52
 
 _ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
 _ONE = np.uint64(1)
+_BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
 
 
 def max_depth(d: int) -> int:
@@ -633,6 +639,8 @@ class CountTree:
         if W == 1 or n <= 1:
             words[0].sort()
             lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
+        elif depth <= 64 + _BUCKET_BITS:
+            words, lcp = self._sort_two_words(words)
         else:
             words, lcp = self._sort_words(words)
         self._words = words
@@ -656,6 +664,36 @@ class CountTree:
         self._grouped_cache.clear()
         self._views.clear()
         _UNRELEASED.discard(self)
+
+    def _sort_two_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of ``64 + b`` bits (``b <= 8``) in lexicographic order, and their lcp, without a
+        permutation: rows with equal codes are interchangeable, so it is enough to sort the
+        codes.  The top ``b`` bits pick one of ``2^b`` buckets (a stable radix argsort of one
+        byte), the other 64 bits are one uint64 key sorted within its bucket by ``np.sort``,
+        and the two words are rebuilt from the bucket and the key."""
+        depth = self._full_depth
+        b = depth - 64
+        shift = np.uint64(64 - b)
+        bucket = (words[0] >> shift).astype(np.uint8)
+        key = words[0] << np.uint64(b)
+        key |= words[1] >> shift
+        key = key[np.argsort(bucket, kind="stable")]
+        counts = np.bincount(bucket, minlength=1 << b)
+        del bucket
+        ends = np.cumsum(counts)
+        for lo, hi in zip((ends - counts).tolist(), ends.tolist(), strict=True):
+            key[lo:hi].sort()
+        head = np.repeat(np.arange(1 << b, dtype=np.uint64), counts)
+        np.left_shift(head, shift, out=words[0])
+        words[0] |= key >> np.uint64(b)
+        np.left_shift(key, shift, out=words[1])
+        del key, head
+        lcp = _sorted_lcp(words[0], depth)  # depth > 64: 1086 marks the pairs tied on word 0
+        tied = np.flatnonzero(lcp > 64)
+        if tied.size:
+            xor = words[1, tied + 1] ^ words[1, tied]
+            lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
+        return words, lcp
 
     def _sort_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
