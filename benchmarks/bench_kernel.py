@@ -12,8 +12,9 @@ against the input.
    classic ``part1by2``: ``x = (x | x << s) & m``), magic bits by multiply-mask (``x = (x *
    (1 + 2^s)) & m``, exact when the shifted copies cannot carry; one step for a field of at
    most ``d - 1`` bits), and a 256-entry lookup table per byte; the floor of a run is the
-   fastest of the three in that run.  For ``d > 6`` the one-word floor (``floor(64 / d)`` bits
-   per axis, e.g. 6 x 10 = 60 bits) is printed too, and the **package floor** of issue 12
+   fastest of the three in that run.  Where the codes need more than one word, the one-word
+   floor (``floor(64 / d)`` bits per axis, e.g. 6 x 10 = 60 bits) is printed too, and always
+   the **package floor** of issue 12
    (``grid_codes`` + ``morton_words`` at depth ``L`` plus one sort of the first word).
    Everything is timed in the same runs, interleaved (``--runs``, default 5): minimum and
    median of each, and the ratios of the medians and of the minima.
