@@ -96,15 +96,16 @@ def shift_steps(m: int, d: int) -> list[tuple[int, int]]:
 def mul_steps(m: int, d: int) -> list[tuple[int, int]]:
     """The same spread as ``(a, mask)`` steps ``x = (x * a) & mask``: one product for ``m <=
     d - 1`` (copies ``d - 1`` apart cannot overlap), else ``a = 1 + 2^s`` per classic step
-    (checked: the copies' possible bits are disjoint, so the product is their OR)."""
+    where the copies' possible bits are disjoint (so the product is their OR); a step whose
+    copies overlap (``d = 2``, ``m = 32``: the first, by 16) stays a shift-or, given as
+    ``(-s, mask)``."""
     if m <= 1 or d == 1:
         return []
     if m <= d - 1:
         return [(sum(1 << ((d - 1) * i) for i in range(m)), sum(1 << (d * i) for i in range(m)))]
     out, support = [], (1 << m) - 1
     for s, mask in shift_steps(m, d):
-        assert support & (support << s) == 0, (m, d, s)
-        out.append(((1 + (1 << s)) & _FULL, mask))
+        out.append(((1 + (1 << s)) & _FULL, mask) if support & (support << s) == 0 else (-s, mask))
         support = mask
     return out
 
@@ -117,13 +118,13 @@ def lut(d: int) -> np.ndarray:
 
 def physical_codes(x: np.ndarray, B: int, method: str) -> np.ndarray:
     """Morton codes (``(W, n)`` uint64) of rows ``x`` in ``[0, 1]^d`` at ``B`` bits per axis:
-    ``U = min(floor(x 2^B), 2^B - 1)`` (through int32), each coordinate's field of each word
+    ``U = min(floor(x 2^B), 2^B - 1)`` (through int32, int64 when ``B > 31``), each coordinate's field of each word
     spread by ``method`` (``"shift"``, ``"mul"`` or ``"lut"``) and OR-ed in, chunk by chunk."""
     n, d = x.shape
     plan = floor_fields(B, d)
     out = np.empty((len(plan), n), dtype=np.uint64)
     R = min(_CHUNK, max(n, 1))
-    v, gi = np.empty((d, R)), np.empty(R, dtype=np.int32)
+    v, gi = np.empty((d, R)), np.empty(R, dtype=np.int32 if B <= 31 else np.int64)
     g, f, t = (np.empty(R, dtype=np.uint64) for _ in range(3))
     table = lut(d)
     steps = {(m, "mul"): mul_steps(m, d) for w in plan for _, _, m, _ in w}
@@ -154,8 +155,11 @@ def physical_codes(x: np.ndarray, B: int, method: str) -> np.ndarray:
                     res <<= np.uint64(dst)
                 else:
                     for s_or_a, mask in steps[(m, method)]:
-                        if method == "mul":
+                        if method == "mul" and s_or_a > 0:
                             ff *= np.uint64(s_or_a)
+                        elif method == "mul":
+                            np.left_shift(ff, np.uint64(-s_or_a), out=tt)
+                            ff |= tt
                         else:
                             np.left_shift(ff, np.uint64(s_or_a), out=tt)
                             ff |= tt
