@@ -51,6 +51,13 @@ class _Words:
         return self._gen.permutation(int(k))
 
 
+def _random_keys(rng: RandomSource | _Words, k: int, low: int) -> np.ndarray:
+    """``k`` i.i.d. uniform words with their low ``low`` bits cleared (a fresh, writable array)."""
+    keys = rng.uint64(k) if isinstance(rng, _Words) else np.array(random_words(rng, k))
+    keys &= ~np.uint64((1 << low) - 1)
+    return keys
+
+
 def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int, strip: bool = True) -> np.ndarray:
     """``payload`` (uint64 values below ``2^low``) in uniformly random order.
 
@@ -60,11 +67,16 @@ def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int, s
     on the items outside the tied runs (the caller masks them, :func:`_gather_rows`).  The
     search for ties runs on cache-sized chunks (no full-size temporaries).
     """
-    k = payload.size
-    mask = np.uint64((1 << low) - 1)
-    keys = rng.uint64(k) if isinstance(rng, _Words) else np.array(random_words(rng, k))
-    keys &= ~mask
+    keys = _random_keys(rng, payload.size, low)
     keys |= payload
+    return _sort_packed(rng, keys, low, strip)
+
+
+def _sort_packed(rng: RandomSource | _Words, keys: np.ndarray, low: int, strip: bool = True) -> np.ndarray:
+    """:func:`_shuffle_packed` from its packed keys (random high bits above ``low`` payload
+    bits), sorted in place."""
+    k = keys.size
+    mask = np.uint64((1 << low) - 1)
     keys.sort()
     # neighbours whose high bits tie have an XOR below 2^low (about k^2 / 2^(65 - low) pairs)
     ties = []
@@ -110,10 +122,23 @@ def _shuffled_label_keys(rng: RandomSource | _Words, masses: np.ndarray) -> tupl
     too many leaves to pack."""
     k = masses.size
     low = _label_bits(k)
-    labels = np.repeat(np.arange(k, dtype=np.uint64), masses)
-    if labels.size <= 1 or low > 48:
+    m = int(masses.sum())
+    if m <= 1 or low > 48:
         return None
-    return _shuffle_packed(rng, labels, low, strip=False), low
+    # the labels (leaf i repeated masses[i] times) are OR-ed into the random words chunk by
+    # chunk: the same keys as _shuffle_packed of the repeated labels, without a full-size
+    # array of them (fresh memory costs about as much to touch as the sort here)
+    keys = _random_keys(rng, m, low)
+    ends = np.cumsum(masses)
+    begins = ends - masses
+    leaf = np.arange(k, dtype=np.uint64)
+    for lo in range(0, m, _POINTS):
+        hi = min(m, lo + _POINTS)
+        a = int(np.searchsorted(ends, lo, side="right"))
+        b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
+        count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
+        keys[lo:hi] |= np.repeat(leaf[a:b], count)
+    return _sort_packed(rng, keys, low, strip=False), low
 
 
 def shuffled_labels(rng: RandomSource | _Words, masses: np.ndarray) -> np.ndarray:
