@@ -723,48 +723,56 @@ class CountTree:
         """Sort the rows tied on their first ``start`` code bits by their further bits; set
         their lcp.  Each round sorts ``(run, next bits, index in the run)`` keys of the tied
         rows (the run above keeps every run in its slots; as many next bits as the key has
-        room for) and moves the words of the tied rows within their runs."""
+        room for).  A run is a chain of consecutive tied pairs ``p, p + 1, .., q`` (rows ``p ..
+        q + 1``), read off the sorted ``tied`` positions without a full-size mask.  The moves
+        of all rounds are composed into one permutation of the positions and applied to the
+        words once at the end (only to the words from the first round's on: earlier words are
+        equal within a run)."""
         n, depth = self.n, self._full_depth
+        perm: np.ndarray | None = None  # position p holds the code of words[:, perm[p]]
+        first_word = start // 64
         while tied.size and start < depth:
-            pair = np.zeros(n - 1, dtype=bool)
-            pair[tied] = True
-            member = np.zeros(n, dtype=bool)
-            member[tied] = True
-            member[tied + 1] = True
-            rows = np.flatnonzero(member)  # positions in runs of tied rows, increasing
-            del member
-            new_run = np.ones(rows.size, dtype=bool)
-            inner = rows > 0
-            new_run[inner] = ~pair[rows[inner] - 1]
-            del pair, inner
-            first = np.flatnonzero(new_run)  # where each run starts in rows
-            run = np.cumsum(new_run, dtype=np.int64) - 1
-            del new_run
-            offset = np.arange(rows.size, dtype=np.int64) - first[run]  # index in the run
-            r = int(run[-1]).bit_length()
-            ir = max(1, int(offset.max()).bit_length())
+            brk = np.flatnonzero(tied[1:] != tied[:-1] + 1)
+            heads = np.concatenate(([0], brk + 1))  # each chain's first pair, in tied
+            pairs = np.diff(np.concatenate((heads, [tied.size])))  # tied pairs per chain
+            del brk
+            lengths = pairs + 1  # rows per run
+            first = np.cumsum(lengths) - lengths  # where each run starts in rows
+            total = tied.size + heads.size
+            run = np.repeat(np.arange(heads.size, dtype=np.int64), lengths)
+            offset = np.arange(total, dtype=np.int64) - first[run]  # index in the run
+            rows = tied[heads][run] + offset  # positions in runs of tied rows, increasing
+            r = int(heads.size - 1).bit_length()
+            ir = max(1, int(lengths.max() - 1).bit_length())
             if r + ir > 62:  # pragma: no cover - more than 2^31 rows
                 raise ValueError("the count tree holds at most 2^31 rows")
             count = min(64 - r - ir, depth - start)
-            bits = _bits_of(words, rows, start, count)
+            src = rows if perm is None else perm[rows]
+            bits = _bits_of(words, src, start, count)
             key = (run.astype(np.uint64) << np.uint64(count + ir)) | (bits << np.uint64(ir))
             key |= offset.view(np.uint64)
-            del offset
+            del offset, run
             key.sort()
-            sub = first[run] + (key & np.uint64((1 << ir) - 1)).view(np.int64)
+            sub = np.repeat(first, lengths)
+            sub += (key & np.uint64((1 << ir) - 1)).view(np.int64)
             bits = (key >> np.uint64(ir)) & np.uint64((1 << count) - 1)
-            del key
-            for w in range(start // 64, words.shape[0]):  # earlier words are equal in a run
-                words[w, rows] = words[w, rows][sub]
-            del sub, first
-            same = np.flatnonzero(run[1:] == run[:-1])
-            del run
-            pos = rows[same]
+            del key, first
+            if perm is None:
+                perm = np.arange(n, dtype=np.int64)
+            perm[rows] = src[sub]  # position rows[i] now holds the code rows[sub[i]] held
+            del sub, src, rows
+            # the pair (tied[t], tied[t] + 1) is rows t + c, t + c + 1 for t in chain c
+            same = np.arange(tied.size, dtype=np.int64) + np.repeat(np.arange(heads.size, dtype=np.int64), pairs)
+            del heads, pairs, lengths
             xor = bits[same + 1] ^ bits[same]
+            del bits, same
             hit = xor != 0
-            lcp[pos[hit]] = start + count - bit_length_u64(xor[hit])
-            tied = pos[~hit]
+            lcp[tied[hit]] = start + count - bit_length_u64(xor[hit])
+            tied = tied[~hit]
             start += count
+        if perm is not None:
+            for w in range(first_word, words.shape[0]):  # one word at a time
+                words[w] = words[w][perm]
 
     # ------------------------------------------------------------------ views
 
