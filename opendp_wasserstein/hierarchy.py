@@ -76,6 +76,7 @@ __all__ = [
     "build_count_tree",
     "count_tree",
     "shared_count_trees",
+    "release_if_owned",
     "unreleased_trees",
 ]
 
@@ -992,6 +993,25 @@ def shared_count_trees(release: bool = False) -> Iterator[None]:
         _SHARED.reset(token)
         for tree in owned:
             tree.release()
+
+
+def release_if_owned(tree: CountTree) -> bool:
+    """Drop the arrays of ``tree`` (a tree or a truncated view) now if a block
+    :func:`shared_count_trees` with ``release=True`` owns it and no later :func:`count_tree`
+    call of the block can take it (it is not kept for one): its reader is done, so the memory
+    goes back before the release's next steps (the placement) allocate theirs.  Returns whether
+    it was dropped."""
+    owned = _OWNED.get()
+    if not owned:
+        return False
+    kept = _SHARED.get() or []
+    for base in owned:
+        if base is tree or any(r() is tree for r in base._views):
+            if any(t is base for _, _, t in kept):
+                return False
+            base.release()
+            return True
+    return False
 
 
 def count_tree(

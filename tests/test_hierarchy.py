@@ -579,3 +579,24 @@ def test_owning_block_releases_its_trees_and_views():
     with h.shared_count_trees():  # not owning: the trees stay usable after the block
         c = h.count_tree(x, 10, keep=True)
     assert c._words is not None
+
+
+def test_release_if_owned_drops_a_done_tree_only_in_an_owning_block():
+    import opendp_wasserstein.hierarchy as h
+
+    x = np.random.default_rng(5).uniform(size=(200, 2))
+    outside = h.count_tree(x, 16)
+    assert not h.release_if_owned(outside) and outside._words is not None  # no owning block
+    with h.shared_count_trees():  # a block that does not own its trees
+        t = h.count_tree(x, 16)
+        assert not h.release_if_owned(t) and t._words is not None
+    with h.shared_count_trees(release=True):
+        a = h.count_tree(x, 30, keep=True)  # kept for a later call: not released
+        assert not h.release_if_owned(a) and a._words is not None
+        b = h.count_tree(x, 10)  # the later call takes it (a view)
+        mid = b.split(2, np.array([0]), np.array([200]))
+        assert h.release_if_owned(b)
+        assert a._words is None and b._words is None and b.lcp is None
+        assert not h.release_if_owned(outside)  # not the block's tree
+        assert outside._words is not None
+    assert mid.shape == (1,)
