@@ -15,7 +15,10 @@ against the input.
    fastest of the three in that run.  Where the codes need more than one word, the one-word
    floor (``floor(64 / d)`` bits per axis, e.g. 6 x 10 = 60 bits) is printed too, and always
    the **package floor** of issue 12
-   (``grid_codes`` + ``morton_words`` at depth ``L`` plus one sort of the first word).
+   (``grid_codes`` + ``morton_words`` at depth ``L`` plus one sort of the first word), and,
+   for reference, the cost of writing the ``(n, d)`` float64 output once (``np.empty`` +
+   ``fill``, in the same loop: memory the allocator reuses; every release writes it, the floor
+   does not).
    Everything is timed in the same runs, interleaved (``--runs``, default 5): minimum and
    median of each, and the ratios of the medians and of the minima.
 2. **Memory** (issue 12: at most 2x the input): one release on ``--mem-n`` rows (default
@@ -208,7 +211,8 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
     if B1 != B:
         fns["floor_1word"] = lambda: physical_floor(x, B1, "mul")
     fns["package_floor"] = lambda: np.sort(morton_words(grid_codes(x, L), L)[0])
-    fns["tree"] = lambda: build_count_tree(x, L, box)
+    fns["tree"] = lambda: build_count_tree(x, L, box).release()
+    fns["output"] = lambda: np.empty((n, d)).fill(0.5)  # what any release writes: (n, d) floats
     info: dict[str, dict[str, object]] = {}
     for placement in ("center", "uniform"):
         meas = adaptive(n, d, placement)
@@ -243,6 +247,7 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
         print(row(f"one-word floor: {B1} bits/axis ({B1 * d} bits) + sort", "floor_1word"))
     print(row("package floor: grid_codes + morton_words at L + sort", "package_floor"))
     print(row("count tree at L (once per release)", "tree"))
+    print(row("writing the (n, d) float64 output once (empty + fill)", "output"))
     for placement in ("center", "uniform"):
         key = f"release_{placement}"
         last = info[placement]
@@ -254,6 +259,7 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
         if B1 != B:
             extra.insert(0, f"{med[key] / med['floor_1word']:.2f}x the one-word floor")
         print(f"   release {placement} (medians): {med[key] / med['floor']:.2f}x the physical floor, " + ", ".join(extra))
+    print("   load average after the runs: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
 def memory_child(n: int, d: int, data: str) -> None:

@@ -543,10 +543,13 @@ def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _lcp_histogram(lcp: np.ndarray, depth: int) -> np.ndarray:
-    """``hist[v] = #{i : lcp[i] = v}`` for ``v = 0 .. depth`` (int64), chunk by chunk."""
+    """``hist[v] = #{i : lcp[i] = v}`` for ``v = 0 .. depth`` (int64), chunk by chunk:
+    ``np.bincount`` casts its input to intp, so a chunk of ``2^13`` rows keeps that copy (64 KB)
+    in cache and below the allocator's mmap threshold (a chunk of ``2^20`` rows made an 8 MB
+    temporary whose fresh pages cost about ten times the count itself)."""
     hist = np.zeros(depth + 1, dtype=np.int64)
-    for a in range(0, lcp.size, 1 << 20):
-        hist += np.bincount(lcp[a : a + (1 << 20)], minlength=depth + 1)
+    for a in range(0, lcp.size, 1 << 13):
+        hist += np.bincount(lcp[a : a + (1 << 13)], minlength=depth + 1)
     return hist
 
 
