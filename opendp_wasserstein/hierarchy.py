@@ -37,9 +37,11 @@ Kernel
   (:func:`_sorted_lcp`), with the level histogram, in one pass.  Beyond 64 bits it sorts
   packed keys, never ``np.argsort`` (several times slower on uint64): the top ``64 - i`` code
   bits above the row index, then, for the rows still tied, ``(run, next bits, index in the
-  run)`` keys of the tied rows only, until no ties are left or the depth is reached.  It keeps
-  the sorted words, the lcp (``uint16``) and the positions grouped by lcp: about
-  ``n (8 W + 2 + 8)`` bytes besides a reference to the input.
+  run)`` keys of the tied rows only, until no ties are left or the depth is reached (the runs
+  read off the sorted tied positions, the rounds' moves composed into one permutation applied
+  to the words once).  It keeps the sorted words, the lcp (``uint16``) and the positions grouped
+  by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input.  An adaptive release
+  frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
   release share it (:func:`shared_count_trees`).
