@@ -27,7 +27,7 @@ from opendp_wasserstein._compat import make_measurement, register, to_then
 from opendp_wasserstein._random import CORRECTION_STREAM, NOISE_STREAM, as_random_source
 from opendp_wasserstein.consistency import LeafMasses, pruned_traversal
 from opendp_wasserstein.domains import DyadicCountsDomain, WeightedL1Distance, descriptor_of
-from opendp_wasserstein.hierarchy import CountTree
+from opendp_wasserstein.hierarchy import CountTree, release_if_owned
 from opendp_wasserstein.least_squares import check_postprocessing
 from opendp_wasserstein.limits import check_memory
 from opendp_wasserstein.node_noise import NodeNoise, PooledNoise
@@ -150,9 +150,11 @@ def pruned_function(
     consistency, threshold = check_postprocessing(consistency, threshold)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(
+        leaves = pruned_traversal(
             _check_counts(counts, dom), scales, size, _release_noise(distribution), threshold, distribution, consistency
         )
+        release_if_owned(counts)  # an adaptive release's tree is done with: free it before the placement
+        return leaves
 
     return function
 
