@@ -186,12 +186,30 @@ def uses_joint(options: StructuredOptions, n: int, epsilon: float, columns: int)
     return joint_kind(options, n, epsilon, columns) != "independent"
 
 
-def _pair_budgets(eps: float, marg_map: Any) -> tuple[float, float]:
+def _pair_budgets(eps: float, marg_map: Any, shrink: Fraction = Fraction(0)) -> tuple[float, float]:
     """``(epsilon_select, epsilon_counts)`` of the pair tree: the rest of the budget after the
-    first look, less a relative ``2^-40`` that absorbs the rounding of its many maps."""
-    rest = (Fraction(eps) - Fraction(marg_map)) * (1 - Fraction(1, 2**40))
+    first look, less a relative ``shrink``."""
+    rest = (Fraction(eps) - Fraction(marg_map)) * (1 - shrink)
     e_sel = round_down(rest * PAIR_SELECT_SHARE)
     return e_sel, round_down(rest - Fraction(e_sel))
+
+
+def fit_pairs(
+    input_domain: Domain, input_metric: Metric, enc: TableEncoding, n: int, eps: float, marg_map: Any, unit: int,
+) -> tuple[float, float, int, Measurement]:
+    """The pair tree's budgets, bins and template at the largest rest of the budget whose exact
+    sum with the first look's map is at most ``eps``: the rest itself, then lowered by a relative
+    ``2^-52``, twice that, and so on (the float rounding of its ``2 (k - 1)`` maps)."""
+    shrink = Fraction(0)
+    k = len(column_plans(enc))
+    for _ in range(60):
+        e_sel, e_cnt = _pair_budgets(eps, marg_map, shrink)
+        bins = pair_bins(n, e_cnt, k)
+        template = tree_template(input_domain, input_metric, enc, n, bins, e_sel, e_cnt)
+        if Fraction(marg_map) + Fraction(template.map(unit)) <= Fraction(eps):
+            return e_sel, e_cnt, bins, template
+        shrink = Fraction(1, 2**52) if shrink == 0 else 2 * shrink
+    raise ValueError("epsilon is too small to represent the pair tree's budget")  # pragma: no cover
 
 
 def _budgets(eps: float, options: StructuredOptions, joint: bool, marg_map: Any) -> tuple[float, float]:
@@ -268,9 +286,7 @@ def make_structured_synthesis(
         orders = order_family(plans, uniform_weights(plans), None, opts.alphas, opts.discrete_first)
         template = _joint(input_domain, input_metric, None, orders, eps_sel, eps_main, opts)
     elif kind_joint == "pairs":
-        eps_sel, eps_main = _pair_budgets(eps, marg_map)
-        bins = pair_bins(n, eps_main, len(plans))
-        template = tree_template(input_domain, input_metric, enc, n, bins, eps_sel, eps_main)
+        eps_sel, eps_main, bins, template = fit_pairs(input_domain, input_metric, enc, n, eps, marg_map, unit)
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
     comp = dp.c.make_adaptive_composition(input_domain, input_metric, dp.max_divergence(), unit, d_mids)
 
