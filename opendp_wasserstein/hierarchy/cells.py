@@ -22,19 +22,26 @@ al. 2026, Appendix A.9).
 Kernel
 ------
 
-* Morton codes are interleaved word-parallel: for each 64-bit word and each coordinate, the
-  run of that coordinate's bits that lands in the word is spread ``d`` apart with
-  ``ceil(log2 m)`` shift-or-mask steps (magic masks computed once per ``(m, d)`` and verified
-  bit by bit), instead of one pass per level; rows are processed in cache-sized chunks, straight
-  from the caller's array (clamping and rescaling included), so no full-size float or grid copy
-  is made.  :func:`morton_words_bitwise` is the per-bit general path, which a split order
-  other than the cyclic one takes (``axes``; chunked the same way).
-* The tree sorts only the first code word (``np.sort`` when the depth fits in one word, else an
-  argsort); rows still tied after ``P`` bits are refined by sorting ``(run, next bits)`` keys of
-  the tied rows only, the next bits recomputed from their input rows, until no ties are left or
-  the depth is reached.  It keeps the first word, the row order (for depths beyond 64), the lcp
-  (``uint16``) and the positions grouped by lcp: about ``n (8 + 8 + 2 + 8)`` bytes besides a
-  reference to the input.
+* Morton codes are interleaved word-parallel (:func:`row_codes`): rows are processed in
+  cache-sized chunks straight from the caller's array; per chunk the grid coordinates of all
+  columns are computed at once in one ``(d, rows)`` float buffer (rescaling and clamping
+  included: one multiplication per coordinate for the cube or any box with power-of-two sides),
+  converted once per coordinate (through int32 when ``B <= 31``), and for each 64-bit word the
+  run of the coordinate's bits that lands in it is spread ``d`` apart by multiply-and-mask steps
+  (:func:`_spread_ops`: one step for at most ``d - 1`` bits, e.g. ``d = 10``; five for the 21
+  bits of ``d = 3``; magic numbers computed once per ``(m, d)`` and verified bit by bit), so no
+  full-size float or grid copy is made.  :func:`morton_words_bitwise` is the per-bit general
+  path, which a split order other than the cyclic one takes (``axes``; chunked the same way).
+* The tree sorts the code words themselves when the depth fits in one word (one ``np.sort``)
+  and reads the lcp of neighbours from the float exponent of their XOR, chunk by chunk
+  (:func:`_sorted_lcp`), with the level histogram, in one pass.  Beyond 64 bits it sorts
+  packed keys, never ``np.argsort`` (several times slower on uint64): the top ``64 - i`` code
+  bits above the row index, then, for the rows still tied, ``(run, next bits, index in the
+  run)`` keys of the tied rows only, until no ties are left or the depth is reached (the runs
+  read off the sorted tied positions, the rounds' moves composed into one permutation applied
+  to the words once).  It keeps the sorted words, the lcp (``uint16``) and the positions grouped
+  by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input.  An adaptive release
+  frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
   release share it (:func:`shared_count_trees`).
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -70,6 +78,8 @@ __all__ = [
     "build_count_tree",
     "count_tree",
     "shared_count_trees",
+    "release_if_owned",
+    "unreleased_trees",
 ]
 
 #: the grid resolution is capped at 2^-52 per coordinate (a float in [0, 1) has 53 bits)
@@ -77,6 +87,7 @@ MAX_BITS_PER_COORD = 52
 
 _ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
 _ONE = np.uint64(1)
+_BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
 
 
 def max_depth(d: int) -> int:
@@ -205,6 +216,90 @@ def _spread_steps(m: int, d: int) -> tuple[tuple[int, int], ...]:
     return tuple(steps)
 
 
+_FULL = (1 << 64) - 1
+
+
+@cache
+def _spread_ops(m: int, d: int, dst: int) -> tuple[tuple[str, int, int], ...]:
+    """Whole-word steps that move bit ``i`` of an ``m``-bit field (no higher bit set) to bit
+    ``dst + i d`` (all below 64): ``("mul", a, mask)`` is ``x = (x * a) & mask``, ``("or", s,
+    mask)`` is ``x = (x | x << s) & mask`` and ``("shl", s, 0)`` is ``x <<= s``.
+
+    With ``c = d - 1``, the field is cut into units of ``c`` bits; unit ``u`` first moves by
+    ``u c (d - 1)`` (binary splitting on ``u``, one step per bit of the unit index), then one
+    multiplication by ``sum_{o < c} 2^(o (d - 1))`` moves bit ``o`` of every unit by
+    ``o (d - 1)``, and the shift to ``dst`` is folded into the last multiplier.  A product is an
+    OR of shifted copies exactly when the copies' possible bits are disjoint (no carry), which
+    is checked for every multiplication (a step that fails the check is a shift-or); the result
+    is then linear over OR and is checked bit by bit, and on the all-ones field.  For ``m <= d -
+    1`` (e.g. ``d = 10``, a word holding 6 or 7 bits of each coordinate) this is one
+    multiplication and one mask.
+    """
+    ops: list[tuple[str, int, int]] = []
+    pos = list(range(m))
+    support = (1 << m) - 1
+    if d > 1 and m > 1:
+        c = d - 1
+        units = -(-m // c)
+        for k in range((units - 1).bit_length() - 1, -1, -1):
+            shift = (1 << k) * c * (d - 1)
+            pos = [p + shift if ((i // c) >> k) & 1 else p for i, p in enumerate(pos)]
+            mask = sum(1 << p for p in pos)
+            kind = "mul" if support & (support << shift) & _FULL == 0 else "or"
+            ops.append((kind, (1 + (1 << shift)) & _FULL if kind == "mul" else shift, mask))
+            support = mask
+        if c > 1:
+            mult, seen = 0, 0
+            for o in range(min(c, m)):
+                copy = (support << (o * (d - 1))) & _FULL
+                if seen & copy:  # pragma: no cover - the unit layout keeps the copies apart
+                    raise AssertionError(f"spreading {m} bits by {d}: overlapping copies")
+                seen |= copy
+                mult |= 1 << (o * (d - 1))
+            pos = [p + (i % c) * (d - 1) for i, p in enumerate(pos)]
+            ops.append(("mul", mult, sum(1 << p for p in pos)))
+    if dst:
+        if ops and ops[-1][0] == "mul":
+            _, a, mask = ops[-1]
+            ops[-1] = ("mul", (a << dst) & _FULL, mask << dst)
+        else:
+            ops.append(("shl", dst, 0))
+    steps = tuple(ops)
+    for i in [*range(m), -1]:  # every single bit, then the all-ones field
+        x = (1 << m) - 1 if i < 0 else 1 << i
+        for kind, a, mask in steps:
+            if kind == "mul":
+                x = (x * a) & _FULL & mask
+            elif kind == "or":
+                x = (x | (x << a)) & _FULL & mask
+            else:
+                x = (x << a) & _FULL
+        want = sum(1 << (dst + j * d) for j in range(m)) if i < 0 else 1 << (dst + i * d)
+        if x != want:  # pragma: no cover - the construction is exact
+            raise AssertionError(f"spreading {m} bits by {d} to {dst} failed at bit {i}")
+    return steps
+
+
+def _spread(field: np.ndarray, ops: tuple[tuple[str, int, int], ...], tmp: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Apply :func:`_spread_ops` to ``field`` (uint64, overwritten); the last mask may write to ``out``."""
+    res = field
+    for k, (kind, a, mask) in enumerate(ops):
+        last = k == len(ops) - 1
+        if kind == "shl":
+            res = np.left_shift(field, np.uint64(a), out=out if last and out is not None else field)
+            continue
+        if kind == "mul":
+            field *= np.uint64(a)
+        else:
+            np.left_shift(field, np.uint64(a), out=tmp)
+            field |= tmp
+        res = np.bitwise_and(field, np.uint64(mask), out=out if last and out is not None else field)
+    if out is not None and res is not out:
+        np.copyto(out, res)
+        res = out
+    return res
+
+
 @cache
 def _word_plan(depth: int, d: int, w: int) -> tuple[tuple[int, int, int, int], ...]:
     """For word ``w`` of a depth-``depth`` code: ``(c, src, m, dst)`` per coordinate ``c`` whose
@@ -226,18 +321,14 @@ def _word_plan(depth: int, d: int, w: int) -> tuple[tuple[int, int, int, int], .
 def _morton_word(g: np.ndarray, depth: int, w: int) -> np.ndarray:
     """Word ``w`` of the Morton codes of grid rows ``g`` (uint64, shape (k, d))."""
     out = np.zeros(g.shape[0], dtype=np.uint64)
+    field = np.empty_like(out)
     tmp = np.empty_like(out)
+    B = bits_per_coord(depth, g.shape[1])
     for c, src, m, dst in _word_plan(depth, g.shape[1], w):
-        field = np.right_shift(g[:, c], np.uint64(src))
-        if m < 64:
+        np.right_shift(g[:, c], np.uint64(src), out=field)
+        if src + m < B:
             field &= np.uint64((1 << m) - 1)
-        for shift, mask in _spread_steps(m, g.shape[1]):
-            np.left_shift(field, np.uint64(shift), out=tmp)
-            field |= tmp
-            field &= np.uint64(mask)
-        if dst:
-            field <<= np.uint64(dst)
-        out |= field
+        out |= _spread(field, _spread_ops(m, g.shape[1], dst), tmp)
     return out
 
 
@@ -300,6 +391,26 @@ def _bitwise_words(g: np.ndarray, depth: int, axes: Sequence[int] | None) -> np.
     return words
 
 
+def _unit_scaling(box: Any, B: int, d: int) -> tuple[np.ndarray | None, np.ndarray, bool] | None:
+    """``(lo, factor, divide)``: the grid coordinate of ``x`` is ``(x - lo) / factor`` (``divide``)
+    or ``(x - lo) * factor`` (``lo`` None: no subtraction), floored and clamped, exactly as
+    :func:`_box_grid` computes it; None for a box too narrow for that (:func:`_box_grid` then).
+
+    Subtracting ``lo = 0`` changes no float, and multiplying by the reciprocal of a power of two
+    gives the correctly rounded quotient, so the cube ``[0, 1]^d`` (and any box with power-of-two
+    sides) costs one multiplication per coordinate.
+    """
+    if box is None:
+        return None, np.full((d, 1), 2.0**B), False
+    lo = np.asarray(box.lower, dtype=np.float64)
+    step = (np.asarray(box.upper, dtype=np.float64) - lo) * 2.0**-B
+    if float(step.min()) < 2.0**-1021:  # pragma: no cover - a box narrower than 2^-969
+        return None
+    pow2 = bool(np.all(np.isfinite(step)) and np.all(np.frexp(step)[0] == 0.5))
+    factor = (1.0 / step if pow2 else step).reshape(d, 1)
+    return (None if not np.any(lo) else lo.reshape(d, 1)), factor, not pow2
+
+
 def row_codes(
     x: np.ndarray,
     box: Any,
@@ -310,21 +421,138 @@ def row_codes(
 ) -> np.ndarray:
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
+    The cyclic order takes the fused kernel: per chunk of rows, the grid coordinates of every
+    column at once in float (clamping and rescaling included, one ``(d, rows)`` buffer), then per
+    coordinate one conversion to integers (through int32 when ``B <= 31``) and, per word, the
+    coordinate's field spread by :func:`_spread_ops` and OR-ed into the word; all temporaries
+    are chunk-sized.  Same output as ``_morton_word(_box_grid(...))`` on every input.
+
     :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
     :param box: a :class:`~opendp_wasserstein.core.metrics.Box` (clamp and rescale) or None
     :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
     """
     n = x.shape[0] if rows is None else rows.size
-    out = np.empty((len(words), n), dtype=np.uint64)
-    for lo in range(0, n, _ROWS):
-        part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
-        g = _box_grid(part, box, depth, axes).view(np.uint64)  # non-negative int64: the same bits
-        if axes is None:
-            for i, w in enumerate(words):
-                out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
-        else:
-            out[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)[list(words)]
+    d = x.shape[1]
+    B = bits_per_coord(depth, d, axes)
+    if B > MAX_BITS_PER_COORD:
+        raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
+    scaling = None if axes is not None else _unit_scaling(box, B, d)
+    if scaling is None:  # a split order (one pass per level), or a very narrow box
+        out = np.empty((len(words), n), dtype=np.uint64)
+        for lo in range(0, n, _ROWS):
+            part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
+            g = _box_grid(part, box, depth, axes).view(np.uint64)  # non-negative int64: the same bits
+            if axes is None:  # pragma: no cover - a box narrower than 2^-969
+                for i, w in enumerate(words):
+                    out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
+            else:
+                out[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)[list(words)]
+        return out
+    shift, factor, divide = scaling
+    # per coordinate: (word row, src, m, spread ops); the first coordinate writing a word assigns it
+    fields: list[list[tuple[int, int, int, tuple[tuple[str, int, int], ...]]]] = [[] for _ in range(d)]
+    writer: dict[int, int] = {}
+    for i, w in enumerate(words):
+        for c, src, m, dst in _word_plan(depth, d, w):
+            fields[c].append((i, src, m, _spread_ops(m, d, dst)))
+            writer.setdefault(i, c)
+    out = (np.empty if len(writer) == len(words) else np.zeros)((len(words), n), dtype=np.uint64)
+    R = max(1, min(_ROWS, n))
+    v = np.empty((d, R))
+    g = np.empty(R, dtype=np.uint64)
+    f = np.empty(R, dtype=np.uint64)
+    tmp = np.empty(R, dtype=np.uint64)
+    narrow = np.empty(R, dtype=np.int32) if B <= 31 else None
+    top = float(2**B - 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for a in range(0, n, R):
+            b = min(n, a + R)
+            k = b - a
+            part = x[a:b] if rows is None else x[rows[a:b]]
+            vv = v[:, :k]
+            if shift is None:
+                (np.divide if divide else np.multiply)(part.T, factor, out=vv)
+            else:
+                np.subtract(part.T, shift, out=vv)
+                if divide:
+                    vv /= factor
+                else:
+                    vv *= factor
+            np.fmax(vv, 0.0, out=vv)  # NaN and below the box: 0
+            np.minimum(vv, top, out=vv)  # in [0, 2^B - 1]: truncation is the floor
+            gg, ff, tt = g[:k], f[:k], tmp[:k]
+            for c in range(d):
+                if not fields[c]:
+                    continue
+                if narrow is not None:
+                    np.copyto(narrow[:k], vv[c], casting="unsafe")
+                    np.copyto(gg, narrow[:k], casting="unsafe")
+                else:
+                    np.copyto(gg.view(np.int64), vv[c], casting="unsafe")
+                for j, (i, src, m, ops) in enumerate(fields[c]):
+                    fld = gg if j == len(fields[c]) - 1 else ff  # the last field may overwrite the grid
+                    if src:
+                        np.right_shift(gg, np.uint64(src), out=fld)
+                    elif fld is not gg:
+                        np.copyto(fld, gg)
+                    if src + m < B:
+                        fld &= np.uint64((1 << m) - 1)
+                    dest = out[i, a:b]
+                    if writer[i] == c:
+                        _spread(fld, ops, tt, out=dest)
+                    else:
+                        dest |= _spread(fld, ops, tt)
     return out
+
+
+def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
+    """``lcp[i] = min(depth, 64 - bit_length(word[i] ^ word[i + 1]))`` (uint16) for the first
+    code words of sorted rows, or 1086 where they are equal and ``depth > 64`` (ties, refined by
+    the caller).  Chunk by chunk, from the float exponent of the XOR of neighbours.
+
+    The conversion to float rounds to nearest: clearing the bits below the 53 bits that
+    follow the leading one (``x & ~(x >> 53)`` clears at least the rounding bit) keeps it from
+    rounding up to the next power of two, so the exponent is ``bit_length - 1`` (the field reads
+    ``1022 + bit_length``, 0 for 0).  With ``depth < 64`` bit ``63 - depth`` of every word is 0,
+    and setting it in the XOR bounds the lcp by ``depth`` without a minimum.
+    """
+    n = word.size
+    out = np.empty(max(n - 1, 0), dtype=np.uint16)
+    R = max(1, min(_ROWS, n - 1))
+    x = np.empty(R, dtype=np.uint64)
+    y = np.empty(R, dtype=np.uint64)
+    fl = np.empty(R, dtype=np.float64)
+    fbits = fl.view(np.uint64)
+    stop = np.uint64(1 << (63 - depth)) if depth < 64 else None
+    for a in range(0, n - 1, R):
+        b = min(n - 1, a + R)
+        k = b - a
+        xx, yy = x[:k], y[:k]
+        np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)
+        if stop is not None:
+            xx |= stop
+        np.right_shift(xx, np.uint64(53), out=yy)
+        np.invert(yy, out=yy)
+        xx &= yy
+        np.copyto(fl[:k], xx, casting="unsafe")
+        np.right_shift(fbits[:k], np.uint64(52), out=yy)
+        o = out[a:b]
+        np.copyto(o, yy, casting="unsafe")
+        np.subtract(np.uint16(1086), o, out=o)
+    if depth == 64:
+        np.minimum(out, np.uint16(64), out=out)
+    return out
+
+
+def _lcp_histogram(lcp: np.ndarray, depth: int) -> np.ndarray:
+    """``hist[v] = #{i : lcp[i] = v}`` for ``v = 0 .. depth`` (int64), chunk by chunk:
+    ``np.bincount`` casts its input to intp, so a chunk of ``2^13`` rows keeps that copy (64 KB)
+    in cache and below the allocator's mmap threshold (a chunk of ``2^20`` rows made an 8 MB
+    temporary whose fresh pages cost about ten times the count itself)."""
+    hist = np.zeros(depth + 1, dtype=np.int64)
+    for a in range(0, lcp.size, 1 << 13):
+        hist += np.bincount(lcp[a : a + (1 << 13)], minlength=depth + 1)
+    return hist
 
 
 def _bit_length_popcount(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
@@ -414,74 +642,143 @@ class CountTree:
         W = _words(depth)
         words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
         del x
-        if W == 1:
+        if W == 1 or n <= 1:
             words[0].sort()
+            lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
+        elif depth <= 64 + _BUCKET_BITS:
+            words, lcp = self._sort_two_words(words)
         else:
-            order = np.argsort(words[0])
-            for w in range(W):
-                words[w] = words[w][order]
-            del order
-        lcp = np.full(max(n - 1, 0), depth, dtype=np.int64)
-        if n > 1:
-            xor = words[0, 1:] ^ words[0, :-1]
-            if W == 1:  # one word: the lcp of equal codes is 64 - 0, clipped to the depth below
-                lcp = 64 - bit_length_u64(xor, overwrite=True)
-                del xor
-            else:
-                hit = np.flatnonzero(xor)
-                lcp[hit] = 64 - bit_length_u64(xor[hit])
-                del hit
-                tied = np.flatnonzero(xor == 0)
-                del xor
-                self._refine(words, lcp, tied)
-            np.minimum(lcp, depth, out=lcp)
+            words, lcp = self._sort_words(words)
         self._words = words
-        self.lcp = lcp.astype(np.uint16)
-        del lcp
-        hist = np.bincount(self.lcp, minlength=depth + 1)
+        self.lcp = lcp
+        hist = _lcp_histogram(lcp, depth)
         self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
         # positions grouped by lcp value (see _grouped), built on first use for the levels a
         # traversal reads, shared with the truncated views: {"depth": d, "positions": array}
         self._grouped_cache: dict[str, Any] = {}
+        self._views: list[weakref.ref[CountTree]] = []  # shared with the truncated views
+        _UNRELEASED.add(self)
 
-    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray) -> None:
-        """Sort the rows tied on their first 64 bits by their further bits; set their lcp."""
+    def release(self) -> None:
+        """Drop the tree's arrays, and those of its truncated views, now: the tree is unusable
+        afterwards.  A release that owns its trees (:func:`shared_count_trees` with ``release=True``)
+        frees them as it ends, even where OpenDP's ctypes keep-alive cycles still reach the tree
+        object, so no later release needs a full garbage collection to get the memory back."""
+        for tree in [self, *(r() for r in self._views)]:
+            if tree is not None:
+                tree._words = tree.lcp = tree._x = None  # type: ignore[assignment]
+        self._grouped_cache.clear()
+        self._views.clear()
+        _UNRELEASED.discard(self)
+
+    def _sort_two_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of ``64 + b`` bits (``b <= 8``) in lexicographic order, and their lcp, without a
+        permutation: rows with equal codes are interchangeable, so it is enough to sort the
+        codes.  The top ``b`` bits pick one of ``2^b`` buckets (a stable radix argsort of one
+        byte), the other 64 bits are one uint64 key sorted within its bucket by ``np.sort``,
+        and the two words are rebuilt from the bucket and the key."""
+        depth = self._full_depth
+        b = depth - 64
+        shift = np.uint64(64 - b)
+        bucket = (words[0] >> shift).astype(np.uint8)
+        key = words[0] << np.uint64(b)
+        key |= words[1] >> shift
+        key = key[np.argsort(bucket, kind="stable")]
+        counts = np.bincount(bucket, minlength=1 << b)
+        del bucket
+        ends = np.cumsum(counts)
+        for lo, hi in zip((ends - counts).tolist(), ends.tolist(), strict=True):
+            key[lo:hi].sort()
+        head = np.repeat(np.arange(1 << b, dtype=np.uint64), counts)
+        np.left_shift(head, shift, out=words[0])
+        words[0] |= key >> np.uint64(b)
+        np.left_shift(key, shift, out=words[1])
+        del key, head
+        lcp = _sorted_lcp(words[0], depth)  # depth > 64: 1086 marks the pairs tied on word 0
+        tied = np.flatnonzero(lcp > 64)
+        if tied.size:
+            xor = words[1, tied + 1] ^ words[1, tied]
+            lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
+        return words, lcp
+
+    def _sort_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
+
+        ``np.sort`` of packed keys throughout, never ``np.argsort`` (several times slower on
+        uint64 here): first the top ``64 - i`` code bits above the row index (``i`` bits), the
+        words gathered once in that order, then :meth:`_refine` for the rows still tied.
+        """
         n, depth = self.n, self._full_depth
-        start = 64
+        i = max(1, (n - 1).bit_length())
+        mask = np.uint64((1 << i) - 1)
+        keys = words[0] & ~mask
+        keys |= np.arange(n, dtype=np.uint64)
+        keys.sort()
+        order = (keys & mask).view(np.int64)
+        keys &= ~mask
+        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's code bits
+        del keys
+        for w in range(words.shape[0]):  # one word at a time: one word of temporary memory
+            words[w] = words[w][order]
+        del order
+        self._refine(words, lcp, np.flatnonzero(lcp > 64), 64 - i)
+        np.minimum(lcp, np.uint16(depth), out=lcp)
+        return words, lcp
+
+    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray, start: int) -> None:
+        """Sort the rows tied on their first ``start`` code bits by their further bits; set
+        their lcp.  Each round sorts ``(run, next bits, index in the run)`` keys of the tied
+        rows (the run above keeps every run in its slots; as many next bits as the key has
+        room for).  A run is a chain of consecutive tied pairs ``p, p + 1, .., q`` (rows ``p ..
+        q + 1``), read off the sorted ``tied`` positions without a full-size mask.  The moves
+        of all rounds are composed into one permutation of the positions and applied to the
+        words once at the end (only to the words from the first round's on: earlier words are
+        equal within a run)."""
+        n, depth = self.n, self._full_depth
+        perm: np.ndarray | None = None  # position p holds the code of words[:, perm[p]]
+        first_word = start // 64
         while tied.size and start < depth:
-            pair = np.zeros(n - 1, dtype=bool)
-            pair[tied] = True
-            member = np.zeros(n, dtype=bool)
-            member[tied] = True
-            member[tied + 1] = True
-            rows = np.flatnonzero(member)  # positions in runs of tied rows, increasing
-            del member
-            new_run = np.ones(rows.size, dtype=bool)
-            inner = rows > 0
-            new_run[inner] = ~pair[rows[inner] - 1]
-            del pair, inner
-            run = np.cumsum(new_run, dtype=np.int64) - 1
-            del new_run
-            count = min(64 - int(run[-1]).bit_length(), depth - start)
-            bits = _bits_of(words, rows, start, count)
-            if count < 64:
-                key = (run.astype(np.uint64) << np.uint64(count)) | bits
-                sub = np.argsort(key)  # runs keep their slots: the run is the key's high part
-                del key
-            else:
-                sub = np.argsort(bits)  # one run
-            for w in range(start // 64, words.shape[0]):  # earlier words are equal in a run
-                words[w, rows] = words[w, rows][sub]
-            bits = bits[sub]
-            del sub
-            same = np.flatnonzero(run[1:] == run[:-1])
-            del run
-            pos = rows[same]
+            brk = np.flatnonzero(tied[1:] != tied[:-1] + 1)
+            heads = np.concatenate(([0], brk + 1))  # each chain's first pair, in tied
+            pairs = np.diff(np.concatenate((heads, [tied.size])))  # tied pairs per chain
+            del brk
+            lengths = pairs + 1  # rows per run
+            first = np.cumsum(lengths) - lengths  # where each run starts in rows
+            total = tied.size + heads.size
+            run = np.repeat(np.arange(heads.size, dtype=np.int64), lengths)
+            offset = np.arange(total, dtype=np.int64) - first[run]  # index in the run
+            rows = tied[heads][run] + offset  # positions in runs of tied rows, increasing
+            r = int(heads.size - 1).bit_length()
+            ir = max(1, int(lengths.max() - 1).bit_length())
+            if r + ir > 62:  # pragma: no cover - more than 2^31 rows
+                raise ValueError("the count tree holds at most 2^31 rows")
+            count = min(64 - r - ir, depth - start)
+            src = rows if perm is None else perm[rows]
+            bits = _bits_of(words, src, start, count)
+            key = (run.astype(np.uint64) << np.uint64(count + ir)) | (bits << np.uint64(ir))
+            key |= offset.view(np.uint64)
+            del offset, run
+            key.sort()
+            sub = np.repeat(first, lengths)
+            sub += (key & np.uint64((1 << ir) - 1)).view(np.int64)
+            bits = (key >> np.uint64(ir)) & np.uint64((1 << count) - 1)
+            del key, first
+            if perm is None:
+                perm = np.arange(n, dtype=np.int64)
+            perm[rows] = src[sub]  # position rows[i] now holds the code rows[sub[i]] held
+            del sub, src, rows
+            # the pair (tied[t], tied[t] + 1) is rows t + c, t + c + 1 for t in chain c
+            same = np.arange(tied.size, dtype=np.int64) + np.repeat(np.arange(heads.size, dtype=np.int64), pairs)
+            del heads, pairs, lengths
             xor = bits[same + 1] ^ bits[same]
+            del bits, same
             hit = xor != 0
-            lcp[pos[hit]] = start + count - bit_length_u64(xor[hit])
-            tied = pos[~hit]
+            lcp[tied[hit]] = start + count - bit_length_u64(xor[hit])
+            tied = tied[~hit]
             start += count
+        if perm is not None:
+            for w in range(first_word, words.shape[0]):  # one word at a time
+                words[w] = words[w][perm]
 
     # ------------------------------------------------------------------ views
 
@@ -492,6 +789,7 @@ class CountTree:
         view = copy.copy(self)
         view.depth = int(depth)
         view.axes = check_axes(self._axes_full, self.d, view.depth)
+        self._views.append(weakref.ref(view))
         return view
 
     @property
@@ -663,20 +961,62 @@ _SHARED: contextvars.ContextVar[list[tuple[Any, Any, CountTree]] | None] = conte
 )
 
 
+#: the count trees whose arrays are held (not :meth:`CountTree.release`-d), garbage included
+_UNRELEASED: weakref.WeakSet[CountTree] = weakref.WeakSet()
+
+_OWNED: contextvars.ContextVar[list[CountTree] | None] = contextvars.ContextVar(
+    "opendp_wasserstein_owned_trees", default=None
+)
+
+
+def unreleased_trees() -> int:
+    """The number of count trees whose arrays are still held (in use, or garbage in a cycle that
+    only a full collection frees)."""
+    return len(_UNRELEASED)
+
+
 @contextmanager
-def shared_count_trees() -> Iterator[None]:
+def shared_count_trees(release: bool = False) -> Iterator[None]:
     """Inside this block, :func:`count_tree` builds the tree of an input array once.
 
     The first call for an array builds its tree and keeps it; a later call for the *same array
     object* and box at a depth not above the kept one takes it (truncated) and releases it, so
     the scores and the synthesis of one adaptive release share one sort, and the tree is freed
     as soon as the synthesis has its counts.  Nothing is kept after the block.
+
+    :param release: the block owns every tree :func:`count_tree` builds in it (none is returned
+        to a caller outside): their arrays are dropped as the block ends
+        (:meth:`CountTree.release`), whatever still references the tree objects
     """
     token = _SHARED.set([])
+    owned: list[CountTree] = []
+    own = _OWNED.set(owned if release else None)
     try:
         yield
     finally:
+        _OWNED.reset(own)
         _SHARED.reset(token)
+        for tree in owned:
+            tree.release()
+
+
+def release_if_owned(tree: CountTree) -> bool:
+    """Drop the arrays of ``tree`` (a tree or a truncated view) now if a block
+    :func:`shared_count_trees` with ``release=True`` owns it and no later :func:`count_tree`
+    call of the block can take it (it is not kept for one): its reader is done, so the memory
+    goes back before the release's next steps (the placement) allocate theirs.  Returns whether
+    it was dropped."""
+    owned = _OWNED.get()
+    if not owned:
+        return False
+    kept = _SHARED.get() or []
+    for base in owned:
+        if base is tree or any(r() is tree for r in base._views):
+            if any(t is base for _, _, t in kept):
+                return False
+            base.release()
+            return True
+    return False
 
 
 def count_tree(
@@ -704,4 +1044,7 @@ def count_tree(
     tree = CountTree(x, depth, box, order)
     if cache is not None and keep:
         cache.append((x, box, tree))
+    owned = _OWNED.get()
+    if owned is not None:
+        owned.append(tree)
     return tree

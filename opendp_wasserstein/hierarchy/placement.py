@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.core.box import Box
-from opendp_wasserstein.hierarchy.cells import coord_bits_at_level
+from opendp_wasserstein.hierarchy.cells import coord_bits_at_level, unreleased_trees
 from opendp_wasserstein.hierarchy.traversal import LeafMasses
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.noise.node_randomness import random_words
@@ -51,29 +51,58 @@ class _Words:
         return self._gen.permutation(int(k))
 
 
-def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int) -> np.ndarray:
+def _random_keys(rng: RandomSource | _Words, k: int, low: int) -> np.ndarray:
+    """``k`` i.i.d. uniform words with their low ``low`` bits cleared (a fresh, writable array)."""
+    keys = rng.uint64(k) if isinstance(rng, _Words) else np.array(random_words(rng, k))
+    keys &= ~np.uint64((1 << low) - 1)
+    return keys
+
+
+def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int, strip: bool = True) -> np.ndarray:
     """``payload`` (uint64 values below ``2^low``) in uniformly random order.
 
     Every item gets i.i.d. uniform high bits above its payload and the packed words are sorted;
     items whose high bits tie (a run of equal keys) are put in a fresh uniformly random order,
-    recursively, so the order is exactly uniform.
+    recursively, so the order is exactly uniform.  ``strip=False`` leaves the random high bits
+    on the items outside the tied runs (the caller masks them, :func:`_gather_rows`).  The
+    search for ties runs on cache-sized chunks (no full-size temporaries).
     """
-    k = payload.size
-    mask = np.uint64((1 << low) - 1)
-    keys = rng.uint64(k) if isinstance(rng, _Words) else np.array(random_words(rng, k))
-    keys &= ~mask
+    keys = _random_keys(rng, payload.size, low)
     keys |= payload
+    return _sort_packed(rng, keys, low, strip)
+
+
+def _sort_packed(rng: RandomSource | _Words, keys: np.ndarray, low: int, strip: bool = True) -> np.ndarray:
+    """:func:`_shuffle_packed` from its packed keys (random high bits above ``low`` payload
+    bits), sorted in place."""
+    k = keys.size
+    mask = np.uint64((1 << low) - 1)
     keys.sort()
-    high = keys >> np.uint64(low)
-    tied = np.flatnonzero(high[1:] == high[:-1])  # about k^2 / 2^(65 - low) pairs
-    del high
-    keys &= mask
-    if tied.size:  # every run of equal keys in a fresh random order
+    # neighbours whose high bits tie have an XOR below 2^low (about k^2 / 2^(65 - low) pairs)
+    ties = []
+    xor = np.empty(min(_POINTS, max(k - 1, 0)), dtype=np.uint64)
+    near = np.empty(xor.size, dtype=bool)
+    for a in range(0, k - 1, _POINTS):
+        b = min(k - 1, a + _POINTS)
+        x, t = xor[: b - a], near[: b - a]
+        np.bitwise_xor(keys[a + 1 : b + 1], keys[a:b], out=x)
+        np.less_equal(x, mask, out=t)
+        if t.any():
+            ties.append(np.flatnonzero(t) + a)
+    if strip:
+        keys &= mask
+    if ties:  # every run of equal keys in a fresh random order
+        tied = np.concatenate(ties)
         first = tied[np.concatenate(([True], tied[1:] != tied[:-1] + 1))]
         last = tied[np.concatenate((tied[1:] != tied[:-1] + 1, [True]))] + 1
         for a, b in zip(first.tolist(), last.tolist(), strict=True):
-            keys[a : b + 1] = _shuffle_packed(rng, keys[a : b + 1], low)
+            keys[a : b + 1] = _shuffle_packed(rng, keys[a : b + 1] & mask, low)
     return keys
+
+
+def _label_bits(k: int) -> int:
+    """Bits of a label (an index below ``k``) in the packed keys."""
+    return max(1, int(k - 1).bit_length())
 
 
 def shuffle_order(rng: RandomSource | _Words, k: int) -> np.ndarray:
@@ -81,22 +110,70 @@ def shuffle_order(rng: RandomSource | _Words, k: int) -> np.ndarray:
     uniform random bits and sorted, ties put in a fresh random order (exactly uniform)."""
     if k <= 1:
         return np.arange(k, dtype=np.int64)
-    low = max(1, int(k - 1).bit_length())
+    low = _label_bits(k)
     if low > 48:  # pragma: no cover - more than 2^48 rows in memory
         return rng.permutation(k)
     return _shuffle_packed(rng, np.arange(k, dtype=np.uint64), low).view(np.int64)
 
 
+def _shuffled_label_keys(rng: RandomSource | _Words, masses: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """:func:`shuffled_labels` as packed keys whose low ``low`` bits are the labels (their high
+    bits may hold random bits), and ``low``; None when there are not two labels to shuffle or
+    too many leaves to pack."""
+    k = masses.size
+    low = _label_bits(k)
+    m = int(masses.sum())
+    if m <= 1 or low > 48:
+        return None
+    # the labels (leaf i repeated masses[i] times) are OR-ed into the random words chunk by
+    # chunk: the same keys as _shuffle_packed of the repeated labels, without a full-size
+    # array of them (fresh memory costs about as much to touch as the sort here)
+    keys = _random_keys(rng, m, low)
+    ends = np.cumsum(masses)
+    begins = ends - masses
+    leaf = np.arange(k, dtype=np.uint64)
+    for lo in range(0, m, _POINTS):
+        hi = min(m, lo + _POINTS)
+        a = int(np.searchsorted(ends, lo, side="right"))
+        b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
+        count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
+        keys[lo:hi] |= np.repeat(leaf[a:b], count)
+    return _sort_packed(rng, keys, low, strip=False), low
+
+
 def shuffled_labels(rng: RandomSource | _Words, masses: np.ndarray) -> np.ndarray:
     """Label ``i`` repeated ``masses[i]`` times, in uniformly random order (int64)."""
-    k = masses.size
-    labels = np.repeat(np.arange(k, dtype=np.uint64), masses)
-    if labels.size <= 1:
-        return labels.view(np.int64)
-    low = max(1, int(k - 1).bit_length())
-    if low > 48:  # pragma: no cover
-        return labels.view(np.int64)[rng.permutation(labels.size)]
-    return _shuffle_packed(rng, labels, low).view(np.int64)
+    packed = _shuffled_label_keys(rng, masses)
+    if packed is None:
+        labels = np.repeat(np.arange(masses.size, dtype=np.int64), masses)
+        if labels.size <= 1:
+            return labels
+        return labels[rng.permutation(labels.size)]  # pragma: no cover - more than 2^48 leaves
+    keys, low = packed
+    keys &= np.uint64((1 << low) - 1)
+    return keys.view(np.int64)
+
+
+def _gather_rows(table: np.ndarray, keys: np.ndarray, low: int) -> np.ndarray:
+    """``table[keys & (2^low - 1)]`` for a ``(k, d)`` float table: ``np.take`` of whole rows
+    (about twice as fast as a two-dimensional fancy index), the index masked chunk by chunk in
+    cache."""
+    k, d = table.shape
+    m = keys.size
+    out = np.empty((m, d), dtype=np.float64)
+    if m == 0 or d == 0:
+        return out
+    src = np.ascontiguousarray(table, dtype=np.float64)
+    mask = np.uint64((1 << low) - 1)
+    chunk = max(1024, _POINTS // d)
+    idx = np.empty(min(chunk, m), dtype=np.uint64)
+    for a in range(0, m, chunk):
+        b = min(m, a + chunk)
+        i = idx[: b - a]
+        np.bitwise_and(keys[a:b], mask, out=i)
+        # every label is below k: mode='wrap' changes no index and spares the buffered 'raise' check
+        np.take(src, i.view(np.int64), axis=0, out=out[a:b], mode="wrap")
+    return out
 
 
 class PlacementStream:
@@ -182,8 +259,11 @@ def place_points(
     """
     d = box.dim
     m = leaves.total
-    if m * d >= _COLLECT:
-        # the count tree reaches here through OpenDP's ctypes keep-alive cycle: free it first
+    if m * d >= _COLLECT and unreleased_trees() > 1:
+        # an earlier release's count tree may still be held by OpenDP's ctypes keep-alive cycle
+        # (this release's own tree is in use): free it first.  A full collection costs about as
+        # much as sorting a million keys, so it is skipped when no other tree holds its arrays
+        # (the adaptive releases drop theirs as they end: shared_count_trees(release=True))
         gc.collect()
     if stream is None:
         stream = PlacementStream.from_random_source(rng)
@@ -199,7 +279,11 @@ def place_points(
     if placement == "center":  # the k centres, gathered in a random order of the labels
         centers = (cells.astype(np.float64) + 0.5) * step + lower
         np.minimum(centers, upper, out=centers)
-        return centers[shuffled_labels(stream.order(part), masses)]
+        order = stream.order(part)
+        packed = _shuffled_label_keys(order, masses)
+        if packed is None:  # at most one row, or more than 2^48 leaves
+            return centers[shuffled_labels(order, masses)]
+        return _gather_rows(centers, *packed)
     out = np.empty((m, d), dtype=np.float64)
     if m == 0:
         return out

@@ -221,7 +221,7 @@ def make_adaptive_pruned_pmm(
     def function(x: np.ndarray) -> Any:
         # one count tree per release: built (at the deepest candidate depth) for the scores,
         # then read to the chosen depth by the synthesis and freed
-        with shared_count_trees():
+        with shared_count_trees(release=True):  # the release owns its trees
             a = choose_from_scores(t_scores(x))
             with runtime.capture() as inner:  # folded into this release's record
                 points = mains[a](x)

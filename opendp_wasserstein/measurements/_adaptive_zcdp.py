@@ -128,7 +128,7 @@ def make_adaptive_pruned_pmm_zcdp(
 
     def function(x: np.ndarray) -> Any:
         # one count tree per release, shared by the scores and the synthesis (as in pure DP)
-        with shared_count_trees():
+        with shared_count_trees(release=True):  # the release owns its trees
             a = choose(x)
             with runtime.capture() as inner:  # folded into this release's record
                 points = mains[a](x)

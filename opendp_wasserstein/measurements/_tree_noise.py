@@ -38,7 +38,7 @@ from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.core.limits import check_memory
 from opendp_wasserstein.core.metrics import WeightedL1Distance, WeightedL2SqDistance, descriptor_of
 from opendp_wasserstein.core.parameters import SCALE_MAX, ScaleLimitError
-from opendp_wasserstein.hierarchy.cells import CountTree
+from opendp_wasserstein.hierarchy.cells import CountTree, release_if_owned
 from opendp_wasserstein.hierarchy.domain import DyadicCountsDomain
 from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
 from opendp_wasserstein.hierarchy.noisy_tree import NoisyTree, draw_full_tree
@@ -225,9 +225,11 @@ def pruned_function(
     consistency, threshold = check_postprocessing(consistency, threshold)
 
     def function(counts: CountTree) -> LeafMasses:
-        return pruned_traversal(
+        leaves = pruned_traversal(
             _check_counts(counts, dom), scales, size, _release_noise(distribution), threshold, distribution, consistency
         )
+        release_if_owned(counts)  # an adaptive release's tree is done with: free it before the placement
+        return leaves
 
     return function
 

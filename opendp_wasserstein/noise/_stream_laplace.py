@@ -107,18 +107,19 @@ def _split(scale: float) -> tuple[int, int]:
 
 
 def _digits(lo: list[int], hi: list[int], frac: int) -> _Digits:
+    """The base-256 digits on which ``lo[t]`` and ``hi[t]`` (``frac``-bit fractions) agree, from
+    the first: row ``t`` holds its first ``known[t]`` digits, zeros after them (all rows at once)."""
     nbytes = frac // 8
-    out = np.zeros((len(lo), nbytes), dtype=np.uint8)
-    known = np.zeros(len(lo), dtype=np.int64)
-    for t, (a, b) in enumerate(zip(lo, hi, strict=True)):
-        da = a.to_bytes(nbytes, "big")
-        db = b.to_bytes(nbytes, "big")
-        j = 0
-        while j < nbytes and da[j] == db[j]:
-            j += 1
-        out[t, :j] = np.frombuffer(da[:j], dtype=np.uint8)
-        known[t] = j
-    return _Digits(out, known)
+    count = len(lo)
+    if len(hi) != count:
+        raise ValueError("lo and hi must have the same length")
+    da = np.frombuffer(b"".join(a.to_bytes(nbytes, "big") for a in lo), dtype=np.uint8).reshape(count, nbytes)
+    db = np.frombuffer(b"".join(b.to_bytes(nbytes, "big") for b in hi), dtype=np.uint8).reshape(count, nbytes)
+    differ = da != db
+    # the first differing digit, or nbytes where all agree
+    known = np.where(differ.any(axis=1), differ.argmax(axis=1), nbytes).astype(np.int64)
+    out = np.where(np.arange(nbytes) < known[:, None], da, np.uint8(0))
+    return _Digits(np.ascontiguousarray(out, dtype=np.uint8), known)
 
 
 @lru_cache(maxsize=1024)

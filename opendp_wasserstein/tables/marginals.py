@@ -32,10 +32,12 @@ import numpy as np
 import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
 
-from opendp_wasserstein._compat import make_transformation
+from opendp_wasserstein._compat import make_measurement, make_transformation
 from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
 from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.noise._source import NOISE_STREAM, as_random_source
+from opendp_wasserstein.noise.samplers import sample_discrete_laplace
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 
 __all__ = [
@@ -258,12 +260,30 @@ def make_table_marginals(
     if d != enc.dimension:
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     check_epsilon(epsilon)
-    parts = [
-        make_level_counts(input_domain, input_metric, p, leaves, j) >> dp.m.then_laplace(scales[j])
+    counts = [
+        (make_level_counts(input_domain, input_metric, p, leaves, j), scales[j])
         for p, leaves, levels, scales in _column_trees(enc, n, epsilon, max_levels)
         for j in range(len(levels))
     ]
-    return dp.c.make_composition(parts)
+    return dp.c.make_composition([seeded_laplace(t, s, tag) for tag, (t, s) in enumerate(counts)])
+
+
+def seeded_laplace(counts: Transformation, scale: float, tag: int) -> Measurement:
+    """``counts >> dp.m.then_laplace(scale)``: OpenDP's discrete Laplace on the CSPRNG (secure,
+    the default); inside :func:`opendp_wasserstein.runtime.reproducible` the same law
+    (:func:`~opendp_wasserstein.noise.samplers.sample_discrete_laplace`) drawn from the seeded stream
+    ``tag`` (NOT private; tests and figures).  The map is OpenDP's map of the chain."""
+    secure = counts >> dp.m.then_laplace(scale)
+
+    def function(x: Any) -> list[int]:
+        src = as_random_source()
+        if src.secure:
+            return secure(x)  # type: ignore[no-any-return]
+        raw = np.asarray(counts(x), dtype=np.int64)
+        z = sample_discrete_laplace(np.full(len(raw), float(scale)), src.derive(NOISE_STREAM + 64).derive(tag), "fast")
+        return (raw + z).tolist()  # type: ignore[no-any-return]
+
+    return make_measurement(counts.input_domain, counts.input_metric, dp.max_divergence(), function, secure.map)
 
 
 def project_groups(values: np.ndarray, groups: np.ndarray, totals: np.ndarray) -> np.ndarray:

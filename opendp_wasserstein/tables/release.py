@@ -149,7 +149,8 @@ def _structured(
     details |= {"epsilon_release": certified, "epsilon_schema": schema.epsilon_spent,
                 "axes": [f"{a.column}:{a.role}" for a in enc.axes],
                 "split_order": (f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
-                                if details.get("joint") else "independent columns")}
+                                if details.get("joint_kind") == "tree" else
+                                "tree of 2-way marginals" if details.get("joint_kind") == "pairs" else "independent columns")}
     if details.get("quality_poor"):
 
         warnings.warn(str(details["quality_warning"]), UserWarning, stacklevel=3)

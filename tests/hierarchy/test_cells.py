@@ -427,3 +427,176 @@ def test_level_imbalance_matches_brute_force(seed):
     assert not level_imbalance(CountTree(np.zeros((0, d)), L), L).any()
     with pytest.raises(ValueError, match="levels"):
         level_imbalance(tree, L + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fused kernel (issue 24) against the plain reference (tests/reference_kernel.py)
+# ---------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra.numpy import arrays  # noqa: E402
+
+from tests import reference_kernel as ref  # noqa: E402
+
+#: coordinates of rows in a box: the faces, split planes, outside values, NaN and infinities
+_ROW_VALUES = st.one_of(
+    st.sampled_from([0.0, 1.0, 0.5, -0.0, 2.0, -1.0, 0.75, np.nan, np.inf, -np.inf]),
+    st.floats(-2.0, 3.0, allow_nan=False),
+    st.integers(0, 2**12).map(lambda k: k / 2**12),
+)
+
+
+@st.composite
+def kernel_inputs(draw: st.DrawFn) -> tuple[np.ndarray, object, int]:
+    """Rows, a box (None: the rows are in [0, 1]^d) and a depth: depths not a multiple of d,
+    above 64 and above 128 bits, boxes with power-of-two and other sides, lower 0 or not."""
+    from opendp_wasserstein.core.box import Box
+
+    d = draw(st.integers(1, 12))
+    depth = draw(st.one_of(st.integers(1, min(52 * d, 200)), st.sampled_from([d, 63, 64, 65, 128, 129])))
+    depth = min(depth, 52 * d)
+    n = draw(st.integers(0, 40))
+    kind = draw(st.sampled_from(["unit", "cube", "pow2", "any"]))
+    if kind == "unit":
+        x = draw(arrays(np.float64, (n, d), elements=st.one_of(
+            st.sampled_from([0.0, 1.0, 0.5, 0.25]), st.floats(0.0, 1.0))))
+        return x, None, depth
+    if kind == "cube":
+        box = Box(np.zeros(d), np.ones(d))
+    else:
+        lower = np.array(draw(st.lists(st.sampled_from([0.0, -1.0, 0.3, -2.5]), min_size=d, max_size=d)))
+        sides = [2.0**-3, 0.5, 1.0, 4.0] if kind == "pow2" else [0.1, 3.0, 1.0, 7.25, 1e-9]
+        side = np.array(draw(st.lists(st.sampled_from(sides), min_size=d, max_size=d)))
+        box = Box(lower, lower + side)
+    x = draw(arrays(np.float64, (n, d), elements=_ROW_VALUES))
+    if draw(st.booleans()) and n:  # rows on the upper faces and the lower corner
+        x[0] = box.upper
+        x[-1] = box.lower
+    if draw(st.booleans()):
+        x = x.astype(np.float32)
+    return x, box, depth
+
+
+@settings(max_examples=300, deadline=None)
+@given(kernel_inputs())
+def test_fused_codes_equal_the_per_level_reference(case):
+    import opendp_wasserstein.hierarchy.cells as h
+
+    x, box, depth = case
+    W = h._words(depth)
+    expect = ref.codes(x, box, depth)
+    assert np.array_equal(h.row_codes(x, box, depth, list(range(W))), expect)
+    if x.shape[0]:
+        rows = np.arange(x.shape[0])[::-1].copy()
+        assert np.array_equal(h.row_codes(x, box, depth, [W - 1], rows=rows), expect[[W - 1]][:, rows])
+
+
+@settings(max_examples=200, deadline=None)
+@given(kernel_inputs())
+def test_count_tree_equals_the_lexicographic_reference(case):
+    x, box, depth = case
+    tree = build_count_tree(x, depth, box)
+    words, lcp, starts = ref.tree_arrays(x, depth, box)
+    assert np.array_equal(tree._words, words)
+    assert tree.lcp.dtype == np.uint16 and np.array_equal(tree.lcp, lcp)
+    assert np.array_equal(tree._lcp_starts, starts)
+
+
+def test_fused_codes_chunks_and_narrow_grids(monkeypatch):
+    import opendp_wasserstein.hierarchy.cells as h
+
+    rng = np.random.default_rng(11)
+    x = rng.uniform(size=(101, 3))
+    x[::7] = 1.0  # u = 1: the top cell
+    monkeypatch.setattr(h, "_ROWS", 8)
+    for depth in (1, 2, 58, 63, 64, 65, 93, 156):  # B <= 31 (int32) and B > 31 (int64)
+        assert np.array_equal(h.row_codes(x, None, depth, list(range(h._words(depth)))), ref.codes(x, None, depth))
+
+
+@pytest.mark.parametrize("depth", [1, 5, 40, 63, 64, 65, 130])
+def test_sorted_lcp_matches_bit_length(depth):
+    import opendp_wasserstein.hierarchy.cells as h
+
+    rng = np.random.default_rng(depth)
+    used = min(depth, 64)
+    raw = rng.integers(0, 2**62, size=500, dtype=np.uint64) * np.uint64(4) | rng.integers(0, 4, 500).astype(np.uint64)
+    word = raw >> np.uint64(64 - used) << np.uint64(64 - used)  # a depth-bit code, left-aligned
+    word[:50] = word[50:100]  # equal neighbours
+    # neighbours whose XOR has 53 or more ones below its leading bit (the float rounding case)
+    word[100] = np.uint64(2**63 - 2**(64 - used)) if used < 64 else np.uint64(2**63 - 1)
+    word[101] = np.uint64(2**63)
+    word.sort()
+    lcp = h._sorted_lcp(word, depth)
+    expect = [64 - int(a ^ b).bit_length() for a, b in zip(word[:-1].tolist(), word[1:].tolist(), strict=True)]
+    expect = [min(depth, v) if (v < 64 or depth <= 64) else 1086 for v in expect]
+    assert lcp.dtype == np.uint16 and lcp.tolist() == expect
+
+
+def test_spread_ops_move_every_bit():
+    import opendp_wasserstein.hierarchy.cells as h
+
+    rng = np.random.default_rng(5)
+    for d in (1, 2, 3, 4, 5, 7, 9, 10, 11, 16, 33, 64):
+        for m in range(1, 64 // d + 2):
+            if (m - 1) * d > 63:
+                continue
+            for dst in sorted({0, min(1, 63 - (m - 1) * d), 63 - (m - 1) * d}):
+                ops = h._spread_ops(m, d, dst)
+                field = rng.integers(0, 2**m, size=200, dtype=np.uint64)
+                field[0] = (1 << m) - 1
+                got = h._spread(field.copy(), ops, np.empty_like(field))
+                want = np.zeros_like(field)
+                for i in range(m):
+                    want |= ((field >> np.uint64(i)) & np.uint64(1)) << np.uint64(dst + i * d)
+                assert np.array_equal(got, want), (m, d, dst)
+
+
+def test_float32_points_on_the_upper_face_go_to_the_top_cell():
+    # 2^B - 1 is not a float32 for B > 24: the clamp is done in float64 (the earlier kernel
+    # clamped float32 points at 2^B, outside the grid, and their codes spilled into other levels)
+    u = np.array([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [0.5, 0.25, 1.0]])
+    for depth in (30, 90, 150):
+        a, b = build_count_tree(u.astype(np.float32), depth), build_count_tree(u, depth)
+        assert np.array_equal(a._words, b._words) and np.array_equal(a.lcp, b.lcp)
+
+
+def test_owning_block_releases_its_trees_and_views():
+    import opendp_wasserstein.hierarchy.cells as h
+
+    x = np.random.default_rng(4).uniform(size=(300, 3))
+    before = h.unreleased_trees()
+    kept = h.count_tree(x, 20)  # built outside any block: the caller's
+    with h.shared_count_trees(release=True):
+        a = h.count_tree(x, 40, keep=True)
+        b = h.count_tree(x, 12)  # a truncated view of a
+        assert b._words is a._words and h.unreleased_trees() == before + 2
+        b.split(3, np.array([0]), np.array([300]))
+    assert h.unreleased_trees() == before + 1  # only the caller's tree holds arrays
+    assert a._words is None and a.lcp is None and b._words is None and b.lcp is None
+    assert a._grouped_cache == {}
+    assert kept._words is not None and kept.occupancy()[0] == 1
+    with h.shared_count_trees():  # not owning: the trees stay usable after the block
+        c = h.count_tree(x, 10, keep=True)
+    assert c._words is not None
+
+
+def test_release_if_owned_drops_a_done_tree_only_in_an_owning_block():
+    import opendp_wasserstein.hierarchy.cells as h
+
+    x = np.random.default_rng(5).uniform(size=(200, 2))
+    outside = h.count_tree(x, 16)
+    assert not h.release_if_owned(outside) and outside._words is not None  # no owning block
+    with h.shared_count_trees():  # a block that does not own its trees
+        t = h.count_tree(x, 16)
+        assert not h.release_if_owned(t) and t._words is not None
+    with h.shared_count_trees(release=True):
+        a = h.count_tree(x, 30, keep=True)  # kept for a later call: not released
+        assert not h.release_if_owned(a) and a._words is not None
+        b = h.count_tree(x, 10)  # the later call takes it (a view)
+        mid = b.split(2, np.array([0]), np.array([200]))
+        assert h.release_if_owned(b)
+        assert a._words is None and b._words is None and b.lcp is None
+        assert not h.release_if_owned(outside)  # not the block's tree
+        assert outside._words is not None
+    assert mid.shape == (1,)

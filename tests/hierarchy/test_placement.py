@@ -139,3 +139,66 @@ def test_placement_stream_is_keyed_from_the_source():
     )
     same = [PlacementStream.from_random_source(RandomSource(4)).points(0, 4, 2) for _ in range(2)]
     assert np.array_equal(same[0], same[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# the fused shuffles and row gathers (issue 24) against the earlier code (tests/reference_kernel.py)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["seeded", "ties", "stream"])
+def test_shuffles_draw_what_the_reference_draws(source):
+    from tests import reference_kernel as ref
+
+    def src(seed):  # type: ignore[no-untyped-def]
+        if source == "seeded":
+            return RandomSource(seed)
+        if source == "ties":
+            return CoarseSource(seed)
+        return PlacementStream(bytes([seed]) * 32).order(seed)
+
+    rng = np.random.default_rng(0)
+    for seed, k in enumerate([0, 1, 2, 3, 17, 1000, 5000]):
+        masses = rng.integers(0, 4, size=max(k, 1))
+        assert np.array_equal(shuffle_order(src(seed), k), ref.shuffle_order(src(seed), k))
+        assert np.array_equal(shuffled_labels(src(seed), masses), ref.shuffled_labels(src(seed), masses))
+
+
+def test_center_placement_equals_the_fancy_index_reference():
+    from opendp_wasserstein.core.box import Box
+    from tests import reference_kernel as ref
+
+    rng = np.random.default_rng(1)
+    for d, k in [(1, 1), (1, 2), (3, 50), (10, 300), (2, 40_000)]:
+        cells = rng.integers(0, 2**6, size=(k, d))
+        masses = rng.integers(0, 5, size=k)
+        masses[0] += 1
+        lower = rng.uniform(-3, 0, size=d)
+        box = Box(lower, lower + rng.uniform(0.5, 4, size=d))
+        stream = PlacementStream(bytes([d]) * 32)
+        got = place_points(leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream, part=2)
+        assert np.array_equal(got, ref.center_points(cells, masses, 6 * d, box, stream, part=2))
+
+
+def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(monkeypatch):
+    import gc
+
+    import opendp_wasserstein.hierarchy.cells as h
+    import opendp_wasserstein.hierarchy.placement as syn
+
+    calls = []
+    monkeypatch.setattr(gc, "collect", lambda *a: calls.append(1) or 0)
+    monkeypatch.setattr(syn, "_COLLECT", 8)  # 10 rows x 2 columns count as large
+    leaves = leaves_of([[0, 1], [3, 2]], [4, 6], 4)
+    box = as_box((0.0, 1.0), 2)
+    u = np.random.default_rng(0).uniform(size=(50, 2))
+    monkeypatch.setattr(h, "_UNRELEASED", type(h._UNRELEASED)())  # no tree of earlier tests
+    own = h.build_count_tree(u, 10)  # the release's own tree (in use)
+    place_points(leaves, box, "center", RandomSource(0))
+    assert calls == []
+    other = h.build_count_tree(u, 10)  # another tree holds its arrays: collect first
+    place_points(leaves, box, "center", RandomSource(0))
+    assert calls == [1]
+    other.release()  # released: nothing to collect
+    place_points(leaves, box, "center", RandomSource(0))
+    assert calls == [1] and own._words is not None

@@ -287,3 +287,27 @@ def test_reproducible_permute_and_flip_follows_its_own_law():
     counts = np.bincount(chosen, minlength=len(q))
     keep = law * runs >= 5
     assert stats.chisquare(counts[keep], law[keep] * runs * counts[keep].sum() / (law[keep] * runs).sum()).pvalue > 1e-6
+
+
+@pytest.mark.parametrize("zcdp", [False, True])
+def test_adaptive_release_drops_its_count_tree(zcdp):
+    # the release owns its tree: no tree arrays outlive it, even while OpenDP's keep-alive
+    # cycles still reach the tree object (no garbage collection needed to get the memory back)
+    import gc
+
+    from opendp_wasserstein.hierarchy.cells import unreleased_trees
+
+    kw = {"output_measure": dp.zero_concentrated_divergence()} if zcdp else {}
+    meas = make_adaptive_pruned_pmm(
+        dp.numpy.array2_domain(num_columns=2, size=400, T=float), dp.change_one_distance(),
+        0.1 if zcdp else 0.2, 0.4 if zcdp else 0.8, **kw)
+    x = np.random.default_rng(0).uniform(size=(400, 2))
+    gc.collect()
+    before = unreleased_trees()
+    gc.disable()
+    try:
+        for _ in range(3):
+            assert meas(x).shape == (400, 2)
+            assert unreleased_trees() == before
+    finally:
+        gc.enable()

@@ -161,6 +161,31 @@ def test_constants_digits_are_exact(scale: float) -> None:
     assert 2.0**-9 < float(exp_neg(inv * 2**k * vmax)) <= 2.0**-8 * 1.01 or vmax == 1
 
 
+def test_digits_are_the_agreeing_leading_bytes() -> None:
+    """``_digits`` (all rows at once) against the byte-by-byte definition: row ``t`` holds the
+    leading base-256 digits on which ``lo[t]`` and ``hi[t]`` agree, zeros after them."""
+    rng = np.random.default_rng(7)
+    for frac in (64, 256, 512):
+        nb = frac // 8
+        lo = [int.from_bytes(rng.bytes(nb), "big") for _ in range(60)]
+        hi = [min(a + (int.from_bytes(rng.bytes(int(rng.integers(0, nb + 1))), "big") if t % 5 else 0), 2**frac - 1)
+              for t, a in enumerate(lo)]
+        lo[1] = hi[1] = 0  # equal zeros: every digit known
+        lo[2], hi[2] = 0, 2**frac - 1  # the first digit differs: none known
+        got = sl._digits(lo, hi, frac)
+        assert got.digits.shape == (60, nb) and got.digits.dtype == np.uint8 and got.known.dtype == np.int64
+        for t, (a, b) in enumerate(zip(lo, hi, strict=True)):
+            da, db = a.to_bytes(nb, "big"), b.to_bytes(nb, "big")
+            j = 0
+            while j < nb and da[j] == db[j]:
+                j += 1
+            assert int(got.known[t]) == j
+            assert got.digits[t].tobytes() == da[:j] + bytes(nb - j)
+        assert int(got.known[1]) == nb and int(got.known[2]) == 0
+    empty = sl._digits([], [], 256)
+    assert empty.digits.shape == (0, 32) and empty.known.shape == (0,)
+
+
 def test_split() -> None:
     assert sl._split(0.125) == (0, 1)
     assert sl._split(15.9)[0] == 0

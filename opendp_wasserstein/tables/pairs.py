@@ -1,0 +1,431 @@
+r"""A tree of noisy 2-way marginals: the joint release for tables whose joint tree is too shallow.
+
+Under the full-table metric the joint hierarchy's selection picks shallow trees once a table has
+more than a few columns (its W1 gains from depth are small in many dimensions, its noise costs
+grow), so every numeric column gets one or two splits and the pairwise structure (correlations,
+2-way marginals, models) is lost: on an 8-column, 6,900-row table at epsilon 1 the chosen depth
+was 2 or 3.  This module releases the pairwise structure directly, in the manner of Chow and
+Liu (1968) trees and of MST (McKenna, Miklau, Sheldon 2021), on public-after-DP codes:
+
+* **codes** (:class:`PairCoding`): every column coded from the first look alone (a DP release:
+  public): a categorical column by its categories, a numeric one by ``B`` bins cut at its DP
+  quantiles (repeated cuts merged, so an atom is one bin), one more code for missing rows of a
+  nullable column; ``B`` (:func:`pair_bins`) is a function of public ``n``, ``epsilon`` and the
+  number of columns.
+* **the tree** (:func:`make_pair_tree`): ``k - 1`` rounds of the exponential mechanism, each
+  choosing the pair of columns (among those that join two components of the edges chosen so
+  far, Kruskal's rule: the candidate set of a round is a function of earlier releases) whose
+  2-way count table ``C_ij`` is farthest in ``l1`` from the product of its own 1-way counts,
+  ``C_i C_j^T / n`` (:func:`make_pair_scores`: a measure of dependence alone; against the DP
+  marginals' product instead, as MST does, the error of a column's DP marginal (an atom split
+  across a bin edge) won every round and the tree became a star around that column);
+* **the measurements**: each chosen pair's 2-way count table (:func:`make_pair_counts`, ``l1``
+  stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``;
+
+then post-processing (:func:`sample_tree`): each noisy table projected row by row onto the
+simplex of the parent's DP marginal mass gives the child's conditional law; rows are drawn down
+the tree from a root's DP marginal, codes are placed uniformly inside their bins, and the
+pipeline calibrates every column to the DP marginals.
+
+**Privacy map.**  Sequential composition: per replacement ``(k - 1) epsilon_round`` for the
+rounds (each an exponential mechanism at scale ``2 Delta / epsilon_round``, ``Delta = 6 + 4/n``,
+:data:`pair_score_sensitivity`) plus
+``(k - 1) 2 / s`` for the counts (discrete Laplace scale ``s``), summed over the rationals and
+rounded up; ``r`` replacements cost ``r`` times that.  Neither the candidate sets' sizes nor the
+chosen pairs change the map (:doc:`/proofs/table_marginals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein._compat import make_measurement, make_transformation
+from opendp_wasserstein.core.data import (
+    check_data_domain,
+    check_metric,
+    replacements,
+    validate_data,
+)
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.measurements._adaptive_common import softmax_choice
+from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
+from opendp_wasserstein.noise._source import (
+    NOISE_STREAM,
+    SELECTION_STREAM,
+    RandomSource,
+    as_random_source,
+)
+from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.tables.calibration import largest_remainder
+from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
+from opendp_wasserstein.tables.marginals import (
+    ColumnPlan,
+    TableMarginals,
+    column_plans,
+    project_groups,
+)
+
+__all__ = [
+    "PairCoding",
+    "pair_bins",
+    "make_pair_counts",
+    "make_pair_scores",
+    "pair_score_sensitivity",
+    "make_pair_tree",
+    "sample_tree",
+    "PAIR_BINS_MAX",
+    "PAIR_CELL_NOISE",
+]
+
+#: the most bins of a numeric column's code
+PAIR_BINS_MAX = 16
+
+#: :func:`pair_bins` keeps ``n / B^2`` at least this many times the counts' noise scale
+PAIR_CELL_NOISE = 4.0
+
+
+def pair_bins(n: int, epsilon_counts: float, columns: int) -> int:
+    """The bins ``B`` of a numeric column's code, from public values: the largest ``B`` in
+    ``[2, PAIR_BINS_MAX]`` with ``n / B^2 >= PAIR_CELL_NOISE * s``, where ``s = 2 (k - 1) /
+    epsilon_counts`` is the scale of each of the ``k - 1`` tables' noise (a ``B x B`` table's
+    cells then hold more rows, on average, than a few noise scales)."""
+    k = max(2, int(columns))
+    s = 2.0 * (k - 1) / float(epsilon_counts)
+    b = int(np.floor(np.sqrt(max(n, 1) / (PAIR_CELL_NOISE * s))))
+    return int(np.clip(b, 2, PAIR_BINS_MAX))
+
+
+@dataclass(frozen=True, eq=False)
+class PairCoding:
+    """Per column, its codes (public: the schema and the DP first look).
+
+    :param plans: the columns
+    :param edges: per column, the increasing bin edges of its value axis in ``[0, 1]`` (a
+        numeric column: ``0``, the DP quantiles, ``1``, repeats merged) or None (categorical)
+    :param sizes: per column, its number of codes (bins or categories, plus one for missing
+        rows of a nullable numeric column, which is the last code)
+    """
+
+    plans: tuple[ColumnPlan, ...]
+    edges: tuple[np.ndarray | None, ...]
+    sizes: tuple[int, ...]
+
+    @classmethod
+    def from_marginals(cls, marginals: TableMarginals, bins: int) -> PairCoding:
+        """Numeric columns cut at their DP quantiles ``j / bins``."""
+        edges: list[np.ndarray | None] = []
+        sizes = []
+        for c, p in enumerate(marginals.plans):
+            if p.kind == "category":
+                edges.append(None)
+                sizes.append(p.cells)
+                continue
+            q = marginals.quantiles(c, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+            e = np.unique(np.concatenate(([0.0], q[(q > 0.0) & (q < 1.0)], [1.0])))
+            edges.append(e)
+            sizes.append(len(e) - 1 + (1 if p.missing_axis is not None else 0))
+        return cls(marginals.plans, tuple(edges), tuple(sizes))
+
+    def codes(self, points: np.ndarray, c: int) -> np.ndarray:
+        """Column ``c``'s code of every encoded point (int64)."""
+        p = self.plans[c]
+        x = points[:, p.value_axis]
+        e = self.edges[c]
+        if e is None:
+            b = category_boundaries(p.cells)
+            return np.clip(np.searchsorted(b, x, side="right") - 1, 0, p.cells - 1).astype(np.int64)
+        code = np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2).astype(np.int64)
+        if p.missing_axis is not None:
+            code = np.where(points[:, p.axes[p.missing_axis]] >= 0.5, len(e) - 1, code)
+        return code
+
+    def marginal(self, marginals: TableMarginals, c: int) -> np.ndarray:
+        """Column ``c``'s DP marginal over its codes (summing to 1)."""
+        p = self.plans[c]
+        e = self.edges[c]
+        if e is None:
+            m = np.clip(np.asarray(marginals.masses[c], dtype=np.float64), 0.0, None)
+        else:
+            x, f = marginals.cdf_knots(c)
+            miss = marginals.missing[c]
+            m = np.diff(np.interp(e, x, f)) * (1.0 - miss)
+            if p.missing_axis is not None:
+                m = np.append(m, miss)
+        total = m.sum()
+        return m / total if total > 0 else np.full(len(m), 1.0 / len(m))
+
+    def place(self, codes: np.ndarray, rng: RandomSource) -> np.ndarray:
+        """Encoded points of the codes (``(m, k)`` int64, one column per plan): a category at
+        its cell's centre, a bin's value uniform between its edges, a missing row with the
+        encoding's value 1/2 and is-missing coordinate 3/4 (1/4 when present)."""
+        m = codes.shape[0]
+        d = sum(len(p.axes) for p in self.plans)
+        out = np.empty((m, d))
+        u = rng.uniform((m, len(self.plans)))
+        for c, (p, e) in enumerate(zip(self.plans, self.edges, strict=True)):  # columns (public)
+            code = codes[:, c]
+            if e is None:
+                b = category_boundaries(p.cells)
+                out[:, p.value_axis] = ((b[:-1] + b[1:]) / 2)[code]
+                continue
+            nb = len(e) - 1
+            cb = np.minimum(code, nb - 1)
+            out[:, p.value_axis] = e[cb] + u[:, c] * (e[cb + 1] - e[cb])
+            if p.missing_axis is not None:
+                miss = code == nb
+                out[:, p.axes[p.missing_axis]] = np.where(miss, 0.75, 0.25)
+                out[miss, p.value_axis] = 0.5
+        return out
+
+
+def _stability(kind: str) -> Any:
+    def stability(d_in: Any) -> int:
+        if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)) or d_in < 0:
+            raise ValueError("d_in must be a non-negative integer")
+        return 2 * int(d_in) if kind == "change_one" else int(d_in)
+
+    return stability
+
+
+def make_pair_counts(input_domain: Domain, input_metric: Metric, coding: PairCoding, i: int, j: int) -> Transformation:
+    r"""The 2-way count table of columns ``i`` and ``j`` (row-major, ``sizes[i] x sizes[j]``
+    entries) as an ``i64`` vector in ``l1_distance``.  Every record is in exactly one cell, so a
+    replacement moves the vector by at most 2 in ``l1`` and an addition or removal by 1:
+    stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``."""
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    kind = check_metric(input_metric, n)
+    ki, kj = coding.sizes[i], coding.sizes[j]
+
+    def function(x: np.ndarray) -> list[int]:
+        x = validate_data(x, d, n, nan=False)
+        return np.bincount(coding.codes(x, i) * kj + coding.codes(x, j), minlength=ki * kj).tolist()  # type: ignore[no-any-return]
+
+    return make_transformation(
+        input_domain, input_metric, dp.vector_domain(dp.atom_domain(T="i64"), size=ki * kj),
+        dp.l1_distance(T="i64"), function, _stability(kind),
+    )
+
+
+def pair_score_sensitivity(n: int) -> Fraction:
+    r"""How far one replacement moves a score of :func:`make_pair_scores`, exactly: ``6 + 4/n``.
+
+    With ``a = C_ij``, ``b = C_i C_j^T / n`` and the score ``||a - b||_1``, a replacement moves
+    ``a`` by at most 2 in ``l1`` and changes ``C_i`` by ``delta_i`` (``||delta_i||_1 <= 2``),
+    ``C_j`` by ``delta_j``, so ``b`` by ``(delta_i C_j^T + C_i delta_j^T + delta_i delta_j^T) / n``,
+    at most ``(2 n + 2 n + 4) / n`` in ``l1`` (``||C_i||_1 = n``); by the triangle inequality the
+    score moves by at most ``2 + 4 + 4/n``."""
+    return Fraction(6) + Fraction(4, int(n))
+
+
+def make_pair_scores(
+    input_domain: Domain, input_metric: Metric, coding: PairCoding, pairs: Sequence[tuple[int, int]],
+) -> Transformation:
+    r"""Per pair ``(i, j)``, ``||C_ij - C_i C_j^T / n||_1``: the ``l1`` distance of its 2-way
+    count table to the product of its 1-way counts, a float vector in ``linf_distance``, stability
+    ``r (6 + 4/n)`` for ``r`` replacements (:func:`pair_score_sensitivity`; ``r = d_in`` under
+    ``change_one_distance``, ``d_in / 2`` under ``symmetric_distance``), rounded up."""
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("make_pair_scores needs a sized input_domain (a public n)")
+    kind = check_metric(input_metric, n)
+    if not pairs:
+        raise ValueError("pairs must not be empty")
+    sens = pair_score_sensitivity(n)
+
+    def function(x: np.ndarray) -> list[float]:
+        x = validate_data(x, d, n, nan=False)
+        codes = {c: coding.codes(x, c) for c in {c for p in pairs for c in p}}
+        ones = {c: np.bincount(codes[c], minlength=coding.sizes[c]).astype(np.float64) for c in codes}
+        out = []
+        for i, j in pairs:  # pairs of columns (public)
+            kj = coding.sizes[j]
+            t = np.bincount(codes[i] * kj + codes[j], minlength=coding.sizes[i] * kj)
+            out.append(float(np.abs(t - np.outer(ones[i], ones[j]).reshape(-1) / n).sum()))
+        return out
+
+    def stability(d_in: Any) -> float:
+        return round_up(replacements(kind, d_in) * sens)
+
+    return make_transformation(
+        input_domain, input_metric, dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(pairs)),
+        dp.linf_distance(T=float), function, stability,
+    )
+
+
+def _find(parent: list[int], a: int) -> int:
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
+
+
+def make_pair_tree(
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: PairCoding,
+    marginals: TableMarginals | None,
+    epsilon_select: float,
+    epsilon_counts: float,
+) -> Measurement:
+    r"""Construct the tree of noisy 2-way marginals (module docstring).
+
+    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``: encoded
+        points with a public size
+    :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
+    :param coding: the public codes (:meth:`PairCoding.from_marginals`)
+    :param marginals: the DP first look; None only for a template, whose map is all that is
+        used (invoking it raises)
+    :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
+    :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally
+    :return: a Measurement releasing ``(edges, tables)``: the chosen pairs in the order chosen
+        and their noisy count tables (int64 arrays of shape ``sizes[i] x sizes[j]``); map at
+        most ``epsilon_select + epsilon_counts`` per replacement
+    """
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("make_pair_tree needs a sized input_domain (a public n)")
+    kind = check_metric(input_metric, n)
+    e_sel = check_epsilon(epsilon_select, "epsilon_select")
+    e_cnt = check_epsilon(epsilon_counts, "epsilon_counts")
+    k = len(coding.plans)
+    if k < 2:
+        raise ValueError("make_pair_tree needs at least two columns")
+    rounds = k - 1
+    eps_round = round_down(Fraction(e_sel) / rounds)
+    sel_sens = round_up(pair_score_sensitivity(n))  # a score's move per replacement
+    sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+    count_scale = round_up(Fraction(2 * rounds) / Fraction(e_cnt))
+    all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(all_pairs))
+    select_template = make_exponential_selection(vec, dp.linf_distance(T=float), eps_round, sel_sens)
+    count_templates = [make_pair_counts(input_domain, input_metric, coding, 0, 1) >> dp.m.then_laplace(count_scale)]
+
+    def round_map(d_in: Any) -> Fraction:
+        # a round: the scores (stability r sel_sens) >> the selection (map 2 d / scale)
+        return Fraction(select_template.map(round_up(replacements(kind, d_in) * Fraction(sel_sens))))
+
+    def function(x: np.ndarray) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
+        if marginals is None:
+            raise ValueError("make_pair_tree: a template (marginals=None) cannot be invoked")
+        x = validate_data(x, d, n, nan=False)
+        src = as_random_source()
+        sel_rng, noise_rng = src.derive(SELECTION_STREAM + 32), src.derive(NOISE_STREAM + 32)
+        parent = list(range(k))
+        edges: list[tuple[int, int]] = []
+        for _ in range(rounds):  # k - 1 rounds (public)
+            cand = [(i, j) for i, j in all_pairs if _find(parent, i) != _find(parent, j)]
+            scores = make_pair_scores(input_domain, input_metric, coding, cand)
+            if src.secure:
+                v = make_exponential_selection(
+                    scores.output_domain, scores.output_metric, eps_round, sel_sens, negate=False
+                )
+                a = int((scores >> v)(x))
+            else:  # reproducible (NOT private) runs: the same law from the seeded stream
+                a = softmax_choice(np.asarray(scores(x)) / float(sel_scale), sel_rng)
+            i, j = cand[a]
+            edges.append((i, j))
+            parent[_find(parent, i)] = _find(parent, j)
+        tables = []
+        for i, j in edges:
+            counts = make_pair_counts(input_domain, input_metric, coding, i, j)
+            if src.secure:
+                t = np.asarray((counts >> dp.m.then_laplace(count_scale))(x), dtype=np.int64)
+            else:
+                raw = np.asarray(counts(x), dtype=np.int64)
+                t = raw + sample_discrete_laplace(np.full(len(raw), float(count_scale)), noise_rng, "fast")
+            tables.append(t.reshape(coding.sizes[i], coding.sizes[j]))
+        runtime.record({"pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
+                        "pair_scale": float(count_scale)})
+        return edges, tables
+
+    def privacy_map(d_in: Any) -> float:
+        per_count = Fraction(count_templates[0].map(d_in))
+        return round_up(rounds * round_map(d_in) + rounds * per_count)
+
+    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+
+
+def _conditional(table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int) -> np.ndarray:
+    """Rows ``P(child | parent = a)`` from a noisy table (parent on rows): row ``a`` projected
+    onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``."""
+    ka, kb = table.shape
+    groups = np.repeat(np.arange(ka), kb)
+    h = project_groups(table.reshape(-1).astype(np.float64), groups, n * parent_mass).reshape(ka, kb)
+    s = h.sum(axis=1, keepdims=True)
+    return np.where(s > 0, h / np.where(s > 0, s, 1.0), child[None, :])
+
+
+def sample_tree(
+    coding: PairCoding, marginals: TableMarginals, edges: Sequence[tuple[int, int]],
+    tables: Sequence[np.ndarray], m: int, rng: RandomSource,
+) -> np.ndarray:
+    """``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
+    (the column with the most edges) with its DP marginal's counts by largest remainder in random
+    order, then every column given its parent by the conditional law of the edge's noisy table."""
+    k = len(coding.plans)
+    probs = [coding.marginal(marginals, c) for c in range(k)]
+    adj: dict[int, list[tuple[int, int]]] = {c: [] for c in range(k)}
+    for t, (i, j) in enumerate(edges):
+        adj[i].append((j, t))
+        adj[j].append((i, t))
+    root = max(range(k), key=lambda c: (len(adj[c]), -c))
+    codes = np.zeros((m, k), dtype=np.int64)
+    counts = largest_remainder(probs[root], m)
+    codes[:, root] = np.repeat(np.arange(len(counts)), counts)[rng.permutation(m)]
+    seen = {root}
+    queue = [root]
+    n = marginals.size
+    while queue:  # breadth first over the columns (public)
+        a = queue.pop(0)
+        for b, t in adj[a]:
+            if b in seen:
+                continue
+            i, _ = edges[t]
+            tab = tables[t] if i == a else tables[t].T
+            cond = _conditional(np.asarray(tab), probs[a], probs[b], n)
+            cum = np.cumsum(cond, axis=1)
+            cum[:, -1] = 1.0
+            u = rng.uniform(m)
+            codes[:, b] = np.minimum((cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1)
+            seen.add(b)
+            queue.append(b)
+    for c in range(k):  # a column no edge reaches (not with k - 1 rounds): its marginal
+        if c not in seen:
+            cnt = largest_remainder(probs[c], m)
+            codes[:, c] = np.repeat(np.arange(len(cnt)), cnt)[rng.permutation(m)]
+    return coding.place(codes, rng)
+
+
+def tree_template(
+    input_domain: Domain, input_metric: Metric, enc: TableEncoding, n: int, bins: int, epsilon_select: float,
+    epsilon_counts: float,
+) -> Measurement:
+    """A :func:`make_pair_tree` built from the schema alone (uniform codes): its map is the
+    released one's (the map does not depend on the codes)."""
+
+    plans = column_plans(enc)
+    edges: list[np.ndarray | None] = []
+    sizes = []
+    for p in plans:
+        if p.kind == "category":
+            edges.append(None)
+            sizes.append(p.cells)
+        else:
+            edges.append(np.linspace(0.0, 1.0, bins + 1))
+            sizes.append(bins + (1 if p.missing_axis is not None else 0))
+    coding = PairCoding(plans, tuple(edges), tuple(sizes))
+    return make_pair_tree(input_domain, input_metric, coding, None, epsilon_select, epsilon_counts)

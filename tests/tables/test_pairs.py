@@ -1,0 +1,240 @@
+"""The tree of noisy 2-way marginals: exact maps, the score's sensitivity by enumeration, the
+public rule, reproducibility, and outputs within the declared categories and bounds."""
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import opendp.prelude as dp
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opendp_wasserstein import synthesize
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.tables import (
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+)
+from opendp_wasserstein.tables.calibration import calibrate
+from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
+from opendp_wasserstein.tables.pairs import (
+    PAIR_BINS_MAX,
+    PairCoding,
+    make_pair_counts,
+    make_pair_scores,
+    make_pair_tree,
+    pair_bins,
+    pair_score_sensitivity,
+    sample_tree,
+    tree_template,
+)
+from opendp_wasserstein.tables.pipeline import (
+    PAIRS_MIN_NEPS,
+    StructuredOptions,
+    joint_kind,
+    make_structured_synthesis,
+)
+
+SCHEMA = Schema({
+    "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+    "c": CategoricalColumn(categories=("a", "b", "c")),
+    "k": IntColumn(bounds=(0, 9)),
+})
+ENC = TableEncoding(SCHEMA)
+PLANS = column_plans(ENC)
+
+
+def _coding(bins=4):
+    edges, sizes = [], []
+    for p in PLANS:
+        if p.kind == "category":
+            edges.append(None)
+            sizes.append(p.cells)
+        else:
+            edges.append(np.linspace(0, 1, bins + 1))
+            sizes.append(bins + (1 if p.missing_axis is not None else 0))
+    return PairCoding(PLANS, tuple(edges), tuple(sizes))
+
+
+def _uniform_marginals(n):
+    masses, missing = [], []
+    for p in PLANS:
+        masses.append(np.full(p.cells if p.kind == "category" else 16, 1.0 / (p.cells if p.kind == "category" else 16)))
+        missing.append(0.25 if p.missing_axis is not None else 0.0)
+    return TableMarginals(PLANS, tuple(masses), tuple(missing), n)
+
+
+def _domain(n):
+    return dp.numpy.array2_domain(num_columns=ENC.dimension, size=n, T=float, nan=False)
+
+
+def _frame(n, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    return pd.DataFrame({
+        "x": np.where(rng.uniform(size=n) < 0.2, np.nan, np.clip(5 + 2 * z, 0, 10)),
+        "c": np.where(z > 0.5, "a", np.where(z > -0.5, "b", "c")).astype(object),
+        "k": np.clip(np.round(4.5 + 2 * z + rng.normal(0, 0.5, n)), 0, 9).astype(np.int64),
+    })
+
+
+def test_pair_bins_is_the_largest_with_enough_rows_per_cell():
+    # n / B^2 >= 4 s, s = 2 (k - 1) / eps: n = 10^4, eps 1, k = 3 -> s = 4, B <= sqrt(625) = 25 -> 16
+    assert pair_bins(10**4, 1.0, 3) == PAIR_BINS_MAX
+    # n = 1600, eps 1, k = 3: B^2 <= 1600 / 16 = 100 -> B = 10 (at the bound), 1599 -> 9
+    assert pair_bins(1600, 1.0, 3) == 10
+    assert pair_bins(1599, 1.0, 3) == 9
+    assert pair_bins(10, 0.1, 8) == 2
+
+
+def test_the_public_rule_at_its_threshold():
+    opts = StructuredOptions()
+    k = 5
+    n = int(PAIRS_MIN_NEPS * k)
+    assert joint_kind(opts, n, 1.0, k) == "pairs"
+    assert joint_kind(opts, n - 1, 1.0, k) == "independent"
+    assert joint_kind(StructuredOptions(joint="tree"), 10, 1.0, k) == "tree"
+    assert joint_kind(StructuredOptions(joint="always"), 10, 1.0, k) == "tree"
+    assert joint_kind(StructuredOptions(joint="pairs"), 10, 1.0, k) == "pairs"
+    assert joint_kind(StructuredOptions(joint="never"), 10**9, 1.0, k) == "independent"
+    assert joint_kind(opts, 10**9, 1.0, 1) == "independent"
+
+
+@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_pair_counts_stability_is_exact(metric, unit):
+    t = make_pair_counts(_domain(50), metric, _coding(), 0, 1)
+    assert t.map(unit) == 2
+    assert t.map(3 * unit) == 6
+
+
+def test_pair_score_sensitivity_exact_and_map():
+    assert pair_score_sensitivity(50) == Fraction(6) + Fraction(4, 50)
+    t = make_pair_scores(_domain(50), dp.change_one_distance(), _coding(), [(0, 1), (1, 2)])
+    assert t.map(1) == round_up(Fraction(6) + Fraction(4, 50))
+    assert t.map(2) == round_up(2 * (Fraction(6) + Fraction(4, 50)))
+
+
+def test_pair_score_sensitivity_holds_on_every_replacement_of_small_tables():
+    """Every table of n = 4 records over a 2 x 3 code grid, every replacement of one record:
+    the score moves by at most 6 + 4/n (exact enumeration)."""
+    schema = Schema({"a": CategoricalColumn(categories=("p", "q")), "b": CategoricalColumn(categories=("r", "s", "t"))})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    coding = PairCoding(plans, (None, None), (2, 3))
+    n = 4
+    pa = enc._cell_points(2)
+    pb = enc._cell_points(3)
+    cells = [(pa[i], pb[j]) for i in range(2) for j in range(3)]
+    scores = make_pair_scores(dp.numpy.array2_domain(num_columns=2, size=n, T=float, nan=False),
+                              dp.change_one_distance(), coding, [(0, 1)])
+    bound = float(pair_score_sensitivity(n))
+    worst = 0.0
+    for rows in itertools.combinations_with_replacement(range(6), n):
+        x = np.array([cells[r] for r in rows])
+        s0 = scores(x)[0]
+        for pos, new in itertools.product(range(n), range(6)):
+            y = x.copy()
+            y[pos] = cells[new]
+            worst = max(worst, abs(scores(y)[0] - s0))
+    assert worst <= bound
+    assert worst > 0
+
+
+@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_pair_tree_map_is_exact_and_within_its_budget(metric, unit):
+    n, e_sel, e_cnt = 500, 0.3, 0.6
+    coding = _coding()
+    meas = make_pair_tree(_domain(n), metric, coding, _uniform_marginals(n), e_sel, e_cnt)
+    k = 3
+    eps_round = round_down(Fraction(e_sel) / (k - 1))
+    sens = round_up(pair_score_sensitivity(n))
+    sel_scale = round_up(2 * Fraction(sens) / Fraction(eps_round))
+    cnt_scale = round_up(Fraction(2 * (k - 1)) / Fraction(e_cnt))
+    expect = round_up((k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
+                      + (k - 1) * Fraction(round_up(Fraction(2) / Fraction(cnt_scale))))
+    got = meas.map(unit)
+    assert got == expect
+    assert got <= (e_sel + e_cnt) * (1 + 1e-12)
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    # the template's map is the released measurement's
+    assert tree_template(_domain(n), metric, ENC, n, 4, e_sel, e_cnt).map(unit) == got
+
+
+@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+def test_structured_pairs_map_never_above_epsilon(metric, unit):
+    meas = make_structured_synthesis(_domain(3000), metric, ENC, 1.0, StructuredOptions(joint="pairs"))
+    got = meas.map(unit)
+    assert 1.0 * (1 - 1e-9) <= got <= 1.0
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+
+
+def test_pairs_release_is_reproducible_with_a_seed_and_keeps_dependence():
+    df = _frame(4000)
+    with reproducible(7):
+        a, ra = synthesize(df, 2.0, schema=SCHEMA, structured=StructuredOptions(joint="pairs"))
+    with reproducible(7):
+        b, _ = synthesize(df, 2.0, schema=SCHEMA, structured=StructuredOptions(joint="pairs"))
+    with reproducible(8):
+        c, _ = synthesize(df, 2.0, schema=SCHEMA, structured=StructuredOptions(joint="pairs"))
+    assert a.equals(b)
+    assert not a.equals(c)
+    assert ra.details["joint_kind"] == "pairs"
+    assert ra.epsilon <= 2.0
+    assert len(ra.details["pair_edges"]) == 2
+    real = df["x"].corr(df["k"], method="spearman")
+    assert real > 0.8
+    assert a["x"].corr(a["k"], method="spearman") > 0.5
+    assert set(a["c"]) <= {"a", "b", "c"}
+
+
+@pytest.mark.parametrize("joint", ["tree", "never"])
+def test_other_structured_paths_are_reproducible(joint):
+    df = _frame(2000, 1)
+    with reproducible(3):
+        a, _ = synthesize(df, 1.0, schema=SCHEMA, structured=StructuredOptions(joint=joint))
+    with reproducible(3):
+        b, _ = synthesize(df, 1.0, schema=SCHEMA, structured=StructuredOptions(joint=joint))
+    assert a.equals(b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    m=st.integers(1, 60),
+    bins=st.integers(2, 8),
+    noise=st.lists(st.integers(-50, 50), min_size=64, max_size=64),
+)
+def test_sampled_and_calibrated_points_decode_within_the_schema(seed, m, bins, noise):
+    """Any noisy tables (negative counts included): the sampled, calibrated points are in the
+    cube and decode to declared categories, values within the bounds, nulls only where allowed."""
+    coding = _coding(bins)
+    marg = _uniform_marginals(100)
+    edges = [(0, 1), (1, 2)]
+    rng = RandomSource(seed)
+    tables = []
+    pos = 0
+    for i, j in edges:
+        size = coding.sizes[i] * coding.sizes[j]
+        vals = np.resize(np.asarray(noise), size + pos)[pos:pos + size]
+        pos = (pos + size) % 64
+        tables.append(vals.reshape(coding.sizes[i], coding.sizes[j]))
+    y = sample_tree(coding, marg, edges, tables, m, rng)
+    assert y.shape == (m, ENC.dimension)
+    assert np.all((y >= 0) & (y <= 1))
+    out = calibrate(y, ENC, marg, rng)
+    cols = ENC.decode(out)
+    x = np.asarray(cols["x"].values, dtype=float)[~np.asarray(cols["x"].missing)]
+    assert np.all((x >= 0) & (x <= 10))
+    k = np.asarray(cols["k"].values)
+    assert np.all((k >= 0) & (k <= 9))
+    assert not np.asarray(cols["k"].missing).any()
+    assert set(np.asarray(cols["c"].values).tolist()) <= {0, 1, 2}
