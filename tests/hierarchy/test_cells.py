@@ -499,7 +499,8 @@ def test_count_tree_equals_the_lexicographic_reference(case):
     tree = build_count_tree(x, depth, box)
     words, lcp, starts = ref.tree_arrays(x, depth, box)
     assert np.array_equal(tree._words, words)
-    assert tree.lcp.dtype == np.uint16 and np.array_equal(tree.lcp, lcp)
+    assert tree.lcp.dtype == np.uint16
+    assert np.array_equal(tree.lcp, lcp)
     assert np.array_equal(tree._lcp_starts, starts)
 
 
@@ -530,7 +531,8 @@ def test_sorted_lcp_matches_bit_length(depth):
     lcp = h._sorted_lcp(word, depth)
     expect = [64 - int(a ^ b).bit_length() for a, b in zip(word[:-1].tolist(), word[1:].tolist(), strict=True)]
     expect = [min(depth, v) if (v < 64 or depth <= 64) else 1086 for v in expect]
-    assert lcp.dtype == np.uint16 and lcp.tolist() == expect
+    assert lcp.dtype == np.uint16
+    assert lcp.tolist() == expect
 
 
 def test_spread_ops_move_every_bit():
@@ -558,7 +560,8 @@ def test_float32_points_on_the_upper_face_go_to_the_top_cell():
     u = np.array([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [0.5, 0.25, 1.0]])
     for depth in (30, 90, 150):
         a, b = build_count_tree(u.astype(np.float32), depth), build_count_tree(u, depth)
-        assert np.array_equal(a._words, b._words) and np.array_equal(a.lcp, b.lcp)
+        assert np.array_equal(a._words, b._words)
+        assert np.array_equal(a.lcp, b.lcp)
 
 
 def test_owning_block_releases_its_trees_and_views():
@@ -570,12 +573,17 @@ def test_owning_block_releases_its_trees_and_views():
     with h.shared_count_trees(release=True):
         a = h.count_tree(x, 40, keep=True)
         b = h.count_tree(x, 12)  # a truncated view of a
-        assert b._words is a._words and h.unreleased_trees() == before + 2
+        assert b._words is a._words
+        assert h.unreleased_trees() == before + 2
         b.split(3, np.array([0]), np.array([300]))
     assert h.unreleased_trees() == before + 1  # only the caller's tree holds arrays
-    assert a._words is None and a.lcp is None and b._words is None and b.lcp is None
+    assert a._words is None
+    assert a.lcp is None
+    assert b._words is None
+    assert b.lcp is None
     assert a._grouped_cache == {}
-    assert kept._words is not None and kept.occupancy()[0] == 1
+    assert kept._words is not None
+    assert kept.occupancy()[0] == 1
     with h.shared_count_trees():  # not owning: the trees stay usable after the block
         c = h.count_tree(x, 10, keep=True)
     assert c._words is not None
@@ -586,17 +594,22 @@ def test_release_if_owned_drops_a_done_tree_only_in_an_owning_block():
 
     x = np.random.default_rng(5).uniform(size=(200, 2))
     outside = h.count_tree(x, 16)
-    assert not h.release_if_owned(outside) and outside._words is not None  # no owning block
+    assert not h.release_if_owned(outside)  # no owning block
+    assert outside._words is not None
     with h.shared_count_trees():  # a block that does not own its trees
         t = h.count_tree(x, 16)
-        assert not h.release_if_owned(t) and t._words is not None
+        assert not h.release_if_owned(t)
+        assert t._words is not None
     with h.shared_count_trees(release=True):
         a = h.count_tree(x, 30, keep=True)  # kept for a later call: not released
-        assert not h.release_if_owned(a) and a._words is not None
+        assert not h.release_if_owned(a)
+        assert a._words is not None
         b = h.count_tree(x, 10)  # the later call takes it (a view)
         mid = b.split(2, np.array([0]), np.array([200]))
         assert h.release_if_owned(b)
-        assert a._words is None and b._words is None and b.lcp is None
+        assert a._words is None
+        assert b._words is None
+        assert b.lcp is None
         assert not h.release_if_owned(outside)  # not the block's tree
         assert outside._words is not None
     assert mid.shape == (1,)

@@ -201,4 +201,5 @@ def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(mo
     assert calls == [1]
     other.release()  # released: nothing to collect
     place_points(leaves, box, "center", RandomSource(0))
-    assert calls == [1] and own._words is not None
+    assert calls == [1]
+    assert own._words is not None

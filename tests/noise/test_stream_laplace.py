@@ -173,7 +173,9 @@ def test_digits_are_the_agreeing_leading_bytes() -> None:
         lo[1] = hi[1] = 0  # equal zeros: every digit known
         lo[2], hi[2] = 0, 2**frac - 1  # the first digit differs: none known
         got = sl._digits(lo, hi, frac)
-        assert got.digits.shape == (60, nb) and got.digits.dtype == np.uint8 and got.known.dtype == np.int64
+        assert got.digits.shape == (60, nb)
+        assert got.digits.dtype == np.uint8
+        assert got.known.dtype == np.int64
         for t, (a, b) in enumerate(zip(lo, hi, strict=True)):
             da, db = a.to_bytes(nb, "big"), b.to_bytes(nb, "big")
             j = 0
@@ -181,9 +183,11 @@ def test_digits_are_the_agreeing_leading_bytes() -> None:
                 j += 1
             assert int(got.known[t]) == j
             assert got.digits[t].tobytes() == da[:j] + bytes(nb - j)
-        assert int(got.known[1]) == nb and int(got.known[2]) == 0
+        assert int(got.known[1]) == nb
+        assert int(got.known[2]) == 0
     empty = sl._digits([], [], 256)
-    assert empty.digits.shape == (0, 32) and empty.known.shape == (0,)
+    assert empty.digits.shape == (0, 32)
+    assert empty.known.shape == (0,)
 
 
 def test_split() -> None:
