@@ -4,4 +4,5 @@ import sys
 
 from opendp_wasserstein.cli import console_main
 
-sys.exit(console_main())
+if __name__ == "__main__":  # importing the module (pkgutil.walk_packages) runs nothing
+    sys.exit(console_main())
