@@ -323,3 +323,43 @@ def test_adaptive_release_drops_its_count_tree(zcdp):
             assert unreleased_trees() == before
     finally:
         gc.enable()
+
+
+def _permute_and_flip_law(q):
+    """The exact law of permute-and-flip on log-acceptances ``q`` (the first accepted candidate
+    of a uniformly random order, candidate ``a`` accepted with probability ``exp(q_a - max q)``)."""
+    import itertools
+
+    acc = np.exp(np.asarray(q) - np.max(q))
+    law = np.zeros(len(q))
+    for perm in itertools.permutations(range(len(q))):
+        reach = 1.0
+        for a in perm:
+            law[a] += reach * acc[a] / math.factorial(len(q))
+            reach *= 1 - acc[a]
+    return law
+
+
+def test_the_two_selection_laws_are_told_apart():
+    """On scores where the laws differ (log-weights 0, -1, -1: softmax [0.576, 0.212, 0.212],
+    permute-and-flip [0.677, 0.161, 0.161]), 3000 seeded draws of each selection step fit their
+    own law and reject the other's (a chi-square noncentrality of about 140, so neither test can
+    pass on the wrong law, nor on an argmax)."""
+    n, d = 400, 3
+    x = np.random.default_rng(1).uniform(size=(n, d))
+    cands = standard_candidates(d, n, 0.5)
+    assert len(cands) == 3
+    scale = 2 * score_table(cands, d, n, 0.5).sensitivity / 0.5
+    q = np.array([0.0, -1.0, -1.0])
+    scores = -q * scale
+    laws = {"exponential": softmax_probabilities(scores, 0.5, score_table(cands, d, n, 0.5).sensitivity),
+            "permute_and_flip": _permute_and_flip_law(q)}
+    assert np.allclose(laws["exponential"], np.exp(q) / np.exp(q).sum())
+    runs = 3000
+    for kind, law in laws.items():
+        meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection=kind)
+        chosen = _seeded_choices(meas, x, scores, runs, released=0)
+        counts = np.bincount(chosen, minlength=3)
+        other = laws["permute_and_flip" if kind == "exponential" else "exponential"]
+        assert stats.chisquare(counts, law * runs).pvalue > 1e-6, kind
+        assert stats.chisquare(counts, other * runs).pvalue < 1e-6, kind
