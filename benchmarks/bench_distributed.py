@@ -15,7 +15,8 @@ processes), the chosen depth and the number of noisy nodes; then the per-row cos
 extrapolation to ``10^10`` rows on 100 workers with its assumptions.
 
 ``python benchmarks/bench_distributed.py [--quick] [--data /tmp/odpw_bench]``
-(``--quick``: ``10^5`` and ``3 10^5`` rows in files of ``10^5``).
+(``--quick``: ``5 10^4`` and ``10^5`` rows in files of ``5 10^4``).  The exit status is 1 if
+any release failed.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def child(args: argparse.Namespace) -> None:
                       "depth": report.depth, "visited": report.visited_nodes}))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--ns", type=float, nargs="+", default=[1e6, 1e7, 1e8])
     p.add_argument("--d", type=int, default=3)
@@ -99,9 +100,9 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     if a.child:
         child(a)
-        return
+        return 0
     if a.quick:
-        a.ns, a.rows_per_file = [1e5, 3e5], 100_000
+        a.ns, a.rows_per_file = [5e4, 1e5], 50_000
     ns = [int(n) for n in a.ns]
     data = f"{a.data}_d{a.d}_{a.rows_per_file}"
     print(machine_note())
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     write_data(data, max(ns), a.d, a.rows_per_file)
     print(f"\n{a.mechanism}, LocalCluster {a.workers} workers x 1 thread, memory limit {a.memory_limit} each")
     print(f"{'n':>12} {'seconds':>9} {'rows/s':>11} {'driver MB':>10} {'workers MB':>16} {'depth':>6} {'noisy nodes':>12}")
-    rows = []
+    rows, failed = [], 0
     for n in ns:
         out = os.path.join(os.path.dirname(data), f".odpw_out_{os.getpid()}_{n}")
         cmd = [sys.executable, os.path.join(HERE, "bench_distributed.py"), "--child", "--n", str(n), "--out", out,
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode:
             print(f"{n:>12,} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}")
+            failed += 1
             continue
         r = json.loads(res.stdout.strip().splitlines()[-1])
         rows.append(r)
@@ -145,7 +147,8 @@ def main(argv: list[str] | None = None) -> None:
               f"+ {fixed:.0f} s fixed.  Assumed: workers like these cores with >= 4 GB each "
               f"(a part's rows and tree: ~0.5 GB), a shared file system or object store, and the "
               f"driver's memory is the level-j0 histogram (<= 2^20 counts)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -29,7 +29,7 @@ against the input.
 
 Data: the smooth closed curve of ``_common.sample_curve`` (``--data curve``, intrinsic dimension 1,
 many shared code prefixes) or uniform (``--data uniform``).  ``--quick``: ``n = 10^5``, ``d = 3``,
-``mem-n = 10^6``, 2 runs.  ``--no-memory`` skips part 2.
+``mem-n = 2 10^5``, 2 runs.  ``--no-memory`` skips part 2.
 ``python benchmarks/bench_kernel.py [--quick] [--n 1e6 1e7] [--d 3 10]``.
 """
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-memory", action="store_true")
     a = p.parse_args(argv)
     if a.quick:
-        a.n, a.d, a.mem_n, a.runs = [1e5], [3], 1e6, 2
+        a.n, a.d, a.mem_n, a.runs = [1e5], [3], 2e5, 2
     dp.enable_features("contrib")
     print(machine_note())
     for n in a.n:

@@ -95,12 +95,11 @@ def mixed_scales(n: int, repeats: int) -> None:
         print(f"  {name:<40} {rate(sc.size, t)}")
 
 
-def small_calls(repeats: int) -> None:
+def small_calls(repeats: int, calls: int = 20) -> None:
     print("\nsmall calls (latency per call, scale 3, secure source)")
     secure = RandomSource()
     for size in (1, 16, 256, 4096):
         sc = np.full(size, 3.0)
-        calls = 20
 
         def fast(sc: np.ndarray = sc, calls: int = calls) -> None:
             for _ in range(calls):
@@ -126,17 +125,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=1_000_000, help="draws per call")
     p.add_argument("--n-opendp", type=int, default=20_000, help="draws per OpenDP call (0: skip)")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--quick", action="store_true", help="n = 200000, 2 repeats, 5 scales")
+    p.add_argument("--quick", action="store_true", help="n = 50000, 2 repeats, 5 scales, 5 small calls")
     args = p.parse_args(argv)
     scales = SCALES
     if args.quick:
-        args.n, args.repeats, args.n_opendp = 200_000, 2, 5_000
+        args.n, args.repeats, args.n_opendp = 50_000, 2, 1_000
         scales = (0.1, 1.0, 10.0, 1e3, 1e6)
     dp.enable_features("contrib")
     urandom_rate()
     constant_scales(args.n, args.n_opendp, args.repeats, scales)
     mixed_scales(args.n, args.repeats)
-    small_calls(args.repeats)
+    small_calls(args.repeats, 5 if args.quick else 20)
 
 
 if __name__ == "__main__":

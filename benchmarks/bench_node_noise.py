@@ -44,11 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--quick", action="store_true", help="n = 100000, 1 repeat, 4 scales")
+    p.add_argument("--quick", action="store_true", help="n = 30000, 1 repeat, 4 scales")
     a = p.parse_args(argv)
     scales = SCALES
     if a.quick:
-        a.n, a.repeats, scales = 100_000, 1, (0.3, 3.0, 100.0, 1e4)
+        a.n, a.repeats, scales = 30_000, 1, (0.3, 3.0, 100.0, 1e4)
     n = a.n
     gen = np.random.default_rng(0)  # node ids only
     cells3 = gen.integers(0, 2**14, size=(n, 3))

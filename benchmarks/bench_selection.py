@@ -102,13 +102,13 @@ def holdout(n: int) -> dict[str, np.ndarray]:
     return out
 
 
-def run(name: str, x: np.ndarray, runs: int) -> list[dict]:
+def run(name: str, x: np.ndarray, runs: int, grid_bits: int = 8, w1_points: int = 2000) -> list[dict]:
     n, d = x.shape
     dom, met = dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance()
     cands = standard_candidates(d, n, EPS_MAIN, include_optimal_depths=True)
     plain = {(c.s, c.depth) for c in standard_candidates(d, n, EPS_MAIN)}
     gen = np.random.default_rng(1)
-    sub = x[gen.choice(n, min(n, 2000), replace=False)]
+    sub = x[gen.choice(n, min(n, w1_points), replace=False)]
     w = []
     t0 = time.perf_counter()
     for c in cands:
@@ -118,9 +118,9 @@ def run(name: str, x: np.ndarray, runs: int) -> list[dict]:
             with runtime.reproducible(100 + r):  # NOT private: a benchmark
                 y = m(x)
             if d == 2:  # whole sets on a 256^2 grid: the subsample floor (~0.01) hides 2-D differences
-                vals.append(w1_grid(x, y, bits=8).value)
+                vals.append(w1_grid(x, y, bits=grid_bits).value)
             else:
-                vals.append(w1(sub, y[gen.choice(len(y), min(len(y), 2000), replace=False)], metric="linf"))
+                vals.append(w1(sub, y[gen.choice(len(y), min(len(y), w1_points), replace=False)], metric="linf"))
         w.append(float(np.mean(vals)))
     W = np.array(w)
     rows = []
@@ -151,7 +151,8 @@ def run(name: str, x: np.ndarray, runs: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="two small data sets (a smoke run)")
+    p.add_argument("--quick", action="store_true", help="two small data sets, 1 run, W1 on a 64^2 grid / 500-point "
+                   "subsamples (a smoke run)")
     p.add_argument("--out", default=os.path.join("out", "selection"))
     p.add_argument("--n", type=int, default=30000)
     p.add_argument("--runs", type=int, default=2)
@@ -167,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_note())
     rows: list[dict] = []
     for name, x in (holdout(n) if a.holdout else datasets(n, a.quick)).items():
-        rows += run(name, x, 1 if a.quick else a.runs)
+        # --quick (a smoke run): a 64^2 grid and 500-point subsamples, the numbers are not meaningful
+        rows += run(name, x, 1, grid_bits=6, w1_points=500) if a.quick else run(name, x, a.runs)
     write_csv(os.path.join(a.out, "bench_selection.csv"), rows)
     for label in ("paper-plain", "paper", "capped", "uniform"):
         r = np.array([row["ratio"] for row in rows if row["selection"] == label])

@@ -372,6 +372,9 @@ class _Terminal(io.StringIO):
 def _run_quick_demo(tmp_path, monkeypatch, stream, *extra):
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.chdir(tmp_path)
+    # these tests check the progress bar, not the W1: its grid's flow is the demo's time (a
+    # 256^2 grid, ~20 s here, whatever n; test_demo_writes_png runs the demo's own grid)
+    monkeypatch.setattr(sys.modules[main.__module__], "DEMO_GRID_BITS", 4)
     return main(["demo", "--n", "600", "-o", "", "--seed", "0", *extra])
 
 

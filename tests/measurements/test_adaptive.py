@@ -114,6 +114,26 @@ def test_adaptive_release_and_diagnostics():
 
 
 @pytest.mark.slow
+def _seeded_choices(meas, x, scores, runs, released=100):
+    """The candidate index a release ``meas(x)`` chooses under ``reproducible(s)``, for
+    ``s < runs``.  The first ``released`` seeds run the whole release and are checked to choose
+    what the release's own selection step (its plan's ``choose_from_scores``, applied to the score
+    vector ``scores`` of ``x``) chooses under the same seed; the law is then read off that step
+    alone for every seed, without building ``runs`` releases."""
+    from opendp_wasserstein.distributed._spec import plan_of
+
+    choose = plan_of(meas).choose_from_scores
+    chosen = []
+    for s in range(runs):
+        with reproducible(s):
+            chosen.append(choose([float(v) for v in scores]))
+    for s in range(min(released, runs)):
+        with reproducible(s), diagnostics() as records:
+            meas(x)
+        assert records[0]["candidate_index"] == chosen[s], s
+    return chosen
+
+
 def test_adaptive_seeded_selection_follows_softmax():
     n, d = 400, 2
     x = np.random.default_rng(1).uniform(size=(n, d))
@@ -124,11 +144,7 @@ def test_adaptive_seeded_selection_follows_softmax():
     p = softmax_probabilities(scores, 0.5, score_table(cands, d, n, 0.5).sensitivity)
     runs = 600
     meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5)
-    chosen = []
-    for s in range(runs):
-        with reproducible(s), diagnostics() as records:
-            meas(x)
-        chosen.append(records[0]["candidate_index"])
+    chosen = _seeded_choices(meas, x, scores, runs)
     counts = np.bincount(chosen, minlength=len(cands))
     assert stats.chisquare(counts, p * runs).pvalue > 1e-4
 
@@ -279,11 +295,7 @@ def test_reproducible_permute_and_flip_follows_its_own_law():
             law[a] += reach * acc[a] / math.factorial(len(q))
             reach *= 1 - acc[a]
     runs = 3000
-    chosen = []
-    for s in range(runs):
-        with reproducible(s), diagnostics() as records:
-            meas(x)
-        chosen.append(records[0]["candidate_index"])
+    chosen = _seeded_choices(meas, x, scores, runs)
     counts = np.bincount(chosen, minlength=len(q))
     keep = law * runs >= 5
     assert stats.chisquare(counts[keep], law[keep] * runs * counts[keep].sum() / (law[keep] * runs).sum()).pvalue > 1e-6
@@ -311,3 +323,43 @@ def test_adaptive_release_drops_its_count_tree(zcdp):
             assert unreleased_trees() == before
     finally:
         gc.enable()
+
+
+def _permute_and_flip_law(q):
+    """The exact law of permute-and-flip on log-acceptances ``q`` (the first accepted candidate
+    of a uniformly random order, candidate ``a`` accepted with probability ``exp(q_a - max q)``)."""
+    import itertools
+
+    acc = np.exp(np.asarray(q) - np.max(q))
+    law = np.zeros(len(q))
+    for perm in itertools.permutations(range(len(q))):
+        reach = 1.0
+        for a in perm:
+            law[a] += reach * acc[a] / math.factorial(len(q))
+            reach *= 1 - acc[a]
+    return law
+
+
+def test_the_two_selection_laws_are_told_apart():
+    """On scores where the laws differ (log-weights 0, -1, -1: softmax [0.576, 0.212, 0.212],
+    permute-and-flip [0.677, 0.161, 0.161]), 3000 seeded draws of each selection step fit their
+    own law and reject the other's (a chi-square noncentrality of about 140, so neither test can
+    pass on the wrong law, nor on an argmax)."""
+    n, d = 400, 3
+    x = np.random.default_rng(1).uniform(size=(n, d))
+    cands = standard_candidates(d, n, 0.5)
+    assert len(cands) == 3
+    scale = 2 * score_table(cands, d, n, 0.5).sensitivity / 0.5
+    q = np.array([0.0, -1.0, -1.0])
+    scores = -q * scale
+    laws = {"exponential": softmax_probabilities(scores, 0.5, score_table(cands, d, n, 0.5).sensitivity),
+            "permute_and_flip": _permute_and_flip_law(q)}
+    assert np.allclose(laws["exponential"], np.exp(q) / np.exp(q).sum())
+    runs = 3000
+    for kind, law in laws.items():
+        meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection=kind)
+        chosen = _seeded_choices(meas, x, scores, runs, released=0)
+        counts = np.bincount(chosen, minlength=3)
+        other = laws["permute_and_flip" if kind == "exponential" else "exponential"]
+        assert stats.chisquare(counts, law * runs).pvalue > 1e-6, kind
+        assert stats.chisquare(counts, other * runs).pvalue < 1e-6, kind
