@@ -120,7 +120,7 @@ def _seeded_choices(meas, x, scores, runs, released=100):
     what the release's own selection step (its plan's ``choose_from_scores``, applied to the score
     vector ``scores`` of ``x``) chooses under the same seed; the law is then read off that step
     alone for every seed, without building ``runs`` releases."""
-    from opendp_wasserstein.distributed._spec import plan_of
+    from opendp_wasserstein.core.plan import plan_of
 
     choose = plan_of(meas).choose_from_scores
     chosen = []
