@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from opendp_wasserstein.cli import demo as demo_cli
 from opendp_wasserstein.cli import main
 
 
@@ -374,7 +375,7 @@ def _run_quick_demo(tmp_path, monkeypatch, stream, *extra):
     monkeypatch.chdir(tmp_path)
     # these tests check the progress bar, not the W1: its grid's flow is the demo's time (a
     # 256^2 grid, ~20 s here, whatever n; test_demo_writes_png runs the demo's own grid)
-    monkeypatch.setattr(sys.modules[main.__module__], "DEMO_GRID_BITS", 4)
+    monkeypatch.setattr(demo_cli, "DEMO_GRID_BITS", 4)  # where run_demo reads it
     return main(["demo", "--n", "600", "-o", "", "--seed", "0", *extra])
 
 

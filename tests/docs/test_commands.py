@@ -23,13 +23,13 @@ import datetime as dt
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
+from opendp_wasserstein.cli import demo as demo_cli
 from opendp_wasserstein.cli import main
 from opendp_wasserstein.tables.io import write_file
 
@@ -187,7 +187,7 @@ def test_command_runs(where: str, argv: list[str], tmp_path: Path, monkeypatch, 
         pytest.importorskip("distributed")
     if argv[0] == "demo":
         pytest.importorskip("matplotlib")
-        monkeypatch.setattr(sys.modules[main.__module__], "DEMO_GRID_BITS", 4)
+        monkeypatch.setattr(demo_cli, "DEMO_GRID_BITS", 4)  # where run_demo reads it
     monkeypatch.chdir(tmp_path)
     _write_files(tmp_path)
     _candidates(tmp_path, argv)
