@@ -7,7 +7,8 @@
 
 Importing the package registers every constructor with OpenDP's Context API (the
 ``measurements``, ``transformations`` and ``tables`` subpackages are imported here for that;
-they add about 0.25 s to the import of ``opendp.prelude``, which the package needs anyway).
+they add about 0.25 s to the import).  The package reaches OpenDP through
+:mod:`opendp_wasserstein.core.dp`, never ``opendp.prelude`` (which loads scikit-learn).
 """
 
 from opendp_wasserstein import measurements, tables, transformations  # noqa: F401 (registers every constructor)

@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import opendp.prelude as dp
+import opendp.context as _context
 from opendp._internal import (
     GLOBAL_FEATURES,
     _extrinsic_distance,
@@ -116,7 +116,7 @@ def register(constructor: Callable[..., Any]) -> None:
     name = constructor.__name__.removeprefix("make_")
     if name in _REGISTERED:
         return
-    dp.register(constructor)
+    _context.register(constructor)
     _REGISTERED.add(name)
 
 

@@ -34,10 +34,10 @@ import functools
 import math
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Measurement
 
 from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 
 __all__ = ["make_approx_dp", "rho_for_approx_dp"]

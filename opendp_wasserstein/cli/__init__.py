@@ -13,7 +13,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 
 from opendp_wasserstein._version import __version__
 from opendp_wasserstein.cli import dask as distributed_cli
@@ -24,6 +23,7 @@ from opendp_wasserstein.cli.dask import run_select as run_select_dask
 from opendp_wasserstein.cli.dask import run_synth as run_synth_dask
 from opendp_wasserstein.cli.demo import run_demo
 from opendp_wasserstein.cli.tables import run_schema, run_select_table, run_synth_table
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.evaluation.shapes import SHAPES
 from opendp_wasserstein.tables.io import check_not_an_input, output_format
 

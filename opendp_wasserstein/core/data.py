@@ -7,9 +7,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.extras.numpy import NPArray2Domain
 from opendp.mod import Domain, Metric
+
+from opendp_wasserstein.core import dp
 
 __all__ = [
     "array_columns",

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import opendp.prelude as dp
 from opendp.mod import Domain, Metric
 
 from opendp_wasserstein._compat import extrinsic_distance
+from opendp_wasserstein.core import dp
 
 __all__ = [
     "WeightedL1Distance",

@@ -6,8 +6,9 @@ import math
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Measure
+
+from opendp_wasserstein.core import dp
 
 __all__ = [
     "check_epsilon",

@@ -27,11 +27,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import whole_replacements
 from opendp_wasserstein.core.exact import inverse_squares, round_down, round_up
 from opendp_wasserstein.hierarchy.cells import shared_count_trees

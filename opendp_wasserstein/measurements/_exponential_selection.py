@@ -6,10 +6,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import make_measurement, register, to_then
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.core.parameters import check_epsilon
 

@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Domain, Function, Measure, Measurement, Metric, assert_features
 
 from opendp_wasserstein._compat import new_function, register, to_then
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_data_domain, check_metric, domain_allows_nan
 from opendp_wasserstein.core.parameters import (
     SCALE_MAX,

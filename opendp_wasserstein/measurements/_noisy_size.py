@@ -13,12 +13,12 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.measures import max_divergence
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, register, to_then
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_data_domain, domain_allows_nan
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.core.parameters import SCALE_MAX, ScaleLimitError, check_epsilon

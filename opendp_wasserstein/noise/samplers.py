@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.noise._fast_gaussian import fast_discrete_gaussian
 from opendp_wasserstein.noise._fast_laplace import fast_discrete_laplace
 from opendp_wasserstein.noise._source import RandomSource

@@ -13,10 +13,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
-import opendp.prelude as dp
 from opendp.mod import Measurement, assert_features
 
 from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.box import Box
 from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import ScaleLimitError

@@ -45,10 +45,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.tables.schema import (
     BoolColumn,

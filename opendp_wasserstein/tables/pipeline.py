@@ -45,11 +45,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
 from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_epsilon

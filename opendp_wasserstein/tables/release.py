@@ -20,10 +20,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import assert_features
 
 from opendp_wasserstein import runtime
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.release.in_memory import select_array_candidates as select_candidates

@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 from opendp.mod import Domain, Function, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, new_function, register, to_then
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_metric
 from opendp_wasserstein.tables.domain import check_table_domain
 from opendp_wasserstein.tables.encoding import TableEncoding

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import opendp.prelude as dp
 from opendp.mod import Domain, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
+from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
