@@ -174,6 +174,12 @@ def test_cli_summary_reports_quality(tmp_path, capsys):
     assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch),
                  "--marginal-share", "0.5", "--mechanism", "adaptive"]) != 0
     assert "--marginal-share applies only" in capsys.readouterr().err
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--seed", "1",
+                 "--joint", "never", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon_certified"] <= 2.0
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch),
+                 "--joint", "pairs", "--mechanism", "adaptive"]) != 0
+    assert "--joint applies only" in capsys.readouterr().err
 
 
 SMALL = Schema({
