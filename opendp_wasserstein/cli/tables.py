@@ -96,6 +96,14 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
         "a larger share gives better 1-way marginals, a smaller one more joint structure",
     )
     syn.add_argument(
+        "--joint", choices=["auto", "pairs", "tree", "never"], default=None,
+        help="structured: the joint release after the first look: auto (default: the tree of noisy "
+        "2-way marginals, pairs, when n * epsilon / columns >= 400, else never), pairs (a tree of "
+        "noisy 2-way marginals chosen by the exponential mechanism), tree (the joint hierarchy) "
+        "or never (columns released independently, the whole budget on the first look); public, "
+        "no privacy cost",
+    )
+    syn.add_argument(
         DERIVED_FLAG, action="store_true",
         help="release even though the schema still has bounds or categories read off the data "
         "(derived_from_data: true); those are NOT private",
@@ -268,15 +276,19 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     if private_size:
         given.append("--private-size")
     mechanism = args.mechanism or ("adaptive" if given or not args.schema else "structured")
+    joint = getattr(args, "joint", None)
     if share is not None and mechanism != "structured":
         raise _fail("--marginal-share applies only to --mechanism structured")
+    if joint is not None and mechanism != "structured":
+        raise _fail("--joint applies only to --mechanism structured")
     if mechanism == "structured":
         if given:
             raise _fail(f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, pruned, "
                         "pmm, privtree), not to --mechanism structured")
 
         try:
-            options = StructuredOptions() if share is None else StructuredOptions(marginal_share=share)
+            given_opts: dict[str, Any] = {} if share is None else {"marginal_share": share}
+            options = StructuredOptions(**given_opts, **({} if joint is None else {"joint": joint}))
         except ValueError as e:
             raise _fail(f"--{str(e).replace('_', '-')}") from None
         kwargs: dict[str, Any] = {"structured": options}

@@ -320,8 +320,10 @@ def tree_estimate(noisy: Sequence[np.ndarray], total: float, variances: Sequence
     default equal), the root being ``total``.  A pass up combines each node's count with its
     children's sum by inverse variance (generalised least squares on the tree); then the top
     level is projected onto the simplex of mass ``total`` (:func:`project_groups`: small noisy
-    counts go to 0), and top down each node's mass is split over its children in proportion to
-    their non-negative parts (uniformly if none is positive).  Post-processing of the release."""
+    counts go to 0), and top down each node's children are projected onto the simplex of the
+    node's mass (the least-squares consistent split: a sparse level's noisy empty cells go to 0,
+    where a split in proportion to the clipped counts would give each about half a noise scale,
+    spreading an atom's mass over its empty neighbours).  Post-processing of the release."""
     levels = [np.asarray(v, dtype=np.float64) for v in noisy]
     v = [1.0] * len(levels) if variances is None else [float(x) for x in variances]
     z = [levels[0]]
@@ -337,10 +339,7 @@ def tree_estimate(noisy: Sequence[np.ndarray], total: float, variances: Sequence
     h = project_groups(top, np.zeros(len(top), dtype=np.int64), np.array([float(total)]))
     for j in range(len(levels) - 1, 0, -1):  # down
         parent = np.arange(len(z[j - 1])) // BRANCHING
-        pos = np.clip(z[j - 1], 0.0, None)
-        ps = np.bincount(parent, weights=pos, minlength=len(h))
-        size = np.bincount(parent, minlength=len(h))
-        h = np.where(ps[parent] > 0, pos / np.where(ps > 0, ps, 1.0)[parent], 1.0 / size[parent]) * h[parent]
+        h = project_groups(z[j - 1], parent, h)
     return h
 
 
@@ -389,10 +388,23 @@ class TableMarginals:
         return x, f / f[-1]
 
     def quantiles(self, c: int, q: np.ndarray) -> np.ndarray:
-        """Column ``c``'s released quantiles at ``q`` (uniform within cells)."""
-        x, f = self.cdf_knots(c)
-        keep = np.concatenate(([True], np.diff(f) > 0))
-        return np.interp(np.asarray(q, dtype=np.float64), f[keep], x[keep])
+        """Column ``c``'s released quantiles at ``q`` (uniform within cells): the inverse of the
+        released CDF, ``F^{-1}(q) = (i + (q - F_{i-1}) / m_i) / L`` in the cell ``i`` of ``L``
+        with ``F_{i-1} <= q < F_i``, so it never lands in a cell the release left empty (an
+        atom stays inside its cell; linear interpolation over the CDF's knots would spread a
+        cell's mass over the empty cells before it)."""
+        m = np.clip(np.asarray(self.masses[c], dtype=np.float64), 0.0, None)
+        big = len(m)
+        if not m.sum() > 0:
+            return np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
+        f = np.cumsum(m / m.sum())
+        f[-1] = 1.0
+        qq = np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
+        i = np.minimum(np.searchsorted(f, qq, side="right"), big - 1)
+        i = np.where(m[i] > 0, i, np.flatnonzero(m > 0)[-1])  # q = 1: the last cell with mass
+        lo = np.where(i > 0, f[np.maximum(i - 1, 0)], 0.0)
+        t = np.clip((qq - lo) / (m[i] / m.sum()), 0.0, 1.0)
+        return (i + t) / big  # type: ignore[no-any-return]
 
     def gini(self) -> np.ndarray:
         """Per column, the released chance that two random records differ in it: ``1 - sum p^2``

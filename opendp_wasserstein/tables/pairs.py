@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
+from scipy.special import ndtr, ndtri
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, make_transformation
@@ -82,6 +83,8 @@ __all__ = [
     "pair_score_sensitivity",
     "make_pair_tree",
     "sample_tree",
+    "grade_correlation",
+    "WITHIN_KINDS",
     "PAIR_BINS_MAX",
     "PAIR_CELL_NOISE",
 ]
@@ -163,14 +166,15 @@ class PairCoding:
         total = m.sum()
         return m / total if total > 0 else np.full(len(m), 1.0 / len(m))
 
-    def place(self, codes: np.ndarray, rng: RandomSource) -> np.ndarray:
+    def place(self, codes: np.ndarray, rng: RandomSource, within: np.ndarray | None = None) -> np.ndarray:
         """Encoded points of the codes (``(m, k)`` int64, one column per plan): a category at
-        its cell's centre, a bin's value uniform between its edges, a missing row with the
-        encoding's value 1/2 and is-missing coordinate 3/4 (1/4 when present)."""
+        its cell's centre, a bin's value at the relative position ``within[:, c]`` between its
+        edges (default: uniform), a missing row with the encoding's value 1/2 and is-missing
+        coordinate 3/4 (1/4 when present)."""
         m = codes.shape[0]
         d = sum(len(p.axes) for p in self.plans)
         out = np.empty((m, d))
-        u = rng.uniform((m, len(self.plans)))
+        u = rng.uniform((m, len(self.plans))) if within is None else np.clip(within, 0.0, 1.0)
         for c, (p, e) in enumerate(zip(self.plans, self.edges, strict=True)):  # columns (public)
             code = codes[:, c]
             if e is None:
@@ -369,13 +373,46 @@ def _conditional(table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, 
     return np.where(s > 0, h / np.where(s > 0, s, 1.0), child[None, :])
 
 
+def grade_correlation(joint: np.ndarray) -> float:
+    r"""The Pearson correlation of the two codes' mid-grades under a 2-way law ``joint`` (rows:
+    the first code, in increasing order of the values): Spearman's rank correlation of the binned
+    pair, ties at mid-ranks; 0 when a margin is a single point."""
+    p = np.clip(np.asarray(joint, dtype=np.float64), 0.0, None)
+    total = p.sum()
+    if not total > 0:
+        return 0.0
+    p = p / total
+    pa, pb = p.sum(axis=1), p.sum(axis=0)
+    ga, gb = np.cumsum(pa) - pa / 2 - 0.5, np.cumsum(pb) - pb / 2 - 0.5
+    va, vb = float(pa @ ga**2), float(pb @ gb**2)
+    if not (va > 1e-12 and vb > 1e-12):
+        return 0.0
+    return float(np.clip(ga @ p @ gb / np.sqrt(va * vb), -1.0, 1.0))
+
+
+#: :func:`sample_tree`'s placement inside bins: ``"copula"`` (a Gaussian copula along each
+#: numeric-numeric edge at the edge's released rank correlation) or ``"uniform"`` (independent)
+WITHIN_KINDS = ("copula", "uniform")
+
+
 def sample_tree(
     coding: PairCoding, marginals: TableMarginals, edges: Sequence[tuple[int, int]],
-    tables: Sequence[np.ndarray], m: int, rng: RandomSource,
+    tables: Sequence[np.ndarray], m: int, rng: RandomSource, within: str = "copula",
 ) -> np.ndarray:
-    """``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
+    r"""``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
     (the column with the most edges) with its DP marginal's counts by largest remainder in random
-    order, then every column given its parent by the conditional law of the edge's noisy table."""
+    order, then every column given its parent by the conditional law of the edge's noisy table.
+
+    **Inside bins** (``within="copula"``): a value's position between its bin's edges is not
+    drawn independently of its parent's: along an edge of two numeric columns the child's
+    relative position is ``Phi(r Phi^{-1}(u_parent) + sqrt(1 - r^2) Z)``, the Gaussian copula
+    whose Spearman correlation is the edge's between-bin one (:func:`grade_correlation` of the
+    released table, ``r = 2 sin(pi rho_s / 6)``).  Positions drawn independently remove all
+    dependence inside the cells, which is most of a Pearson correlation when a column's top or
+    bottom bin spans much of its range (heavy tails); the copula assumes the dependence inside
+    a cell is like the dependence between cells.  ``within="uniform"``: independent positions."""
+    if within not in WITHIN_KINDS:
+        raise ValueError(f"within must be one of {WITHIN_KINDS}, got {within!r}")
     k = len(coding.plans)
     probs = [coding.marginal(marginals, c) for c in range(k)]
     adj: dict[int, list[tuple[int, int]]] = {c: [] for c in range(k)}
@@ -389,6 +426,7 @@ def sample_tree(
     seen = {root}
     queue = [root]
     n = marginals.size
+    pos = rng.uniform((m, k))  # positions inside bins, independent unless an edge couples them
     while queue:  # breadth first over the columns (public)
         a = queue.pop(0)
         for b, t in adj[a]:
@@ -401,13 +439,22 @@ def sample_tree(
             cum[:, -1] = 1.0
             u = rng.uniform(m)
             codes[:, b] = np.minimum((cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1)
+            ea, eb = coding.edges[a], coding.edges[b]
+            if within == "copula" and ea is not None and eb is not None:
+                na, nb = len(ea) - 1, len(eb) - 1
+                rho = grade_correlation((probs[a][:, None] * cond)[:na, :nb])
+                r = 2.0 * np.sin(np.pi * rho / 6.0)
+                r = float(np.clip(r, -0.999, 0.999))
+                z = r * ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12)) + np.sqrt(1 - r * r) * ndtri(
+                    np.clip(pos[:, b], 1e-12, 1 - 1e-12))
+                pos[:, b] = ndtr(z)
             seen.add(b)
             queue.append(b)
     for c in range(k):  # a column no edge reaches (not with k - 1 rounds): its marginal
         if c not in seen:
             cnt = largest_remainder(probs[c], m)
             codes[:, c] = np.repeat(np.arange(len(cnt)), cnt)[rng.permutation(m)]
-    return coding.place(codes, rng)
+    return coding.place(codes, rng, pos)
 
 
 def tree_template(

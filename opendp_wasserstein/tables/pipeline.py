@@ -28,7 +28,12 @@ table at epsilon 1), which keep no pairwise structure.
 **Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column a joint release would only take
 budget from the marginals: the whole budget then goes to the first look and the columns are
 joined independently (each column's release permuted at random), which is the
-independent-marginals release made with the package's 1-D hierarchy.
+independent-marginals release made with the package's 1-D hierarchy: the same budget per
+column as independent noisy 1-way marginals (``epsilon / k``), read on the same public tree as
+the joint modes (16 cells, 256 once ``n epsilon / k >= 256``, 4096 from 4096, or one leaf per
+value of an int column that has few enough), the tree's levels combined by least squares and
+projected onto the simplex level by level (:func:`~opendp_wasserstein.tables.marginals.tree_estimate`),
+values placed by the inverse of the released CDF, never inside a cell the release left empty.
 
 **Privacy map.**  Sequential composition of the two queries: the first look's map plus the joint
 release's, whose map does not depend on the marginals (the quantile encoding is 1-stable and
@@ -58,6 +63,7 @@ from opendp_wasserstein.tables.calibration import CALIBRATE_KINDS, calibrate
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.joint import make_order_adaptive_pmm
 from opendp_wasserstein.tables.marginals import (
+    MAX_LEVELS,
     QuantileMaps,
     TableMarginals,
     column_plans,
@@ -66,6 +72,7 @@ from opendp_wasserstein.tables.marginals import (
 )
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
+    WITHIN_KINDS,
     PairCoding,
     make_pair_tree,
     pair_bins,
@@ -123,6 +130,12 @@ class StructuredOptions:
         :mod:`~opendp_wasserstein.tables.pairs`) or ``"never"`` (independent columns)
     :param placement: the joint release's placement within cells
     :param consistency: the joint release's post-processing
+    :param marginal_levels: the most levels of a numeric column's first-look tree, 1 to
+        :data:`~opendp_wasserstein.tables.marginals.MAX_LEVELS` (default: the most; the public
+        rule of :func:`~opendp_wasserstein.tables.marginals.column_leaves` picks the levels from
+        ``n epsilon / k`` within that)
+    :param within: the pair tree's placement inside bins
+        (:data:`~opendp_wasserstein.tables.pairs.WITHIN_KINDS`, default ``"copula"``)
     """
 
     marginal_share: float = DEFAULT_MARGINAL_SHARE
@@ -134,6 +147,8 @@ class StructuredOptions:
     joint: str = "auto"
     placement: str = "uniform"
     consistency: str = "least_squares"
+    marginal_levels: int | None = None
+    within: str = "copula"
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -145,6 +160,11 @@ class StructuredOptions:
             raise ValueError(f"calibrate must be among {CALIBRATE_KINDS}, got {bad}")
         if self.joint not in JOINT_KINDS:
             raise ValueError(f"joint must be one of {JOINT_KINDS}, got {self.joint!r}")
+        lv = self.marginal_levels
+        if lv is not None and (isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= MAX_LEVELS):
+            raise ValueError(f"marginal_levels must be None or an int in [1, {MAX_LEVELS}], got {lv!r}")
+        if self.within not in WITHIN_KINDS:
+            raise ValueError(f"within must be one of {WITHIN_KINDS}, got {self.within!r}")
         if not self.alphas and not self.discrete_first:
             raise ValueError("the order family is empty: give alphas or discrete_first=True")
         object.__setattr__(self, "calibrate", tuple(self.calibrate))
@@ -275,7 +295,7 @@ def make_structured_synthesis(
     joint = kind_joint != "independent"
     unit = 2 if kind == "symmetric" else 1
     target = round_down(Fraction(eps) * Fraction(opts.marginal_share)) if joint else eps
-    levels = 3 if joint else 1  # independent columns are read at 16 cells: one level, the whole budget
+    levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
     marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels)
     marg_map = m_marg.map(unit)
     template: Measurement | None = None
@@ -307,7 +327,7 @@ def make_structured_synthesis(
             if kind_joint == "pairs":
                 coding = PairCoding.from_marginals(marginals, bins)
                 edges, tables = queryable(make_pair_tree(input_domain, input_metric, coding, marginals, eps_sel, eps_main))
-                y = sample_tree(coding, marginals, edges, tables, n, rng)
+                y = sample_tree(coding, marginals, edges, tables, n, rng, opts.within)
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             else:

@@ -238,3 +238,37 @@ def test_sampled_and_calibrated_points_decode_within_the_schema(seed, m, bins, n
     assert np.all((k >= 0) & (k <= 9))
     assert not np.asarray(cols["k"].missing).any()
     assert set(np.asarray(cols["c"].values).tolist()) <= {0, 1, 2}
+
+
+def test_grade_correlation_exact_values():
+    from opendp_wasserstein.tables.pairs import grade_correlation
+
+    assert grade_correlation(np.eye(2) / 2) == pytest.approx(1.0)
+    assert grade_correlation(np.eye(3)[::-1]) == pytest.approx(-1.0)
+    assert grade_correlation(np.outer([0.2, 0.8], [0.5, 0.3, 0.2])) == pytest.approx(0.0)
+    assert grade_correlation(np.array([[1.0, 0.0]])) == 0.0  # one row: no correlation
+    assert grade_correlation(np.zeros((2, 2))) == 0.0
+
+
+def test_copula_placement_keeps_dependence_inside_bins():
+    """Along a numeric-numeric edge whose released table is diagonal, the copula placement makes
+    the values correlate inside their bins too; uniform placement leaves only the bins'."""
+    coding = _coding(4)
+    marg = _uniform_marginals(4000)
+    x, k = 0, 2  # x (nullable float: 4 bins and a missing code) and k (int: 4 bins)
+    tab = np.zeros((coding.sizes[x], coding.sizes[k]), dtype=np.int64)
+    tab[np.arange(4), np.arange(4)] = 750
+    tab[4, :] = 250  # missing x: k uniform
+    ctab = np.full((coding.sizes[0], coding.sizes[1]), 100, dtype=np.int64)
+    edges, tables = [(x, k), (x, 1)], [tab, ctab]
+    within_r = {}
+    for within in ("copula", "uniform"):
+        y = sample_tree(coding, marg, edges, tables, 4000, RandomSource(5), within=within)
+        present = y[:, PLANS[x].axes[PLANS[x].missing_axis]] < 0.5
+        ux, uk = y[present, PLANS[x].value_axis] * 4 % 1, y[present, PLANS[k].value_axis] * 4 % 1
+        same = np.floor(y[present, PLANS[x].value_axis] * 4) == np.floor(y[present, PLANS[k].value_axis] * 4)
+        within_r[within] = np.corrcoef(ux[same], uk[same])[0, 1]
+    assert within_r["copula"] > 0.8
+    assert abs(within_r["uniform"]) < 0.1
+    with pytest.raises(ValueError, match="within"):
+        sample_tree(coding, marg, edges, tables, 10, RandomSource(5), within="nope")

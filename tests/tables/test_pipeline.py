@@ -174,3 +174,86 @@ def test_cli_summary_reports_quality(tmp_path, capsys):
     assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch),
                  "--marginal-share", "0.5", "--mechanism", "adaptive"]) != 0
     assert "--marginal-share applies only" in capsys.readouterr().err
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch), "--seed", "1",
+                 "--joint", "never", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon_certified"] <= 2.0
+    assert main(["synth", str(src), "-o", str(out), "--epsilon", "2", "--schema", str(sch),
+                 "--joint", "pairs", "--mechanism", "adaptive"]) != 0
+    assert "--joint applies only" in capsys.readouterr().err
+
+
+SMALL = Schema({
+    "term": IntColumn(bounds=(0, 72)),  # atoms at a few values, as loan terms
+    "amount": FloatColumn(bounds=(0.0, 50000.0), nullable=True),  # skewed, far inside its bounds
+    "age": IntColumn(bounds=(18, 90)),
+    "kind": CategoricalColumn(categories=("a", "b", "c", "d", "e")),
+    "flag": BoolColumn(),
+})
+
+
+def _small_frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "term": rng.choice([12, 24, 36, 60], n, p=[0.1, 0.2, 0.3, 0.4]).astype(np.int64),
+        "amount": np.where(rng.uniform(size=n) < 0.15, np.nan, np.exp(rng.normal(7.5, 0.6, n))),
+        "age": np.clip(rng.normal(40, 12, n), 18, 90).astype(np.int64),
+        "kind": rng.choice(list("abcde"), n, p=[0.5, 0.25, 0.15, 0.07, 0.03]).astype(object),
+        "flag": rng.uniform(size=n) < 0.3,
+    })
+
+
+def _marginals_baseline(df: pd.DataFrame, schema: Schema, eps: float, seed: int, bins: int = 32) -> pd.DataFrame:
+    """Independent noisy 1-way marginals (the benchmark's baseline): per column, ``bins`` equal bins
+    of the public bounds (one per value for an int column with fewer values, one for missing),
+    Laplace at ``2 D / eps``, negative counts clipped, rows drawn from the normalised counts and
+    placed uniformly in their bin (seeded; not private)."""
+    rng = np.random.default_rng(seed)
+    n, d = len(df), len(schema)
+    out = {}
+    for name, spec in schema.items():
+        col = df[name]
+        if isinstance(spec, (CategoricalColumn, BoolColumn)):
+            labels = list(spec.categories) if isinstance(spec, CategoricalColumn) else [False, True]
+            codes = np.array([labels.index(v) for v in col])
+            counts = np.bincount(codes, minlength=len(labels)).astype(float)
+            noisy = np.clip(counts + rng.laplace(0, 2 * d / eps, len(counts)), 0, None)
+            out[name] = np.array(labels, dtype=object)[rng.choice(len(labels), n, p=noisy / noisy.sum())]
+            continue
+        lo, hi = spec.bounds
+        b = min(bins, int(hi - lo + 1)) if isinstance(spec, IntColumn) else bins
+        width = (hi - lo + 1) / b if isinstance(spec, IntColumn) else (hi - lo) / b
+        miss = col.isna().to_numpy()
+        codes = np.where(miss, b, np.clip(((col.fillna(lo) - lo) // width).to_numpy(), 0, b - 1)).astype(np.int64)
+        counts = np.bincount(codes, minlength=b + 1).astype(float)
+        noisy = np.clip(counts + rng.laplace(0, 2 * d / eps, len(counts)), 0, None)
+        c = rng.choice(b + 1, n, p=noisy / noisy.sum())
+        v = lo + (np.minimum(c, b - 1) + rng.uniform(size=n)) * width
+        v = np.floor(v) if isinstance(spec, IntColumn) else v
+        out[name] = np.where(c == b, np.nan, v) if getattr(spec, "nullable", False) else v
+    frame = pd.DataFrame(out)
+    for name, spec in schema.items():
+        if isinstance(spec, IntColumn):
+            frame[name] = frame[name].astype(np.int64)
+    return frame
+
+
+def test_small_tables_are_never_much_worse_than_independent_marginals():
+    """Item 5 of issue 22: on small tables at eps 1 the structured release (independent columns
+    by the public rule) reads each column at least as finely as the marginals baseline, so its
+    mean 1-way TVD is within a small factor of the baseline's (seeded runs; the figures measured
+    when this was written are in the comments)."""
+    from opendp_wasserstein.evaluation import marginal_tvd
+
+    ours, base = [], []
+    for seed, n in ((0, 200), (1, 400), (2, 600)):
+        df = _small_frame(n, seed)
+        with reproducible(10 + seed):
+            out, report = synthesize(df, 1.0, schema=SMALL)
+        assert report.details["joint_kind"] == "independent"
+        assert report.epsilon <= 1.0
+        ours.append(marginal_tvd(df, out, SMALL, way=1, bins=20).mean)
+        base.append(marginal_tvd(df, _marginals_baseline(df, SMALL, 1.0, seed), SMALL, way=1, bins=20).mean)
+    # measured: ours 0.212, 0.158, 0.125 against 0.218, 0.188, 0.134 (before the quantile and
+    # tree fixes: 0.233, 0.205, 0.174, which fails both checks)
+    assert np.mean(ours) <= 1.05 * np.mean(base), (ours, base)
+    assert all(o <= 1.25 * b for o, b in zip(ours, base, strict=True)), (ours, base)
