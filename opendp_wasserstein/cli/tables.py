@@ -218,18 +218,9 @@ def _release_columns(schema: Any, header: list[str], path: str, what: str, chose
         if unknown:
             raise _fail(f"--columns {unknown} are not in the schema; {expected}")
         return list(chosen)
-    extra = sum(h not in schema for h in header)
-    missing = [c for c in schema.names if c not in header]
-    if not (extra or missing):
+    why, shared = schema.header_mismatch(header, "header field(s)", "(a file without a header row?)")
+    if not why:
         return list(header)
-    why = []
-    if extra:
-        why.append(f"{extra} of its {len(header)} header field(s) are not columns of the schema (a file without a header row?)")
-    if missing and len(missing) < len(schema):
-        why.append(f"schema column(s) {missing} are not in it")
-    elif missing:
-        why.append("none of the schema's columns is in it")
-    shared = [c for c in schema.names if c in header]
     hint = f"; pass --columns {','.join(shared)} to release the columns it shares with the schema" if shared else ""
     raise _fail(f"the header of the {what} file {path!r} does not match the schema: {'; '.join(why)}; {expected}{hint}")
 

@@ -132,7 +132,7 @@ def _release_names(names: Sequence[str], schema: Schema, columns: Sequence[str] 
     The schema's names and ``columns`` are public (the caller's) and are named in errors; a
     table's own column name that is not in the schema is counted, **never quoted**: a header
     may be a record (a CSV read without a header row), so quoting it would print a record's
-    values.  The same rule as the command line's (``tables.cli._release_columns``).
+    values.  The diagnosis is :meth:`Schema.header_mismatch`, shared with the command line.
     """
     expected = f"the schema's columns are {list(schema.names)}"
     if columns is not None:
@@ -143,19 +143,10 @@ def _release_names(names: Sequence[str], schema: Schema, columns: Sequence[str] 
         if absent:
             raise SchemaError(f"columns {list(absent)} are not columns of the table (of its {len(names)} columns)")
         return tuple(columns)
-    extra = sum(n not in schema for n in names)
-    missing = [c for c in schema.names if c not in names]
-    if not (extra or missing):
+    why, shared = schema.header_mismatch(
+        names, "column name(s)", "(not shown: a header read from a file without a header row is a record)")
+    if not why:
         return tuple(names)
-    why = []
-    if extra:
-        why.append(f"{extra} of its {len(names)} column name(s) are not columns of the schema (not shown: "
-                   "a header read from a file without a header row is a record)")
-    if missing and len(missing) < len(schema):
-        why.append(f"schema column(s) {missing} are not in it")
-    elif missing:
-        why.append("none of the schema's columns is in it")
-    shared = [c for c in schema.names if c in names]
     hint = f"; pass columns={shared} to release the columns it shares with the schema" if shared else ""
     raise SchemaError(f"the table's columns do not match the schema: {'; '.join(why)}; {expected}{hint}")
 

@@ -475,6 +475,25 @@ class Schema:
         self.check_names(names, what="selected")
         return Schema([(n, self[n]) for n in names], epsilon_spent=self.epsilon_spent)
 
+    def header_mismatch(self, names: Sequence[str], fields: str, aside: str) -> tuple[list[str], list[str]]:
+        """Why a table's column ``names`` are not exactly the schema's columns (``[]`` when they
+        are), and the schema columns they share.  A name that is not in the schema is counted,
+        never quoted (a header may be a record); schema names are public and named.
+
+        :param fields: what the names are called in the message (``"column name(s)"``)
+        :param aside: said after the count of names not in the schema
+        """
+        extra = sum(n not in self._names for n in names)
+        missing = [c for c in self._names if c not in names]
+        why = []
+        if extra:
+            why.append(f"{extra} of its {len(names)} {fields} are not columns of the schema {aside}")
+        if missing and len(missing) < len(self):
+            why.append(f"schema column(s) {missing} are not in it")
+        elif missing:
+            why.append("none of the schema's columns is in it")
+        return why, [c for c in self._names if c in names]
+
     def check_names(self, names: Sequence[str], what: str = "table") -> None:
         """Refuse column names not in the schema, listing those that are."""
         unknown = [n for n in names if n not in self._names]
