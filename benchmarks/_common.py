@@ -46,7 +46,9 @@ def make_data(kind: str, n: int, d: int, seed: int | None = None) -> np.ndarray:
     raise ValueError(f"unknown data kind {kind!r}")
 
 
-def write_csv(path: str, rows: Sequence[dict[str, Any]], fieldnames: Sequence[str] | None = None) -> None:
+def write_csv(
+    path: str, rows: Sequence[dict[str, Any]], fieldnames: Sequence[str] | None = None
+) -> None:
     """Write ``rows`` (dicts) to ``path``, columns in first-seen order unless given."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if fieldnames is None:
@@ -95,7 +97,9 @@ class PeerError(RuntimeError):
     """A peer's run failed (runner exit, time-out, unexpected output): recorded, not raised."""
 
 
-def run_runner(cmd: list[str], timeout: float, max_message: int | None = None) -> tuple[dict, float]:
+def run_runner(
+    cmd: list[str], timeout: float, max_message: int | None = None
+) -> tuple[dict, float]:
     """Run a peer's runner script (its own interpreter) and return ``(its JSON line, wall seconds)``.
 
     The runner prints one JSON line last on stdout; a non-zero exit becomes a :class:`PeerError`

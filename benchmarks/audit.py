@@ -41,15 +41,21 @@ def _fmt(v: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="the fast test setting (factor 1)")
-    p.add_argument("--factor", type=float, default=10.0, help="runs = factor x the case's fast runs")
+    p.add_argument(
+        "--factor", type=float, default=10.0, help="runs = factor x the case's fast runs"
+    )
     p.add_argument("--runs", type=int, default=None, help="the same number of runs for every case")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--secure", action="store_true", help="unseeded releases from the OS CSPRNG")
     p.add_argument("--seed-base", type=int, default=0)
     p.add_argument("--only", default=None, help="substring of the cases to run")
-    p.add_argument("--no-broken", action="store_true", help="skip the deliberately broken mechanism")
+    p.add_argument(
+        "--no-broken", action="store_true", help="skip the deliberately broken mechanism"
+    )
     a = p.parse_args(argv)
     factor = 1.0 if a.quick else a.factor
 
@@ -86,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{rep.runs:>6} {secs:>8.1f}  {status}: {where}",
             flush=True,
         )
-    print(f"\n{len(cases)} cases, alpha = {a.alpha} per case (Bonferroni over events and directions), "
-          f"{'secure' if a.secure else 'seeded'} releases, {time.perf_counter() - t_all:.0f} s")
+    print(
+        f"\n{len(cases)} cases, alpha = {a.alpha} per case (Bonferroni over events and directions), "
+        f"{'secure' if a.secure else 'seeded'} releases, {time.perf_counter() - t_all:.0f} s"
+    )
     return 1 if bad else 0
 
 

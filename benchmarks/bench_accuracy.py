@@ -74,8 +74,26 @@ PEERS = ("mst", "aim")
 AIRPORT_BOX = ((-180.0, -90.0), (180.0, 90.0))
 FAR = 0.05  # "far from every real point", box-normalised l_inf
 FIELDS = [
-    "part", "dataset", "d", "n", "method", "privacy", "status", "runs", "w1", "w1_min", "w1_max",
-    "w1_err", "w1_floor", "w1_dyadic", "far_share", "far_min", "far_max", "seconds", "depth", "note",
+    "part",
+    "dataset",
+    "d",
+    "n",
+    "method",
+    "privacy",
+    "status",
+    "runs",
+    "w1",
+    "w1_min",
+    "w1_max",
+    "w1_err",
+    "w1_floor",
+    "w1_dyadic",
+    "far_share",
+    "far_min",
+    "far_max",
+    "seconds",
+    "depth",
+    "note",
 ]
 
 
@@ -99,7 +117,9 @@ def airports() -> np.ndarray:
 
     a = data.airports()
     lo, hi = np.array(AIRPORT_BOX[0]), np.array(AIRPORT_BOX[1])
-    return (np.column_stack([a["longitude"].to_numpy(float), a["latitude"].to_numpy(float)]) - lo) / (hi - lo)
+    return (
+        np.column_stack([a["longitude"].to_numpy(float), a["latitude"].to_numpy(float)]) - lo
+    ) / (hi - lo)
 
 
 def far_share(x: np.ndarray, y: np.ndarray) -> float:
@@ -122,17 +142,37 @@ class Scorer:
     of it: ``w1_estimate``'s estimator with the data side and the floor shared by every method.
     """
 
-    def __init__(self, x: np.ndarray, seed: int, a: argparse.Namespace, dyadic: Any, exact: bool = False,
-                 bits: int = 0):
-        self.x, self.seed, self.dyadic, self.exact, self.sample, self.bits = x, seed, dyadic, exact, a.sample, bits
+    def __init__(
+        self,
+        x: np.ndarray,
+        seed: int,
+        a: argparse.Namespace,
+        dyadic: Any,
+        exact: bool = False,
+        bits: int = 0,
+    ):
+        self.x, self.seed, self.dyadic, self.exact, self.sample, self.bits = (
+            x,
+            seed,
+            dyadic,
+            exact,
+            a.sample,
+            bits,
+        )
         self.calls = 0
         if exact or bits or len(x) <= a.sample:
             self.subs, self.floor = [x], 0.0
             return
         gen = np.random.default_rng(seed)  # public evaluation randomness, not a mechanism
         self.subs = [x[gen.choice(len(x), a.sample, replace=False)] for _ in range(a.repeats)]
-        self.floor = float(np.mean([w1(s, x[gen.choice(len(x), a.sample, replace=False)], metric="linf")
-                                    for s in self.subs]))
+        self.floor = float(
+            np.mean(
+                [
+                    w1(s, x[gen.choice(len(x), a.sample, replace=False)], metric="linf")
+                    for s in self.subs
+                ]
+            )
+        )
 
     def __call__(self, y: np.ndarray, key: str) -> dict[str, float]:
         """Score release ``y``; ``key`` names it (method, privacy, run), and seeds the release's
@@ -145,7 +185,11 @@ class Scorer:
         gen = np.random.default_rng([self.seed, zlib.crc32(key.encode())])
         vals = []
         for s in self.subs:
-            ys = y if self.exact or len(y) <= self.sample else y[gen.choice(len(y), self.sample, replace=False)]
+            ys = (
+                y
+                if self.exact or len(y) <= self.sample
+                else y[gen.choice(len(y), self.sample, replace=False)]
+            )
             vals.append(w1(s, ys, metric="linf", max_points=max(len(s), len(ys))))
         out["w1"] = float(np.mean(vals))
         if self.exact:
@@ -153,11 +197,30 @@ class Scorer:
         return out
 
 
-def summarise(part: str, name: str, x: np.ndarray, method: str, privacy: str, scores: list[dict],
-              secs: list[float], depth: int | None = None, note: str = "") -> dict:
-    row: dict[str, Any] = {"part": part, "dataset": name, "d": x.shape[1], "n": len(x), "method": method,
-                           "privacy": privacy, "status": "ok", "runs": len(scores), "note": note,
-                           "seconds": float(np.median(secs)) if secs else None, "depth": depth}
+def summarise(
+    part: str,
+    name: str,
+    x: np.ndarray,
+    method: str,
+    privacy: str,
+    scores: list[dict],
+    secs: list[float],
+    depth: int | None = None,
+    note: str = "",
+) -> dict:
+    row: dict[str, Any] = {
+        "part": part,
+        "dataset": name,
+        "d": x.shape[1],
+        "n": len(x),
+        "method": method,
+        "privacy": privacy,
+        "status": "ok",
+        "runs": len(scores),
+        "note": note,
+        "seconds": float(np.median(secs)) if secs else None,
+        "depth": depth,
+    }
     for key in ("w1", "w1_err", "w1_dyadic", "far_share", "w1_floor"):
         vals = [s[key] for s in scores if key in s]
         if vals:
@@ -168,8 +231,16 @@ def summarise(part: str, name: str, x: np.ndarray, method: str, privacy: str, sc
     return row
 
 
-def run_ours(part: str, name: str, x: np.ndarray, score: Scorer, a: argparse.Namespace, mechs: tuple[str, ...],
-             deltas: tuple[float | None, ...], seed0: int) -> list[dict]:
+def run_ours(
+    part: str,
+    name: str,
+    x: np.ndarray,
+    score: Scorer,
+    a: argparse.Namespace,
+    mechs: tuple[str, ...],
+    deltas: tuple[float | None, ...],
+    seed0: int,
+) -> list[dict]:
     rows = []
     for delta in deltas:
         for mech in mechs:
@@ -183,19 +254,38 @@ def run_ours(part: str, name: str, x: np.ndarray, score: Scorer, a: argparse.Nam
                 secs.append(time.perf_counter() - t0)
                 depth = rep.depth
                 scores.append(score(y, f"{mech}|{delta}|{r}"))
-            rows.append(summarise(part, name, x, mech, privacy_label(a.eps, delta), scores, secs, depth))
+            rows.append(
+                summarise(part, name, x, mech, privacy_label(a.eps, delta), scores, secs, depth)
+            )
             log(rows[-1])
     return rows
 
 
-def run_peers(part: str, name: str, x: np.ndarray, score: Scorer, a: argparse.Namespace, why_not: str,
-              peers: tuple[str, ...]) -> list[dict]:
+def run_peers(
+    part: str,
+    name: str,
+    x: np.ndarray,
+    score: Scorer,
+    a: argparse.Namespace,
+    why_not: str,
+    peers: tuple[str, ...],
+) -> list[dict]:
     rows = []
     for mech in peers:
         priv = privacy_label(a.eps, a.delta)
         if why_not:
-            rows.append({"part": part, "dataset": name, "d": x.shape[1], "n": len(x), "method": mech,
-                         "privacy": priv, "status": "skipped", "note": why_not})
+            rows.append(
+                {
+                    "part": part,
+                    "dataset": name,
+                    "d": x.shape[1],
+                    "n": len(x),
+                    "method": mech,
+                    "privacy": priv,
+                    "status": "skipped",
+                    "note": why_not,
+                }
+            )
             log(rows[-1])
             continue
         scores, secs, note = [], [], ""
@@ -204,11 +294,23 @@ def run_peers(part: str, name: str, x: np.ndarray, score: Scorer, a: argparse.Na
                 y, info = run_peer(a.peer_python, mech, x, a.eps, a.delta, a.bins, a.peer_timeout)
                 secs.append(info["seconds"])
                 scores.append(score(y, f"{mech}|peer|{len(scores)}"))
-                note = "smartnoise-synth {smartnoise-synth}, {bins} bins/axis".format(bins=a.bins, **info["versions"])
+                note = "smartnoise-synth {smartnoise-synth}, {bins} bins/axis".format(
+                    bins=a.bins, **info["versions"]
+                )
             rows.append(summarise(part, name, x, mech, priv, scores, secs, note=note))
         except PeerError as e:
-            rows.append({"part": part, "dataset": name, "d": x.shape[1], "n": len(x), "method": mech,
-                         "privacy": priv, "status": "failed", "note": str(e)})
+            rows.append(
+                {
+                    "part": part,
+                    "dataset": name,
+                    "d": x.shape[1],
+                    "n": len(x),
+                    "method": mech,
+                    "privacy": priv,
+                    "status": "failed",
+                    "note": str(e),
+                }
+            )
         log(rows[-1])
     return rows
 
@@ -216,10 +318,15 @@ def run_peers(part: str, name: str, x: np.ndarray, score: Scorer, a: argparse.Na
 def log(row: dict) -> None:
     w1 = row.get("w1")
     extra = f" far {row['far_share']:.4f}" if row.get("far_share") is not None else ""
-    body = f"W1 {w1:.4f} [{row['w1_min']:.4f}, {row['w1_max']:.4f}] dyadic {row['w1_dyadic']:.4f}{extra} {row['seconds']:.3f} s" \
-        if w1 is not None else row.get("note", "")
-    print(f"  {row['part']:>8} {row['dataset']:>12} {row['method']:>9} {row['privacy']:>18} {row['status']:>7} {body}",
-          flush=True)
+    body = (
+        f"W1 {w1:.4f} [{row['w1_min']:.4f}, {row['w1_max']:.4f}] dyadic {row['w1_dyadic']:.4f}{extra} {row['seconds']:.3f} s"
+        if w1 is not None
+        else row.get("note", "")
+    )
+    print(
+        f"  {row['part']:>8} {row['dataset']:>12} {row['method']:>9} {row['privacy']:>18} {row['status']:>7} {body}",
+        flush=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +337,9 @@ def f4(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4f}"
 
 
-def verdict(value: float | None, target: float, lower_is_better: bool = True, unit: str = "") -> str:
+def verdict(
+    value: float | None, target: float, lower_is_better: bool = True, unit: str = ""
+) -> str:
     """``met``/``missed`` and by how much (relative to the target)."""
     if value is None or not math.isfinite(value):
         return "not measured"
@@ -247,10 +356,12 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     names = list(dict.fromkeys(r["dataset"] for r in rows if r["part"] == "shapes"))
     out = [
         f"**Nine 2-D shapes**, n = {a.n}, eps = {a.eps:g}: W1 (l_inf, median of {a.runs} releases, "
-        + (f"all {a.n} points of both sets on a {2 ** a.grid_bits}^2 grid (`evaluation.w1_grid`: exact transport "
-           "between the binned sets, no sampling); `+-` = the proven bound on the binning error). "
-           if a.grid_bits else
-           f"{a.repeats} x {a.sample}-point subsamples; `+-` = the floor, what subsampling alone gives). ")
+        + (
+            f"all {a.n} points of both sets on a {2**a.grid_bits}^2 grid (`evaluation.w1_grid`: exact transport "
+            "between the binned sets, no sampling); `+-` = the proven bound on the binning error). "
+            if a.grid_bits
+            else f"{a.repeats} x {a.sample}-point subsamples; `+-` = the floor, what subsampling alone gives). "
+        )
         + f"Pure = ours in pure eps-DP; delta= = ours via `synthesize(..., delta={a.delta:.0e})` (the zCDP variants, "
         f"converted by OpenDP); MST and AIM at ({a.eps:g}, {a.delta:.0e}). best = the smallest of pruned/adaptive/pmm "
         "(and, in pure DP only, privtree) for that shape (an oracle choice, named in brackets); best of all = the "
@@ -264,6 +375,7 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     n_grid = n_pure_best = n_pure_adapt = n_fast = 0
     ratios, speed = [], []
     for nm in names:
+
         def w(m: str, p: str, key: str = "w1", nm: str = nm) -> float | None:
             return get.get((nm, m, p), {}).get(key)
 
@@ -294,8 +406,15 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             n_pure_adapt += w("adaptive", pure) is not None and w("adaptive", pure) <= mst
             # the W1 and the time of one release: the best of ours among those >= 100x faster than MST
             t_mst = w("mst", appr, "seconds")
-            fast = [w(m, p) for p in (pure, appr) for m in OURS if w(m, p) is not None and w(m, p, "seconds")
-                    and t_mst is not None and t_mst >= 100 * w(m, p, "seconds")]
+            fast = [
+                w(m, p)
+                for p in (pure, appr)
+                for m in OURS
+                if w(m, p) is not None
+                and w(m, p, "seconds")
+                and t_mst is not None
+                and t_mst >= 100 * w(m, p, "seconds")
+            ]
             n_fast += bool(fast) and min(fast) <= mst
             _, _, g_b = best((pure, appr), "w1_dyadic")
             g_mst = w("mst", appr, "w1_dyadic")
@@ -327,13 +446,17 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             f"{np.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f})."
         )
     if speed:
-        out.append(f"- time: MST / ours (best) {min(speed):.0f}x-{max(speed):.0f}x, median {np.median(speed):.0f}x "
-                   f"(target >= 100x: {'met' if min(speed) >= 100 else 'missed on ' + str(sum(s < 100 for s in speed)) + ' shape(s)'}).")
+        out.append(
+            f"- time: MST / ours (best) {min(speed):.0f}x-{max(speed):.0f}x, median {np.median(speed):.0f}x "
+            f"(target >= 100x: {'met' if min(speed) >= 100 else 'missed on ' + str(sum(s < 100 for s in speed)) + ' shape(s)'})."
+        )
     if n_cmp:
         fast_ok = n_fast >= math.ceil(8 * n_cmp / 9)
-        out.append(f"- both at once (the W1 and the time of the same release): the best of ours among the releases "
-                   f"at least 100x faster than MST on that shape is <= MST on **{n_fast} of {n_cmp}** shapes "
-                   f"(target >= 8 of 9 at >= 100x less time: {'met' if fast_ok else 'missed'}).")
+        out.append(
+            f"- both at once (the W1 and the time of the same release): the best of ours among the releases "
+            f"at least 100x faster than MST on that shape is <= MST on **{n_fast} of {n_cmp}** shapes "
+            f"(target >= 8 of 9 at >= 100x less time: {'met' if fast_ok else 'missed'})."
+        )
     return out
 
 
@@ -349,7 +472,9 @@ def airports_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     ]
     for r in sel:
         if r.get("w1") is None:
-            out.append(f"| {r['method']} | {r['privacy']} | {r['status']}: {r.get('note', '')} | | | |")
+            out.append(
+                f"| {r['method']} | {r['privacy']} | {r['status']}: {r.get('note', '')} | | | |"
+            )
             continue
         out.append(
             f"| {r['method']} | {r['privacy']} | {100 * r['far_share']:.2f}% [{100 * r['far_min']:.2f}, "
@@ -361,7 +486,9 @@ def airports_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
 
 def curve_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     sel = [r for r in rows if r["part"] == "curve10"]
-    mst = {r["privacy"]: r for r in sel if r["method"] == "mst"}.get(privacy_label(a.eps, a.delta), {})
+    mst = {r["privacy"]: r for r in sel if r["method"] == "mst"}.get(
+        privacy_label(a.eps, a.delta), {}
+    )
     m_w1 = mst.get("w1")
     out = [
         f"**10-D curve** (`sample_curve(n, 10)`, n = {a.n}), eps = {a.eps:g}: W1 (l_inf, {a.repeats} x "
@@ -372,7 +499,9 @@ def curve_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     ]
     for r in sel:
         if r.get("w1") is None:
-            out.append(f"| {r['method']} | {r['privacy']} | {r['status']}: {r.get('note', '')} | | | | |")
+            out.append(
+                f"| {r['method']} | {r['privacy']} | {r['status']}: {r.get('note', '')} | | | | |"
+            )
             continue
         ratio = m_w1 / r["w1"] if m_w1 and r["method"] not in PEERS else None
         out.append(
@@ -412,28 +541,58 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=30000, help="rows of the shapes and of the 10-D curve")
     p.add_argument("--eps", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-9, help="ours via delta=, MST and AIM")
-    p.add_argument("--runs", type=int, default=2, help="seeded releases of ours per cell (shapes, curve)")
-    p.add_argument("--airport-runs", type=int, default=8, help="seeded releases of ours on the airports")
-    p.add_argument("--peer-runs", type=int, default=2, help="MST/AIM releases per cell (their W1 moves between runs)")
-    p.add_argument("--seed", type=int, default=0, help="first seed of our (reproducible, non-private) releases")
+    p.add_argument(
+        "--runs", type=int, default=2, help="seeded releases of ours per cell (shapes, curve)"
+    )
+    p.add_argument(
+        "--airport-runs", type=int, default=8, help="seeded releases of ours on the airports"
+    )
+    p.add_argument(
+        "--peer-runs",
+        type=int,
+        default=2,
+        help="MST/AIM releases per cell (their W1 moves between runs)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="first seed of our (reproducible, non-private) releases"
+    )
     p.add_argument("--sample", type=int, default=2000, help="w1_estimate subsample size")
-    p.add_argument("--repeats", type=int, default=4,
-                   help="data subsamples (and release subsamples) per W1 estimate: 4 halves the variance of 2")
-    p.add_argument("--grid-bits", type=int, default=8,
-                   help="the shapes' W1 on all points on a 2**bits grid (evaluation.w1_grid); 0 = subsamples")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=4,
+        help="data subsamples (and release subsamples) per W1 estimate: 4 halves the variance of 2",
+    )
+    p.add_argument(
+        "--grid-bits",
+        type=int,
+        default=8,
+        help="the shapes' W1 on all points on a 2**bits grid (evaluation.w1_grid); 0 = subsamples",
+    )
     p.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     p.add_argument("--bins", type=int, default=32, help="MST/AIM bins per axis")
     p.add_argument("--peer-python", default=DEFAULT_PEER_PYTHON)
     p.add_argument("--peer-timeout", type=float, default=600.0)
     p.add_argument("--skip-peers", action="store_true")
-    p.add_argument("--aim-10d", action="store_true",
-                   help="also run AIM on the 10-D curve (it did not finish in 600 s here; the target is against MST)")
-    p.add_argument("--rates-max-n", type=float, default=1e5, help="largest n of the rates (1e6 = the full docs/rates.rst grid)")
+    p.add_argument(
+        "--aim-10d",
+        action="store_true",
+        help="also run AIM on the 10-D curve (it did not finish in 600 s here; the target is against MST)",
+    )
+    p.add_argument(
+        "--rates-max-n",
+        type=float,
+        default=1e5,
+        help="largest n of the rates (1e6 = the full docs/rates.rst grid)",
+    )
     p.add_argument("--rates-repeats", type=int, default=2)
     p.add_argument("--skip-rates", action="store_true")
-    p.add_argument("--quick", action="store_true",
-                   help="n = 3000, 2 shapes, 1 run, 3 airport runs on 1000 of the airports, rates n <= 1e4 at "
-                   "d = 4, k = 1, 2")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="n = 3000, 2 shapes, 1 run, 3 airport runs on 1000 of the airports, rates n <= 1e4 at "
+        "d = 4, k = 1, 2",
+    )
     a = p.parse_args(argv)
     rates_dims, rates_ks = [4, 8], [1, 2, 3]
     if a.quick:
@@ -444,8 +603,11 @@ def main(argv: list[str] | None = None) -> None:
     os.makedirs(a.out, exist_ok=True)
     rates = load_rates()
     dyadic = rates.grid_upper_bound
-    print(f"bench_accuracy: n = {a.n}, eps = {a.eps}, delta = {a.delta}; machine: {machine_note()} "
-          "(shared: timings noisy)", flush=True)
+    print(
+        f"bench_accuracy: n = {a.n}, eps = {a.eps}, delta = {a.delta}; machine: {machine_note()} "
+        "(shared: timings noisy)",
+        flush=True,
+    )
     why_not = "--skip-peers" if a.skip_peers else peer_unavailable(a.peer_python)
     if why_not:
         print(f"MST/AIM skipped: {why_not}", flush=True)
@@ -471,23 +633,41 @@ def main(argv: list[str] | None = None) -> None:
 
     print("\n[2/4] airports", flush=True)
     x = airports()
-    if a.quick:  # a smoke run: 1000 of the airports (a seeded public subset), the exact W1 ~30x cheaper
+    if (
+        a.quick
+    ):  # a smoke run: 1000 of the airports (a seeded public subset), the exact W1 ~30x cheaper
         x = x[np.random.default_rng(2000).choice(len(x), 1000, replace=False)]
     score = Scorer(x, 2000, a, dyadic, exact=True)
-    rows += run_ours("airports", "airports", x, score, a, ("adaptive", "pruned", "privtree"), deltas, a.seed + 5000)
+    rows += run_ours(
+        "airports",
+        "airports",
+        x,
+        score,
+        a,
+        ("adaptive", "pruned", "privtree"),
+        deltas,
+        a.seed + 5000,
+    )
     rows += run_peers("airports", "airports", x, score, a, why_not, PEERS)
     write_csv(csv_path, rows, FIELDS)
 
     print("\n[3/4] 10-D curve", flush=True)
     x = sample_curve(a.n, 10, seed=100)
     score = Scorer(x, 3000, a, dyadic)
-    rows += run_ours("curve10", "curve10", x, score, a, ("adaptive", "pruned", "privtree"), deltas, a.seed + 7000)
+    rows += run_ours(
+        "curve10", "curve10", x, score, a, ("adaptive", "pruned", "privtree"), deltas, a.seed + 7000
+    )
     rows += run_peers("curve10", "curve10", x, score, a, why_not, PEERS if a.aim_10d else ("mst",))
     write_csv(csv_path, rows, FIELDS)
 
-    md = [f"Generated by `python benchmarks/bench_accuracy.py{' --quick' if a.quick else ''}` "
-          f"({machine_note()}).", ""]
-    md += shapes_table(rows, a) + [""] + airports_table(rows, a) + [""] + curve_table(rows, a) + [""]
+    md = [
+        f"Generated by `python benchmarks/bench_accuracy.py{' --quick' if a.quick else ''}` "
+        f"({machine_note()}).",
+        "",
+    ]
+    md += (
+        shapes_table(rows, a) + [""] + airports_table(rows, a) + [""] + curve_table(rows, a) + [""]
+    )
 
     if not a.skip_rates:
         print("\n[4/4] rates", flush=True)
@@ -495,11 +675,24 @@ def main(argv: list[str] | None = None) -> None:
         rrows = rates.run(ns, rates_dims, rates_ks, a.rates_repeats, a.eps, a.out)
         table = rates.slope_table(rrows)
         rates.plot(rrows, os.path.join(a.out, "rates.png"))
-        write_csv(os.path.join(a.out, "rates_slopes.csv"), [
-            {"d": e["d"], "k": e["k"], "mechanism": e["mechanism"], "paper_slope": e["paper"],
-             "slope_lower": e["slope_lower"], "ci_lower_lo": e["ci_lower"][0], "ci_lower_hi": e["ci_lower"][1],
-             "slope_upper": e["slope_upper"], "ci_upper_lo": e["ci_upper"][0], "ci_upper_hi": e["ci_upper"][1]}
-            for e in table])
+        write_csv(
+            os.path.join(a.out, "rates_slopes.csv"),
+            [
+                {
+                    "d": e["d"],
+                    "k": e["k"],
+                    "mechanism": e["mechanism"],
+                    "paper_slope": e["paper"],
+                    "slope_lower": e["slope_lower"],
+                    "ci_lower_lo": e["ci_lower"][0],
+                    "ci_lower_hi": e["ci_lower"][1],
+                    "slope_upper": e["slope_upper"],
+                    "ci_upper_lo": e["ci_upper"][0],
+                    "ci_upper_hi": e["ci_upper"][1],
+                }
+                for e in table
+            ],
+        )
         md += rates_table(table, a, ns) + [""]
     total = time.perf_counter() - t_start
     md.append(f"Whole command: {total / 60:.1f} min wall clock.")

@@ -58,8 +58,26 @@ from opendp_wasserstein.schedules.pure import max_candidate_depth
 EPS_SELECT, EPS_MAIN = 0.2, 0.8
 
 FIELDS = [
-    "data", "d", "n", "status", "note", "L", "W", "seconds", "median_s", "build_s", "floor_s",
-    "codes_s", "sort_s", "ratio", "peak_mb", "floor_peak_mb", "data_mb", "visited", "s", "depth",
+    "data",
+    "d",
+    "n",
+    "status",
+    "note",
+    "L",
+    "W",
+    "seconds",
+    "median_s",
+    "build_s",
+    "floor_s",
+    "codes_s",
+    "sort_s",
+    "ratio",
+    "peak_mb",
+    "floor_peak_mb",
+    "data_mb",
+    "visited",
+    "s",
+    "depth",
     "runs",
 ]
 
@@ -98,8 +116,12 @@ def measure_cell(kind: str, n: int, d: int, runs: int, trace: bool, seed: int) -
     codes, sorts = zip(*(floor_once(x, L) for _ in range(k)), strict=True)
     t0 = time.perf_counter()
     meas = make_adaptive_pruned_pmm(
-        dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement="uniform",
+        dp.numpy.array2_domain(num_columns=d, size=n, T=float),
+        dp.change_one_distance(),
+        EPS_SELECT,
+        EPS_MAIN,
+        bounds=(0.0, 1.0),
+        placement="uniform",
     )
     build = time.perf_counter() - t0
     assert meas.map(1) == EPS_SELECT + EPS_MAIN
@@ -115,12 +137,27 @@ def measure_cell(kind: str, n: int, d: int, runs: int, trace: bool, seed: int) -
     best = int(np.argmin(secs))
     floor = min(c + s for c, s in zip(codes, sorts, strict=True))
     row = {
-        "data": kind, "d": d, "n": n, "status": "ok", "note": "", "L": L, "W": -(-L // 64),
-        "seconds": secs[best], "median_s": float(np.median(secs)), "build_s": build,
-        "floor_s": floor, "codes_s": min(codes), "sort_s": min(sorts), "ratio": secs[best] / floor,
-        "peak_mb": None, "floor_peak_mb": None, "data_mb": x.nbytes / 2**20,
-        "visited": int(infos[best]["visited_nodes"]), "s": int(infos[best]["s"]),
-        "depth": int(infos[best]["depth"]), "runs": k,
+        "data": kind,
+        "d": d,
+        "n": n,
+        "status": "ok",
+        "note": "",
+        "L": L,
+        "W": -(-L // 64),
+        "seconds": secs[best],
+        "median_s": float(np.median(secs)),
+        "build_s": build,
+        "floor_s": floor,
+        "codes_s": min(codes),
+        "sort_s": min(sorts),
+        "ratio": secs[best] / floor,
+        "peak_mb": None,
+        "floor_peak_mb": None,
+        "data_mb": x.nbytes / 2**20,
+        "visited": int(infos[best]["visited_nodes"]),
+        "s": int(infos[best]["s"]),
+        "depth": int(infos[best]["depth"]),
+        "runs": k,
     }
     if trace:
         row["floor_peak_mb"] = traced_peak(lambda: floor_once(x, L))
@@ -131,8 +168,12 @@ def measure_cell(kind: str, n: int, d: int, runs: int, trace: bool, seed: int) -
 def profile_cell(kind: str, n: int, d: int, seed: int, out: str) -> str:
     x = make_data(kind, n, d, seed)
     meas = make_adaptive_pruned_pmm(
-        dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement="uniform",
+        dp.numpy.array2_domain(num_columns=d, size=n, T=float),
+        dp.change_one_distance(),
+        EPS_SELECT,
+        EPS_MAIN,
+        bounds=(0.0, 1.0),
+        placement="uniform",
     )
     meas(x)  # warm-up
     prof = cProfile.Profile()
@@ -142,7 +183,9 @@ def profile_cell(kind: str, n: int, d: int, seed: int, out: str) -> str:
     buf = io.StringIO()
     st = pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("cumulative")
     st.print_stats(22)
-    text = f"cProfile of one Adaptive Pruned-PMM release, data={kind}, n={n}, d={d}\n" + buf.getvalue()
+    text = (
+        f"cProfile of one Adaptive Pruned-PMM release, data={kind}, n={n}, d={d}\n" + buf.getvalue()
+    )
     with open(os.path.join(out, "adaptive_profile.txt"), "w") as f:
         f.write(text)
     return text
@@ -155,8 +198,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data", choices=("curve", "uniform"), default="curve")
     p.add_argument("--max-n", type=float, default=1e7, help="skip larger n")
     p.add_argument("--max-n-high-d", type=float, default=1e7, help="skip larger n when d >= 10")
-    p.add_argument("--cell-budget", type=float, default=300.0,
-                   help="skip a cell whose extrapolated time (all its runs) exceeds this many seconds")
+    p.add_argument(
+        "--cell-budget",
+        type=float,
+        default=300.0,
+        help="skip a cell whose extrapolated time (all its runs) exceeds this many seconds",
+    )
     p.add_argument("--runs", type=int, default=3, help="timed runs per cell (fewer at n >= 1e6)")
     p.add_argument("--no-trace", action="store_true", help="skip the tracemalloc runs")
     p.add_argument("--target-n", type=float, default=1e6)
@@ -165,17 +212,23 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-profile", action="store_true")
     p.add_argument("--seed", type=int, default=0, help="test data only")
     p.add_argument("--out", default="out")
-    p.add_argument("--quick", action="store_true", help="n <= 1e4, 1 run, no profile (target not measured)")
+    p.add_argument(
+        "--quick", action="store_true", help="n <= 1e4, 1 run, no profile (target not measured)"
+    )
     a = p.parse_args(argv)
     if a.quick:
         a.ns, a.runs, a.no_profile = [1e3, 1e4], 1, True
     dp.enable_features("contrib")
     os.makedirs(a.out, exist_ok=True)
     ns = sorted({int(v) for v in a.ns})
-    print(f"Adaptive Pruned-PMM (eps 0.2 select + 0.8 main, change-one) vs codes+sort floor, data={a.data}")
+    print(
+        f"Adaptive Pruned-PMM (eps 0.2 select + 0.8 main, change-one) vs codes+sort floor, data={a.data}"
+    )
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)")
-    head = (f"{'d':>3} {'n':>9} {'L':>4} {'W':>2} {'seconds':>9} {'floor s':>9} {'ratio':>6} "
-            f"{'peak MB':>8} {'floor MB':>8} {'data MB':>8} {'visited':>8} {'s':>3} {'depth':>5}  note")
+    head = (
+        f"{'d':>3} {'n':>9} {'L':>4} {'W':>2} {'seconds':>9} {'floor s':>9} {'ratio':>6} "
+        f"{'peak MB':>8} {'floor MB':>8} {'data MB':>8} {'visited':>8} {'s':>3} {'depth':>5}  note"
+    )
     print(head, flush=True)
     rows: list[dict] = []
     for d in a.dims:
@@ -184,15 +237,22 @@ def main(argv: list[str] | None = None) -> None:
             cap = a.max_n_high_d if d >= 10 else a.max_n
             reason = ""
             if n > cap:
-                reason = f"skipped: n > cap {cap:.0e} ({'--max-n-high-d' if d >= 10 else '--max-n'})"
+                reason = (
+                    f"skipped: n > cap {cap:.0e} ({'--max-n-high-d' if d >= 10 else '--max-n'})"
+                )
             elif prev is not None and prev["status"] == "ok":
                 scale = n / prev["n"] * math.log2(n) / math.log2(prev["n"])
                 k = runs_for(n, a.runs)
-                est_t = scale * ((prev["seconds"] + prev["floor_s"]) * k + (0 if a.no_trace else 2 * prev["seconds"]))
+                est_t = scale * (
+                    (prev["seconds"] + prev["floor_s"]) * k
+                    + (0 if a.no_trace else 2 * prev["seconds"])
+                )
                 est_mem = (prev["peak_mb"] or 0.0) * n / prev["n"] * 2**20 + 8 * n * d * 2
                 avail = mem_available_bytes()
                 if est_t > a.cell_budget:
-                    reason = f"skipped: extrapolated {est_t:.0f} s > --cell-budget {a.cell_budget:.0f} s"
+                    reason = (
+                        f"skipped: extrapolated {est_t:.0f} s > --cell-budget {a.cell_budget:.0f} s"
+                    )
                 elif avail is not None and est_mem > 0.6 * avail:
                     reason = f"skipped: extrapolated {est_mem / 2**30:.1f} GiB > 60% of MemAvailable {avail / 2**30:.1f} GiB"
             if reason:
@@ -201,7 +261,13 @@ def main(argv: list[str] | None = None) -> None:
                 try:
                     row = measure_cell(a.data, n, d, a.runs, not a.no_trace, a.seed)
                 except MemoryError as e:
-                    row = {"data": a.data, "d": d, "n": n, "status": "failed", "note": f"MemoryError {e}"}
+                    row = {
+                        "data": a.data,
+                        "d": d,
+                        "n": n,
+                        "status": "failed",
+                        "note": f"MemoryError {e}",
+                    }
                 gc.collect()
             rows.append(row)
             prev = row if row["status"] == "ok" else prev
@@ -214,15 +280,25 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
     write_csv(os.path.join(a.out, "bench_adaptive_scaling.csv"), rows, FIELDS)
-    tgt = [r for r in rows if r["d"] == a.target_d and r["n"] == int(a.target_n) and r["status"] == "ok"]
+    tgt = [
+        r
+        for r in rows
+        if r["d"] == a.target_d and r["n"] == int(a.target_n) and r["status"] == "ok"
+    ]
     if tgt:
         r = tgt[0]
         verdict = "met" if r["ratio"] <= a.target_ratio else "MISSED"
-        print(f"\ntarget: n = {int(a.target_n):.0e}, d = {a.target_d}: {r['seconds']:.3f} s = "
-              f"{r['ratio']:.1f} x the floor ({r['floor_s']:.3f} s); goal <= {a.target_ratio:g} x: {verdict}")
+        print(
+            f"\ntarget: n = {int(a.target_n):.0e}, d = {a.target_d}: {r['seconds']:.3f} s = "
+            f"{r['ratio']:.1f} x the floor ({r['floor_s']:.3f} s); goal <= {a.target_ratio:g} x: {verdict}"
+        )
     else:
         print(f"\ntarget cell n = {int(a.target_n):.0e}, d = {a.target_d} not measured")
-    if not a.no_profile and a.target_d in a.dims and int(a.target_n) <= min(a.max_n, a.max_n_high_d if a.target_d >= 10 else a.max_n):
+    if (
+        not a.no_profile
+        and a.target_d in a.dims
+        and int(a.target_n) <= min(a.max_n, a.max_n_high_d if a.target_d >= 10 else a.max_n)
+    ):
         print("\n" + profile_cell(a.data, int(a.target_n), a.target_d, a.seed, a.out))
 
 

@@ -68,16 +68,27 @@ def main(argv: list[str] | None = None) -> None:
                     peaks.append(peak / 2**20)
                     vis.append(info["visited_nodes"])
                     w1s.append(w1_estimate(x, y, sample_size=a.sample, repeats=1, seed=run).value)
-            row = {"depth": depth, "mechanism": mech, "seconds": float(np.mean(secs)),
-                   "peak_mb": float(np.mean(peaks)), "visited": float(np.mean(vis)), "w1": float(np.mean(w1s))}
+            row = {
+                "depth": depth,
+                "mechanism": mech,
+                "seconds": float(np.mean(secs)),
+                "peak_mb": float(np.mean(peaks)),
+                "visited": float(np.mean(vis)),
+                "w1": float(np.mean(w1s)),
+            }
             rows.append(row)
-            print(f"{depth:>5} {mech:>7} {row['seconds']:>9.4f} {row['peak_mb']:>8.1f} {row['visited']:>9.0f} {row['w1']:>8.4f}", flush=True)
+            print(
+                f"{depth:>5} {mech:>7} {row['seconds']:>9.4f} {row['peak_mb']:>8.1f} {row['visited']:>9.0f} {row['w1']:>8.4f}",
+                flush=True,
+            )
     print("\ndepth  speed-up (full/pruned)  W1 ratio (pruned/full)")
     for depth in a.depths:
         pr = [r for r in rows if r["depth"] == depth and r["mechanism"] == "pruned"]
         fu = [r for r in rows if r["depth"] == depth and r["mechanism"] == "full"]
         if pr and fu:
-            print(f"{depth:>5}  {fu[0]['seconds'] / pr[0]['seconds']:>22.1f}  {pr[0]['w1'] / fu[0]['w1']:>22.3f}")
+            print(
+                f"{depth:>5}  {fu[0]['seconds'] / pr[0]['seconds']:>22.1f}  {pr[0]['w1'] / fu[0]['w1']:>22.3f}"
+            )
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "bench_depth.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

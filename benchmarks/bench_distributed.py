@@ -47,7 +47,9 @@ def write_data(root: str, n: int, d: int, per_file: int) -> None:
         if os.path.exists(path):
             continue
         gen = np.random.default_rng(1000 + i)  # data only, never a mechanism's randomness
-        x = centers[gen.integers(0, len(centers), per_file)] + 0.05 * gen.standard_normal((per_file, d))
+        x = centers[gen.integers(0, len(centers), per_file)] + 0.05 * gen.standard_normal(
+            (per_file, d)
+        )
         np.clip(x, 0.0, 1.0, out=x)
         tmp = path + ".tmp"
         pq.write_table(pa.table({f"x{j}": x[:, j] for j in range(d)}), tmp, row_group_size=1 << 18)
@@ -62,7 +64,9 @@ def child(args: argparse.Namespace) -> None:
     from opendp_wasserstein.distributed._executor import local_client
 
     dp.enable_features("contrib")
-    files = sorted(f for f in os.listdir(args.data) if f.endswith(".parquet"))[: args.n // args.rows_per_file]
+    files = sorted(f for f in os.listdir(args.data) if f.endswith(".parquet"))[
+        : args.n // args.rows_per_file
+    ]
     src = os.path.join(args.out + ".src")
     os.makedirs(src, exist_ok=True)
     for f in files:  # the first n rows as a directory of links
@@ -71,17 +75,35 @@ def child(args: argparse.Namespace) -> None:
     try:
         with local_client(workers=args.workers, memory_limit=args.memory_limit) as client:
             t0 = time.perf_counter()
-            rel, report = synthesize_on_dask(src, 1.0, out, bounds=(0.0, 1.0), mechanism=args.mechanism,
-                                             placement="uniform", client=client)
+            rel, report = synthesize_on_dask(
+                src,
+                1.0,
+                out,
+                bounds=(0.0, 1.0),
+                mechanism=args.mechanism,
+                placement="uniform",
+                client=client,
+            )
             seconds = time.perf_counter() - t0
             workers = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     finally:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
     driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"n": args.n, "seconds": seconds, "rows": rel.rows, "parts": rel.parts,
-                      "driver_rss": driver, "worker_rss": sorted(workers.values()),
-                      "depth": report.depth, "visited": report.visited_nodes}))
+    print(
+        json.dumps(
+            {
+                "n": args.n,
+                "seconds": seconds,
+                "rows": rel.rows,
+                "parts": rel.parts,
+                "driver_rss": driver,
+                "worker_rss": sorted(workers.values()),
+                "depth": report.depth,
+                "visited": report.visited_nodes,
+            }
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,30 +130,58 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_note())
     print(f"data: {max(ns):,} rows x {a.d} in files of {a.rows_per_file:,} rows under {data}")
     write_data(data, max(ns), a.d, a.rows_per_file)
-    print(f"\n{a.mechanism}, LocalCluster {a.workers} workers x 1 thread, memory limit {a.memory_limit} each")
-    print(f"{'n':>12} {'seconds':>9} {'rows/s':>11} {'driver MB':>10} {'workers MB':>16} {'depth':>6} {'noisy nodes':>12}")
+    print(
+        f"\n{a.mechanism}, LocalCluster {a.workers} workers x 1 thread, memory limit {a.memory_limit} each"
+    )
+    print(
+        f"{'n':>12} {'seconds':>9} {'rows/s':>11} {'driver MB':>10} {'workers MB':>16} {'depth':>6} {'noisy nodes':>12}"
+    )
     rows, failed = [], 0
     for n in ns:
         out = os.path.join(os.path.dirname(data), f".odpw_out_{os.getpid()}_{n}")
-        cmd = [sys.executable, os.path.join(HERE, "bench_distributed.py"), "--child", "--n", str(n), "--out", out,
-               "--data", data, "--rows-per-file", str(a.rows_per_file), "--workers", str(a.workers),
-               "--memory-limit", a.memory_limit, "--mechanism", a.mechanism, "--d", str(a.d)]
+        cmd = [
+            sys.executable,
+            os.path.join(HERE, "bench_distributed.py"),
+            "--child",
+            "--n",
+            str(n),
+            "--out",
+            out,
+            "--data",
+            data,
+            "--rows-per-file",
+            str(a.rows_per_file),
+            "--workers",
+            str(a.workers),
+            "--memory-limit",
+            a.memory_limit,
+            "--mechanism",
+            a.mechanism,
+            "--d",
+            str(a.d),
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode:
-            print(f"{n:>12,} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}")
+            print(
+                f"{n:>12,} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}"
+            )
             failed += 1
             continue
         r = json.loads(res.stdout.strip().splitlines()[-1])
         rows.append(r)
         wmb = "/".join(f"{w / 2**20:.0f}" for w in r["worker_rss"])
-        print(f"{n:>12,} {r['seconds']:>9.1f} {n / r['seconds']:>11,.0f} {r['driver_rss'] / 2**20:>10.0f} {wmb:>16}"
-              f" {r['depth']:>6} {r['visited']:>12,}")
+        print(
+            f"{n:>12,} {r['seconds']:>9.1f} {n / r['seconds']:>11,.0f} {r['driver_rss'] / 2**20:>10.0f} {wmb:>16}"
+            f" {r['depth']:>6} {r['visited']:>12,}"
+        )
     if len(rows) >= 2:
         a_, b_ = rows[-2], rows[-1]
         per_row = (b_["seconds"] - a_["seconds"]) / (b_["n"] - a_["n"])  # marginal cost, 2 workers
         fixed = b_["seconds"] - per_row * b_["n"]
-        print(f"\nmarginal cost {per_row * 1e9:.0f} ns/row on {a.workers} workers "
-              f"({per_row * a.workers * 1e9:.0f} ns per row per worker), fixed {fixed:.1f} s")
+        print(
+            f"\nmarginal cost {per_row * 1e9:.0f} ns/row on {a.workers} workers "
+            f"({per_row * a.workers * 1e9:.0f} ns per row per worker), fixed {fixed:.1f} s"
+        )
         n10, w10 = 10**10, 100
         parts10, groups10 = n10 // 10**7, 2 * w10  # parts of 1e7 rows, two split groups per worker
         compute = per_row * a.workers * n10 / w10
@@ -139,14 +189,16 @@ def main(argv: list[str] | None = None) -> int:
         tasks = 2 * n10 // a.rows_per_file + groups10 * parts10 + 3 * parts10
         sched = tasks * 1e-3
         total = compute + network + sched + fixed
-        print(f"extrapolation, 10^10 rows on {w10} workers: ~{total / 60:.0f} min = "
-              f"{compute / 60:.0f} min of per-row work (this machine's per-worker cost, linear in n / workers) "
-              f"+ {network:.0f} s moving {n10 * a.d * 8 / 1e9:,.0f} GB once at 1 GB/s per worker "
-              f"+ {sched / 60:.0f} min of scheduler time for {tasks:,} tasks at 1 ms each "
-              f"({parts10:,} parts of 10^7 rows, {groups10} split groups, input files of {a.rows_per_file:,} rows) "
-              f"+ {fixed:.0f} s fixed.  Assumed: workers like these cores with >= 4 GB each "
-              f"(a part's rows and tree: ~0.5 GB), a shared file system or object store, and the "
-              f"driver's memory is the level-j0 histogram (<= 2^20 counts)")
+        print(
+            f"extrapolation, 10^10 rows on {w10} workers: ~{total / 60:.0f} min = "
+            f"{compute / 60:.0f} min of per-row work (this machine's per-worker cost, linear in n / workers) "
+            f"+ {network:.0f} s moving {n10 * a.d * 8 / 1e9:,.0f} GB once at 1 GB/s per worker "
+            f"+ {sched / 60:.0f} min of scheduler time for {tasks:,} tasks at 1 ms each "
+            f"({parts10:,} parts of 10^7 rows, {groups10} split groups, input files of {a.rows_per_file:,} rows) "
+            f"+ {fixed:.0f} s fixed.  Assumed: workers like these cores with >= 4 GB each "
+            f"(a part's rows and tree: ~0.5 GB), a shared file system or object store, and the "
+            f"driver's memory is the level-j0 histogram (<= 2^20 counts)"
+        )
     return 1 if failed else 0
 
 

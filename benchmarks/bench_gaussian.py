@@ -60,7 +60,9 @@ def opendp_gaussian(scale: float, n: int) -> np.ndarray:
 
 def constant_scales(n: int, n_opendp: int, repeats: int, scales: tuple[float, ...]) -> list[dict]:
     print(f"\nconstant scale, n = {n:,} per call (OpenDP: {n_opendp:,})")
-    print(f"{'scale':>10} {'fast secure':>13} {'fast seeded':>13} {'OpenDP':>13} {'speed-up':>9} {'bytes/draw':>11}")
+    print(
+        f"{'scale':>10} {'fast secure':>13} {'fast seeded':>13} {'OpenDP':>13} {'speed-up':>9} {'bytes/draw':>11}"
+    )
     secure, seeded = RandomSource(), RandomSource(0)
     rows = []
     for scale in scales:
@@ -76,9 +78,16 @@ def constant_scales(n: int, n_opendp: int, repeats: int, scales: tuple[float, ..
             f"{scale:>10g} {fast_rate / 1e6:>9.2f} M/s {seed_rate / 1e6:>9.2f} M/s "
             f"{odp_rate / 1e6:>9.3f} M/s {fast_rate / odp_rate:>8.0f}x {metered.bytes_read / n:>11.1f}"
         )
-        rows.append({"layout": "constant", "scale": scale, "fast_secure_per_s": fast_rate,
-                     "fast_seeded_per_s": seed_rate, "opendp_per_s": odp_rate,
-                     "bytes_per_draw": metered.bytes_read / n})
+        rows.append(
+            {
+                "layout": "constant",
+                "scale": scale,
+                "fast_secure_per_s": fast_rate,
+                "fast_seeded_per_s": seed_rate,
+                "opendp_per_s": odp_rate,
+                "bytes_per_draw": metered.bytes_read / n,
+            }
+        )
     return rows
 
 
@@ -98,8 +107,16 @@ def mixed_scales(n: int, repeats: int) -> list[dict]:
     for name, sc in layouts.items():
         t = best_time(lambda sc=sc: fast_discrete_gaussian(sc, secure), repeats)
         print(f"  {name:<40} {sc.size / t / 1e6:8.2f} M/s")
-        rows.append({"layout": name, "scale": "", "fast_secure_per_s": sc.size / t,
-                     "fast_seeded_per_s": "", "opendp_per_s": "", "bytes_per_draw": ""})
+        rows.append(
+            {
+                "layout": name,
+                "scale": "",
+                "fast_secure_per_s": sc.size / t,
+                "fast_seeded_per_s": "",
+                "opendp_per_s": "",
+                "bytes_per_draw": "",
+            }
+        )
     return rows
 
 

@@ -64,8 +64,12 @@ _FULL = (1 << 64) - 1
 
 def adaptive(n: int, d: int, placement: str):  # type: ignore[no-untyped-def]
     return make_adaptive_pruned_pmm(
-        dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-        EPS_SELECT, EPS_MAIN, bounds=(0.0, 1.0), placement=placement,
+        dp.numpy.array2_domain(num_columns=d, size=n, T=float),
+        dp.change_one_distance(),
+        EPS_SELECT,
+        EPS_MAIN,
+        bounds=(0.0, 1.0),
+        placement=placement,
     )
 
 
@@ -116,8 +120,10 @@ def mul_steps(m: int, d: int) -> list[tuple[int, int]]:
 
 def lut(d: int) -> np.ndarray:
     """``T[v]`` = the byte ``v`` spread ``d`` apart (bits past 63 dropped)."""
-    return np.array([sum(1 << (d * i) for i in range(8) if (v >> i) & 1) & _FULL for v in range(256)],
-                    dtype=np.uint64)
+    return np.array(
+        [sum(1 << (d * i) for i in range(8) if (v >> i) & 1) & _FULL for v in range(256)],
+        dtype=np.uint64,
+    )
 
 
 def physical_codes(x: np.ndarray, B: int, method: str) -> np.ndarray:
@@ -153,7 +159,9 @@ def physical_codes(x: np.ndarray, B: int, method: str) -> np.ndarray:
                 if method == "lut":
                     res = t2 = np.take(table, (ff & np.uint64(255)).astype(np.intp))
                     for byte in range(1, -(-m // 8)):
-                        part = np.take(table, ((ff >> np.uint64(8 * byte)) & np.uint64(255)).astype(np.intp))
+                        part = np.take(
+                            table, ((ff >> np.uint64(8 * byte)) & np.uint64(255)).astype(np.intp)
+                        )
                         part <<= np.uint64(8 * byte * d)
                         t2 |= part
                     res <<= np.uint64(dst)
@@ -215,8 +223,12 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
     B1 = 64 // d  # the one-word floor
     box = as_box((0.0, 1.0), d)
     for method in ("shift", "mul", "lut"):  # the three methods give the same codes
-        assert np.array_equal(physical_codes(x[:5000], B, method), physical_codes(x[:5000], B, "shift"))
-    assert np.array_equal(physical_codes(x[:5000], B, "shift"), morton_words(grid_codes(x[:5000], B * d), B * d))
+        assert np.array_equal(
+            physical_codes(x[:5000], B, method), physical_codes(x[:5000], B, "shift")
+        )
+    assert np.array_equal(
+        physical_codes(x[:5000], B, "shift"), morton_words(grid_codes(x[:5000], B * d), B * d)
+    )
     fns: dict[str, Callable[[], object]] = {
         f"floor_{m}": (lambda m=m: physical_floor(x, B, m)) for m in ("shift", "mul", "lut")
     }
@@ -248,9 +260,13 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
         return line
 
     W = -(-B * d // 64)
-    print(f"\n1. time: adaptive Pruned-PMM, n = {n:,}, d = {d}, L = {L}, data = {data}, {runs} runs interleaved")
+    print(
+        f"\n1. time: adaptive Pruned-PMM, n = {n:,}, d = {d}, L = {L}, data = {data}, {runs} runs interleaved"
+    )
     print(f"   {'':<50} {'min':>10} {'median':>10}   ratio (median, min) over the physical floor")
-    print(f"   physical floor: codes at {B} bits/axis ({W} word{'s' if W > 1 else ''}) + one np.sort of the first word")
+    print(
+        f"   physical floor: codes at {B} bits/axis ({W} word{'s' if W > 1 else ''}) + one np.sort of the first word"
+    )
     print(row("  magic bits, shift-or-mask (part1by2)", "floor_shift", None))
     print(row("  magic bits, multiply-mask", "floor_mul", None))
     print(row("  256-entry lookup table", "floor_lut", None))
@@ -263,14 +279,19 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
     for placement in ("center", "uniform"):
         key = f"release_{placement}"
         last = info[placement]
-        print(row(f"release, placement={placement}", key)
-              + f"   (depth {last['depth']}, {last['visited_nodes']:,} noisy nodes)")
+        print(
+            row(f"release, placement={placement}", key)
+            + f"   (depth {last['depth']}, {last['visited_nodes']:,} noisy nodes)"
+        )
     for placement in ("center", "uniform"):
         key = f"release_{placement}"
         extra = [f"{med[key] / med['package_floor']:.2f}x the package floor"]
         if B1 != B:
             extra.insert(0, f"{med[key] / med['floor_1word']:.2f}x the one-word floor")
-        print(f"   release {placement} (medians): {med[key] / med['floor']:.2f}x the physical floor, " + ", ".join(extra))
+        print(
+            f"   release {placement} (medians): {med[key] / med['floor']:.2f}x the physical floor, "
+            + ", ".join(extra)
+        )
     print("   load average after the runs: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
@@ -289,8 +310,17 @@ def memory_child(n: int, d: int, data: str) -> None:
     meas(x)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(json.dumps({"input": x.nbytes, "traced_peak": peak, "rss_growth": rss1 - rss0,
-                      "rss_before": rss0, "seconds": seconds}))
+    print(
+        json.dumps(
+            {
+                "input": x.nbytes,
+                "traced_peak": peak,
+                "rss_growth": rss1 - rss0,
+                "rss_before": rss0,
+                "seconds": seconds,
+            }
+        )
+    )
 
 
 def memory(n: int, d: int, data: str) -> None:
@@ -301,10 +331,14 @@ def memory(n: int, d: int, data: str) -> None:
     mb = 2.0**20
     print(f"\n2. memory: adaptive Pruned-PMM, n = {n:,}, d = {d}, data = {data} (fresh process)")
     print(f"   input array                     {r['input'] / mb:8.0f} MB")
-    print(f"   release allocations, peak       {r['traced_peak'] / mb:8.0f} MB   "
-          f"{r['traced_peak'] / r['input']:5.2f}x input   (tracemalloc)")
-    print(f"   process RSS growth, peak        {r['rss_growth'] / mb:8.0f} MB   "
-          f"{r['rss_growth'] / r['input']:5.2f}x input   (ru_maxrss; before: {r['rss_before'] / mb:.0f} MB)")
+    print(
+        f"   release allocations, peak       {r['traced_peak'] / mb:8.0f} MB   "
+        f"{r['traced_peak'] / r['input']:5.2f}x input   (tracemalloc)"
+    )
+    print(
+        f"   process RSS growth, peak        {r['rss_growth'] / mb:8.0f} MB   "
+        f"{r['rss_growth'] / r['input']:5.2f}x input   (ru_maxrss; before: {r['rss_before'] / mb:.0f} MB)"
+    )
     print(f"   time (untraced)                 {r['seconds']:8.1f} s")
 
 

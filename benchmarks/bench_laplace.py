@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=1_000_000, help="draws per call")
     p.add_argument("--n-opendp", type=int, default=20_000, help="draws per OpenDP call (0: skip)")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--quick", action="store_true", help="n = 50000, 2 repeats, 5 scales, 5 small calls")
+    p.add_argument(
+        "--quick", action="store_true", help="n = 50000, 2 repeats, 5 scales, 5 small calls"
+    )
     args = p.parse_args(argv)
     scales = SCALES
     if args.quick:

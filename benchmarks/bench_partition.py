@@ -66,7 +66,9 @@ def child(a: argparse.Namespace) -> None:
     from opendp_wasserstein.distributed._source import blocks_of
     from opendp_wasserstein.schedules.pure import max_candidate_depth
 
-    files = sorted(f for f in os.listdir(a.data) if f.endswith(".parquet"))[: a.n // a.rows_per_file]
+    files = sorted(f for f in os.listdir(a.data) if f.endswith(".parquet"))[
+        : a.n // a.rows_per_file
+    ]
     src = a.out + ".src"
     os.makedirs(src, exist_ok=True)
     for f in files:
@@ -94,10 +96,14 @@ def child(a: argparse.Namespace) -> None:
                 df = dd.read_parquet(src, columns=names)
                 meta = df._meta.assign(_partitions=np.zeros(0, dtype=np.int64))
                 tagged = df.map_partitions(_with_parts, box, j0, bounds, names, meta=meta)
-                shuffled = new_collection(P2PShuffle(tagged.expr, "_partitions", parts, True, {}, None))
+                shuffled = new_collection(
+                    P2PShuffle(tagged.expr, "_partitions", parts, True, {}, None)
+                )
                 with dask.config.set({"dataframe.shuffle.method": "p2p"}):
-                    trees = [client.compute(dask.delayed(_tree_of_frame)(p, d, box, depth, names))
-                             for p in shuffled.to_delayed()]
+                    trees = [
+                        client.compute(dask.delayed(_tree_of_frame)(p, d, box, depth, names))
+                        for p in shuffled.to_delayed()
+                    ]
                     wait(trees)
             t_part = time.perf_counter() - t0
             rows = sum(client.gather(client.map(lambda t: t.n, trees, pure=False)))
@@ -105,9 +111,21 @@ def child(a: argparse.Namespace) -> None:
     finally:
         shutil.rmtree(src, ignore_errors=True)
     driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"method": a.method, "n": n, "rows_in_trees": int(rows), "parts": parts, "j0": j0,
-                      "count": t_count, "partition": t_part, "driver_rss": driver,
-                      "worker_rss": sorted(workers.values())}))
+    print(
+        json.dumps(
+            {
+                "method": a.method,
+                "n": n,
+                "rows_in_trees": int(rows),
+                "parts": parts,
+                "j0": j0,
+                "count": t_count,
+                "partition": t_part,
+                "driver_rss": driver,
+                "worker_rss": sorted(workers.values()),
+            }
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -134,15 +152,37 @@ def main(argv: list[str] | None = None) -> None:
     data = f"{a.data}_d{a.d}_{a.rows_per_file}"
     print(machine_note())
     write_data(data, a.n, a.d, a.rows_per_file)
-    print(f"partition step, n = {a.n:,}, d = {a.d}, LocalCluster {a.workers} workers x 1 thread, "
-          f"memory limit {a.memory_limit} each")
-    print(f"{'method':>7} {'count s':>8} {'partition+trees s':>18} {'driver MB':>10} {'workers MB':>12} {'parts':>6}")
+    print(
+        f"partition step, n = {a.n:,}, d = {a.d}, LocalCluster {a.workers} workers x 1 thread, "
+        f"memory limit {a.memory_limit} each"
+    )
+    print(
+        f"{'method':>7} {'count s':>8} {'partition+trees s':>18} {'driver MB':>10} {'workers MB':>12} {'parts':>6}"
+    )
     for _ in range(a.repeats):
         for method in a.methods:
             out = os.path.join(os.path.dirname(data), f".odpw_part_{os.getpid()}_{method}")
-            cmd = [sys.executable, os.path.join(HERE, "bench_partition.py"), "--child", "--method", method,
-                   "--n", str(a.n), "--d", str(a.d), "--rows-per-file", str(a.rows_per_file), "--workers",
-                   str(a.workers), "--memory-limit", a.memory_limit, "--data", data, "--out", out]
+            cmd = [
+                sys.executable,
+                os.path.join(HERE, "bench_partition.py"),
+                "--child",
+                "--method",
+                method,
+                "--n",
+                str(a.n),
+                "--d",
+                str(a.d),
+                "--rows-per-file",
+                str(a.rows_per_file),
+                "--workers",
+                str(a.workers),
+                "--memory-limit",
+                a.memory_limit,
+                "--data",
+                data,
+                "--out",
+                out,
+            ]
             res = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if res.returncode:
                 err = res.stderr.strip().splitlines()
@@ -151,8 +191,10 @@ def main(argv: list[str] | None = None) -> None:
             r = json.loads(res.stdout.strip().splitlines()[-1])
             assert r["rows_in_trees"] == r["n"], "every row must reach one tree"
             wmb = "/".join(f"{w / 2**20:.0f}" for w in r["worker_rss"])
-            print(f"{method:>7} {r['count']:>8.1f} {r['partition']:>18.1f} {r['driver_rss'] / 2**20:>10.0f} "
-                  f"{wmb:>12} {r['parts']:>6}")
+            print(
+                f"{method:>7} {r['count']:>8.1f} {r['partition']:>18.1f} {r['driver_rss'] / 2**20:>10.0f} "
+                f"{wmb:>12} {r['parts']:>6}"
+            )
 
 
 if __name__ == "__main__":

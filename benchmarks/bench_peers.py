@@ -69,8 +69,25 @@ DEFAULT_PEER_PYTHON = os.path.join(HERE, ".venv-peers", "bin", "python")
 OURS = ("pruned", "adaptive", "pmm")
 MECHS = ("pruned", "adaptive", "pmm", "flat_hist", "stab_hist", "mst", "aim")
 FIELDS = [
-    "dataset", "d", "n", "mechanism", "status", "note", "privacy", "seconds", "wall_s", "w1",
-    "w1_se", "w1_floor", "w1_excess", "visited", "depth", "s", "bins", "cells", "runs",
+    "dataset",
+    "d",
+    "n",
+    "mechanism",
+    "status",
+    "note",
+    "privacy",
+    "seconds",
+    "wall_s",
+    "w1",
+    "w1_se",
+    "w1_floor",
+    "w1_excess",
+    "visited",
+    "depth",
+    "s",
+    "bins",
+    "cells",
+    "runs",
 ]
 
 
@@ -84,7 +101,9 @@ def grid_keys(x: np.ndarray, bins: int) -> np.ndarray:
     return idx @ (np.int64(bins) ** np.arange(x.shape[1], dtype=np.int64))
 
 
-def keys_to_points(keys: np.ndarray, mult: np.ndarray, bins: int, d: int, rng: np.random.Generator) -> np.ndarray:
+def keys_to_points(
+    keys: np.ndarray, mult: np.ndarray, bins: int, d: int, rng: np.random.Generator
+) -> np.ndarray:
     """``mult[i]`` points uniform in the cell ``keys[i]`` (post-processing, public randomness)."""
     k = np.repeat(keys.astype(np.int64), mult)
     idx = (k[:, None] // (np.int64(bins) ** np.arange(d, dtype=np.int64))) % bins
@@ -152,25 +171,46 @@ def stab_hist(x: np.ndarray, eps: float, bins: int, delta: float) -> tuple[np.nd
     rng = np.random.default_rng()
     if released:
         keys = np.fromiter(released.keys(), dtype=np.int64, count=len(released))
-        alloc = largest_remainder(np.fromiter(released.values(), dtype=np.int64, count=len(released)), n)
+        alloc = largest_remainder(
+            np.fromiter(released.values(), dtype=np.int64, count=len(released)), n
+        )
         y = keys_to_points(keys, alloc, bins, d, rng)
     else:  # nothing above the threshold: the public fallback, uniform on the cube
         y = rng.uniform(size=(n, d))
-    return y, {"bins": bins, "cells": len(released), "privacy": f"eps={e:g},delta={dl:.1e}",
-               "note": f"threshold {thr}; {len(released)} cells released"}
+    return y, {
+        "bins": bins,
+        "cells": len(released),
+        "privacy": f"eps={e:g},delta={dl:.1e}",
+        "note": f"threshold {thr}; {len(released)} cells released",
+    }
 
 
 # ----------------------------------------------------------------------------------------------
 # smartnoise-synth (separate interpreter)
 
 
-def run_peer(python: str, synth: str, x: np.ndarray, eps: float, delta: float, bins: int,
-             timeout: float) -> tuple[np.ndarray, dict]:
+def run_peer(
+    python: str, synth: str, x: np.ndarray, eps: float, delta: float, bins: int, timeout: float
+) -> tuple[np.ndarray, dict]:
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         inp, outp = os.path.join(tmp, "x.csv"), os.path.join(tmp, "y.csv")
         np.savetxt(inp, x, delimiter=",", fmt="%.17g")
-        cmd = [python, RUNNER, "--synth", synth, "--input", inp, "--output", outp,
-               "--epsilon", repr(eps), "--delta", repr(delta), "--bins", str(bins)]
+        cmd = [
+            python,
+            RUNNER,
+            "--synth",
+            synth,
+            "--input",
+            inp,
+            "--output",
+            outp,
+            "--epsilon",
+            repr(eps),
+            "--delta",
+            repr(delta),
+            "--bins",
+            str(bins),
+        ]
         info, wall = run_runner(cmd, timeout)
         y = np.loadtxt(outp, delimiter=",", ndmin=2)
     info["wall_s"] = wall
@@ -182,8 +222,12 @@ def peer_unavailable(python: str) -> str:
     if not os.path.exists(python):
         return f"peers venv missing ({python}): run bash benchmarks/peers/setup.sh"
     try:
-        proc = subprocess.run([python, "-c", "import snsynth.mst, snsynth.aim"], capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run(
+            [python, "-c", "import snsynth.mst, snsynth.aim"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"peers python not runnable: {e}"
     if proc.returncode != 0:
@@ -215,25 +259,42 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--delta", type=float, default=1e-9, help="MST/AIM and stab_hist")
     p.add_argument("--datasets", nargs="+", default=[*SHAPES, "curve10", "subspace10"])
     p.add_argument("--mechanisms", nargs="+", default=list(MECHS), choices=MECHS)
-    p.add_argument("--bins", type=int, default=32, help="bins per axis (peers, 2-D flat, stab_hist)")
+    p.add_argument(
+        "--bins", type=int, default=32, help="bins per axis (peers, 2-D flat, stab_hist)"
+    )
     p.add_argument("--flat-max-cells", type=int, default=2**20, help="flat_hist cells in high d")
     p.add_argument("--sample", type=int, default=2000, help="w1_estimate sample_size")
     p.add_argument("--repeats", type=int, default=2, help="w1_estimate repeats")
     p.add_argument("--runs", type=int, default=3, help="timed releases of ours / OpenDP baselines")
     p.add_argument("--peer-python", default=DEFAULT_PEER_PYTHON)
-    p.add_argument("--peer-timeout", type=float, default=300.0,
-                   help="seconds per MST/AIM call; a call that exceeds it is recorded as failed (timed out)")
+    p.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=300.0,
+        help="seconds per MST/AIM call; a call that exceeds it is recorded as failed (timed out)",
+    )
     p.add_argument("--skip-peers", action="store_true", help="no MST/AIM (rows marked skipped)")
     p.add_argument("--out", default="out")
-    p.add_argument("--quick", action="store_true",
-                   help="n = 3000, 2 shapes + curve10, small W1 samples, 10-D flat grid 3^10")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="n = 3000, 2 shapes + curve10, small W1 samples, 10-D flat grid 3^10",
+    )
     a = p.parse_args(argv)
     if a.quick:
-        a.n, a.datasets, a.sample, a.repeats, a.runs = 3000, ["two_moons", "cross", "curve10"], 500, 2, 1
+        a.n, a.datasets, a.sample, a.repeats, a.runs = (
+            3000,
+            ["two_moons", "cross", "curve10"],
+            500,
+            2,
+            1,
+        )
         a.flat_max_cells = 3**10
     dp.enable_features("contrib", "honest-but-curious")
     os.makedirs(a.out, exist_ok=True)
-    print(f"bench_peers: n = {a.n}, eps = {a.eps}, W1 l_inf on {a.repeats} x {a.sample}-point subsamples")
+    print(
+        f"bench_peers: n = {a.n}, eps = {a.eps}, W1 l_inf on {a.repeats} x {a.sample}-point subsamples"
+    )
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)", flush=True)
     peers = [m for m in ("mst", "aim") if m in a.mechanisms]
     why_not = "--skip-peers" if a.skip_peers else (peer_unavailable(a.peer_python) if peers else "")
@@ -243,7 +304,14 @@ def main(argv: list[str] | None = None) -> None:
     for di, (name, x) in enumerate(datasets(a.datasets, a.n)):
         n, d = x.shape
         for mech in a.mechanisms:
-            row: dict = {"dataset": name, "d": d, "n": n, "mechanism": mech, "status": "ok", "note": ""}
+            row: dict = {
+                "dataset": name,
+                "d": d,
+                "n": n,
+                "mechanism": mech,
+                "status": "ok",
+                "note": "",
+            }
             y = None
             try:
                 if mech in OURS:
@@ -254,43 +322,79 @@ def main(argv: list[str] | None = None) -> None:
                         secs.append(time.perf_counter() - t0)
                         if r == 0:
                             y = yr
-                            row.update(visited=rep.visited_nodes, depth=rep.depth,
-                                       s=rep.details.get("s", d), privacy=f"eps={rep.epsilon:g}")
-                    row.update(seconds=float(np.median(secs)), wall_s=float(np.median(secs)), runs=a.runs)
+                            row.update(
+                                visited=rep.visited_nodes,
+                                depth=rep.depth,
+                                s=rep.details.get("s", d),
+                                privacy=f"eps={rep.epsilon:g}",
+                            )
+                    row.update(
+                        seconds=float(np.median(secs)), wall_s=float(np.median(secs)), runs=a.runs
+                    )
                 elif mech in ("flat_hist", "stab_hist"):
                     if mech == "stab_hist" and d < 3:
-                        row.update(status="n/a", note="stab_hist only in high d (2-D: flat_hist covers the 32x32 grid)")
+                        row.update(
+                            status="n/a",
+                            note="stab_hist only in high d (2-D: flat_hist covers the 32x32 grid)",
+                        )
                     else:
                         if mech == "flat_hist":
-                            bins = a.bins if a.bins**d <= a.flat_max_cells else int(a.flat_max_cells ** (1.0 / d) + 1e-9)
+                            bins = (
+                                a.bins
+                                if a.bins**d <= a.flat_max_cells
+                                else int(a.flat_max_cells ** (1.0 / d) + 1e-9)
+                            )
                         secs = []
                         runs = a.runs if bins**d <= 10**5 else 1  # a million cells: slow, time once
                         for r in range(runs):
                             t0 = time.perf_counter()
-                            yr, info = flat_hist(x, a.eps, bins) if mech == "flat_hist" else stab_hist(x, a.eps, a.bins, a.delta)
+                            yr, info = (
+                                flat_hist(x, a.eps, bins)
+                                if mech == "flat_hist"
+                                else stab_hist(x, a.eps, a.bins, a.delta)
+                            )
                             secs.append(time.perf_counter() - t0)
                             if r == 0:
                                 y = yr
                                 row.update(info)
-                        row.update(seconds=float(np.median(secs)), wall_s=float(np.median(secs)), runs=runs)
+                        row.update(
+                            seconds=float(np.median(secs)), wall_s=float(np.median(secs)), runs=runs
+                        )
                 else:  # mst / aim
                     if why_not:
                         row.update(status="skipped", note=why_not)
                     else:
-                        y, info = run_peer(a.peer_python, mech, x, a.eps, a.delta, a.bins, a.peer_timeout)
-                        row.update(seconds=info["seconds"], wall_s=info["wall_s"], bins=a.bins, runs=1,
-                                   privacy=f"eps={a.eps:g},delta={a.delta:.0e}",
-                                   note="smartnoise-synth {smartnoise-synth}, opendp {opendp}, mbi {mbi}".format(**info["versions"]))
+                        y, info = run_peer(
+                            a.peer_python, mech, x, a.eps, a.delta, a.bins, a.peer_timeout
+                        )
+                        row.update(
+                            seconds=info["seconds"],
+                            wall_s=info["wall_s"],
+                            bins=a.bins,
+                            runs=1,
+                            privacy=f"eps={a.eps:g},delta={a.delta:.0e}",
+                            note="smartnoise-synth {smartnoise-synth}, opendp {opendp}, mbi {mbi}".format(
+                                **info["versions"]
+                            ),
+                        )
             except PeerError as e:
                 row.update(status="failed", note=str(e))
             if y is not None:
-                est = w1_estimate(x, y, metric="linf", sample_size=a.sample, repeats=a.repeats, seed=1000 + di)
-                row.update(w1=est.value, w1_se=est.std_error, w1_floor=est.noise_floor,
-                           w1_excess=est.value - est.noise_floor)
+                est = w1_estimate(
+                    x, y, metric="linf", sample_size=a.sample, repeats=a.repeats, seed=1000 + di
+                )
+                row.update(
+                    w1=est.value,
+                    w1_se=est.std_error,
+                    w1_floor=est.noise_floor,
+                    w1_excess=est.value - est.noise_floor,
+                )
             rows.append(row)
-            print(f"  {name:>12} {mech:>9} {row['status']:>7} {fmt(row.get('seconds'), '.3f')} s  "
-                  f"W1 {fmt(row.get('w1'), '.4f')} (floor {fmt(row.get('w1_floor'), '.4f')})  {row.get('note', '')}",
-                  flush=True)
+            print(
+                f"  {name:>12} {mech:>9} {row['status']:>7} {fmt(row.get('seconds'), '.3f')} s  "
+                f"W1 {fmt(row.get('w1'), '.4f')} (floor {fmt(row.get('w1_floor'), '.4f')})  {row.get('note', '')}",
+                flush=True,
+            )
         write_csv(os.path.join(a.out, "bench_peers.csv"), rows, FIELDS)  # after every dataset
     print_tables(rows, a.mechanisms)
 
@@ -298,13 +402,22 @@ def main(argv: list[str] | None = None) -> None:
 def print_tables(rows: list[dict], mechs: list[str]) -> None:
     names = list(dict.fromkeys(r["dataset"] for r in rows))
     get = {(r["dataset"], r["mechanism"]): r for r in rows}
-    for title, key, spec in (("W1 (l_inf; mean of subsample estimates)", "w1", ".4f"),
-                             ("seconds (ours: median of runs; MST/AIM: in-process)", "seconds", ".3f")):
+    for title, key, spec in (
+        ("W1 (l_inf; mean of subsample estimates)", "w1", ".4f"),
+        ("seconds (ours: median of runs; MST/AIM: in-process)", "seconds", ".3f"),
+    ):
         print(f"\n{title}")
         extra = f" {'floor':>8}" if key == "w1" else ""
         print(f"{'dataset':>12}{extra} " + " ".join(f"{m:>9}" for m in mechs))
         for nm in names:
-            fl = next((get[(nm, m)].get("w1_floor") for m in mechs if get.get((nm, m), {}).get("w1_floor") is not None), None)
+            fl = next(
+                (
+                    get[(nm, m)].get("w1_floor")
+                    for m in mechs
+                    if get.get((nm, m), {}).get("w1_floor") is not None
+                ),
+                None,
+            )
             cells = " ".join(fmt(get.get((nm, m), {}).get(key), spec) for m in mechs)
             print(f"{nm:>12}" + (f" {fmt(fl, '.4f', 8)}" if key == "w1" else "") + " " + cells)
     if "mst" in mechs:
@@ -320,7 +433,9 @@ def print_tables(rows: list[dict], mechs: list[str]) -> None:
                         vals.append(None)
                     else:
                         vals.append(o[key] / mst[key] if key == "w1" else mst[key] / o[key])
-            print(f"{nm:>12} {fmt(vals[0], '.3f')} {fmt(vals[1], '.3f')} {fmt(vals[2], '.0f')} {fmt(vals[3], '.0f')}")
+            print(
+                f"{nm:>12} {fmt(vals[0], '.3f')} {fmt(vals[1], '.3f')} {fmt(vals[2], '.0f')} {fmt(vals[3], '.0f')}"
+            )
     sys.stdout.flush()
 
 

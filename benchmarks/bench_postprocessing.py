@@ -51,8 +51,22 @@ BOXES = {
 }
 FAR = 0.05
 DEFAULT_CONFIGS = ["paper:0", "paper:2", "least_squares:0", "least_squares:3"]
-FIELDS = ["dataset", "d", "n", "mechanism", "eps", "seed", "consistency", "threshold", "w1", "w1_floor",
-          "far", "depth", "s", "seconds"]
+FIELDS = [
+    "dataset",
+    "d",
+    "n",
+    "mechanism",
+    "eps",
+    "seed",
+    "consistency",
+    "threshold",
+    "w1",
+    "w1_floor",
+    "far",
+    "depth",
+    "s",
+    "seconds",
+]
 
 
 def airports(box: str) -> np.ndarray:
@@ -112,24 +126,39 @@ def main(argv: list[str] | None = None) -> None:
     dp.enable_features("contrib")  # a program of its own, as any OpenDP program
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=30000)
-    p.add_argument("--datasets", nargs="+", default=[*SHAPES, "airports_world", "airports_us", "curve10"])
+    p.add_argument(
+        "--datasets", nargs="+", default=[*SHAPES, "airports_world", "airports_us", "curve10"]
+    )
     p.add_argument("--mechanisms", nargs="+", default=["adaptive", "pruned"])
     p.add_argument("--eps", nargs="+", type=float, default=[0.5, 1.0, 4.0])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS)
     p.add_argument("--sample", type=int, default=2000, help="w1_estimate sample_size")
     p.add_argument("--repeats", type=int, default=2, help="w1_estimate repeats")
-    p.add_argument("--exact-up-to", type=int, default=4000, help="exact W1 for data of at most this many rows")
+    p.add_argument(
+        "--exact-up-to", type=int, default=4000, help="exact W1 for data of at most this many rows"
+    )
     p.add_argument("--mst-csv", default=None, help="a bench_peers.py CSV with MST rows")
     p.add_argument("--out", default="out")
-    p.add_argument("--quick", action="store_true", help="n = 3000, 2 shapes + airports, eps 1, 1 seed")
+    p.add_argument(
+        "--quick", action="store_true", help="n = 3000, 2 shapes + airports, eps 1, 1 seed"
+    )
     a = p.parse_args(argv)
     if a.quick:
-        a.n, a.datasets, a.eps, a.seeds, a.sample, a.repeats = 3000, ["two_moons", "cross", "airports_world"], [1.0], 1, 500, 1
+        a.n, a.datasets, a.eps, a.seeds, a.sample, a.repeats = (
+            3000,
+            ["two_moons", "cross", "airports_world"],
+            [1.0],
+            1,
+            500,
+            1,
+        )
     configs = [parse_config(c) for c in a.configs]
     mst = read_mst(a.mst_csv)
-    print(f"bench_postprocessing: n = {a.n} (shapes, curve10), seeds {a.seeds}, W1 l_inf on "
-          f"{a.repeats} x {a.sample}-point subsamples (exact below), far = share > {FAR} from every real point")
+    print(
+        f"bench_postprocessing: n = {a.n} (shapes, curve10), seeds {a.seeds}, W1 l_inf on "
+        f"{a.repeats} x {a.sample}-point subsamples (exact below), far = share > {FAR} from every real point"
+    )
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)", flush=True)
     rows: list[dict] = []
     for name in a.datasets:
@@ -141,15 +170,47 @@ def main(argv: list[str] | None = None) -> None:
                     for cons, t in configs:
                         t0 = time.perf_counter()
                         with reproducible(seed):
-                            y, rep = synthesize(x, eps, bounds=(0.0, 1.0), mechanism=mech, consistency=cons, threshold=t)
+                            y, rep = synthesize(
+                                x,
+                                eps,
+                                bounds=(0.0, 1.0),
+                                mechanism=mech,
+                                consistency=cons,
+                                threshold=t,
+                            )
                         secs = time.perf_counter() - t0
                         sample = n if n <= a.exact_up_to else a.sample  # small data: exact W1
-                        est = w1_estimate(x, y, metric="linf", sample_size=sample, repeats=a.repeats, seed=w1_seed(name))
-                        rows.append({"dataset": name, "d": d, "n": n, "mechanism": mech, "eps": eps, "seed": seed,
-                                     "consistency": cons, "threshold": t, "w1": est.value, "w1_floor": est.noise_floor,
-                                     "far": far_share(x, y), "depth": rep.depth, "s": rep.details.get("s", ""),
-                                     "seconds": secs})
-                summarise([r for r in rows if r["dataset"] == name and r["mechanism"] == mech], a.configs, mst)
+                        est = w1_estimate(
+                            x,
+                            y,
+                            metric="linf",
+                            sample_size=sample,
+                            repeats=a.repeats,
+                            seed=w1_seed(name),
+                        )
+                        rows.append(
+                            {
+                                "dataset": name,
+                                "d": d,
+                                "n": n,
+                                "mechanism": mech,
+                                "eps": eps,
+                                "seed": seed,
+                                "consistency": cons,
+                                "threshold": t,
+                                "w1": est.value,
+                                "w1_floor": est.noise_floor,
+                                "far": far_share(x, y),
+                                "depth": rep.depth,
+                                "s": rep.details.get("s", ""),
+                                "seconds": secs,
+                            }
+                        )
+                summarise(
+                    [r for r in rows if r["dataset"] == name and r["mechanism"] == mech],
+                    a.configs,
+                    mst,
+                )
         write_csv(os.path.join(a.out, "bench_postprocessing.csv"), rows, FIELDS)
     print_table(rows, a.configs, mst)
 
@@ -166,7 +227,11 @@ def summarise(rows: list[dict], configs: list[str], mst: dict[str, float]) -> No
         cells = []
         for c in configs:
             cons, t = parse_config(c)
-            sel = [r for r in rows if r["eps"] == eps and r["consistency"] == cons and r["threshold"] == t]
+            sel = [
+                r
+                for r in rows
+                if r["eps"] == eps and r["consistency"] == cons and r["threshold"] == t
+            ]
             cells.append(f"{c} {_mean(sel, 'w1'):.4f}/{100 * _mean(sel, 'far'):.2f}%")
         print(f"  {name:>14} {mech:>8} eps={eps:<4g} " + "  ".join(cells), flush=True)
 
@@ -174,8 +239,10 @@ def summarise(rows: list[dict], configs: list[str], mst: dict[str, float]) -> No
 def print_table(rows: list[dict], configs: list[str], mst: dict[str, float]) -> None:
     """Mean W1 (and far share) over the seeds, per dataset, mechanism and epsilon."""
     keys = list(dict.fromkeys((r["dataset"], r["mechanism"], r["eps"]) for r in rows))
-    for title, key, spec, scale in (("W1 (l_inf, box-normalised; mean over seeds)", "w1", ".4f", 1.0),
-                                    ("far share, % of synthetic points > 0.05 from every real point", "far", ".2f", 100.0)):
+    for title, key, spec, scale in (
+        ("W1 (l_inf, box-normalised; mean over seeds)", "w1", ".4f", 1.0),
+        ("far share, % of synthetic points > 0.05 from every real point", "far", ".2f", 100.0),
+    ):
         print(f"\n{title}")
         head = f"{'dataset':>14} {'mech':>8} {'eps':>4} " + " ".join(f"{c:>16}" for c in configs)
         print(head + (f" {'MST(eps 1)':>10}" if key == "w1" and mst else ""))
@@ -183,8 +250,13 @@ def print_table(rows: list[dict], configs: list[str], mst: dict[str, float]) -> 
             cells = []
             for c in configs:
                 cons, t = parse_config(c)
-                sel = [r for r in rows if (r["dataset"], r["mechanism"], r["eps"]) == (name, mech, eps)
-                       and r["consistency"] == cons and r["threshold"] == t]
+                sel = [
+                    r
+                    for r in rows
+                    if (r["dataset"], r["mechanism"], r["eps"]) == (name, mech, eps)
+                    and r["consistency"] == cons
+                    and r["threshold"] == t
+                ]
                 cells.append(fmt(scale * _mean(sel, key), spec, 16))
             extra = f" {fmt(mst.get(name), '.4f', 10)}" if key == "w1" and mst else ""
             print(f"{name:>14} {mech:>8} {eps:>4g} " + " ".join(cells) + extra)

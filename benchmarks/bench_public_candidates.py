@@ -69,7 +69,15 @@ def bench_projection(k: int, n: int, m: int) -> None:
     _timed("nearest-candidate projection alone", nc.query, X)
     tree = _timed("frt_tree", frt_tree, C, "l2", seed=1)
     print(f"  tree: {tree}")
-    htp = _timed("make_tree_projection (tree=None: builds an FRT)", make_tree_projection, dom, dp.symmetric_distance(), C, m, 1.0)
+    htp = _timed(
+        "make_tree_projection (tree=None: builds an FRT)",
+        make_tree_projection,
+        dom,
+        dp.symmetric_distance(),
+        C,
+        m,
+        1.0,
+    )
     out = _timed("tree projection release", htp, X)
     assert int(out.sum()) == m
     htp = make_tree_projection(dom, dp.symmetric_distance(), C, m, 1.0, tree=tree)
@@ -81,16 +89,24 @@ def bench_projection(k: int, n: int, m: int) -> None:
 
 def bench_distortion(ks: list[int], dims: list[int]) -> None:
     print("Distortion d_T / d over 20000 random pairs of uniform points (l2)")
-    print(f"  {'builder':<10s} {'k':>7s} {'d':>3s} {'mean':>8s} {'median':>8s} {'max':>9s} {'time s':>7s}")
+    print(
+        f"  {'builder':<10s} {'k':>7s} {'d':>3s} {'mean':>8s} {'median':>8s} {'max':>9s} {'time s':>7s}"
+    )
     for d in dims:
         for k in ks:
             pts = np.random.default_rng(k + d).uniform(size=(k, d))
             for name in ("frt", "quadtree"):
                 t0 = time.perf_counter()
-                tree = frt_tree(pts, "l2", seed=3) if name == "frt" else quadtree(pts, (0.0, 1.0), seed=3)
+                tree = (
+                    frt_tree(pts, "l2", seed=3)
+                    if name == "frt"
+                    else quadtree(pts, (0.0, 1.0), seed=3)
+                )
                 dt = time.perf_counter() - t0
                 r = distortion(tree, pts, "l2", pairs=20000, seed=0)
-                print(f"  {name:<10s} {k:>7d} {d:>3d} {r['mean']:8.2f} {r['median']:8.2f} {r['max']:9.1f} {dt:7.2f}")
+                print(
+                    f"  {name:<10s} {k:>7d} {d:>3d} {r['mean']:8.2f} {r['median']:8.2f} {r['max']:9.1f} {dt:7.2f}"
+                )
 
 
 def main() -> None:

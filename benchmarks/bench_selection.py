@@ -53,7 +53,9 @@ EPS_SELECT, EPS_MAIN = 0.2, 0.8
 def datasets(n: int, quick: bool) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(11)  # public benchmark data
     blobs = np.repeat(rng.uniform(0.1, 0.9, size=(5, 3)), n // 5 + 1, axis=0)[:n]
-    mixture = np.clip(rng.normal(0.5, 0.08, size=(n, 5)) + rng.choice([-0.2, 0.2], size=(n, 5)), 0, 1)
+    mixture = np.clip(
+        rng.normal(0.5, 0.08, size=(n, 5)) + rng.choice([-0.2, 0.2], size=(n, 5)), 0, 1
+    )
     out = {
         "two_moons (k=1, d=2)": sample_shape("two_moons", n, seed=1),
         "curve (k=1, d=4)": sample_curve(n, 4, seed=100),
@@ -83,18 +85,35 @@ def holdout(n: int) -> dict[str, np.ndarray]:
     """Data sets that played no part in choosing the score's form (``--holdout``)."""
     rng = np.random.default_rng(23)  # public benchmark data
     t = rng.uniform(size=n)
-    helix = np.stack([0.5 + 0.3 * np.cos(4 * np.pi * t), 0.5 + 0.3 * np.sin(4 * np.pi * t), 0.1 + 0.8 * t], axis=1)
-    aniso = np.clip(0.5 + rng.normal(size=(n, 6)) * np.array([0.2, 0.1, 0.05, 0.02, 0.01, 0.005]), 0, 1)
-    out = {name: sample_shape(name, n, seed=5) for name in ("pinwheel", "cross", "annulus", "s_curve")}
+    helix = np.stack(
+        [0.5 + 0.3 * np.cos(4 * np.pi * t), 0.5 + 0.3 * np.sin(4 * np.pi * t), 0.1 + 0.8 * t],
+        axis=1,
+    )
+    aniso = np.clip(
+        0.5 + rng.normal(size=(n, 6)) * np.array([0.2, 0.1, 0.05, 0.02, 0.01, 0.005]), 0, 1
+    )
+    out = {
+        name: sample_shape(name, n, seed=5) for name in ("pinwheel", "cross", "annulus", "s_curve")
+    }
     out |= {"helix (k=1, d=3)": helix, "anisotropic gaussian (d=6)": aniso}
     try:  # two real tables' numeric columns, in public boxes set from domain knowledge
         from vega_datasets import local_data
 
-        cars = local_data.cars()[["Miles_per_Gallon", "Displacement", "Horsepower", "Weight_in_lbs",
-                                  "Acceleration"]].dropna().to_numpy(dtype=float)
-        lo, hi = np.array([5.0, 50.0, 40.0, 1500.0, 5.0]), np.array([50.0, 500.0, 250.0, 5500.0, 30.0])
+        cars = (
+            local_data.cars()[
+                ["Miles_per_Gallon", "Displacement", "Horsepower", "Weight_in_lbs", "Acceleration"]
+            ]
+            .dropna()
+            .to_numpy(dtype=float)
+        )
+        lo, hi = (
+            np.array([5.0, 50.0, 40.0, 1500.0, 5.0]),
+            np.array([50.0, 500.0, 250.0, 5500.0, 30.0]),
+        )
         out["cars (5 numeric columns)"] = np.clip((cars - lo) / (hi - lo), 0, 1)
-        w = local_data.seattle_weather()[["precipitation", "temp_max", "temp_min", "wind"]].to_numpy(dtype=float)
+        w = local_data.seattle_weather()[
+            ["precipitation", "temp_max", "temp_min", "wind"]
+        ].to_numpy(dtype=float)
         lo, hi = np.array([0.0, -10.0, -15.0, 0.0]), np.array([60.0, 40.0, 30.0, 10.0])
         out["seattle weather (4 numeric columns)"] = np.clip((w - lo) / (hi - lo), 0, 1)
     except ImportError:  # pragma: no cover - the bench extra
@@ -102,7 +121,9 @@ def holdout(n: int) -> dict[str, np.ndarray]:
     return out
 
 
-def run(name: str, x: np.ndarray, runs: int, grid_bits: int = 8, w1_points: int = 2000) -> list[dict]:
+def run(
+    name: str, x: np.ndarray, runs: int, grid_bits: int = 8, w1_points: int = 2000
+) -> list[dict]:
     n, d = x.shape
     dom, met = dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance()
     cands = standard_candidates(d, n, EPS_MAIN, include_optimal_depths=True)
@@ -112,15 +133,25 @@ def run(name: str, x: np.ndarray, runs: int, grid_bits: int = 8, w1_points: int 
     w = []
     t0 = time.perf_counter()
     for c in cands:
-        m = make_pruned_pmm(dom, met, c.depth, c.scales, consistency="least_squares", placement="uniform")
+        m = make_pruned_pmm(
+            dom, met, c.depth, c.scales, consistency="least_squares", placement="uniform"
+        )
         vals = []
         for r in range(runs):
             with runtime.reproducible(100 + r):  # NOT private: a benchmark
                 y = m(x)
-            if d == 2:  # whole sets on a 256^2 grid: the subsample floor (~0.01) hides 2-D differences
+            if (
+                d == 2
+            ):  # whole sets on a 256^2 grid: the subsample floor (~0.01) hides 2-D differences
                 vals.append(w1_grid(x, y, bits=grid_bits).value)
             else:
-                vals.append(w1(sub, y[gen.choice(len(y), min(len(y), w1_points), replace=False)], metric="linf"))
+                vals.append(
+                    w1(
+                        sub,
+                        y[gen.choice(len(y), min(len(y), w1_points), replace=False)],
+                        metric="linf",
+                    )
+                )
         w.append(float(np.mean(vals)))
     W = np.array(w)
     rows = []
@@ -135,31 +166,69 @@ def run(name: str, x: np.ndarray, runs: int, grid_bits: int = 8, w1_points: int 
         p = softmax_probabilities(np.array(t(x)), EPS_SELECT, t.map(1))
         exp_w1 = float(p @ W[mask])
         top = sub_c[int(np.argmax(p))]
-        rows.append({"dataset": name, "n": n, "d": d, "selection": label, "candidates": int(mask.sum()),
-                     "expected_w1": exp_w1, "best_w1": float(W.min()), "ratio": exp_w1 / float(W.min()),
-                     "p_max": float(p.max()), "mode": f"s={top.s} r={top.depth}", "sensitivity": t.map(1)})
-    rows.append({"dataset": name, "n": n, "d": d, "selection": "uniform", "candidates": len(cands),
-                 "expected_w1": float(W.mean()), "best_w1": float(W.min()), "ratio": float(W.mean() / W.min()),
-                 "p_max": 1 / len(cands), "mode": "-", "sensitivity": 0.0})
+        rows.append(
+            {
+                "dataset": name,
+                "n": n,
+                "d": d,
+                "selection": label,
+                "candidates": int(mask.sum()),
+                "expected_w1": exp_w1,
+                "best_w1": float(W.min()),
+                "ratio": exp_w1 / float(W.min()),
+                "p_max": float(p.max()),
+                "mode": f"s={top.s} r={top.depth}",
+                "sensitivity": t.map(1),
+            }
+        )
+    rows.append(
+        {
+            "dataset": name,
+            "n": n,
+            "d": d,
+            "selection": "uniform",
+            "candidates": len(cands),
+            "expected_w1": float(W.mean()),
+            "best_w1": float(W.min()),
+            "ratio": float(W.mean() / W.min()),
+            "p_max": 1 / len(cands),
+            "mode": "-",
+            "sensitivity": 0.0,
+        }
+    )
     best = cands[int(np.argmin(W))]
-    print(f"{name}: best candidate s={best.s} r={best.depth} W1 {W.min():.4f} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    print(
+        f"{name}: best candidate s={best.s} r={best.depth} W1 {W.min():.4f} ({time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
     for r in rows:
-        print(f"  {r['selection']:>12}: expected W1 {r['expected_w1']:.4f} = {r['ratio']:.2f}x best, "
-              f"p_max {r['p_max']:.2f} (mode {r['mode']})", flush=True)
+        print(
+            f"  {r['selection']:>12}: expected W1 {r['expected_w1']:.4f} = {r['ratio']:.2f}x best, "
+            f"p_max {r['p_max']:.2f} (mode {r['mode']})",
+            flush=True,
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="two small data sets, 1 run, W1 on a 64^2 grid / 500-point "
-                   "subsamples (a smoke run)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="two small data sets, 1 run, W1 on a 64^2 grid / 500-point subsamples (a smoke run)",
+    )
     p.add_argument("--out", default=os.path.join("out", "selection"))
     p.add_argument("--n", type=int, default=30000)
     p.add_argument("--runs", type=int, default=2)
-    p.add_argument("--select-share", type=float, default=0.2, help="the selection's share of eps = 1")
-    p.add_argument("--holdout", action="store_true",
-                   help="data sets that played no part in choosing the score (2-D shapes, a 3-D helix, a 6-D "
-                   "anisotropic Gaussian, two real tables' numeric columns) instead of the default ones")
+    p.add_argument(
+        "--select-share", type=float, default=0.2, help="the selection's share of eps = 1"
+    )
+    p.add_argument(
+        "--holdout",
+        action="store_true",
+        help="data sets that played no part in choosing the score (2-D shapes, a 3-D helix, a 6-D "
+        "anisotropic Gaussian, two real tables' numeric columns) instead of the default ones",
+    )
     a = p.parse_args(argv)
     global EPS_SELECT, EPS_MAIN
     EPS_SELECT, EPS_MAIN = a.select_share, 1.0 - a.select_share
@@ -173,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     write_csv(os.path.join(a.out, "bench_selection.csv"), rows)
     for label in ("paper-plain", "paper", "capped", "uniform"):
         r = np.array([row["ratio"] for row in rows if row["selection"] == label])
-        print(f"{label:>12}: expected W1 / best candidate's: median {np.median(r):.2f}, worst {r.max():.2f}")
+        print(
+            f"{label:>12}: expected W1 / best candidate's: median {np.median(r):.2f}, worst {r.max():.2f}"
+        )
     return 0
 
 

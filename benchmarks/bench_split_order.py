@@ -27,7 +27,20 @@ from opendp_wasserstein import synthesize
 from opendp_wasserstein.evaluation import marginal_tvd, table_w1
 from opendp_wasserstein.runtime import diagnostics, reproducible
 
-FIELDS = ["table", "n", "order", "seed", "epsilon", "w1", "w1_floor", "tvd1", "tvd2", "depth", "s", "seconds"]
+FIELDS = [
+    "table",
+    "n",
+    "order",
+    "seed",
+    "epsilon",
+    "w1",
+    "w1_floor",
+    "tvd1",
+    "tvd2",
+    "depth",
+    "s",
+    "seconds",
+]
 
 
 def run(tables, epsilon: float, seeds: int) -> list[dict]:
@@ -40,19 +53,32 @@ def run(tables, epsilon: float, seeds: int) -> list[dict]:
                     out, report = synthesize(t.data, epsilon, schema=t.schema, split_order=order)
                     secs = time.perf_counter() - t0
                 w = table_w1(t.data, out, t.schema, max_points=2000, repeats=3, seed=seed)
-                rows.append({
-                    "table": t.name, "n": len(t.data), "order": order, "seed": seed, "epsilon": epsilon,
-                    "w1": w.value, "w1_floor": w.noise_floor,
-                    "tvd1": marginal_tvd(t.data, out, t.schema, way=1).mean,
-                    "tvd2": marginal_tvd(t.data, out, t.schema, way=2).mean,
-                    "depth": report.depth, "s": report.details.get("s"), "seconds": secs,
-                })
+                rows.append(
+                    {
+                        "table": t.name,
+                        "n": len(t.data),
+                        "order": order,
+                        "seed": seed,
+                        "epsilon": epsilon,
+                        "w1": w.value,
+                        "w1_floor": w.noise_floor,
+                        "tvd1": marginal_tvd(t.data, out, t.schema, way=1).mean,
+                        "tvd2": marginal_tvd(t.data, out, t.schema, way=2).mean,
+                        "depth": report.depth,
+                        "s": report.details.get("s"),
+                        "seconds": secs,
+                    }
+                )
     return rows
 
 
 def summarise(rows: list[dict]) -> list[str]:
-    lines = [f"{'table':>16} {'order':>15} {'W1 (table metric)':>22} {'floor':>7} {'TVD 1-way':>10} {'TVD 2-way':>10} {'depths':>12}"]
-    keys = sorted({(r["table"], r["order"]) for r in rows}, key=lambda k: (k[0], k[1] != "discrete-first"))
+    lines = [
+        f"{'table':>16} {'order':>15} {'W1 (table metric)':>22} {'floor':>7} {'TVD 1-way':>10} {'TVD 2-way':>10} {'depths':>12}"
+    ]
+    keys = sorted(
+        {(r["table"], r["order"]) for r in rows}, key=lambda k: (k[0], k[1] != "discrete-first")
+    )
     for table, order in keys:
         rs = [r for r in rows if r["table"] == table and r["order"] == order]
         w = np.array([r["w1"] for r in rs])

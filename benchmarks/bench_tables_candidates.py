@@ -33,8 +33,11 @@ from opendp_wasserstein.tables import TableEncoding, read_table, write_table
 
 
 def scores(t, real, synthetic) -> tuple[float, float, float]:
-    return (table_w1(real, synthetic, t.schema, max_points=2000).value, marginal_tvd(real, synthetic, t.schema, way=1).mean,
-            marginal_tvd(real, synthetic, t.schema, way=2).mean)
+    return (
+        table_w1(real, synthetic, t.schema, max_points=2000).value,
+        marginal_tvd(real, synthetic, t.schema, way=1).mean,
+        marginal_tvd(real, synthetic, t.schema, way=2).mean,
+    )
 
 
 def fmt(w1_tvd: Any) -> str:
@@ -42,10 +45,19 @@ def fmt(w1_tvd: Any) -> str:
     return f"W1 {w1:.3f}  TVD1 {t1:.3f}  TVD2 {t2:.3f}"
 
 
-def run_fixed(t: Any, train: Any, case: tuple[Any, Any, Any, Any, Any], depth: int, scales: tuple[float, ...], seeds: int) -> np.ndarray:
+def run_fixed(
+    t: Any,
+    train: Any,
+    case: tuple[Any, Any, Any, Any, Any],
+    depth: int,
+    scales: tuple[float, ...],
+    seeds: int,
+) -> np.ndarray:
     """Pruned-PMM with a fixed depth and schedule on the table's split order, mean scores."""
     enc, info, pts, order, dom = case
-    m = make_pruned_pmm(dom, dp.change_one_distance(), depth, scales, axes=order.axes_to(depth), placement="uniform")
+    m = make_pruned_pmm(
+        dom, dp.change_one_distance(), depth, scales, axes=order.axes_to(depth), placement="uniform"
+    )
     out = []
     for s in range(seeds):
         with reproducible(s):
@@ -53,7 +65,9 @@ def run_fixed(t: Any, train: Any, case: tuple[Any, Any, Any, Any, Any], depth: i
     return np.mean(out, axis=0)
 
 
-def with_equal_sigma(cands: tuple[ScheduleCandidate, ...], eps_main: float) -> tuple[ScheduleCandidate, ...]:
+def with_equal_sigma(
+    cands: tuple[ScheduleCandidate, ...], eps_main: float
+) -> tuple[ScheduleCandidate, ...]:
     """The candidates plus the paper's equal-sigma schedule at each of their depths."""
     out = list(cands)
     for r in sorted({c.depth for c in cands}):
@@ -63,10 +77,19 @@ def with_equal_sigma(cands: tuple[ScheduleCandidate, ...], eps_main: float) -> t
     return tuple(out)
 
 
-def run_adaptive(t: Any, train: Any, case: tuple[Any, Any, Any, Any, Any], eps: float, cands: Any, seeds: int) -> np.ndarray:
+def run_adaptive(
+    t: Any, train: Any, case: tuple[Any, Any, Any, Any, Any], eps: float, cands: Any, seeds: int
+) -> np.ndarray:
     enc, info, pts, order, dom = case
-    m = make_adaptive_pruned_pmm(dom, dp.change_one_distance(), 0.2 * eps, 0.8 * eps, placement="uniform",
-                                 candidates=cands, split_order=order)
+    m = make_adaptive_pruned_pmm(
+        dom,
+        dp.change_one_distance(),
+        0.2 * eps,
+        0.8 * eps,
+        placement="uniform",
+        candidates=cands,
+        split_order=order,
+    )
     out = []
     for s in range(seeds):
         with reproducible(s):
@@ -94,7 +117,7 @@ def main() -> None:
         halves = []
         for _ in range(args.seeds):
             idx = rng.permutation(n)
-            halves.append(scores(t, train.iloc[idx[: n // 2]], train.iloc[idx[n // 2:]]))
+            halves.append(scores(t, train.iloc[idx[: n // 2]], train.iloc[idx[n // 2 :]]))
         print(f"{name}: n = {n}, D = {D}, split order {args.split_order}")
         print(f"  floor, two halves of the training rows   {fmt(np.mean(halves, axis=0))}")
         print(f"  floor, training vs held-out rows         {fmt(scores(t, train, test))}")
@@ -105,19 +128,33 @@ def main() -> None:
 
             case = (enc, info, pts, order, dom)
 
-            marg = np.mean([scores(t, train, run_marginals(codes, train, eps, s)[0]) for s in range(args.seeds)], axis=0)
+            marg = np.mean(
+                [
+                    scores(t, train, run_marginals(codes, train, eps, s)[0])
+                    for s in range(args.seeds)
+                ],
+                axis=0,
+            )
             print(f"  eps {eps:g}: independent marginals        {fmt(marg)}")
             for c in split_order_candidates(order, n, eps_main):
                 res = run_fixed(t, train, case, c.depth, c.scales, args.seeds)
-                print(f"    candidate s={c.s} depth {c.depth:2d} (sigma_1 {c.scales[1]:7.1f})  {fmt(res)}")
+                print(
+                    f"    candidate s={c.s} depth {c.depth:2d} (sigma_1 {c.scales[1]:7.1f})  {fmt(res)}"
+                )
             for r in (6, 9, 12, 15, 18, 22):
                 if r <= order.max_depth:
                     sc = profile_schedule(np.ones(r), eps_main)
-                    print(f"    equal sigma, depth {r:2d} (sigma {sc[1]:6.1f})      {fmt(run_fixed(t, train, case, r, sc, args.seeds))}")
+                    print(
+                        f"    equal sigma, depth {r:2d} (sigma {sc[1]:6.1f})      {fmt(run_fixed(t, train, case, r, sc, args.seeds))}"
+                    )
             default = split_order_candidates(order, n, eps_main)
-            print(f"    adaptive, default candidates             {fmt(run_adaptive(t, train, case, eps, default, args.seeds))}")
+            print(
+                f"    adaptive, default candidates             {fmt(run_adaptive(t, train, case, eps, default, args.seeds))}"
+            )
             extra = with_equal_sigma(default, eps_main)
-            print(f"    adaptive, + equal-sigma candidates       {fmt(run_adaptive(t, train, case, eps, extra, args.seeds))}")
+            print(
+                f"    adaptive, + equal-sigma candidates       {fmt(run_adaptive(t, train, case, eps, extra, args.seeds))}"
+            )
 
 
 if __name__ == "__main__":

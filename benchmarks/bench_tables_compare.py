@@ -134,11 +134,42 @@ EPSILONS = (0.5, 1.0, 4.0)
 TARGET_EPSILONS = (1.0, 4.0)
 LARGE = 5000  # training rows from which the issue's peer targets apply
 METRICS = ("tvd1", "tvd2", "corr", "assoc", "model", "gower")
-LOWER_IS_BETTER = {"tvd1": True, "tvd2": True, "corr": True, "assoc": True, "model": False, "gower": True}
+LOWER_IS_BETTER = {
+    "tvd1": True,
+    "tvd2": True,
+    "corr": True,
+    "assoc": True,
+    "model": False,
+    "gower": True,
+}
 FIELDS = [
-    "table", "n_train", "n_test", "columns", "mechanism", "variant", "epsilon", "seed", "status", "note",
-    "privacy", "tvd1", "tvd2", "corr", "assoc", "model", "model_metric", "model_real", "model_baseline",
-    "gower", "gower_floor", "seconds", "cpu_seconds", "wall_seconds", "depth", "config", "versions",
+    "table",
+    "n_train",
+    "n_test",
+    "columns",
+    "mechanism",
+    "variant",
+    "epsilon",
+    "seed",
+    "status",
+    "note",
+    "privacy",
+    "tvd1",
+    "tvd2",
+    "corr",
+    "assoc",
+    "model",
+    "model_metric",
+    "model_real",
+    "model_baseline",
+    "gower",
+    "gower_floor",
+    "seconds",
+    "cpu_seconds",
+    "wall_seconds",
+    "depth",
+    "config",
+    "versions",
 ]
 DEFAULT_OUT = os.path.join(ROOT, "docs", "_static", "tables_compare")
 
@@ -151,7 +182,9 @@ def split(t: RealTable, test_share: float = 0.2) -> tuple[pd.DataFrame, pd.DataF
     """A seeded (seed 0, public) random split into training and held-out rows."""
     idx = np.random.default_rng(0).permutation(len(t.data))
     cut = int(round((1 - test_share) * len(idx)))
-    return t.data.iloc[idx[:cut]].reset_index(drop=True), t.data.iloc[idx[cut:]].reset_index(drop=True)
+    return t.data.iloc[idx[:cut]].reset_index(drop=True), t.data.iloc[idx[cut:]].reset_index(
+        drop=True
+    )
 
 
 def _frame_info(schema: Schema) -> FrameInfo:
@@ -179,37 +212,82 @@ def points_to_frame(schema: Schema, points: np.ndarray) -> pd.DataFrame:
 # mechanisms
 
 
-def run_ours(t: RealTable, train: pd.DataFrame, eps: float, seed: int, kwargs: dict[str, Any]) -> tuple[pd.DataFrame, dict]:
+def run_ours(
+    t: RealTable, train: pd.DataFrame, eps: float, seed: int, kwargs: dict[str, Any]
+) -> tuple[pd.DataFrame, dict]:
     with reproducible(seed):
         t0, c0 = time.perf_counter(), time.process_time()
         out, report = synthesize(train, eps, schema=t.schema, **kwargs)
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     if report.epsilon > eps * (1 + 1e-12):
         raise AssertionError(f"certified epsilon {report.epsilon} exceeds {eps}")
-    priv = f"pure eps={report.epsilon:.6g}" if report.delta is None else f"(eps={report.epsilon:.6g}, delta={report.delta:g})"
+    priv = (
+        f"pure eps={report.epsilon:.6g}"
+        if report.delta is None
+        else f"(eps={report.epsilon:.6g}, delta={report.delta:g})"
+    )
     return out, {"seconds": secs, "cpu_seconds": cpu, "depth": report.depth, "privacy": priv}
 
 
-def run_coded_peer(python: str, runner: str, synth: str, codes: Codes, train: pd.DataFrame, eps: float,
-                   delta: float, seed: int, timeout: float) -> tuple[pd.DataFrame, dict]:
+def run_coded_peer(
+    python: str,
+    runner: str,
+    synth: str,
+    codes: Codes,
+    train: pd.DataFrame,
+    eps: float,
+    delta: float,
+    seed: int,
+    timeout: float,
+) -> tuple[pd.DataFrame, dict]:
     """smartnoise / OpenDP-mbi on the public codes of ``bench_tables_real.Codes``."""
     x = codes.encode(train)
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         inp, outp = os.path.join(tmp, "x.csv"), os.path.join(tmp, "y.csv")
         np.savetxt(inp, x, delimiter=",", fmt="%d")
-        cmd = [python, os.path.join(PEERS_DIR, runner), "--synth", synth, "--input", inp, "--output", outp,
-               "--epsilon", repr(eps), "--delta", repr(delta), "--cardinalities", ",".join(map(str, codes.cards))]
+        cmd = [
+            python,
+            os.path.join(PEERS_DIR, runner),
+            "--synth",
+            synth,
+            "--input",
+            inp,
+            "--output",
+            outp,
+            "--epsilon",
+            repr(eps),
+            "--delta",
+            repr(delta),
+            "--cardinalities",
+            ",".join(map(str, codes.cards)),
+        ]
         info, wall = run_runner(cmd, timeout, max_message=500)
         y = np.loadtxt(outp, delimiter=",", ndmin=2, dtype=np.int64)
     if y.shape != x.shape:
-        raise PeerError(f"the runner returned {y.shape[0]} x {y.shape[1]} codes, expected {x.shape[0]} x {x.shape[1]}")
+        raise PeerError(
+            f"the runner returned {y.shape[0]} x {y.shape[1]} codes, expected {x.shape[0]} x {x.shape[1]}"
+        )
     table = codes.decode(np.clip(y, 0, np.array(codes.cards) - 1), np.random.default_rng(seed))
-    return table, {"seconds": info["seconds"], "cpu_seconds": info.get("cpu_seconds"), "wall_seconds": wall,
-                   "privacy": f"(eps={eps:g}, delta={info['delta']:g})", "versions": json.dumps(info["versions"])}
+    return table, {
+        "seconds": info["seconds"],
+        "cpu_seconds": info.get("cpu_seconds"),
+        "wall_seconds": wall,
+        "privacy": f"(eps={eps:g}, delta={info['delta']:g})",
+        "versions": json.dumps(info["versions"]),
+    }
 
 
-def run_dpmm(python: str, synth: str, t: RealTable, train: pd.DataFrame, eps: float, delta: float,
-             proc_share: float, seed: int, timeout: float) -> tuple[pd.DataFrame, dict]:
+def run_dpmm(
+    python: str,
+    synth: str,
+    t: RealTable,
+    train: pd.DataFrame,
+    eps: float,
+    delta: float,
+    proc_share: float,
+    seed: int,
+    timeout: float,
+) -> tuple[pd.DataFrame, dict]:
     """dpmm on one column per encoding axis (see the module docstring)."""
     enc = TableEncoding(t.schema)
     p = encode_table(train, t.schema)
@@ -228,9 +306,26 @@ def run_dpmm(python: str, synth: str, t: RealTable, train: pd.DataFrame, eps: fl
         pd.DataFrame(frame).to_csv(inp, index=False)
         with open(sp, "w") as f:
             json.dump({"columns": spec}, f)
-        cmd = [python, os.path.join(PEERS_DIR, "run_dpmm.py"), "--synth", synth, "--input", inp, "--spec", sp,
-               "--output", outp, "--epsilon", repr(eps), "--delta", repr(delta), "--proc-share", repr(proc_share),
-               "--seed", str(seed)]
+        cmd = [
+            python,
+            os.path.join(PEERS_DIR, "run_dpmm.py"),
+            "--synth",
+            synth,
+            "--input",
+            inp,
+            "--spec",
+            sp,
+            "--output",
+            outp,
+            "--epsilon",
+            repr(eps),
+            "--delta",
+            repr(delta),
+            "--proc-share",
+            repr(proc_share),
+            "--seed",
+            str(seed),
+        ]
         info, wall = run_runner(cmd, timeout, max_message=500)
         y = pd.read_csv(outp)
     if list(y.columns) != names or len(y) != len(train):
@@ -246,7 +341,10 @@ def run_dpmm(python: str, synth: str, t: RealTable, train: pd.DataFrame, eps: fl
     if info.get("static_columns"):
         note = f"dpmm dropped columns constant in the data (uncharged): {info['static_columns']}"
     return points_to_frame(t.schema, q), {
-        "seconds": info["seconds"], "cpu_seconds": info.get("cpu_seconds"), "wall_seconds": wall, "note": note,
+        "seconds": info["seconds"],
+        "cpu_seconds": info.get("cpu_seconds"),
+        "wall_seconds": wall,
+        "note": note,
         "privacy": f"(eps={eps:g}, delta={delta:g}); binning eps={info['proc_epsilon']:.4g}",
         "versions": json.dumps(info["versions"]),
     }
@@ -257,11 +355,20 @@ def peer_available(mech: str) -> str:
     env = PEERS[mech][0]
     python = ENVS[env]
     if not os.path.exists(python):
-        return f"{env} environment missing ({python}): run PEERS={env} bash benchmarks/peers/setup.sh"
-    probe = {"smartnoise": "import snsynth.mst, snsynth.aim", "dpmm": "import dpmm.pipelines",
-             "opendp-mbi": "import opendp.extras.mbi, mbi"}[env]
+        return (
+            f"{env} environment missing ({python}): run PEERS={env} bash benchmarks/peers/setup.sh"
+        )
+    probe = {
+        "smartnoise": "import snsynth.mst, snsynth.aim",
+        "dpmm": "import dpmm.pipelines",
+        "opendp-mbi": "import opendp.extras.mbi, mbi",
+    }[env]
     proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=600)
-    return "" if proc.returncode == 0 else f"{env} environment does not import: {proc.stderr.strip().splitlines()[-1:]}"
+    return (
+        ""
+        if proc.returncode == 0
+        else f"{env} environment does not import: {proc.stderr.strip().splitlines()[-1:]}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -276,8 +383,12 @@ class TableContext:
         self.train, self.test = split(self.t)
         self.codes = Codes(self.t, bins)
         self.gower_points = gower_points
-        self.model_real = model_score(self.train, self.test, self.t.target, self.t.schema, train_real=self.train).real
-        self.gower_floor = gower_w1(self.train, self.train, self.t.schema, max_points=gower_points).noise_floor
+        self.model_real = model_score(
+            self.train, self.test, self.t.target, self.t.schema, train_real=self.train
+        ).real
+        self.gower_floor = gower_w1(
+            self.train, self.train, self.t.schema, max_points=gower_points
+        ).noise_floor
 
     def holdout_scores(self) -> dict[str, Any]:
         """The held-out rows scored as a release (the model score: trained on the real rows)."""
@@ -292,9 +403,15 @@ class TableContext:
         return {
             "tvd1": marginal_tvd(self.train, synthetic, s, way=1, bins=20).mean,
             "tvd2": marginal_tvd(self.train, synthetic, s, way=2, bins=20).mean,
-            "corr": c.numeric, "assoc": c.mixed,
-            "model": m.synthetic, "model_metric": m.metric, "model_real": self.model_real, "model_baseline": m.baseline,
-            "gower": gower_w1(self.train, synthetic, s, max_points=self.gower_points, noise_floor=False).value,
+            "corr": c.numeric,
+            "assoc": c.mixed,
+            "model": m.synthetic,
+            "model_metric": m.metric,
+            "model_real": self.model_real,
+            "model_baseline": m.baseline,
+            "gower": gower_w1(
+                self.train, synthetic, s, max_points=self.gower_points, noise_floor=False
+            ).value,
             "gower_floor": self.gower_floor,
         }
 
@@ -305,7 +422,11 @@ class TableContext:
 
 def config_of(mech: str, args: argparse.Namespace) -> str:
     """The configuration a reference row depends on (besides table, eps, seed)."""
-    cfg: dict[str, Any] = {"split": "80/20 seed 0", "tvd_bins": 20, "gower_points": args.gower_points}
+    cfg: dict[str, Any] = {
+        "split": "80/20 seed 0",
+        "tvd_bins": 20,
+        "gower_points": args.gower_points,
+    }
     if mech == "marginals" or mech.startswith(("sn-", "odp-")):
         cfg["bins"] = args.bins
     if mech in PEERS:
@@ -316,7 +437,13 @@ def config_of(mech: str, args: argparse.Namespace) -> str:
 
 
 def _key(r: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    return (str(r["table"]), str(r["mechanism"]), f"{float(r['epsilon']):g}", str(int(float(r["seed"]))), str(r["config"]))
+    return (
+        str(r["table"]),
+        str(r["mechanism"]),
+        f"{float(r['epsilon']):g}",
+        str(int(float(r["seed"]))),
+        str(r["config"]),
+    )
 
 
 def read_rows(path: str) -> list[dict[str, Any]]:
@@ -341,8 +468,15 @@ class Cache:
         self.rows = fresh
         order = {n: i for i, n in enumerate(COMPARE_NAMES)}
         mech_order = {m: i for i, m in enumerate(REFERENCES)}
-        rows = sorted(self.rows.values(), key=lambda r: (order.get(r["table"], 99), float(r["epsilon"]),
-                                                         mech_order.get(r["mechanism"], 99), int(float(r["seed"]))))
+        rows = sorted(
+            self.rows.values(),
+            key=lambda r: (
+                order.get(r["table"], 99),
+                float(r["epsilon"]),
+                mech_order.get(r["mechanism"], 99),
+                int(float(r["seed"])),
+            ),
+        )
         tmp = self.path + ".tmp"
         write_csv(tmp, rows, FIELDS)
         os.replace(tmp, self.path)
@@ -350,7 +484,10 @@ class Cache:
 
 def synth_path(synth_dir: str, row: dict[str, Any]) -> str:
     h = hashlib.sha1(str(_key(row)).encode()).hexdigest()[:8]
-    return os.path.join(synth_dir, f"{row['table']}__{row['mechanism']}__eps{float(row['epsilon']):g}__s{row['seed']}__{h}.pkl")
+    return os.path.join(
+        synth_dir,
+        f"{row['table']}__{row['mechanism']}__eps{float(row['epsilon']):g}__s{row['seed']}__{h}.pkl",
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -373,7 +510,11 @@ def means(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, float, str], dict[s
             groups.setdefault((r["table"], float(r["epsilon"]), r["mechanism"]), []).append(r)
     out: dict[tuple[str, float, str], dict[str, Any]] = {}
     for k, rs in groups.items():
-        m: dict[str, Any] = {"runs": len(rs), "n_train": int(float(rs[0]["n_train"])), "model_metric": rs[0]["model_metric"]}
+        m: dict[str, Any] = {
+            "runs": len(rs),
+            "n_train": int(float(rs[0]["n_train"])),
+            "model_metric": rs[0]["model_metric"],
+        }
         for key in (*METRICS, "seconds", "cpu_seconds", "model_real", "gower_floor"):
             vals = [_f(r.get(key)) for r in rs]
             vals = [v for v in vals if not math.isnan(v)]
@@ -401,8 +542,16 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> list[str]:
             failed[k] = f"{r['status']}: {r.get('note', '')}"[:80]
     order = {n: i for i, n in enumerate(COMPARE_NAMES)}
     mech_rank = {m: i for i, m in enumerate(("holdout", "marginals", *PEERS))}
-    keys = sorted(set(agg) | set(failed), key=lambda k: (order.get(k[0], 99), k[1], 0 if k[2].startswith("ours") else 1,
-                                                        mech_rank.get(k[2], -1), k[2]))
+    keys = sorted(
+        set(agg) | set(failed),
+        key=lambda k: (
+            order.get(k[0], 99),
+            k[1],
+            0 if k[2].startswith("ours") else 1,
+            mech_rank.get(k[2], -1),
+            k[2],
+        ),
+    )
     lines = [
         "| table | n train | eps | mechanism | runs | TVD 1-way | TVD 2-way | corr MAE | assoc MAE | model | Gower W1 | time (s) | CPU (s) |",
         "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -427,26 +576,51 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     order = {n: i for i, n in enumerate(COMPARE_NAMES)}
     mech_rank = {m: i for i, m in enumerate(REFERENCES)}
     out = []
-    for (table, eps, mech), m in sorted(agg.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1],
-                                                                    0 if kv[0][2].startswith("ours") else 1,
-                                                                    mech_rank.get(kv[0][2], -1), kv[0][2])):
-        out.append({"table": table, "n train": m["n_train"], "eps": f"{eps:g}", "mechanism": mech, "runs": m["runs"],
-                    "TVD 1-way": _fmt(m["tvd1"]), "TVD 2-way": _fmt(m["tvd2"]), "corr MAE": _fmt(m["corr"]),
-                    "assoc MAE": _fmt(m["assoc"]),
-                    "model": _fmt(m["model"]) + (" R2" if m["model_metric"] == "r2" else " BA"),
-                    "Gower W1": _fmt(m["gower"]), "time (s)": _fmt_s(m["seconds"]), "CPU (s)": _fmt_s(m["cpu_seconds"])})
+    for (table, eps, mech), m in sorted(
+        agg.items(),
+        key=lambda kv: (
+            order.get(kv[0][0], 99),
+            kv[0][1],
+            0 if kv[0][2].startswith("ours") else 1,
+            mech_rank.get(kv[0][2], -1),
+            kv[0][2],
+        ),
+    ):
+        out.append(
+            {
+                "table": table,
+                "n train": m["n_train"],
+                "eps": f"{eps:g}",
+                "mechanism": mech,
+                "runs": m["runs"],
+                "TVD 1-way": _fmt(m["tvd1"]),
+                "TVD 2-way": _fmt(m["tvd2"]),
+                "corr MAE": _fmt(m["corr"]),
+                "assoc MAE": _fmt(m["assoc"]),
+                "model": _fmt(m["model"]) + (" R2" if m["model_metric"] == "r2" else " BA"),
+                "Gower W1": _fmt(m["gower"]),
+                "time (s)": _fmt_s(m["seconds"]),
+                "CPU (s)": _fmt_s(m["cpu_seconds"]),
+            }
+        )
     return out
 
 
-def check_targets(rows: Sequence[dict[str, Any]], ours: str = "ours",
-                  epsilons: Sequence[float] = TARGET_EPSILONS,
-                  structured: list[dict[str, Any]] | None = None) -> tuple[list[str], int, int]:
+def check_targets(
+    rows: Sequence[dict[str, Any]],
+    ours: str = "ours",
+    epsilons: Sequence[float] = TARGET_EPSILONS,
+    structured: list[dict[str, Any]] | None = None,
+) -> tuple[list[str], int, int]:
     """The issue's targets for ``ours`` per table and eps: markdown lines, met, missed (and one
     dict per check appended to ``structured`` when given)."""
     agg = means(rows)
     lines: list[str] = []
     met = missed = 0
-    tables = sorted({k[0] for k in agg if k[2] == ours}, key=lambda n: COMPARE_NAMES.index(n) if n in COMPARE_NAMES else 99)
+    tables = sorted(
+        {k[0] for k in agg if k[2] == ours},
+        key=lambda n: COMPARE_NAMES.index(n) if n in COMPARE_NAMES else 99,
+    )
     for table in tables:
         for eps in epsilons:
             o = agg.get((table, eps, ours))
@@ -458,8 +632,13 @@ def check_targets(rows: Sequence[dict[str, Any]], ours: str = "ours",
             checks: list[tuple[str, bool | None, str]] = []
             if large:
                 if base is not None:
-                    checks.append(("tvd1 <= 1.25x marginals", o["tvd1"] <= 1.25 * base["tvd1"],
-                                   f"{o['tvd1']:.3f} vs {1.25 * base['tvd1']:.3f}"))
+                    checks.append(
+                        (
+                            "tvd1 <= 1.25x marginals",
+                            o["tvd1"] <= 1.25 * base["tvd1"],
+                            f"{o['tvd1']:.3f} vs {1.25 * base['tvd1']:.3f}",
+                        )
+                    )
                 else:
                     checks.append(("tvd1 <= 1.25x marginals", None, "no marginals row"))
                 for key, label in (("tvd2", "tvd2"), ("corr", "corr MAE"), ("gower", "Gower W1")):
@@ -468,19 +647,40 @@ def check_targets(rows: Sequence[dict[str, Any]], ours: str = "ours",
                         checks.append((f"{label} <= best peer", None, "no peer rows"))
                         continue
                     best = min(vals, key=vals.__getitem__)
-                    checks.append((f"{label} <= best peer", o[key] <= vals[best], f"{o[key]:.3f} vs {vals[best]:.3f} ({best})"))
+                    checks.append(
+                        (
+                            f"{label} <= best peer",
+                            o[key] <= vals[best],
+                            f"{o[key]:.3f} vs {vals[best]:.3f} ({best})",
+                        )
+                    )
                 vals = {m: p["model"] for m, p in peers.items() if not math.isnan(p["model"])}
                 if vals:
                     best = max(vals, key=vals.__getitem__)
                     need = vals[best] - 0.1 * abs(vals[best])
-                    checks.append(("model >= 0.9x best peer", o["model"] >= need, f"{o['model']:.3f} vs {need:.3f} ({best} {vals[best]:.3f})"))
+                    checks.append(
+                        (
+                            "model >= 0.9x best peer",
+                            o["model"] >= need,
+                            f"{o['model']:.3f} vs {need:.3f} ({best} {vals[best]:.3f})",
+                        )
+                    )
                 else:
                     checks.append(("model >= 0.9x best peer", None, "no peer rows"))
-                vals = {m: p["cpu_seconds"] for m, p in peers.items() if not math.isnan(p["cpu_seconds"])}
+                vals = {
+                    m: p["cpu_seconds"]
+                    for m, p in peers.items()
+                    if not math.isnan(p["cpu_seconds"])
+                }
                 if vals and not math.isnan(o["cpu_seconds"]):
                     best = min(vals, key=vals.__getitem__)
-                    checks.append(("20x faster than fastest peer (CPU s)", 20 * o["cpu_seconds"] <= vals[best],
-                                   f"{o['cpu_seconds']:.2f} s vs {vals[best]:.1f} s ({best}, {vals[best] / max(o['cpu_seconds'], 1e-9):.0f}x)"))
+                    checks.append(
+                        (
+                            "20x faster than fastest peer (CPU s)",
+                            20 * o["cpu_seconds"] <= vals[best],
+                            f"{o['cpu_seconds']:.2f} s vs {vals[best]:.1f} s ({best}, {vals[best] / max(o['cpu_seconds'], 1e-9):.0f}x)",
+                        )
+                    )
                 else:
                     checks.append(("20x faster than fastest peer", None, "no peer rows"))
             else:
@@ -491,18 +691,36 @@ def check_targets(rows: Sequence[dict[str, Any]], ours: str = "ours",
                         if math.isnan(o[key]) or math.isnan(base[key]):
                             continue
                         ok = o[key] <= base[key] if LOWER_IS_BETTER[key] else o[key] >= base[key]
-                        checks.append((f"{key} {'<=' if LOWER_IS_BETTER[key] else '>='} marginals", ok,
-                                       f"{o[key]:.3f} vs {base[key]:.3f}"))
+                        checks.append(
+                            (
+                                f"{key} {'<=' if LOWER_IS_BETTER[key] else '>='} marginals",
+                                ok,
+                                f"{o[key]:.3f} vs {base[key]:.3f}",
+                            )
+                        )
             for label, ok, fig in checks:
                 state = "met" if ok else ("n/a" if ok is None else "MISSED")
                 met += ok is True
                 missed += ok is False
                 lines.append(f"| {table} | {o['n_train']} | {eps:g} | {label} | {state} | {fig} |")
                 if structured is not None:
-                    structured.append({"variant": ours, "table": table, "n train": o["n_train"], "eps": f"{eps:g}",
-                                       "target": label, "state": state, "figures": fig})
-    head = [f"Targets for `{ours}` (issue 22): {met} met, {missed} missed", "",
-            "| table | n train | eps | target | state | figures (ours vs threshold) |", "|---|---:|---:|---|---|---|"]
+                    structured.append(
+                        {
+                            "variant": ours,
+                            "table": table,
+                            "n train": o["n_train"],
+                            "eps": f"{eps:g}",
+                            "target": label,
+                            "state": state,
+                            "figures": fig,
+                        }
+                    )
+    head = [
+        f"Targets for `{ours}` (issue 22): {met} met, {missed} missed",
+        "",
+        "| table | n train | eps | target | state | figures (ours vs threshold) |",
+        "|---|---:|---:|---|---|---|",
+    ]
     return head + lines, met, missed
 
 
@@ -520,7 +738,9 @@ def parse_variants(specs: Sequence[str]) -> dict[str, dict[str, Any]]:
         except json.JSONDecodeError as e:
             raise SystemExit(f"--variant {name}: not JSON ({e})") from e
         if not isinstance(kw, dict):
-            raise SystemExit(f"--variant {name}: the JSON must be an object of synthesize keyword arguments")
+            raise SystemExit(
+                f"--variant {name}: the JSON must be an object of synthesize keyword arguments"
+            )
         out[f"ours:{name}"] = kw
     return out
 
@@ -532,24 +752,59 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3, help="seeds of ours")
     ap.add_argument("--peer-seeds", type=int, default=1, help="seeds of every reference")
     ap.add_argument("--mechanisms", default=None, help=f"a subset of ours,{','.join(REFERENCES)}")
-    ap.add_argument("--variant", action="append", default=[], metavar='NAME=JSON',
-                    help='an extra run of ours with synthesize keyword arguments, e.g. \'deep={"depth": 20}\'')
-    ap.add_argument("--no-default", action="store_true", help="with --variant: skip ours with the defaults")
-    ap.add_argument("--ours-only", action="store_true", help="run ours; references from the cache (marginals computed if missing)")
-    ap.add_argument("--refs-only", action="store_true", help="run the references only (the long job)")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="an extra run of ours with synthesize keyword arguments, e.g. 'deep={\"depth\": 20}'",
+    )
+    ap.add_argument(
+        "--no-default", action="store_true", help="with --variant: skip ours with the defaults"
+    )
+    ap.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="run ours; references from the cache (marginals computed if missing)",
+    )
+    ap.add_argument(
+        "--refs-only", action="store_true", help="run the references only (the long job)"
+    )
     ap.add_argument("--refresh", action="store_true", help="rerun references even if cached")
-    ap.add_argument("--retry-failed", action="store_true", help="rerun cached references that failed")
-    ap.add_argument("--rescore", action="store_true", help="recompute the metrics of cached references from --synth-dir")
-    ap.add_argument("--no-run", action="store_true", help="run nothing: rebuild the tables / targets from results.csv and the cache")
+    ap.add_argument(
+        "--retry-failed", action="store_true", help="rerun cached references that failed"
+    )
+    ap.add_argument(
+        "--rescore",
+        action="store_true",
+        help="recompute the metrics of cached references from --synth-dir",
+    )
+    ap.add_argument(
+        "--no-run",
+        action="store_true",
+        help="run nothing: rebuild the tables / targets from results.csv and the cache",
+    )
     ap.add_argument("--check-targets", action="store_true")
-    ap.add_argument("--bins", type=int, default=32, help="bins per numeric column of the coded mechanisms")
+    ap.add_argument(
+        "--bins", type=int, default=32, help="bins per numeric column of the coded mechanisms"
+    )
     ap.add_argument("--delta", type=float, default=1e-9)
     ap.add_argument("--dpmm-proc-share", type=float, default=0.1)
     ap.add_argument("--gower-points", type=int, default=2000)
     ap.add_argument("--peer-timeout", type=float, default=3600)
-    ap.add_argument("--quick", action="store_true", help="one small table, eps 1, one seed, no peers; output in bench_out/")
-    ap.add_argument("--out-dir", default=None, help=f"default {os.path.relpath(DEFAULT_OUT, ROOT)} (--quick: bench_out/tables_compare_quick)")
-    ap.add_argument("--cache", default=None, help="reference cache CSV (default OUT_DIR/reference.csv)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="one small table, eps 1, one seed, no peers; output in bench_out/",
+    )
+    ap.add_argument(
+        "--out-dir",
+        default=None,
+        help=f"default {os.path.relpath(DEFAULT_OUT, ROOT)} (--quick: bench_out/tables_compare_quick)",
+    )
+    ap.add_argument(
+        "--cache", default=None, help="reference cache CSV (default OUT_DIR/reference.csv)"
+    )
     ap.add_argument("--synth-dir", default=os.path.join("bench_out", "tables_compare", "synth"))
     args = ap.parse_args(argv)
     dp.enable_features("contrib")
@@ -572,7 +827,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         tables, epsilons, seeds, peer_seeds = ["penguins"], [1.0], 1, 1
         mechs = [m for m in mechs if m not in PEERS]
-    out_dir = args.out_dir or (os.path.join("bench_out", "tables_compare_quick") if args.quick else DEFAULT_OUT)
+    out_dir = args.out_dir or (
+        os.path.join("bench_out", "tables_compare_quick") if args.quick else DEFAULT_OUT
+    )
     os.makedirs(out_dir, exist_ok=True)
     cache = Cache(args.cache or os.path.join(out_dir, "reference.csv"))
     results_path = os.path.join(out_dir, "results.csv")
@@ -596,14 +853,26 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 for seed in range(peer_seeds if is_ref else seeds):
                     row: dict[str, Any] = {
-                        "table": name, "mechanism": mech, "epsilon": eps, "seed": seed, "status": "ok", "note": "",
-                        "variant": json.dumps(variants.get(mech, {}), sort_keys=True) if mech.startswith("ours") else "",
+                        "table": name,
+                        "mechanism": mech,
+                        "epsilon": eps,
+                        "seed": seed,
+                        "status": "ok",
+                        "note": "",
+                        "variant": json.dumps(variants.get(mech, {}), sort_keys=True)
+                        if mech.startswith("ours")
+                        else "",
                         "config": config_of(mech, args) if is_ref else "",
                     }
                     if is_ref:
                         hit = cache.get(row)
                         retry = args.retry_failed and hit is not None and hit["status"] != "ok"
-                        if hit is not None and not args.refresh and not retry and not (args.rescore and hit["status"] == "ok"):
+                        if (
+                            hit is not None
+                            and not args.refresh
+                            and not retry
+                            and not (args.rescore and hit["status"] == "ok")
+                        ):
                             rows.append(hit)
                             continue
                         if hit is not None and args.rescore:
@@ -617,15 +886,28 @@ def main(argv: list[str] | None = None) -> int:
                             rows.append(hit)
                             continue
                         if args.ours_only and mech in PEERS:
-                            rows.append(row | {"status": "missing", "note": "not in the cache (run --refs-only)"})
+                            rows.append(
+                                row
+                                | {
+                                    "status": "missing",
+                                    "note": "not in the cache (run --refs-only)",
+                                }
+                            )
                             continue
                     ctx = ctx or TableContext(name, args.bins, args.gower_points)
-                    row |= {"n_train": len(ctx.train), "n_test": len(ctx.test), "columns": len(ctx.t.schema)}
+                    row |= {
+                        "n_train": len(ctx.train),
+                        "n_test": len(ctx.test),
+                        "columns": len(ctx.t.schema),
+                    }
                     try:
                         if mech.startswith("ours"):
                             synth, info = run_ours(ctx.t, ctx.train, eps, seed, variants[mech])
                         elif mech == "holdout":
-                            synth, info = ctx.test, {"seconds": float("nan"), "privacy": "none (real held-out rows)"}
+                            synth, info = (
+                                ctx.test,
+                                {"seconds": float("nan"), "privacy": "none (real held-out rows)"},
+                            )
                             row |= info | ctx.holdout_scores()
                             rows.append(row)
                             cache.put(row)
@@ -639,18 +921,38 @@ def main(argv: list[str] | None = None) -> int:
                         else:
                             env, runner, s = PEERS[mech]
                             if env == "dpmm":
-                                synth, info = run_dpmm(ENVS[env], s, ctx.t, ctx.train, eps, args.delta,
-                                                       args.dpmm_proc_share, seed, args.peer_timeout)
+                                synth, info = run_dpmm(
+                                    ENVS[env],
+                                    s,
+                                    ctx.t,
+                                    ctx.train,
+                                    eps,
+                                    args.delta,
+                                    args.dpmm_proc_share,
+                                    seed,
+                                    args.peer_timeout,
+                                )
                             else:
-                                synth, info = run_coded_peer(ENVS[env], runner, s, ctx.codes, ctx.train, eps,
-                                                             args.delta, seed, args.peer_timeout)
+                                synth, info = run_coded_peer(
+                                    ENVS[env],
+                                    runner,
+                                    s,
+                                    ctx.codes,
+                                    ctx.train,
+                                    eps,
+                                    args.delta,
+                                    seed,
+                                    args.peer_timeout,
+                                )
                         if is_ref:
                             os.makedirs(args.synth_dir, exist_ok=True)
                             pd.DataFrame(synth).to_pickle(synth_path(args.synth_dir, row))
                         row |= info | ctx.score(synth)
                     except PeerError as e:
                         row |= {"status": "failed", "note": str(e)}
-                    except Exception as e:  # a reference that breaks is reported, never stops the run
+                    except (
+                        Exception
+                    ) as e:  # a reference that breaks is reported, never stops the run
                         if not is_ref:
                             raise
                         row |= {"status": "failed", "note": f"{type(e).__name__}: {e}"[:300]}
@@ -659,15 +961,29 @@ def main(argv: list[str] | None = None) -> int:
                         cache.put(row)
                     else:
                         ours_rows.append(row)
-                    print(f"{name} eps={eps:g} {mech} seed={seed}: " + (
-                        f"TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} corr {_fmt(row['corr'])} model {row['model']:.3f} "
-                        f"Gower {row['gower']:.3f} {row['seconds']:.2f}s" if row["status"] == "ok" else row["note"]), flush=True)
+                    print(
+                        f"{name} eps={eps:g} {mech} seed={seed}: "
+                        + (
+                            f"TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} corr {_fmt(row['corr'])} model {row['model']:.3f} "
+                            f"Gower {row['gower']:.3f} {row['seconds']:.2f}s"
+                            if row["status"] == "ok"
+                            else row["note"]
+                        ),
+                        flush=True,
+                    )
 
     if not args.no_run and not args.refs_only:
         # keep ours rows of other tables / eps / variants already in results.csv
-        done = {(r["table"], r["mechanism"], f"{float(r['epsilon']):g}", str(r["seed"])) for r in ours_rows}
-        old = [r for r in read_rows(results_path) if r["mechanism"].startswith("ours")
-               and (r["table"], r["mechanism"], f"{float(r['epsilon']):g}", str(r["seed"])) not in done]
+        done = {
+            (r["table"], r["mechanism"], f"{float(r['epsilon']):g}", str(r["seed"]))
+            for r in ours_rows
+        }
+        old = [
+            r
+            for r in read_rows(results_path)
+            if r["mechanism"].startswith("ours")
+            and (r["table"], r["mechanism"], f"{float(r['epsilon']):g}", str(r["seed"])) not in done
+        ]
         keep = old + ours_rows
         write_csv(results_path, keep + [r for r in cache.rows.values()], FIELDS)
         rows = keep + [r for r in rows if not r["mechanism"].startswith("ours")]
@@ -675,7 +991,11 @@ def main(argv: list[str] | None = None) -> int:
         prev = [r for r in read_rows(results_path) if r["mechanism"].startswith("ours")]
         write_csv(results_path, prev + list(cache.rows.values()), FIELDS)
         rows = prev + list(cache.rows.values())
-    shown = [r for r in rows if r["table"] in tables and float(r["epsilon"]) in epsilons] if not args.no_run else rows
+    shown = (
+        [r for r in rows if r["table"] in tables and float(r["epsilon"]) in epsilons]
+        if not args.no_run
+        else rows
+    )
     md = markdown_table(shown)
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -692,8 +1012,11 @@ def main(argv: list[str] | None = None) -> int:
             all_lines += lines + [""]
         with open(os.path.join(out_dir, "targets.md"), "w") as f:
             f.write("\n".join(all_lines))
-        write_csv(os.path.join(out_dir, "targets.csv"), structured,
-                  ["variant", "table", "n train", "eps", "target", "state", "figures"])
+        write_csv(
+            os.path.join(out_dir, "targets.csv"),
+            structured,
+            ["variant", "table", "n train", "eps", "target", "state", "figures"],
+        )
         print()
         print("\n".join(all_lines))
     sys.stdout.flush()

@@ -62,8 +62,23 @@ DEFAULT_PEER_PYTHON = os.path.join(HERE, ".venv-peers", "bin", "python")
 MECHS = ("adaptive", "marginals", "mst", "aim")
 EPSILONS = (0.5, 1.0, 4.0)
 FIELDS = [
-    "table", "n_train", "mechanism", "epsilon", "seed", "status", "note", "privacy", "w1", "tvd1", "tvd2",
-    "clf", "clf_real", "clf_majority", "seconds", "fit_seconds", "depth",
+    "table",
+    "n_train",
+    "mechanism",
+    "epsilon",
+    "seed",
+    "status",
+    "note",
+    "privacy",
+    "w1",
+    "tvd1",
+    "tvd2",
+    "clf",
+    "clf_real",
+    "clf_majority",
+    "seconds",
+    "fit_seconds",
+    "depth",
 ]
 
 
@@ -130,8 +145,14 @@ class Codes:
     def _dtypes(self) -> list[Any]:
         out = []
         for _, spec in self.schema.items():
-            out.append({"float": np.dtype(np.float64), "int": np.dtype(np.int64), "datetime": np.dtype("datetime64[us]"),
-                        "bool": np.dtype(bool)}.get(spec.type, np.dtype(object)))
+            out.append(
+                {
+                    "float": np.dtype(np.float64),
+                    "int": np.dtype(np.int64),
+                    "datetime": np.dtype("datetime64[us]"),
+                    "bool": np.dtype(bool),
+                }.get(spec.type, np.dtype(object))
+            )
         return out
 
 
@@ -139,7 +160,9 @@ class Codes:
 # mechanisms
 
 
-def run_adaptive(t: RealTable, train: pd.DataFrame, eps: float, seed: int) -> tuple[pd.DataFrame, dict]:
+def run_adaptive(
+    t: RealTable, train: pd.DataFrame, eps: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
     with reproducible(seed):
         t0 = time.perf_counter()
         out, report = synthesize(train, eps, schema=t.schema)
@@ -148,7 +171,9 @@ def run_adaptive(t: RealTable, train: pd.DataFrame, eps: float, seed: int) -> tu
     return out, {"seconds": secs, "depth": report.depth, "privacy": f"pure eps={report.epsilon:g}"}
 
 
-def run_marginals(codes: Codes, train: pd.DataFrame, eps: float, seed: int) -> tuple[pd.DataFrame, dict]:
+def run_marginals(
+    codes: Codes, train: pd.DataFrame, eps: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
     """Independent noisy 1-way marginals through OpenDP (see the module docstring)."""
     t0 = time.perf_counter()
     x = codes.encode(train)
@@ -160,8 +185,10 @@ def run_marginals(codes: Codes, train: pd.DataFrame, eps: float, seed: int) -> t
     with reproducible(seed):  # OpenDP's own noise is secure either way; the sampling uses rng
         for k, card in enumerate(codes.cards):
             meas = dp.t.make_count_by_categories(
-                dp.vector_domain(dp.atom_domain(T="i64")), dp.symmetric_distance(),
-                categories=list(range(card)), null_category=False,
+                dp.vector_domain(dp.atom_domain(T="i64")),
+                dp.symmetric_distance(),
+                categories=list(range(card)),
+                null_category=False,
             ) >> dp.m.then_laplace(scale)
             spent += meas.map(2)  # one replacement: symmetric distance 2
             counts = np.maximum(np.asarray(meas(x[:, k].tolist()), dtype=np.float64), 0.0)
@@ -172,24 +199,52 @@ def run_marginals(codes: Codes, train: pd.DataFrame, eps: float, seed: int) -> t
     return table, {"seconds": time.perf_counter() - t0, "privacy": f"pure eps={spent:.4g}"}
 
 
-def run_peer(python: str, synth: str, codes: Codes, train: pd.DataFrame, eps: float, seed: int,
-             timeout: float) -> tuple[pd.DataFrame, dict]:
+def run_peer(
+    python: str,
+    synth: str,
+    codes: Codes,
+    train: pd.DataFrame,
+    eps: float,
+    seed: int,
+    timeout: float,
+) -> tuple[pd.DataFrame, dict]:
     x = codes.encode(train)
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         inp, outp = os.path.join(tmp, "x.csv"), os.path.join(tmp, "y.csv")
         np.savetxt(inp, x, delimiter=",", fmt="%d")
-        cmd = [python, RUNNER, "--synth", synth, "--input", inp, "--output", outp, "--epsilon", repr(eps),
-               "--cardinalities", ",".join(map(str, codes.cards))]
+        cmd = [
+            python,
+            RUNNER,
+            "--synth",
+            synth,
+            "--input",
+            inp,
+            "--output",
+            outp,
+            "--epsilon",
+            repr(eps),
+            "--cardinalities",
+            ",".join(map(str, codes.cards)),
+        ]
         info, wall = run_runner(cmd, timeout)
         y = np.loadtxt(outp, delimiter=",", ndmin=2, dtype=np.int64)
     table = codes.decode(y, np.random.default_rng(seed))
-    return table, {"seconds": wall, "fit_seconds": info["fit_seconds"], "privacy": f"(eps={eps:g}, delta={info['delta']:g})"}
+    return table, {
+        "seconds": wall,
+        "fit_seconds": info["fit_seconds"],
+        "privacy": f"(eps={eps:g}, delta={info['delta']:g})",
+    }
 
 
 def peer_unavailable(python: str) -> str:
     if not os.path.exists(python):
         return f"peers venv missing ({python}): run bash benchmarks/peers/setup.sh"
-    proc = subprocess.run([python, "-c", "import snsynth.mst, snsynth.aim"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [python, "-c", "import snsynth.mst, snsynth.aim"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return "" if proc.returncode == 0 else "import snsynth failed"
 
 
@@ -202,7 +257,9 @@ def score(t: RealTable, train: pd.DataFrame, test: pd.DataFrame, synthetic: pd.D
         "w1": table_w1(train, synthetic, t.schema, max_points=2000).value,
         "tvd1": marginal_tvd(train, synthetic, t.schema, way=1).mean,
         "tvd2": marginal_tvd(train, synthetic, t.schema, way=2).mean,
-        "clf": clf.synthetic, "clf_real": clf.real, "clf_majority": clf.majority,
+        "clf": clf.synthetic,
+        "clf_real": clf.real,
+        "clf_majority": clf.majority,
     }
 
 
@@ -210,7 +267,9 @@ def split(t: RealTable) -> tuple[pd.DataFrame, pd.DataFrame]:
     rng = np.random.default_rng(0)
     idx = rng.permutation(len(t.data))
     cut = int(0.7 * len(idx))
-    return t.data.iloc[idx[:cut]].reset_index(drop=True), t.data.iloc[idx[cut:]].reset_index(drop=True)
+    return t.data.iloc[idx[:cut]].reset_index(drop=True), t.data.iloc[idx[cut:]].reset_index(
+        drop=True
+    )
 
 
 def summary_table(rows: list[dict]) -> list[str]:
@@ -222,16 +281,29 @@ def summary_table(rows: list[dict]) -> list[str]:
         if k not in keys:
             keys.append(k)
     for table, eps, mech in keys:
-        rs = [r for r in rows if (r["table"], r["epsilon"], r["mechanism"]) == (table, eps, mech) and r["status"] == "ok"]
+        rs = [
+            r
+            for r in rows
+            if (r["table"], r["epsilon"], r["mechanism"]) == (table, eps, mech)
+            and r["status"] == "ok"
+        ]
         if not rs:
-            note = next(r["note"] for r in rows if (r["table"], r["epsilon"], r["mechanism"]) == (table, eps, mech))
-            lines.append(f"| {table:<15} | {eps:>4g} | {mech:<9} | {'—':>10} | {'—':>9} | {'—':>9} | {'—':>10} | {'—':>8} | {note}")
+            note = next(
+                r["note"]
+                for r in rows
+                if (r["table"], r["epsilon"], r["mechanism"]) == (table, eps, mech)
+            )
+            lines.append(
+                f"| {table:<15} | {eps:>4g} | {mech:<9} | {'—':>10} | {'—':>9} | {'—':>9} | {'—':>10} | {'—':>8} | {note}"
+            )
             continue
 
         def m(key: str, rs: list = rs) -> float:
             return float(np.mean([float(r[key]) for r in rs]))
 
-        lines.append(f"| {table:<15} | {eps:>4g} | {mech:<9} | {m('w1'):>10.3f} | {m('tvd1'):>9.3f} | {m('tvd2'):>9.3f} | {m('clf'):>10.3f} | {m('seconds'):>8.2f} |")
+        lines.append(
+            f"| {table:<15} | {eps:>4g} | {mech:<9} | {m('w1'):>10.3f} | {m('tvd1'):>9.3f} | {m('tvd2'):>9.3f} | {m('clf'):>10.3f} | {m('seconds'):>8.2f} |"
+        )
     return lines
 
 
@@ -241,7 +313,9 @@ def main() -> None:
     ap.add_argument("--epsilons", default=",".join(map(str, EPSILONS)))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--peer-seeds", type=int, default=1)
-    ap.add_argument("--bins", type=int, default=16, help="bins per numeric column for the coded mechanisms")
+    ap.add_argument(
+        "--bins", type=int, default=16, help="bins per numeric column for the coded mechanisms"
+    )
     ap.add_argument("--skip-peers", action="store_true")
     ap.add_argument("--mechanisms", default=",".join(MECHS), help=f"a subset of {','.join(MECHS)}")
     ap.add_argument("--peer-python", default=DEFAULT_PEER_PYTHON)
@@ -264,8 +338,15 @@ def main() -> None:
         for eps in epsilons:
             for mech in [m for m in MECHS if m in args.mechanisms.split(",")]:
                 for seed in range(peer_seeds if mech in ("mst", "aim") else seeds):
-                    row: dict[str, Any] = {"table": name, "n_train": len(train), "mechanism": mech, "epsilon": eps,
-                                           "seed": seed, "status": "ok", "note": ""}
+                    row: dict[str, Any] = {
+                        "table": name,
+                        "n_train": len(train),
+                        "mechanism": mech,
+                        "epsilon": eps,
+                        "seed": seed,
+                        "status": "ok",
+                        "note": "",
+                    }
                     try:
                         if mech == "adaptive":
                             synth, info = run_adaptive(t, train, eps, seed)
@@ -274,14 +355,25 @@ def main() -> None:
                         elif peer_why:
                             raise PeerError(peer_why)
                         else:
-                            synth, info = run_peer(args.peer_python, mech, codes, train, eps, seed, args.peer_timeout)
+                            synth, info = run_peer(
+                                args.peer_python, mech, codes, train, eps, seed, args.peer_timeout
+                            )
                         row |= info | score(t, train, test, synth)
                     except PeerError as e:
-                        row |= {"status": "skipped" if args.skip_peers else "failed", "note": str(e)}
+                        row |= {
+                            "status": "skipped" if args.skip_peers else "failed",
+                            "note": str(e),
+                        }
                     rows.append(row)
-                    print(f"{name} eps={eps:g} {mech} seed={seed}: " + (
-                        f"W1 {row['w1']:.3f} TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} clf {row['clf']:.3f} {row['seconds']:.1f}s"
-                        if row["status"] == "ok" else row["note"]), flush=True)
+                    print(
+                        f"{name} eps={eps:g} {mech} seed={seed}: "
+                        + (
+                            f"W1 {row['w1']:.3f} TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} clf {row['clf']:.3f} {row['seconds']:.1f}s"
+                            if row["status"] == "ok"
+                            else row["note"]
+                        ),
+                        flush=True,
+                    )
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "bench_tables_real.csv")
     write_csv(path, rows, FIELDS)
@@ -289,7 +381,9 @@ def main() -> None:
     print("\n".join(summary_table(rows)))
     reals = {r["table"]: (r["clf_real"], r["clf_majority"]) for r in rows if r["status"] == "ok"}
     for name, (real, maj) in reals.items():
-        print(f"{name}: classifier trained on the real training rows {float(real):.3f}, majority class {float(maj):.3f}")
+        print(
+            f"{name}: classifier trained on the real training rows {float(real):.3f}, majority class {float(maj):.3f}"
+        )
     print(f"wrote {path}")
     sys.stdout.flush()
 

@@ -51,24 +51,38 @@ def big_mixed(n: int = 30000, seed: int = 0) -> RealTable:
     income = np.exp(10 + 0.015 * (age - 40) + 0.5 * z + 0.3 * flag)
     spend = income * np.exp(rng.normal(-1.2, 0.15, n))
     weight = np.clip(0.2 + np.exp(rng.normal(-0.3 + 0.4 * z, 0.3)), 0, 6)
-    hours = np.where(rng.uniform(size=n) < 0.5, 40, np.clip(rng.normal(35 + 3 * z, 10, n), 0, 99)).round()
+    hours = np.where(
+        rng.uniform(size=n) < 0.5, 40, np.clip(rng.normal(35 + 3 * z, 10, n), 0, 99)
+    ).round()
     score = np.where(rng.uniform(size=n) < 0.2, np.nan, 50 + 10 * z + rng.normal(0, 5, n))
-    df = pd.DataFrame({
-        "region": region.astype(object), "occupation": occ.astype(object), "flag": flag,
-        "age": age.astype(np.int64), "income": income, "spend": spend, "weight": weight,
-        "hours": hours.astype(np.int64), "score": score,
-    })
-    schema = Schema.from_json({"columns": {
-        "region": {"type": "categorical", "categories": list("abcdef")},
-        "occupation": {"type": "categorical", "categories": [f"o{i}" for i in range(20)]},
-        "flag": {"type": "bool"},
-        "age": {"type": "int", "bounds": [0, 120]},
-        "income": {"type": "float", "bounds": [0, 1000000]},
-        "spend": {"type": "float", "bounds": [0, 500000]},
-        "weight": {"type": "float", "bounds": [0, 6]},
-        "hours": {"type": "int", "bounds": [0, 168]},
-        "score": {"type": "float", "bounds": [0, 100], "nullable": True},
-    }})
+    df = pd.DataFrame(
+        {
+            "region": region.astype(object),
+            "occupation": occ.astype(object),
+            "flag": flag,
+            "age": age.astype(np.int64),
+            "income": income,
+            "spend": spend,
+            "weight": weight,
+            "hours": hours.astype(np.int64),
+            "score": score,
+        }
+    )
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "region": {"type": "categorical", "categories": list("abcdef")},
+                "occupation": {"type": "categorical", "categories": [f"o{i}" for i in range(20)]},
+                "flag": {"type": "bool"},
+                "age": {"type": "int", "bounds": [0, 120]},
+                "income": {"type": "float", "bounds": [0, 1000000]},
+                "spend": {"type": "float", "bounds": [0, 500000]},
+                "weight": {"type": "float", "bounds": [0, 6]},
+                "hours": {"type": "int", "bounds": [0, 168]},
+                "score": {"type": "float", "bounds": [0, 100], "nullable": True},
+            }
+        }
+    )
     return RealTable(f"mixed-{n // 1000}k", df, schema, "region", "synthetic")
 
 
@@ -93,7 +107,9 @@ def corr_mae(t: RealTable, real: pd.DataFrame, syn: pd.DataFrame) -> float:
     return float(np.nanmean(np.abs(np.nan_to_num(ca[iu]) - np.nan_to_num(cb[iu]))))
 
 
-def gower_w1(t: RealTable, real: pd.DataFrame, syn: pd.DataFrame, m: int = 1000, reps: int = 2) -> float:
+def gower_w1(
+    t: RealTable, real: pd.DataFrame, syn: pd.DataFrame, m: int = 1000, reps: int = 2
+) -> float:
     import ot
 
     enc = TableEncoding(t.schema)
@@ -132,11 +148,20 @@ def gower_w1(t: RealTable, real: pd.DataFrame, syn: pd.DataFrame, m: int = 1000,
     for _ in range(reps):
         x = pa[rng.choice(len(pa), min(m, len(pa)), replace=False)]
         y = pb[rng.choice(len(pb), min(m, len(pb)), replace=False)]
-        vals.append(ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), cost(x, y), numItermax=10**7))
+        vals.append(
+            ot.emd2(
+                np.full(len(x), 1 / len(x)),
+                np.full(len(y), 1 / len(y)),
+                cost(x, y),
+                numItermax=10**7,
+            )
+        )
     return float(np.mean(vals))
 
 
-def run(mech: str, t: RealTable, train: pd.DataFrame, eps: float, seed: int, opts: Any) -> tuple[pd.DataFrame, dict]:
+def run(
+    mech: str, t: RealTable, train: pd.DataFrame, eps: float, seed: int, opts: Any
+) -> tuple[pd.DataFrame, dict]:
     if mech == "marginals":
         return run_marginals(Codes(t, 16), train, eps, seed)
     with reproducible(seed):
@@ -147,11 +172,17 @@ def run(mech: str, t: RealTable, train: pd.DataFrame, eps: float, seed: int, opt
             out, report = synthesize(train, eps, schema=t.schema, mechanism="adaptive")
         secs = time.perf_counter() - t0
     assert report.epsilon <= eps, report.epsilon
-    return out, {"seconds": secs, "depth": report.depth, "quality": report.details.get("quality", float("nan")),
-                 "joint": report.details.get("joint", True)}
+    return out, {
+        "seconds": secs,
+        "depth": report.depth,
+        "quality": report.details.get("quality", float("nan")),
+        "joint": report.details.get("joint", True),
+    }
 
 
-def score(t: RealTable, train: pd.DataFrame, test: pd.DataFrame, syn: pd.DataFrame, clf: bool) -> dict:
+def score(
+    t: RealTable, train: pd.DataFrame, test: pd.DataFrame, syn: pd.DataFrame, clf: bool
+) -> dict:
     out = {
         "tvd1": marginal_tvd(train, syn, t.schema, way=1).mean,
         "tvd2": marginal_tvd(train, syn, t.schema, way=2).mean,
@@ -175,9 +206,13 @@ def main() -> None:
     ap.add_argument("--epsilons", default="1,4")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--mechanisms", default="structured,tree,marginals")
-    ap.add_argument("--options", default="", help="StructuredOptions as key=value;key=value (python literals)")
+    ap.add_argument(
+        "--options", default="", help="StructuredOptions as key=value;key=value (python literals)"
+    )
     ap.add_argument("--no-clf", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="penguins and a 3,000-row mixed table, eps 4, one seed")
+    ap.add_argument(
+        "--quick", action="store_true", help="penguins and a 3,000-row mixed table, eps 4, one seed"
+    )
     ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
     if args.quick:
@@ -198,10 +233,18 @@ def main() -> None:
                 for seed in range(args.seeds):
                     syn, info = run(mech, t, train, eps, seed, opts)
                     rs.append(info | score(t, train, test, syn, not args.no_clf))
-                keys = [k for k in ("tvd1", "tvd2", "corr", "gower", "clf", "quality", "depth", "seconds") if k in rs[0]]
+                keys = [
+                    k
+                    for k in ("tvd1", "tvd2", "corr", "gower", "clf", "quality", "depth", "seconds")
+                    if k in rs[0]
+                ]
                 mean = {k: float(np.nanmean([float(r[k]) for r in rs])) for k in keys}
                 rows.append({"table": name, "eps": eps, "mech": mech} | mean)
-                print(f"{name:16s} eps={eps:<4g} {mech:10s} " + " ".join(f"{k} {v:.3f}" for k, v in mean.items()), flush=True)
+                print(
+                    f"{name:16s} eps={eps:<4g} {mech:10s} "
+                    + " ".join(f"{k} {v:.3f}" for k, v in mean.items()),
+                    flush=True,
+                )
     os.makedirs(args.out, exist_ok=True)
     pd.DataFrame(rows).to_csv(os.path.join(args.out, "bench_tables_structured.csv"), index=False)
 

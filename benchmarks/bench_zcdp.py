@@ -56,14 +56,25 @@ def mechanisms(n: int, rho_approx: float) -> dict[str, tuple[object, str]]:
             make_adaptive_pruned_pmm(dom, sym, 0.1 * rho_e, 0.9 * rho_e, output_measure=ZCDP),
             "approx",
         ),
-        "adaptive rho=0.5": (make_adaptive_pruned_pmm(dom, sym, 0.05, 0.45, output_measure=ZCDP), "zcdp"),
-        "pruned pure eps=1": (make_pruned_pmm(dom, sym, depth, paper_schedule(2, 1.0, depth, 2)), "pure"),
+        "adaptive rho=0.5": (
+            make_adaptive_pruned_pmm(dom, sym, 0.05, 0.45, output_measure=ZCDP),
+            "zcdp",
+        ),
+        "pruned pure eps=1": (
+            make_pruned_pmm(dom, sym, depth, paper_schedule(2, 1.0, depth, 2)),
+            "pure",
+        ),
         "pruned (1,1e-9)": (
-            make_pruned_pmm(dom, sym, depth, zcdp_schedule(2, rho_e, depth, 2), output_measure=ZCDP),
+            make_pruned_pmm(
+                dom, sym, depth, zcdp_schedule(2, rho_e, depth, 2), output_measure=ZCDP
+            ),
             "approx",
         ),
         "htp pure eps=1": (make_tree_projection(dom, sym, grid, n, 1.0), "pure-multiset"),
-        "htp (1,1e-9)": (make_tree_projection(dom, sym, grid, n, rho_e, output_measure=ZCDP), "approx-multiset"),
+        "htp (1,1e-9)": (
+            make_tree_projection(dom, sym, grid, n, rho_e, output_measure=ZCDP),
+            "approx-multiset",
+        ),
     }
 
 
@@ -115,15 +126,25 @@ def main(argv: list[str] | None = None) -> None:
                 w.append(est.value)
                 floor = est.noise_floor
             med = float(np.median(w))
-            rows.append({"shape": shape, "mechanism": nm, "w1": med, "seconds": float(np.median(secs)),
-                         "noise_floor": floor, "n": args.n})
+            rows.append(
+                {
+                    "shape": shape,
+                    "mechanism": nm,
+                    "w1": med,
+                    "seconds": float(np.median(secs)),
+                    "noise_floor": floor,
+                    "n": args.n,
+                }
+            )
             if nm == "adaptive pure eps=1":
                 best_pure = med
             elif nm == "adaptive (1,1e-9)" and best_pure is not None and med < best_pure:
                 wins[nm] += 1
             line += f"{med:>22.4f}"
         print(line + f"{floor:>9.4f}")
-    print(f"\nadaptive (1,1e-9) below adaptive pure eps=1 on {wins['adaptive (1,1e-9)']} of {len(shapes)} shapes")
+    print(
+        f"\nadaptive (1,1e-9) below adaptive pure eps=1 on {wins['adaptive (1,1e-9)']} of {len(shapes)} shapes"
+    )
     if args.csv:
         write_csv(args.csv, rows)
 

@@ -50,16 +50,30 @@ from _common import machine_note, write_csv  # noqa: E402
 def bench_plan(a: argparse.Namespace) -> list[tuple[str, list[str]]]:
     q = a.quick
     plan = [
-        ("bench_depth", ["--out", a.out] + (["--quick"] if q else ["--runs", "1", "--max-full-depth", "20", "--sample", "1000"])),
+        (
+            "bench_depth",
+            ["--out", a.out]
+            + (["--quick"] if q else ["--runs", "1", "--max-full-depth", "20", "--sample", "1000"]),
+        ),
         ("bench_laplace", ["--quick"] if q else ["--repeats", "3"]),
-        ("bench_adaptive_scaling", ["--out", a.out, "--max-n", repr(a.max_n), "--max-n-high-d", repr(a.max_n)]
-         + (["--quick"] if q else [])),
+        (
+            "bench_adaptive_scaling",
+            ["--out", a.out, "--max-n", repr(a.max_n), "--max-n-high-d", repr(a.max_n)]
+            + (["--quick"] if q else []),
+        ),
         ("bench_public_candidates", ["--small"] if q else []),
-        ("bench_peers", ["--out", a.out, "--peer-timeout", repr(a.peer_timeout)] + (["--quick"] if q else [])
-         + (["--skip-peers"] if a.skip_peers else [])),
+        (
+            "bench_peers",
+            ["--out", a.out, "--peer-timeout", repr(a.peer_timeout)]
+            + (["--quick"] if q else [])
+            + (["--skip-peers"] if a.skip_peers else []),
+        ),
         ("bench_kernel", ["--quick"] if q else []),
         ("bench_node_noise", ["--quick"] if q else []),
-        ("bench_distributed", ["--data", os.path.join(a.out, "distributed_data")] + (["--quick"] if q else [])),
+        (
+            "bench_distributed",
+            ["--data", os.path.join(a.out, "distributed_data")] + (["--quick"] if q else []),
+        ),
     ]
     return [(name, args) for name, args in plan if not a.only or name in a.only]
 
@@ -75,7 +89,9 @@ def importable(path: str) -> str:
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "assert callable(getattr(m, 'main', None)), 'no main()'\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     if proc.returncode != 0:
         return "not importable: " + " | ".join(proc.stderr.strip().splitlines()[-2:])
     return ""
@@ -93,8 +109,14 @@ def run_bench(name: str, args: list[str], out: str) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, script, *args], cwd=ROOT, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, script, *args],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
@@ -103,7 +125,12 @@ def run_bench(name: str, args: list[str], out: str) -> dict:
     secs = time.perf_counter() - t0
     status = "ok" if rc == 0 else "failed"
     print(f"-- {name}: {status} (exit {rc}) in {secs:.1f} s; log {log_path}", flush=True)
-    return {"bench": name, "status": status, "seconds": secs, "note": "" if rc == 0 else f"exit code {rc}, see {log_path}"}
+    return {
+        "bench": name,
+        "status": status,
+        "seconds": secs,
+        "note": "" if rc == 0 else f"exit code {rc}, see {log_path}",
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,7 +143,9 @@ _NUM = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 def parse_laplace(log_path: str, out: str) -> str:
     rows = []
     section = ""
-    const = re.compile(rf"^\s*({_NUM})\s+({_NUM}) M/s\s+({_NUM}) M/s\s+(?:({_NUM}) M/s|-)\s+(?:({_NUM})x|-)\s+({_NUM})\s+({_NUM})%")
+    const = re.compile(
+        rf"^\s*({_NUM})\s+({_NUM}) M/s\s+({_NUM}) M/s\s+(?:({_NUM}) M/s|-)\s+(?:({_NUM})x|-)\s+({_NUM})\s+({_NUM})%"
+    )
     mixed = re.compile(rf"^\s+(\S.*?)\s+({_NUM}) M/s\s*$")
     small = re.compile(rf"^\s+size\s+(\d+): fast\s+({_NUM}) us\s+OpenDP\s+({_NUM}) us")
     urand = re.compile(rf"^os.urandom: ({_NUM}) MB/s")
@@ -124,19 +153,50 @@ def parse_laplace(log_path: str, out: str) -> str:
         if not line.startswith(" ") and line.strip() and not urand.match(line):
             section = line.strip()
         if m := const.match(line):
-            rows.append({"section": section, "label": f"scale {m[1]}", "fast_secure_Mps": m[2], "fast_seeded_Mps": m[3],
-                         "opendp_Mps": m[4] or "", "speedup": m[5] or "", "bytes_per_draw": m[6], "urandom_share_pct": m[7]})
+            rows.append(
+                {
+                    "section": section,
+                    "label": f"scale {m[1]}",
+                    "fast_secure_Mps": m[2],
+                    "fast_seeded_Mps": m[3],
+                    "opendp_Mps": m[4] or "",
+                    "speedup": m[5] or "",
+                    "bytes_per_draw": m[6],
+                    "urandom_share_pct": m[7],
+                }
+            )
         elif m := small.match(line):
-            rows.append({"section": section, "label": f"size {m[1]}", "latency_fast_us": m[2], "latency_opendp_us": m[3]})
+            rows.append(
+                {
+                    "section": section,
+                    "label": f"size {m[1]}",
+                    "latency_fast_us": m[2],
+                    "latency_opendp_us": m[3],
+                }
+            )
         elif m := mixed.match(line):
             rows.append({"section": section, "label": m[1], "fast_secure_Mps": m[2]})
         elif m := urand.match(line):
             rows.append({"section": "os.urandom", "label": "MB/s", "urandom_MBps": m[1]})
     if not rows:
         return "no table lines recognised in the log (format changed?): log only"
-    write_csv(os.path.join(out, "bench_laplace.csv"), rows, [
-        "section", "label", "fast_secure_Mps", "fast_seeded_Mps", "opendp_Mps", "speedup", "bytes_per_draw",
-        "urandom_share_pct", "latency_fast_us", "latency_opendp_us", "urandom_MBps"])
+    write_csv(
+        os.path.join(out, "bench_laplace.csv"),
+        rows,
+        [
+            "section",
+            "label",
+            "fast_secure_Mps",
+            "fast_seeded_Mps",
+            "opendp_Mps",
+            "speedup",
+            "bytes_per_draw",
+            "urandom_share_pct",
+            "latency_fast_us",
+            "latency_opendp_us",
+            "urandom_MBps",
+        ],
+    )
     return f"{len(rows)} rows parsed from the log"
 
 
@@ -149,7 +209,17 @@ def parse_public_candidates(log_path: str, out: str) -> str:
         if line.strip() and not line.startswith(" "):
             section = line.strip()
         elif m := drow.match(line):
-            dist.append({"builder": m[1], "k": m[2], "d": m[3], "mean": m[4], "median": m[5], "max": m[6], "seconds": m[7]})
+            dist.append(
+                {
+                    "builder": m[1],
+                    "k": m[2],
+                    "d": m[3],
+                    "mean": m[4],
+                    "median": m[5],
+                    "max": m[6],
+                    "seconds": m[7],
+                }
+            )
         elif m := timed.match(line):
             timings.append({"section": section, "step": m[1], "seconds": m[2]})
     if timings:
@@ -191,19 +261,26 @@ def targets(out: str, quick: bool) -> list[dict]:
     t1 = {"target": "adaptive n=1e6 d=3 eps=1 time <= 10x codes+sort floor", "goal": "ratio <= 10"}
     if cell:
         ratio = float(cell[0]["ratio"])
-        t1.update(value=f"{ratio:.2f}x ({float(cell[0]['seconds']):.3f} s vs floor {float(cell[0]['floor_s']):.3f} s)",
-                  status="met" if ratio <= 10 else f"MISSED by {ratio / 10:.2f}x")
+        t1.update(
+            value=f"{ratio:.2f}x ({float(cell[0]['seconds']):.3f} s vs floor {float(cell[0]['floor_s']):.3f} s)",
+            status="met" if ratio <= 10 else f"MISSED by {ratio / 10:.2f}x",
+        )
         if abs(ratio / 10 - 1) < NOISE:
             t1["status"] += " (close: within noise)"
     else:
         why = next((r["note"] for r in sc if r["d"] == "3" and r["n"] == "1000000"), "")
-        t1.update(value="-", status="not measured" + (" (--quick)" if quick else "") + (f": {why}" if why else ""))
+        t1.update(
+            value="-",
+            status="not measured" + (" (--quick)" if quick else "") + (f": {why}" if why else ""),
+        )
     res.append(t1)
 
     # 2./3. peers
     pe = read_csv(os.path.join(out, "bench_peers.csv"))
     get = {(r["dataset"], r["mechanism"]): r for r in pe}
-    shapes = list(dict.fromkeys(r["dataset"] for r in pe if r["d"] == "2" and r["mechanism"] == "adaptive"))
+    shapes = list(
+        dict.fromkeys(r["dataset"] for r in pe if r["d"] == "2" and r["mechanism"] == "adaptive")
+    )
     for mech in ("adaptive", "pruned"):
         w_rat, speed, ties, missing = [], [], [], []
         for s in shapes:
@@ -217,26 +294,53 @@ def targets(out: str, quick: bool) -> list[dict]:
                 ties.append(s)
             speed.append((s, float(m["seconds"]) / float(o["seconds"])))
         tag = "" if mech == "adaptive" else " [pruned, for reference]"
-        tw = {"target": f"2-D shapes: W1({mech}) <= W1(MST) on every shape{tag}", "goal": "ratio <= 1"}
-        ts = {"target": f"2-D shapes: {mech} >= 100x faster than MST{tag}", "goal": "speed-up >= 100"}
+        tw = {
+            "target": f"2-D shapes: W1({mech}) <= W1(MST) on every shape{tag}",
+            "goal": "ratio <= 1",
+        }
+        ts = {
+            "target": f"2-D shapes: {mech} >= 100x faster than MST{tag}",
+            "goal": "speed-up >= 100",
+        }
         if not w_rat:
-            why = get.get((shapes[0], "mst"), {}).get("note", "no MST rows") if shapes else "bench_peers.csv missing"
+            why = (
+                get.get((shapes[0], "mst"), {}).get("note", "no MST rows")
+                if shapes
+                else "bench_peers.csv missing"
+            )
             tw.update(value="-", status=f"not evaluated: {why}")
             ts.update(value="-", status=f"not evaluated: {why}")
         else:
             worse = [(s, r) for s, r in w_rat if r > 1]
             worst = max(w_rat, key=lambda t: t[1])
-            tw["value"] = (f"{len(w_rat) - len(worse)}/{len(w_rat)} shapes no worse; worst {worst[0]} {worst[1]:.3f}; "
-                           f"median {sorted(r for _, r in w_rat)[len(w_rat) // 2]:.3f}")
-            tw["status"] = "met" if not worse else f"MISSED on {', '.join(f'{s} ({r:.2f}x)' for s, r in worse)}"
+            tw["value"] = (
+                f"{len(w_rat) - len(worse)}/{len(w_rat)} shapes no worse; worst {worst[0]} {worst[1]:.3f}; "
+                f"median {sorted(r for _, r in w_rat)[len(w_rat) // 2]:.3f}"
+            )
+            tw["status"] = (
+                "met"
+                if not worse
+                else f"MISSED on {', '.join(f'{s} ({r:.2f}x)' for s, r in worse)}"
+            )
             tie_worse = [s for s, _ in worse if s in ties]
             if tie_worse:
                 tw["status"] += f"; within 2 SE on {', '.join(tie_worse)}"
             slow = min(speed, key=lambda t: t[1])
-            ts["value"] = f"min {slow[0]} {slow[1]:.0f}x; median {sorted(v for _, v in speed)[len(speed) // 2]:.0f}x"
+            ts["value"] = (
+                f"min {slow[0]} {slow[1]:.0f}x; median {sorted(v for _, v in speed)[len(speed) // 2]:.0f}x"
+            )
             short = [(s, v) for s, v in speed if v < 100]
-            ts["status"] = "met" if not short else f"MISSED on {len(short)} shapes (min {slow[1]:.0f}x: short by {100 / slow[1]:.2f}x)"
-            if slow[1] >= 100 and slow[1] < 100 * (1 + NOISE) or short and slow[1] > 100 * (1 - NOISE):
+            ts["status"] = (
+                "met"
+                if not short
+                else f"MISSED on {len(short)} shapes (min {slow[1]:.0f}x: short by {100 / slow[1]:.2f}x)"
+            )
+            if (
+                slow[1] >= 100
+                and slow[1] < 100 * (1 + NOISE)
+                or short
+                and slow[1] > 100 * (1 - NOISE)
+            ):
                 ts["status"] += " (close: within noise)"
             if missing:
                 tw["status"] += f"; no MST number for {', '.join(missing)}"
@@ -247,24 +351,37 @@ def targets(out: str, quick: bool) -> list[dict]:
             tag = "" if main and mech == "adaptive" else " [for reference]"
             t = {"target": f"10-D {ds}: W1(MST) / W1({mech}) >= 3{tag}", "goal": ">= 3"}
             if num(o.get("w1")) is None or num(m.get("w1")) is None:
-                t.update(value="-", status="not evaluated: " + (m.get("note") or "no rows (dataset not run)"))
+                t.update(
+                    value="-",
+                    status="not evaluated: " + (m.get("note") or "no rows (dataset not run)"),
+                )
             else:
                 r = float(m["w1"]) / float(o["w1"])
-                t.update(value=f"{r:.2f} (MST {float(m['w1']):.4f} vs {float(o['w1']):.4f}; floor {float(o['w1_floor']):.4f})",
-                         status="met" if r >= 3 else f"MISSED by {3 / r:.2f}x")
+                t.update(
+                    value=f"{r:.2f} (MST {float(m['w1']):.4f} vs {float(o['w1']):.4f}; floor {float(o['w1_floor']):.4f})",
+                    status="met" if r >= 3 else f"MISSED by {3 / r:.2f}x",
+                )
             res.append(t)
     return res
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small sizes everywhere (under a minute without peers)")
+    p.add_argument(
+        "--quick", action="store_true", help="small sizes everywhere (under a minute without peers)"
+    )
     p.add_argument("--out", default=os.path.join("out", "bench"))
     p.add_argument("--skip-peers", action="store_true", help="no smartnoise MST/AIM")
     p.add_argument("--max-n", type=float, default=1e7, help="largest n of bench_adaptive_scaling")
-    p.add_argument("--peer-timeout", type=float, default=120.0,
-                   help="seconds per MST/AIM call (AIM on the 10-D curve runs for many minutes)")
-    p.add_argument("--only", nargs="+", default=None, help="run only these benchmarks (names as in the plan)")
+    p.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per MST/AIM call (AIM on the 10-D curve runs for many minutes)",
+    )
+    p.add_argument(
+        "--only", nargs="+", default=None, help="run only these benchmarks (names as in the plan)"
+    )
     a = p.parse_args(argv)
     a.out = os.path.abspath(a.out)
     os.makedirs(a.out, exist_ok=True)
@@ -283,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     write_csv(os.path.join(a.out, "runs.csv"), runs, ["bench", "status", "seconds", "note"])
     res = targets(a.out, a.quick)
     write_csv(os.path.join(a.out, "summary.csv"), res, ["target", "goal", "value", "status"])
-    print(f"\n{'=' * 100}\nSUMMARY ({time.perf_counter() - t0:.0f} s in all; machine: {machine_note()})")
+    print(
+        f"\n{'=' * 100}\nSUMMARY ({time.perf_counter() - t0:.0f} s in all; machine: {machine_note()})"
+    )
     for r in runs:
         print(f"  {r['bench']:<26} {r['status']:<8} {r['seconds']:7.1f} s  {r['note']}")
     print("\ntargets:")

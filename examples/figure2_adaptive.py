@@ -38,11 +38,18 @@ from opendp_wasserstein.transformations import make_schedule_scores
 from opendp_wasserstein.transformations._schedule_scores import score_table
 
 
-def selection_pmax(x: np.ndarray, cands: tuple, eps_sel: float, eps_main: float, score: str = "paper") -> float:
+def selection_pmax(
+    x: np.ndarray, cands: tuple, eps_sel: float, eps_main: float, score: str = "paper"
+) -> float:
     """The largest probability of the exponential selection on ``x`` (a figure diagnostic)."""
     n, d = x.shape
-    t = make_schedule_scores(dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance(),
-                             cands, eps_main, score=score)
+    t = make_schedule_scores(
+        dp.numpy.array2_domain(num_columns=d, size=n, T=float),
+        dp.change_one_distance(),
+        cands,
+        eps_main,
+        score=score,
+    )
     scores = np.asarray(t(x), dtype=np.float64)
     scale = 2.0 * score_table(cands, d, n, eps_main, score=score).sensitivity / eps_sel
     logits = -(scores - scores.min()) / scale
@@ -50,8 +57,16 @@ def selection_pmax(x: np.ndarray, cands: tuple, eps_sel: float, eps_main: float,
     return float(p.max() / p.sum())
 
 
-def per_candidate(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], sample: int, seed: int,
-                  out: str) -> list[dict]:
+def per_candidate(
+    n: int,
+    eps: float,
+    eps_sel: float,
+    dims: list[int],
+    ks: list[int],
+    sample: int,
+    seed: int,
+    out: str,
+) -> list[dict]:
     """Every standard candidate's W1 when fixed, with its score and selection probability."""
     from opendp_wasserstein.measurements import make_pruned_pmm
 
@@ -66,7 +81,9 @@ def per_candidate(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[
             x = sample_subspace(n, d, k, seed=s0)
             domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
             cands = standard_candidates(d, n, eps_main)
-            scores = np.asarray(make_schedule_scores(domain, dp.change_one_distance(), cands, eps_main)(x))
+            scores = np.asarray(
+                make_schedule_scores(domain, dp.change_one_distance(), cands, eps_main)(x)
+            )
             scale = 2.0 * score_table(cands, d, n, eps_main).sensitivity / eps_sel
             p = np.exp(-(scores - scores.min()) / scale)
             p /= p.sum()
@@ -74,11 +91,22 @@ def per_candidate(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[
                 with reproducible(s0):  # NOT private: a figure
                     y = make_pruned_pmm(domain, dp.change_one_distance(), c.depth, c.scales)(x)
                 w = w1_estimate(x, y, metric="linf", sample_size=sample, repeats=2, seed=s0).value
-                rows.append({"k": k, "d": d, "s": c.s, "depth": c.depth, "score": float(scores[i]),
-                             "p_select": float(p[i]), "w1": w})
-            ws = np.array([r["w1"] for r in rows[-len(cands):]])
-            print(f"k={k} d={d}: W1 by s {np.round(ws, 3).tolist()}, E_select[W1] {p @ ws:.4f}, best {ws.min():.4f}",
-                  flush=True)
+                rows.append(
+                    {
+                        "k": k,
+                        "d": d,
+                        "s": c.s,
+                        "depth": c.depth,
+                        "score": float(scores[i]),
+                        "p_select": float(p[i]),
+                        "w1": w,
+                    }
+                )
+            ws = np.array([r["w1"] for r in rows[-len(cands) :]])
+            print(
+                f"k={k} d={d}: W1 by s {np.round(ws, 3).tolist()}, E_select[W1] {p @ ws:.4f}, best {ws.min():.4f}",
+                flush=True,
+            )
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figure2_candidates.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -87,8 +115,19 @@ def per_candidate(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[
     return rows
 
 
-def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repeats: int, sample: int, seed: int,
-        out: str, candidates: str = "standard", score: str = "paper") -> list[dict]:
+def run(
+    n: int,
+    eps: float,
+    eps_sel: float,
+    dims: list[int],
+    ks: list[int],
+    repeats: int,
+    sample: int,
+    seed: int,
+    out: str,
+    candidates: str = "standard",
+    score: str = "paper",
+) -> list[dict]:
     dp.enable_features("contrib")
     rows: list[dict] = []
     for k in ks:
@@ -101,10 +140,20 @@ def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repe
             for rep in range(repeats):
                 s = seed + 1000 * rep + 10 * d + k
                 x = sample_subspace(n, d, k, seed=s)
-                with_optimal = candidates == "with-optimal" or score == "capped"  # the capped score's default set
-                cands = standard_candidates(d, n, eps - eps_sel, include_optimal_depths=with_optimal)
-                ada = make_adaptive_pruned_pmm(domain, dp.change_one_distance(), eps_sel, eps - eps_sel,
-                                               candidates=cands, score=score)
+                with_optimal = (
+                    candidates == "with-optimal" or score == "capped"
+                )  # the capped score's default set
+                cands = standard_candidates(
+                    d, n, eps - eps_sel, include_optimal_depths=with_optimal
+                )
+                ada = make_adaptive_pruned_pmm(
+                    domain,
+                    dp.change_one_distance(),
+                    eps_sel,
+                    eps - eps_sel,
+                    candidates=cands,
+                    score=score,
+                )
                 pmax = selection_pmax(x, cands, eps_sel, eps - eps_sel, score)
                 for name, meas in (("pmm", pmm), ("adaptive", ada)):
                     t0 = time.perf_counter()
@@ -113,15 +162,29 @@ def run(n: int, eps: float, eps_sel: float, dims: list[int], ks: list[int], repe
                     secs = time.perf_counter() - t0
                     info = records[-1]
                     est = w1_estimate(x, y, metric="linf", sample_size=sample, repeats=2, seed=s)
-                    rows.append({
-                        "k": k, "d": d, "rep": rep, "mechanism": name, "w1": est.value,
-                        "w1_floor": est.noise_floor, "seconds": secs,
-                        "epsilon": meas.map(1), "depth": info.get("depth", r), "s": info.get("s", d),
-                        "eps_sel": eps_sel if name == "adaptive" else 0.0, "candidates": candidates, "score": score,
-                        "num_candidates": len(cands) if name == "adaptive" else 1,
-                        "p_max": pmax if name == "adaptive" else 1.0,
-                    })
-                print(f"k={k} d={d} rep={rep}: pmm {rows[-2]['w1']:.4f}  adaptive {rows[-1]['w1']:.4f} (s={rows[-1]['s']}, r={rows[-1]['depth']})", flush=True)
+                    rows.append(
+                        {
+                            "k": k,
+                            "d": d,
+                            "rep": rep,
+                            "mechanism": name,
+                            "w1": est.value,
+                            "w1_floor": est.noise_floor,
+                            "seconds": secs,
+                            "epsilon": meas.map(1),
+                            "depth": info.get("depth", r),
+                            "s": info.get("s", d),
+                            "eps_sel": eps_sel if name == "adaptive" else 0.0,
+                            "candidates": candidates,
+                            "score": score,
+                            "num_candidates": len(cands) if name == "adaptive" else 1,
+                            "p_max": pmax if name == "adaptive" else 1.0,
+                        }
+                    )
+                print(
+                    f"k={k} d={d} rep={rep}: pmm {rows[-2]['w1']:.4f}  adaptive {rows[-1]['w1']:.4f} (s={rows[-1]['s']}, r={rows[-1]['depth']})",
+                    flush=True,
+                )
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figure2.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -135,7 +198,9 @@ def summarise(rows: list[dict], k: int, name: str) -> tuple[list[int], np.ndarra
     dims = sorted({r["d"] for r in rows if r["k"] == k})
     mean, se = [], []
     for d in dims:
-        v = np.array([r["w1"] for r in rows if r["k"] == k and r["d"] == d and r["mechanism"] == name])
+        v = np.array(
+            [r["w1"] for r in rows if r["k"] == k and r["d"] == d and r["mechanism"] == name]
+        )
         mean.append(v.mean())
         se.append(v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
     return dims, np.array(mean), np.array(se)
@@ -157,8 +222,10 @@ def plot(rows: list[dict], ks: list[int], path: str, n: int, eps: float, eps_sel
         ax.set_ylabel("W1 (l_inf), subsampled")
         ax.legend()
     pm = [r["p_max"] for r in rows if r["mechanism"] == "adaptive"]
-    fig.suptitle(f"n = {n}, eps = {eps} (eps_sel = {eps_sel}, {rows[-1]['score']} score, {rows[-1]['candidates']} candidates; "
-                 f"largest selection probability {min(pm):.2f}-{max(pm):.2f})")
+    fig.suptitle(
+        f"n = {n}, eps = {eps} (eps_sel = {eps_sel}, {rows[-1]['score']} score, {rows[-1]['candidates']} candidates; "
+        f"largest selection probability {min(pm):.2f}-{max(pm):.2f})"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -174,23 +241,60 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--seed", type=int, default=0, help="NOT private: reproducible figure")
     p.add_argument("--out", default="out")
     p.add_argument("--ks", type=int, nargs="+", default=[1, 3, 5], help="subspace dimensions k")
-    p.add_argument("--dims", type=int, nargs="+", default=list(range(2, 11)), help="ambient dimensions d")
-    p.add_argument("--candidates", choices=["standard", "with-optimal"], default="standard",
-                   help="the adaptive candidate set (see the module docstring)")
-    p.add_argument("--score", choices=["paper", "capped"], default="paper",
-                   help="the selection's score: the paper's bound or the capped-count estimate (with it, the "
-                   "candidates include each s's optimising depth)")
-    p.add_argument("--per-candidate", action="store_true", help="every standard candidate fixed (see above)")
+    p.add_argument(
+        "--dims", type=int, nargs="+", default=list(range(2, 11)), help="ambient dimensions d"
+    )
+    p.add_argument(
+        "--candidates",
+        choices=["standard", "with-optimal"],
+        default="standard",
+        help="the adaptive candidate set (see the module docstring)",
+    )
+    p.add_argument(
+        "--score",
+        choices=["paper", "capped"],
+        default="paper",
+        help="the selection's score: the paper's bound or the capped-count estimate (with it, the "
+        "candidates include each s's optimising depth)",
+    )
+    p.add_argument(
+        "--per-candidate", action="store_true", help="every standard candidate fixed (see above)"
+    )
     p.add_argument("--quick", action="store_true", help="small smoke run")
     a = p.parse_args(argv)
     if a.per_candidate:
         if a.quick:
             return per_candidate(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 500, a.seed, a.out)
-        return per_candidate(a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.sample, a.seed, a.out)
+        return per_candidate(
+            a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.sample, a.seed, a.out
+        )
     if a.quick:
-        return run(2000, a.epsilon, a.epsilon_select, [2, 4], [1], 2, 500, a.seed, a.out, a.candidates, a.score)
-    return run(a.n, a.epsilon, a.epsilon_select, a.dims, a.ks, a.repeats, a.sample, a.seed, a.out, a.candidates,
-               a.score)
+        return run(
+            2000,
+            a.epsilon,
+            a.epsilon_select,
+            [2, 4],
+            [1],
+            2,
+            500,
+            a.seed,
+            a.out,
+            a.candidates,
+            a.score,
+        )
+    return run(
+        a.n,
+        a.epsilon,
+        a.epsilon_select,
+        a.dims,
+        a.ks,
+        a.repeats,
+        a.sample,
+        a.seed,
+        a.out,
+        a.candidates,
+        a.score,
+    )
 
 
 if __name__ == "__main__":

@@ -64,7 +64,9 @@ class Setting:
     epsilon: float
 
 
-def _mixture(n: int, p: int, rng: np.random.Generator, clusters: int = 4, sd: float = 0.05) -> np.ndarray:
+def _mixture(
+    n: int, p: int, rng: np.random.Generator, clusters: int = 4, sd: float = 0.05
+) -> np.ndarray:
     centres = rng.uniform(0.2, 0.8, size=(clusters, p))
     x = centres[rng.integers(0, clusters, n)] + rng.normal(scale=sd, size=(n, p))
     return np.clip(x, 0.0, 1.0)
@@ -119,7 +121,9 @@ def _settings(quick: bool, seed: int) -> list[Setting]:
     return out
 
 
-def _seeded(meas: Callable[[np.ndarray], np.ndarray], seed: int) -> Callable[[np.ndarray], np.ndarray]:
+def _seeded(
+    meas: Callable[[np.ndarray], np.ndarray], seed: int
+) -> Callable[[np.ndarray], np.ndarray]:
     """Release inside ``reproducible(seed)``: NOT private, for a reproducible figure."""
 
     def release(x: np.ndarray) -> np.ndarray:
@@ -135,7 +139,9 @@ def _mechanisms(s: Setting, tree: Any, seed: int) -> dict[str, Callable[[np.ndar
     sym = dp.symmetric_distance()
     return {
         "tree_em": _seeded(make_tree_em(dom, sym, s.candidates, s.m, s.epsilon, tree=tree), seed),
-        "tree_projection": _seeded(make_tree_projection(dom, sym, s.candidates, s.m, s.epsilon, tree=tree), seed),
+        "tree_projection": _seeded(
+            make_tree_projection(dom, sym, s.candidates, s.m, s.epsilon, tree=tree), seed
+        ),
         "nn_histogram": make_nn_histogram(dom, sym, s.candidates, s.m, s.epsilon),
     }
 
@@ -158,23 +164,52 @@ def run(quick: bool, reps: int, seed: int, out: str) -> tuple[list[dict], list[d
                 counts = np.asarray(meas(s.data))
                 secs = time.perf_counter() - t0
                 sup = np.flatnonzero(counts)
-                dist = w1(s.data, s.candidates[sup], metric="l2", weights_y=counts[sup], max_points=10**6)
+                dist = w1(
+                    s.data, s.candidates[sup], metric="l2", weights_y=counts[sup], max_points=10**6
+                )
                 means[name].append(dist - floor)
-                rows.append({
-                    "family": s.family, "param": s.param, "value": s.value, "method": name, "rep": rep,
-                    "w1": dist, "excess": dist - floor, "floor": floor, "seconds": secs,
-                    "n": n, "k": s.candidates.shape[0], "m": s.m, "epsilon": s.epsilon, "p": p,
-                })
+                rows.append(
+                    {
+                        "family": s.family,
+                        "param": s.param,
+                        "value": s.value,
+                        "method": name,
+                        "rep": rep,
+                        "w1": dist,
+                        "excess": dist - floor,
+                        "floor": floor,
+                        "seconds": secs,
+                        "n": n,
+                        "k": s.candidates.shape[0],
+                        "m": s.m,
+                        "epsilon": s.epsilon,
+                        "p": p,
+                    }
+                )
         avg = {mth: float(np.mean(v)) for mth, v in means.items()}
-        sem = {mth: float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0 for mth, v in means.items()}
+        sem = {
+            mth: float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
+            for mth, v in means.items()
+        }
         ranked = sorted(METHODS, key=lambda mth: avg[mth])
         winner = ranked[0]
         margin = (avg[ranked[1]] - avg[winner]) / max(avg[ranked[1]], 1e-12)
-        summary.append({
-            "family": s.family, "param": s.param, "value": s.value, "n": n, "k": s.candidates.shape[0],
-            "m": s.m, "epsilon": s.epsilon, "floor": floor, "winner": winner, "margin": margin,
-            **{f"excess_{mth}": avg[mth] for mth in METHODS}, **{f"sem_{mth}": sem[mth] for mth in METHODS},
-        })
+        summary.append(
+            {
+                "family": s.family,
+                "param": s.param,
+                "value": s.value,
+                "n": n,
+                "k": s.candidates.shape[0],
+                "m": s.m,
+                "epsilon": s.epsilon,
+                "floor": floor,
+                "winner": winner,
+                "margin": margin,
+                **{f"excess_{mth}": avg[mth] for mth in METHODS},
+                **{f"sem_{mth}": sem[mth] for mth in METHODS},
+            }
+        )
         print(
             f"{s.family:>9s} {s.param}={s.value:<8g} k={s.candidates.shape[0]:<5d} m={s.m:<5d} eps={s.epsilon:<5g} "
             + "  ".join(f"{mth} {avg[mth]:.4f}" for mth in METHODS)
@@ -182,7 +217,10 @@ def run(quick: bool, reps: int, seed: int, out: str) -> tuple[list[dict], list[d
             flush=True,
         )
     os.makedirs(out, exist_ok=True)
-    for name, table in (("public_candidates_regimes.csv", rows), ("public_candidates_summary.csv", summary)):
+    for name, table in (
+        ("public_candidates_regimes.csv", rows),
+        ("public_candidates_summary.csv", summary),
+    ):
         with open(os.path.join(out, name), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(table[0]))
             writer.writeheader()
@@ -192,7 +230,9 @@ def run(quick: bool, reps: int, seed: int, out: str) -> tuple[list[dict], list[d
 
 def report(summary: list[dict]) -> dict[str, list[dict]]:
     """The regimes: for every method, the settings where it beats the other two."""
-    regimes: dict[str, list[dict]] = {mth: [r for r in summary if r["winner"] == mth] for mth in METHODS}
+    regimes: dict[str, list[dict]] = {
+        mth: [r for r in summary if r["winner"] == mth] for mth in METHODS
+    }
     print("\nRegimes found (mean excess W1 over the projection floor; winner beats both others):")
     for mth in METHODS:
         won = regimes[mth]
@@ -228,9 +268,25 @@ def plot(summary: list[dict], out: str) -> str:
         for mth in METHODS:
             y = np.array([r[f"excess_{mth}"] for r in rs])
             e = np.array([r[f"sem_{mth}"] for r in rs])
-            ax.errorbar(x, np.maximum(y, 1e-4), yerr=e, marker="o", ms=4, capsize=2, color=COLORS[mth], label=mth)
+            ax.errorbar(
+                x,
+                np.maximum(y, 1e-4),
+                yerr=e,
+                marker="o",
+                ms=4,
+                capsize=2,
+                color=COLORS[mth],
+                label=mth,
+            )
         for r in rs:  # the winner of every setting, along the bottom
-            ax.plot([r["value"]], [0.03], marker="s", ms=8, color=COLORS[r["winner"]], transform=ax.get_xaxis_transform())
+            ax.plot(
+                [r["value"]],
+                [0.03],
+                marker="s",
+                ms=8,
+                color=COLORS[r["winner"]],
+                transform=ax.get_xaxis_transform(),
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -238,13 +294,20 @@ def plot(summary: list[dict], out: str) -> str:
         ks = sorted({r["k"] for r in rs})
         ms_ = sorted({r["m"] for r in rs})
         epss = sorted({r["epsilon"] for r in rs})
-        desc = [f"k={ks[0]}" if len(ks) == 1 else "", f"m={ms_[0]}" if len(ms_) == 1 else "",
-                f"eps={epss[0]:g}" if len(epss) == 1 else "", f"n={rs[0]['n']}"]
+        desc = [
+            f"k={ks[0]}" if len(ks) == 1 else "",
+            f"m={ms_[0]}" if len(ms_) == 1 else "",
+            f"eps={epss[0]:g}" if len(epss) == 1 else "",
+            f"n={rs[0]['n']}",
+        ]
         ax.set_title(f"{fam}: " + ", ".join(d for d in desc if d), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.set_ylabel("W1(D, S) - projection floor", fontsize=8)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Private selection from public candidates: squares mark the winner of each setting", fontsize=10)
+    fig.suptitle(
+        "Private selection from public candidates: squares mark the winner of each setting",
+        fontsize=10,
+    )
     fig.tight_layout()
     path = os.path.join(out, "public_candidates_regimes.png")
     fig.savefig(path, dpi=120)
@@ -253,11 +316,17 @@ def plot(summary: list[dict], out: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Tree-EM vs tree projection vs NN histogram: the three regimes")
+    parser = argparse.ArgumentParser(
+        description="Tree-EM vs tree projection vs NN histogram: the three regimes"
+    )
     parser.add_argument("--out", default="out", help="output directory (default: out/)")
     parser.add_argument("--quick", action="store_true", help="a small smoke version (< 30 s)")
-    parser.add_argument("--reps", type=int, default=None, help="repetitions per setting (default 8; 1 with --quick)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for data, trees and mechanisms (NOT private)")
+    parser.add_argument(
+        "--reps", type=int, default=None, help="repetitions per setting (default 8; 1 with --quick)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for data, trees and mechanisms (NOT private)"
+    )
     args = parser.parse_args(argv)
     reps = args.reps if args.reps is not None else (1 if args.quick else 8)
     t0 = time.perf_counter()

@@ -145,7 +145,9 @@ def grid_upper_bound(x: np.ndarray, y: np.ndarray, bits: int = GRID_BITS) -> flo
 MECHANISMS = ("adaptive", "adaptive-capped", "pmm")
 
 
-def run(ns: list[int], dims: list[int], ks: list[int], repeats: int, eps: float, out: str) -> list[dict]:
+def run(
+    ns: list[int], dims: list[int], ks: list[int], repeats: int, eps: float, out: str
+) -> list[dict]:
     dp.enable_features("contrib")
     rows: list[dict] = []
     for d in dims:
@@ -154,12 +156,21 @@ def run(ns: list[int], dims: list[int], ks: list[int], repeats: int, eps: float,
                 domain = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
                 r = ambient_depth(eps, n)
                 mechs = {
-                    "adaptive": make_adaptive_pruned_pmm(domain, dp.change_one_distance(), 0.2 * eps, 0.8 * eps),
-                    "adaptive-capped": make_adaptive_pruned_pmm(
-                        domain, dp.change_one_distance(), 0.2 * eps, 0.8 * eps, score="capped",
-                        consistency="least_squares", placement="uniform",
+                    "adaptive": make_adaptive_pruned_pmm(
+                        domain, dp.change_one_distance(), 0.2 * eps, 0.8 * eps
                     ),
-                    "pmm": make_pmm(domain, dp.change_one_distance(), r, paper_schedule(d, eps, r, s=d)),
+                    "adaptive-capped": make_adaptive_pruned_pmm(
+                        domain,
+                        dp.change_one_distance(),
+                        0.2 * eps,
+                        0.8 * eps,
+                        score="capped",
+                        consistency="least_squares",
+                        placement="uniform",
+                    ),
+                    "pmm": make_pmm(
+                        domain, dp.change_one_distance(), r, paper_schedule(d, eps, r, s=d)
+                    ),
                 }
                 for rep in range(repeats):
                     seed = 100_000 * rep + 1000 * d + 10 * k + int(math.log10(n))
@@ -171,9 +182,23 @@ def run(ns: list[int], dims: list[int], ks: list[int], repeats: int, eps: float,
                         secs = time.perf_counter() - t0
                         lo = sliced_lower_bound(x, y)
                         hi = grid_upper_bound(x, y)
-                        rows.append({"d": d, "k": k, "n": n, "eps": eps, "rep": rep, "mechanism": name,
-                                     "w1_lower": lo, "w1_upper": hi, "seconds": secs})
-                        print(f"d={d} k={k} n={n:>8} {name:>15} rep={rep}: W1 in [{lo:.3e}, {hi:.3e}]  ({secs:.1f} s)", flush=True)
+                        rows.append(
+                            {
+                                "d": d,
+                                "k": k,
+                                "n": n,
+                                "eps": eps,
+                                "rep": rep,
+                                "mechanism": name,
+                                "w1_lower": lo,
+                                "w1_upper": hi,
+                                "seconds": secs,
+                            }
+                        )
+                        print(
+                            f"d={d} k={k} n={n:>8} {name:>15} rep={rep}: W1 in [{lo:.3e}, {hi:.3e}]  ({secs:.1f} s)",
+                            flush=True,
+                        )
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "rates.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -204,11 +229,15 @@ def slope_table(rows: list[dict]) -> list[dict]:
                     s, lo, hi = fit(rows, d, k, mech, col)
                     entry[f"slope_{col[3:]}"], entry[f"ci_{col[3:]}"] = s, (lo, hi)
                 table.append(entry)
-    print(f"\n{'d':>2} {'k':>2} {'mechanism':>15} {'paper -1/k':>11} {'slope (lower bound)':>30} {'slope (upper bound)':>30}")
+    print(
+        f"\n{'d':>2} {'k':>2} {'mechanism':>15} {'paper -1/k':>11} {'slope (lower bound)':>30} {'slope (upper bound)':>30}"
+    )
     for e in table:
         lo, hi = e["ci_lower"], e["ci_upper"]
-        print(f"{e['d']:>2} {e['k']:>2} {e['mechanism']:>15} {e['paper']:>11.3f} "
-              f"{e['slope_lower']:>9.3f} [{lo[0]:>7.3f}, {lo[1]:>7.3f}] {e['slope_upper']:>9.3f} [{hi[0]:>7.3f}, {hi[1]:>7.3f}]")
+        print(
+            f"{e['d']:>2} {e['k']:>2} {e['mechanism']:>15} {e['paper']:>11.3f} "
+            f"{e['slope_lower']:>9.3f} [{lo[0]:>7.3f}, {lo[1]:>7.3f}] {e['slope_upper']:>9.3f} [{hi[0]:>7.3f}, {hi[1]:>7.3f}]"
+        )
     return table
 
 
@@ -220,11 +249,15 @@ def plot(rows: list[dict], path: str) -> None:
 
     dims = sorted({r["d"] for r in rows})
     ks = sorted({r["k"] for r in rows})
-    fig, axes = plt.subplots(len(dims), len(ks), figsize=(4 * len(ks), 3.4 * len(dims)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(dims), len(ks), figsize=(4 * len(ks), 3.4 * len(dims)), squeeze=False
+    )
     for i, d in enumerate(dims):
         for j, k in enumerate(ks):
             ax = axes[i][j]
-            for mech, colour in zip(MECHANISMS, ("tab:blue", "tab:green", "tab:orange"), strict=True):
+            for mech, colour in zip(
+                MECHANISMS, ("tab:blue", "tab:green", "tab:orange"), strict=True
+            ):
                 sel = [r for r in rows if r["d"] == d and r["k"] == k and r["mechanism"] == mech]
                 en = np.array([r["eps"] * r["n"] for r in sel])
                 for col, marker in (("w1_upper", "v"), ("w1_lower", "^")):
@@ -234,7 +267,13 @@ def plot(rows: list[dict], path: str) -> None:
             grid = np.array(sorted({r["eps"] * r["n"] for r in rows}))
             ref = [r["w1_upper"] for r in rows if r["d"] == d and r["k"] == k]
             if ref:
-                ax.loglog(grid, max(ref) * (grid / grid[0]) ** (-1.0 / k), "k--", lw=1, label=f"(eps n)^(-1/{k})")
+                ax.loglog(
+                    grid,
+                    max(ref) * (grid / grid[0]) ** (-1.0 / k),
+                    "k--",
+                    lw=1,
+                    label=f"(eps n)^(-1/{k})",
+                )
             ax.set_title(f"d = {d}, k = {k}")
             ax.set_xlabel("eps n")
             ax.set_ylabel("W1 bounds (l_inf)")
@@ -247,7 +286,9 @@ def plot(rows: list[dict], path: str) -> None:
 def main(argv: list[str] | None = None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default="out/rates")
-    p.add_argument("--quick", action="store_true", help="n = 10^3, 10^4; d = 4; k = 1, 2; one repeat")
+    p.add_argument(
+        "--quick", action="store_true", help="n = 10^3, 10^4; d = 4; k = 1, 2; one repeat"
+    )
     p.add_argument("--max-n", type=float, default=1e6)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--eps", type=float, default=1.0)
@@ -260,11 +301,33 @@ def main(argv: list[str] | None = None) -> list[dict]:
     table = slope_table(rows)
     with open(os.path.join(args.out, "rates_slopes.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["d", "k", "mechanism", "paper_slope", "slope_lower", "ci_lower_lo", "ci_lower_hi",
-                    "slope_upper", "ci_upper_lo", "ci_upper_hi"])
+        w.writerow(
+            [
+                "d",
+                "k",
+                "mechanism",
+                "paper_slope",
+                "slope_lower",
+                "ci_lower_lo",
+                "ci_lower_hi",
+                "slope_upper",
+                "ci_upper_lo",
+                "ci_upper_hi",
+            ]
+        )
         for e in table:
-            w.writerow([e["d"], e["k"], e["mechanism"], e["paper"], e["slope_lower"], *e["ci_lower"],
-                        e["slope_upper"], *e["ci_upper"]])
+            w.writerow(
+                [
+                    e["d"],
+                    e["k"],
+                    e["mechanism"],
+                    e["paper"],
+                    e["slope_lower"],
+                    *e["ci_lower"],
+                    e["slope_upper"],
+                    *e["ci_upper"],
+                ]
+            )
     plot(rows, os.path.join(args.out, "rates.png"))
     return rows
 

@@ -30,6 +30,7 @@ def _seeded(seed: int | None) -> Any:
 
     return nullcontext() if seed is None else reproducible(seed)
 
+
 def main(argv: list[str] | None = None) -> dict:
     dp.enable_features("contrib")  # a program of its own, as any OpenDP program
     from sklearn.datasets import load_digits
@@ -47,12 +48,16 @@ def main(argv: list[str] | None = None) -> dict:
         with _seeded(a.seed):
             y, report = synthesize(x, a.epsilon, bounds=(0.0, 16.0), mechanism=mechanism)
         results[mechanism] = (y, report)
-        print(f"{mechanism:>8}: eps {report.epsilon}, depth {report.depth}, {report.visited_nodes} nodes, "
-              f"W1 {w1(x, y):.3f}, {report.seconds:.2f} s")
+        print(
+            f"{mechanism:>8}: eps {report.epsilon}, depth {report.depth}, {report.visited_nodes} nodes, "
+            f"W1 {w1(x, y):.3f}, {report.seconds:.2f} s"
+        )
     uniform = rng.uniform(0, 16, size=(n, d))
     half = rng.permutation(n)
     print(f"{'uniform':>8}: W1 {w1(x, uniform):.3f} (bounds only)")
-    print(f"{'split':>8}: W1 {w1(x[half[: n // 2]], x[half[n // 2:]]):.3f} (two halves of the data)")
+    print(
+        f"{'split':>8}: W1 {w1(x[half[: n // 2]], x[half[n // 2 :]]):.3f} (two halves of the data)"
+    )
     os.makedirs(a.out, exist_ok=True)
     import matplotlib
 
@@ -88,11 +93,15 @@ def main(argv: list[str] | None = None) -> dict:
     margin = 0.1 * (z_pub.max(0) - z_pub.min(0))
     lo, hi = z_pub.min(0) - margin, z_pub.max(0) + margin
     with _seeded(a.seed):
-        yz, report = synthesize(z, a.epsilon, bounds={"lower": lo, "upper": hi}, mechanism="adaptive")
+        yz, report = synthesize(
+            z, a.epsilon, bounds={"lower": lo, "upper": hi}, mechanism="adaptive"
+        )
     uz = rng.uniform(lo, hi, size=z.shape)
     hz = rng.permutation(len(z))
-    print(f"public-PCA 2-D view: adaptive W1 {w1(z, yz):.3f} (s = {report.details.get('s')}, depth {report.depth}), "
-          f"uniform {w1(z, uz):.3f}, halves {w1(z[hz[: len(z) // 2]], z[hz[len(z) // 2:]]):.3f}")
+    print(
+        f"public-PCA 2-D view: adaptive W1 {w1(z, yz):.3f} (s = {report.details.get('s')}, depth {report.depth}), "
+        f"uniform {w1(z, uz):.3f}, halves {w1(z[hz[: len(z) // 2]], z[hz[len(z) // 2 :]]):.3f}"
+    )
     results["pca2"] = (yz, report)
     return {k: v[1] for k, v in results.items()}
 

@@ -48,7 +48,14 @@ __all__ = [
 PRIVATE_API: dict[str, tuple[Any, tuple[str, ...]]] = {
     "make_transformation": (
         _make_transformation,
-        ("input_domain", "input_metric", "output_domain", "output_metric", "function", "stability_map"),
+        (
+            "input_domain",
+            "input_metric",
+            "output_domain",
+            "output_metric",
+            "function",
+            "stability_map",
+        ),
     ),
     "make_measurement": (
         _make_measurement,
@@ -70,7 +77,9 @@ def make_transformation(
     stability_map: Callable[[Any], Any],
 ) -> Transformation:
     """A Transformation from a Python function and its (proved) stability map."""
-    return _make_transformation(input_domain, input_metric, output_domain, output_metric, function, stability_map)
+    return _make_transformation(
+        input_domain, input_metric, output_domain, output_metric, function, stability_map
+    )
 
 
 def make_measurement(
@@ -81,7 +90,9 @@ def make_measurement(
     privacy_map: Callable[[Any], Any],
 ) -> Measurement:
     """A Measurement from a Python function and its (proved) privacy map (any Python output)."""
-    return _make_measurement(input_domain, input_metric, output_measure, function, privacy_map, TO="ExtrinsicObject")
+    return _make_measurement(
+        input_domain, input_metric, output_measure, function, privacy_map, TO="ExtrinsicObject"
+    )
 
 
 def new_function(function: Callable[[Any], Any]) -> Any:

@@ -53,7 +53,16 @@ __all__ = [
 TABLE_MECHANISMS = ("structured", *MECHANISMS)
 
 #: the options of the one-tree mechanisms, which mechanism="structured" does not take
-_TREE_OPTIONS = ("epsilon_select", "depth", "epsilon_size", "split_order", "consistency", "threshold", "score", "delta")
+_TREE_OPTIONS = (
+    "epsilon_select",
+    "depth",
+    "epsilon_size",
+    "split_order",
+    "consistency",
+    "threshold",
+    "score",
+    "delta",
+)
 
 
 def _schema(schema: Any) -> Schema:
@@ -182,16 +191,26 @@ def synthesize(
         if bounds is not None:
             raise ValueError("give either bounds or schema, not both (a schema holds the bounds)")
         tree_options = dict(
-            epsilon_select=epsilon_select, depth=depth, epsilon_size=epsilon_size, split_order=split_order,
-            consistency=consistency, threshold=threshold, score=score, delta=delta,
+            epsilon_select=epsilon_select,
+            depth=depth,
+            epsilon_size=epsilon_size,
+            split_order=split_order,
+            consistency=consistency,
+            threshold=threshold,
+            score=score,
+            delta=delta,
         )
         given = sorted(k for k, v in tree_options.items() if v is not None)
         if mechanism is None:
             # the structured release needs a public size and is pure DP, and has none of the
             # one-tree options; otherwise one tree (Adaptive Pruned-PMM)
-            mechanism = "structured" if public and not given and placement == "uniform" else "adaptive"
+            mechanism = (
+                "structured" if public and not given and placement == "uniform" else "adaptive"
+            )
         if mechanism not in TABLE_MECHANISMS:
-            raise ValueError(f"mechanism must be one of {TABLE_MECHANISMS} with a schema, got {mechanism!r}")
+            raise ValueError(
+                f"mechanism must be one of {TABLE_MECHANISMS} with a schema, got {mechanism!r}"
+            )
         if mechanism == "structured":
             if given:
                 raise ValueError(
@@ -199,27 +218,53 @@ def synthesize(
                     "(its options are structured=StructuredOptions(...)); pass mechanism='adaptive' for them"
                 )
             if not public:
-                raise ValueError("mechanism='structured' needs public_size=True; pass mechanism='adaptive' for a private size")
+                raise ValueError(
+                    "mechanism='structured' needs public_size=True; pass mechanism='adaptive' for a private size"
+                )
             if placement != "uniform":
-                raise ValueError("mechanism='structured' places points uniformly: leave placement unset")
+                raise ValueError(
+                    "mechanism='structured' places points uniformly: leave placement unset"
+                )
             return synthesize_table(  # type: ignore[no-any-return]
-                X, epsilon, _schema(schema), columns, accept_data_derived_schema=accept_data_derived_schema,
+                X,
+                epsilon,
+                _schema(schema),
+                columns,
+                accept_data_derived_schema=accept_data_derived_schema,
                 structured=True if structured is None else structured,
             )
         if structured is not None:
             raise ValueError("structured applies only to mechanism='structured'")
         return synthesize_table(  # type: ignore[no-any-return]
-            X, epsilon, _schema(schema), columns, mechanism=mechanism, placement=placement, public_size=public,
-            accept_data_derived_schema=accept_data_derived_schema, **tree_options,
+            X,
+            epsilon,
+            _schema(schema),
+            columns,
+            mechanism=mechanism,
+            placement=placement,
+            public_size=public,
+            accept_data_derived_schema=accept_data_derived_schema,
+            **tree_options,
         )
     if accept_data_derived_schema:
         raise ValueError("accept_data_derived_schema applies only with a schema")
     if structured is not None:
         raise ValueError("structured applies only with a schema")
     return synthesize_array(
-        X, epsilon, bounds, split_order=split_order, mechanism="adaptive" if mechanism is None else mechanism,
-        epsilon_select=epsilon_select, depth=depth, placement=placement, public_size=public_size,
-        epsilon_size=epsilon_size, consistency=consistency, threshold=threshold, delta=delta, score=score,
+        X,
+        epsilon,
+        bounds,
+        split_order=split_order,
+        mechanism="adaptive" if mechanism is None else mechanism,
+        epsilon_select=epsilon_select,
+        depth=depth,
+        placement=placement,
+        public_size=public_size,
+        epsilon_size=epsilon_size,
+        consistency=consistency,
+        threshold=threshold,
+        delta=delta,
+        score=score,
     )
 
 
@@ -282,9 +327,18 @@ def select_candidates(
     """
     if schema is not None:
         if metric not in (None, "table"):
-            raise ValueError("with a schema the metric is the table metric: leave metric unset (or 'table')")
+            raise ValueError(
+                "with a schema the metric is the table metric: leave metric unset (or 'table')"
+            )
         return select_table_candidates(  # type: ignore[no-any-return]
-            D, C, m, epsilon, _schema(schema), columns, accept_data_derived_schema, mechanism=mechanism,
+            D,
+            C,
+            m,
+            epsilon,
+            _schema(schema),
+            columns,
+            accept_data_derived_schema,
+            mechanism=mechanism,
             public_size=public_size,
         )
     if accept_data_derived_schema:
@@ -292,4 +346,6 @@ def select_candidates(
     if columns is not None:
         raise ValueError("columns applies only with a schema")
     metric = "l2" if metric is None else metric
-    return select_array_candidates(D, C, m, epsilon, mechanism=mechanism, metric=metric, public_size=public_size)
+    return select_array_candidates(
+        D, C, m, epsilon, mechanism=mechanism, metric=metric, public_size=public_size
+    )

@@ -54,15 +54,25 @@ def make_full_consistency(counts_domain: Domain, output_size: int | None = None)
     """
     dom = descriptor_of(counts_domain, DyadicCountsDomain)
     if output_size is not None:
-        if isinstance(output_size, (bool, np.bool_)) or not isinstance(output_size, (int, np.integer)) or output_size < 1:
+        if (
+            isinstance(output_size, (bool, np.bool_))
+            or not isinstance(output_size, (int, np.integer))
+            or output_size < 1
+        ):
             raise ValueError(f"output_size must be an integer >= 1, got {output_size!r}")
         if dom.size is not None:
             raise ValueError("output_size applies only when the input domain has no public size")
     size = dom.size if output_size is None else int(output_size)
 
     def function(noisy: NoisyTree) -> LeafMasses:
-        if not isinstance(noisy, NoisyTree) or noisy.depth != dom.depth or noisy.d != dom.num_columns:
-            raise TypeError("make_full_consistency takes the NoisyTree released by make_tree_laplace")
+        if (
+            not isinstance(noisy, NoisyTree)
+            or noisy.depth != dom.depth
+            or noisy.d != dom.num_columns
+        ):
+            raise TypeError(
+                "make_full_consistency takes the NoisyTree released by make_tree_laplace"
+            )
         if size is None and not noisy.root_released:
             raise ValueError("the noisy tree has no root count: give output_size")
         return full_consistency(noisy.levels, noisy.d, size, noisy.nodes, noisy.scales, dom.axes)
@@ -104,7 +114,9 @@ def make_synthesis(counts_domain: Domain, placement: str = "center") -> Function
     def function(leaves: LeafMasses) -> Any:
         if not isinstance(leaves, LeafMasses) or leaves.depth != dom.depth:
             raise TypeError("make_synthesis takes the LeafMasses of a depth-matching release")
-        points: np.ndarray = place_points(leaves, box, placement, as_random_source().derive(PLACEMENT_STREAM), dom.axes)
+        points: np.ndarray = place_points(
+            leaves, box, placement, as_random_source().derive(PLACEMENT_STREAM), dom.axes
+        )
         runtime.record(
             {
                 "depth": leaves.depth,

@@ -44,8 +44,12 @@ __all__ = ["reproducible", "sampler", "diagnostics", "SAMPLERS"]
 #: the discrete Laplace back-ends
 SAMPLERS = ("fast", "opendp")
 
-_SEED: contextvars.ContextVar[int | None] = contextvars.ContextVar("opendp_wasserstein_seed", default=None)
-_SAMPLER: contextvars.ContextVar[str] = contextvars.ContextVar("opendp_wasserstein_sampler", default="fast")
+_SEED: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "opendp_wasserstein_seed", default=None
+)
+_SAMPLER: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "opendp_wasserstein_sampler", default="fast"
+)
 #: the lists of the open :func:`diagnostics` blocks, outermost first (a :func:`capture` block
 #: starts a new tuple, hiding the outer ones)
 _DIAGNOSTICS: contextvars.ContextVar[tuple[list[dict[str, Any]], ...]] = contextvars.ContextVar(

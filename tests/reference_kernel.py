@@ -45,7 +45,9 @@ def codes(x: np.ndarray, box: Any, depth: int) -> np.ndarray:
     return morton_words_bitwise(grid(x, box, depth), depth)
 
 
-def tree_arrays(x: np.ndarray, depth: int, box: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tree_arrays(
+    x: np.ndarray, depth: int, box: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(words, lcp, lcp_starts)`` of the count tree: the code words in lexicographic order,
     the common prefix of neighbours (uint16, at most ``depth``) and the group boundaries."""
     words = codes(x, box, depth)
@@ -100,8 +102,14 @@ def shuffled_labels(rng: Any, masses: np.ndarray) -> np.ndarray:
     return shuffle_packed(rng, labels, low).view(np.int64)
 
 
-def center_points(cells: np.ndarray, masses: np.ndarray, depth: int, box: Any, stream: PlacementStream,
-                  part: int = 0) -> np.ndarray:
+def center_points(
+    cells: np.ndarray,
+    masses: np.ndarray,
+    depth: int,
+    box: Any,
+    stream: PlacementStream,
+    part: int = 0,
+) -> np.ndarray:
     """The centre placement: the leaf centres gathered (two-dimensional fancy index) by the
     shuffled labels."""
     d = box.dim
@@ -110,5 +118,7 @@ def center_points(cells: np.ndarray, masses: np.ndarray, depth: int, box: Any, s
     upper = np.asarray(box.upper, dtype=np.float64)
     centers = (cells.astype(np.float64) + 0.5) * (width * (upper - lower)) + lower
     np.minimum(centers, upper, out=centers)
-    out: np.ndarray = centers[shuffled_labels(stream.order(part), np.asarray(masses, dtype=np.int64))]
+    out: np.ndarray = centers[
+        shuffled_labels(stream.order(part), np.asarray(masses, dtype=np.int64))
+    ]
     return out

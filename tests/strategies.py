@@ -20,7 +20,9 @@ UNIT_COORDINATES = st.one_of(
 
 
 @st.composite
-def trees(draw: st.DrawFn, max_nodes: int = 9, weights: st.SearchStrategy[float] = SIMPLE_WEIGHTS) -> Tree:
+def trees(
+    draw: st.DrawFn, max_nodes: int = 9, weights: st.SearchStrategy[float] = SIMPLE_WEIGHTS
+) -> Tree:
     """A rooted tree with 2..``max_nodes`` nodes: node ``i``'s parent is any earlier node.
 
     Shrinks towards two nodes, a star (every parent 0) and the smallest weight.
@@ -50,11 +52,13 @@ def replacements(draw: st.DrawFn, max_n: int = 60, max_d: int = 4) -> tuple[np.n
     n = draw(st.integers(2, max_n))
     x = draw(unit_points(n, d))
     i = draw(st.integers(0, n - 1))
-    new_row = draw(st.one_of(
-        unit_points(1, d).map(lambda a: a[0]),
-        st.integers(0, n - 1).map(lambda j: x[j].copy()),
-        st.sampled_from([np.zeros(d), np.ones(d)]),
-    ))
+    new_row = draw(
+        st.one_of(
+            unit_points(1, d).map(lambda a: a[0]),
+            st.integers(0, n - 1).map(lambda j: x[j].copy()),
+            st.sampled_from([np.zeros(d), np.ones(d)]),
+        )
+    )
     neighbour = x.copy()
     neighbour[i] = new_row
     return x, neighbour

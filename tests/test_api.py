@@ -16,16 +16,27 @@ from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.schedules.pure import ambient_depth
 
 
-def _synthesis_measurement(d, n, eps, box, mechanism, depth=None, placement="center", epsilon_size=None, delta=None):
+def _synthesis_measurement(
+    d, n, eps, box, mechanism, depth=None, placement="center", epsilon_size=None, delta=None
+):
     """The measurement synthesize() releases with, the constructors' post-processing and score
     (their maps are those of every choice)."""
-    paper = {"consistency": "paper", "threshold": 0.0} if mechanism in ("adaptive", "pruned") else {}
+    paper = (
+        {"consistency": "paper", "threshold": 0.0} if mechanism in ("adaptive", "pruned") else {}
+    )
     if mechanism == "adaptive":
         paper["score"] = "paper"
-    opts = SynthesisOptions(epsilon=eps, mechanism=mechanism, depth=depth, placement=placement,
-                            public_size=n is not None, epsilon_size=epsilon_size, delta=delta, **paper)
+    opts = SynthesisOptions(
+        epsilon=eps,
+        mechanism=mechanism,
+        depth=depth,
+        placement=placement,
+        public_size=n is not None,
+        epsilon_size=epsilon_size,
+        delta=delta,
+        **paper,
+    )
     return synthesis_measurement(opts, d=d, n=n, box=box)
-
 
 
 @pytest.mark.parametrize("mechanism", ["adaptive", "pruned", "pmm"])
@@ -72,7 +83,9 @@ def test_synthesize_private_size(mechanism):
     assert report.epsilon == pytest.approx(1.0, rel=1e-12)
     assert y.shape == (report.details["size_estimate"], 2)
     with reproducible(2):
-        y2, report2 = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, depth=7)
+        y2, report2 = synthesize(
+            x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, depth=7
+        )
     assert report2.depth == 7
     assert report2.epsilon <= 1.0
 
@@ -81,7 +94,9 @@ def test_synthesize_private_size(mechanism):
 @given(st.floats(1e-3, 1e3), st.sampled_from(["adaptive", "pruned"]), st.booleans())
 def test_synthesis_never_certifies_above_the_request(eps, mechanism, public):
     """The measurement synthesize() would release with is certified at most epsilon (issue 10)."""
-    meas, _ = _synthesis_measurement(2, 300 if public else None, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism)
+    meas, _ = _synthesis_measurement(
+        2, 300 if public else None, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism
+    )
     assert meas.map(1) <= eps
     assert Fraction(meas.map(1)) <= Fraction(eps)
 
@@ -102,7 +117,9 @@ X5 = np.vstack([X4, [[0.9, 0.9]]])
 
 def _public_view(x, seed, **kw):
     with reproducible(seed):
-        y, report = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, placement="center", **kw)
+        y, report = synthesize(
+            x, 1.0, bounds=(0, 1), mechanism="pruned", public_size=False, placement="center", **kw
+        )
     return report.depth, len(y), tuple(sorted(map(tuple, np.round(y, 12))))
 
 
@@ -178,7 +195,11 @@ def test_ambiguous_bounds_are_refused_never_guessed():
     x = np.random.default_rng(0).uniform(size=(50, 2)) * [10, 20]
     with pytest.raises(ValueError, match="ambiguous"):
         synthesize(x, 1.0, bounds=[(0, 10), (5, 20)])
-    for ok in ({"lower": [0, 5], "upper": [10, 20]}, Box((0.0, 5.0), (10.0, 20.0)), {0: (0, 10), 1: (5, 20)}):
+    for ok in (
+        {"lower": [0, 5], "upper": [10, 20]},
+        Box((0.0, 5.0), (10.0, 20.0)),
+        {0: (0, 10), 1: (5, 20)},
+    ):
         y, _ = synthesize(x, 1.0, bounds=ok, mechanism="pruned")
         assert y.shape == (50, 2)
     # one reading only is a valid box: no ambiguity
@@ -229,7 +250,9 @@ NEIGHBOURS = [
 def test_synthesize_succeeds_on_both_neighbours(mechanism, x, neighbour, public_size):
     for data in (x, neighbour):
         keep = data.copy()
-        y, report = synthesize(data, 1.0, bounds=(0, 1), mechanism=mechanism, public_size=public_size)
+        y, report = synthesize(
+            data, 1.0, bounds=(0, 1), mechanism=mechanism, public_size=public_size
+        )
         assert np.array_equal(data, keep)
         assert np.all((y >= 0) & (y <= 1))
         assert report.epsilon <= 1.0
@@ -248,7 +271,9 @@ def test_synthesize_clamps_infinite_values_to_the_box():
 def test_select_candidates_succeeds_on_both_neighbours(mechanism, x, neighbour, public_size):
     C = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
     for data in (x, neighbour):
-        counts, report = select_candidates(data, C, 5, 1.0, mechanism=mechanism, public_size=public_size)
+        counts, report = select_candidates(
+            data, C, 5, 1.0, mechanism=mechanism, public_size=public_size
+        )
         assert counts.sum() == 5
         assert report.epsilon <= 1.0
 
@@ -322,7 +347,9 @@ def test_delta_measurement_certifies_the_request_exactly(mechanism, eps, delta):
     from opendp_wasserstein.combinators import rho_for_approx_dp
 
     dp.enable_features("contrib")
-    meas, rho = _synthesis_measurement(2, 1000, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism, placement="uniform", delta=delta)
+    meas, rho = _synthesis_measurement(
+        2, 1000, eps, Box((0.0, 0.0), (1.0, 1.0)), mechanism, placement="uniform", delta=delta
+    )
     assert rho == rho_for_approx_dp(eps, delta)
     assert meas.map(1) == (eps, delta)
     assert meas.check(1, (eps, delta))
@@ -390,8 +417,14 @@ def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
     from opendp_wasserstein.hierarchy.split_order import SplitOrder
     from opendp_wasserstein.tables import Schema
 
-    schema = Schema.from_json({"columns": {"a": {"type": "float", "bounds": [0, 1]},
-                                           "c": {"type": "categorical", "categories": ["x", "y", "z"]}}})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "a": {"type": "float", "bounds": [0, 1]},
+                "c": {"type": "categorical", "categories": ["x", "y", "z"]},
+            }
+        }
+    )
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.uniform(size=400), "c": rng.choice(["x", "y"], 400).astype(object)})
     for mech in (None, "adaptive", "pruned", "pmm"):
@@ -405,7 +438,9 @@ def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
         synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism="structured")
     # and a split order with delta on plain arrays
     x = rng.uniform(size=(300, 2))
-    _, report = synthesize(x, 1.0, bounds=(0, 1), delta=1e-9, split_order=SplitOrder((1, 0) * 20, (0, 0)))
+    _, report = synthesize(
+        x, 1.0, bounds=(0, 1), delta=1e-9, split_order=SplitOrder((1, 0) * 20, (0, 0))
+    )
     assert report.delta == 1e-9
     assert report.epsilon <= 1.0
 
@@ -444,10 +479,13 @@ def test_synthesize_privtree():
     assert abs(len(z) - 3000) < 300
     assert report.details["leaves"] >= 1
     assert report.visited_nodes >= report.details["leaves"]
-    for kwargs, match in [({"delta": 1e-9}, "pure DP only"), ({"depth": 5}, "depth applies only"),
-                          ({"consistency": "paper"}, "consistency and threshold"),
-                          ({"epsilon_select": 0.1}, "epsilon_select applies only"),
-                          ({"public_size": False, "epsilon_size": 0.1}, "epsilon_size does not apply"),
-                          ({"score": "paper"}, "score applies only")]:
+    for kwargs, match in [
+        ({"delta": 1e-9}, "pure DP only"),
+        ({"depth": 5}, "depth applies only"),
+        ({"consistency": "paper"}, "consistency and threshold"),
+        ({"epsilon_select": 0.1}, "epsilon_select applies only"),
+        ({"public_size": False, "epsilon_size": 0.1}, "epsilon_size does not apply"),
+        ({"score": "paper"}, "score applies only"),
+    ]:
         with pytest.raises(ValueError, match=match):
             synthesize(x, 1.0, bounds=(0, 1), mechanism="privtree", **kwargs)

@@ -26,7 +26,10 @@ def test_run_all_quick(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     proc = subprocess.run(
         [sys.executable, str(RUN_ALL), "--quick", "--skip-peers", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -44,14 +47,18 @@ def test_run_all_quick(tmp_path: Path) -> None:
     assert {r["mechanism"] for r in depth} == {"pruned", "full"}
 
     scaling = _rows(out / "bench_adaptive_scaling.csv")
-    assert {"d", "n", "status", "seconds", "floor_s", "ratio", "peak_mb", "visited"} <= set(scaling[0])
+    assert {"d", "n", "status", "seconds", "floor_s", "ratio", "peak_mb", "visited"} <= set(
+        scaling[0]
+    )
     ok = [r for r in scaling if r["status"] == "ok"]
     assert {r["d"] for r in ok} == {"2", "3", "10"}
     for r in ok:
         assert float(r["seconds"]) > 0
         assert float(r["floor_s"]) > 0
         assert int(r["visited"]) >= 1
-        assert abs(float(r["ratio"]) - float(r["seconds"]) / float(r["floor_s"])) < 1e-6 * float(r["ratio"])
+        assert abs(float(r["ratio"]) - float(r["seconds"]) / float(r["floor_s"])) < 1e-6 * float(
+            r["ratio"]
+        )
 
     peers = _rows(out / "bench_peers.csv")
     assert {"dataset", "mechanism", "status", "seconds", "w1", "w1_floor"} <= set(peers[0])
@@ -79,14 +86,27 @@ def test_run_all_quick(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "script,csv_name,columns",
     [
-        ("bench_tables_real.py", "bench_tables_real.csv", {"table", "mechanism", "epsilon", "w1", "tvd1", "tvd2", "clf", "seconds"}),
-        ("bench_split_order.py", "bench_split_order.csv", {"table", "order", "w1", "w1_floor", "tvd1", "tvd2", "depth"}),
+        (
+            "bench_tables_real.py",
+            "bench_tables_real.csv",
+            {"table", "mechanism", "epsilon", "w1", "tvd1", "tvd2", "clf", "seconds"},
+        ),
+        (
+            "bench_split_order.py",
+            "bench_split_order.csv",
+            {"table", "order", "w1", "w1_floor", "tvd1", "tvd2", "depth"},
+        ),
     ],
 )
-def test_table_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, columns: set[str]) -> None:
+def test_table_benchmarks_quick(
+    tmp_path: Path, script: str, csv_name: str, columns: set[str]
+) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(tmp_path)],
-        cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=600,
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = _rows(tmp_path / csv_name)
@@ -100,21 +120,44 @@ def test_table_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, colu
 @pytest.mark.slow
 def test_structured_tables_benchmark_quick(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_tables_structured.py"), "--quick", "--out", str(tmp_path)],
-        cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_tables_structured.py"),
+            "--quick",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = _rows(tmp_path / "bench_tables_structured.csv")
-    assert {(r["table"], r["mech"]) for r in rows} >= {("mixed-3k", "structured"), ("mixed-3k", "marginals")}
+    assert {(r["table"], r["mech"]) for r in rows} >= {
+        ("mixed-3k", "structured"),
+        ("mixed-3k", "marginals"),
+    }
     assert all(0 <= float(r["tvd1"]) <= 1 and 0 <= float(r["gower"]) <= 1 for r in rows)
 
 
 @pytest.mark.slow
 def test_table_candidates_benchmark_runs() -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_tables_candidates.py"), "--tables", "penguins",
-         "--epsilons", "4", "--seeds", "1"],
-        cwd=ROOT / "benchmarks", capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_tables_candidates.py"),
+            "--tables",
+            "penguins",
+            "--epsilons",
+            "4",
+            "--seeds",
+            "1",
+        ],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "independent marginals" in proc.stdout
@@ -129,13 +172,38 @@ BENCH_ACCURACY = ROOT / "benchmarks" / "bench_accuracy.py"
 def test_bench_accuracy_quick(tmp_path: Path) -> None:
     out = tmp_path / "acc"
     proc = subprocess.run(
-        [sys.executable, str(BENCH_ACCURACY), "--quick", "--skip-peers", "--skip-rates", "--shapes", "two_moons",
-         "--airport-runs", "1", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        [
+            sys.executable,
+            str(BENCH_ACCURACY),
+            "--quick",
+            "--skip-peers",
+            "--skip-rates",
+            "--shapes",
+            "two_moons",
+            "--airport-runs",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = _rows(out / "accuracy.csv")
-    assert {"part", "dataset", "method", "privacy", "status", "w1", "w1_floor", "far_share", "seconds"} <= set(rows[0])
+    assert {
+        "part",
+        "dataset",
+        "method",
+        "privacy",
+        "status",
+        "w1",
+        "w1_floor",
+        "far_share",
+        "seconds",
+    } <= set(rows[0])
     by = {(r["part"], r["method"], r["privacy"]): r for r in rows}
     for mech in ("pruned", "adaptive", "pmm"):
         for priv in ("eps=1", "eps=1,delta=1e-09"):
@@ -152,15 +220,31 @@ def test_bench_accuracy_quick(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script,csv_name,extra", [
-    ("bench_privtree.py", "bench_privtree.csv", []),
-    ("bench_selection.py", "bench_selection.csv", []),
-])
-def test_comparison_benchmarks_quick(tmp_path: Path, script: str, csv_name: str, extra: list[str]) -> None:
+@pytest.mark.parametrize(
+    "script,csv_name,extra",
+    [
+        ("bench_privtree.py", "bench_privtree.csv", []),
+        ("bench_selection.py", "bench_selection.csv", []),
+    ],
+)
+def test_comparison_benchmarks_quick(
+    tmp_path: Path, script: str, csv_name: str, extra: list[str]
+) -> None:
     """The PrivTree and selection benchmarks run end to end in their quick form and write W1s."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--out", str(tmp_path), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / script),
+            "--quick",
+            "--out",
+            str(tmp_path),
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = _rows(tmp_path / csv_name)
@@ -177,14 +261,41 @@ COMPARE = ROOT / "benchmarks" / "bench_tables_compare.py"
 def test_tables_compare_quick(tmp_path: Path) -> None:
     pytest.importorskip("palmerpenguins")
     out = tmp_path / "cmp"
-    cmd = [sys.executable, str(COMPARE), "--quick", "--check-targets", "--out-dir", str(out),
-           "--synth-dir", str(tmp_path / "synth"), "--variant", 'sel20={"epsilon_select": 0.2}']
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    cmd = [
+        sys.executable,
+        str(COMPARE),
+        "--quick",
+        "--check-targets",
+        "--out-dir",
+        str(out),
+        "--synth-dir",
+        str(tmp_path / "synth"),
+        "--variant",
+        'sel20={"epsilon_select": 0.2}',
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = _rows(out / "results.csv")
-    assert {"table", "mechanism", "epsilon", "tvd1", "tvd2", "corr", "assoc", "model", "gower", "seconds",
-            "cpu_seconds"} <= set(rows[0])
+    assert {
+        "table",
+        "mechanism",
+        "epsilon",
+        "tvd1",
+        "tvd2",
+        "corr",
+        "assoc",
+        "model",
+        "gower",
+        "seconds",
+        "cpu_seconds",
+    } <= set(rows[0])
     by = {r["mechanism"]: r for r in rows}
     assert set(by) == {"ours", "ours:sel20", "holdout", "marginals"}  # --quick runs no peer
     for r in rows:
@@ -203,8 +314,13 @@ def test_tables_compare_quick(tmp_path: Path) -> None:
     assert "tvd1 <= marginals" in targets
     assert {r["state"] for r in _rows(out / "targets.csv")} <= {"met", "MISSED"}
     # the references are cached: a second run reuses them and runs nothing but ours
-    again = subprocess.run([*cmd[:2], "--no-run", "--check-targets", "--out-dir", str(out)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [*cmd[:2], "--no-run", "--check-targets", "--out-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert (out / "summary.csv").exists()
     assert _rows(out / "reference.csv")
@@ -219,16 +335,59 @@ def test_tables_compare_target_check() -> None:
         sys.path.remove(str(ROOT / "benchmarks"))
 
     def row(table, n, mech, **m):
-        base = {"table": table, "n_train": n, "epsilon": 1.0, "mechanism": mech, "status": "ok", "model_metric": "r2",
-                "tvd1": 0.1, "tvd2": 0.2, "corr": 0.1, "assoc": 0.1, "model": 0.8, "gower": 0.1, "seconds": 1.0,
-                "cpu_seconds": 1.0, "model_real": 0.9, "gower_floor": 0.01}
+        base = {
+            "table": table,
+            "n_train": n,
+            "epsilon": 1.0,
+            "mechanism": mech,
+            "status": "ok",
+            "model_metric": "r2",
+            "tvd1": 0.1,
+            "tvd2": 0.2,
+            "corr": 0.1,
+            "assoc": 0.1,
+            "model": 0.8,
+            "gower": 0.1,
+            "seconds": 1.0,
+            "cpu_seconds": 1.0,
+            "model_real": 0.9,
+            "gower_floor": 0.01,
+        }
         return base | m
 
     rows = [
-        row("diamonds", 40000, "ours", tvd1=0.05, tvd2=0.09, corr=0.2, model=0.73, gower=0.05, cpu_seconds=0.5),
+        row(
+            "diamonds",
+            40000,
+            "ours",
+            tvd1=0.05,
+            tvd2=0.09,
+            corr=0.2,
+            model=0.73,
+            gower=0.05,
+            cpu_seconds=0.5,
+        ),
         row("diamonds", 40000, "marginals", tvd1=0.04),
-        row("diamonds", 40000, "sn-mst", tvd2=0.10, corr=0.1, model=0.80, gower=0.06, cpu_seconds=20.0),
-        row("diamonds", 40000, "dpmm-mst", tvd2=0.12, corr=0.15, model=0.70, gower=0.07, cpu_seconds=5.0),
+        row(
+            "diamonds",
+            40000,
+            "sn-mst",
+            tvd2=0.10,
+            corr=0.1,
+            model=0.80,
+            gower=0.06,
+            cpu_seconds=20.0,
+        ),
+        row(
+            "diamonds",
+            40000,
+            "dpmm-mst",
+            tvd2=0.12,
+            corr=0.15,
+            model=0.70,
+            gower=0.07,
+            cpu_seconds=5.0,
+        ),
         row("mpg", 200, "ours", tvd1=0.3, tvd2=0.5, corr=0.3, model=0.5, gower=0.2),
         row("mpg", 200, "marginals", tvd1=0.3, tvd2=0.4, corr=0.4, model=0.6, gower=0.25),
         row("mpg", 200, "ours", epsilon=0.5),  # eps 0.5 is not a target epsilon

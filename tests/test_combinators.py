@@ -24,7 +24,11 @@ def test_converted_measurement_meets_the_target() -> None:
     rho = rho_for_approx_dp(1.0, 1e-9)
     C = np.random.default_rng(0).uniform(size=(20, 2))  # public candidates (test data)
     meas = make_tree_projection(
-        dp.numpy.array2_domain(num_columns=2, size=300, T=float), dp.symmetric_distance(), C, 30, rho,
+        dp.numpy.array2_domain(num_columns=2, size=300, T=float),
+        dp.symmetric_distance(),
+        C,
+        30,
+        rho,
         output_measure=dp.zero_concentrated_divergence(),
     )
     approx = make_approx_dp(meas, 1e-9)
@@ -36,7 +40,12 @@ def test_converted_measurement_meets_the_target() -> None:
 
 
 def test_bad_arguments() -> None:
-    pure = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=10, T=float), dp.symmetric_distance(), 2, [1.0] * 3)
+    pure = make_pruned_pmm(
+        dp.numpy.array2_domain(num_columns=2, size=10, T=float),
+        dp.symmetric_distance(),
+        2,
+        [1.0] * 3,
+    )
     with pytest.raises(ValueError, match="zero_concentrated"):
         make_approx_dp(pure, 1e-9)
     for bad in (0.0, 1.0, -1e-9, math.nan):

@@ -25,7 +25,11 @@ def test_no_module_but_compat_imports_opendp_private_api():
         if mod.name == "opendp_wasserstein._compat":
             continue
         source = inspect.getsource(importlib.import_module(mod.name))
-        if "opendp._internal" in source or "opendp.extras._utilities" in source or "opendp.context" in source:
+        if (
+            "opendp._internal" in source
+            or "opendp.extras._utilities" in source
+            or "opendp.context" in source
+        ):
             offenders.append(mod.name)
     assert offenders == []
 
@@ -33,18 +37,28 @@ def test_no_module_but_compat_imports_opendp_private_api():
 def test_every_constructor_is_registered_with_the_context_api():
     from opendp.context import constructors
 
-    makes = [n for pkg in (measurements, transformations) for n in pkg.__all__ if n.startswith("make_")]
+    makes = [
+        n for pkg in (measurements, transformations) for n in pkg.__all__ if n.startswith("make_")
+    ]
     functions = {"make_tree_multiset"}  # a post-processing Function: the Context API takes none
-    missing = [n for n in makes if n not in functions and n.removeprefix("make_") not in constructors]
+    missing = [
+        n for n in makes if n not in functions and n.removeprefix("make_") not in constructors
+    ]
     assert missing == []
 
 
 def test_registering_again_is_harmless_and_importing_changes_no_feature():
-    before = {f for f in ("contrib", "honest-but-curious", "floating-point") if _compat.feature_enabled(f)}
+    before = {
+        f for f in ("contrib", "honest-but-curious", "floating-point") if _compat.feature_enabled(f)
+    }
     importlib.reload(importlib.import_module("opendp_wasserstein.measurements._pmm"))
-    after = {f for f in ("contrib", "honest-but-curious", "floating-point") if _compat.feature_enabled(f)}
+    after = {
+        f for f in ("contrib", "honest-but-curious", "floating-point") if _compat.feature_enabled(f)
+    }
     assert before == after
-    assert dp.Context  # the registered names resolve through dp.Context (doctest of make_pruned_pmm)
+    assert (
+        dp.Context
+    )  # the registered names resolve through dp.Context (doctest of make_pruned_pmm)
 
 
 def test_importing_the_package_alone_registers_every_constructor():
@@ -58,7 +72,8 @@ def test_importing_the_package_alone_registers_every_constructor():
         n.removeprefix("make_")
         for pkg in (measurements, transformations, tables)
         for n in pkg.__all__
-        if n.startswith("make_") and n not in ("make_tree_multiset", "make_table_decoding")  # Functions
+        if n.startswith("make_")
+        and n not in ("make_tree_multiset", "make_table_decoding")  # Functions
     )
     code = (
         "import sys, opendp_wasserstein\n"

@@ -47,13 +47,20 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--synth", choices=("mst", "aim", "privbayes"), required=True)
     p.add_argument("--input", required=True, help="CSV with a header, one column per axis")
-    p.add_argument("--spec", required=True,
-                   help='JSON {"columns": {name: {"kind": "numeric"} | {"kind": "categorical", "categories": [...]}}}')
+    p.add_argument(
+        "--spec",
+        required=True,
+        help='JSON {"columns": {name: {"kind": "numeric"} | {"kind": "categorical", "categories": [...]}}}',
+    )
     p.add_argument("--output", required=True)
     p.add_argument("--epsilon", type=float, default=1.0, help="the whole release's epsilon")
     p.add_argument("--delta", type=float, default=1e-9)
-    p.add_argument("--proc-share", type=float, default=0.1, help="share of epsilon for dpmm's private binning")
-    p.add_argument("--seed", type=int, default=None, help="dpmm's RandomState (figures only, not private)")
+    p.add_argument(
+        "--proc-share", type=float, default=0.1, help="share of epsilon for dpmm's private binning"
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="dpmm's RandomState (figures only, not private)"
+    )
     a = p.parse_args(argv)
     if not 0.0 < a.proc_share < 1.0:
         raise SystemExit("--proc-share must be in (0, 1)")
@@ -78,8 +85,12 @@ def main(argv: list[str] | None = None) -> None:
         from dpmm.pipelines import AIMPipeline, MSTPipeline, PrivBayesPipeline
 
         cls = {"mst": MSTPipeline, "aim": AIMPipeline, "privbayes": PrivBayesPipeline}[a.synth]
-        pipe = cls(epsilon=a.epsilon * (1 - a.proc_share), delta=a.delta,
-                   proc_epsilon=a.epsilon * a.proc_share, n_jobs=1)
+        pipe = cls(
+            epsilon=a.epsilon * (1 - a.proc_share),
+            delta=a.delta,
+            proc_epsilon=a.epsilon * a.proc_share,
+            n_jobs=1,
+        )
         c0 = time.process_time()
         t0 = time.perf_counter()
         pipe.fit(df, domain=domain, random_state=a.seed)
@@ -90,13 +101,25 @@ def main(argv: list[str] | None = None) -> None:
     out = out[list(spec)]
     out.to_csv(a.output, index=False)
     proc = pipe.proc
-    print(json.dumps({
-        "synth": a.synth, "n": n, "columns": len(spec), "epsilon": a.epsilon, "delta": a.delta,
-        "proc_epsilon": a.epsilon * a.proc_share, "fit_seconds": t1 - t0, "sample_seconds": t2 - t1,
-        "cpu_seconds": c1 - c0, "seconds": t2 - t0, "static_columns": sorted(proc.static_columns) if proc is not None else [],
-        "n_bins": {k: int(v) for k, v in proc.n_bins.items()} if proc is not None else {},
-        "versions": {k: version(k) for k in ("dpmm", "numpy", "pandas")},
-    }))
+    print(
+        json.dumps(
+            {
+                "synth": a.synth,
+                "n": n,
+                "columns": len(spec),
+                "epsilon": a.epsilon,
+                "delta": a.delta,
+                "proc_epsilon": a.epsilon * a.proc_share,
+                "fit_seconds": t1 - t0,
+                "sample_seconds": t2 - t1,
+                "cpu_seconds": c1 - c0,
+                "seconds": t2 - t0,
+                "static_columns": sorted(proc.static_columns) if proc is not None else [],
+                "n_bins": {k: int(v) for k, v in proc.n_bins.items()} if proc is not None else {},
+                "versions": {k: version(k) for k in ("dpmm", "numpy", "pandas")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,11 @@ def rho_for(epsilon: float, delta: float) -> float:
     import opendp.prelude as dp
 
     def eps_of(rho: float) -> float:
-        m = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
-                               scale=math.sqrt(1.0 / (2.0 * rho)))
+        m = dp.m.make_gaussian(
+            dp.atom_domain(T=float, nan=False),
+            dp.absolute_distance(T=float),
+            scale=math.sqrt(1.0 / (2.0 * rho)),
+        )
         return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(m), delta).map(1.0)[0]
 
     lo, hi = 0.0, epsilon  # eps_of(rho) > rho, so rho < epsilon
@@ -61,9 +64,13 @@ def rho_for(epsilon: float, delta: float) -> float:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--synth", choices=("mst", "aim"), required=True)
-    p.add_argument("--input", required=True, help="CSV of integer codes, no header, one row per record")
+    p.add_argument(
+        "--input", required=True, help="CSV of integer codes, no header, one row per record"
+    )
     p.add_argument("--output", required=True)
-    p.add_argument("--cardinalities", required=True, help="comma-separated number of codes per column (public)")
+    p.add_argument(
+        "--cardinalities", required=True, help="comma-separated number of codes per column (public)"
+    )
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-9)
     a = p.parse_args(argv)
@@ -80,7 +87,9 @@ def main(argv: list[str] | None = None) -> None:
         dp.enable_features("contrib")
         rho = rho_for(a.epsilon, a.delta)
         cols = [f"c{j}" for j in range(d)]
-        data = pl.LazyFrame({c: codes[:, j] for j, c in enumerate(cols)}, schema={c: pl.Int64 for c in cols})
+        data = pl.LazyFrame(
+            {c: codes[:, j] for j, c in enumerate(cols)}, schema={c: pl.Int64 for c in cols}
+        )
         algorithm = dp.mbi.AIM() if a.synth == "aim" else dp.mbi.MST()
         retries = 0
         while True:
@@ -93,14 +102,18 @@ def main(argv: list[str] | None = None) -> None:
             c0 = time.process_time()
             t0 = time.perf_counter()
             context = dp.Context.compositor(
-                data=data, privacy_unit=dp.unit_of(contributions=1), privacy_loss=dp.loss_of(rho=rho),
+                data=data,
+                privacy_unit=dp.unit_of(contributions=1),
+                privacy_loss=dp.loss_of(rho=rho),
             )
             try:
                 table = (
                     context.query(rho=rho)
                     .select(*cols)
-                    .contingency_table(keys={c: list(range(k)) for c, k in zip(cols, cards, strict=True)},
-                                       algorithm=algorithm)
+                    .contingency_table(
+                        keys={c: list(range(k)) for c, k in zip(cols, cards, strict=True)},
+                        algorithm=algorithm,
+                    )
                     .release()
                 )
                 break
@@ -120,11 +133,24 @@ def main(argv: list[str] | None = None) -> None:
     if len(y) != n:  # "round" synthesis can miss n by a few rows: resample rows to n (not private)
         y = y[np.random.default_rng(0).choice(len(y), size=n, replace=len(y) < n)]
     np.savetxt(a.output, y, delimiter=",", fmt="%d")
-    print(json.dumps({
-        "synth": a.synth, "n": n, "columns": d, "epsilon": a.epsilon, "delta": a.delta, "rho": rho, "rho_retries": retries,
-        "fit_seconds": t1 - t0, "sample_seconds": t2 - t1, "cpu_seconds": c1 - c0, "seconds": t2 - t0,
-        "versions": {k: version(k) for k in ("opendp", "mbi", "polars")},
-    }))
+    print(
+        json.dumps(
+            {
+                "synth": a.synth,
+                "n": n,
+                "columns": d,
+                "epsilon": a.epsilon,
+                "delta": a.delta,
+                "rho": rho,
+                "rho_retries": retries,
+                "fit_seconds": t1 - t0,
+                "sample_seconds": t2 - t1,
+                "cpu_seconds": c1 - c0,
+                "seconds": t2 - t0,
+                "versions": {k: version(k) for k in ("opendp", "mbi", "polars")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--bins", type=int, default=32)
     p.add_argument("--lo", type=float, default=0.0, help="public lower bound (every column)")
     p.add_argument("--hi", type=float, default=1.0, help="public upper bound (every column)")
-    p.add_argument("--seed", type=int, default=None, help="un-binning randomness only (not private)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="un-binning randomness only (not private)"
+    )
     a = p.parse_args(argv)
 
     x = np.loadtxt(a.input, delimiter=",", ndmin=2)
@@ -72,11 +74,22 @@ def main(argv: list[str] | None = None) -> None:
         y = a.lo + (sidx + rng.uniform(size=(n, d))) * width
         t4 = time.perf_counter()
     np.savetxt(a.output, y, delimiter=",", fmt="%.9g")
-    print(json.dumps({
-        "synth": a.synth, "n": n, "d": d, "epsilon": a.epsilon, "delta": a.delta, "bins": a.bins,
-        "fit_seconds": t2 - t1, "sample_seconds": t3 - t2, "seconds": t4 - t0,
-        "versions": {k: version(k) for k in ("smartnoise-synth", "opendp", "mbi")},
-    }))
+    print(
+        json.dumps(
+            {
+                "synth": a.synth,
+                "n": n,
+                "d": d,
+                "epsilon": a.epsilon,
+                "delta": a.delta,
+                "bins": a.bins,
+                "fit_seconds": t2 - t1,
+                "sample_seconds": t3 - t2,
+                "seconds": t4 - t0,
+                "versions": {k: version(k) for k in ("smartnoise-synth", "opendp", "mbi")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,13 @@ import pandas as pd
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--synth", choices=("mst", "aim"), required=True)
-    p.add_argument("--input", required=True, help="CSV of integer codes, no header, one row per record")
+    p.add_argument(
+        "--input", required=True, help="CSV of integer codes, no header, one row per record"
+    )
     p.add_argument("--output", required=True)
-    p.add_argument("--cardinalities", required=True, help="comma-separated number of codes per column (public)")
+    p.add_argument(
+        "--cardinalities", required=True, help="comma-separated number of codes per column (public)"
+    )
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-9, help="smartnoise-synth's default")
     a = p.parse_args(argv)
@@ -68,11 +72,22 @@ def main(argv: list[str] | None = None) -> None:
         c1 = time.process_time()
     y = np.asarray(out, dtype=np.int64).reshape(n, d)
     np.savetxt(a.output, y, delimiter=",", fmt="%d")
-    print(json.dumps({
-        "synth": a.synth, "n": n, "columns": d, "epsilon": a.epsilon, "delta": a.delta,
-        "fit_seconds": t2 - t1, "sample_seconds": t3 - t2, "cpu_seconds": c1 - c0, "seconds": t3 - t0,
-        "versions": {k: version(k) for k in ("smartnoise-synth", "opendp", "mbi")},
-    }))
+    print(
+        json.dumps(
+            {
+                "synth": a.synth,
+                "n": n,
+                "columns": d,
+                "epsilon": a.epsilon,
+                "delta": a.delta,
+                "fit_seconds": t2 - t1,
+                "sample_seconds": t3 - t2,
+                "cpu_seconds": c1 - c0,
+                "seconds": t3 - t0,
+                "versions": {k: version(k) for k in ("smartnoise-synth", "opendp", "mbi")},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

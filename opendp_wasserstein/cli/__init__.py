@@ -58,7 +58,6 @@ def check_paths(args: argparse.Namespace) -> None:
 
 def _version() -> str:
 
-
     try:
         opendp_version = version("opendp")
     except PackageNotFoundError:  # pragma: no cover - opendp is a dependency
@@ -72,62 +71,112 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = sub.add_parser(
-        "demo", help="synthesise private two-moons data and plot it",
+        "demo",
+        help="synthesise private two-moons data and plot it",
         description="Synthesise a private copy of an embedded 2-D shape, print the certified "
         "epsilon, the W1 distance to the original and the time, and plot both.",
     )
-    demo.add_argument("--n", type=int, default=30000, help="number of original points (default %(default)s)")
-    demo.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per replaced record (default %(default)s)")
-    demo.add_argument("--shape", choices=list(SHAPES), default="two_moons", metavar="SHAPE",
-                      help=f"the embedded 2-D shape: {', '.join(SHAPES)} (default %(default)s)")
-    demo.add_argument("--mechanism", choices=["adaptive", "pruned", "pmm", "privtree"], default="adaptive",
-                      help="Adaptive Pruned-PMM, Pruned-PMM, full PMM or PrivTree (default %(default)s)")
-    demo.add_argument("-o", "--out", default="demo.png", help="PNG path, '' for none (default %(default)s)")
+    demo.add_argument(
+        "--n", type=int, default=30000, help="number of original points (default %(default)s)"
+    )
+    demo.add_argument(
+        "--epsilon",
+        type=float,
+        default=1.0,
+        help="privacy budget per replaced record (default %(default)s)",
+    )
+    demo.add_argument(
+        "--shape",
+        choices=list(SHAPES),
+        default="two_moons",
+        metavar="SHAPE",
+        help=f"the embedded 2-D shape: {', '.join(SHAPES)} (default %(default)s)",
+    )
+    demo.add_argument(
+        "--mechanism",
+        choices=["adaptive", "pruned", "pmm", "privtree"],
+        default="adaptive",
+        help="Adaptive Pruned-PMM, Pruned-PMM, full PMM or PrivTree (default %(default)s)",
+    )
+    demo.add_argument(
+        "-o", "--out", default="demo.png", help="PNG path, '' for none (default %(default)s)"
+    )
     demo.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     demo.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     demo.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
     syn = sub.add_parser(
-        "synth", help="turn a table file into a private synthetic table file",
+        "synth",
+        help="turn a table file into a private synthetic table file",
         description="Release a private synthetic copy of a table file.  Its public description is "
         "required: --bounds (numeric columns; rows outside the box are clamped) or --schema (any "
         "column types).",
     )
-    syn.add_argument("input", help="input CSV/TSV/Parquet with a header; with --bounds numeric columns, with --schema any")
+    syn.add_argument(
+        "input",
+        help="input CSV/TSV/Parquet with a header; with --bounds numeric columns, with --schema any",
+    )
     syn.add_argument("-o", "--output", required=True, help="output CSV (written atomically)")
-    syn.add_argument("--epsilon", type=float, required=True, help="total privacy budget per replaced record")
+    syn.add_argument(
+        "--epsilon", type=float, required=True, help="total privacy budget per replaced record"
+    )
     source = syn.add_mutually_exclusive_group(required=True)  # shown as required in the usage
-    source.add_argument("--bounds", metavar="BOUNDS.json",
-                     help='JSON file mapping each column to [lower, upper], e.g. {"age": [0, 120]}; '
-                     "public and never inferred from the data")
+    source.add_argument(
+        "--bounds",
+        metavar="BOUNDS.json",
+        help='JSON file mapping each column to [lower, upper], e.g. {"age": [0, 120]}; '
+        "public and never inferred from the data",
+    )
 
     tables_cli.add_synth_options(syn, source)  # --schema right after --bounds: one usage group
-    syn.add_argument("--mechanism", choices=["structured", "adaptive", "pruned", "pmm", "privtree"], default=None,
-                     help="with --schema: structured (the default with a public row count and pure DP: a DP "
-                     "first look at every column, quantile encoding, chosen split orders, calibration) or one "
-                     "tree over the table's hierarchy; Adaptive Pruned-PMM (the default otherwise), "
-                     "Pruned-PMM, full PMM or PrivTree")
-    syn.add_argument("--epsilon-select", type=float, default=None, help="adaptive: selection budget (default 20%% of epsilon)")
-    syn.add_argument("--placement", choices=["uniform", "center"], default="uniform",
-                     help="synthetic points uniform in their cell or at its centre (default %(default)s)")
     syn.add_argument(
-        "--consistency", choices=["least_squares", "paper"], default=None,
+        "--mechanism",
+        choices=["structured", "adaptive", "pruned", "pmm", "privtree"],
+        default=None,
+        help="with --schema: structured (the default with a public row count and pure DP: a DP "
+        "first look at every column, quantile encoding, chosen split orders, calibration) or one "
+        "tree over the table's hierarchy; Adaptive Pruned-PMM (the default otherwise), "
+        "Pruned-PMM, full PMM or PrivTree",
+    )
+    syn.add_argument(
+        "--epsilon-select",
+        type=float,
+        default=None,
+        help="adaptive: selection budget (default 20%% of epsilon)",
+    )
+    syn.add_argument(
+        "--placement",
+        choices=["uniform", "center"],
+        default="uniform",
+        help="synthetic points uniform in their cell or at its centre (default %(default)s)",
+    )
+    syn.add_argument(
+        "--consistency",
+        choices=["least_squares", "paper"],
+        default=None,
         help="adaptive/pruned: how the noisy counts become leaf masses: least squares over every "
         "level with the suppression of empty cells (the default) or the paper's parent/children "
         "split; post-processing, no privacy cost",
     )
     syn.add_argument(
-        "--score", choices=["capped", "paper"], default=None,
+        "--score",
+        choices=["capped", "paper"],
+        default=None,
         help="adaptive: the selection's score: the capped-count estimate (the default, a sharp "
         "selection) or the paper's bound; the privacy cost is the same",
     )
-    syn.add_argument("--delta", type=float, default=None,
-                     help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "
-                     "(public row count; with --schema on the table's one hierarchy, --mechanism adaptive, "
-                     "pruned or pmm; default: pure epsilon-DP)")
+    syn.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "
+        "(public row count; with --schema on the table's one hierarchy, --mechanism adaptive, "
+        "pruned or pmm; default: pure epsilon-DP)",
+    )
     syn.add_argument("--columns", help="comma-separated subset of columns (default all)")
     syn.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     syn.add_argument(
-        "--private-size", action="store_true",
+        "--private-size",
+        action="store_true",
         help="treat the number of rows as private: epsilon is then per added/removed record and a "
         "share of it buys a DP row count (default: the row count is public)",
     )
@@ -136,24 +185,48 @@ def _parser() -> argparse.ArgumentParser:
     distributed_cli.add_options(syn)
     tables_cli.register(sub)
     sel = sub.add_parser(
-        "select", help="privately choose m public candidates close in W1 to the data",
+        "select",
+        help="privately choose m public candidates close in W1 to the data",
         description="Release a private size-m multiset of public candidates close in W1 to the "
         "sensitive data.",
     )
-    sel.add_argument("data", help="sensitive data CSV (header row, numeric columns; with --schema CSV/TSV/Parquet, any columns)")
+    sel.add_argument(
+        "data",
+        help="sensitive data CSV (header row, numeric columns; with --schema CSV/TSV/Parquet, any columns)",
+    )
     sel.add_argument("candidates", help="public candidates file with the same columns")
     sel.add_argument("-m", type=int, required=True, help="the multiset size")
-    sel.add_argument("--epsilon", type=float, required=True, help="total privacy budget per replaced record")
-    sel.add_argument("--mechanism", choices=["projection", "tree-em", "nn"], default="projection",
-                     help="hierarchical tree projection, Tree-EM or the nearest-neighbour histogram "
-                     "(default %(default)s)")
-    sel.add_argument("--metric", choices=["l2", "l1", "linf"], default=None, help="ground metric (default l2; with --schema the table metric)")
-    sel.add_argument("--idealized-numerics", action="store_true",
-                     help="allow tree-em's float64 sampler (OpenDP's 'idealized-numerics' feature)")
-    sel.add_argument("-o", "--output", required=True, help="output file (CSV; with --schema CSV/TSV/Parquet): chosen candidates and multiplicities")
+    sel.add_argument(
+        "--epsilon", type=float, required=True, help="total privacy budget per replaced record"
+    )
+    sel.add_argument(
+        "--mechanism",
+        choices=["projection", "tree-em", "nn"],
+        default="projection",
+        help="hierarchical tree projection, Tree-EM or the nearest-neighbour histogram "
+        "(default %(default)s)",
+    )
+    sel.add_argument(
+        "--metric",
+        choices=["l2", "l1", "linf"],
+        default=None,
+        help="ground metric (default l2; with --schema the table metric)",
+    )
+    sel.add_argument(
+        "--idealized-numerics",
+        action="store_true",
+        help="allow tree-em's float64 sampler (OpenDP's 'idealized-numerics' feature)",
+    )
+    sel.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="output file (CSV; with --schema CSV/TSV/Parquet): chosen candidates and multiplicities",
+    )
     sel.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     sel.add_argument(
-        "--private-size", action="store_true",
+        "--private-size",
+        action="store_true",
         help="treat the number of rows as private (not with tree-em): epsilon is then per added/removed record",
     )
     sel.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
@@ -239,7 +312,15 @@ def _main(argv: Sequence[str] | None) -> int:
                 raise CliError("--n must be at least 2")
             if not args.epsilon > 0 or args.epsilon == float("inf"):
                 raise CliError("--epsilon must be finite and > 0")
-            summary = run_demo(args.n, args.epsilon, args.out, args.seed, args.shape, args.quiet or args.json, args.mechanism)
+            summary = run_demo(
+                args.n,
+                args.epsilon,
+                args.out,
+                args.seed,
+                args.shape,
+                args.quiet or args.json,
+                args.mechanism,
+            )
         elif args.command == "synth":
             if not np.isfinite(args.epsilon) or args.epsilon <= 0:
                 raise CliError("--epsilon must be finite and > 0")
@@ -247,10 +328,14 @@ def _main(argv: Sequence[str] | None) -> int:
                 if not (np.isfinite(args.delta) and 0 < args.delta < 1):
                     raise CliError("--delta must be in (0, 1)")
                 if args.scheduler or args.private_size:
-                    raise CliError("--delta needs a public row count; it is not supported with --scheduler or --private-size")
+                    raise CliError(
+                        "--delta needs a public row count; it is not supported with --scheduler or --private-size"
+                    )
                 if args.mechanism in ("structured", "privtree"):
-                    raise CliError(f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
-                                   "--mechanism adaptive, pruned or pmm")
+                    raise CliError(
+                        f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
+                        "--mechanism adaptive, pruned or pmm"
+                    )
                 if args.schema:
                     summary = run_synth_table(args)
                 else:
@@ -283,7 +368,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     except Exception as e:  # an OpenDP error from inside a release: first line only
         lines = str(e).strip().splitlines()
-        print(f"opendp-wasserstein: error: {lines[-1] if lines else type(e).__name__}", file=sys.stderr)
+        print(
+            f"opendp-wasserstein: error: {lines[-1] if lines else type(e).__name__}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -23,15 +23,29 @@ from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.tables.io import write_file
 
-__all__ = ["CliError", "read_numeric_csv", "write_numeric", "read_bounds", "seeded", "unit", "tree_em_features", "NoProgress", "progress", "SEED_HELP"]
+__all__ = [
+    "CliError",
+    "read_numeric_csv",
+    "write_numeric",
+    "read_bounds",
+    "seeded",
+    "unit",
+    "tree_em_features",
+    "NoProgress",
+    "progress",
+    "SEED_HELP",
+]
+
 
 class CliError(Exception):
     """An error reported as one line and exit code 2."""
 
 
-
 def read_numeric_csv(
-    path: str, columns: Sequence[str] | None = None, name: str = "input", sensitive: bool = False,
+    path: str,
+    columns: Sequence[str] | None = None,
+    name: str = "input",
+    sensitive: bool = False,
     private_size: bool = False,
 ) -> tuple[list[str], Any]:
     """Read a CSV with a header row into (header, float array); errors name the column, not values.
@@ -41,7 +55,6 @@ def read_numeric_csv(
     clamped to the box like any value outside it, and with ``private_size`` a file with no data
     rows is data too (the empty data set is a neighbour of every one-row data set).  Public
     files (candidates) must hold finite numbers and at least one row."""
-
 
     try:
         with open(path, newline="") as f:
@@ -72,17 +85,19 @@ def read_numeric_csv(
         except ValueError:
             raise CliError(f"column {col!r} of {name} file {path!r} is not numeric") from None
         if sensitive and np.isnan(out[:, j]).any():
-            raise CliError(f"column {col!r} of {name} file {path!r} has missing or NaN values (impute first, or use --schema)")
+            raise CliError(
+                f"column {col!r} of {name} file {path!r} has missing or NaN values (impute first, or use --schema)"
+            )
         if not sensitive and not np.all(np.isfinite(out[:, j])):
-            raise CliError(f"column {col!r} of {name} file {path!r} has missing, NaN or infinite values")
+            raise CliError(
+                f"column {col!r} of {name} file {path!r} has missing, NaN or infinite values"
+            )
     return wanted, out
-
 
 
 def write_numeric(path: str, header: Sequence[str], values: Any, multiplicity: Any = None) -> None:
     """Write numeric rows (and an optional ``multiplicity`` column) to ``path`` in the format of
     its extension, atomically (:func:`~opendp_wasserstein.tables.io.write_file`)."""
-
 
     values = np.asarray(values, dtype=np.float64).reshape(-1, len(header))
     cols = {name: pa.array(values[:, j]) for j, name in enumerate(header)}
@@ -91,8 +106,9 @@ def write_numeric(path: str, header: Sequence[str], values: Any, multiplicity: A
     write_file(pa.table(cols), path)
 
 
-
-def read_bounds(path: str, columns: Sequence[str], subset: bool = False) -> tuple[list[float], list[float]]:
+def read_bounds(
+    path: str, columns: Sequence[str], subset: bool = False
+) -> tuple[list[float], list[float]]:
     """The bounds of ``columns`` from a bounds file (``{"column": [lower, upper]}``).
 
     ``columns`` is the input's header (or, with ``subset``, the columns the user chose with
@@ -108,24 +124,38 @@ def read_bounds(path: str, columns: Sequence[str], subset: bool = False) -> tupl
     except json.JSONDecodeError as e:
         raise CliError(f"bounds file {path!r} is not valid JSON: {e.msg}") from None
     if not isinstance(spec, dict):
-        raise CliError('bounds file must map each column name to [lower, upper], e.g. {"x": [0, 1]}')
+        raise CliError(
+            'bounds file must map each column name to [lower, upper], e.g. {"x": [0, 1]}'
+        )
     unbounded = [c for c in columns if c not in spec]
     if unbounded and subset:
-        raise CliError(f"bounds file has no [lower, upper] for column(s) {unbounded} (bounds are public and never inferred from the data)")
+        raise CliError(
+            f"bounds file has no [lower, upper] for column(s) {unbounded} (bounds are public and never inferred from the data)"
+        )
     if unbounded:
         known = [c for c in columns if c in spec]
         raise CliError(
             f"the bounds file has no [lower, upper] for {len(unbounded)} of the input's {len(columns)} "
             "header field(s) (a file without a header row?); bounds are public and never inferred from "
-            + (f"the data: add them, or pass --columns {','.join(known)}" if known else "the data: add them")
+            + (
+                f"the data: add them, or pass --columns {','.join(known)}"
+                if known
+                else "the data: add them"
+            )
         )
     absent = [c for c in spec if c not in columns]
     if absent and not subset:
-        raise CliError(f"bounds file column(s) {absent} are not in the input's header; pass --columns to release a subset")
+        raise CliError(
+            f"bounds file column(s) {absent} are not in the input's header; pass --columns to release a subset"
+        )
     lower, upper = [], []
     for c in columns:
         b = spec[c]
-        if not (isinstance(b, list) and len(b) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)):
+        if not (
+            isinstance(b, list)
+            and len(b) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
+        ):
             raise CliError(f"bounds for column {c!r} must be [lower, upper] numbers")
         lo, hi = float(b[0]), float(b[1])
         if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
@@ -135,20 +165,16 @@ def read_bounds(path: str, columns: Sequence[str], subset: bool = False) -> tupl
     return lower, upper
 
 
-
 def seeded(seed: int | None) -> Any:
     """``runtime.reproducible(seed)`` for ``--seed`` (NOT private), else no change."""
 
-
     return nullcontext() if seed is None else reproducible(seed)
-
 
 
 def unit(private_size: bool) -> str:
     """What ``epsilon`` is certified for: one replacement (public size) or one added or removed
     record (private size; a replacement then costs twice as much)."""
     return "one added or removed record" if private_size else "one replacement"
-
 
 
 class NoProgress:
@@ -161,7 +187,6 @@ class NoProgress:
     def step(self, done: int, total: int) -> None: ...
 
     def close(self) -> None: ...
-
 
 
 def progress(total: int, quiet: bool, desc: str) -> Any:
@@ -189,7 +214,6 @@ def progress(total: int, quiet: bool, desc: str) -> Any:
 
 
 SEED_HELP = "NOT private: makes the output reproducible, for tests and figures only"
-
 
 
 def tree_em_features(args: argparse.Namespace) -> None:

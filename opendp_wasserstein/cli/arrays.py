@@ -21,20 +21,31 @@ from opendp_wasserstein.cli._common import (
 
 __all__ = ["run_synth", "run_select"]
 
+
 def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     steps = progress(3, args.quiet or args.json, "synth")
-    header, x = read_numeric_csv(args.input, columns, sensitive=True, private_size=args.private_size)
+    header, x = read_numeric_csv(
+        args.input, columns, sensitive=True, private_size=args.private_size
+    )
     steps.update(1)
     if args.bounds is None:
-        raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
+        raise CliError(
+            "--bounds BOUNDS.json is required: bounds are public and never inferred from the data"
+        )
     lower, upper = read_bounds(args.bounds, header, subset=bool(columns))
     with seeded(args.seed):
         y, report = synthesize(
-            x, args.epsilon, {"lower": lower, "upper": upper}, mechanism=args.mechanism,
-            epsilon_select=args.epsilon_select, placement=args.placement,
-            public_size=not args.private_size, delta=args.delta, consistency=args.consistency,
+            x,
+            args.epsilon,
+            {"lower": lower, "upper": upper},
+            mechanism=args.mechanism,
+            epsilon_select=args.epsilon_select,
+            placement=args.placement,
+            public_size=not args.private_size,
+            delta=args.delta,
+            consistency=args.consistency,
             score=args.score,
         )
     steps.update(1)
@@ -42,32 +53,45 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     steps.update(1)
     steps.close()
     summary = {
-        "command": "synth", "input": args.input, "output": args.output,
+        "command": "synth",
+        "input": args.input,
+        "output": args.output,
         "rows_in": None if args.private_size else int(x.shape[0]),
-        "rows_out": report.size, "columns": header, "mechanism": report.mechanism,
-        "epsilon_certified": report.epsilon, "delta_certified": report.delta, "depth": report.depth,
-        "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
+        "rows_out": report.size,
+        "columns": header,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "delta_certified": report.delta,
+        "depth": report.depth,
+        "schedule": list(report.scales),
+        "visited_nodes": report.visited_nodes,
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
         unit_name = unit(args.private_size)
-        pair = f"{report.epsilon}, delta {report.delta}" if report.delta is not None else f"{report.epsilon}"
+        pair = (
+            f"{report.epsilon}, delta {report.delta}"
+            if report.delta is not None
+            else f"{report.epsilon}"
+        )
         print(f"certified epsilon (measurement map, {unit_name}): {pair}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
-        print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
+        print(
+            f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes"
+        )
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
         print(f"wrote {report.size} synthetic rows to {args.output}")
     return summary
 
 
-
 def run_select(args: argparse.Namespace) -> dict[str, Any]:
-
 
     if args.m < 1:
         raise CliError("-m must be at least 1")
     steps = progress(3, args.quiet or args.json, "select")
-    header, x = read_numeric_csv(args.data, None, "data", sensitive=True, private_size=args.private_size)
+    header, x = read_numeric_csv(
+        args.data, None, "data", sensitive=True, private_size=args.private_size
+    )
     c_header, c = read_numeric_csv(args.candidates, None, "candidates")
     if c_header != header:  # the candidates are public: their header is named, the data's is not
         unmatched = sum(h not in c_header for h in header)
@@ -78,12 +102,19 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
             how = f"it lacks {lacking}"
         else:
             how = "it has them in another order"
-        raise CliError(f"the data file's header must be the candidates file's columns {c_header}: {how}")
+        raise CliError(
+            f"the data file's header must be the candidates file's columns {c_header}: {how}"
+        )
     steps.update(1)
     tree_em_features(args)
     with seeded(args.seed):
         counts, report = select_candidates(
-            x, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",
+            x,
+            c,
+            args.m,
+            args.epsilon,
+            mechanism=args.mechanism,
+            metric=args.metric or "l2",
             public_size=not args.private_size,
         )
     steps.update(1)
@@ -92,12 +123,20 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     steps.update(1)
     steps.close()
     summary = {
-        "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
-        "mechanism": report.mechanism, "epsilon_certified": report.epsilon, "m": report.m,
-        "k": report.k, "distinct_chosen": int(chosen.size),
+        "command": "select",
+        "data": args.data,
+        "candidates": args.candidates,
+        "output": args.output,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "m": report.m,
+        "k": report.k,
+        "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
         print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
-        print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
+        print(
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates"
+        )
         print(f"wrote {args.output}")
     return summary

@@ -41,15 +41,25 @@ __all__ = ["add_options", "run_synth", "run_select", "client_for"]
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The distributed options of a command."""
     parser.add_argument(
-        "--scheduler", default=None, metavar="ADDRESS",
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
         help="run on Dask: 'local:N' (N local worker processes) or a scheduler address such as "
         "tcp://host:8786; the input is then a Parquet file or directory (read by the workers) "
         "and, for synth, -o names the output directory of Parquet parts",
     )
-    parser.add_argument("--parts", type=int, default=None,
-                        help="with --scheduler: output parts (default: one per input block; with --private-size a public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))")
-    parser.add_argument("--memory-limit", default=None, metavar="BYTES",
-                        help="with --scheduler local:N: memory limit per worker, e.g. 4GB")
+    parser.add_argument(
+        "--parts",
+        type=int,
+        default=None,
+        help="with --scheduler: output parts (default: one per input block; with --private-size a public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="BYTES",
+        help="with --scheduler local:N: memory limit per worker, e.g. 4GB",
+    )
 
 
 @contextmanager
@@ -84,42 +94,72 @@ def _columns(args: argparse.Namespace) -> list[str] | None:
 def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     """``synth --scheduler``: Parquet in, Parquet parts out."""
 
-
     if getattr(args, "schema", None):
-        raise CliError("--scheduler takes --bounds (numeric columns); --schema tables run in memory")
+        raise CliError(
+            "--scheduler takes --bounds (numeric columns); --schema tables run in memory"
+        )
     if getattr(args, "split_order", None):
-        raise CliError("--split-order applies to in-memory releases; with --scheduler the hierarchy splits the (numeric) columns cyclically")
+        raise CliError(
+            "--split-order applies to in-memory releases; with --scheduler the hierarchy splits the (numeric) columns cyclically"
+        )
     if args.bounds is None:
-        raise CliError("--bounds BOUNDS.json is required: bounds are public and never inferred from the data")
+        raise CliError(
+            "--bounds BOUNDS.json is required: bounds are public and never inferred from the data"
+        )
     try:
-        header = _columns(args) or list(pq.ParquetFile(parquet_files(args.input)[0]).schema_arrow.names)
+        header = _columns(args) or list(
+            pq.ParquetFile(parquet_files(args.input)[0]).schema_arrow.names
+        )
     except (OSError, ValueError) as e:
-        raise CliError(f"cannot read the Parquet input {args.input!r}: {str(e).splitlines()[0]}") from None
+        raise CliError(
+            f"cannot read the Parquet input {args.input!r}: {str(e).splitlines()[0]}"
+        ) from None
     lower, upper = read_bounds(args.bounds, header, subset=bool(_columns(args)))
     if os.path.exists(args.output):
         raise CliError(f"output {args.output!r} exists: choose a new directory")
     if args.mechanism == "structured":
-        raise CliError("--mechanism structured releases tables in memory (--schema); not with --scheduler")
+        raise CliError(
+            "--mechanism structured releases tables in memory (--schema); not with --scheduler"
+        )
     with client_for(args.scheduler, args.memory_limit) as client, seeded(args.seed):
         rel, report = synthesize_on_dask(
-            args.input, args.epsilon, args.output, {"lower": lower, "upper": upper},
-            mechanism=args.mechanism or "adaptive", epsilon_select=args.epsilon_select, placement=args.placement,
-            public_size=not args.private_size, client=client, columns=header, parts=args.parts,
-            progress=_show_progress(args), consistency=args.consistency, score=args.score,
+            args.input,
+            args.epsilon,
+            args.output,
+            {"lower": lower, "upper": upper},
+            mechanism=args.mechanism or "adaptive",
+            epsilon_select=args.epsilon_select,
+            placement=args.placement,
+            public_size=not args.private_size,
+            client=client,
+            columns=header,
+            parts=args.parts,
+            progress=_show_progress(args),
+            consistency=args.consistency,
+            score=args.score,
         )
     summary = {
-        "command": "synth", "input": args.input, "output": rel.path, "scheduler": args.scheduler,
-        "rows_out": rel.rows, "parts": rel.parts, "columns": header, "mechanism": report.mechanism,
-        "epsilon_certified": report.epsilon, "depth": report.depth, "schedule": list(report.scales),
+        "command": "synth",
+        "input": args.input,
+        "output": rel.path,
+        "scheduler": args.scheduler,
+        "rows_out": rel.rows,
+        "parts": rel.parts,
+        "columns": header,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "depth": report.depth,
+        "schedule": list(report.scales),
         "visited_nodes": report.visited_nodes,
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-
         unit_name = unit(args.private_size)
         print(f"certified epsilon (measurement map, {unit_name}): {report.epsilon}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
-        print(f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes")
+        print(
+            f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes"
+        )
         print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
     return summary
 
@@ -127,34 +167,52 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
 def run_select(args: argparse.Namespace) -> dict[str, Any]:
     """``select --scheduler``: Parquet data on the workers, candidates and output on the driver."""
 
-
     if args.m < 1:
         raise CliError("-m must be at least 1")
     c_header, c = read_numeric_csv(args.candidates, None, "candidates")
     try:
         header = list(pq.ParquetFile(parquet_files(args.data)[0]).schema_arrow.names)
     except (OSError, ValueError) as e:
-        raise CliError(f"cannot read the Parquet data {args.data!r}: {str(e).splitlines()[0]}") from None
+        raise CliError(
+            f"cannot read the Parquet data {args.data!r}: {str(e).splitlines()[0]}"
+        ) from None
     if not set(c_header) <= set(header):  # the candidates are public: their names are named
-        raise CliError(f"candidates column(s) {[c for c in c_header if c not in header]} are not columns of the data {args.data!r}")
+        raise CliError(
+            f"candidates column(s) {[c for c in c_header if c not in header]} are not columns of the data {args.data!r}"
+        )
 
     tree_em_features(args)
     with client_for(args.scheduler, args.memory_limit) as client, seeded(args.seed):
         counts, report = select_on_dask(
-            args.data, c, args.m, args.epsilon, mechanism=args.mechanism, metric=args.metric or "l2",
-            public_size=not args.private_size, client=client, columns=c_header,
+            args.data,
+            c,
+            args.m,
+            args.epsilon,
+            mechanism=args.mechanism,
+            metric=args.metric or "l2",
+            public_size=not args.private_size,
+            client=client,
+            columns=c_header,
             progress=_show_progress(args),
         )
     chosen = np.flatnonzero(counts)
     write_numeric(args.output, c_header, c[chosen], counts[chosen])
     summary = {
-        "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
-        "scheduler": args.scheduler, "mechanism": report.mechanism, "epsilon_certified": report.epsilon,
-        "m": report.m, "k": report.k, "distinct_chosen": int(chosen.size),
+        "command": "select",
+        "data": args.data,
+        "candidates": args.candidates,
+        "output": args.output,
+        "scheduler": args.scheduler,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "m": report.m,
+        "k": report.k,
+        "distinct_chosen": int(chosen.size),
     }
     if not (args.quiet or args.json):
-
         print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
-        print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates")
+        print(
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates"
+        )
         print(f"wrote {args.output}")
     return summary

@@ -16,7 +16,6 @@ __all__ = ["run_demo", "DEMO_GRID_BITS"]
 DEMO_GRID_BITS = 8
 
 
-
 def run_demo(
     n: int = 30000,
     epsilon: float = 1.0,
@@ -44,11 +43,17 @@ def run_demo(
     try:  # all points of both sets on a 256^2 grid: exact transport, a proven binning bound
         grid = w1_grid(x, y, bits=DEMO_GRID_BITS, bounds=(0.0, 1.0))
         bar.step(1, 1)
-        w1_value, w1_note = grid.value, f"all points on a {2 ** DEMO_GRID_BITS}^2 grid, binning error <= {grid.error_bound:.5f}"
+        w1_value, w1_note = (
+            grid.value,
+            f"all points on a {2**DEMO_GRID_BITS}^2 grid, binning error <= {grid.error_bound:.5f}",
+        )
         floor, bound = 0.0, grid.error_bound
     except ImportError:  # without OR-Tools: subsamples, whose floor is reported with them
         est = w1_estimate(x, y, metric="linf", seed=0 if seed is None else seed, on_step=bar.step)
-        w1_value, w1_note = est.value, f"subsampling floor {est.noise_floor:.5f}; pip install ortools for all points"
+        w1_value, w1_note = (
+            est.value,
+            f"subsampling floor {est.noise_floor:.5f}; pip install ortools for all points",
+        )
         floor, bound = est.noise_floor, None
     bar.close()
     summary = {
@@ -67,17 +72,20 @@ def run_demo(
         "png": out or None,
     }
     if out:
-        _plot_pair(x, y, out, f"{shape}: original (n={n}) vs {mechanism} synthetic, eps={report.epsilon:g}")
+        _plot_pair(
+            x, y, out, f"{shape}: original (n={n}) vs {mechanism} synthetic, eps={report.epsilon:g}"
+        )
     if not quiet:
         print(f"certified epsilon (meas.map, one replacement): {report.epsilon}")
         extra = f" (model dimension s = {report.details['s']})" if "s" in report.details else ""
-        print(f"{mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes visited, {report.size} synthetic points")
+        print(
+            f"{mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes visited, {report.size} synthetic points"
+        )
         print(f"W1 (l_inf) to the original: {w1_value:.5f}  ({w1_note})")
         print(f"release time: {report.seconds:.3f} s")
         if out:
             print(f"wrote {out}")
     return summary
-
 
 
 def _plot_pair(x: Any, y: Any, out: str, title: str) -> None:

@@ -51,24 +51,37 @@ def _columns(text: str | None) -> list[str] | None:
 
 def register(sub: Any) -> None:
     """Add the ``schema`` subcommand."""
-    sc = sub.add_parser("schema", help="draft a schema (types, bounds, categories) from a table file")
+    sc = sub.add_parser(
+        "schema", help="draft a schema (types, bounds, categories) from a table file"
+    )
     sc.add_argument("input", help="CSV (delimiter detected), TSV or Parquet file with a header")
-    sc.add_argument("-o", "--output", default=None, help="write the schema JSON here (default: print it)")
-    sc.add_argument("--columns", help="comma-separated subset of columns (default all)")
-    sc.add_argument("--delimiter", default=None, help="force the delimiter of a text file (e.g. ';' or '\\t')")
     sc.add_argument(
-        "--max-categories", type=int, default=50,
+        "-o", "--output", default=None, help="write the schema JSON here (default: print it)"
+    )
+    sc.add_argument("--columns", help="comma-separated subset of columns (default all)")
+    sc.add_argument(
+        "--delimiter", default=None, help="force the delimiter of a text file (e.g. ';' or '\\t')"
+    )
+    sc.add_argument(
+        "--max-categories",
+        type=int,
+        default=50,
         help="a text column with more distinct values (an identifier?) is drafted with its categories "
         "left null, to fill in with a public list (default 50); no column is ever left out for its values",
     )
     sc.add_argument(
-        "--estimate-bounds", type=float, default=None, metavar="EPS",
+        "--estimate-bounds",
+        type=float,
+        default=None,
+        metavar="EPS",
         help="find numeric and datetime bounds with OpenDP's private quantile at this total epsilon "
         "(recorded in the schema and added to the epsilon of any release that uses it; a DP count of "
         "each column's values, bought with a tenth of its share, says whether the estimate is reliable)",
     )
     sc.add_argument(
-        "--nullable", default=None, metavar="COLUMNS",
+        "--nullable",
+        default=None,
+        metavar="COLUMNS",
         help="comma-separated columns to declare nullable (a public choice); with --estimate-bounds no "
         "other column is nullable, without it also those that hold missing values",
     )
@@ -80,23 +93,34 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
     """Add the table options of ``synth``; ``--schema`` goes into ``source`` (the required
     either-``--bounds``-or-``--schema`` group) when given."""
     (syn if source is None else source).add_argument(
-        "--schema", metavar="SCHEMA.json",
+        "--schema",
+        metavar="SCHEMA.json",
         help="schema JSON (see the 'schema' command); mixed column types, nulls",
     )
-    syn.add_argument("--delimiter", default=None, help="force the input's delimiter (default: detected; output uses the same)")
     syn.add_argument(
-        "--split-order", choices=["discrete-first", "cyclic"], default=None,
+        "--delimiter",
+        default=None,
+        help="force the input's delimiter (default: detected; output uses the same)",
+    )
+    syn.add_argument(
+        "--split-order",
+        choices=["discrete-first", "cyclic"],
+        default=None,
         help="the order in which the hierarchy splits the columns: discrete-first (default: "
         "is-missing, categorical and bool columns first, then numeric ones cyclically; the cell "
         "diameter falls fastest) or cyclic (one column after the other); public, no privacy cost",
     )
     syn.add_argument(
-        "--marginal-share", type=float, default=None,
+        "--marginal-share",
+        type=float,
+        default=None,
         help="structured: the share of epsilon for the DP first look at every column (default 0.4); "
         "a larger share gives better 1-way marginals, a smaller one more joint structure",
     )
     syn.add_argument(
-        "--joint", choices=["auto", "pairs", "tree", "never"], default=None,
+        "--joint",
+        choices=["auto", "pairs", "tree", "never"],
+        default=None,
         help="structured: the joint release after the first look: auto (default: the tree of noisy "
         "2-way marginals, pairs, when n * epsilon / columns >= 400, else never), pairs (a tree of "
         "noisy 2-way marginals chosen by the exponential mechanism), tree (the joint hierarchy) "
@@ -104,7 +128,8 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
         "no privacy cost",
     )
     syn.add_argument(
-        DERIVED_FLAG, action="store_true",
+        DERIVED_FLAG,
+        action="store_true",
         help="release even though the schema still has bounds or categories read off the data "
         "(derived_from_data: true); those are NOT private",
     )
@@ -112,12 +137,20 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
 
 def add_select_options(sel: Any) -> None:
     """Add the table options of ``select``."""
-    sel.add_argument("--schema", help="schema JSON: data and candidates are then tables of any column types, "
-                     "matched by column name, and the nearest candidate is taken under the table metric")
-    sel.add_argument("--columns", help="with --schema: comma-separated subset of columns of both files")
-    sel.add_argument("--delimiter", default=None, help="force the delimiter of text inputs (default: detected)")
     sel.add_argument(
-        DERIVED_FLAG, action="store_true",
+        "--schema",
+        help="schema JSON: data and candidates are then tables of any column types, "
+        "matched by column name, and the nearest candidate is taken under the table metric",
+    )
+    sel.add_argument(
+        "--columns", help="with --schema: comma-separated subset of columns of both files"
+    )
+    sel.add_argument(
+        "--delimiter", default=None, help="force the delimiter of text inputs (default: detected)"
+    )
+    sel.add_argument(
+        DERIVED_FLAG,
+        action="store_true",
         help="release even though the schema still has bounds or categories read off the data",
     )
 
@@ -149,7 +182,6 @@ def _numeric_looking(names: list[str]) -> int:
 
 def run_schema(args: argparse.Namespace) -> dict[str, Any]:
 
-
     eps = args.estimate_bounds
     if eps is not None and not (math.isfinite(eps) and eps > 0):
         raise _fail("--estimate-bounds must be finite and > 0")
@@ -159,25 +191,39 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
     table = read_file(args.input, delimiter=args.delimiter, columns=_columns(args.columns))
     numeric_names = _numeric_looking(list(table.column_names))
     if numeric_names:  # counted, never quoted: without a header row they are a record's values
-        raise _fail(f"{numeric_names} of the {table.num_columns} header field(s) of {args.input!r} read as numbers: "
-                    "is the header row missing? The schema names its columns after the header (rename such columns)")
+        raise _fail(
+            f"{numeric_names} of the {table.num_columns} header field(s) of {args.input!r} read as numbers: "
+            "is the header row missing? The schema names its columns after the header (rename such columns)"
+        )
     absent = [c for c in nullable if c not in table.column_names]
     if absent:
         raise _fail(f"--nullable column(s) {absent} are not in the header of {args.input!r}")
     # a text file has no types: the reader inferred them from the values
     inferred = file_format(args.input) != "parquet"
-    report = draft_schema(table, max_categories=args.max_categories, epsilon=eps, types_from_data=inferred, nullable=nullable)
+    report = draft_schema(
+        table,
+        max_categories=args.max_categories,
+        epsilon=eps,
+        types_from_data=inferred,
+        nullable=nullable,
+    )
     text = report.dumps()
     if args.output:
         with atomic_output(args.output) as tmp, open(tmp, "w") as f:
             f.write(text)
     derived = [n for n, e in report.entries if e.get("derived_from_data")]
     summary = {
-        "command": "schema", "input": args.input, "output": args.output,
-        "columns": report.columns, "to_fill": report.to_fill, "skipped": report.skipped,
-        "data_derived": derived, "epsilon_spent": report.epsilon_spent,
+        "command": "schema",
+        "input": args.input,
+        "output": args.output,
+        "columns": report.columns,
+        "to_fill": report.to_fill,
+        "skipped": report.skipped,
+        "data_derived": derived,
+        "epsilon_spent": report.epsilon_spent,
         "nullable": [n for n, e in report.entries if e.get("nullable")],
-        "dp_counts": report.dp_counts, "unreliable_bounds": report.unreliable,
+        "dp_counts": report.dp_counts,
+        "unreliable_bounds": report.unreliable,
     }
     if not (args.quiet or args.json):
         if not args.output:
@@ -187,26 +233,38 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
         for name, why in report.to_fill.items():
             print(f"column {name!r} left to fill in (null): {why}", file=sys.stderr)
         for name, why in report.unreliable.items():
-            print(f"WARNING: the bounds of column {name!r} are unreliable (need n x epsilon per quantile >= "
-                  f"{RELIABLE_N_EPSILON}): {why}", file=sys.stderr)
+            print(
+                f"WARNING: the bounds of column {name!r} are unreliable (need n x epsilon per quantile >= "
+                f"{RELIABLE_N_EPSILON}): {why}",
+                file=sys.stderr,
+            )
         if derived:
             print(
                 f"NOT PRIVATE: the bounds/categories of {derived} were read off the data "
-                + ("(with --estimate-bounds on a text file: their types, inferred from the values) " if eps is not None and inferred else "")
+                + (
+                    "(with --estimate-bounds on a text file: their types, inferred from the values) "
+                    if eps is not None and inferred
+                    else ""
+                )
                 + "(marked derived_from_data). Replace them with public knowledge and delete the marks, "
                 f"or pass {DERIVED_FLAG} to synth"
                 + ("" if eps is not None else ", or draft again with --estimate-bounds EPS"),
                 file=sys.stderr,
             )
         if eps is not None:
-            print(f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced record), recorded in the schema; "
-                  "no column is nullable unless --nullable names it (a missing value elsewhere is imputed)", file=sys.stderr)
+            print(
+                f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced record), recorded in the schema; "
+                "no column is nullable unless --nullable names it (a missing value elsewhere is imputed)",
+                file=sys.stderr,
+            )
         if args.output:
             print(f"wrote {args.output}", file=sys.stderr)
     return summary
 
 
-def _release_columns(schema: Any, header: list[str], path: str, what: str, chosen: list[str] | None) -> list[str]:
+def _release_columns(
+    schema: Any, header: list[str], path: str, what: str, chosen: list[str] | None
+) -> list[str]:
     """The columns a table command releases: those of ``--columns`` (each in the schema), or else
     the file's header, which must then hold exactly the schema's columns (as the Python API's
     ``synthesize``/``select_candidates`` require).  Schema names and ``--columns`` names are
@@ -218,11 +276,19 @@ def _release_columns(schema: Any, header: list[str], path: str, what: str, chose
         if unknown:
             raise _fail(f"--columns {unknown} are not in the schema; {expected}")
         return list(chosen)
-    why, shared = schema.header_mismatch(header, "header field(s)", "(a file without a header row?)")
+    why, shared = schema.header_mismatch(
+        header, "header field(s)", "(a file without a header row?)"
+    )
     if not why:
         return list(header)
-    hint = f"; pass --columns {','.join(shared)} to release the columns it shares with the schema" if shared else ""
-    raise _fail(f"the header of the {what} file {path!r} does not match the schema: {'; '.join(why)}; {expected}{hint}")
+    hint = (
+        f"; pass --columns {','.join(shared)} to release the columns it shares with the schema"
+        if shared
+        else ""
+    )
+    raise _fail(
+        f"the header of the {what} file {path!r} does not match the schema: {'; '.join(why)}; {expected}{hint}"
+    )
 
 
 def _refuse_missing(table: Any, names: list[str], path: str) -> None:
@@ -259,8 +325,13 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     private_size = bool(getattr(args, "private_size", False))
     delta = getattr(args, "delta", None)
     share = getattr(args, "marginal_share", None)
-    tree_flags = {"--epsilon-select": args.epsilon_select, "--split-order": args.split_order,
-                  "--consistency": args.consistency, "--score": args.score, "--delta": delta}
+    tree_flags = {
+        "--epsilon-select": args.epsilon_select,
+        "--split-order": args.split_order,
+        "--consistency": args.consistency,
+        "--score": args.score,
+        "--delta": delta,
+    }
     given = [k for k, v in tree_flags.items() if v is not None]
     if args.placement != "uniform":
         given.append("--placement")
@@ -274,8 +345,10 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         raise _fail("--joint applies only to --mechanism structured")
     if mechanism == "structured":
         if given:
-            raise _fail(f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, pruned, "
-                        "pmm, privtree), not to --mechanism structured")
+            raise _fail(
+                f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, pruned, "
+                "pmm, privtree), not to --mechanism structured"
+            )
 
         try:
             given_opts: dict[str, Any] = {} if share is None else {"marginal_share": share}
@@ -284,12 +357,22 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             raise _fail(f"--{str(e).replace('_', '-')}") from None
         kwargs: dict[str, Any] = {"structured": options}
     else:
-        kwargs = {"epsilon_select": args.epsilon_select, "placement": args.placement,
-                  "public_size": not private_size, "split_order": args.split_order,
-                  "consistency": args.consistency, "score": args.score, "delta": delta}
+        kwargs = {
+            "epsilon_select": args.epsilon_select,
+            "placement": args.placement,
+            "public_size": not private_size,
+            "split_order": args.split_order,
+            "consistency": args.consistency,
+            "score": args.score,
+            "delta": delta,
+        }
     with seeded(args.seed):
         out, report = synthesize(
-            table, args.epsilon, schema=schema, columns=names, mechanism=mechanism,
+            table,
+            args.epsilon,
+            schema=schema,
+            columns=names,
+            mechanism=mechanism,
             accept_data_derived_schema=bool(derived),  # checked above, by name
             **kwargs,
         )
@@ -298,33 +381,59 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         delim = args.delimiter or detect_delimiter(args.input)
     write_file(out, args.output, delimiter=delim)
     summary = {
-        "command": "synth", "input": args.input, "output": args.output,
+        "command": "synth",
+        "input": args.input,
+        "output": args.output,
         "rows_in": None if private_size else table.num_rows,  # nothing read off a private n
-        "rows_out": report.size, "columns": names, "mechanism": report.mechanism,
-        "epsilon_certified": report.epsilon, "epsilon_release": report.details["epsilon_release"],
-        "epsilon_schema": report.details["epsilon_schema"], "depth": report.depth,
-        "schedule": list(report.scales), "visited_nodes": report.visited_nodes,
-        "data_derived_schema": derived, "split_order": report.details["split_order"],
-        "delta_certified": report.delta, "quality": report.details.get("quality"),
+        "rows_out": report.size,
+        "columns": names,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "epsilon_release": report.details["epsilon_release"],
+        "epsilon_schema": report.details["epsilon_schema"],
+        "depth": report.depth,
+        "schedule": list(report.scales),
+        "visited_nodes": report.visited_nodes,
+        "data_derived_schema": derived,
+        "split_order": report.details["split_order"],
+        "delta_certified": report.delta,
+        "quality": report.details.get("quality"),
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        extra = f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})" if report.details["epsilon_schema"] else ""
+        extra = (
+            f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})"
+            if report.details["epsilon_schema"]
+            else ""
+        )
 
         unit_name = unit(private_size)
-        pair = f"{report.epsilon}, delta {report.delta}" if report.delta is not None else f"{report.epsilon}"
+        pair = (
+            f"{report.epsilon}, delta {report.delta}"
+            if report.delta is not None
+            else f"{report.epsilon}"
+        )
         print(f"certified epsilon ({unit_name}): {pair}{extra}")
         if derived:
-            print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
-        print(f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes, "
-              f"split order {report.details['split_order']}")
+            print(
+                f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them",
+                file=sys.stderr,
+            )
+        print(
+            f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes, "
+            f"split order {report.details['split_order']}"
+        )
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
         if report.details.get("quality") is not None:
-            print(f"quality (no privacy cost): the joint release's 1-way marginals are {report.details['quality']:.3f} "
-                  "TVD from the DP marginals, mean over columns (0 is best; "
-                  f"worst: {', '.join(report.details['quality_worst'])})")
+            print(
+                f"quality (no privacy cost): the joint release's 1-way marginals are {report.details['quality']:.3f} "
+                "TVD from the DP marginals, mean over columns (0 is best; "
+                f"worst: {', '.join(report.details['quality_worst'])})"
+            )
         elif report.mechanism == "structured":
-            print("quality: columns released independently from their DP marginals (n * epsilon too small for joint structure)")
+            print(
+                "quality: columns released independently from their DP marginals (n * epsilon too small for joint structure)"
+            )
         if report.details.get("quality_poor"):
             print(f"WARNING: {report.details['quality_warning']}", file=sys.stderr)
         print(f"wrote {report.size} synthetic rows to {args.output}")
@@ -339,7 +448,6 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     candidate file's delimiter, TSV or Parquet).
     """
 
-
     if args.m < 1:
         raise _fail("-m must be at least 1")
     if args.metric is not None:
@@ -351,10 +459,14 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     cand = read_file(args.candidates, delimiter=args.delimiter, columns=None, schema=schema)
     absent = [c for c in names if c not in cand.column_names]
     if absent:
-        raise _fail(f"column(s) {absent} of the data are not in the candidates file; its columns are {cand.column_names}")
+        raise _fail(
+            f"column(s) {absent} of the data are not in the candidates file; its columns are {cand.column_names}"
+        )
     extra = [c for c in cand.column_names if c not in names]
     if extra and not columns:
-        raise _fail(f"the candidates file has column(s) {extra} that the data has not (use --columns to pick a subset)")
+        raise _fail(
+            f"the candidates file has column(s) {extra} that the data has not (use --columns to pick a subset)"
+        )
     cand_order = [c for c in cand.column_names if c in names]
     cand = cand.select(cand_order)
     derived = _check_derived(schema, names, args.accept_data_derived_schema)
@@ -363,28 +475,48 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
 
     with seeded(args.seed):
         counts, report = select_candidates(
-            data, cand, args.m, args.epsilon, mechanism=args.mechanism, schema=schema, columns=names,
-            public_size=not args.private_size, accept_data_derived_schema=bool(derived),  # checked above
+            data,
+            cand,
+            args.m,
+            args.epsilon,
+            mechanism=args.mechanism,
+            schema=schema,
+            columns=names,
+            public_size=not args.private_size,
+            accept_data_derived_schema=bool(derived),  # checked above
         )
 
     chosen = np.flatnonzero(counts)
-    out = cand.take(pa.array(chosen)).append_column("multiplicity", pa.array(counts[chosen], type=pa.int64()))
+    out = cand.take(pa.array(chosen)).append_column(
+        "multiplicity", pa.array(counts[chosen], type=pa.int64())
+    )
     delim = None
     if file_format(args.output) == "csv" and file_format(args.candidates) == "csv":
         delim = args.delimiter or detect_delimiter(args.candidates)
     write_file(out, args.output, delimiter=delim)
     summary = {
-        "command": "select", "data": args.data, "candidates": args.candidates, "output": args.output,
-        "columns": names, "mechanism": report.mechanism, "epsilon_certified": report.epsilon, "m": report.m,
-        "k": report.k, "distinct_chosen": int(chosen.size),
+        "command": "select",
+        "data": args.data,
+        "candidates": args.candidates,
+        "output": args.output,
+        "columns": names,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "m": report.m,
+        "k": report.k,
+        "distinct_chosen": int(chosen.size),
         "data_derived_schema": derived,
     }
     if not (args.quiet or args.json):
-
         print(f"certified epsilon ({unit(args.private_size)}): {report.epsilon}")
         if derived:
-            print(f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them", file=sys.stderr)
-        print(f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates (table metric)")
+            print(
+                f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them",
+                file=sys.stderr,
+            )
+        print(
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates (table metric)"
+        )
         print(f"wrote {args.output}")
     return summary
 

@@ -10,7 +10,6 @@ import numpy as np
 __all__ = ["Box", "as_box"]
 
 
-
 @dataclass(frozen=True)
 class Box:
     """A public axis-aligned box ``[lower, upper]`` in R^d."""
@@ -74,17 +73,26 @@ def as_box(bounds: Any, d: int, name: str = "bounds") -> Box:
             ) from None
     lo, hi = _box_arrays(lower, upper, d, name)
     if lo.shape != (d,) or hi.shape != (d,):
-        raise ValueError(f"{name} must give {d} lower and {d} upper values, got shapes {lo.shape} and {hi.shape}")
+        raise ValueError(
+            f"{name} must give {d} lower and {d} upper values, got shapes {lo.shape} and {hi.shape}"
+        )
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError(f"{name} must be finite")
     if np.any(lo >= hi):
         raise ValueError(f"{name} must have lower < upper in every column")
     if np.any(hi / 2 - lo / 2 > np.finfo(np.float64).max / 2):  # upper - lower overflows
         raise ValueError(f"{name} must have a finite width upper - lower in every column")
-    if d == 2 and not isinstance(bounds, (Box, dict)) and np.ndim(lower) == 1 and np.ndim(upper) == 1:
+    if (
+        d == 2
+        and not isinstance(bounds, (Box, dict))
+        and np.ndim(lower) == 1
+        and np.ndim(upper) == 1
+    ):
         # the same 2 x 2 numbers read per column: (lo_0, hi_0), (lo_1, hi_1)
         alt_lo, alt_hi = np.array([lo[0], hi[0]]), np.array([lo[1], hi[1]])
-        if np.all(alt_lo < alt_hi) and not (np.array_equal(alt_lo, lo) and np.array_equal(alt_hi, hi)):
+        if np.all(alt_lo < alt_hi) and not (
+            np.array_equal(alt_lo, lo) and np.array_equal(alt_hi, hi)
+        ):
             raise ValueError(
                 f"{name} is ambiguous for 2 columns: it reads both as (lower, upper) and as one "
                 "(low, high) pair per column; pass Box(lower=[...], upper=[...]) or "

@@ -24,7 +24,6 @@ __all__ = [
 ]
 
 
-
 def _array2_descriptor(input_domain: Domain) -> Any:
     if not isinstance(getattr(input_domain, "descriptor", None), NPArray2Domain):
         raise ValueError(

@@ -9,7 +9,6 @@ from fractions import Fraction
 __all__ = ["round_up", "round_down", "exact_epsilon", "inverse_squares", "spent", "tighten_budget"]
 
 
-
 def round_up(value: Fraction | int) -> float:
     """The smallest float >= ``value`` (exact rational), so a map never under-reports
     (``inf`` past the largest float: a valid, if vacuous, bound)."""
@@ -49,7 +48,9 @@ def spent(scales: Sequence[float], charged: Sequence[int]) -> Fraction:
     return 2 * sum((Fraction(1) / Fraction(scales[j]) for j in charged), Fraction(0))
 
 
-def tighten_budget(scales: Sequence[float], charged: Sequence[int], epsilon: float, adjust: int) -> list[float]:
+def tighten_budget(
+    scales: Sequence[float], charged: Sequence[int], epsilon: float, adjust: int
+) -> list[float]:
     """Re-solve ``scales[adjust]`` over the rationals so that ``spent(scales, charged)`` is at
     most ``epsilon`` and rounds up to it, so a map computed from the schedule certifies exactly
     ``epsilon``.  If no float lands in that window, another charged scale is nudged by one ulp

@@ -55,5 +55,7 @@ def import_optional(name: str, purpose: str | None = None) -> ModuleType:
     except ImportError as e:
         root = name.partition(".")[0]
         pip, extra = EXTRAS.get(root, (root, ""))
-        hint = f"pip install {pip}" + (f" (or pip install 'opendp-wasserstein[{extra}]')" if extra else "")
+        hint = f"pip install {pip}" + (
+            f" (or pip install 'opendp-wasserstein[{extra}]')" if extra else ""
+        )
         raise OptionalDependencyError(f"{purpose or name} needs {pip}: {hint}") from e

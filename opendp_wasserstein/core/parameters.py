@@ -57,7 +57,9 @@ class ScaleLimitError(ValueError):
     """
 
 
-def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf: bool = False) -> tuple[float, ...]:
+def check_scales(
+    scales: Any, length: int, name: str = "scales", root_may_be_inf: bool = False
+) -> tuple[float, ...]:
     """``length`` positive floats in ``[1e-100, 2^52]``, or a ``ValueError`` naming ``name``.
 
     With ``root_may_be_inf``, ``scales[0]`` may be ``inf``: the root count is not released.
@@ -69,10 +71,15 @@ def check_scales(scales: Any, length: int, name: str = "scales", root_may_be_inf
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size != length:
-        raise ValueError(f"{name} must have {length} entries (sigma_0..sigma_depth), got {arr.size}")
+        raise ValueError(
+            f"{name} must have {length} entries (sigma_0..sigma_depth), got {arr.size}"
+        )
     rest = arr[1:] if root_may_be_inf and arr.size and arr[0] == np.inf else arr
     if not np.all(np.isfinite(rest)) or np.any(rest <= 0):
-        raise ValueError(f"{name} must all be finite and > 0" + (" (sigma_0 may be inf)" if root_may_be_inf else ""))
+        raise ValueError(
+            f"{name} must all be finite and > 0"
+            + (" (sigma_0 may be inf)" if root_may_be_inf else "")
+        )
     if np.any(rest < EPS_MIN) or np.any(rest > SCALE_MAX):
         err = ScaleLimitError if np.any(rest > SCALE_MAX) else ValueError
         raise err(f"{name} must all be between {EPS_MIN:g} and 2^52 (= {SCALE_MAX:.0f})")
@@ -112,7 +119,9 @@ def check_output_measure(output_measure: Any) -> str:
 
 def check_threshold(threshold: Any, name: str = "threshold") -> float:
     """A finite float ``>= 0`` (a post-processing threshold), or an error naming ``name``."""
-    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, (int, float, np.integer, np.floating)):
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(
+        threshold, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"{name} must be a number, got {type(threshold).__name__}")
     t = float(threshold)
     if not (math.isfinite(t) and t >= 0.0):

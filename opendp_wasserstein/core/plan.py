@@ -22,7 +22,14 @@ import numpy as np
 from opendp_wasserstein.core.box import Box
 
 __all__ = [
-    "PmmPlan", "ScoresPlan", "AdaptivePlan", "HistogramPlan", "NoisySizePlan", "attach", "plan_of", "PLAN_ATTRIBUTE",
+    "PmmPlan",
+    "ScoresPlan",
+    "AdaptivePlan",
+    "HistogramPlan",
+    "NoisySizePlan",
+    "attach",
+    "plan_of",
+    "PLAN_ATTRIBUTE",
 ]
 
 PLAN_ATTRIBUTE = "_opendp_wasserstein_plan"

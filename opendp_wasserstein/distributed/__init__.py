@@ -13,4 +13,10 @@ from opendp_wasserstein.distributed._executor import (
 )
 from opendp_wasserstein.distributed._front import select_on_dask, synthesize_on_dask
 
-__all__ = ["release_on_dask", "synthesize_on_dask", "select_on_dask", "DistributedRelease", "local_client"]
+__all__ = [
+    "release_on_dask",
+    "synthesize_on_dask",
+    "select_on_dask",
+    "DistributedRelease",
+    "local_client",
+]

@@ -53,16 +53,24 @@ class DistributedRelease:
         tables = [pq.read_table(f) for f in parquet_files(self.path)]
         if not tables:  # pragma: no cover - every release writes at least one part
             return np.zeros((0, 0))
-        return np.vstack([np.column_stack([t.column(c).to_numpy() for c in t.column_names]) for t in tables])
+        return np.vstack(
+            [np.column_stack([t.column(c).to_numpy() for c in t.column_names]) for t in tables]
+        )
 
 
 @contextmanager
-def local_client(workers: int = 2, threads: int = 1, processes: bool = True, memory_limit: str | None = None) -> Iterator[Any]:
+def local_client(
+    workers: int = 2, threads: int = 1, processes: bool = True, memory_limit: str | None = None
+) -> Iterator[Any]:
     """A :class:`distributed.Client` on a fresh ``LocalCluster``, closed on exit."""
     dask_distributed = import_optional("distributed", "a Dask cluster")
     Client, LocalCluster = dask_distributed.Client, dask_distributed.LocalCluster
-    kwargs: dict[str, Any] = {"n_workers": workers, "threads_per_worker": threads, "processes": processes,
-                              "dashboard_address": None}
+    kwargs: dict[str, Any] = {
+        "n_workers": workers,
+        "threads_per_worker": threads,
+        "processes": processes,
+        "dashboard_address": None,
+    }
     if memory_limit is not None:
         kwargs["memory_limit"] = memory_limit
     with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
@@ -184,6 +192,6 @@ def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dic
         return first | run_pmm(plan, drv, sink.writer, parts)
     if isinstance(plan, AdaptivePlan):
         return first | run_adaptive(plan, drv, sink.writer, parts)
-    raise TypeError("make_noisy_size_then built a measurement with no synthesis plan")  # pragma: no cover
-
-
+    raise TypeError(
+        "make_noisy_size_then built a measurement with no synthesis plan"
+    )  # pragma: no cover

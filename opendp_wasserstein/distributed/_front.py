@@ -61,19 +61,38 @@ def synthesize_on_dask(
     :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
     """
     opts = SynthesisOptions(
-        epsilon=epsilon, mechanism=mechanism, epsilon_select=epsilon_select, depth=depth, placement=placement,
-        public_size=public_size, epsilon_size=epsilon_size, consistency=consistency, threshold=threshold,
+        epsilon=epsilon,
+        mechanism=mechanism,
+        epsilon_select=epsilon_select,
+        depth=depth,
+        placement=placement,
+        public_size=public_size,
+        epsilon_size=epsilon_size,
+        consistency=consistency,
+        threshold=threshold,
         score=score,
     )
     if mechanism == "privtree":
-        raise ValueError("mechanism='privtree' has no Dask plan: use synthesize in memory, or adaptive/pruned/pmm")
+        raise ValueError(
+            "mechanism='privtree' has no Dask plan: use synthesize in memory, or adaptive/pruned/pmm"
+        )
     n, d = source_shape(source, columns, count=opts.public_size)
     meas, _ = synthesis_measurement(opts, d=d, n=n, box=as_bounds(bounds, d))
     t0 = time.perf_counter()
-    rel = release_on_dask(meas, source, out, client=client, columns=columns, parts=parts,
-                          overwrite=overwrite, progress=progress)
+    rel = release_on_dask(
+        meas,
+        source,
+        out,
+        client=client,
+        columns=columns,
+        parts=parts,
+        overwrite=overwrite,
+        progress=progress,
+    )
     seconds = time.perf_counter() - t0
-    report = synthesis_report(mechanism, meas.map(1), rel.info, rel.rows, seconds if opts.public_size else None)
+    report = synthesis_report(
+        mechanism, meas.map(1), rel.info, rel.rows, seconds if opts.public_size else None
+    )
     return rel, report
 
 
@@ -95,7 +114,9 @@ def select_on_dask(
 
     :return: the ``k`` multiplicities and a :class:`~opendp_wasserstein.api.SelectionReport`
     """
-    opts = SelectionOptions(epsilon=epsilon, mechanism=mechanism, metric=metric, public_size=public_size)
+    opts = SelectionOptions(
+        epsilon=epsilon, mechanism=mechanism, metric=metric, public_size=public_size
+    )
     n, p = source_shape(source, columns, count=opts.public_size)  # n is read only when public
     meas = selection_measurement(opts, p=p, n=n, candidates=candidates, m=m)
     t0 = time.perf_counter()
@@ -103,4 +124,6 @@ def select_on_dask(
     seconds = time.perf_counter() - t0
     certified = meas.map(1)
     counts = np.asarray(rel.value, dtype=np.int64)
-    return counts, SelectionReport(mechanism, certified, int(m), int(counts.size), seconds if opts.public_size else None)
+    return counts, SelectionReport(
+        mechanism, certified, int(m), int(counts.size), seconds if opts.public_size else None
+    )

@@ -39,7 +39,10 @@ def run_histogram(plan: HistogramPlan, drv: Driver) -> tuple[Any, dict[str, Any]
     # candidates, and a second scatter racing the release of the first one's key leaves its
     # tasks with a lost dependency (seen as FutureCancelledError in CI)
     nearest = drv.client.scatter(plan.nearest, broadcast=True, hash=False)
-    futures = [drv.client.submit(histogram_task, b, plan.d, plan.nan, nearest, pure=False) for b in drv.blocks]
+    futures = [
+        drv.client.submit(histogram_task, b, plan.d, plan.nan, nearest, pure=False)
+        for b in drv.blocks
+    ]
     n, total = 0, Tally(np.zeros(plan.nearest.k, dtype=np.int64))
     for rows, tally in drv.run(futures, "project"):
         n += rows
@@ -49,5 +52,3 @@ def run_histogram(plan: HistogramPlan, drv: Driver) -> tuple[Any, dict[str, Any]
     # (not the number of blocks: it grows with n, which may be private)
     h = plan.nearest.histogram(total)  # the histogram of project_rows on all the rows
     return plan.finish(h), {"candidates": int(h.size)}
-
-

@@ -33,7 +33,9 @@ class PartWriter:
         return os.path.join(self.directory, f"part-{q:05d}.parquet")
 
     def __call__(self, q: int, rows: np.ndarray) -> int:
-        table = pa.table({name: np.ascontiguousarray(rows[:, i]) for i, name in enumerate(self.columns)})
+        table = pa.table(
+            {name: np.ascontiguousarray(rows[:, i]) for i, name in enumerate(self.columns)}
+        )
         final = self.path(q)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
         pq.write_table(table, tmp)
@@ -49,13 +51,19 @@ class ParquetSink:
     :param overwrite: replace an existing ``out`` when the release succeeds
     """
 
-    def __init__(self, out: str | os.PathLike[str], columns: Sequence[str], overwrite: bool = False) -> None:
+    def __init__(
+        self, out: str | os.PathLike[str], columns: Sequence[str], overwrite: bool = False
+    ) -> None:
         self.out = os.path.abspath(os.fspath(out))
         if os.path.exists(self.out) and not overwrite:
-            raise FileExistsError(f"output {os.fspath(out)!r} exists (pass overwrite=True to replace it)")
+            raise FileExistsError(
+                f"output {os.fspath(out)!r} exists (pass overwrite=True to replace it)"
+            )
         parent = os.path.dirname(self.out) or "."
         if not os.path.isdir(parent):
-            raise FileNotFoundError(f"the parent directory of output {os.fspath(out)!r} does not exist")
+            raise FileNotFoundError(
+                f"the parent directory of output {os.fspath(out)!r} does not exist"
+            )
         self.tmp = os.path.join(parent, f".{os.path.basename(self.out)}.tmp-{uuid.uuid4().hex}")
         os.makedirs(self.tmp)
         self.overwrite = overwrite

@@ -112,7 +112,9 @@ def rows_of(block: Any, d: int, nan: bool) -> np.ndarray:
     try:
         x = read_block(block)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"data must be numeric ({type(err).__name__} while reading a block)") from None
+        raise TypeError(
+            f"data must be numeric ({type(err).__name__} while reading a block)"
+        ) from None
     if x.ndim != 2 or x.shape[1] != d:
         raise ValueError(f"data must have {d} columns")
     if not nan and bool(np.isnan(x).any()):
@@ -125,11 +127,15 @@ def level_prefix(x: np.ndarray, box: Box, level: int, axes: Axes = None) -> np.n
     at any depth ``>= level`` (split order ``axes``, None: cyclic)."""
     if level == 0:
         return np.zeros(x.shape[0], dtype=np.int64)
-    word = row_codes(x, box, level, [0], axes=None if axes is None else check_axes(axes, x.shape[1], level))[0]
+    word = row_codes(
+        x, box, level, [0], axes=None if axes is None else check_axes(axes, x.shape[1], level)
+    )[0]
     return (word >> np.uint64(64 - level)).astype(np.int64)
 
 
-def count_task(block: Any, d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
+def count_task(
+    block: Any, d: int, nan: bool, box: Box, level: int, axes: Axes = None
+) -> tuple[int, np.ndarray]:
     """Rows and histogram of the level-``level`` prefixes of one block (dense, ``2^level``)."""
     x = rows_of(block, d, nan)
     return int(x.shape[0]), np.bincount(level_prefix(x, box, level, axes), minlength=1 << level)
@@ -150,7 +156,13 @@ def sparse_count_task(
 
 
 def split_task(
-    blocks: list[Any], d: int, nan: bool, box: Box, level: int, bounds: np.ndarray, axes: Axes = None
+    blocks: list[Any],
+    d: int,
+    nan: bool,
+    box: Box,
+    level: int,
+    bounds: np.ndarray,
+    axes: Axes = None,
 ) -> tuple[np.ndarray, ...]:
     """The rows of a group of blocks cut by part: part ``q`` owns level-``level`` cells
     ``bounds[q] .. bounds[q + 1] - 1``."""
@@ -191,7 +203,9 @@ def capped_task(
     return capped_level_sums(tree, caps, start)[start:], imbalance
 
 
-def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int, trees: list[Any]) -> np.ndarray:
+def score_statistic(
+    sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int, trees: list[Any]
+) -> np.ndarray:
     """The scores' statistic of the whole data: levels above ``j0`` read off the level-``j0``
     histogram ``h``, the deeper ones reduced from the parts' trees (each such cell lies in one
     part).  The occupancy, or with ``sp.caps`` the capped sums (and with ``sp.resolution`` the
@@ -202,8 +216,10 @@ def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int,
         for j in range(top):
             stat[j] = np.count_nonzero(h.reshape(1 << j, -1).sum(axis=1)) if j else int(n > 0)
         if top < sp.L:
-            for part in drv.run([drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees],
-                                "occupancy"):
+            for part in drv.run(
+                [drv.client.submit(occupancy_task, t, top, sp.L, pure=False) for t in trees],
+                "occupancy",
+            ):
                 stat[top:] += part
         return stat
     stat = np.zeros(sp.caps.shape, dtype=np.int64)
@@ -211,10 +227,15 @@ def score_statistic(sp: ScoresPlan, drv: Driver, n: int, h: np.ndarray, j0: int,
         stat[j] = capped_sums_of_counts(h.reshape(1 << j, -1).sum(axis=1), sp.caps[j])
     first, J = sp.resolution if sp.resolution is not None else (0, 0)
     imbalance = np.zeros(J, dtype=np.int64)
-    for j in range(first, min(top, J)):  # the children of a level-j cell, j < j0, are histogram cells
+    for j in range(
+        first, min(top, J)
+    ):  # the children of a level-j cell, j < j0, are histogram cells
         imbalance[j] = imbalance_of_counts(h.reshape(1 << (j + 1), -1).sum(axis=1))
     if top < max(sp.L, J):
-        tasks = [drv.client.submit(capped_task, t, sp.caps, top, sp.resolution, pure=False) for t in trees]
+        tasks = [
+            drv.client.submit(capped_task, t, sp.caps, top, sp.resolution, pure=False)
+            for t in trees
+        ]
         for sums, imb in drv.run(tasks, "occupancy"):
             stat[top:] += sums
             if imb is not None:
@@ -264,7 +285,9 @@ class Subtrees:
     start: int = 0
 
 
-def _expand(tree: CountTree, job: Subtrees, rel: Release, record: list[VisitedLevel] | None) -> Frontier:
+def _expand(
+    tree: CountTree, job: Subtrees, rel: Release, record: list[VisitedLevel] | None
+) -> Frontier:
     """Algorithms 1-2 below the part's active cells (the paper's rule decides what is visited)."""
     t = tree if tree.depth == rel.depth else tree.truncated(rel.depth)
     if job.level:
@@ -275,7 +298,15 @@ def _expand(tree: CountTree, job: Subtrees, rel: Release, record: list[VisitedLe
     hi = np.searchsorted(local, job.prefix, side="right")
     front = Frontier(job.level, job.cells, job.mass, (lo, hi), 0, [])
     return expand_levels(
-        front, rel.depth, tree_counter(t), rel.scales, rel.noise, rel.cut, rel.distribution, rel.axes, record
+        front,
+        rel.depth,
+        tree_counter(t),
+        rel.scales,
+        rel.noise,
+        rel.cut,
+        rel.distribution,
+        rel.axes,
+        record,
     )
 
 
@@ -284,9 +315,16 @@ def traverse_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None
     if hook is not None:
         hook(job.q)
     front = _expand(tree, job, rel, None)
-    leaves = LeafMasses(front.cells, front.mass, rel.depth, front.visited, tuple(front.active), rel.scales)
+    leaves = LeafMasses(
+        front.cells, front.mass, rel.depth, front.visited, tuple(front.active), rel.scales
+    )
     written = _write_leaves(leaves, rel, job.q, job.start)
-    return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
+    return {
+        "rows": written,
+        "visited": front.visited,
+        "active": front.active,
+        "leaves": int(leaves.masses.size),
+    }
 
 
 @dataclass(frozen=True)
@@ -314,7 +352,13 @@ def root_sums_task(part: PartForest) -> tuple[np.ndarray, np.ndarray]:
 
 
 def descend_task(
-    part: PartForest, h: np.ndarray, p: np.ndarray, mass: np.ndarray, start: int, rel: Release, hook: Any = None
+    part: PartForest,
+    h: np.ndarray,
+    p: np.ndarray,
+    mass: np.ndarray,
+    start: int,
+    rel: Release,
+    hook: Any = None,
 ) -> dict[str, Any]:
     """Least squares, second pass of a part: the top-down and the integer split in its subtrees
     from its roots' estimates, variances and masses, then the synthesis of its leaves."""
@@ -323,9 +367,21 @@ def descend_task(
     front = part.front
     leaf_mass, _, _ = descend(part.forest, h, p, mass, rel.threshold)
     keep = leaf_mass > 0
-    leaves = LeafMasses(front.cells[keep], leaf_mass[keep], rel.depth, front.visited, tuple(front.active), rel.scales)
+    leaves = LeafMasses(
+        front.cells[keep],
+        leaf_mass[keep],
+        rel.depth,
+        front.visited,
+        tuple(front.active),
+        rel.scales,
+    )
     written = _write_leaves(leaves, rel, part.q, start)
-    return {"rows": written, "visited": front.visited, "active": front.active, "leaves": int(leaves.masses.size)}
+    return {
+        "rows": written,
+        "visited": front.visited,
+        "active": front.active,
+        "leaves": int(leaves.masses.size),
+    }
 
 
 def synth_task(
@@ -336,14 +392,26 @@ def synth_task(
     if hook is not None:
         hook(q)
     leaves = LeafMasses(cells, masses, rel.depth, 0, (), rel.scales)
-    return {"rows": _write_leaves(leaves, rel, q, start), "visited": 0, "active": [], "leaves": int(masses.size)}
+    return {
+        "rows": _write_leaves(leaves, rel, q, start),
+        "visited": 0,
+        "active": [],
+        "leaves": int(masses.size),
+    }
 
 
 def _write_leaves(leaves: LeafMasses, rel: Release, q: int, start: int) -> int:
     if leaves.total == 0:
         return rel.writer(q, np.zeros((0, rel.d)))
     points = place_points(
-        leaves, rel.box, rel.placement, as_random_source(), rel.axes, stream=rel.stream, start=start, part=q
+        leaves,
+        rel.box,
+        rel.placement,
+        as_random_source(),
+        rel.axes,
+        stream=rel.stream,
+        start=start,
+        part=q,
     )
     return rel.writer(q, points)
 
@@ -365,7 +433,9 @@ def split_level(parts: int, depth: int) -> int:
     return int(min(depth, MAX_SPLIT_LEVEL, max(1, want)))
 
 
-def hist_counter(h: np.ndarray, top: int) -> Callable[[int, tuple[np.ndarray, ...]], tuple[np.ndarray, tuple[np.ndarray, ...]]]:
+def hist_counter(
+    h: np.ndarray, top: int
+) -> Callable[[int, tuple[np.ndarray, ...]], tuple[np.ndarray, tuple[np.ndarray, ...]]]:
     """The traversal counter of a level-``top`` histogram: a node's state is its Morton prefix."""
     aggregated: dict[int, np.ndarray] = {top: h}
 
@@ -374,7 +444,9 @@ def hist_counter(h: np.ndarray, top: int) -> Callable[[int, tuple[np.ndarray, ..
             aggregated[level] = h.reshape(1 << level, -1).sum(axis=1)
         return aggregated[level]
 
-    def counter(level: int, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    def counter(
+        level: int, state: tuple[np.ndarray, ...]
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         (prefix,) = state
         kids = np.stack([2 * prefix, 2 * prefix + 1], axis=1).reshape(-1)
         return level_counts(level + 1)[kids].reshape(-1, 2), (kids,)
@@ -417,7 +489,9 @@ class Driver:
     they are.
     """
 
-    def __init__(self, client: Any, blocks: Sequence[Any], progress: bool, hook: Any = None) -> None:
+    def __init__(
+        self, client: Any, blocks: Sequence[Any], progress: bool, hook: Any = None
+    ) -> None:
         self.client = client
         self.hook = hook
         self.progress = progress
@@ -428,7 +502,9 @@ class Driver:
             # fresh names: a name derived from the content would name the data
             tag = uuid.uuid4().hex
             names = [f"opendp-wasserstein-rows-{tag}-{k}" for k in range(len(held))]
-            client.publish_dataset(**{nm: QuietRows(self._blocks[i].rows) for nm, i in zip(names, held, strict=True)})
+            client.publish_dataset(
+                **{nm: QuietRows(self._blocks[i].rows) for nm, i in zip(names, held, strict=True)}
+            )
             self._published = names
             for nm, i in zip(names, held, strict=True):
                 self._blocks[i] = PublishedBlock(nm)
@@ -447,7 +523,9 @@ class Driver:
         delayed = [i for i, b in enumerate(self._blocks) if isinstance(b, DelayedBlock)]
         out = list(self._blocks)
         if delayed:
-            for i, future in zip(delayed, self.client.compute([out[i].part for i in delayed]), strict=True):
+            for i, future in zip(
+                delayed, self.client.compute([out[i].part for i in delayed]), strict=True
+            ):
                 out[i] = future
         return out
 
@@ -475,8 +553,13 @@ class Driver:
             bar.close()
         return self.client.gather(futures)
 
-    def count(self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
-        futures = [self.client.submit(count_task, b, plan_d, nan, box, level, axes, pure=False) for b in self.blocks]
+    def count(
+        self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None
+    ) -> tuple[int, np.ndarray]:
+        futures = [
+            self.client.submit(count_task, b, plan_d, nan, box, level, axes, pure=False)
+            for b in self.blocks
+        ]
         n, h = 0, np.zeros(1 << level, dtype=np.int64)
         for rows, hist in self.run(futures, "count"):
             n += rows
@@ -488,9 +571,12 @@ class Driver:
         futures = [self.client.submit(rows_task, b, plan_d, nan, pure=False) for b in self.blocks]
         return int(sum(self.run(futures, "rows")))
 
-    def sparse_count(self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None) -> tuple[int, np.ndarray]:
+    def sparse_count(
+        self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None
+    ) -> tuple[int, np.ndarray]:
         futures = [
-            self.client.submit(sparse_count_task, b, plan_d, nan, box, level, axes, pure=False) for b in self.blocks
+            self.client.submit(sparse_count_task, b, plan_d, nan, box, level, axes, pure=False)
+            for b in self.blocks
         ]
         n, h = 0, np.zeros(1 << level, dtype=np.int64)
         for rows, cells, counts in self.run(futures, "count"):
@@ -499,14 +585,23 @@ class Driver:
         return n, h
 
     def trees(
-        self, d: int, nan: bool, box: Box, level: int, bounds: np.ndarray, depth: int, axes: Axes = None
+        self,
+        d: int,
+        nan: bool,
+        box: Box,
+        level: int,
+        bounds: np.ndarray,
+        depth: int,
+        axes: Axes = None,
     ) -> list[Any]:
         """Futures of the parts' count trees (kept on the workers)."""
         parts = bounds.size
         blocks = self.blocks
         groups = np.array_split(np.arange(len(blocks)), min(len(blocks), self.split_groups()))
         pieces = [
-            self.client.submit(split_task, [blocks[i] for i in g], d, nan, box, level, bounds, axes, pure=False)
+            self.client.submit(
+                split_task, [blocks[i] for i in g], d, nan, box, level, bounds, axes, pure=False
+            )
             for g in groups
         ]
         trees = []
@@ -538,16 +633,35 @@ def _keys(plan: PmmPlan) -> tuple[KeyedNodeNoise, PlacementStream]:
 
 
 def _top(
-    plan: PmmPlan, n: int, h: np.ndarray, j0: int, noise: KeyedNodeNoise, record: list[VisitedLevel] | None = None
+    plan: PmmPlan,
+    n: int,
+    h: np.ndarray,
+    j0: int,
+    noise: KeyedNodeNoise,
+    record: list[VisitedLevel] | None = None,
 ) -> Frontier:
     """Algorithms 1-2 for the levels above ``min(j0, depth)`` from the level-``j0`` histogram
     (``record``: the visited levels are appended to it, for least squares)."""
     front = traversal_root(
-        n, plan.d, plan.scales, plan.root_size, noise, (np.zeros(1, dtype=np.int64),), plan.distribution
+        n,
+        plan.d,
+        plan.scales,
+        plan.root_size,
+        noise,
+        (np.zeros(1, dtype=np.int64),),
+        plan.distribution,
     )
     cut = plan.threshold if plan.consistency == "paper" else 0.0
     return expand_levels(
-        front, min(j0, plan.depth), hist_counter(h, j0), plan.scales, noise, cut, plan.distribution, plan.axes, record
+        front,
+        min(j0, plan.depth),
+        hist_counter(h, j0),
+        plan.scales,
+        noise,
+        cut,
+        plan.distribution,
+        plan.axes,
+        record,
     )
 
 
@@ -559,8 +673,12 @@ def _jobs(front: Frontier, bounds: np.ndarray) -> list[Subtrees]:
     starts = np.concatenate(([0], np.cumsum(front.mass)))[cut].tolist()
     return [
         Subtrees(
-            q, front.level, front.cells[cut[q] : cut[q + 1]], front.mass[cut[q] : cut[q + 1]],
-            prefix[cut[q] : cut[q + 1]], int(starts[q]),
+            q,
+            front.level,
+            front.cells[cut[q] : cut[q + 1]],
+            front.mass[cut[q] : cut[q + 1]],
+            prefix[cut[q] : cut[q + 1]],
+            int(starts[q]),
         )
         for q in range(bounds.size)
     ]
@@ -571,18 +689,33 @@ def _write_driver_leaves(drv: Driver, leaves: LeafMasses, rel: Release) -> list[
     ends = np.cumsum(leaves.masses)
     total = int(ends[-1]) if ends.size else 0
     parts = max(1, -(-total // ROWS_PER_PART))
-    cuts = np.concatenate(([0], np.searchsorted(ends, (np.arange(1, parts) * total) // parts, side="right"), [ends.size]))
+    cuts = np.concatenate(
+        (
+            [0],
+            np.searchsorted(ends, (np.arange(1, parts) * total) // parts, side="right"),
+            [ends.size],
+        )
+    )
     first = np.concatenate(([0], ends))
     futures = [
         drv.client.submit(
-            synth_task, leaves.cells[a:b], leaves.masses[a:b], rel, q, int(first[a]), drv.hook, pure=False
+            synth_task,
+            leaves.cells[a:b],
+            leaves.masses[a:b],
+            rel,
+            q,
+            int(first[a]),
+            drv.hook,
+            pure=False,
         )
         for q, (a, b) in enumerate(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
     ]
     return drv.run(futures, "write")
 
 
-def _finish(plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None, visited: int) -> dict[str, Any]:
+def _finish(
+    plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None, visited: int
+) -> dict[str, Any]:
     rows = sum(s["rows"] for s in summaries)
     if top is not None:
         active = list(top.active)
@@ -606,13 +739,24 @@ def _finish(plan: PmmPlan, summaries: list[dict[str, Any]], top: Frontier | None
 def _release(plan: PmmPlan, writer: PartWriter) -> Release:
     noise, stream = _keys(plan)
     return Release(
-        d=plan.d, box=plan.box, depth=plan.depth, scales=plan.scales, placement=plan.placement, noise=noise,
-        stream=stream, writer=writer, axes=plan.axes, distribution=plan.distribution,
-        consistency=plan.consistency, threshold=plan.threshold if plan.pruned else 0.0,
+        d=plan.d,
+        box=plan.box,
+        depth=plan.depth,
+        scales=plan.scales,
+        placement=plan.placement,
+        noise=noise,
+        stream=stream,
+        writer=writer,
+        axes=plan.axes,
+        distribution=plan.distribution,
+        consistency=plan.consistency,
+        threshold=plan.threshold if plan.pruned else 0.0,
     )
 
 
-def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
+def run_pmm(
+    plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = None
+) -> dict[str, Any]:
     """Pruned-PMM or PMM on the driver's blocks; returns what the in-memory release records."""
     rel = _release(plan, writer)
     if not plan.pruned:
@@ -622,7 +766,14 @@ def run_pmm(plan: PmmPlan, drv: Driver, writer: PartWriter, parts: int | None = 
     n, h = drv.count(plan.d, plan.nan, plan.box, j0, plan.axes)
     _check_size(plan, n)
     return _pruned(
-        plan, drv, rel, n, h, j0, parts, lambda b: drv.trees(plan.d, plan.nan, plan.box, j0, b, plan.depth, plan.axes)
+        plan,
+        drv,
+        rel,
+        n,
+        h,
+        j0,
+        parts,
+        lambda b: drv.trees(plan.d, plan.nan, plan.box, j0, b, plan.depth, plan.axes),
     )
 
 
@@ -656,10 +807,18 @@ def _pruned(
     if bounds is None:
         if record is not None:
             leaves = least_squares_leaves(
-                front, record, plan.scales, plan.root_size, plan.threshold, plan.distribution, plan.depth
+                front,
+                record,
+                plan.scales,
+                plan.root_size,
+                plan.threshold,
+                plan.distribution,
+                plan.depth,
             )
         else:
-            leaves = LeafMasses(front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales)
+            leaves = LeafMasses(
+                front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales
+            )
         return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
     jobs = _jobs(front, bounds)
     part_trees = built[1] if built is not None else build(bounds)
@@ -676,14 +835,18 @@ def _pruned(
     ]
     sums = drv.run([drv.client.submit(root_sums_task, f, pure=False) for f in forests], "bottom-up")
     below = (np.concatenate([s[0] for s in sums]), np.concatenate([s[1] for s in sums]))
-    _, mass, hh, pp = top_masses(record, rel.variances, front.root_noisy, plan.root_size, plan.threshold, below=below)
+    _, mass, hh, pp = top_masses(
+        record, rel.variances, front.root_noisy, plan.root_size, plan.threshold, below=below
+    )
     cut = np.concatenate(([0], np.cumsum([job.cells.shape[0] for job in jobs])))
     starts = np.concatenate(([0], np.cumsum(mass)))[cut].tolist()
     futures = [
         drv.client.submit(
             descend_task, f, hh[a:b], pp[a:b], mass[a:b], int(starts[q]), rel, drv.hook, pure=False
         )
-        for q, (f, a, b) in enumerate(zip(forests, cut[:-1].tolist(), cut[1:].tolist(), strict=True))
+        for q, (f, a, b) in enumerate(
+            zip(forests, cut[:-1].tolist(), cut[1:].tolist(), strict=True)
+        )
     ]
     return _finish(plan, drv.run(futures, "subtrees"), front, 0)
 
@@ -710,7 +873,9 @@ def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -
     return _finish(plan, summaries, None, nodes)
 
 
-def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int | None = None) -> dict[str, Any]:
+def run_adaptive(
+    plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int | None = None
+) -> dict[str, Any]:
     """Adaptive Pruned-PMM: the occupancy reduced from the parts' trees, the selection on the
     driver (the in-memory closure), then the chosen Pruned-PMM on the same trees."""
     sp = plan.scores
@@ -724,7 +889,14 @@ def run_adaptive(plan: AdaptivePlan, drv: Driver, writer: PartWriter, parts: int
     main = plan.mains[a]
     rel = _release(main, writer)
     info = _pruned(
-        main, drv, rel, n, h, j0, parts, lambda b: drv.trees(sp.d, sp.nan, sp.box, j0, b, sp.depth, sp.axes),
+        main,
+        drv,
+        rel,
+        n,
+        h,
+        j0,
+        parts,
+        lambda b: drv.trees(sp.d, sp.nan, sp.box, j0, b, sp.depth, sp.axes),
         (bounds, trees),
     )
     with runtime.capture() as sink:  # run_pmm's caller records the result once

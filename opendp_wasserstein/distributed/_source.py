@@ -31,7 +31,17 @@ import pyarrow.parquet as pq
 
 from opendp_wasserstein.core.optional import import_optional
 
-__all__ = ["Block", "ParquetBlock", "ArrayBlock", "DelayedBlock", "blocks_of", "parquet_files", "ARRAY_CHUNKS", "QuietRows", "PublishedBlock"]
+__all__ = [
+    "Block",
+    "ParquetBlock",
+    "ArrayBlock",
+    "DelayedBlock",
+    "blocks_of",
+    "parquet_files",
+    "ARRAY_CHUNKS",
+    "QuietRows",
+    "PublishedBlock",
+]
 
 #: target rows per Parquet block (row groups are never split)
 ROWS_PER_BLOCK = 1 << 21
@@ -56,8 +66,13 @@ def _as_rows(table: Any, columns: Sequence[str]) -> np.ndarray:
         t = col.type
         # refused by its type (public), never by its values: a text column of numbers that one
         # word would make unreadable is refused whatever it holds
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-                or pa.types.is_decimal(t) or pa.types.is_null(t)):
+        if not (
+            pa.types.is_integer(t)
+            or pa.types.is_floating(t)
+            or pa.types.is_boolean(t)
+            or pa.types.is_decimal(t)
+            or pa.types.is_null(t)
+        ):
             raise TypeError(f"column {name!r} of the source must be numeric (its type is {t})")
         try:
             out[:, i] = col.to_numpy(zero_copy_only=False).astype(np.float64)
@@ -75,7 +90,9 @@ class ParquetBlock(Block):
     columns: tuple[str, ...]
 
     def __call__(self) -> np.ndarray:
-        table = pq.ParquetFile(self.path).read_row_groups(list(self.row_groups), columns=list(self.columns))
+        table = pq.ParquetFile(self.path).read_row_groups(
+            list(self.row_groups), columns=list(self.columns)
+        )
         return _as_rows(table, self.columns)
 
 
@@ -153,14 +170,22 @@ def parquet_files(path: str) -> list[str]:
     found = []
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        found += [os.path.join(root, f) for f in sorted(files) if not f.startswith((".", "_")) and f.endswith(".parquet")]
+        found += [
+            os.path.join(root, f)
+            for f in sorted(files)
+            if not f.startswith((".", "_")) and f.endswith(".parquet")
+        ]
     if not found:
         raise FileNotFoundError(f"source directory {path!r} holds no .parquet files")
     return found
 
 
 def _parquet_blocks(
-    path: str, columns: Sequence[str] | None, d: int, rows_per_block: int, private_size: bool = False
+    path: str,
+    columns: Sequence[str] | None,
+    d: int,
+    rows_per_block: int,
+    private_size: bool = False,
 ) -> tuple[list[Block], list[str]]:
     files = parquet_files(path)
     schema = pq.ParquetFile(files[0]).schema_arrow
@@ -169,7 +194,9 @@ def _parquet_blocks(
     if missing:
         raise ValueError(f"columns {missing} are not in the source")
     if len(names) != d:
-        raise ValueError(f"the source has {len(names)} columns, the measurement expects {d} (pass columns=)")
+        raise ValueError(
+            f"the source has {len(names)} columns, the measurement expects {d} (pass columns=)"
+        )
     blocks: list[Block] = []
     for f in files:
         meta = pq.ParquetFile(f).metadata
@@ -215,7 +242,9 @@ def blocks_of(
         if private_size:  # a fixed number of chunks (some empty when n < ARRAY_CHUNKS)
             return [ArrayBlock(c) for c in np.array_split(source, ARRAY_CHUNKS)], names
         step = max(1, int(rows_per_block))
-        parts: list[Block] = [ArrayBlock(source[i : i + step]) for i in range(0, source.shape[0], step)]
+        parts: list[Block] = [
+            ArrayBlock(source[i : i + step]) for i in range(0, source.shape[0], step)
+        ]
         return parts or [ArrayBlock(source[:0])], names
     try:
         da = import_optional("dask.array")
@@ -225,11 +254,15 @@ def blocks_of(
     if isinstance(source, dd.DataFrame):
         names = list(source.columns) if columns is None else list(columns)
         if len(names) != d:
-            raise ValueError(f"the source has {len(names)} columns, the measurement expects {d} (pass columns=)")
+            raise ValueError(
+                f"the source has {len(names)} columns, the measurement expects {d} (pass columns=)"
+            )
         return [DelayedBlock(p, tuple(names)) for p in source[names].to_delayed()], names
     if isinstance(source, da.Array):
         if source.ndim != 2 or source.shape[1] != d or len(source.chunks[1]) != 1:
-            raise ValueError(f"source must be a 2-dimensional Dask array with {d} columns in one chunk")
+            raise ValueError(
+                f"source must be a 2-dimensional Dask array with {d} columns in one chunk"
+            )
         names = [f"x{i}" for i in range(d)] if columns is None else list(columns)
         return [DelayedBlock(p, None) for p in source.to_delayed()[:, 0]], names
     raise TypeError("source must be a Parquet path, a Dask DataFrame or Array, or a numpy array")
@@ -247,17 +280,29 @@ def read_block(block: Any) -> np.ndarray:
     return np.asarray(block, dtype=np.float64)
 
 
-def source_shape(source: Any, columns: Sequence[str] | None, count: bool = True) -> tuple[int | None, int]:
+def source_shape(
+    source: Any, columns: Sequence[str] | None, count: bool = True
+) -> tuple[int | None, int]:
     """``(n, d)`` of a source: Parquet footers, a numpy shape, or one pass over a Dask collection
     (``count=False``: ``n`` is not read, None: the size is private)."""
     if isinstance(source, (str, os.PathLike)):
         files = parquet_files(os.fspath(source))
-        d = len(columns) if columns is not None else len(pq.ParquetFile(files[0]).schema_arrow.names)
+        d = (
+            len(columns)
+            if columns is not None
+            else len(pq.ParquetFile(files[0]).schema_arrow.names)
+        )
         if not count:
             return None, d
         return int(sum(pq.ParquetFile(f).metadata.num_rows for f in files)), d
     if isinstance(source, np.ndarray):
         d = int(source.shape[1]) if source.ndim == 2 else 0
         return (int(source.shape[0]) if count else None), d
-    d = len(columns) if columns is not None else int(source.shape[1]) if hasattr(source, "ndim") else len(source.columns)
+    d = (
+        len(columns)
+        if columns is not None
+        else int(source.shape[1])
+        if hasattr(source, "ndim")
+        else len(source.columns)
+    )
     return (int(len(source)) if count else None), d

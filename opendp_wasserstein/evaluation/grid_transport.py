@@ -81,13 +81,19 @@ class GridW1:
 
 
 def _import_min_cost_flow() -> ModuleType:
-    import_optional("ortools.graph.python", "w1_grid (OR-Tools' min-cost flow)")  # the package first
-    return import_optional("ortools.graph.python.min_cost_flow", "w1_grid (OR-Tools' min-cost flow)")
+    import_optional(
+        "ortools.graph.python", "w1_grid (OR-Tools' min-cost flow)"
+    )  # the package first
+    return import_optional(
+        "ortools.graph.python.min_cost_flow", "w1_grid (OR-Tools' min-cost flow)"
+    )
 
 
 def _offsets(d: int, metric: str) -> list[tuple[int, ...]]:
     if metric == "l1":
-        return [tuple(s if k == axis else 0 for k in range(d)) for axis in range(d) for s in (-1, 1)]
+        return [
+            tuple(s if k == axis else 0 for k in range(d)) for axis in range(d) for s in (-1, 1)
+        ]
     return [o for o in itertools.product((-1, 0, 1), repeat=d) if any(o)]
 
 
@@ -150,7 +156,9 @@ def w1_grid(
     h = side / m if side > 0 else 1.0
     nx, ny = len(xa), len(ya)
     if nx * ny * m * d >= 1 << 62:
-        raise ValueError(f"sets of {nx} and {ny} points are too large for exact integer flows at bits={bits}")
+        raise ValueError(
+            f"sets of {nx} and {ny} points are too large for exact integer flows at bits={bits}"
+        )
 
     def binned(p: np.ndarray) -> tuple[np.ndarray, float]:
         cells = np.clip(np.floor((p - lo) / h), 0, m - 1).astype(np.int64)

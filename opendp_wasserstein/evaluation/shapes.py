@@ -272,7 +272,9 @@ SHAPES: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
-def sample_shape(name: str, n: int, seed: SeedLike = None, noise: float | None = None) -> np.ndarray:
+def sample_shape(
+    name: str, n: int, seed: SeedLike = None, noise: float | None = None
+) -> np.ndarray:
     """``n`` points of the test shape ``name`` (a key of :data:`SHAPES`).
 
     :param name: one of ``"two_moons"``, ``"spiral"``, ``"annulus"``, ``"s_curve"``,
@@ -290,7 +292,9 @@ def sample_shape(name: str, n: int, seed: SeedLike = None, noise: float | None =
     return SHAPES[name](n, seed=seed, noise=noise)
 
 
-def sample_subspace(n: int, d: int, k: int, seed: SeedLike = None, noise: float = 0.0) -> np.ndarray:
+def sample_subspace(
+    n: int, d: int, k: int, seed: SeedLike = None, noise: float = 0.0
+) -> np.ndarray:
     """``n`` points uniform on a ``k``-dimensional coordinate face of ``[0, 1]^d``.
 
     The first ``k`` coordinates are independent and uniform on ``[0, 1]``; the remaining

@@ -72,7 +72,9 @@ def _cost(enc: TableEncoding, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _exact(enc: TableEncoding, a: np.ndarray, b: np.ndarray) -> float:
     ot = import_optional("ot", "the exact table W1")
     cost = _cost(enc, a, b)
-    value = ot.emd2(np.full(len(a), 1 / len(a)), np.full(len(b), 1 / len(b)), cost, numItermax=_EMD_MAX_ITER)
+    value = ot.emd2(
+        np.full(len(a), 1 / len(a)), np.full(len(b), 1 / len(b)), cost, numItermax=_EMD_MAX_ITER
+    )
     return max(float(value), 0.0)
 
 
@@ -126,7 +128,9 @@ def table_w1(
     return W1Estimate(float(values.mean()), se, float(floors.mean()), max_points, repeats, False)
 
 
-def _column_codes(enc: TableEncoding, points: np.ndarray, bins: int) -> dict[str, tuple[np.ndarray, int]]:
+def _column_codes(
+    enc: TableEncoding, points: np.ndarray, bins: int
+) -> dict[str, tuple[np.ndarray, int]]:
     """Per column: integer codes and the number of codes (numeric: bins + missing)."""
     out: dict[str, tuple[np.ndarray, int]] = {}
     j = 0
@@ -166,7 +170,9 @@ class MarginalTVD:
     by_marginal: dict[tuple[str, ...], float]
 
 
-def marginal_tvd(real: Any, synthetic: Any, schema: Schema, way: int = 1, bins: int = 10) -> MarginalTVD:
+def marginal_tvd(
+    real: Any, synthetic: Any, schema: Schema, way: int = 1, bins: int = 10
+) -> MarginalTVD:
     """Total variation distance between the tables' ``way``-way marginals (1 or 2).
 
     :example:
@@ -242,10 +248,16 @@ def classifier_score(
     :param train_real: optional real training rows, for the train-on-real reference
     :param seed: the classifier's random state (evaluation only)
     """
-    HistGradientBoostingClassifier = import_optional("sklearn.ensemble", "classifier_score").HistGradientBoostingClassifier
-    balanced_accuracy_score = import_optional("sklearn.metrics", "classifier_score").balanced_accuracy_score
+    HistGradientBoostingClassifier = import_optional(
+        "sklearn.ensemble", "classifier_score"
+    ).HistGradientBoostingClassifier
+    balanced_accuracy_score = import_optional(
+        "sklearn.metrics", "classifier_score"
+    ).balanced_accuracy_score
     if target not in schema:
-        raise ValueError(f"target {target!r} is not in the schema; its columns are {list(schema.names)}")
+        raise ValueError(
+            f"target {target!r} is not in the schema; its columns are {list(schema.names)}"
+        )
     if not isinstance(schema[target], (CategoricalColumn, BoolColumn)):
         raise ValueError(f"target {target!r} must be a categorical or bool column")
     enc = TableEncoding(schema)
@@ -331,11 +343,15 @@ def model_score(
     True
     """
     if target not in schema:
-        raise ValueError(f"target {target!r} is not in the schema; its columns are {list(schema.names)}")
+        raise ValueError(
+            f"target {target!r} is not in the schema; its columns are {list(schema.names)}"
+        )
     if isinstance(schema[target], (CategoricalColumn, BoolColumn)):
         c = classifier_score(synthetic, test_real, target, schema, train_real=train_real, seed=seed)
         return ModelScore("balanced_accuracy", c.synthetic, c.real, c.majority)
-    HistGradientBoostingRegressor = import_optional("sklearn.ensemble", "model_score").HistGradientBoostingRegressor
+    HistGradientBoostingRegressor = import_optional(
+        "sklearn.ensemble", "model_score"
+    ).HistGradientBoostingRegressor
     r2_score = import_optional("sklearn.metrics", "model_score").r2_score
 
     enc = TableEncoding(schema)
@@ -356,7 +372,9 @@ def model_score(
         if len(y) < 2 or np.ptp(y) == 0:
             pred = np.full(len(yt), float(y.mean()) if len(y) else 0.5)
         else:
-            pred = HistGradientBoostingRegressor(random_state=seed, max_iter=100).fit(x, y).predict(xt)
+            pred = (
+                HistGradientBoostingRegressor(random_state=seed, max_iter=100).fit(x, y).predict(xt)
+            )
         return float(r2_score(yt, pred))
 
     baseline = float(r2_score(yt, np.full(len(yt), float(ys.mean()) if len(ys) else 0.5)))
@@ -466,7 +484,9 @@ def gower_w1(
 
     def emd(x: np.ndarray, y: np.ndarray) -> float:
         cost = gower_distance(x, y, schema)
-        v = ot.emd2(np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), cost, numItermax=_EMD_MAX_ITER)
+        v = ot.emd2(
+            np.full(len(x), 1 / len(x)), np.full(len(y), 1 / len(y)), cost, numItermax=_EMD_MAX_ITER
+        )
         return max(float(v), 0.0)
 
     sub = len(a) > max_points or len(b) > max_points
@@ -503,14 +523,20 @@ class CorrelationError:
     by_pair: dict[tuple[str, str], tuple[float, float]]
 
 
-def _column_values(enc: TableEncoding, points: np.ndarray) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+def _column_values(
+    enc: TableEncoding, points: np.ndarray
+) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
     """Per column: ("numeric", coordinate, present) or ("categorical", code, all-True)."""
     out: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
     j = 0
     for name, _spec in enc.schema.items():
         axis = enc.axes[j]
         if axis.role == "category":
-            out[name] = ("categorical", enc._lookup(points[:, j], axis.cells), np.ones(len(points), dtype=bool))
+            out[name] = (
+                "categorical",
+                enc._lookup(points[:, j], axis.cells),
+                np.ones(len(points), dtype=bool),
+            )
             j += 1
             continue
         present = np.ones(len(points), dtype=bool)
@@ -558,7 +584,9 @@ def _cramers_v(a: np.ndarray, b: np.ndarray) -> float:
     return math.sqrt(min(chi2 / (n * (min(r, c) - 1)), 1.0))
 
 
-def _association(u: tuple[str, np.ndarray, np.ndarray], v: tuple[str, np.ndarray, np.ndarray]) -> float:
+def _association(
+    u: tuple[str, np.ndarray, np.ndarray], v: tuple[str, np.ndarray, np.ndarray]
+) -> float:
     (ku, xu, pu), (kv, xv, pv) = u, v
     keep = pu & pv
     if ku == "numeric" and kv == "numeric":

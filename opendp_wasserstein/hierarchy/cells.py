@@ -110,7 +110,9 @@ def check_axes(axes: Any, d: int, depth: int, name: str = "axes") -> tuple[int, 
     if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence):
         raise TypeError(f"{name} must be a sequence of coordinates (one per level) or None")
     if len(axes) < depth:
-        raise ValueError(f"{name} must give a coordinate for each of the {depth} levels, got {len(axes)}")
+        raise ValueError(
+            f"{name} must give a coordinate for each of the {depth} levels, got {len(axes)}"
+        )
     out = []
     for a in axes[:depth]:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= a < d:
@@ -280,7 +282,12 @@ def _spread_ops(m: int, d: int, dst: int) -> tuple[tuple[str, int, int], ...]:
     return steps
 
 
-def _spread(field: np.ndarray, ops: tuple[tuple[str, int, int], ...], tmp: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def _spread(
+    field: np.ndarray,
+    ops: tuple[tuple[str, int, int], ...],
+    tmp: np.ndarray,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Apply :func:`_spread_ops` to ``field`` (uint64, overwritten); the last mask may write to ``out``."""
     res = field
     for k, (kind, a, mask) in enumerate(ops):
@@ -351,7 +358,9 @@ def morton_words(grid: np.ndarray, depth: int, axes: Sequence[int] | None = None
     return words
 
 
-def morton_words_bitwise(grid: np.ndarray, depth: int, axes: Sequence[int] | None = None) -> np.ndarray:
+def morton_words_bitwise(
+    grid: np.ndarray, depth: int, axes: Sequence[int] | None = None
+) -> np.ndarray:
     """Morton codes by one vectorised pass per level: the general path.
 
     :param grid: grid codes, shape (n, d), ``B = bits_per_coord(depth, d, axes)`` bits per
@@ -441,7 +450,9 @@ def row_codes(
         out = np.empty((len(words), n), dtype=np.uint64)
         for lo in range(0, n, _ROWS):
             part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
-            g = _box_grid(part, box, depth, axes).view(np.uint64)  # non-negative int64: the same bits
+            g = _box_grid(part, box, depth, axes).view(
+                np.uint64
+            )  # non-negative int64: the same bits
             if axes is None:  # pragma: no cover - a box narrower than 2^-969
                 for i, w in enumerate(words):
                     out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
@@ -450,7 +461,9 @@ def row_codes(
         return out
     shift, factor, divide = scaling
     # per coordinate: (word row, src, m, spread ops); the first coordinate writing a word assigns it
-    fields: list[list[tuple[int, int, int, tuple[tuple[str, int, int], ...]]]] = [[] for _ in range(d)]
+    fields: list[list[tuple[int, int, int, tuple[tuple[str, int, int], ...]]]] = [
+        [] for _ in range(d)
+    ]
     writer: dict[int, int] = {}
     for i, w in enumerate(words):
         for c, src, m, dst in _word_plan(depth, d, w):
@@ -490,7 +503,9 @@ def row_codes(
                 else:
                     np.copyto(gg.view(np.int64), vv[c], casting="unsafe")
                 for j, (i, src, m, ops) in enumerate(fields[c]):
-                    fld = gg if j == len(fields[c]) - 1 else ff  # the last field may overwrite the grid
+                    fld = (
+                        gg if j == len(fields[c]) - 1 else ff
+                    )  # the last field may overwrite the grid
                     if src:
                         np.right_shift(gg, np.uint64(src), out=fld)
                     elif fld is not gg:
@@ -631,7 +646,12 @@ class CountTree:
     """
 
     def __init__(
-        self, x: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None, keep_input: bool = True
+        self,
+        x: np.ndarray,
+        depth: int,
+        box: Any = None,
+        axes: Sequence[int] | None = None,
+        keep_input: bool = True,
     ) -> None:
         n, d = x.shape
         self.n, self.d, self.depth = int(n), int(d), int(depth)
@@ -716,7 +736,9 @@ class CountTree:
         keys.sort()
         order = (keys & mask).view(np.int64)
         keys &= ~mask
-        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's code bits
+        lcp = _sorted_lcp(
+            keys, depth
+        )  # depth > 64: 1086 marks the pairs tied on the key's code bits
         del keys
         for w in range(words.shape[0]):  # one word at a time: one word of temporary memory
             words[w] = words[w][order]
@@ -768,7 +790,9 @@ class CountTree:
             perm[rows] = src[sub]  # position rows[i] now holds the code rows[sub[i]] held
             del sub, src, rows
             # the pair (tied[t], tied[t] + 1) is rows t + c, t + c + 1 for t in chain c
-            same = np.arange(tied.size, dtype=np.int64) + np.repeat(np.arange(heads.size, dtype=np.int64), pairs)
+            same = np.arange(tied.size, dtype=np.int64) + np.repeat(
+                np.arange(heads.size, dtype=np.int64), pairs
+            )
             del heads, pairs, lengths
             xor = bits[same + 1] ^ bits[same]
             del bits, same
@@ -894,7 +918,9 @@ def capped_level_sums(tree: CountTree, caps: np.ndarray, start: int = 0) -> np.n
     """
     caps = np.asarray(caps, dtype=np.int64)
     if caps.ndim != 2 or caps.shape[0] < 1 or caps.shape[0] > tree.depth + 1 or caps.min() < 1:
-        raise ValueError(f"caps must be an (L, k) array of integers >= 1 with L <= {tree.depth + 1}")
+        raise ValueError(
+            f"caps must be an (L, k) array of integers >= 1 with L <= {tree.depth + 1}"
+        )
     L, k = caps.shape
     out = np.zeros((L, k), dtype=np.int64)
     if tree.n == 0:
@@ -950,7 +976,9 @@ def level_imbalance(tree: CountTree, stop: int, start: int = 0) -> np.ndarray:
     return out
 
 
-def build_count_tree(u: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None) -> CountTree:
+def build_count_tree(
+    u: np.ndarray, depth: int, box: Any = None, axes: Sequence[int] | None = None
+) -> CountTree:
     """The count tree of points ``u`` in [0, 1]^d to ``depth`` (or of rows in ``box``, clamped and
     rescaled on the fly, when a box is given), split order ``axes`` (default cyclic)."""
     return CountTree(u, depth, box, axes)
@@ -1020,7 +1048,11 @@ def release_if_owned(tree: CountTree) -> bool:
 
 
 def count_tree(
-    x: np.ndarray, depth: int, box: Any = None, keep: bool = False, axes: Sequence[int] | None = None
+    x: np.ndarray,
+    depth: int,
+    box: Any = None,
+    keep: bool = False,
+    axes: Sequence[int] | None = None,
 ) -> CountTree:
     """The count tree of rows ``x`` (in ``box``) to ``depth``, shared inside :func:`shared_count_trees`.
 

@@ -44,6 +44,8 @@ def dyadic_counts_domain(
     )
 
     def member(x: Any) -> bool:
-        return isinstance(x, CountTree) and x.depth == depth and x.d == num_columns and x.axes == order
+        return (
+            isinstance(x, CountTree) and x.depth == depth and x.d == num_columns and x.axes == order
+        )
 
     return extrinsic_domain(ident, member, desc)

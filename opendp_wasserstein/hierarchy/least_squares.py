@@ -186,14 +186,20 @@ def _bottom_up(
 
 
 def _root(
-    z1: np.ndarray, w1: np.ndarray, variances: tuple[float, ...], root_noisy: int | None, root_mass: int | None
+    z1: np.ndarray,
+    w1: np.ndarray,
+    variances: tuple[float, ...],
+    root_noisy: int | None,
+    root_mass: int | None,
 ) -> tuple[float, float]:
     """The root's estimate and variance: the public mass (variance 0), else the inverse-variance
     mean of the noisy root and the children's sum."""
     s, ws = float(z1.sum()), float(w1.sum())
     if root_mass is not None:
         return float(root_mass), 0.0
-    if root_noisy is None or math.isinf(variances[0]):  # pragma: no cover - constructors refuse this
+    if root_noisy is None or math.isinf(
+        variances[0]
+    ):  # pragma: no cover - constructors refuse this
         return s, ws
     v0 = variances[0]
     return (root_noisy * ws + s * v0) / (ws + v0), ws * v0 / (ws + v0)

@@ -21,7 +21,14 @@ from opendp_wasserstein.hierarchy.traversal import LeafMasses
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.noise.node_randomness import random_words
 
-__all__ = ["PLACEMENTS", "PlacementStream", "check_placement", "place_points", "shuffle_order", "shuffled_labels"]
+__all__ = [
+    "PLACEMENTS",
+    "PlacementStream",
+    "check_placement",
+    "place_points",
+    "shuffle_order",
+    "shuffled_labels",
+]
 
 PLACEMENTS = ("center", "uniform")
 
@@ -58,7 +65,9 @@ def _random_keys(rng: RandomSource | _Words, k: int, low: int) -> np.ndarray:
     return keys
 
 
-def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int, strip: bool = True) -> np.ndarray:
+def _shuffle_packed(
+    rng: RandomSource | _Words, payload: np.ndarray, low: int, strip: bool = True
+) -> np.ndarray:
     """``payload`` (uint64 values below ``2^low``) in uniformly random order.
 
     Every item gets i.i.d. uniform high bits above its payload and the packed words are sorted;
@@ -72,7 +81,9 @@ def _shuffle_packed(rng: RandomSource | _Words, payload: np.ndarray, low: int, s
     return _sort_packed(rng, keys, low, strip)
 
 
-def _sort_packed(rng: RandomSource | _Words, keys: np.ndarray, low: int, strip: bool = True) -> np.ndarray:
+def _sort_packed(
+    rng: RandomSource | _Words, keys: np.ndarray, low: int, strip: bool = True
+) -> np.ndarray:
     """:func:`_shuffle_packed` from its packed keys (random high bits above ``low`` payload
     bits), sorted in place."""
     k = keys.size
@@ -116,7 +127,9 @@ def shuffle_order(rng: RandomSource | _Words, k: int) -> np.ndarray:
     return _shuffle_packed(rng, np.arange(k, dtype=np.uint64), low).view(np.int64)
 
 
-def _shuffled_label_keys(rng: RandomSource | _Words, masses: np.ndarray) -> tuple[np.ndarray, int] | None:
+def _shuffled_label_keys(
+    rng: RandomSource | _Words, masses: np.ndarray
+) -> tuple[np.ndarray, int] | None:
     """:func:`shuffled_labels` as packed keys whose low ``low`` bits are the labels (their high
     bits may hold random bits), and ``low``; None when there are not two labels to shuffle or
     too many leaves to pack."""

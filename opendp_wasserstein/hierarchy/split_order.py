@@ -102,8 +102,14 @@ class SplitOrder:
             raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
         if self.groups is not None:
             groups = tuple(int(g) for g in self.groups)
-            if len(groups) != len(cells) or min(groups) < 0 or set(groups) != set(range(max(groups) + 1)):
-                raise ValueError("groups must give one column index per coordinate, numbered 0 .. k-1")
+            if (
+                len(groups) != len(cells)
+                or min(groups) < 0
+                or set(groups) != set(range(max(groups) + 1))
+            ):
+                raise ValueError(
+                    "groups must give one column index per coordinate, numbered 0 .. k-1"
+                )
             object.__setattr__(self, "groups", groups)
 
     @property
@@ -124,7 +130,9 @@ class SplitOrder:
     def axes_to(self, depth: int) -> tuple[int, ...] | None:
         """``axes[:depth]`` in the form the counts constructors take (None when cyclic)."""
         if not 1 <= depth <= self.max_depth:
-            raise ValueError(f"depth must be in [1, {self.max_depth}] for this split order, got {depth}")
+            raise ValueError(
+                f"depth must be in [1, {self.max_depth}] for this split order, got {depth}"
+            )
         return check_axes(self.axes, self.d, depth)
 
     def splits(self, depth: int) -> np.ndarray:
@@ -138,7 +146,9 @@ class SplitOrder:
         levels = np.array([category_levels(k) for k in self.cells])
         discrete = np.array([k > 0 for k in self.cells])
         b = np.zeros(self.d, dtype=np.int64)
-        groups = np.asarray(self.groups if self.groups is not None else range(self.d), dtype=np.int64)
+        groups = np.asarray(
+            self.groups if self.groups is not None else range(self.d), dtype=np.int64
+        )
         k = int(groups.max()) + 1
         out = []
         for j in range(depth + 1):  # one pass per level (public)

@@ -112,11 +112,16 @@ def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
     m0 = np.where(total > 0, (mass * narrow_a) // safe, mass // 2)
     if wide.any():  # a > 0 there, so a + b > 0
         idx = np.flatnonzero(wide)
-        m0[idx] = [m * x // (x + y) for m, x, y in zip(mass[idx].tolist(), a[idx].tolist(), b[idx].tolist(), strict=True)]
+        m0[idx] = [
+            m * x // (x + y)
+            for m, x, y in zip(mass[idx].tolist(), a[idx].tolist(), b[idx].tolist(), strict=True)
+        ]
     return m0
 
 
-def zero_respecting_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray, coins: np.ndarray) -> np.ndarray:
+def zero_respecting_split(
+    mass: np.ndarray, a: np.ndarray, b: np.ndarray, coins: np.ndarray
+) -> np.ndarray:
     """Algorithm 2: the lower child's share of parent mass ``M > 0`` given truncated noisy counts
     ``a, b >= 0``.  Both zero: the child picked by the node's fair coin takes ``M`` (``coins``
     holds one bit per node whose children are both zero, in order); exactly one zero: the other
@@ -158,7 +163,9 @@ def tree_counter(counts: CountTree) -> Counter:
     """The :data:`Counter` of an exact count tree: a node's state is its range ``[lo, hi)`` of
     the tree's sorted points (the root: ``[0, n)``)."""
 
-    def counter(level: int, state: tuple[np.ndarray, ...]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    def counter(
+        level: int, state: tuple[np.ndarray, ...]
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         c_lo, c_hi = counts.children(level, *state)
         return (c_hi - c_lo).reshape(-1, 2), (c_lo, c_hi)
 
@@ -281,12 +288,29 @@ def pruned_traversal(
     front = traversal_root(counts.n, counts.d, scales, size, noise, root_state, distribution)
     if consistency == "paper":
         front = expand_levels(
-            front, counts.depth, tree_counter(counts), scales, noise, threshold, distribution, counts.axes
+            front,
+            counts.depth,
+            tree_counter(counts),
+            scales,
+            noise,
+            threshold,
+            distribution,
+            counts.axes,
         )
-        return LeafMasses(front.cells, front.mass, counts.depth, front.visited, tuple(front.active), tuple(scales))
+        return LeafMasses(
+            front.cells, front.mass, counts.depth, front.visited, tuple(front.active), tuple(scales)
+        )
     record: list[VisitedLevel] = []
     front = expand_levels(
-        front, counts.depth, tree_counter(counts), scales, noise, 0.0, distribution, counts.axes, record
+        front,
+        counts.depth,
+        tree_counter(counts),
+        scales,
+        noise,
+        0.0,
+        distribution,
+        counts.axes,
+        record,
     )
     return least_squares_leaves(front, record, scales, size, threshold, distribution, counts.depth)
 
@@ -309,7 +333,9 @@ def least_squares_leaves(
     return LeafMasses(front.cells[keep], mass[keep], depth, front.visited, active, tuple(scales))
 
 
-def prefix_cells(prefix: np.ndarray, level: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:
+def prefix_cells(
+    prefix: np.ndarray, level: int, d: int, axes: Sequence[int] | None = None
+) -> np.ndarray:
     """Per-coordinate cell indices of level-``level`` cells given by their Morton prefixes.
 
     Bit ``level - 1 - j`` of the prefix (counting from the least significant) is the bit chosen
@@ -347,7 +373,9 @@ def full_consistency(
         mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
     keep = np.flatnonzero(mass > 0)
     active = tuple(2**j for j in range(depth + 1))
-    return LeafMasses(prefix_cells(keep, depth, d, axes), mass[keep], depth, visited, active, tuple(scales))
+    return LeafMasses(
+        prefix_cells(keep, depth, d, axes), mass[keep], depth, visited, active, tuple(scales)
+    )
 
 
 def cell_bits(depth: int, d: int, axes: Sequence[int] | None = None) -> np.ndarray:

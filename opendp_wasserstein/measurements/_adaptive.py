@@ -40,7 +40,6 @@ def softmax_probabilities(scores: np.ndarray, epsilon: float, sensitivity: float
     return p / p.sum()
 
 
-
 def make_adaptive_pruned_pmm(
     input_domain: Domain,
     input_metric: Metric,
@@ -150,17 +149,45 @@ def make_adaptive_pruned_pmm(
     assert_features("contrib")
     if check_output_measure(output_measure) == "gaussian":
         return make_adaptive_pruned_pmm_zcdp(
-            input_domain, input_metric, rho_select=epsilon_select, rho_main=epsilon_main, bounds=bounds,
-            placement=placement, candidates=candidates, selection=selection, c_abs=c_abs, size=size,
-            split_order=split_order, consistency=consistency, threshold=threshold, score=score,
+            input_domain,
+            input_metric,
+            rho_select=epsilon_select,
+            rho_main=epsilon_main,
+            bounds=bounds,
+            placement=placement,
+            candidates=candidates,
+            selection=selection,
+            c_abs=c_abs,
+            size=size,
+            split_order=split_order,
+            consistency=consistency,
+            threshold=threshold,
+            score=score,
         )
     setup = adaptive_setup(
-        input_domain, input_metric, budget_select=epsilon_select, budget_main=epsilon_main, bounds=bounds,
-        placement=placement, candidates=candidates, selection=selection, c_abs=c_abs, size=size,
-        split_order=split_order, consistency=consistency, threshold=threshold, score=score,
+        input_domain,
+        input_metric,
+        budget_select=epsilon_select,
+        budget_main=epsilon_main,
+        bounds=bounds,
+        placement=placement,
+        candidates=candidates,
+        selection=selection,
+        c_abs=c_abs,
+        size=size,
+        split_order=split_order,
+        consistency=consistency,
+        threshold=threshold,
+        score=score,
         output_measure=None,
     )
-    n, eps_sel, eps_main, cands, kind = setup.n, setup.select, setup.main, setup.candidates, setup.kind
+    n, eps_sel, eps_main, cands, kind = (
+        setup.n,
+        setup.select,
+        setup.main,
+        setup.candidates,
+        setup.kind,
+    )
     score, t_scores = setup.score, setup.scores
     # the score sensitivity Delta_A the transformation's map is calibrated to: its map of one unit
     # (one replacement, d_in = 2 under a sized symmetric_distance; one record without a size)
@@ -169,7 +196,9 @@ def make_adaptive_pruned_pmm(
     # candidates); the selection gets what is left of the exact total eps_sel + eps_main rounded
     # down to a float, so the certified total never exceeds eps_sel + eps_main (it is lowered by at
     # most a few ulps) nor the float the caller may have computed for it
-    main_unit = max(2 * sum((Fraction(1) / Fraction(s) for s in c.scales[1:]), Fraction(0)) for c in cands)
+    main_unit = max(
+        2 * sum((Fraction(1) / Fraction(s) for s in c.scales[1:]), Fraction(0)) for c in cands
+    )
     if n is not None:  # one replacement: the selection and the synthesis both move once
         total = round_down(Fraction(eps_sel) + Fraction(eps_main))
         sel_budget = Fraction(total) - main_unit
@@ -185,8 +214,16 @@ def make_adaptive_pruned_pmm(
     )
     t_scores >> m_select  # OpenDP checks that the selection chains onto the scores
     mains = candidate_releases(
-        input_domain, input_metric, setup.candidates, setup.n, bounds, placement, size, setup.order,
-        setup.consistency, setup.threshold,
+        input_domain,
+        input_metric,
+        setup.candidates,
+        setup.n,
+        bounds,
+        placement,
+        size,
+        setup.order,
+        setup.consistency,
+        setup.threshold,
     )
 
     def choose_from_scores(scores: list[float]) -> int:
@@ -236,7 +273,9 @@ def make_adaptive_pruned_pmm(
         return round_up(2 * u * Fraction(sensitivity) / Fraction(scale) + r * main_unit)
 
     meas = make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
-    plan = AdaptivePlan(plan_of(t_scores), choose_from_scores, tuple(plan_of(m) for m in mains), record)
+    plan = AdaptivePlan(
+        plan_of(t_scores), choose_from_scores, tuple(plan_of(m) for m in mains), record
+    )
     return attach(meas, plan)
 
 

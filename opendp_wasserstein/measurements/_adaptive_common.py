@@ -114,12 +114,30 @@ def adaptive_setup(
     )
     kind = check_metric(input_metric, n)
     t_scores = make_schedule_scores(
-        input_domain, input_metric, cands, main, c_abs, bounds, size=size, output_measure=output_measure,
-        split_order=order, score=score, placement=placement,
+        input_domain,
+        input_metric,
+        cands,
+        main,
+        c_abs,
+        bounds,
+        size=size,
+        output_measure=output_measure,
+        split_order=order,
+        score=score,
+        placement=placement,
     )
     return AdaptiveSetup(
-        d=d, n=n, select=sel, main=main, consistency=consistency, threshold=threshold, order=order, score=score,
-        candidates=tuple(cands), kind=kind, scores=t_scores,
+        d=d,
+        n=n,
+        select=sel,
+        main=main,
+        consistency=consistency,
+        threshold=threshold,
+        order=order,
+        score=score,
+        candidates=tuple(cands),
+        kind=kind,
+        scores=t_scores,
     )
 
 

@@ -87,19 +87,38 @@ def make_adaptive_pruned_pmm_zcdp(
     form (:doc:`/proofs/split_order`).
     """
     setup = adaptive_setup(
-        input_domain, input_metric, budget_select=rho_select, budget_main=rho_main, bounds=bounds,
-        placement=placement, candidates=candidates, selection=selection, c_abs=c_abs, size=size,
-        split_order=split_order, consistency=consistency, threshold=threshold, score=score,
+        input_domain,
+        input_metric,
+        budget_select=rho_select,
+        budget_main=rho_main,
+        bounds=bounds,
+        placement=placement,
+        candidates=candidates,
+        selection=selection,
+        c_abs=c_abs,
+        size=size,
+        split_order=split_order,
+        consistency=consistency,
+        threshold=threshold,
+        score=score,
         output_measure=_ZCDP,
     )
-    n, rho_sel, rho_main_, cands, kind = setup.n, setup.select, setup.main, setup.candidates, setup.kind
+    n, rho_sel, rho_main_, cands, kind = (
+        setup.n,
+        setup.select,
+        setup.main,
+        setup.candidates,
+        setup.kind,
+    )
     score, t_scores = setup.score, setup.scores
     # exact synthesis cost of one replacement (sized: m^2 sum w, m = 1) or one record (unsized,
     # sigma_0 = inf: k^2 sum w / 2, k = 1), largest over the candidates
     main_unit = max(sum(inverse_squares(c.scales[1:]), Fraction(0)) for c in cands)
     one = (1 if kind == "change_one" else 2) if n is not None else 1
     main_one = main_unit if n is not None else main_unit / 2
-    total = round_down(Fraction(rho_sel) + (Fraction(rho_main_) if n is not None else Fraction(rho_main_) / 2))
+    total = round_down(
+        Fraction(rho_sel) + (Fraction(rho_main_) if n is not None else Fraction(rho_main_) / 2)
+    )
     sel_budget = Fraction(total) - main_one
     if sel_budget <= 0:  # pragma: no cover - check_schedule_candidates bounds main_unit by rho_main
         raise ValueError("epsilon_select is too small to represent next to epsilon_main")
@@ -114,8 +133,17 @@ def make_adaptive_pruned_pmm_zcdp(
     else:  # pragma: no cover
         raise RuntimeError("could not calibrate the selection scale")
     mains = candidate_releases(
-        input_domain, input_metric, setup.candidates, setup.n, bounds, placement, size, setup.order,
-        setup.consistency, setup.threshold, output_measure=_ZCDP,
+        input_domain,
+        input_metric,
+        setup.candidates,
+        setup.n,
+        bounds,
+        placement,
+        size,
+        setup.order,
+        setup.consistency,
+        setup.threshold,
+        output_measure=_ZCDP,
     )
 
     def choose(x: np.ndarray) -> int:

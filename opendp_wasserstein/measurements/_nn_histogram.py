@@ -72,7 +72,9 @@ def make_largest_remainder(m: int) -> Function:
     """:func:`largest_remainder` as a post-processing ``Function`` (a list of counts in), equal
     remainders in a uniformly random order (fresh coins at every call)."""
     m = check_multiset_size(m)
-    return new_function(lambda counts: largest_remainder(counts, m, as_random_source().derive(TIE_STREAM)))
+    return new_function(
+        lambda counts: largest_remainder(counts, m, as_random_source().derive(TIE_STREAM))
+    )
 
 
 def _noise_scale(meas_of: Any, d_in: int, epsilon: float, start: float) -> float:
@@ -176,14 +178,20 @@ def make_nn_histogram(
     d_in = 1 if kind == "change_one" else 2
     if noise == "laplace":
         scale = _noise_scale(lambda s: chain >> dp.m.then_laplace(scale=s), d_in, eps, 2.0 / eps)
-        if scale > SCALE_MAX:  # as for every sampler of the package: noisy counts stay far below 2^63
-            raise ScaleLimitError("epsilon is too small: the Laplace scale 2/epsilon would pass 2^52")
+        if (
+            scale > SCALE_MAX
+        ):  # as for every sampler of the package: noisy counts stay far below 2^63
+            raise ScaleLimitError(
+                "epsilon is too small: the Laplace scale 2/epsilon would pass 2^52"
+            )
         m_noise = dp.m.make_laplace(chain.output_domain, chain.output_metric, scale=scale)
     else:
         start = math.sqrt(2.0 / eps)
         scale = _noise_scale(lambda s: chain >> dp.m.then_gaussian(scale=s), d_in, eps, start)
         if scale > SCALE_MAX:
-            raise ScaleLimitError("epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)")
+            raise ScaleLimitError(
+                "epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)"
+            )
         m_noise = dp.m.make_gaussian(chain.output_domain, chain.output_metric, scale=scale)
     m_rest = m_noise >> make_largest_remainder(m)
     meas = chain >> m_rest
@@ -191,7 +199,9 @@ def make_nn_histogram(
     def finish(histogram: np.ndarray) -> Any:  # count_by_categories of pi(x) is its histogram
         return m_rest(np.asarray(histogram, dtype=np.int64).tolist())
 
-    return attach(meas, HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, finish))
+    return attach(
+        meas, HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, finish)
+    )
 
 
 then_nn_histogram = to_then(make_nn_histogram)

@@ -85,7 +85,9 @@ def make_noisy_size_then(
     eps = check_epsilon(epsilon_size, "epsilon_size")
     scale = round_up(1 / Fraction(eps))
     if scale > SCALE_MAX:  # as for every sampler of the package
-        raise ScaleLimitError("epsilon_size is too small: the count's Laplace scale 1/epsilon_size would pass 2^52")
+        raise ScaleLimitError(
+            "epsilon_size is too small: the count's Laplace scale 1/epsilon_size would pass 2^52"
+        )
     rows = make_row_count(input_domain, input_metric)  # validates the data as every release does
     count = rows >> dp.m.then_laplace(scale=scale)
     if not callable(build) or not callable(bound):
@@ -111,7 +113,9 @@ def make_noisy_size_then(
         built = build(n_hat)
         for d_in in (1, 2):
             if not built.check(d_in, bound(d_in)):
-                raise RuntimeError("the mechanism built from the noisy size exceeds its declared bound")
+                raise RuntimeError(
+                    "the mechanism built from the noisy size exceeds its declared bound"
+                )
         return built
 
     def function(x: Any) -> Any:

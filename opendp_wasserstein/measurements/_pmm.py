@@ -131,12 +131,22 @@ def make_pruned_pmm(
     noise = check_output_measure(output_measure)
     consistency, threshold = check_postprocessing(consistency, threshold)
     t_counts = make_dyadic_counts(
-        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
+        input_domain,
+        input_metric,
+        depth,
+        scales,
+        bounds,
+        "l1" if noise == "laplace" else "l2sq",
+        axes,
     )
     dom = t_counts.output_domain
-    m_noise = make_pruned_tree_noise(dom, t_counts.output_metric, noise, output_size, consistency, threshold)
+    m_noise = make_pruned_tree_noise(
+        dom, t_counts.output_metric, noise, output_size, consistency, threshold
+    )
     meas = t_counts >> m_noise >> make_synthesis(dom, placement)
-    plan = _plan(input_domain, t_counts, placement, output_size, True, noise, consistency, threshold)
+    plan = _plan(
+        input_domain, t_counts, placement, output_size, True, noise, consistency, threshold
+    )
     return attach(meas, plan)
 
 
@@ -199,12 +209,23 @@ def make_pmm(
     check_placement(placement)
     noise = check_output_measure(output_measure)
     t_counts = make_dyadic_counts(
-        input_domain, input_metric, depth, scales, bounds, "l1" if noise == "laplace" else "l2sq", axes
+        input_domain,
+        input_metric,
+        depth,
+        scales,
+        bounds,
+        "l1" if noise == "laplace" else "l2sq",
+        axes,
     )
     dom = t_counts.output_domain
     check_output_size(output_size, dom.descriptor, t_counts.output_metric.descriptor.scales)
     m_noise = make_tree_noise(dom, t_counts.output_metric, noise)
-    meas = t_counts >> m_noise >> make_full_consistency(dom, output_size) >> make_synthesis(dom, placement)
+    meas = (
+        t_counts
+        >> m_noise
+        >> make_full_consistency(dom, output_size)
+        >> make_synthesis(dom, placement)
+    )
     return attach(meas, _plan(input_domain, t_counts, placement, output_size, False, noise))
 
 

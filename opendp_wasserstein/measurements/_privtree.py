@@ -55,9 +55,13 @@ def privtree_parameters(epsilon_tree: float, epsilon_counts: float) -> tuple[flo
     lam = round_up(Fraction(3) / Fraction(eps_t))
     sigma_c = round_up(1 / Fraction(eps_c))
     if lam > SCALE_MAX:
-        raise ValueError("epsilon_tree is too small: the decision noise scale 3/epsilon_tree would pass 2^52")
+        raise ValueError(
+            "epsilon_tree is too small: the decision noise scale 3/epsilon_tree would pass 2^52"
+        )
     if sigma_c > SCALE_MAX:
-        raise ValueError("epsilon_counts is too small: the leaf-count noise scale 1/epsilon_counts would pass 2^52")
+        raise ValueError(
+            "epsilon_counts is too small: the leaf-count noise scale 1/epsilon_counts would pass 2^52"
+        )
     return lam, math.ceil(lam * math.log(2.0) * (1 + 1e-12)), sigma_c
 
 
@@ -136,7 +140,11 @@ def make_privtree(
     if not 1 <= int(max_depth) <= deepest_level(d):
         raise ValueError(f"max_depth must be in [1, {deepest_level(d)}], got {max_depth}")
     depth = int(max_depth)
-    if isinstance(theta, bool) or not isinstance(theta, (int, np.integer)) or abs(int(theta)) > 2**40:
+    if (
+        isinstance(theta, bool)
+        or not isinstance(theta, (int, np.integer))
+        or abs(int(theta)) > 2**40
+    ):
         raise ValueError(f"theta must be an integer of magnitude at most 2^40, got {theta!r}")
     theta = int(theta)
     placement = check_placement(placement)
@@ -149,7 +157,9 @@ def make_privtree(
         x = validate_data(x, d, n, nan=nan_ok)
         src = as_random_source()
         key = KeyedNodeNoise.from_random_source(src.derive(NOISE_STREAM))
-        leaves = grow(count_tree(x, depth, box, axes=order), depth, lam, delta, theta, key.derive(_DECISIONS))
+        leaves = grow(
+            count_tree(x, depth, box, axes=order), depth, lam, delta, theta, key.derive(_DECISIONS)
+        )
         noise = key.derive(_LEAF_COUNTS)
         sizes = [int(c.size) for _, _, c in leaves]
         # never empty: the root is a leaf or has descendants
@@ -168,14 +178,26 @@ def make_privtree(
             keep = mass > 0
             if keep.any():
                 leaf = LeafMasses(cells[keep], mass[keep], lvl, 0, ())
-                parts.append(place_points(leaf, box, placement, rng, axes=None if order is None else order[:lvl]))
+                parts.append(
+                    place_points(
+                        leaf, box, placement, rng, axes=None if order is None else order[:lvl]
+                    )
+                )
         out = np.concatenate(parts) if parts else np.zeros((0, d))
         # a binary tree with k leaves has k - 1 inner nodes; they and the leaves above max_depth drew
         k = sum(sizes)
         decisions = k - 1 + sum(int(c.size) for lvl, _, c in leaves if lvl < depth)
-        runtime.record({"leaves": k, "depth": max(lvl for lvl, _, _ in leaves),
-                        "visited_nodes": decisions + k, "lambda": lam, "delta": delta,
-                        "leaf_count_scale": sigma_c, "size": len(out)})
+        runtime.record(
+            {
+                "leaves": k,
+                "depth": max(lvl for lvl, _, _ in leaves),
+                "visited_nodes": decisions + k,
+                "lambda": lam,
+                "delta": delta,
+                "leaf_count_scale": sigma_c,
+                "size": len(out),
+            }
+        )
         return out[rng.permutation(len(out))] if len(out) else out
 
     def privacy_map(d_in: int) -> float:
@@ -187,7 +209,9 @@ def make_privtree(
     return make_measurement(input_domain, input_metric, max_divergence(), function, privacy_map)
 
 
-def grow(tree: Any, depth: int, lam: float, delta: int, theta: int, noise: KeyedNodeNoise) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def grow(
+    tree: Any, depth: int, lam: float, delta: int, theta: int, noise: KeyedNodeNoise
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """The PrivTree decomposition of ``tree``'s rows: ``[(level, cells, counts)]`` of its leaves.
 
     Each level is vectorised over its frontier: the exact counts come from the count tree's

@@ -35,6 +35,7 @@ __all__ = [
     "then_tree_count_gaussian",
 ]
 
+
 @dataclass(frozen=True)
 class NoisyTreeCounts:
     """The release of :func:`make_tree_count_laplace` and :func:`make_tree_count_gaussian`:
@@ -45,7 +46,9 @@ class NoisyTreeCounts:
     scales: tuple[float, ...]
 
 
-def make_tree_count_noise(input_domain: Domain, input_metric: Metric, distribution: str) -> Measurement:
+def make_tree_count_noise(
+    input_domain: Domain, input_metric: Metric, distribution: str
+) -> Measurement:
     """The kernel of :func:`make_tree_count_laplace` and :func:`make_tree_count_gaussian`: noise
     of ``distribution`` (``"laplace"`` or ``"gaussian"``) on the count of every node."""
     assert_features("contrib")

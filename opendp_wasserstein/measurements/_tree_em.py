@@ -137,13 +137,19 @@ def make_tree_em(
     k = the_tree.k
 
     def from_counts(counts: np.ndarray) -> np.ndarray:
-        return sample_tree_em(the_tree, counts, m, eps, as_random_source().derive(SELECTION_STREAM), n=n)
+        return sample_tree_em(
+            the_tree, counts, m, eps, as_random_source().derive(SELECTION_STREAM), n=n
+        )
 
     def function(idx: Any) -> np.ndarray:
         return from_counts(np.bincount(np.asarray(idx, dtype=np.int64), minlength=k))
 
     m_em = make_measurement(
-        t_near.output_domain, t_near.output_metric, max_divergence(), function, tree_em_privacy_map(kind, eps)
+        t_near.output_domain,
+        t_near.output_metric,
+        max_divergence(),
+        function,
+        tree_em_privacy_map(kind, eps),
     )
     plan = HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, from_counts)
     return attach(t_near >> m_em, plan)

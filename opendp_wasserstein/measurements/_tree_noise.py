@@ -87,7 +87,9 @@ def zcdp_map(d_in: Any) -> float:
     (0.3125, 5e-324)
     """
     if isinstance(d_in, bool) or not isinstance(d_in, (float, numbers.Rational)):
-        raise TypeError(f"d_in must be a float or a rational (an l2sq distance), got {type(d_in).__name__}")
+        raise TypeError(
+            f"d_in must be a float or a rational (an l2sq distance), got {type(d_in).__name__}"
+        )
     d = float(d_in)
     if not d >= 0.0:
         raise ValueError("d_in must be a non-negative l2sq(s) distance")
@@ -102,6 +104,7 @@ def check_gaussian_scales(scales: tuple[float, ...]) -> None:
     if not all(math.isfinite(s) and 0 < s <= MAX_SCALE for s in rest):
         raise ValueError(f"input_metric scales must be positive and at most 2^52 = {MAX_SCALE:.6g}")
 
+
 #: per distribution: the input metric's descriptor, the output measure and the privacy map
 NOISE: dict[str, tuple[type, Callable[[], Measure], Callable[[Any], float]]] = {
     "laplace": (WeightedL1Distance, max_divergence, laplace_map),
@@ -109,13 +112,17 @@ NOISE: dict[str, tuple[type, Callable[[], Measure], Callable[[Any], float]]] = {
 }
 
 
-def check_noise_metric(input_metric: Metric, levels: int, distribution: str, infinite_root: bool = True) -> Any:
+def check_noise_metric(
+    input_metric: Metric, levels: int, distribution: str, infinite_root: bool = True
+) -> Any:
     """The descriptor of ``l1(s)`` (Laplace) or ``l2sq(s)`` (Gaussian) with one scale per level,
     each scale within what the exact sampler draws (``sigma_0 = inf``, a root that is not
     released, allowed where ``infinite_root``; always for Gaussian noise)."""
     met = descriptor_of(input_metric, NOISE[distribution][0])
     if len(met.scales) != levels:
-        raise ValueError(f"input_metric must have {levels} scales (one per level), got {len(met.scales)}")
+        raise ValueError(
+            f"input_metric must have {levels} scales (one per level), got {len(met.scales)}"
+        )
     if distribution == "gaussian":
         check_gaussian_scales(met.scales)
     elif max(met.scales[1:], default=0.0) > SCALE_MAX or (
@@ -147,7 +154,9 @@ def _release_noise(distribution: str = "laplace") -> NodeNoise:
     return KeyedNodeNoise.from_random_source(src.derive(NOISE_STREAM))
 
 
-def check_output_size(output_size: Any, dom: DyadicCountsDomain, scales: tuple[float, ...]) -> int | None:
+def check_output_size(
+    output_size: Any, dom: DyadicCountsDomain, scales: tuple[float, ...]
+) -> int | None:
     """The public root mass: ``output_size``, else the domain's size, else None (noisy root).
 
     :raises ValueError: ``output_size`` on a sized domain, or a root that is neither public nor
@@ -161,7 +170,11 @@ def check_output_size(output_size: Any, dom: DyadicCountsDomain, scales: tuple[f
                 "(the root count is then not released, so the number of rows must be given)"
             )
         return dom.size
-    if isinstance(output_size, (bool, np.bool_)) or not isinstance(output_size, (int, np.integer)) or output_size < 1:
+    if (
+        isinstance(output_size, (bool, np.bool_))
+        or not isinstance(output_size, (int, np.integer))
+        or output_size < 1
+    ):
         raise ValueError(f"output_size must be an integer >= 1, got {output_size!r}")
     if dom.size is not None:
         raise ValueError("output_size applies only when the input domain has no public size")
@@ -172,7 +185,9 @@ def check_output_size(output_size: Any, dom: DyadicCountsDomain, scales: tuple[f
     return int(output_size)
 
 
-def _check(input_domain: Domain, input_metric: Metric, distribution: str) -> tuple[DyadicCountsDomain, Any]:
+def _check(
+    input_domain: Domain, input_metric: Metric, distribution: str
+) -> tuple[DyadicCountsDomain, Any]:
     assert_features("contrib")
     dom = descriptor_of(input_domain, DyadicCountsDomain)
     return dom, check_noise_metric(input_metric, dom.depth + 1, distribution)
@@ -180,7 +195,11 @@ def _check(input_domain: Domain, input_metric: Metric, distribution: str) -> tup
 
 def _check_counts(counts: Any, dom: DyadicCountsDomain) -> CountTree:
     """The release-time input check: the exact count tree of the domain (its depth and dimension)."""
-    if not isinstance(counts, CountTree) or counts.depth != dom.depth or counts.d != dom.num_columns:
+    if (
+        not isinstance(counts, CountTree)
+        or counts.depth != dom.depth
+        or counts.d != dom.num_columns
+    ):
         raise TypeError(
             f"data must be the CountTree of the input domain (depth {dom.depth}, {dom.num_columns} columns), "
             "as released by make_dyadic_counts"
@@ -204,7 +223,11 @@ def full_tree_function(
 
     def function(counts: CountTree) -> NoisyTree:
         return draw_full_tree(
-            _check_counts(counts, dom), scales, _release_noise(distribution), release_root, distribution=distribution
+            _check_counts(counts, dom),
+            scales,
+            _release_noise(distribution),
+            release_root,
+            distribution=distribution,
         )
 
     return function
@@ -226,9 +249,17 @@ def pruned_function(
 
     def function(counts: CountTree) -> LeafMasses:
         leaves = pruned_traversal(
-            _check_counts(counts, dom), scales, size, _release_noise(distribution), threshold, distribution, consistency
+            _check_counts(counts, dom),
+            scales,
+            size,
+            _release_noise(distribution),
+            threshold,
+            distribution,
+            consistency,
         )
-        release_if_owned(counts)  # an adaptive release's tree is done with: free it before the placement
+        release_if_owned(
+            counts
+        )  # an adaptive release's tree is done with: free it before the placement
         return leaves
 
     return function

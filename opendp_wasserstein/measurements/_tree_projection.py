@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 
-
 def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     r"""The HTP post-processor: noisy subtree counts to the closest size-``m`` multiset.
 
@@ -97,7 +96,9 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
         total = float(dom.size) if dom.size is not None else max(1.0, clamped[0])
         # equal slopes are ordered by fresh coins, not by node ids (which follow the candidates'
         # row numbers): a permutation of the candidates permutes the law of the release
-        return closest_multiset(tree, clamped * (m / total), m, tie_break=as_random_source().derive(TIE_STREAM))
+        return closest_multiset(
+            tree, clamped * (m / total), m, tie_break=as_random_source().derive(TIE_STREAM)
+        )
 
     return new_function(function)
 
@@ -215,7 +216,9 @@ def make_tree_projection(
     def finish(histogram: np.ndarray) -> Any:  # the chain after the histogram of pi(x)
         return m_rest(tree_counts_of_histogram(the_tree, histogram))
 
-    return attach(meas, HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, finish))
+    return attach(
+        meas, HistogramPlan(d, n, domain_allows_nan(input_domain), t_near.nearest, finish)
+    )
 
 
 then_tree_projection = to_then(make_tree_projection)

@@ -132,9 +132,7 @@ def _constants(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return t, s / t, 0.5 / s
 
 
-def _gamma_interval(
-    x: np.ndarray, c: np.ndarray, a: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _gamma_interval(x: np.ndarray, c: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Floats ``lo <= gamma <= hi`` for ``gamma = (x - sigma^2/t)^2 / (2 sigma^2)`` (module
     docstring; valid for ``sigma`` in ``[MIN_FAST_SCALE, MAX_SCALE]`` and ``x < 2^62``)."""
     xf = x.astype(np.float64)
@@ -212,7 +210,9 @@ class _Frac:
         return out
 
 
-def _accept(sigma: np.ndarray, c: np.ndarray, a: np.ndarray, x: np.ndarray, rng: _Bits) -> np.ndarray:
+def _accept(
+    sigma: np.ndarray, c: np.ndarray, a: np.ndarray, x: np.ndarray, rng: _Bits
+) -> np.ndarray:
     """One exact ``Bernoulli(exp(-gamma(x_i)))`` per element (module docstring)."""
     out = np.zeros(x.size, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):

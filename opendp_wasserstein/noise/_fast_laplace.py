@@ -107,7 +107,10 @@ _Elems = np.ndarray | int
 #: streams of elements ``elems``, as a ``(len(elems), 16 * blocks)`` uint8 array
 StreamFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 _LE: dict[int, np.dtype[Any]] = {
-    1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")
+    1: np.dtype("u1"),
+    2: np.dtype("<u2"),
+    4: np.dtype("<u4"),
+    8: np.dtype("<u8"),
 }
 
 

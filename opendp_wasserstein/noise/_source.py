@@ -15,7 +15,16 @@ import numpy as np
 
 from opendp_wasserstein.runtime import current_seed
 
-__all__ = ["RandomSource", "as_random_source", "NOISE_STREAM", "CORRECTION_STREAM", "PLACEMENT_STREAM", "SELECTION_STREAM", "SIZE_STREAM", "TIE_STREAM"]
+__all__ = [
+    "RandomSource",
+    "as_random_source",
+    "NOISE_STREAM",
+    "CORRECTION_STREAM",
+    "PLACEMENT_STREAM",
+    "SELECTION_STREAM",
+    "SIZE_STREAM",
+    "TIE_STREAM",
+]
 
 _TWO_M53 = 2.0**-53
 

@@ -88,7 +88,9 @@ def _bern_exp_exact(gamma: Fraction, bits: _ElementBits, elem: int) -> bool:
     while True:  # CKS Algorithm 1 with Bernoulli(f/K) = Bernoulli(1/K) Bernoulli(f)
         draw = k == 1 or bool(_bernoulli_const(1, k, e, bits)[0])
         if draw:
-            draw = _uniform_less(int(_first_digits(bits, e)[0]), _W_BITS, f, _OneElement(bits, elem))  # type: ignore[arg-type]
+            draw = _uniform_less(
+                int(_first_digits(bits, e)[0]), _W_BITS, f, _OneElement(bits, elem)
+            )  # type: ignore[arg-type]
         if not draw:
             return bool(k % 2)
         k += 1
@@ -169,10 +171,22 @@ def stream_discrete_gaussian(scale: float, size: int, streams: StreamFn) -> np.n
     while pending.size:
         base = np.uint64(2 * r * REGION)
 
-        def proposal(ids: np.ndarray, first: np.ndarray, count: int, p: np.ndarray = pending, b: np.uint64 = base) -> np.ndarray:
+        def proposal(
+            ids: np.ndarray,
+            first: np.ndarray,
+            count: int,
+            p: np.ndarray = pending,
+            b: np.uint64 = base,
+        ) -> np.ndarray:
             return streams(p[ids], first + b, count)
 
-        def test(ids: np.ndarray, first: np.ndarray, count: int, p: np.ndarray = pending, b: np.uint64 = base) -> np.ndarray:
+        def test(
+            ids: np.ndarray,
+            first: np.ndarray,
+            count: int,
+            p: np.ndarray = pending,
+            b: np.uint64 = base,
+        ) -> np.ndarray:
             return streams(p[ids], first + b + np.uint64(REGION), count)
 
         y = stream_discrete_laplace(t, pending.size, proposal)

@@ -113,8 +113,12 @@ def _digits(lo: list[int], hi: list[int], frac: int) -> _Digits:
     count = len(lo)
     if len(hi) != count:
         raise ValueError("lo and hi must have the same length")
-    da = np.frombuffer(b"".join(a.to_bytes(nbytes, "big") for a in lo), dtype=np.uint8).reshape(count, nbytes)
-    db = np.frombuffer(b"".join(b.to_bytes(nbytes, "big") for b in hi), dtype=np.uint8).reshape(count, nbytes)
+    da = np.frombuffer(b"".join(a.to_bytes(nbytes, "big") for a in lo), dtype=np.uint8).reshape(
+        count, nbytes
+    )
+    db = np.frombuffer(b"".join(b.to_bytes(nbytes, "big") for b in hi), dtype=np.uint8).reshape(
+        count, nbytes
+    )
     differ = da != db
     # the first differing digit, or nbytes where all agree
     known = np.where(differ.any(axis=1), differ.argmax(axis=1), nbytes).astype(np.int64)

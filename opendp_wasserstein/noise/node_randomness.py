@@ -195,7 +195,12 @@ class KeyedNodeNoise:
         """The CBC-MAC chaining value ``S`` after ``H || L_1 .. L_m`` for every node, (k, 2)."""
         k, w = ids.shape
         header = np.array(
-            [[(_TAG << 32) | (_VERSION << 24) | (stream << 16) | self._namespace, (level << 32) | w]],
+            [
+                [
+                    (_TAG << 32) | (_VERSION << 24) | (stream << 16) | self._namespace,
+                    (level << 32) | w,
+                ]
+            ],
             dtype=_LE64,
         )
         state = np.repeat(self._aes(enc, header), k, axis=0)
@@ -272,7 +277,9 @@ class KeyedNodeNoise:
         """
         return self._draw(GAUSS_STREAM, stream_discrete_gaussian, level, cells, scale)
 
-    def _draw(self, stream: int, sampler: Any, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
+    def _draw(
+        self, stream: int, sampler: Any, level: int, cells: np.ndarray, scale: float
+    ) -> np.ndarray:
         """One value per node from ``sampler(scale, k, streams)`` reading the nodes' own ``stream``."""
         level, ids = self._check(level, cells)
         scale_f = float(scale)

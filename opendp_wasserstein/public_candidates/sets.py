@@ -90,7 +90,9 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a numeric array of shape (k, p)") from None
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-dimensional array of shape (k, p), got {arr.ndim} dimensions")
+        raise ValueError(
+            f"{name} must be a 2-dimensional array of shape (k, p), got {arr.ndim} dimensions"
+        )
     if arr.shape[0] == 0:
         raise ValueError(f"{name} must have at least one row (k >= 1), got k = 0")
     if arr.shape[1] == 0:
@@ -98,7 +100,9 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (no NaN or infinite entries)")
     if np.abs(arr).max() > CANDIDATE_MAX:
-        raise ValueError(f"{name} must have entries of magnitude <= {CANDIDATE_MAX:g} (distances must not overflow)")
+        raise ValueError(
+            f"{name} must have entries of magnitude <= {CANDIDATE_MAX:g} (distances must not overflow)"
+        )
     if arr.shape[0] > 1:
         order = np.lexsort(arr.T[::-1])
         srt = arr[order]
@@ -110,7 +114,9 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
         # tree builders divide by distances: distinct rows must not be subnormally close
         nearest_gap = cKDTree(arr).query(arr, k=2, p=np.inf)[0][:, 1]
         if nearest_gap.min() < CANDIDATE_MIN_GAP * max(1.0, float(np.abs(arr).max())):
-            raise ValueError(f"{name} must not hold rows closer than {CANDIDATE_MIN_GAP:g} (relative) to each other")
+            raise ValueError(
+                f"{name} must not hold rows closer than {CANDIDATE_MIN_GAP:g} (relative) to each other"
+            )
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
     return arr
@@ -281,7 +287,9 @@ class NearestCandidates:
             keep[lo:hi] = _row_min_mask(keys, sub_ptr, sub_row)
         return keep
 
-    def _exact_sum_nearest(self, xs: np.ndarray, cs: np.ndarray, ptr: np.ndarray, row_of: np.ndarray) -> np.ndarray:
+    def _exact_sum_nearest(
+        self, xs: np.ndarray, cs: np.ndarray, ptr: np.ndarray, row_of: np.ndarray
+    ) -> np.ndarray:
         """:meth:`_exact_nearest` for l1 and l2 (squared) distances: in floats where every step
         of their computation is exact (checked by error-free transformations: integer-valued
         data, say), else in exact integer arithmetic.  Overflow in the float test is expected
@@ -290,7 +298,9 @@ class NearestCandidates:
         with np.errstate(over="ignore", invalid="ignore"):
             return self._exact_sum_nearest_quiet(xs, cs, ptr, row_of)
 
-    def _exact_sum_nearest_quiet(self, xs: np.ndarray, cs: np.ndarray, ptr: np.ndarray, row_of: np.ndarray) -> np.ndarray:
+    def _exact_sum_nearest_quiet(
+        self, xs: np.ndarray, cs: np.ndarray, ptr: np.ndarray, row_of: np.ndarray
+    ) -> np.ndarray:
         s, e = _two_diff(xs, cs)
         exact = e == 0
         a = np.abs(s)
@@ -324,11 +334,15 @@ class NearestCandidates:
                 keys: tuple[np.ndarray, ...] = (acc[use],)
             else:
                 diff = _exact_ints(xs[use]) - _exact_ints(cs[use])
-                keys = (np.abs(diff).sum(axis=1) if self.metric == "l1" else (diff * diff).sum(axis=1),)
+                keys = (
+                    np.abs(diff).sum(axis=1) if self.metric == "l1" else (diff * diff).sum(axis=1),
+                )
             keep[use] = _row_min_mask(keys, sub_ptr, sub_row)
         return keep
 
-    def _tie_sets(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[bytes, np.ndarray]]]:
+    def _tie_sets(
+        self, x: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[bytes, np.ndarray]]]:
         """For one chunk: ``best`` (the nearest candidate of every row with one, else -1), the
         rows with ties (increasing), the tie set of each (an index into ``sets``) and the
         distinct tie sets (key, members sorted by index)."""

@@ -155,7 +155,9 @@ def _lse_convolve(f: np.ndarray, g: np.ndarray) -> np.ndarray:
     return out
 
 
-def _edge_terms(bt: BinaryTree, counts: np.ndarray, n: int, m: int, epsilon: float, diam: float) -> np.ndarray:
+def _edge_terms(
+    bt: BinaryTree, counts: np.ndarray, n: int, m: int, epsilon: float, diam: float
+) -> np.ndarray:
     """``-alpha w_v |A_v/n - c/m|`` for every node and ``c = 0..m`` (rows), as
     ``-(epsilon w_v / (2 diam m)) |A_v m - c n|`` with the integer part exact."""
     N = bt.parent.size
@@ -170,12 +172,19 @@ def _edge_terms(bt: BinaryTree, counts: np.ndarray, n: int, m: int, epsilon: flo
     if diam <= 0.0:
         return np.zeros((N, m + 1))
     coef = epsilon * bt.weight / (2.0 * diam * m)
-    gap = np.abs(A[:, None].astype(np.float64) * m - np.arange(m + 1, dtype=np.float64)[None, :] * n)
+    gap = np.abs(
+        A[:, None].astype(np.float64) * m - np.arange(m + 1, dtype=np.float64)[None, :] * n
+    )
     return -coef[:, None] * gap
 
 
 def tree_em_tables(
-    tree: Tree | BinaryTree, counts: np.ndarray, n: int, m: int, epsilon: float, diam: float | None = None
+    tree: Tree | BinaryTree,
+    counts: np.ndarray,
+    n: int,
+    m: int,
+    epsilon: float,
+    diam: float | None = None,
 ) -> tuple[BinaryTree, np.ndarray]:
     """The binary tree and the ``G`` table (``N x (m + 1)``) of the recursion; ``G[root]`` is
     ``F_root`` (the root has no edge), so ``log Z = G[0, m]``.
@@ -290,7 +299,9 @@ def sample_tree_em(
                 gr = G[bt.right[rows]]
                 rest = cv[:, None] - t_all[None, :]
                 valid = rest >= 0
-                logw = np.where(valid, gl + np.take_along_axis(gr, np.maximum(rest, 0), axis=1), -np.inf)
+                logw = np.where(
+                    valid, gl + np.take_along_axis(gr, np.maximum(rest, 0), axis=1), -np.inf
+                )
                 t = _categorical(logw, rng.uniform(cv.size)).reshape(v.size, R)
                 c[bt.left[v]] = t
                 c[bt.right[v]] = c[v] - t

@@ -43,11 +43,15 @@ def as_data(x: Any, name: str = "X", public_size: bool = True) -> np.ndarray:
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be a 2-D array of real numbers") from None
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-dimensional (rows x columns), got {arr.ndim} dimensions")
+        raise ValueError(
+            f"{name} must be 2-dimensional (rows x columns), got {arr.ndim} dimensions"
+        )
     if arr.shape[1] == 0:
         raise ValueError(f"{name} must have at least one column")
     if public_size and arr.shape[0] == 0:
-        raise ValueError(f"{name} must have at least one row (the size is public: public_size=True)")
+        raise ValueError(
+            f"{name} must have at least one row (the size is public: public_size=True)"
+        )
     arr = arr.astype(np.float64, copy=True)
     if np.isnan(arr).any():
         raise ValueError(
@@ -75,7 +79,9 @@ def synthesize_array(
     n, d = x.shape
     box = as_bounds(bounds, d)
     order = check_split_order(split_order, d)
-    meas, rho = synthesis_measurement(opts, d=d, n=n if opts.public_size else None, box=box, order=order)
+    meas, rho = synthesis_measurement(
+        opts, d=d, n=n if opts.public_size else None, box=box, order=order
+    )
     t0 = time.perf_counter()
     with runtime.diagnostics() as records:
         y = meas(x)
@@ -89,7 +95,9 @@ def synthesize_array(
     for r in records:
         info |= r
     seconds_public = seconds if opts.public_size else None
-    report = synthesis_report(opts.mechanism, certified, info, int(y.shape[0]), seconds_public, certified_delta, rho)
+    report = synthesis_report(
+        opts.mechanism, certified, info, int(y.shape[0]), seconds_public, certified_delta, rho
+    )
     return y, report
 
 

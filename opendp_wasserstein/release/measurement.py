@@ -117,11 +117,24 @@ def _approx_measurement(
     bounds = {"lower": box.lower, "upper": box.upper}
     placement = options.placement
     if options.mechanism == "adaptive":
-        share = DEFAULT_SELECT_FRACTION_ZCDP if options.epsilon_select is None else options.epsilon_select / eps
+        share = (
+            DEFAULT_SELECT_FRACTION_ZCDP
+            if options.epsilon_select is None
+            else options.epsilon_select / eps
+        )
         rho_sel, rho_main = split_budget(rho, share)
         meas = make_adaptive_pruned_pmm(
-            domain, metric, rho_sel, rho_main, bounds=bounds, placement=placement, output_measure=zcdp,
-            consistency=consistency, threshold=threshold, score=options.resolved_score, split_order=order,
+            domain,
+            metric,
+            rho_sel,
+            rho_main,
+            bounds=bounds,
+            placement=placement,
+            output_measure=zcdp,
+            consistency=consistency,
+            threshold=threshold,
+            score=options.resolved_score,
+            split_order=order,
         )
     else:
         r = ambient_depth(eps, n) if options.depth is None else options.depth
@@ -130,11 +143,29 @@ def _approx_measurement(
         scales = zcdp_schedule(d, rho, r, s=d)
         axes = None if order is None else order.axes_to(r)
         if options.mechanism == "pruned":
-            meas = make_pruned_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp,
-                                   consistency=consistency, threshold=threshold, axes=axes)
+            meas = make_pruned_pmm(
+                domain,
+                metric,
+                r,
+                scales,
+                bounds=bounds,
+                placement=placement,
+                output_measure=zcdp,
+                consistency=consistency,
+                threshold=threshold,
+                axes=axes,
+            )
         else:
-            meas = make_pmm(domain, metric, r, scales, bounds=bounds, placement=placement, output_measure=zcdp,
-                            axes=axes)
+            meas = make_pmm(
+                domain,
+                metric,
+                r,
+                scales,
+                bounds=bounds,
+                placement=placement,
+                output_measure=zcdp,
+                axes=axes,
+            )
     return make_approx_dp(meas, delta), rho
 
 
@@ -143,11 +174,18 @@ def _pure_measurement(
 ) -> Measurement:
     """The pure-DP measurement: ``epsilon`` per replacement with a public ``n``, per added or
     removed record without (``n`` None)."""
-    eps, mechanism, depth, placement = options.epsilon, options.mechanism, options.depth, options.placement
+    eps, mechanism, depth, placement = (
+        options.epsilon,
+        options.mechanism,
+        options.depth,
+        options.placement,
+    )
     domain = dp.numpy.array2_domain(num_columns=d, size=n, nan=False, T=float)
     metric = dp.change_one_distance() if n is not None else dp.symmetric_distance()
     bounds = {"lower": box.lower, "upper": box.upper}
-    sel_share = DEFAULT_SELECT_FRACTION if options.epsilon_select is None else options.epsilon_select / eps
+    sel_share = (
+        DEFAULT_SELECT_FRACTION if options.epsilon_select is None else options.epsilon_select / eps
+    )
     consistency, threshold = options.post
     score = options.resolved_score
 
@@ -176,18 +214,34 @@ def _pure_measurement(
         if order is not None:
             cap = min(cap, order.max_depth)
         return make_privtree(
-            domain, metric, round_down(record_eps / 2), round_down(record_eps / 2), cap,
-            bounds=bounds, placement=placement, axes=axes(cap),
+            domain,
+            metric,
+            round_down(record_eps / 2),
+            round_down(record_eps / 2),
+            cap,
+            bounds=bounds,
+            placement=placement,
+            axes=axes(cap),
         )
     if n is not None:  # public size: epsilon per replacement (change_one d_in = 1)
         if mechanism == "adaptive":
             eps_sel, eps_main = split_budget(eps, sel_share)
             return make_adaptive_pruned_pmm(
-                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, split_order=order,
-                consistency=consistency, threshold=threshold, score=score,
+                domain,
+                metric,
+                eps_sel,
+                eps_main,
+                bounds=bounds,
+                placement=placement,
+                split_order=order,
+                consistency=consistency,
+                threshold=threshold,
+                score=score,
             )
         r = fit(ambient_depth(eps, n)) if depth is None else depth
-        return make(domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement, axes=axes(r))
+        return make(
+            domain, metric, r, schedule(eps, r), bounds=bounds, placement=placement, axes=axes(r)
+        )
 
     # private size: epsilon per added or removed record (symmetric d_in = 1)
     if mechanism != "adaptive" and depth is not None:
@@ -196,11 +250,17 @@ def _pure_measurement(
         sigma0 = round_up(1 / Fraction(root_eps))
         levels_half = round_down(Fraction(eps) - 1 / Fraction(sigma0))
         scales = (sigma0, *schedule(2 * levels_half, depth)[1:])
-        return make(domain, metric, depth, scales, bounds=bounds, placement=placement, axes=axes(depth))
+        return make(
+            domain, metric, depth, scales, bounds=bounds, placement=placement, axes=axes(depth)
+        )
     size_eps = DEFAULT_SIZE_FRACTION * eps if options.epsilon_size is None else options.epsilon_size
     # what make_noisy_size_then's count (OpenDP's make_laplace) certifies for one record
     count_scale = round_up(1 / Fraction(size_eps))
-    count_cost = Fraction(dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), count_scale).map(1))
+    count_cost = Fraction(
+        dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), count_scale).map(
+            1
+        )
+    )
     rest = round_down(Fraction(eps) - count_cost)  # what one added record may cost after the count
     if rest <= 0:
         raise ValueError("epsilon_size leaves nothing for the synthesis")
@@ -211,8 +271,17 @@ def _pure_measurement(
 
         def build(n_hat: int) -> Measurement:
             return make_adaptive_pruned_pmm(
-                domain, metric, eps_sel, eps_main, bounds=bounds, placement=placement, size=n_hat,
-                split_order=order, consistency=consistency, threshold=threshold, score=score,
+                domain,
+                metric,
+                eps_sel,
+                eps_main,
+                bounds=bounds,
+                placement=placement,
+                size=n_hat,
+                split_order=order,
+                consistency=consistency,
+                threshold=threshold,
+                score=score,
             )
 
         per_record = Fraction(round_down(Fraction(eps_sel) + Fraction(half_main)))
@@ -221,16 +290,29 @@ def _pure_measurement(
         def build(n_hat: int) -> Measurement:
             r = fit(ambient_depth(2 * rest, n_hat)) if depth is None else depth
             scales = (math.inf, *schedule(2 * rest, r)[1:])
-            return make(domain, metric, r, scales, bounds=bounds, placement=placement, output_size=n_hat, axes=axes(r))
+            return make(
+                domain,
+                metric,
+                r,
+                scales,
+                bounds=bounds,
+                placement=placement,
+                output_size=n_hat,
+                axes=axes(r),
+            )
 
         per_record = Fraction(rest)
-    build(1)  # the smallest depth, so the smallest scales: an epsilon too small fails here, not at release
+    build(
+        1
+    )  # the smallest depth, so the smallest scales: an epsilon too small fails here, not at release
     return make_noisy_size_then(
         domain, metric, size_eps, build, bound=lambda d_in: round_up(int(d_in) * per_record)
     )
 
 
-def selection_measurement(options: SelectionOptions, *, p: int, n: int | None, candidates: Any, m: int) -> Measurement:
+def selection_measurement(
+    options: SelectionOptions, *, p: int, n: int | None, candidates: Any, m: int
+) -> Measurement:
     """The certified measurement of a selection from public candidates: ``n`` public
     (change-one, ``epsilon`` per replacement) or ``None`` (symmetric distance, ``epsilon`` per
     added or removed record)."""
@@ -247,5 +329,7 @@ def selection_measurement(options: SelectionOptions, *, p: int, n: int | None, c
     if mechanism == "tree-em":
         return make_tree_em(domain, metric_in, candidates, m, eps, metric=metric)
     if mechanism == "projection":
-        return make_tree_projection(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)
+        return make_tree_projection(
+            domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric
+        )
     return make_nn_histogram(domain, metric_in, candidates, m, min(eps_unit, 1e100), metric=metric)

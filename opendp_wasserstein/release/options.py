@@ -79,7 +79,9 @@ def as_bounds(bounds: Any, d: int) -> Box:
     """The public box: ``(lower, upper)``, a Box, ``{"lower", "upper"}``, or one ``(low, high)``
     per column as a mapping ``{column index: (low, high)}`` covering every column."""
     if bounds is None:
-        raise ValueError("bounds are required: give the public (lower, upper) box; they must not be inferred from the data")
+        raise ValueError(
+            "bounds are required: give the public (lower, upper) box; they must not be inferred from the data"
+        )
     if isinstance(bounds, dict) and set(bounds) != {"lower", "upper"}:
         if set(bounds) != set(range(d)):
             raise ValueError(f"bounds as a per-column mapping must have the keys 0 .. {d - 1}")
@@ -145,12 +147,16 @@ class SynthesisOptions:
         if self.delta is not None:
             object.__setattr__(self, "delta", check_delta(self.delta))
             if not public:
-                raise ValueError("delta needs public_size=True (the zCDP variants are calibrated to a public size)")
+                raise ValueError(
+                    "delta needs public_size=True (the zCDP variants are calibrated to a public size)"
+                )
         mechanism = self.mechanism
         if mechanism not in MECHANISMS:
             raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
         if mechanism in ("pmm", "privtree") and (self.consistency, self.threshold) != (None, None):
-            raise ValueError("consistency and threshold apply only to mechanism='adaptive' or 'pruned'")
+            raise ValueError(
+                "consistency and threshold apply only to mechanism='adaptive' or 'pruned'"
+            )
         if mechanism == "privtree" and self.delta is not None:
             raise ValueError("mechanism='privtree' is released in pure DP only: leave delta unset")
         consistency = DEFAULT_CONSISTENCY if self.consistency is None else self.consistency
@@ -176,9 +182,13 @@ class SynthesisOptions:
             if self.epsilon_select >= eps:
                 raise ValueError("epsilon_select must be smaller than epsilon")
         if self.depth is not None and mechanism in ("adaptive", "privtree"):
-            raise ValueError(f"depth applies only to mechanism='pruned' or 'pmm' ({mechanism} chooses it)")
+            raise ValueError(
+                f"depth applies only to mechanism='pruned' or 'pmm' ({mechanism} chooses it)"
+            )
         if self.epsilon_size is not None and mechanism == "privtree":
-            raise ValueError("epsilon_size does not apply to mechanism='privtree' (it needs no count of the rows)")
+            raise ValueError(
+                "epsilon_size does not apply to mechanism='privtree' (it needs no count of the rows)"
+            )
         if self.epsilon_size is not None:
             check_epsilon(self.epsilon_size, "epsilon_size")
             if public:
@@ -213,7 +223,11 @@ class SelectionOptions:
 
     def __post_init__(self) -> None:
         if self.mechanism not in SELECTION_MECHANISMS:
-            raise ValueError(f"mechanism must be one of {SELECTION_MECHANISMS}, got {self.mechanism!r}")
+            raise ValueError(
+                f"mechanism must be one of {SELECTION_MECHANISMS}, got {self.mechanism!r}"
+            )
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         if not check_public_size(self.public_size) and self.mechanism == "tree-em":
-            raise ValueError("mechanism='tree-em' needs public_size=True (its score is normalised by n)")
+            raise ValueError(
+                "mechanism='tree-em' needs public_size=True (its score is normalised by n)"
+            )

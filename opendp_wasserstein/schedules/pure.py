@@ -106,7 +106,9 @@ def max_candidate_depth(d: int, n: int, epsilon_main: float) -> int:
     return candidate_depth(d, n, epsilon_main, 1)
 
 
-def model_bound(d: int, n: int, epsilon_main: float, s: int, depth: int, c_abs: float = 1.0) -> float:
+def model_bound(
+    d: int, n: int, epsilon_main: float, s: int, depth: int, c_abs: float = 1.0
+) -> float:
     """The public model bound ``B_{s,r} = C/(eps n) + 2C/(eps n) A_{s,r}^2 + 2 * 2^(-r/d)``."""
     q = 2.0 ** ((s - 1) / (2 * d))
     A = 2.0 * (float(depth) if s == 1 else (q**depth - 1.0) / (q - 1.0))
@@ -200,7 +202,9 @@ def level_weights(order: SplitOrder, depth: int, n: int, s: int) -> np.ndarray:
 def level_with(order: SplitOrder, numeric_splits: int) -> int:
     """The first level with that many numeric splits above it (and every discrete one)."""
     kinds = order.growth(order.max_depth)
-    numeric_at = np.concatenate(([0], np.cumsum([k == "numeric" for k in kinds])))  # numeric splits above level r
+    numeric_at = np.concatenate(
+        ([0], np.cumsum([k == "numeric" for k in kinds]))
+    )  # numeric splits above level r
     discrete_done = max([j + 1 for j, k in enumerate(kinds) if k == "discrete"], default=0)
     r = int(np.searchsorted(numeric_at, numeric_splits, side="left"))
     return max(1, min(max(r, discrete_done), order.max_depth))
@@ -213,7 +217,12 @@ def _candidate_cap(order: SplitOrder, n: int, eps: float) -> int:
 
 
 def model_optimal_depth(
-    order: SplitOrder, n: int, epsilon_main: float, s: int, cap: int | None = None, c_abs: float = 1.0
+    order: SplitOrder,
+    n: int,
+    epsilon_main: float,
+    s: int,
+    cap: int | None = None,
+    c_abs: float = 1.0,
 ) -> tuple[int, int, int, np.ndarray]:
     """The model-optimal depth of :func:`split_order_candidates` for model dimension ``s``.
 
@@ -235,7 +244,9 @@ def _first_informative_level(order: SplitOrder, cap: int) -> int:
     return int(below_one[0]) if below_one.size else cap
 
 
-def _split_order_model_bounds(order: SplitOrder, n: int, eps: float, s: int, cap: int, c_abs: float) -> np.ndarray:
+def _split_order_model_bounds(
+    order: SplitOrder, n: int, eps: float, s: int, cap: int, c_abs: float
+) -> np.ndarray:
     """The model bound ``B_r`` of :func:`split_order_candidates` for ``r = 1 .. cap``."""
     en = eps * n
     w_all = level_weights(order, cap, n, s)
@@ -245,7 +256,9 @@ def _split_order_model_bounds(order: SplitOrder, n: int, eps: float, s: int, cap
     return c_abs / en + 8.0 * c_abs * noise**2 / en + 2.0 * diam[1 : cap + 1]
 
 
-def split_order_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
+def split_order_candidates(
+    order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0
+) -> tuple[ScheduleCandidate, ...]:
     r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
 
     The analogue of :func:`standard_candidates` for any public split order and its diameter

@@ -36,7 +36,9 @@ def charged_level_weights(tree: Tree, sized: bool) -> tuple[int, list[int], np.n
     ``j`` (``W_0`` the mean root-to-leaf distance, charged only without a public size), levels
     of zero weight raised to ``10^-6 max W``."""
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(
+            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}"
+        )
     h = tree.height
     charged = list(range(0 if not sized else 1, h + 1))
     W = np.bincount(tree.depth, weights=tree.weight, minlength=h + 1)
@@ -127,7 +129,7 @@ def tree_level_scales_zcdp(tree: Tree, rho: float, sized: bool = True) -> tuple[
     if 0.0 < exact < r:  # the exact sensitivity is below the per-level bound: less noise
         shrink = math.sqrt(exact / r)
         scales = [s * shrink if j in charged else s for j, s in enumerate(scales)]
-    order = sorted(charged, key=lambda j: -Wc[charged.index(j)] ** (-1.0 / 3.0))
+    order = sorted(charged, key=lambda j: -(Wc[charged.index(j)] ** (-1.0 / 3.0)))
     return tuple(tighten_exact(scales, budget, r, order))
 
 
@@ -174,7 +176,9 @@ def tree_pair_profiles(tree: Tree) -> np.ndarray:
     a = rows[:, None, :]
     b = rows[None, :, :]
     dominated = (
-        (b[..., 0] >= a[..., 0]) & (b[..., 1] >= a[..., 1]) & (b[..., 2] <= a[..., 2])
+        (b[..., 0] >= a[..., 0])
+        & (b[..., 1] >= a[..., 1])
+        & (b[..., 2] <= a[..., 2])
         & np.any(b != a, axis=2)
     ).any(axis=1)
     return rows[~dominated]

@@ -234,7 +234,11 @@ def zcdp_model_bound(d: int, n: int, rho: float, s: int, depth: int, c_abs: floa
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     S = _model_sum(d, depth, s)
-    return c_abs / (math.sqrt(r) * n) + 4.0 * c_abs / n * S**1.5 / math.sqrt(r) + 2.0 * 2.0 ** (-depth / d)
+    return (
+        c_abs / (math.sqrt(r) * n)
+        + 4.0 * c_abs / n * S**1.5 / math.sqrt(r)
+        + 2.0 * 2.0 ** (-depth / d)
+    )
 
 
 def zcdp_candidates(

@@ -103,7 +103,9 @@ def calibrate(
         raise ValueError(f"kinds must be among {CALIBRATE_KINDS}, got {bad}")
     out = np.clip(np.nan_to_num(np.array(points, dtype=np.float64, copy=True), nan=0.5), 0.0, 1.0)
     m = out.shape[0]
-    for c, (p, freq, miss) in enumerate(zip(marginals.plans, marginals.masses, marginals.missing, strict=True)):
+    for c, (p, freq, miss) in enumerate(
+        zip(marginals.plans, marginals.masses, marginals.missing, strict=True)
+    ):
         if p.kind == "category":
             if "category" in kinds and m:
                 b = category_boundaries(p.cells)

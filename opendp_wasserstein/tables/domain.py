@@ -72,7 +72,9 @@ def table_domain(schema: Schema, size: int | None = None) -> Domain:
     False
     """
     if not isinstance(schema, Schema):
-        raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
+        raise TypeError(
+            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
+        )
     if size is not None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"size must be an integer >= 1 or None, got {size!r}")
@@ -97,4 +99,3 @@ def check_table_domain(input_domain: Domain) -> TableDomain:
     if not isinstance(desc, TableDomain):
         raise ValueError(f"input_domain must be a table_domain(schema, size), got {input_domain}")
     return desc
-

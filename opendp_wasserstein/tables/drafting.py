@@ -112,7 +112,14 @@ def make_bounds_quantile(candidates: list[float], alpha: float, epsilon: float) 
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
 
     def make(scale: float) -> Any:
-        return dp.m.make_private_quantile(domain, dp.symmetric_distance(), dp.max_divergence(), candidates=candidates, alpha=alpha, scale=scale)
+        return dp.m.make_private_quantile(
+            domain,
+            dp.symmetric_distance(),
+            dp.max_divergence(),
+            candidates=candidates,
+            alpha=alpha,
+            scale=scale,
+        )
 
     return _fit(make, float(make(1.0).map(2)) / epsilon, epsilon)
 
@@ -177,7 +184,9 @@ class DraftReport:
         """The JSON text of the draft, one column per line, with ``null`` where something is left
         to fill in (:meth:`Schema.from_json` refuses it, naming the column, until it is filled)."""
         cols = ",\n".join(f"  {json.dumps(n)}: {json.dumps(e)}" for n, e in self.entries)
-        extra = f',\n"epsilon_spent": {json.dumps(self.epsilon_spent)}' if self.epsilon_spent else ""
+        extra = (
+            f',\n"epsilon_spent": {json.dumps(self.epsilon_spent)}' if self.epsilon_spent else ""
+        )
         return '{"columns": {\n' + cols + "\n}" + extra + "}\n"
 
 
@@ -219,7 +228,11 @@ def draft_schema(
     """
     if not isinstance(table, pa.Table):
         raise TypeError("table must be a pyarrow Table")
-    if isinstance(max_categories, bool) or not isinstance(max_categories, int) or max_categories < 1:
+    if (
+        isinstance(max_categories, bool)
+        or not isinstance(max_categories, int)
+        or max_categories < 1
+    ):
         raise ValueError("max_categories must be an integer >= 1")
     asked = [nullable] if isinstance(nullable, str) else list(nullable)
     absent = [c for c in asked if c not in table.column_names]
@@ -259,7 +272,14 @@ def draft_schema(
             temporal = _is_type(t, "temporal")
             kind = "datetime" if temporal else ("int" if integer else "float")
             if temporal:
-                values = pc.cast(col.drop_null(), pa.timestamp("us")).cast(pa.int64()).to_numpy().astype(np.float64) if not _is_type(t, "date") else (col.drop_null().cast(pa.int32()).to_numpy().astype(np.float64) * _DAY_US)
+                values = (
+                    pc.cast(col.drop_null(), pa.timestamp("us"))
+                    .cast(pa.int64())
+                    .to_numpy()
+                    .astype(np.float64)
+                    if not _is_type(t, "date")
+                    else (col.drop_null().cast(pa.int32()).to_numpy().astype(np.float64) * _DAY_US)
+                )
             else:
                 values = col.drop_null().to_numpy().astype(np.float64)
                 values = values[np.isfinite(values)] if not integer else values
@@ -282,12 +302,18 @@ def draft_schema(
                     above = [g for g in grid if g > lo]
                     hi = above[0] if above else lo + 1.0
                 width = hi - lo
-                lo, hi = (max(lo - WIDEN * width, 0.0) if lo >= 0 else lo - WIDEN * width), hi + WIDEN * width
+                lo, hi = (
+                    (max(lo - WIDEN * width, 0.0) if lo >= 0 else lo - WIDEN * width),
+                    hi + WIDEN * width,
+                )
                 derived = types_from_data
             else:
                 if len(values) == 0:
-                    leave(name, {"type": kind, "bounds": None, "nullable": null, "derived_from_data": True},
-                          "no values to read bounds from: write public bounds")
+                    leave(
+                        name,
+                        {"type": kind, "bounds": None, "nullable": null, "derived_from_data": True},
+                        "no values to read bounds from: write public bounds",
+                    )
                     continue
                 lo, hi = float(values.min()), float(values.max())
                 if lo >= hi:
@@ -298,10 +324,20 @@ def draft_schema(
                 if _is_type(t, "date"):
                     lo_i, hi_i = lo_i // _DAY_US * _DAY_US, -(-hi_i // _DAY_US) * _DAY_US
                 epoch = _dt.datetime(1970, 1, 1)
-                b = (epoch + _dt.timedelta(microseconds=lo_i), epoch + _dt.timedelta(microseconds=hi_i))
+                b = (
+                    epoch + _dt.timedelta(microseconds=lo_i),
+                    epoch + _dt.timedelta(microseconds=hi_i),
+                )
                 add(name, DatetimeColumn(bounds=b, nullable=null, derived_from_data=derived))
             elif integer:
-                add(name, IntColumn(bounds=(int(np.floor(lo)), int(np.ceil(hi))), nullable=null, derived_from_data=derived))
+                add(
+                    name,
+                    IntColumn(
+                        bounds=(int(np.floor(lo)), int(np.ceil(hi))),
+                        nullable=null,
+                        derived_from_data=derived,
+                    ),
+                )
             else:
                 add(name, FloatColumn(bounds=(lo, hi), nullable=null, derived_from_data=derived))
         elif _is_type(t, "boolean"):
@@ -314,14 +350,23 @@ def draft_schema(
                 labels = pc.unique(col.drop_null().cast(pa.string()))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 labels = None
-            entry = {"type": "categorical", "categories": None, "nullable": null, "derived_from_data": True}
+            entry = {
+                "type": "categorical",
+                "categories": None,
+                "nullable": null,
+                "derived_from_data": True,
+            }
             if labels is None:
                 leave(name, entry, "its values cannot be read as text: write the public categories")
             elif len(labels) == 0:
                 leave(name, entry, "no values to read categories from: write the public categories")
             elif len(labels) > max_categories:
-                leave(name, entry, f"more than {max_categories} distinct values (an identifier?): write a public "
-                      "category list, or delete the column")
+                leave(
+                    name,
+                    entry,
+                    f"more than {max_categories} distinct values (an identifier?): write a public "
+                    "category list, or delete the column",
+                )
             else:
                 cats = tuple(sorted(str(v) for v in labels.to_pylist()))
                 add(name, CategoricalColumn(categories=cats, nullable=null, derived_from_data=True))
@@ -343,13 +388,17 @@ def _float_down(x: Fraction) -> float:
 def _unreliable(n_dp: int, eps_q: float, epsilon: float) -> str:
     """Why a column's estimate is unreliable, from its DP count and the public budget only."""
     product = n_dp * eps_q
-    head = (f"its DP count of values is {n_dp}, and {n_dp} x {eps_q:.3g} (epsilon per quantile) = "
-            f"{product:.3g} is below the {RELIABLE_N_EPSILON} a reliable estimate needs")
+    head = (
+        f"its DP count of values is {n_dp}, and {n_dp} x {eps_q:.3g} (epsilon per quantile) = "
+        f"{product:.3g} is below the {RELIABLE_N_EPSILON} a reliable estimate needs"
+    )
     if n_dp <= 0:
         return head + ": too few values to estimate bounds; write public bounds"
     need = epsilon * RELIABLE_N_EPSILON / product
-    return head + (f"; --estimate-bounds {_round_up_2(need)} would meet it (a new draft spends its "
-                   "epsilon again), or write public bounds")
+    return head + (
+        f"; --estimate-bounds {_round_up_2(need)} would meet it (a new draft spends its "
+        "epsilon again), or write public bounds"
+    )
 
 
 def _round_up_2(x: float) -> str:

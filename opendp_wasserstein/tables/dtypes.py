@@ -60,7 +60,13 @@ from opendp_wasserstein.tables.schema import (
     IntColumn,
 )
 
-__all__ = ["public_dtype", "public_numpy_dtype", "natural_dtype", "natural_numpy_dtype", "dictionary_index_type"]
+__all__ = [
+    "public_dtype",
+    "public_numpy_dtype",
+    "natural_dtype",
+    "natural_numpy_dtype",
+    "dictionary_index_type",
+]
 
 _FLOAT_MAX = {32: float(np.finfo(np.float32).max), 64: math.inf}
 
@@ -112,28 +118,36 @@ def natural_dtype(kind: str, spec: ColumnSpec) -> Any:
     str_labels = _str_labels(spec)
     is_date = isinstance(spec, DatetimeColumn) and spec.date_only
     if kind == "arrow":
-
         return (
-            pa.float64() if isinstance(spec, FloatColumn)
-            else pa.date32() if is_date
-            else pa.timestamp("us") if isinstance(spec, DatetimeColumn)
-            else pa.bool_() if isinstance(spec, BoolColumn)
-            else pa.string() if str_labels
+            pa.float64()
+            if isinstance(spec, FloatColumn)
+            else pa.date32()
+            if is_date
+            else pa.timestamp("us")
+            if isinstance(spec, DatetimeColumn)
+            else pa.bool_()
+            if isinstance(spec, BoolColumn)
+            else pa.string()
+            if str_labels
             else pa.int64()
         )
     if kind in ("polars", "polars-lazy"):
         pl = import_optional("polars", "a Polars table")
 
         return (
-            pl.Float64() if isinstance(spec, FloatColumn)
-            else pl.Date() if is_date
-            else pl.Datetime("us") if isinstance(spec, DatetimeColumn)
-            else pl.Boolean() if isinstance(spec, BoolColumn)
-            else pl.String() if str_labels
+            pl.Float64()
+            if isinstance(spec, FloatColumn)
+            else pl.Date()
+            if is_date
+            else pl.Datetime("us")
+            if isinstance(spec, DatetimeColumn)
+            else pl.Boolean()
+            if isinstance(spec, BoolColumn)
+            else pl.String()
+            if str_labels
             else pl.Int64()
         )
     if kind == "pandas":
-
         if isinstance(spec, FloatColumn):
             return np.dtype(np.float64)
         if isinstance(spec, DatetimeColumn):
@@ -188,7 +202,9 @@ def _arrow(t: Any, spec: ColumnSpec) -> Any:
     if pa.types.is_dictionary(t):
         if not isinstance(spec, (CategoricalColumn, BoolColumn)):
             return nat
-        return pa.dictionary(dictionary_index_type(len(spec.categories)), _arrow(t.value_type, spec), t.ordered)
+        return pa.dictionary(
+            dictionary_index_type(len(spec.categories)), _arrow(t.value_type, spec), t.ordered
+        )
     if _str_labels(spec):
         return t if _is_text(t) else nat
     if pa.types.is_boolean(t):
@@ -220,13 +236,21 @@ def _polars(dtype: Any, spec: ColumnSpec) -> Any:
     if isinstance(dtype, (pl.Enum, pl.Categorical)):
         # an Enum of the declared labels: a Categorical's codes come from a process-wide table
         # holding every string the process has cast (the data's labels among them)
-        return pl.Enum(list(spec.categories)) if isinstance(spec, CategoricalColumn) and _str_labels(spec) else nat
+        return (
+            pl.Enum(list(spec.categories))
+            if isinstance(spec, CategoricalColumn) and _str_labels(spec)
+            else nat
+        )
     if _str_labels(spec):
         return dtype if isinstance(dtype, pl.String) else nat
     if isinstance(dtype, pl.Boolean):
         return dtype if isinstance(spec, BoolColumn) else nat
     if dtype.is_integer():
-        return dtype if _holds_int(dtype.is_signed_integer(), int(re.sub(r"\D", "", str(dtype))), spec) else nat
+        return (
+            dtype
+            if _holds_int(dtype.is_signed_integer(), int(re.sub(r"\D", "", str(dtype))), spec)
+            else nat
+        )
     if dtype.is_float():
         return dtype if _holds_float(int(re.sub(r"\D", "", str(dtype)) or 0), spec) else nat
     return nat
@@ -265,7 +289,13 @@ def _pandas(dtype: Any, spec: ColumnSpec) -> Any:
         if dtype.kind in "iu":
             if not _holds_int(dtype.kind == "i", 8 * dtype.itemsize, spec):
                 return nat
-            return pd.api.types.pandas_dtype(("Int" if dtype.kind == "i" else "UInt") + str(8 * dtype.itemsize)) if spec.nullable else dtype
+            return (
+                pd.api.types.pandas_dtype(
+                    ("Int" if dtype.kind == "i" else "UInt") + str(8 * dtype.itemsize)
+                )
+                if spec.nullable
+                else dtype
+            )
         if dtype.kind == "f":
             return dtype if _holds_float(8 * dtype.itemsize, spec) else nat
         return nat
@@ -289,13 +319,21 @@ def public_numpy_dtype(dtype: Any, specs: Iterable[ColumnSpec]) -> np.dtype:
     if k == "O":
         return dtype
     if k == "f":
-        return dtype if all(isinstance(s, (FloatColumn, IntColumn)) and _holds_float(bits, s) for s in specs) else nat
+        return (
+            dtype
+            if all(isinstance(s, (FloatColumn, IntColumn)) and _holds_float(bits, s) for s in specs)
+            else nat
+        )
     if k in "iu":
         if all(_holds_int(k == "i", bits, s) for s in specs):
             return dtype
         return np.dtype(np.int64) if all(_holds_int(True, 64, s) for s in specs) else nat
     if k == "b":
-        ok = all(isinstance(s, BoolColumn) or (isinstance(s, (IntColumn, CategoricalColumn)) and _holds_int(False, 1, s)) for s in specs)
+        ok = all(
+            isinstance(s, BoolColumn)
+            or (isinstance(s, (IntColumn, CategoricalColumn)) and _holds_int(False, 1, s))
+            for s in specs
+        )
         return dtype if ok else nat
     if k == "M":
         if not all(isinstance(s, DatetimeColumn) for s in specs):

@@ -56,7 +56,15 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["FrameInfo", "FRAME_KINDS", "read_table", "write_table", "natural_frame_info", "frame_kind", "column_names"]
+__all__ = [
+    "FrameInfo",
+    "FRAME_KINDS",
+    "read_table",
+    "write_table",
+    "natural_frame_info",
+    "frame_kind",
+    "column_names",
+]
 
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
@@ -93,7 +101,9 @@ def frame_kind(data: Any) -> str:
         return "arrow"
     if isinstance(data, np.ndarray):
         if data.ndim != 2:
-            raise ValueError(f"a numpy table must be 2-D (rows x columns), got {data.ndim} dimension(s)")
+            raise ValueError(
+                f"a numpy table must be 2-D (rows x columns), got {data.ndim} dimension(s)"
+            )
         return "numpy"
     raise TypeError(
         "data must be a pandas DataFrame, a Polars DataFrame or LazyFrame, a pyarrow Table or a "
@@ -121,11 +131,15 @@ def column_names(data: Any, schema: Schema | None = None) -> tuple[str, ...]:
     if schema is None:
         raise SchemaError("a numpy table needs a schema to name its columns")
     if data.shape[1] != len(schema):
-        raise SchemaError(f"the numpy table has {data.shape[1]} columns but the schema lists {len(schema)}: {list(schema.names)}")
+        raise SchemaError(
+            f"the numpy table has {data.shape[1]} columns but the schema lists {len(schema)}: {list(schema.names)}"
+        )
     return schema.names
 
 
-def _release_names(names: Sequence[str], schema: Schema, columns: Sequence[str] | None) -> tuple[str, ...]:
+def _release_names(
+    names: Sequence[str], schema: Schema, columns: Sequence[str] | None
+) -> tuple[str, ...]:
     """The columns to read: ``columns`` (each in the schema and in the table), or else the
     table's own names, which must then be exactly the schema's columns.
 
@@ -141,17 +155,30 @@ def _release_names(names: Sequence[str], schema: Schema, columns: Sequence[str] 
             raise SchemaError(f"columns {list(unknown)} are not in the schema; {expected}")
         absent = [c for c in columns if c not in names]
         if absent:
-            raise SchemaError(f"columns {list(absent)} are not columns of the table (of its {len(names)} columns)")
+            raise SchemaError(
+                f"columns {list(absent)} are not columns of the table (of its {len(names)} columns)"
+            )
         return tuple(columns)
     why, shared = schema.header_mismatch(
-        names, "column name(s)", "(not shown: a header read from a file without a header row is a record)")
+        names,
+        "column name(s)",
+        "(not shown: a header read from a file without a header row is a record)",
+    )
     if not why:
         return tuple(names)
-    hint = f"; pass columns={shared} to release the columns it shares with the schema" if shared else ""
-    raise SchemaError(f"the table's columns do not match the schema: {'; '.join(why)}; {expected}{hint}")
+    hint = (
+        f"; pass columns={shared} to release the columns it shares with the schema"
+        if shared
+        else ""
+    )
+    raise SchemaError(
+        f"the table's columns do not match the schema: {'; '.join(why)}; {expected}{hint}"
+    )
 
 
-def read_table(data: Any, schema: Schema, columns: Sequence[str] | None = None) -> tuple[dict[str, RawColumn], FrameInfo]:
+def read_table(
+    data: Any, schema: Schema, columns: Sequence[str] | None = None
+) -> tuple[dict[str, RawColumn], FrameInfo]:
     """The columns of ``data`` under ``schema``, and how to rebuild the same type.
 
     :param data: a pandas/Polars/pyarrow table or a 2-D numpy array (not modified)
@@ -201,12 +228,18 @@ def _check_numpy_dtype(dtype: np.dtype, name: str, spec: ColumnSpec) -> None:
         IntColumn: "fiubO",
         DatetimeColumn: "MO",
         BoolColumn: "biuO",
-        CategoricalColumn: "iuOUS" if isinstance(spec, CategoricalColumn) and isinstance(spec.categories[0], (int, np.integer)) else "OUS",
+        CategoricalColumn: "iuOUS"
+        if isinstance(spec, CategoricalColumn) and isinstance(spec.categories[0], (int, np.integer))
+        else "OUS",
     }[type(spec)]
     if kind not in ok:
-        raise SchemaError(f"column {name!r}: a numpy array of dtype {dtype} cannot hold a {spec.type} column")
+        raise SchemaError(
+            f"column {name!r}: a numpy array of dtype {dtype} cannot hold a {spec.type} column"
+        )
     if spec.nullable and kind in "iubUS":
-        raise SchemaError(f"column {name!r} is nullable but a numpy array of dtype {dtype} cannot hold missing values; use a float or object array")
+        raise SchemaError(
+            f"column {name!r} is nullable but a numpy array of dtype {dtype} cannot hold missing values; use a float or object array"
+        )
 
 
 def _temporal_us(col: Any) -> np.ndarray:
@@ -267,10 +300,12 @@ def _readable(v: Any) -> Any:
 def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
 
     if series.dtype == object:
-        series = pd.Series(np.fromiter((_readable(v) for v in series.to_numpy()), dtype=object, count=len(series)), dtype=object)
+        series = pd.Series(
+            np.fromiter((_readable(v) for v in series.to_numpy()), dtype=object, count=len(series)),
+            dtype=object,
+        )
 
     if isinstance(series.dtype, pd.ArrowDtype) and _is_temporal(series.dtype.pyarrow_dtype):
-
         series = _arrow_to_pandas(pa.array(series))
 
     missing = series.isna().to_numpy(dtype=bool)
@@ -280,14 +315,18 @@ def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
         elif pd.api.types.is_numeric_dtype(series.dtype):
             values = series.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
-            values = pd.to_numeric(series.astype(object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            values = pd.to_numeric(series.astype(object), errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
         missing = missing | np.isnan(values)
         return RawColumn(values, missing)
     if isinstance(spec, DatetimeColumn):
         if isinstance(series.dtype, pd.DatetimeTZDtype):
             series = series.dt.tz_convert("UTC").dt.tz_localize(None)
         if not pd.api.types.is_datetime64_dtype(series.dtype):
-            series = pd.to_datetime(series.astype(object), errors="coerce", utc=True, format="mixed").dt.tz_localize(None)
+            series = pd.to_datetime(
+                series.astype(object), errors="coerce", utc=True, format="mixed"
+            ).dt.tz_localize(None)
         arr = series.to_numpy(dtype="datetime64[us]")
         nat = np.isnat(arr)
         values = np.where(nat, 0, arr.astype(np.int64))
@@ -316,7 +355,9 @@ def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
 def _intlike(vals: np.ndarray) -> np.ndarray:
     """Integer-valued floats and integer strings as ints (for integer category lists)."""
 
-    num = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    num = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
     ok = np.isfinite(num) & (np.floor(num) == num) & (np.abs(num) < 2**53)
     out = np.full(len(vals), None, dtype=object)
     out[ok] = num[ok].astype(np.int64)
@@ -326,7 +367,13 @@ def _intlike(vals: np.ndarray) -> np.ndarray:
 def _bool_codes(series: Any) -> np.ndarray:
 
     vals = pd.Series(series.astype(object).to_numpy(), dtype=object)
-    text = vals.map(lambda v: str(v).strip().lower() if isinstance(v, (str, bool, np.bool_, int, np.integer, float, np.floating)) else "")
+    text = vals.map(
+        lambda v: (
+            str(v).strip().lower()
+            if isinstance(v, (str, bool, np.bool_, int, np.integer, float, np.floating))
+            else ""
+        )
+    )
     codes = np.full(len(vals), -1, dtype=np.int64)
     t = text.to_numpy(dtype=object)
     codes[np.isin(t, list(_TRUE | {"1.0"}))] = 1
@@ -341,9 +388,18 @@ def _public_info(info: FrameInfo, schema: Schema) -> FrameInfo:
     """``info`` with each dtype replaced by its public form (:mod:`~opendp_wasserstein.tables.dtypes`):
     a function of the schema and the dtype's kind, never of what a library read off the values."""
     if info.kind == "numpy":
-        dtype = public_numpy_dtype(info.dtypes[0] if info.dtypes else np.dtype(object), [schema[n] for n in info.names])
+        dtype = public_numpy_dtype(
+            info.dtypes[0] if info.dtypes else np.dtype(object), [schema[n] for n in info.names]
+        )
         return FrameInfo(info.kind, info.names, (dtype,) * len(info.names))
-    return FrameInfo(info.kind, info.names, tuple(public_dtype(info.kind, d, schema[n]) for n, d in zip(info.names, info.dtypes, strict=True)))
+    return FrameInfo(
+        info.kind,
+        info.names,
+        tuple(
+            public_dtype(info.kind, d, schema[n])
+            for n, d in zip(info.names, info.dtypes, strict=True)
+        ),
+    )
 
 
 def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, aware: bool = False) -> Any:
@@ -370,7 +426,9 @@ def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, aware: bool
     labels = np.asarray(list(spec.categories), dtype=object)
     codes = np.asarray(col.values, dtype=np.int64)
     if isinstance(spec.categories[0], str):
-        return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=mask), pa.array(labels.tolist(), type=pa.string())).cast(pa.string())
+        return pa.DictionaryArray.from_arrays(
+            pa.array(codes.astype(np.int32), mask=mask), pa.array(labels.tolist(), type=pa.string())
+        ).cast(pa.string())
     return pa.array(labels[codes].astype(np.int64), mask=mask)
 
 
@@ -382,7 +440,9 @@ def _arrow_of(col: RawColumn, spec: ColumnSpec, t: Any) -> Any:
         mask = np.asarray(col.missing, dtype=bool)
         codes = np.where(mask, 0, np.asarray(col.values, dtype=np.int64))
         labels = pa.array(list(spec.categories), type=t.value_type)
-        return pa.DictionaryArray.from_arrays(pa.array(codes, type=t.index_type, mask=mask), labels, ordered=t.ordered)
+        return pa.DictionaryArray.from_arrays(
+            pa.array(codes, type=t.index_type, mask=mask), labels, ordered=t.ordered
+        )
     is_ts = pa.types.is_timestamp(t)
     arr = _arrow_column(col, spec, want_date=pa.types.is_date(t), aware=bool(is_ts and t.tz))
     return arr if arr.type == t else arr.cast(t)
@@ -410,7 +470,9 @@ def natural_frame_info(schema: Schema, kind: str = "pandas") -> FrameInfo:
         raise ValueError(f"kind must be one of {FRAME_KINDS}, got {kind!r}")
     names = tuple(schema.names)
     if kind == "numpy":
-        return FrameInfo(kind, names, (natural_numpy_dtype(s for _, s in schema.items()),) * len(names))
+        return FrameInfo(
+            kind, names, (natural_numpy_dtype(s for _, s in schema.items()),) * len(names)
+        )
     return FrameInfo(kind, names, tuple(natural_dtype(kind, spec) for _, spec in schema.items()))
 
 
@@ -422,14 +484,21 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
     info = _public_info(info, schema)
     columns = {
         name: _rounded(columns[name], schema[name])
-        if isinstance(schema[name], FloatColumn) and _integer_dtype(info.kind, dtype) else columns[name]
+        if isinstance(schema[name], FloatColumn) and _integer_dtype(info.kind, dtype)
+        else columns[name]
         for name, dtype in zip(info.names, info.dtypes, strict=True)
     }
     if info.kind == "numpy":
         return _numpy_table(columns, schema, info)
     if info.kind == "arrow":
-        out = [_arrow_of(columns[name], schema[name], t) for name, t in zip(info.names, info.dtypes, strict=True)]
-        return pa.Table.from_arrays(out, schema=pa.schema([pa.field(n, a.type) for n, a in zip(info.names, out, strict=True)]))
+        out = [
+            _arrow_of(columns[name], schema[name], t)
+            for name, t in zip(info.names, info.dtypes, strict=True)
+        ]
+        return pa.Table.from_arrays(
+            out,
+            schema=pa.schema([pa.field(n, a.type) for n, a in zip(info.names, out, strict=True)]),
+        )
     if info.kind in ("polars", "polars-lazy"):
         pl = import_optional("polars", "a Polars table")
 
@@ -438,18 +507,22 @@ def write_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameInf
             spec = schema[name]
             want_date = isinstance(spec, DatetimeColumn) and isinstance(t, pl.Date)
             aware = isinstance(t, pl.Datetime) and t.time_zone is not None
-            series.append(pl.Series(name, _arrow_column(columns[name], spec, want_date, aware)).cast(t))
+            series.append(
+                pl.Series(name, _arrow_column(columns[name], spec, want_date, aware)).cast(t)
+            )
         df = pl.DataFrame(series)
         return df.lazy() if info.kind == "polars-lazy" else df
 
-    data = {name: _pandas_series(columns[name], t, schema[name], pd) for name, t in zip(info.names, info.dtypes, strict=True)}
+    data = {
+        name: _pandas_series(columns[name], t, schema[name], pd)
+        for name, t in zip(info.names, info.dtypes, strict=True)
+    }
     return pd.DataFrame(data, columns=list(info.names))
 
 
 def _integer_dtype(kind: str, dtype: Any) -> bool:
     """Whether ``dtype`` (of a frame of ``kind``) is an integer type."""
     if kind == "arrow":
-
         return bool(pa.types.is_integer(dtype))
     if kind in ("polars", "polars-lazy"):
         return bool(dtype.is_integer())
@@ -473,8 +546,12 @@ def _rounded(col: RawColumn, spec: Any) -> RawColumn:
 def _pandas_series(col: RawColumn, t: Any, spec: ColumnSpec, pd: Any) -> Any:
     if isinstance(t, pd.ArrowDtype):
         return pd.Series(pd.arrays.ArrowExtensionArray(_arrow_of(col, spec, t.pyarrow_dtype)))
-    if isinstance(t, pd.CategoricalDtype):  # the declared categories, in order: codes are the release's
-        codes = np.where(np.asarray(col.missing, dtype=bool), -1, np.asarray(col.values, dtype=np.int64))
+    if isinstance(
+        t, pd.CategoricalDtype
+    ):  # the declared categories, in order: codes are the release's
+        codes = np.where(
+            np.asarray(col.missing, dtype=bool), -1, np.asarray(col.values, dtype=np.int64)
+        )
         return pd.Series(pd.Categorical.from_codes(codes, dtype=t))
     want_date = isinstance(spec, DatetimeColumn) and t == np.dtype(object) and spec.date_only
     arr = _arrow_column(col, spec, want_date, aware=isinstance(t, pd.DatetimeTZDtype))
@@ -493,7 +570,9 @@ def _numpy_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameIn
         col = columns[name]
         miss = np.asarray(col.missing, dtype=bool)
         if isinstance(spec, CategoricalColumn):
-            vals: np.ndarray = np.asarray(list(spec.categories), dtype=object)[np.asarray(col.values, dtype=np.int64)]
+            vals: np.ndarray = np.asarray(list(spec.categories), dtype=object)[
+                np.asarray(col.values, dtype=np.int64)
+            ]
         elif isinstance(spec, BoolColumn):
             vals = np.asarray(col.values, dtype=np.int64) == 1
         elif isinstance(spec, DatetimeColumn):
@@ -508,7 +587,11 @@ def _numpy_table(columns: Mapping[str, RawColumn], schema: Schema, info: FrameIn
             vals = np.asarray(col.values)
         if dtype.kind == "O":
             obj = np.empty(n, dtype=object)
-            obj[:] = [v.item() if isinstance(v, np.generic) else v for v in vals] if vals.dtype.kind != "O" else vals
+            obj[:] = (
+                [v.item() if isinstance(v, np.generic) else v for v in vals]
+                if vals.dtype.kind != "O"
+                else vals
+            )
             obj[miss] = None
             out[:, j] = obj
         else:

@@ -63,7 +63,13 @@ __all__ = [
 
 _DELIMITERS = ",;\t|"
 #: the extensions an output may have, and the format each writes
-OUTPUT_EXTENSIONS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet"}
+OUTPUT_EXTENSIONS: dict[str, str] = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 class TableFileError(ValueError):
@@ -154,7 +160,12 @@ def _remove_stale(path: str) -> None:
         return
     for name in names:
         m = pattern.match(name)
-        if m and m.group("host") == host and int(m.group("pid")) != os.getpid() and not _alive(int(m.group("pid"))):
+        if (
+            m
+            and m.group("host") == host
+            and int(m.group("pid")) != os.getpid()
+            and not _alive(int(m.group("pid")))
+        ):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(directory, name))
 
@@ -203,7 +214,7 @@ def detect_delimiter(path: str) -> str:
 def _check_delimiter(delimiter: str) -> str:
     if delimiter in ("\\t", "tab", "TAB"):
         return "\t"
-    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n":
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
         raise TableFileError("delimiter must be a single character (e.g. ',' ';' '|' or '\\t')")
     return delimiter
 
@@ -241,7 +252,11 @@ def read_file(
         _check_columns(columns, names, path)
         table = pq.read_table(path, columns=list(columns) if columns else None)
         return table if schema is None else typed_by_schema(table, schema)
-    delim = _check_delimiter(delimiter) if delimiter is not None else ("\t" if fmt == "tsv" else detect_delimiter(path))
+    delim = (
+        _check_delimiter(delimiter)
+        if delimiter is not None
+        else ("\t" if fmt == "tsv" else detect_delimiter(path))
+    )
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
         header_row = next(csv.reader(f, delimiter=delim), [])
     names = [h.strip() for h in header_row]
@@ -273,14 +288,22 @@ def read_file(
     except pa.ArrowInvalid as e:
         # pyarrow's messages can quote a row: report only what kind of problem it was
         msg = str(e)
-        kind = "a row has the wrong number of fields" if "columns" in msg else "it is not a well-formed delimited file"
-        raise TableFileError(f"cannot read file {path!r}: {kind} (delimiter {delim!r}; force another with --delimiter)") from None
+        kind = (
+            "a row has the wrong number of fields"
+            if "columns" in msg
+            else "it is not a well-formed delimited file"
+        )
+        raise TableFileError(
+            f"cannot read file {path!r}: {kind} (delimiter {delim!r}; force another with --delimiter)"
+        ) from None
     except UnicodeDecodeError:
         raise TableFileError(f"cannot read file {path!r}: not UTF-8 text") from None
     # text carries microseconds at most: read timestamps as timestamp[us] (as they were written)
     for i, f in enumerate(table.schema):
         if pa.types.is_timestamp(f.type) and f.type.unit == "ns":
-            table = table.set_column(i, f.name, table.column(i).cast(pa.timestamp("us", tz=f.type.tz)))
+            table = table.set_column(
+                i, f.name, table.column(i).cast(pa.timestamp("us", tz=f.type.tz))
+            )
     return table if schema is None else typed_by_schema(table, schema)
 
 
@@ -296,6 +319,7 @@ def typed_by_schema(table: Any, schema: Schema) -> Any:
     for categorical columns with integer labels (read as text, each label matched on its own).
     Categorical columns with text labels are left as read (as text).
     """
+
     def converted(spec: Any) -> bool:
         if isinstance(spec, CategoricalColumn):
             return not isinstance(spec.categories[0], str)
@@ -330,8 +354,16 @@ def write_file(table: Any, path: str, delimiter: str | None = None) -> None:
         if fmt == "parquet":
             pq.write_table(table, tmp)
         else:
-            delim = "\t" if fmt == "tsv" and delimiter is None else _check_delimiter(delimiter or ",")
-            with open(tmp, "w", newline="", encoding="utf-8") as f:  # the header as the csv module writes it
+            delim = (
+                "\t" if fmt == "tsv" and delimiter is None else _check_delimiter(delimiter or ",")
+            )
+            with open(
+                tmp, "w", newline="", encoding="utf-8"
+            ) as f:  # the header as the csv module writes it
                 csv.writer(f, delimiter=delim).writerow(table.column_names)
             with open(tmp, "ab") as fb:
-                pacsv.write_csv(table, fb, write_options=pacsv.WriteOptions(delimiter=delim, include_header=False))
+                pacsv.write_csv(
+                    table,
+                    fb,
+                    write_options=pacsv.WriteOptions(delimiter=delim, include_header=False),
+                )

@@ -59,7 +59,9 @@ __all__ = ["make_order_adaptive_pmm", "table_candidates", "SPLITS_PER_COLUMN"]
 SPLITS_PER_COLUMN = (1, 2, 3)
 
 
-def table_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0) -> tuple[ScheduleCandidate, ...]:
+def table_candidates(
+    order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0
+) -> tuple[ScheduleCandidate, ...]:
     """The public candidates of one order: :func:`~opendp_wasserstein.schedules.pure.split_order_candidates`
     and, for each ``k`` in :data:`SPLITS_PER_COLUMN`, the first level at which every numeric
     axis has had ``k`` splits (and every discrete one is resolved) with equal scales on every
@@ -69,7 +71,9 @@ def table_candidates(order: SplitOrder, n: int, epsilon_main: float, c_abs: floa
     deepest = max(c.depth for c in out)
     d_num = len(order.numeric)
     for k in SPLITS_PER_COLUMN:
-        r = min(level_with(order, k * d_num) if d_num else order.max_depth, deepest, order.max_depth)
+        r = min(
+            level_with(order, k * d_num) if d_num else order.max_depth, deepest, order.max_depth
+        )
         scales = profile_schedule(np.ones(r), epsilon_main)
         if all((c.depth, c.scales) != (r, scales) for c in out):
             out.append(ScheduleCandidate(0, r, scales))
@@ -123,7 +127,14 @@ def make_order_adaptive_pmm(
         per_order.append((o, cands))  # type: ignore[arg-type]
     scores = [
         make_schedule_scores(
-            input_domain, input_metric, cands, eps_main, c_abs, (0.0, 1.0), split_order=o, score="capped",
+            input_domain,
+            input_metric,
+            cands,
+            eps_main,
+            c_abs,
+            (0.0, 1.0),
+            split_order=o,
+            score="capped",
             placement=placement,
         )
         for o, cands in per_order
@@ -131,7 +142,9 @@ def make_order_adaptive_pmm(
     unit = 2 if kind == "symmetric" else 1
     sensitivity = max(Fraction(t.map(unit)) for t in scores)
     flat = [(i, c) for i, (_, cands) in enumerate(per_order) for c in cands]
-    main_unit = max(2 * sum((Fraction(1) / Fraction(s) for s in c.scales[1:]), Fraction(0)) for _, c in flat)
+    main_unit = max(
+        2 * sum((Fraction(1) / Fraction(s) for s in c.scales[1:]), Fraction(0)) for _, c in flat
+    )
     total = round_down(Fraction(eps_sel) + Fraction(eps_main))
     sel_budget = Fraction(total) - main_unit
     if sel_budget <= 0:  # pragma: no cover - the candidates spend epsilon_main exactly
@@ -140,11 +153,22 @@ def make_order_adaptive_pmm(
     scale = round_up(2 * sensitivity / Fraction(eps_sel_eff))
 
     vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(flat))
-    m_select = make_exponential_selection(vec, dp.linf_distance(T=float), eps_sel_eff, float(sensitivity))
+    m_select = make_exponential_selection(
+        vec, dp.linf_distance(T=float), eps_sel_eff, float(sensitivity)
+    )
     mains: list[Measurement] = []
     for o, cands in per_order:
         mains += candidate_releases(
-            input_domain, input_metric, cands, n, (0.0, 1.0), placement, None, o, consistency, threshold
+            input_domain,
+            input_metric,
+            cands,
+            n,
+            (0.0, 1.0),
+            placement,
+            None,
+            o,
+            consistency,
+            threshold,
         )
 
     def choose(vector: list[float]) -> int:

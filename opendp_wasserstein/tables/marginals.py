@@ -63,6 +63,7 @@ BRANCHING = 16
 #: the most levels of a numeric column's count tree (16^3 = 4096 leaves)
 MAX_LEVELS = 3
 
+
 @dataclass(frozen=True)
 class ColumnPlan:
     """One column of the encoding.
@@ -110,14 +111,22 @@ def _identity(d_in: Any) -> int:
     return int(d_in)
 
 
-def column_leaves(plan: ColumnPlan, spec: Any, n: int, epsilon: float, max_levels: int = MAX_LEVELS) -> int:
+def column_leaves(
+    plan: ColumnPlan, spec: Any, n: int, epsilon: float, max_levels: int = MAX_LEVELS
+) -> int:
     """The leaves of a column's count tree, from public values only: the categories; otherwise
     ``16^K`` equal cells of the public range, ``K = floor(log16(n eps / 16)) + 1`` within
     ``[1, max_levels]`` (a finer level once ``n eps`` reaches 256, then 4096), or
     for an int column with at most ``16^K`` values one leaf per value."""
     if plan.kind == "category":
         return plan.cells
-    k = int(np.clip(np.floor(np.log(max(2.0, n * epsilon / BRANCHING)) / np.log(BRANCHING)) + 1, 1, max_levels))
+    k = int(
+        np.clip(
+            np.floor(np.log(max(2.0, n * epsilon / BRANCHING)) / np.log(BRANCHING)) + 1,
+            1,
+            max_levels,
+        )
+    )
     if spec.type == "int" and spec.upper - spec.lower + 1 <= BRANCHING**k:
         return int(spec.upper - spec.lower + 1)
     return int(BRANCHING**k)
@@ -172,7 +181,9 @@ def make_level_counts(
     def function(x: np.ndarray) -> list[int]:
         x = validate_data(x, d, n, nan=False)
         if bounds is not None:
-            idx = np.clip(np.searchsorted(bounds, x[:, plan.value_axis], side="right") - 1, 0, plan.cells - 1)
+            idx = np.clip(
+                np.searchsorted(bounds, x[:, plan.value_axis], side="right") - 1, 0, plan.cells - 1
+            )
         else:
             idx = _leaf_index(x[:, plan.value_axis], leaves) // group
         if plan.missing_axis is not None:
@@ -183,8 +194,12 @@ def make_level_counts(
         return 2 * _identity(d_in) if kind == "change_one" else _identity(d_in)
 
     return make_transformation(
-        input_domain, input_metric, dp.vector_domain(dp.atom_domain(T="i64"), size=width),
-        dp.l1_distance(T="i64"), function, stability,
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T="i64"), size=width),
+        dp.l1_distance(T="i64"),
+        function,
+        stability,
     )
 
 
@@ -220,7 +235,11 @@ def _column_trees(
 
 
 def make_table_marginals(
-    input_domain: Domain, input_metric: Metric, enc: TableEncoding, epsilon: float, max_levels: int = MAX_LEVELS
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    epsilon: float,
+    max_levels: int = MAX_LEVELS,
 ) -> Measurement:
     r"""Construct the private first look: every column's 1-D marginal at ``epsilon / k``.
 
@@ -280,10 +299,14 @@ def seeded_laplace(counts: Transformation, scale: float, tag: int) -> Measuremen
         if src.secure:
             return secure(x)  # type: ignore[no-any-return]
         raw = np.asarray(counts(x), dtype=np.int64)
-        z = sample_discrete_laplace(np.full(len(raw), float(scale)), src.derive(NOISE_STREAM + 64).derive(tag), "fast")
+        z = sample_discrete_laplace(
+            np.full(len(raw), float(scale)), src.derive(NOISE_STREAM + 64).derive(tag), "fast"
+        )
         return (raw + z).tolist()  # type: ignore[no-any-return]
 
-    return make_measurement(counts.input_domain, counts.input_metric, dp.max_divergence(), function, secure.map)
+    return make_measurement(
+        counts.input_domain, counts.input_metric, dp.max_divergence(), function, secure.map
+    )
 
 
 def project_groups(values: np.ndarray, groups: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -314,7 +337,9 @@ def project_groups(values: np.ndarray, groups: np.ndarray, totals: np.ndarray) -
     return out
 
 
-def tree_estimate(noisy: Sequence[np.ndarray], total: float, variances: Sequence[float] | None = None) -> np.ndarray:
+def tree_estimate(
+    noisy: Sequence[np.ndarray], total: float, variances: Sequence[float] | None = None
+) -> np.ndarray:
     """Consistent, non-negative leaf masses summing to ``total`` from a tree's noisy levels
     (finest first, groups of :data:`BRANCHING`; ``variances``: each level's noise variance,
     default equal), the root being ``total``.  A pass up combines each node's count with its
@@ -361,7 +386,12 @@ class TableMarginals:
 
     @classmethod
     def from_release(
-        cls, enc: TableEncoding, release: Sequence[Any], size: int, epsilon: float, max_levels: int = MAX_LEVELS
+        cls,
+        enc: TableEncoding,
+        release: Sequence[Any],
+        size: int,
+        epsilon: float,
+        max_levels: int = MAX_LEVELS,
     ) -> TableMarginals:
         """Post-process the list that :func:`make_table_marginals` (built with ``size``,
         ``epsilon`` and ``max_levels``) releases."""
@@ -469,7 +499,9 @@ class QuantileMaps:
         return out
 
 
-def make_quantile_encoding(input_domain: Domain, input_metric: Metric, maps: QuantileMaps) -> Transformation:
+def make_quantile_encoding(
+    input_domain: Domain, input_metric: Metric, maps: QuantileMaps
+) -> Transformation:
     """The row-wise transformation ``x -> G(x)`` of :class:`QuantileMaps` (public maps, built from
     a DP release): output row ``i`` is a function of input row ``i`` alone, so the stability is
     ``d_out = d_in``; the domain and the metric are kept.
@@ -485,4 +517,6 @@ def make_quantile_encoding(input_domain: Domain, input_metric: Metric, maps: Qua
     def function(x: np.ndarray) -> np.ndarray:
         return maps.forward(validate_data(x, d, n, nan=False))
 
-    return make_transformation(input_domain, input_metric, input_domain, input_metric, function, _identity)
+    return make_transformation(
+        input_domain, input_metric, input_domain, input_metric, function, _identity
+    )

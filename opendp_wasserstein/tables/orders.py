@@ -101,7 +101,8 @@ def greedy_order(
     pending = sorted(blocks, key=lambda t: -alpha * t[2] / t[1])
     while pending or any(b[a] < max_splits for a, _ in numeric):  # public: the schema's levels
         best_num = max(
-            ((w * 2.0 ** -(b[a] + 1), a) for a, w in numeric if b[a] < max_splits), default=(-1.0, -1)
+            ((w * 2.0 ** -(b[a] + 1), a) for a, w in numeric if b[a] < max_splits),
+            default=(-1.0, -1),
         )
         best_blk = alpha * pending[0][2] / pending[0][1] if pending else -1.0
         if pending and best_blk >= best_num[0]:
@@ -142,4 +143,6 @@ def order_family(
 def uniform_weights(plans: Sequence[ColumnPlan]) -> np.ndarray:
     """Weights from the schema alone (no DP release): 1/3 for numeric columns, ``1 - 1/K`` for
     categorical ones (uniform categories)."""
-    return np.asarray([1.0 / 3.0 if p.kind == "numeric" else 1.0 - 1.0 / max(1, p.cells) for p in plans])
+    return np.asarray(
+        [1.0 / 3.0 if p.kind == "numeric" else 1.0 - 1.0 / max(1, p.cells) for p in plans]
+    )

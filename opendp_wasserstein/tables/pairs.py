@@ -166,7 +166,9 @@ class PairCoding:
         total = m.sum()
         return m / total if total > 0 else np.full(len(m), 1.0 / len(m))
 
-    def place(self, codes: np.ndarray, rng: RandomSource, within: np.ndarray | None = None) -> np.ndarray:
+    def place(
+        self, codes: np.ndarray, rng: RandomSource, within: np.ndarray | None = None
+    ) -> np.ndarray:
         """Encoded points of the codes (``(m, k)`` int64, one column per plan): a category at
         its cell's centre, a bin's value at the relative position ``within[:, c]`` between its
         edges (default: uniform), a missing row with the encoding's value 1/2 and is-missing
@@ -200,7 +202,9 @@ def _stability(kind: str) -> Any:
     return stability
 
 
-def make_pair_counts(input_domain: Domain, input_metric: Metric, coding: PairCoding, i: int, j: int) -> Transformation:
+def make_pair_counts(
+    input_domain: Domain, input_metric: Metric, coding: PairCoding, i: int, j: int
+) -> Transformation:
     r"""The 2-way count table of columns ``i`` and ``j`` (row-major, ``sizes[i] x sizes[j]``
     entries) as an ``i64`` vector in ``l1_distance``.  Every record is in exactly one cell, so a
     replacement moves the vector by at most 2 in ``l1`` and an addition or removal by 1:
@@ -215,8 +219,12 @@ def make_pair_counts(input_domain: Domain, input_metric: Metric, coding: PairCod
         return np.bincount(coding.codes(x, i) * kj + coding.codes(x, j), minlength=ki * kj).tolist()  # type: ignore[no-any-return]
 
     return make_transformation(
-        input_domain, input_metric, dp.vector_domain(dp.atom_domain(T="i64"), size=ki * kj),
-        dp.l1_distance(T="i64"), function, _stability(kind),
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T="i64"), size=ki * kj),
+        dp.l1_distance(T="i64"),
+        function,
+        _stability(kind),
     )
 
 
@@ -232,7 +240,10 @@ def pair_score_sensitivity(n: int) -> Fraction:
 
 
 def make_pair_scores(
-    input_domain: Domain, input_metric: Metric, coding: PairCoding, pairs: Sequence[tuple[int, int]],
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: PairCoding,
+    pairs: Sequence[tuple[int, int]],
 ) -> Transformation:
     r"""Per pair ``(i, j)``, ``||C_ij - C_i C_j^T / n||_1``: the ``l1`` distance of its 2-way
     count table to the product of its 1-way counts, a float vector in ``linf_distance``, stability
@@ -250,7 +261,9 @@ def make_pair_scores(
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=False)
         codes = {c: coding.codes(x, c) for c in {c for p in pairs for c in p}}
-        ones = {c: np.bincount(codes[c], minlength=coding.sizes[c]).astype(np.float64) for c in codes}
+        ones = {
+            c: np.bincount(codes[c], minlength=coding.sizes[c]).astype(np.float64) for c in codes
+        }
         out = []
         for i, j in pairs:  # pairs of columns (public)
             kj = coding.sizes[j]
@@ -262,8 +275,12 @@ def make_pair_scores(
         return round_up(replacements(kind, d_in) * sens)
 
     return make_transformation(
-        input_domain, input_metric, dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(pairs)),
-        dp.linf_distance(T=float), function, stability,
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(pairs)),
+        dp.linf_distance(T=float),
+        function,
+        stability,
     )
 
 
@@ -315,12 +332,18 @@ def make_pair_tree(
     count_scale = round_up(Fraction(2 * rounds) / Fraction(e_cnt))
     all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(all_pairs))
-    select_template = make_exponential_selection(vec, dp.linf_distance(T=float), eps_round, sel_sens)
-    count_templates = [make_pair_counts(input_domain, input_metric, coding, 0, 1) >> dp.m.then_laplace(count_scale)]
+    select_template = make_exponential_selection(
+        vec, dp.linf_distance(T=float), eps_round, sel_sens
+    )
+    count_templates = [
+        make_pair_counts(input_domain, input_metric, coding, 0, 1) >> dp.m.then_laplace(count_scale)
+    ]
 
     def round_map(d_in: Any) -> Fraction:
         # a round: the scores (stability r sel_sens) >> the selection (map 2 d / scale)
-        return Fraction(select_template.map(round_up(replacements(kind, d_in) * Fraction(sel_sens))))
+        return Fraction(
+            select_template.map(round_up(replacements(kind, d_in) * Fraction(sel_sens)))
+        )
 
     def function(x: np.ndarray) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
         if marginals is None:
@@ -350,10 +373,16 @@ def make_pair_tree(
                 t = np.asarray((counts >> dp.m.then_laplace(count_scale))(x), dtype=np.int64)
             else:
                 raw = np.asarray(counts(x), dtype=np.int64)
-                t = raw + sample_discrete_laplace(np.full(len(raw), float(count_scale)), noise_rng, "fast")
+                t = raw + sample_discrete_laplace(
+                    np.full(len(raw), float(count_scale)), noise_rng, "fast"
+                )
             tables.append(t.reshape(coding.sizes[i], coding.sizes[j]))
-        runtime.record({"pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
-                        "pair_scale": float(count_scale)})
+        runtime.record(
+            {
+                "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
+                "pair_scale": float(count_scale),
+            }
+        )
         return edges, tables
 
     def privacy_map(d_in: Any) -> float:
@@ -363,12 +392,16 @@ def make_pair_tree(
     return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
 
 
-def _conditional(table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int) -> np.ndarray:
+def _conditional(
+    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int
+) -> np.ndarray:
     """Rows ``P(child | parent = a)`` from a noisy table (parent on rows): row ``a`` projected
     onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``."""
     ka, kb = table.shape
     groups = np.repeat(np.arange(ka), kb)
-    h = project_groups(table.reshape(-1).astype(np.float64), groups, n * parent_mass).reshape(ka, kb)
+    h = project_groups(table.reshape(-1).astype(np.float64), groups, n * parent_mass).reshape(
+        ka, kb
+    )
     s = h.sum(axis=1, keepdims=True)
     return np.where(s > 0, h / np.where(s > 0, s, 1.0), child[None, :])
 
@@ -396,8 +429,13 @@ WITHIN_KINDS = ("copula", "uniform")
 
 
 def sample_tree(
-    coding: PairCoding, marginals: TableMarginals, edges: Sequence[tuple[int, int]],
-    tables: Sequence[np.ndarray], m: int, rng: RandomSource, within: str = "copula",
+    coding: PairCoding,
+    marginals: TableMarginals,
+    edges: Sequence[tuple[int, int]],
+    tables: Sequence[np.ndarray],
+    m: int,
+    rng: RandomSource,
+    within: str = "copula",
 ) -> np.ndarray:
     r"""``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
     (the column with the most edges) with its DP marginal's counts by largest remainder in random
@@ -438,7 +476,9 @@ def sample_tree(
             cum = np.cumsum(cond, axis=1)
             cum[:, -1] = 1.0
             u = rng.uniform(m)
-            codes[:, b] = np.minimum((cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1)
+            codes[:, b] = np.minimum(
+                (cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1
+            )
             ea, eb = coding.edges[a], coding.edges[b]
             if within == "copula" and ea is not None and eb is not None:
                 na, nb = len(ea) - 1, len(eb) - 1
@@ -446,7 +486,8 @@ def sample_tree(
                 r = 2.0 * np.sin(np.pi * rho / 6.0)
                 r = float(np.clip(r, -0.999, 0.999))
                 z = r * ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12)) + np.sqrt(1 - r * r) * ndtri(
-                    np.clip(pos[:, b], 1e-12, 1 - 1e-12))
+                    np.clip(pos[:, b], 1e-12, 1 - 1e-12)
+                )
                 pos[:, b] = ndtr(z)
             seen.add(b)
             queue.append(b)
@@ -458,7 +499,12 @@ def sample_tree(
 
 
 def tree_template(
-    input_domain: Domain, input_metric: Metric, enc: TableEncoding, n: int, bins: int, epsilon_select: float,
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    n: int,
+    bins: int,
+    epsilon_select: float,
     epsilon_counts: float,
 ) -> Measurement:
     """A :func:`make_pair_tree` built from the schema alone (uniform codes): its map is the

@@ -161,8 +161,12 @@ class StructuredOptions:
         if self.joint not in JOINT_KINDS:
             raise ValueError(f"joint must be one of {JOINT_KINDS}, got {self.joint!r}")
         lv = self.marginal_levels
-        if lv is not None and (isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= MAX_LEVELS):
-            raise ValueError(f"marginal_levels must be None or an int in [1, {MAX_LEVELS}], got {lv!r}")
+        if lv is not None and (
+            isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= MAX_LEVELS
+        ):
+            raise ValueError(
+                f"marginal_levels must be None or an int in [1, {MAX_LEVELS}], got {lv!r}"
+            )
         if self.within not in WITHIN_KINDS:
             raise ValueError(f"within must be one of {WITHIN_KINDS}, got {self.within!r}")
         if not self.alphas and not self.discrete_first:
@@ -172,7 +176,12 @@ class StructuredOptions:
 
 
 def fit_marginals(
-    input_domain: Domain, input_metric: Metric, enc: TableEncoding, target: float, unit: int, max_levels: int = 3
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    target: float,
+    unit: int,
+    max_levels: int = 3,
 ) -> tuple[float, Measurement]:
     """The first look at the largest budget (at most ``target``) whose certified map is at most
     ``target``: OpenDP's composition adds the levels' float maps rounding up, which can pass the
@@ -186,7 +195,9 @@ def fit_marginals(
             return budget, meas
         budget = round_down(Fraction(target) * (1 - step))
         step *= 2
-    raise ValueError("epsilon is too small to represent the first look's budget")  # pragma: no cover
+    raise ValueError(
+        "epsilon is too small to represent the first look's budget"
+    )  # pragma: no cover
 
 
 def joint_kind(options: StructuredOptions, n: int, epsilon: float, columns: int) -> str:
@@ -215,7 +226,13 @@ def _pair_budgets(eps: float, marg_map: Any, shrink: Fraction = Fraction(0)) -> 
 
 
 def fit_pairs(
-    input_domain: Domain, input_metric: Metric, enc: TableEncoding, n: int, eps: float, marg_map: Any, unit: int,
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    n: int,
+    eps: float,
+    marg_map: Any,
+    unit: int,
 ) -> tuple[float, float, int, Measurement]:
     """The pair tree's budgets, bins and template at the largest rest of the budget whose exact
     sum with the first look's map is at most ``eps``: the rest itself, then lowered by a relative
@@ -232,7 +249,9 @@ def fit_pairs(
     raise ValueError("epsilon is too small to represent the pair tree's budget")  # pragma: no cover
 
 
-def _budgets(eps: float, options: StructuredOptions, joint: bool, marg_map: Any) -> tuple[float, float]:
+def _budgets(
+    eps: float, options: StructuredOptions, joint: bool, marg_map: Any
+) -> tuple[float, float]:
     """``(eps_select, eps_main)`` of the joint release from what the first look certified."""
     rest = round_down(Fraction(eps) - Fraction(marg_map))
     eps_main = round_down(Fraction(rest) * (1 - Fraction(options.select_share)))
@@ -241,11 +260,21 @@ def _budgets(eps: float, options: StructuredOptions, joint: bool, marg_map: Any)
 
 
 def _joint(
-    input_domain: Domain, input_metric: Metric, maps: QuantileMaps | None, orders: Sequence[Any],
-    eps_sel: float, eps_main: float, options: StructuredOptions,
+    input_domain: Domain,
+    input_metric: Metric,
+    maps: QuantileMaps | None,
+    orders: Sequence[Any],
+    eps_sel: float,
+    eps_main: float,
+    options: StructuredOptions,
 ) -> Measurement:
     m = make_order_adaptive_pmm(
-        input_domain, input_metric, eps_sel, eps_main, orders, placement=options.placement,
+        input_domain,
+        input_metric,
+        eps_sel,
+        eps_main,
+        orders,
+        placement=options.placement,
         consistency=options.consistency,
     )
     if maps is None:
@@ -306,9 +335,13 @@ def make_structured_synthesis(
         orders = order_family(plans, uniform_weights(plans), None, opts.alphas, opts.discrete_first)
         template = _joint(input_domain, input_metric, None, orders, eps_sel, eps_main, opts)
     elif kind_joint == "pairs":
-        eps_sel, eps_main, bins, template = fit_pairs(input_domain, input_metric, enc, n, eps, marg_map, unit)
+        eps_sel, eps_main, bins, template = fit_pairs(
+            input_domain, input_metric, enc, n, eps, marg_map, unit
+        )
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
-    comp = dp.c.make_adaptive_composition(input_domain, input_metric, dp.max_divergence(), unit, d_mids)
+    comp = dp.c.make_adaptive_composition(
+        input_domain, input_metric, dp.max_divergence(), unit, d_mids
+    )
 
     def function(x: np.ndarray) -> np.ndarray:
         x = validate_data(x, d, n, nan=False)
@@ -316,8 +349,12 @@ def make_structured_synthesis(
         release = queryable(m_marg)
         marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels)
         rng = as_random_source().derive(PLACEMENT_STREAM + 16)
-        info: dict[str, Any] = {"structured": True, "joint": joint, "joint_kind": kind_joint,
-                                "epsilon_marginals": float(marg_map)}
+        info: dict[str, Any] = {
+            "structured": True,
+            "joint": joint,
+            "joint_kind": kind_joint,
+            "epsilon_marginals": float(marg_map),
+        }
         if not joint:
             points = independent_join(marginals, enc, n, rng)
             info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
@@ -326,13 +363,17 @@ def make_structured_synthesis(
         with runtime.diagnostics() as inner:
             if kind_joint == "pairs":
                 coding = PairCoding.from_marginals(marginals, bins)
-                edges, tables = queryable(make_pair_tree(input_domain, input_metric, coding, marginals, eps_sel, eps_main))
+                edges, tables = queryable(
+                    make_pair_tree(input_domain, input_metric, coding, marginals, eps_sel, eps_main)
+                )
                 y = sample_tree(coding, marginals, edges, tables, n, rng, opts.within)
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             else:
                 maps = QuantileMaps.from_marginals(marginals) if opts.quantile else None
-                orders = order_family(plans, marginals.gini(), marginals.missing, opts.alphas, opts.discrete_first)
+                orders = order_family(
+                    plans, marginals.gini(), marginals.missing, opts.alphas, opts.discrete_first
+                )
                 m_joint = _joint(input_domain, input_metric, maps, orders, eps_sel, eps_main, opts)
                 y = np.asarray(queryable(m_joint), dtype=np.float64)
                 if maps is not None:

@@ -58,20 +58,33 @@ def _tvd(p: np.ndarray, q: np.ndarray) -> float:
     return float(0.5 * np.abs(p - q).sum())
 
 
-def marginal_agreement(points: np.ndarray, enc: TableEncoding, marginals: TableMarginals) -> MarginalAgreement:
+def marginal_agreement(
+    points: np.ndarray, enc: TableEncoding, marginals: TableMarginals
+) -> MarginalAgreement:
     """The agreement of the synthetic ``points`` (encoded, before calibration) with the DP
     marginals (module docstring)."""
     p = np.asarray(points, dtype=np.float64)
     tvds = []
-    for c, (plan, freq, miss) in enumerate(zip(marginals.plans, marginals.masses, marginals.missing, strict=True)):
+    for c, (plan, freq, miss) in enumerate(
+        zip(marginals.plans, marginals.masses, marginals.missing, strict=True)
+    ):
         if plan.kind == "category":
             codes = enc._lookup(p[:, plan.value_axis], plan.cells)
-            tvds.append(_tvd(np.bincount(codes, minlength=plan.cells).astype(float), np.asarray(freq, float)))
+            tvds.append(
+                _tvd(
+                    np.bincount(codes, minlength=plan.cells).astype(float), np.asarray(freq, float)
+                )
+            )
             continue
-        present = p[:, plan.axes[plan.missing_axis]] < 0.5 if plan.missing_axis is not None else np.ones(len(p), bool)
+        present = (
+            p[:, plan.axes[plan.missing_axis]] < 0.5
+            if plan.missing_axis is not None
+            else np.ones(len(p), bool)
+        )
         cuts = marginals.quantiles(c, np.linspace(0, 1, QUALITY_BINS + 1)[1:-1])
-        syn = np.bincount(np.searchsorted(cuts, p[present, plan.value_axis], side="right"),
-                          minlength=QUALITY_BINS).astype(float)
+        syn = np.bincount(
+            np.searchsorted(cuts, p[present, plan.value_axis], side="right"), minlength=QUALITY_BINS
+        ).astype(float)
         ref = np.full(QUALITY_BINS, 1.0)
         share = float(present.mean()) if len(p) else 1.0
         syn = np.append(syn / max(syn.sum(), 1e-300) * share, 1.0 - share)

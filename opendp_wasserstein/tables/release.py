@@ -37,7 +37,9 @@ from opendp_wasserstein.tables.schema import Schema
 __all__ = ["synthesize_table", "select_table_candidates"]
 
 
-def check_derived(schema: Schema, accept: bool, flag: str = "accept_data_derived_schema=True") -> list[str]:
+def check_derived(
+    schema: Schema, accept: bool, flag: str = "accept_data_derived_schema=True"
+) -> list[str]:
     """The columns of ``schema`` whose bounds or categories were read off the data (not private);
     refused unless the caller accepts them explicitly (``flag``: how, named in the message; the
     command line passes ``--accept-data-derived-schema``)."""
@@ -61,13 +63,17 @@ def _check_public_candidates(cols: dict[str, Any], schema: Schema) -> None:
         missing = np.asarray(col.missing, dtype=bool)
         if missing.any() and not spec.nullable:
             rows = np.flatnonzero(missing)[:5].tolist()
-            raise ValueError(f"candidates: column {name!r} is not nullable but has missing values (rows {rows})")
+            raise ValueError(
+                f"candidates: column {name!r} is not nullable but has missing values (rows {rows})"
+            )
         values = np.asarray(col.values)
         if values.dtype.kind == "f":
             bad = ~np.isfinite(values) & ~missing
             if bad.any():
                 rows = np.flatnonzero(bad)[:5].tolist()
-                raise ValueError(f"candidates: column {name!r} has NaN or infinite values (rows {rows}); candidates must be finite")
+                raise ValueError(
+                    f"candidates: column {name!r} has NaN or infinite values (rows {rows}); candidates must be finite"
+                )
 
 
 def synthesize_table(
@@ -93,7 +99,9 @@ def synthesize_table(
         whose ``epsilon`` includes the schema's ``epsilon_spent``
     """
     if not isinstance(schema, Schema):
-        raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
+        raise TypeError(
+            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
+        )
     cols, info = read_table(data, schema, columns)
     sub = schema.select(list(info.names))
     check_derived(sub, accept_data_derived_schema)
@@ -108,25 +116,41 @@ def synthesize_table(
     synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), split_order=split, **kwargs)
     out = write_table(enc.decode(synthetic), sub, info)
     total = round_up(Fraction(report.epsilon) + Fraction(schema.epsilon_spent))
-    details = {**report.details, "epsilon_release": report.epsilon, "epsilon_schema": schema.epsilon_spent,
-               "axes": [f"{a.column}:{a.role}" for a in enc.axes],
-               "split_order": "discrete-first" if order is None else order}
+    details = {
+        **report.details,
+        "epsilon_release": report.epsilon,
+        "epsilon_schema": schema.epsilon_spent,
+        "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+        "split_order": "discrete-first" if order is None else order,
+    }
     return out, replace(report, epsilon=total, details=details)
 
 
 def _structured(
-    points: Any, epsilon: float, sub: Schema, enc: TableEncoding, info: Any, schema: Schema, options: Any,
+    points: Any,
+    epsilon: float,
+    sub: Schema,
+    enc: TableEncoding,
+    info: Any,
+    schema: Schema,
+    options: Any,
     kwargs: dict[str, Any],
 ) -> tuple[Any, Any]:
     """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) of encoded points."""
 
-
-
-    unknown = {k: v for k, v in kwargs.items() if v is not None and k not in ("mechanism", "public_size", "placement")}
+    unknown = {
+        k: v
+        for k, v in kwargs.items()
+        if v is not None and k not in ("mechanism", "public_size", "placement")
+    }
     if unknown:
-        raise ValueError(f"option(s) {sorted(unknown)} do not apply to the structured table release")
+        raise ValueError(
+            f"option(s) {sorted(unknown)} do not apply to the structured table release"
+        )
     if kwargs.get("mechanism", "adaptive") != "adaptive":
-        raise ValueError("the structured table release is adaptive: pass structured=False for other mechanisms")
+        raise ValueError(
+            "the structured table release is adaptive: pass structured=False for other mechanisms"
+        )
     if kwargs.get("public_size", True) is not True:
         raise ValueError("the structured table release needs public_size=True")
     assert_features("contrib")
@@ -146,18 +170,29 @@ def _structured(
     certified = meas.map(1)
     out = write_table(enc.decode(y), sub, info)
     total = round_up(Fraction(certified) + Fraction(schema.epsilon_spent))
-    details |= {"epsilon_release": certified, "epsilon_schema": schema.epsilon_spent,
-                "axes": [f"{a.column}:{a.role}" for a in enc.axes],
-                "split_order": (f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
-                                if details.get("joint_kind") == "tree" else
-                                "tree of 2-way marginals" if details.get("joint_kind") == "pairs" else "independent columns")}
+    details |= {
+        "epsilon_release": certified,
+        "epsilon_schema": schema.epsilon_spent,
+        "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+        "split_order": (
+            f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
+            if details.get("joint_kind") == "tree"
+            else "tree of 2-way marginals"
+            if details.get("joint_kind") == "pairs"
+            else "independent columns"
+        ),
+    }
     if details.get("quality_poor"):
-
         warnings.warn(str(details["quality_warning"]), UserWarning, stacklevel=3)
     report = SynthesisReport(
-        mechanism="structured", epsilon=total, depth=int(details.pop("depth", 0)),
-        scales=tuple(details.pop("scales", ())), visited_nodes=int(details.pop("visited_nodes", 0)),
-        size=int(y.shape[0]), seconds=seconds, details=details,
+        mechanism="structured",
+        epsilon=total,
+        depth=int(details.pop("depth", 0)),
+        scales=tuple(details.pop("scales", ())),
+        visited_nodes=int(details.pop("visited_nodes", 0)),
+        size=int(y.shape[0]),
+        seconds=seconds,
+        details=details,
     )
     return out, report
 
@@ -197,7 +232,9 @@ def select_table_candidates(
         schema's ``epsilon_spent``
     """
     if not isinstance(schema, Schema):
-        raise TypeError("schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)")
+        raise TypeError(
+            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
+        )
     cols, info = read_table(data, schema, columns)
     names = list(info.names)
     sub = schema.select(names)
@@ -205,10 +242,14 @@ def select_table_candidates(
     cand_names = column_names(candidates, schema)
     absent = [c for c in names if c not in cand_names]
     if absent:
-        raise ValueError(f"candidates: column(s) {absent} of the data are not in the candidate table; its columns are {list(cand_names)}")
+        raise ValueError(
+            f"candidates: column(s) {absent} of the data are not in the candidate table; its columns are {list(cand_names)}"
+        )
     extra = [c for c in cand_names if c not in names]
     if extra and columns is None:
-        raise ValueError(f"candidates: column(s) {extra} are not in the data (pass columns=... to use a subset)")
+        raise ValueError(
+            f"candidates: column(s) {extra} are not in the data (pass columns=... to use a subset)"
+        )
     c_cols, _ = read_table(candidates, schema, names)
     _check_public_candidates(c_cols, sub)
     enc = TableEncoding(sub)

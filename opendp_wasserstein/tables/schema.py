@@ -152,7 +152,9 @@ class FloatColumn(_Base):
         if not lo < hi:
             raise SchemaError(f"column {name!r}: bounds must have lower < upper")
         if not math.isfinite(hi - lo):
-            raise SchemaError(f"column {name!r}: bounds must have a finite width (upper - lower overflows)")
+            raise SchemaError(
+                f"column {name!r}: bounds must have a finite width (upper - lower overflows)"
+            )
 
     @property
     def lower(self) -> float:
@@ -184,7 +186,9 @@ class IntColumn(_Base):
             ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
             ok = ok or (isinstance(v, float) and float(v).is_integer())
             if not ok or abs(int(v)) > _INT_LIMIT:
-                raise SchemaError(f"column {name!r}: {which} bound must be an integer of at most 2**53 in size")
+                raise SchemaError(
+                    f"column {name!r}: {which} bound must be an integer of at most 2**53 in size"
+                )
         if not int(self.bounds[0]) < int(self.bounds[1]):
             raise SchemaError(f"column {name!r}: bounds must have lower < upper")
 
@@ -269,9 +273,11 @@ class CategoricalColumn(_Base):
             raise SchemaError(f"column {name!r}: categories must be distinct")
         if self.fallback is not None and self.fallback not in cats:
             if self.fallback != NULL_FALLBACK:
-                raise SchemaError(f"column {name!r}: fallback must be a declared category or \"null\"")
+                raise SchemaError(
+                    f'column {name!r}: fallback must be a declared category or "null"'
+                )
             if not self.nullable:
-                raise SchemaError(f"column {name!r}: fallback \"null\" needs nullable: true")
+                raise SchemaError(f'column {name!r}: fallback "null" needs nullable: true')
 
     def fallback_code(self) -> int:
         """The category index a value outside the list goes to (``-1``: missing)."""
@@ -282,7 +288,10 @@ class CategoricalColumn(_Base):
         return -1
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type, "categories": [_plain(c) for c in self.categories]}
+        out: dict[str, Any] = {
+            "type": self.type,
+            "categories": [_plain(c) for c in self.categories],
+        }
         if self.fallback is not None:
             out["fallback"] = _plain(self.fallback)
         return {**out, **self._flags_json()}
@@ -340,7 +349,9 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 TOP_LEVEL_FIELDS = ("columns", "epsilon_spent")
 
 #: what a drafted schema leaves to fill in (``null``) and how to fill it in
-_TO_FILL = "left to fill in (null in a drafted schema): write the public {what}, or delete the column"
+_TO_FILL = (
+    "left to fill in (null in a drafted schema): write the public {what}, or delete the column"
+)
 
 
 def _column_from_json(name: str, entry: Any) -> ColumnSpec:
@@ -348,7 +359,7 @@ def _column_from_json(name: str, entry: Any) -> ColumnSpec:
     if isinstance(entry, list):  # the old bounds.json form: [lower, upper]
         entry = {"type": "float", "bounds": entry}
     if not isinstance(entry, dict):
-        raise SchemaError(f"column {name!r}: must be an object with a \"type\"")
+        raise SchemaError(f'column {name!r}: must be an object with a "type"')
     kind = entry.get("type")
     if kind not in _TYPES:
         raise SchemaError(f"column {name!r}: type must be one of {sorted(set(_TYPES))}")
@@ -368,14 +379,18 @@ def _column_from_json(name: str, entry: Any) -> ColumnSpec:
     if cls in (FloatColumn, IntColumn, DatetimeColumn):
         b = entry.get("bounds")
         if "bounds" in entry and b is None:
-            raise SchemaError(f"column {name!r}: bounds are " + _TO_FILL.format(what="[lower, upper]"))
+            raise SchemaError(
+                f"column {name!r}: bounds are " + _TO_FILL.format(what="[lower, upper]")
+            )
         if not isinstance(b, list) or len(b) != 2:
             raise SchemaError(f"column {name!r}: bounds must be [lower, upper]")
         kwargs["bounds"] = tuple(b)
     elif cls is CategoricalColumn:
         cats = entry.get("categories")
         if "categories" in entry and cats is None:
-            raise SchemaError(f"column {name!r}: categories are " + _TO_FILL.format(what="list of categories"))
+            raise SchemaError(
+                f"column {name!r}: categories are " + _TO_FILL.format(what="list of categories")
+            )
         if not isinstance(cats, list):
             raise SchemaError(f"column {name!r}: categories must be a list")
         kwargs["categories"] = tuple(cats)
@@ -410,7 +425,9 @@ class Schema:
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        items = list(self.columns.items()) if isinstance(self.columns, Mapping) else list(self.columns)
+        items = (
+            list(self.columns.items()) if isinstance(self.columns, Mapping) else list(self.columns)
+        )
         if not items:
             raise SchemaError("a schema needs at least one column")
         pairs: list[tuple[str, ColumnSpec]] = []
@@ -420,27 +437,52 @@ class Schema:
             name, spec = item
             if not isinstance(name, str) or not name:
                 raise SchemaError("column names must be non-empty strings")
-            if not isinstance(spec, (FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn, BoolColumn)):
-                raise SchemaError(f"column {name!r}: spec must be a FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn or BoolColumn")
+            if not isinstance(
+                spec, (FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn, BoolColumn)
+            ):
+                raise SchemaError(
+                    f"column {name!r}: spec must be a FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn or BoolColumn"
+                )
             if isinstance(spec, FloatColumn):
                 spec.validate(name)
-                spec = FloatColumn(bounds=(float(spec.bounds[0]), float(spec.bounds[1])), nullable=spec.nullable, derived_from_data=spec.derived_from_data)
+                spec = FloatColumn(
+                    bounds=(float(spec.bounds[0]), float(spec.bounds[1])),
+                    nullable=spec.nullable,
+                    derived_from_data=spec.derived_from_data,
+                )
             elif isinstance(spec, IntColumn):
                 spec.validate(name)
-                spec = IntColumn(bounds=(int(spec.bounds[0]), int(spec.bounds[1])), nullable=spec.nullable, derived_from_data=spec.derived_from_data)
+                spec = IntColumn(
+                    bounds=(int(spec.bounds[0]), int(spec.bounds[1])),
+                    nullable=spec.nullable,
+                    derived_from_data=spec.derived_from_data,
+                )
             elif isinstance(spec, DatetimeColumn):
                 spec.validate(name)
-                spec = DatetimeColumn(bounds=(_format_datetime(spec.lower_us), _format_datetime(spec.upper_us)), nullable=spec.nullable, derived_from_data=spec.derived_from_data)
+                spec = DatetimeColumn(
+                    bounds=(_format_datetime(spec.lower_us), _format_datetime(spec.upper_us)),
+                    nullable=spec.nullable,
+                    derived_from_data=spec.derived_from_data,
+                )
             elif isinstance(spec, CategoricalColumn):
                 spec.validate(name)
-                spec = CategoricalColumn(categories=tuple(_plain(c) for c in spec.categories), fallback=_plain(spec.fallback), nullable=spec.nullable, derived_from_data=spec.derived_from_data)
+                spec = CategoricalColumn(
+                    categories=tuple(_plain(c) for c in spec.categories),
+                    fallback=_plain(spec.fallback),
+                    nullable=spec.nullable,
+                    derived_from_data=spec.derived_from_data,
+                )
             spec.validate(name)
             pairs.append((name, spec))
         names = tuple(p[0] for p in pairs)
         if len(set(names)) != len(names):
             raise SchemaError("column names in a schema must be distinct")
         eps = self.epsilon_spent
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps >= 0):
+        if (
+            isinstance(eps, bool)
+            or not isinstance(eps, (int, float))
+            or not (math.isfinite(eps) and eps >= 0)
+        ):
             raise SchemaError("epsilon_spent must be a finite number >= 0")
         object.__setattr__(self, "columns", tuple(pairs))
         object.__setattr__(self, "epsilon_spent", float(eps))
@@ -475,7 +517,9 @@ class Schema:
         self.check_names(names, what="selected")
         return Schema([(n, self[n]) for n in names], epsilon_spent=self.epsilon_spent)
 
-    def header_mismatch(self, names: Sequence[str], fields: str, aside: str) -> tuple[list[str], list[str]]:
+    def header_mismatch(
+        self, names: Sequence[str], fields: str, aside: str
+    ) -> tuple[list[str], list[str]]:
         """Why a table's column ``names`` are not exactly the schema's columns (``[]`` when they
         are), and the schema columns they share.  A name that is not in the schema is counted,
         never quoted (a header may be a record); schema names are public and named.
@@ -487,7 +531,9 @@ class Schema:
         missing = [c for c in self._names if c not in names]
         why = []
         if extra:
-            why.append(f"{extra} of its {len(names)} {fields} are not columns of the schema {aside}")
+            why.append(
+                f"{extra} of its {len(names)} {fields} are not columns of the schema {aside}"
+            )
         if missing and len(missing) < len(self):
             why.append(f"schema column(s) {missing} are not in it")
         elif missing:
@@ -516,8 +562,12 @@ class Schema:
 
     def dumps(self) -> str:
         """The JSON text, one column per line."""
-        cols = ",\n".join(f"  {json.dumps(n)}: {json.dumps(spec.to_json())}" for n, spec in self.columns)
-        extra = f',\n"epsilon_spent": {json.dumps(self.epsilon_spent)}' if self.epsilon_spent else ""
+        cols = ",\n".join(
+            f"  {json.dumps(n)}: {json.dumps(spec.to_json())}" for n, spec in self.columns
+        )
+        extra = (
+            f',\n"epsilon_spent": {json.dumps(self.epsilon_spent)}' if self.epsilon_spent else ""
+        )
         return '{"columns": {\n' + cols + "\n}" + extra + "}\n"
 
     @classmethod
@@ -531,7 +581,9 @@ class Schema:
                 with open(source) as f:
                     text = f.read()
             except OSError as e:
-                raise SchemaError(f"cannot read schema file {str(source)!r}: {e.strerror or e}") from None
+                raise SchemaError(
+                    f"cannot read schema file {str(source)!r}: {e.strerror or e}"
+                ) from None
             source = text
         if isinstance(source, str):
             try:
@@ -548,19 +600,23 @@ class Schema:
         if unknown:
             raise SchemaError(
                 f"unknown top-level schema field(s) {unknown}; the top-level fields are "
-                f"{list(TOP_LEVEL_FIELDS)} (or the old bounds form {{\"column\": [lower, upper]}})"
+                f'{list(TOP_LEVEL_FIELDS)} (or the old bounds form {{"column": [lower, upper]}})'
             )
         cols = source.get("columns")
         if not isinstance(cols, dict):
             raise SchemaError('a schema needs "columns": {name: column entry}')
         eps = source.get("epsilon_spent", 0.0)
-        return cls([(str(n), _column_from_json(str(n), e)) for n, e in cols.items()], epsilon_spent=eps)
+        return cls(
+            [(str(n), _column_from_json(str(n), e)) for n, e in cols.items()], epsilon_spent=eps
+        )
 
     @classmethod
     def from_bounds(cls, bounds: Mapping[str, Any]) -> Schema:
         """The old ``{"column": [lower, upper]}`` bounds map as a schema of float columns."""
         if not isinstance(bounds, Mapping):
-            raise SchemaError('bounds must map each column name to [lower, upper], e.g. {"x": [0, 1]}')
+            raise SchemaError(
+                'bounds must map each column name to [lower, upper], e.g. {"x": [0, 1]}'
+            )
         pairs = []
         for n, b in bounds.items():
             if not (isinstance(b, (list, tuple)) and len(b) == 2):
@@ -579,4 +635,7 @@ class Schema:
         '[["b",{"type":"bool"}],["x",{"bounds":[0.0,1.0],"type":"float"}]];epsilon_spent=0.0'
         """
         cols = [[n, spec.to_json()] for n, spec in self.columns]
-        return json.dumps(cols, sort_keys=True, separators=(",", ":")) + f";epsilon_spent={self.epsilon_spent!r}"
+        return (
+            json.dumps(cols, sort_keys=True, separators=(",", ":"))
+            + f";epsilon_spent={self.epsilon_spent!r}"
+        )

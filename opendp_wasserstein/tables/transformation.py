@@ -33,7 +33,13 @@ from opendp_wasserstein.tables.frames import (
     write_table,
 )
 
-__all__ = ["EMBEDDINGS", "make_table_encoding", "then_table_encoding", "make_table_decoding", "decode_points"]
+__all__ = [
+    "EMBEDDINGS",
+    "make_table_encoding",
+    "then_table_encoding",
+    "make_table_decoding",
+    "decode_points",
+]
 
 #: ``"cube"``: one coordinate per axis in ``[0, 1]`` (the hierarchy's input); ``"one_hot"``:
 #: numeric axes and one indicator column per category, where ``l_inf`` is the table metric
@@ -46,7 +52,9 @@ def _row_stability(d_in: Any) -> int:
     return int(d_in)
 
 
-def make_table_encoding(input_domain: Domain, input_metric: Metric, embedding: str = "cube") -> Transformation:
+def make_table_encoding(
+    input_domain: Domain, input_metric: Metric, embedding: str = "cube"
+) -> Transformation:
     r"""Construct a Transformation from a table under a schema to its encoded points.
 
     The output is a float array with one row per record in
@@ -134,7 +142,9 @@ def _sealed_type(base: type) -> Any:
             raise AttributeError("a released table does not keep OpenDP's record of the call")
         base.__setattr__(self, name, value)  # type: ignore[call-arg]
 
-    _SEALED[base] = type(base.__name__, (base,), {"__setattr__": __setattr__, "__module__": base.__module__})
+    _SEALED[base] = type(
+        base.__name__, (base,), {"__setattr__": __setattr__, "__module__": base.__module__}
+    )
     return _SEALED[base]
 
 

@@ -54,9 +54,7 @@ def check_depth(depth: Any, d: int, name: str = "depth") -> int:
     return int(depth)
 
 
-def dyadic_counts_stability(
-    metric_kind: str, size: int | None, scales: tuple[float, ...]
-) -> Any:
+def dyadic_counts_stability(metric_kind: str, size: int | None, scales: tuple[float, ...]) -> Any:
     """The stability map ``d_in -> ||F(X) - F(X')||_{l1(s)}`` (Lemma A.3), exact, rounded up.
 
     Every added or removed record changes exactly one count per level by 1, so level ``j``

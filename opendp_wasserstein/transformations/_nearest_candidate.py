@@ -17,7 +17,12 @@ from opendp_wasserstein.core.data import (
 )
 from opendp_wasserstein.public_candidates.sets import NearestCandidates, check_candidate_dims
 
-__all__ = ["make_nearest_candidate", "then_nearest_candidate", "candidate_index_domain", "check_index_domain"]
+__all__ = [
+    "make_nearest_candidate",
+    "then_nearest_candidate",
+    "candidate_index_domain",
+    "check_index_domain",
+]
 
 
 def candidate_index_domain(k: int, size: int | None) -> Domain:
@@ -26,11 +31,17 @@ def candidate_index_domain(k: int, size: int | None) -> Domain:
     return dp.vector_domain(dp.atom_domain(bounds=(0, int(k) - 1), T="i64"), size=size)
 
 
-def check_index_domain(input_domain: Domain, k: int | None = None, name: str = "input_domain") -> tuple[int, int | None]:
+def check_index_domain(
+    input_domain: Domain, k: int | None = None, name: str = "input_domain"
+) -> tuple[int, int | None]:
     """Check a candidate-index domain (see :func:`candidate_index_domain`) and return
     ``(k, size)``; with ``k`` given, its bounds must be ``(0, k - 1)``."""
     element = getattr(input_domain, "element_domain", None)
-    if element is None or str(getattr(element, "carrier_type", "")) != "i64" or not str(input_domain.type).startswith("VectorDomain"):
+    if (
+        element is None
+        or str(getattr(element, "carrier_type", "")) != "i64"
+        or not str(input_domain.type).startswith("VectorDomain")
+    ):
         raise ValueError(
             f"{name} must be a vector domain of candidate indices, "
             f"dp.vector_domain(dp.atom_domain(bounds=(0, k - 1), T='i64'), size=n or None), got {input_domain}"
@@ -40,7 +51,9 @@ def check_index_domain(input_domain: Domain, k: int | None = None, name: str = "
         raise ValueError(f"{name} must have element bounds (0, k - 1), got {bounds}")
     kk = int(bounds[1]) + 1
     if k is not None and kk != k:
-        raise ValueError(f"{name} has {kk} candidates (bounds (0, {kk - 1})) but the tree has {k} leaves")
+        raise ValueError(
+            f"{name} has {kk} candidates (bounds (0, {kk - 1})) but the tree has {k} leaves"
+        )
     size = input_domain.size
     return kk, None if size is None else int(size)
 

@@ -69,6 +69,5 @@ def make_row_count(input_domain: Domain, input_metric: Metric) -> Transformation
     )
 
 
-
 then_row_count = to_then(make_row_count)
 register(make_row_count)

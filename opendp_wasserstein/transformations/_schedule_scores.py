@@ -102,7 +102,9 @@ def check_split_order(split_order: Any, d: int) -> SplitOrder | None:
     if split_order is None:
         return None
     if not isinstance(split_order, SplitOrder):
-        raise TypeError("split_order must be an opendp_wasserstein.hierarchy.split_order.SplitOrder or None")
+        raise TypeError(
+            "split_order must be an opendp_wasserstein.hierarchy.split_order.SplitOrder or None"
+        )
     if split_order.d != d:
         raise ValueError(f"split_order is for {split_order.d} columns, the input domain has {d}")
     return split_order
@@ -128,7 +130,9 @@ def check_schedule_candidates(
     deepest = max_depth(d) if split_order is None else split_order.max_depth
     for c in cands:
         if not isinstance(c, ScheduleCandidate):
-            raise TypeError("candidates must be opendp_wasserstein.schedules.pure.ScheduleCandidate objects")
+            raise TypeError(
+                "candidates must be opendp_wasserstein.schedules.pure.ScheduleCandidate objects"
+            )
         if not 1 <= c.depth <= deepest:
             raise ValueError(f"candidates: depth {c.depth} must be in [1, {deepest}]")
         if len(c.scales) != c.depth + 1 or not all(np.isfinite(c.scales)) or min(c.scales) <= 0:
@@ -185,7 +189,9 @@ def score_table(
     L = max(c.depth for c in candidates)
     J = int(resolution_levels)
     if J and (score != "capped" or J < L):
-        raise ValueError("resolution_levels applies to the capped score only and must be at least the deepest depth")
+        raise ValueError(
+            "resolution_levels applies to the capped score only and must be at least the deepest depth"
+        )
     k = len(candidates)
     weights = np.zeros((k, L + J))
     const = np.zeros(k)
@@ -194,7 +200,9 @@ def score_table(
     if diameters is not None:
         diam = np.asarray(diameters, dtype=np.float64)
         if diam.shape != (top_level + 1,) or not np.all(np.isfinite(diam)) or diam.min() < 0:
-            raise ValueError(f"diameters must be {top_level + 1} finite non-negative numbers (levels 0 .. {top_level})")
+            raise ValueError(
+                f"diameters must be {top_level + 1} finite non-negative numbers (levels 0 .. {top_level})"
+            )
     else:
         diam = 2.0 ** (-np.arange(top_level + 1) / d)
     for i, c in enumerate(candidates):  # a loop over the (at most 2d) candidates
@@ -220,7 +228,13 @@ def score_table(
         moves[0] = 0.0
     moves[L:] = 1.0 if private else 2.0
     delta = max(
-        sum((Fraction(float(w)) * Fraction(float(u)) for w, u in zip(weights[i], moves, strict=True)), Fraction(0))
+        sum(
+            (
+                Fraction(float(w)) * Fraction(float(u))
+                for w, u in zip(weights[i], moves, strict=True)
+            ),
+            Fraction(0),
+        )
         for i in range(k)
     )
     # rounding: |fl(B) - B| <= gamma_{m} * (|const| + sum_j w_j T_j), m = L + J + 1 terms, with
@@ -231,8 +245,10 @@ def score_table(
     upper = max(
         Fraction(float(const[i]))
         + sum(
-            (Fraction(float(w)) * Fraction(float(o)) for w, o in zip(weights[i], _statistic_bounds(L, J, top, caps, i),
-                                                                      strict=True)),
+            (
+                Fraction(float(w)) * Fraction(float(o))
+                for w, o in zip(weights[i], _statistic_bounds(L, J, top, caps, i), strict=True)
+            ),
             Fraction(0),
         )
         for i in range(k)
@@ -311,11 +327,22 @@ def scores_setup(
     cap = None if n is not None else occupancy_cap(norm)
     L = max(c.depth for c in cands)
     deepest = max_depth(d) if order is None else order.max_depth
-    J = min(L + RESOLUTION_EXTRA_LEVELS, deepest) if score == "capped" and placement == "uniform" else 0
+    J = (
+        min(L + RESOLUTION_EXTRA_LEVELS, deepest)
+        if score == "capped" and placement == "uniform"
+        else 0
+    )
     top = max(L, J)
     diameters = None if order is None else order.diameters(top)
     table = score_table(
-        cands, d, norm, math.sqrt(eps) if zcdp else eps, c_abs, occ_cap=cap, diameters=diameters, score=score,
+        cands,
+        d,
+        norm,
+        math.sqrt(eps) if zcdp else eps,
+        c_abs,
+        occ_cap=cap,
+        diameters=diameters,
+        score=score,
         resolution_levels=J,
     )
     return ScoresSetup(table, L, J, cap, min(c.depth for c in cands))
@@ -414,7 +441,9 @@ def make_schedule_scores(
     cands = check_schedule_candidates(candidates, d, eps, zcdp=zcdp, split_order=order)
     box = as_box(bounds, d)
     nan_ok = domain_allows_nan(input_domain)
-    setup = scores_setup(cands, d, n, norm, eps, c_abs, order, zcdp, kind_of_score, check_placement(placement))
+    setup = scores_setup(
+        cands, d, n, norm, eps, c_abs, order, zcdp, kind_of_score, check_placement(placement)
+    )
     table, L, J, cap = setup.table, setup.L, setup.J, setup.cap
     depth = max(L, J)  # the count tree's: the imbalance reads the children of level J - 1
     axes = None if order is None else check_axes(order.axes, d, depth)
@@ -456,7 +485,9 @@ def make_schedule_scores(
         stability_map,
     )
     resolution = (setup.first_resolution_level, J) if J else None
-    return attach(trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes, table.caps, resolution))
+    return attach(
+        trans, ScoresPlan(d, n, nan_ok, box, L, scores_of_occupancy, axes, table.caps, resolution)
+    )
 
 
 then_schedule_scores = to_then(make_schedule_scores)

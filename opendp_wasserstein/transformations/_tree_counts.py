@@ -61,7 +61,9 @@ class TreeCountsDomain:
 def tree_counts_domain(tree: Tree, size: int | None) -> Domain:
     """The domain of :class:`TreeCounts` on ``tree`` (identified by the tree's digest)."""
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(
+            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}"
+        )
     desc = TreeCountsDomain(tree, size)
 
     def member(x: Any) -> bool:
@@ -84,7 +86,6 @@ def tree_counts_stability(metric_kind: str, size: int | None, scales: tuple[floa
         return exact_epsilon(2 * replacements(metric_kind, d_in), sensitive)
 
     return stability_map
-
 
 
 def tree_counts_l2sq_stability(
@@ -178,7 +179,9 @@ def make_tree_counts(
     """
     assert_features("contrib")
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}")
+        raise TypeError(
+            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}"
+        )
     k, n = check_index_domain(input_domain, tree.k)
     kind = check_metric(input_metric, n)
     sigma = check_scales(scales, tree.height + 1)
@@ -206,5 +209,3 @@ def make_tree_counts(
 
 then_tree_counts = to_then(make_tree_counts)
 register(make_tree_counts)
-
-

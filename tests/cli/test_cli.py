@@ -25,7 +25,21 @@ def data(tmp_path):
 def test_synth_success_json(data, capsys):
     path, bounds, tmp = data
     out = tmp / "out.csv"
-    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds), "--json", "--seed", "1"])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(out),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(bounds),
+            "--json",
+            "--seed",
+            "1",
+        ]
+    )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] == 1.0
@@ -43,8 +57,23 @@ def test_synth_success_json(data, capsys):
 def test_synth_other_mechanisms_and_columns(data, capsys, mechanism):
     path, bounds, tmp = data
     out = tmp / "o.csv"
-    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "0.5", "--bounds", str(bounds),
-               "--mechanism", mechanism, "--columns", "weight", "--quiet"])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(out),
+            "--epsilon",
+            "0.5",
+            "--bounds",
+            str(bounds),
+            "--mechanism",
+            mechanism,
+            "--columns",
+            "weight",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     assert out.read_text().splitlines()[0] == "weight"
     assert capsys.readouterr().out == ""
@@ -52,7 +81,21 @@ def test_synth_other_mechanisms_and_columns(data, capsys, mechanism):
 
 def test_synth_prints_eps_and_schedule(data, capsys):
     path, bounds, tmp = data
-    assert main(["synth", str(path), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                str(path),
+                "-o",
+                str(tmp / "o.csv"),
+                "--epsilon",
+                "1",
+                "--bounds",
+                str(bounds),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "certified epsilon" in out
     assert "schedule" in out
@@ -69,8 +112,11 @@ def write(tmp, name, text):
     [
         ("missing_bounds", "bounds"),
         # the header field without bounds is counted, not quoted (in a headerless file it is a record)
-        ("bounds_missing_column", "1 of its 2 header field\\(s\\) are not columns of the schema.*"
-         "the schema's columns are \\['height'\\]; pass --columns height"),
+        (
+            "bounds_missing_column",
+            "1 of its 2 header field\\(s\\) are not columns of the schema.*"
+            "the schema's columns are \\['height'\\]; pass --columns height",
+        ),
         ("bounds_bad_order", "lower < upper"),
         ("bounds_not_json", "not valid JSON"),
         ("unreadable", "cannot read file"),
@@ -160,7 +206,20 @@ def select_files(tmp_path):
 def test_select_success(select_files, capsys, mechanism):
     d, c, tmp = select_files
     out = tmp / "sel.csv"
-    args = ["select", str(d), str(c), "-m", "25", "--epsilon", "1", "--mechanism", mechanism, "-o", str(out), "--json"]
+    args = [
+        "select",
+        str(d),
+        str(c),
+        "-m",
+        "25",
+        "--epsilon",
+        "1",
+        "--mechanism",
+        mechanism,
+        "-o",
+        str(out),
+        "--json",
+    ]
     if mechanism == "tree-em":
         args.append("--idealized-numerics")
     assert main(args) == 0
@@ -174,7 +233,13 @@ def test_select_success(select_files, capsys, mechanism):
 
 @pytest.mark.parametrize(
     "case,match",
-    [("m0", "-m"), ("header", "columns"), ("eps", "epsilon"), ("treeem", "idealized-numerics"), ("dup", "distinct")],
+    [
+        ("m0", "-m"),
+        ("header", "columns"),
+        ("eps", "epsilon"),
+        ("treeem", "idealized-numerics"),
+        ("dup", "distinct"),
+    ],
 )
 def test_select_errors(select_files, capsys, case, match):
     d, c, tmp = select_files
@@ -204,8 +269,24 @@ def test_synth_private_size_reports_nothing_read_off_n(data, capsys):
     out = tmp / "priv.csv"
     seen = []
     for seed in ("1", "2"):
-        rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds),
-                   "--json", "--seed", seed, "--private-size", "--mechanism", "pruned"])
+        rc = main(
+            [
+                "synth",
+                str(path),
+                "-o",
+                str(out),
+                "--epsilon",
+                "1",
+                "--bounds",
+                str(bounds),
+                "--json",
+                "--seed",
+                seed,
+                "--private-size",
+                "--mechanism",
+                "pruned",
+            ]
+        )
         assert rc == 0
         summary = json.loads(capsys.readouterr().out)
         assert summary["rows_in"] is None
@@ -219,7 +300,24 @@ def test_synth_private_size_reports_nothing_read_off_n(data, capsys):
 def test_select_private_size(select_files, capsys):
     d, c, tmp = select_files
     out = tmp / "sel.csv"
-    assert main(["select", str(d), str(c), "-m", "9", "--epsilon", "1", "-o", str(out), "--json", "--private-size"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                str(d),
+                str(c),
+                "-m",
+                "9",
+                "--epsilon",
+                "1",
+                "-o",
+                str(out),
+                "--json",
+                "--private-size",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] <= 1.0
     assert sum(int(r.split(",")[-1]) for r in out.read_text().splitlines()[1:]) == 9
@@ -239,7 +337,20 @@ def test_synth_on_neighbouring_files_succeeds_on_both(data, private_size, capsys
             src = tmp / f"n{i}.csv"
             src.write_text(text)
             out = tmp / f"o{i}.csv"
-            rc = main(["synth", str(src), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds), "--json", *extra])
+            rc = main(
+                [
+                    "synth",
+                    str(src),
+                    "-o",
+                    str(out),
+                    "--epsilon",
+                    "1",
+                    "--bounds",
+                    str(bounds),
+                    "--json",
+                    *extra,
+                ]
+            )
             assert rc == 0, capsys.readouterr().err
             y = np.loadtxt(out, delimiter=",", skiprows=1, ndmin=2)
             assert np.all((y >= 0) & (y <= [10, 5]))
@@ -266,12 +377,24 @@ def test_select_candidates_must_be_finite(select_files, capsys):
     d, c, tmp = select_files
     header = c.read_text().splitlines()[0]
     bad = tmp / "c_inf.csv"
-    bad.write_text(header + "\n" + ",".join(["inf"] * len(header.split(","))) + "\n" + c.read_text().splitlines()[1] + "\n")
-    assert main(["select", str(d), str(bad), "-m", "3", "--epsilon", "1", "-o", str(tmp / "s.csv")]) == 2
+    bad.write_text(
+        header
+        + "\n"
+        + ",".join(["inf"] * len(header.split(",")))
+        + "\n"
+        + c.read_text().splitlines()[1]
+        + "\n"
+    )
+    assert (
+        main(["select", str(d), str(bad), "-m", "3", "--epsilon", "1", "-o", str(tmp / "s.csv")])
+        == 2
+    )
     assert "infinite" in capsys.readouterr().err
 
 
-def test_select_a_record_with_all_cells_empty_is_refused_like_one_missing_value(select_files, capsys):
+def test_select_a_record_with_all_cells_empty_is_refused_like_one_missing_value(
+    select_files, capsys
+):
     """A record written as "," is a record with missing values, not a line to skip (skipping it
     would turn a replacement into a removal)."""
     d, c, tmp = select_files
@@ -279,7 +402,12 @@ def test_select_a_record_with_all_cells_empty_is_refused_like_one_missing_value(
     for row in (",0.5", ","):
         src = tmp / "m.csv"
         src.write_text("a,b\n0.1,0.2\n" + row + "\n")
-        assert main(["select", str(src), str(c), "-m", "3", "--epsilon", "1", "-o", str(tmp / "s.csv")]) == 2
+        assert (
+            main(
+                ["select", str(src), str(c), "-m", "3", "--epsilon", "1", "-o", str(tmp / "s.csv")]
+            )
+            == 2
+        )
         errors.append(capsys.readouterr().err)
     assert all("missing or NaN" in e for e in errors)
 
@@ -429,8 +557,25 @@ def test_w1_estimate_reports_every_solve():
 def test_synth_delta_certifies_the_pair(data, capsys, mechanism):
     path, bounds, tmp = data
     out = tmp / "d.csv"
-    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--delta", "1e-9", "--bounds", str(bounds),
-               "--mechanism", mechanism, "--json", "--seed", "2"])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(out),
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-9",
+            "--bounds",
+            str(bounds),
+            "--mechanism",
+            mechanism,
+            "--json",
+            "--seed",
+            "2",
+        ]
+    )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] == 1.0
@@ -449,7 +594,19 @@ def test_synth_delta_certifies_the_pair(data, capsys, mechanism):
 )
 def test_synth_delta_errors(data, capsys, extra, match):
     path, bounds, tmp = data
-    rc = main(["synth", str(path), "-o", str(tmp / "e.csv"), "--epsilon", "1", "--bounds", str(bounds), *extra])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(tmp / "e.csv"),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(bounds),
+            *extra,
+        ]
+    )
     assert rc != 0
     assert re.search(match, capsys.readouterr().err)
 
@@ -459,17 +616,51 @@ def test_synth_consistency_option(data, capsys):
     the paper's rule gives another release under the same seed, and pmm refuses the option."""
     path, bounds, tmp = data
     texts = {}
-    for name, extra in [("default", []), ("least_squares", ["--consistency", "least_squares"]),
-                        ("paper", ["--consistency", "paper"])]:
+    for name, extra in [
+        ("default", []),
+        ("least_squares", ["--consistency", "least_squares"]),
+        ("paper", ["--consistency", "paper"]),
+    ]:
         out = tmp / f"c-{name}.csv"
-        rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds),
-                   "--mechanism", "pruned", "--quiet", "--seed", "4", *extra])
+        rc = main(
+            [
+                "synth",
+                str(path),
+                "-o",
+                str(out),
+                "--epsilon",
+                "1",
+                "--bounds",
+                str(bounds),
+                "--mechanism",
+                "pruned",
+                "--quiet",
+                "--seed",
+                "4",
+                *extra,
+            ]
+        )
         assert rc == 0, capsys.readouterr().err
         texts[name] = out.read_text()
     assert texts["default"] == texts["least_squares"]
     assert texts["paper"] != texts["least_squares"]
-    rc = main(["synth", str(path), "-o", str(tmp / "p.csv"), "--epsilon", "1", "--bounds", str(bounds),
-               "--mechanism", "pmm", "--consistency", "paper", "--quiet"])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(tmp / "p.csv"),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(bounds),
+            "--mechanism",
+            "pmm",
+            "--consistency",
+            "paper",
+            "--quiet",
+        ]
+    )
     assert rc == 2
     assert "consistency" in capsys.readouterr().err
 
@@ -479,15 +670,48 @@ def test_synth_score_option(data, capsys):
     paper's on request (recorded in the JSON report); other mechanisms refuse it."""
     path, bounds, tmp = data
     scores = {}
-    for name, extra in [("default", []), ("capped", ["--score", "capped"]), ("paper", ["--score", "paper"])]:
-        rc = main(["synth", str(path), "-o", str(tmp / f"s-{name}.csv"), "--epsilon", "1", "--bounds", str(bounds),
-                   "--json", "--seed", "4", *extra])
+    for name, extra in [
+        ("default", []),
+        ("capped", ["--score", "capped"]),
+        ("paper", ["--score", "paper"]),
+    ]:
+        rc = main(
+            [
+                "synth",
+                str(path),
+                "-o",
+                str(tmp / f"s-{name}.csv"),
+                "--epsilon",
+                "1",
+                "--bounds",
+                str(bounds),
+                "--json",
+                "--seed",
+                "4",
+                *extra,
+            ]
+        )
         captured = capsys.readouterr()
         assert rc == 0, captured.err
         scores[name] = json.loads(captured.out)["details"]["score"]
     assert scores == {"default": "capped", "capped": "capped", "paper": "paper"}
-    rc = main(["synth", str(path), "-o", str(tmp / "p.csv"), "--epsilon", "1", "--bounds", str(bounds),
-               "--mechanism", "pruned", "--score", "paper", "--quiet"])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(tmp / "p.csv"),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(bounds),
+            "--mechanism",
+            "pruned",
+            "--score",
+            "paper",
+            "--quiet",
+        ]
+    )
     assert rc == 2
     assert "score applies only to mechanism='adaptive'" in capsys.readouterr().err
 
@@ -495,8 +719,23 @@ def test_synth_score_option(data, capsys):
 def test_synth_privtree(data, capsys):
     path, bounds, tmp = data
     out = tmp / "pt.csv"
-    rc = main(["synth", str(path), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds),
-               "--mechanism", "privtree", "--json", "--seed", "1"])
+    rc = main(
+        [
+            "synth",
+            str(path),
+            "-o",
+            str(out),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(bounds),
+            "--mechanism",
+            "privtree",
+            "--json",
+            "--seed",
+            "1",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     report = json.loads(captured.out)
@@ -527,16 +766,30 @@ sys.exit(console_main(sys.argv[2:]))
 def _interrupted(signame, argv, cwd):
     import subprocess
 
-    return subprocess.run([sys.executable, "-c", _INTERRUPT, signame, *argv], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", _INTERRUPT, signame, *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("signame,code,line", [("SIGINT", 130, "opendp-wasserstein: interrupted"),
-                                               ("SIGTERM", 143, "opendp-wasserstein: terminated by SIGTERM")])
+@pytest.mark.parametrize(
+    "signame,code,line",
+    [
+        ("SIGINT", 130, "opendp-wasserstein: interrupted"),
+        ("SIGTERM", 143, "opendp-wasserstein: terminated by SIGTERM"),
+    ],
+)
 def test_an_interrupted_run_prints_one_line_and_leaves_no_temporary(data, signame, code, line):
     """Item 13: Ctrl-C printed a traceback; SIGTERM left the hidden temporary output behind."""
     path, bounds, tmp = data
-    run = _interrupted(signame, ["synth", str(path), "-o", "out.csv", "--epsilon", "1", "--bounds", str(bounds), "--quiet"], tmp)
+    run = _interrupted(
+        signame,
+        ["synth", str(path), "-o", "out.csv", "--epsilon", "1", "--bounds", str(bounds), "--quiet"],
+        tmp,
+    )
     assert run.returncode == code, run.stderr
     assert run.stderr.strip() == line
     assert sorted(os.listdir(tmp)) == ["b.json", "in.csv"]
@@ -545,7 +798,17 @@ def test_an_interrupted_run_prints_one_line_and_leaves_no_temporary(data, signam
 def test_a_killed_runs_temporary_is_removed_by_the_next_run(data):
     """Item 13: SIGKILL cannot be handled; the next write of the same output removes what it left."""
     path, bounds, tmp = data
-    argv = ["synth", str(path), "-o", "out.csv", "--epsilon", "1", "--bounds", str(bounds), "--quiet"]
+    argv = [
+        "synth",
+        str(path),
+        "-o",
+        "out.csv",
+        "--epsilon",
+        "1",
+        "--bounds",
+        str(bounds),
+        "--quiet",
+    ]
     run = _interrupted("SIGKILL", argv, tmp)
     assert run.returncode == -9
     left = [f for f in os.listdir(tmp) if f.startswith(".out.csv.tmp-")]
@@ -558,13 +821,32 @@ def test_numeric_paths_refuse_an_output_that_is_an_input(data, capsys):
     """Item 6 on the numeric paths (``--delta``; ``select`` without a schema)."""
     path, bounds, tmp = data
     before = path.read_bytes()
-    assert main(["synth", str(path), "-o", str(path), "--epsilon", "1", "--bounds", str(bounds), "--delta", "1e-6"]) == 2
+    assert (
+        main(
+            [
+                "synth",
+                str(path),
+                "-o",
+                str(path),
+                "--epsilon",
+                "1",
+                "--bounds",
+                str(bounds),
+                "--delta",
+                "1e-6",
+            ]
+        )
+        == 2
+    )
     assert "-o/--output" in capsys.readouterr().err
     cands = tmp / "c.csv"
     cands.write_text("height,weight\n1,1\n5,2\n9,4\n")
     c_before = cands.read_bytes()
     for out in (path, cands):
-        assert main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(out)]) == 2
+        assert (
+            main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(out)])
+            == 2
+        )
         assert "-o/--output" in capsys.readouterr().err
     assert path.read_bytes() == before
     assert cands.read_bytes() == c_before
@@ -580,15 +862,62 @@ def test_numeric_paths_write_by_extension_and_respect_the_umask(data, capsys):
     cands.write_text("height,weight\n1,1\n5,2\n9,4\n")
     old = os.umask(0o022)
     try:
-        assert main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(tmp / "s.parquet"), "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "select",
+                    str(path),
+                    str(cands),
+                    "-m",
+                    "5",
+                    "--epsilon",
+                    "1",
+                    "-o",
+                    str(tmp / "s.parquet"),
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert pq.read_table(tmp / "s.parquet").column_names == ["height", "weight", "multiplicity"]
         assert stat.S_IMODE((tmp / "s.parquet").stat().st_mode) == 0o644
-        assert main(["synth", str(path), "-o", str(tmp / "y.csv"), "--epsilon", "1", "--bounds", str(bounds),
-                     "--delta", "1e-6", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "synth",
+                    str(path),
+                    "-o",
+                    str(tmp / "y.csv"),
+                    "--epsilon",
+                    "1",
+                    "--bounds",
+                    str(bounds),
+                    "--delta",
+                    "1e-6",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert stat.S_IMODE((tmp / "y.csv").stat().st_mode) == 0o644
     finally:
         os.umask(old)
-    assert main(["select", str(path), str(cands), "-m", "5", "--epsilon", "1", "-o", str(tmp / "s.xlsx")]) == 2
+    assert (
+        main(
+            [
+                "select",
+                str(path),
+                str(cands),
+                "-m",
+                "5",
+                "--epsilon",
+                "1",
+                "-o",
+                str(tmp / "s.xlsx"),
+            ]
+        )
+        == 2
+    )
     assert ".csv, .tsv" in capsys.readouterr().err
     assert not (tmp / "s.xlsx").exists()
 
@@ -600,9 +929,22 @@ def test_numeric_paths_never_quote_a_headerless_files_record(data, capsys):
     nohead.write_text("1.8125,29.5\n2.0,18.25\n")
     cands = tmp / "c.csv"
     cands.write_text("height,weight\n1,1\n5,2\n")
-    runs = [["synth", str(nohead), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds), "--delta", "1e-6"],
-            ["synth", str(nohead), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)],
-            ["select", str(nohead), str(cands), "-m", "3", "--epsilon", "1", "-o", str(tmp / "o.csv")]]
+    runs = [
+        [
+            "synth",
+            str(nohead),
+            "-o",
+            str(tmp / "o.csv"),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(bounds),
+            "--delta",
+            "1e-6",
+        ],
+        ["synth", str(nohead), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(bounds)],
+        ["select", str(nohead), str(cands), "-m", "3", "--epsilon", "1", "-o", str(tmp / "o.csv")],
+    ]
     for argv in runs:
         assert main(argv) == 2
         err = capsys.readouterr().err
@@ -616,7 +958,19 @@ def test_numeric_synth_refuses_bounds_for_a_column_the_data_lacks(data, capsys):
     path, _, tmp = data
     b = tmp / "b3.json"
     b.write_text(json.dumps({"height": [0, 10], "weight": [0, 5], "age": [0, 120]}))
-    argv = ["synth", str(path), "-o", str(tmp / "o.csv"), "--epsilon", "1", "--bounds", str(b), "--delta", "1e-6", "--quiet"]
+    argv = [
+        "synth",
+        str(path),
+        "-o",
+        str(tmp / "o.csv"),
+        "--epsilon",
+        "1",
+        "--bounds",
+        str(b),
+        "--delta",
+        "1e-6",
+        "--quiet",
+    ]
     assert main(argv) == 2
     assert "['age'] are not in the input's header; pass --columns" in capsys.readouterr().err
     assert main([*argv, "--columns", "height,weight"]) == 0

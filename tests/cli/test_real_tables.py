@@ -46,19 +46,34 @@ def test_synth_on_a_real_mixed_table(real, fmt, split_order, capsys):
     tmp, t = real
     src = tmp / f"table.{fmt}"
     out = tmp / f"out-{split_order}.{fmt}"
-    args = ["synth", str(src), "-o", str(out), "--epsilon", "1", "--schema", str(tmp / "schema.json"),
-            "--json", "--seed", "3"]
+    args = [
+        "synth",
+        str(src),
+        "-o",
+        str(out),
+        "--epsilon",
+        "1",
+        "--schema",
+        str(tmp / "schema.json"),
+        "--json",
+        "--seed",
+        "3",
+    ]
     if split_order:
         args += ["--split-order", split_order]
     assert main(args) == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
-    assert 1.0 - 1e-12 <= summary["epsilon_certified"] <= 1.0  # the first look's float sums: a few ulps short
+    assert (
+        1.0 - 1e-12 <= summary["epsilon_certified"] <= 1.0
+    )  # the first look's float sums: a few ulps short
     if split_order:  # a one-tree option: the adaptive mechanism on the table's hierarchy
         assert summary["split_order"] == split_order
         assert summary["mechanism"] == "adaptive"
     else:  # the default: the structured release (small tables: independent DP columns)
         assert summary["mechanism"] == "structured"
-        assert summary["split_order"] in ("independent columns",) or summary["split_order"].startswith("gower")
+        assert summary["split_order"] in ("independent columns",) or summary[
+            "split_order"
+        ].startswith("gower")
     schema = Schema.from_json(str(tmp / "schema.json"))
     original, back = read_file(str(src), schema=schema), read_file(str(out), schema=schema)
     # the same header, and dtypes that round-trip through the file (read with the schema: a
@@ -82,8 +97,22 @@ def test_synth_on_a_real_mixed_table(real, fmt, split_order, capsys):
 
 def test_split_order_is_refused_with_the_scheduler(real, capsys):
     tmp, _ = real
-    rc = main(["synth", str(tmp / "table.parquet"), "-o", str(tmp / "o"), "--epsilon", "1",
-               "--bounds", str(tmp / "b.json"), "--split-order", "cyclic", "--scheduler", "local:1"])
+    rc = main(
+        [
+            "synth",
+            str(tmp / "table.parquet"),
+            "-o",
+            str(tmp / "o"),
+            "--epsilon",
+            "1",
+            "--bounds",
+            str(tmp / "b.json"),
+            "--split-order",
+            "cyclic",
+            "--scheduler",
+            "local:1",
+        ]
+    )
     assert rc == 2
     assert "--split-order" in capsys.readouterr().err
 
@@ -93,12 +122,38 @@ def test_synth_columns_subset_of_a_real_table(real, capsys):
     names = list(t.schema.names)
     subset = [names[-1], names[0]]  # any order, by name
     out = tmp / "subset.csv"
-    rc = main(["synth", str(tmp / "table.csv"), "-o", str(out), "--epsilon", "1", "--schema", str(tmp / "schema.json"),
-               "--columns", ",".join(subset), "--quiet"])
+    rc = main(
+        [
+            "synth",
+            str(tmp / "table.csv"),
+            "-o",
+            str(out),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(tmp / "schema.json"),
+            "--columns",
+            ",".join(subset),
+            "--quiet",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     assert read_file(str(out)).column_names == subset
-    rc = main(["synth", str(tmp / "table.csv"), "-o", str(tmp / "bad.csv"), "--epsilon", "1", "--schema",
-               str(tmp / "schema.json"), "--columns", "no_such_column", "--quiet"])
+    rc = main(
+        [
+            "synth",
+            str(tmp / "table.csv"),
+            "-o",
+            str(tmp / "bad.csv"),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(tmp / "schema.json"),
+            "--columns",
+            "no_such_column",
+            "--quiet",
+        ]
+    )
     assert rc == 2
     assert "'no_such_column'" in capsys.readouterr().err
     assert not (tmp / "bad.csv").exists()
@@ -109,8 +164,13 @@ def test_output_types_do_not_depend_on_the_values_of_a_text_file(tmp_path, capsy
     integers) and one with a single 2.5 (inferred float), or whose int column has one unreadable
     value (inferred text), or one timestamp among dates: the released file has the schema's
     types and the same header in every case."""
-    schema = {"columns": {"g": {"type": "float", "bounds": [0, 10]}, "k": {"type": "int", "bounds": [0, 9], "nullable": True},
-                          "when": {"type": "datetime", "bounds": ["2020-01-01", "2021-01-01"]}}}
+    schema = {
+        "columns": {
+            "g": {"type": "float", "bounds": [0, 10]},
+            "k": {"type": "int", "bounds": [0, 9], "nullable": True},
+            "when": {"type": "datetime", "bounds": ["2020-01-01", "2021-01-01"]},
+        }
+    }
     (tmp_path / "s.json").write_text(json.dumps(schema))
     rows = [(str(i % 10), str(i % 7), f"2020-0{1 + i % 9}-1{i % 10}") for i in range(200)]
     variants = {
@@ -123,10 +183,29 @@ def test_output_types_do_not_depend_on_the_values_of_a_text_file(tmp_path, capsy
     for name, body in variants.items():
         src = tmp_path / f"{name}.csv"
         src.write_text("g,k,when\n" + "".join(",".join(r) + "\n" for r in body))
-        assert read_file(str(src)).schema.types != read_file(str(tmp_path / "whole.csv")).schema.types or name == "whole"
+        assert (
+            read_file(str(src)).schema.types != read_file(str(tmp_path / "whole.csv")).schema.types
+            or name == "whole"
+        )
         out = tmp_path / f"{name}-out.csv"
-        assert main(["synth", str(src), "-o", str(out), "--epsilon", "1", "--schema", str(tmp_path / "s.json"),
-                     "--json", "--seed", "5"]) == 0, capsys.readouterr().err
+        assert (
+            main(
+                [
+                    "synth",
+                    str(src),
+                    "-o",
+                    str(out),
+                    "--epsilon",
+                    "1",
+                    "--schema",
+                    str(tmp_path / "s.json"),
+                    "--json",
+                    "--seed",
+                    "5",
+                ]
+            )
+            == 0
+        ), capsys.readouterr().err
         capsys.readouterr()
         back = read_file(str(out), schema=Schema.from_json(str(tmp_path / "s.json")))
         assert back.schema.types == [pa.float64(), pa.int64(), pa.date32()]

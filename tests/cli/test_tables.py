@@ -15,13 +15,20 @@ def _mixed(n=3000, seed=0):
     rng = np.random.default_rng(seed)
     income = rng.lognormal(10, 0.5, n)
     income_mask = rng.uniform(size=n) < 0.1
-    return pa.table({
-        "age": pa.array(rng.integers(18, 90, n)),
-        "income": pa.array(income, mask=income_mask),
-        "region": pa.array(rng.choice(["north", "east", "south", "west"], n, p=[0.4, 0.3, 0.2, 0.1])),
-        "visit": pa.array([dt.date(2015, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 365, n)], type=pa.date32()),
-        "smoker": pa.array(rng.uniform(size=n) < 0.2),
-    })
+    return pa.table(
+        {
+            "age": pa.array(rng.integers(18, 90, n)),
+            "income": pa.array(income, mask=income_mask),
+            "region": pa.array(
+                rng.choice(["north", "east", "south", "west"], n, p=[0.4, 0.3, 0.2, 0.1])
+            ),
+            "visit": pa.array(
+                [dt.date(2015, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 365, n)],
+                type=pa.date32(),
+            ),
+            "smoker": pa.array(rng.uniform(size=n) < 0.2),
+        }
+    )
 
 
 @pytest.fixture
@@ -56,7 +63,9 @@ def test_synth_refuses_marked_schema_unless_flag(files, capsys):
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
     out = tmp / "out.csv"
-    rc = main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path)])
+    rc = main(
+        ["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path)]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "--accept-data-derived-schema" in err
@@ -71,8 +80,20 @@ def test_synth_table_round_trip(files, capsys, out_name, src):
     schema_path, schema = _draft(tmp, csv_path)
     out = tmp / out_name
     inp = csv_path if src == "csv" else pq_path
-    rc = main(["synth", str(inp), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
-               "--accept-data-derived-schema", "--json"])
+    rc = main(
+        [
+            "synth",
+            str(inp),
+            "-o",
+            str(out),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--accept-data-derived-schema",
+            "--json",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
     # the structured release composes two maps rounded up: at most the budget, within ulps of it
@@ -109,7 +130,22 @@ def test_estimate_bounds_is_composed_into_the_certificate(tmp_path, capsys):
     del spec["columns"]["region"]["derived_from_data"]
     schema_path.write_text(json.dumps(spec))
     out = tmp_path / "o.parquet"
-    assert main(["synth", str(src), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                str(src),
+                "-o",
+                str(out),
+                "--epsilon",
+                "1",
+                "--schema",
+                str(schema_path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_release"] == 1.0
     assert summary["epsilon_certified"] >= 1.0 + schema.epsilon_spent
@@ -145,7 +181,11 @@ def test_schema_command_leaves_identifiers_to_fill_in(tmp_path, capsys):
     io = capsys.readouterr()
     draft = json.loads(io.out)
     assert list(draft["columns"]) == ["id", "x"]  # drafted, never left out
-    assert draft["columns"]["id"] == {"type": "categorical", "categories": None, "derived_from_data": True}
+    assert draft["columns"]["id"] == {
+        "type": "categorical",
+        "categories": None,
+        "derived_from_data": True,
+    }
     assert "k1" not in io.out + io.err
     assert "column 'id' left to fill in" in io.err
     assert "NOT PRIVATE" in io.err
@@ -158,17 +198,27 @@ def test_bounds_inputs_with_missing_or_text_are_refused_as_arrays_are(tmp_path, 
     b = tmp_path / "b.json"
     b.write_text(json.dumps({"height": [100, 220], "weight": [30, 200]}))
     out = tmp_path / "o.csv"
-    for body, col in (("150,60\nnan,70\n171,61\n", "height"), ("150,60\n170,abc\n", "weight"), ("150,60\n,70\n", "height")):
+    for body, col in (
+        ("150,60\nnan,70\n171,61\n", "height"),
+        ("150,60\n170,abc\n", "weight"),
+        ("150,60\n,70\n", "height"),
+    ):
         p = tmp_path / "in.csv"
         p.write_text("height,weight\n" + body)
-        assert main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"]) == 2
+        assert (
+            main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"])
+            == 2
+        )
         err = capsys.readouterr().err
         assert f"column '{col}'" in err
         assert "missing or NaN" in err
         assert "abc" not in err
         assert "170" not in err
     p.write_text("height,weight\n150,60\ninf,70\n170,-inf\n")
-    assert main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"]) == 0
+    assert (
+        main(["synth", str(p), "-o", str(out), "--epsilon", "1", "--bounds", str(b), "--quiet"])
+        == 0
+    )
     assert out.read_text().splitlines()[0] == "height,weight"
 
 
@@ -181,8 +231,25 @@ def test_select_with_schema_matches_candidates_by_name(files, capsys, out_name):
     cand_path = tmp / "cands.csv"
     write_file(cand, str(cand_path), delimiter=";")
     out = tmp / out_name
-    rc = main(["select", str(pq_path), str(cand_path), "-m", "50", "--epsilon", "1", "--schema", str(schema_path),
-               "--accept-data-derived-schema", "--json", "-o", str(out), "--seed", "3"])
+    rc = main(
+        [
+            "select",
+            str(pq_path),
+            str(cand_path),
+            "-m",
+            "50",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--accept-data-derived-schema",
+            "--json",
+            "-o",
+            str(out),
+            "--seed",
+            "3",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] == 1.0
@@ -199,21 +266,81 @@ def test_select_with_schema_refuses_mismatched_columns(files, capsys):
     schema_path, _ = _draft(tmp, csv_path)
     cand_path = tmp / "cands.csv"
     write_file(_mixed(n=10, seed=9).select(["age", "region"]), str(cand_path))
-    rc = main(["select", str(pq_path), str(cand_path), "-m", "5", "--epsilon", "1", "--schema", str(schema_path),
-               "--accept-data-derived-schema", "-o", str(tmp / "o.csv")])
+    rc = main(
+        [
+            "select",
+            str(pq_path),
+            str(cand_path),
+            "-m",
+            "5",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--accept-data-derived-schema",
+            "-o",
+            str(tmp / "o.csv"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "'income'" in err
     assert "candidates" in err
     # the marks are enforced as for synth
-    rc = main(["select", str(pq_path), str(cand_path), "-m", "5", "--epsilon", "1", "--schema", str(schema_path),
-               "--columns", "age,region", "-o", str(tmp / "o.csv")])
+    rc = main(
+        [
+            "select",
+            str(pq_path),
+            str(cand_path),
+            "-m",
+            "5",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--columns",
+            "age,region",
+            "-o",
+            str(tmp / "o.csv"),
+        ]
+    )
     assert rc == 2
     assert "--accept-data-derived-schema" in capsys.readouterr().err
-    rc = main(["select", str(pq_path), str(cand_path), "-m", "5", "--epsilon", "1", "--schema", str(schema_path),
-               "--columns", "age,region", "--accept-data-derived-schema", "-o", str(tmp / "o.csv"), "--quiet"])
+    rc = main(
+        [
+            "select",
+            str(pq_path),
+            str(cand_path),
+            "-m",
+            "5",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--columns",
+            "age,region",
+            "--accept-data-derived-schema",
+            "-o",
+            str(tmp / "o.csv"),
+            "--quiet",
+        ]
+    )
     assert rc == 0
-    rc = main(["select", str(csv_path), str(cand_path), "-m", "5", "--epsilon", "1", "--columns", "age", "-o", str(tmp / "o.csv")])
+    rc = main(
+        [
+            "select",
+            str(csv_path),
+            str(cand_path),
+            "-m",
+            "5",
+            "--epsilon",
+            "1",
+            "--columns",
+            "age",
+            "-o",
+            str(tmp / "o.csv"),
+        ]
+    )
     assert rc == 2
     assert "--schema" in capsys.readouterr().err
 
@@ -229,8 +356,16 @@ def _labelled(tmp_path, k, name):
     if k == 51:
         labels[0] = "Secret-Label-of-Alice"
     p = tmp_path / name
-    write_file(pa.table({"year": pa.array(rng.integers(1990, 2020, 300)), "label": pa.array(labels),
-                         "price": pa.array(rng.normal(10, 2, 300))}), str(p))
+    write_file(
+        pa.table(
+            {
+                "year": pa.array(rng.integers(1990, 2020, 300)),
+                "label": pa.array(labels),
+                "price": pa.array(rng.normal(10, 2, 300)),
+            }
+        ),
+        str(p),
+    )
     return p
 
 
@@ -240,7 +375,19 @@ def test_schema_command_drafts_the_same_columns_for_50_and_51_labels(tmp_path, c
     drafts = []
     for k in (50, 51):
         out = tmp_path / f"s{k}.json"
-        assert main(["schema", str(_labelled(tmp_path, k, f"d{k}.csv")), "-o", str(out), "--json", *extra]) == 0
+        assert (
+            main(
+                [
+                    "schema",
+                    str(_labelled(tmp_path, k, f"d{k}.csv")),
+                    "-o",
+                    str(out),
+                    "--json",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         summary = json.loads(capsys.readouterr().out)
         drafts.append(json.loads(out.read_text()))
         assert summary["columns"] == ["year", "label", "price"]
@@ -255,7 +402,10 @@ def test_schema_estimate_bounds_warns_on_a_small_table_from_its_dp_count(tmp_pat
     column nullable.  The warning comes from the DP counts (reported) and the public budget."""
     src = _labelled(tmp_path, 50, "d.csv")
     out = tmp_path / "s.json"
-    assert main(["schema", str(src), "-o", str(out), "--estimate-bounds", "1", "--nullable", "price"]) == 0
+    assert (
+        main(["schema", str(src), "-o", str(out), "--estimate-bounds", "1", "--nullable", "price"])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "WARNING: the bounds of column 'year' are unreliable" in err
     assert "WARNING: the bounds of column 'price' are unreliable" in err
@@ -289,14 +439,31 @@ def test_an_output_that_is_the_input_is_refused(files, capsys, link, monkeypatch
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
     before = csv_path.read_bytes()
-    out = {"same": csv_path, "symlink": tmp / "link.csv", "hardlink": tmp / "hard.csv", "relative": "table.csv"}[link]
+    out = {
+        "same": csv_path,
+        "symlink": tmp / "link.csv",
+        "hardlink": tmp / "hard.csv",
+        "relative": "table.csv",
+    }[link]
     if link == "symlink":
         out.symlink_to(csv_path)
     elif link == "hardlink":
         out.hardlink_to(csv_path)
     monkeypatch.chdir(tmp)
-    rc = main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
-               "--accept-data-derived-schema", "--quiet"])
+    rc = main(
+        [
+            "synth",
+            str(csv_path),
+            "-o",
+            str(out),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--accept-data-derived-schema",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "-o/--output" in err
@@ -311,9 +478,28 @@ def test_select_and_schema_refuse_an_output_that_is_an_input(files, capsys):
     cand_path = tmp / "cands.csv"
     write_file(_mixed(n=30, seed=9), str(cand_path))
     before = {p: p.read_bytes() for p in (csv_path, cand_path, schema_path)}
-    for out, what in ((csv_path, "the data"), (cand_path, "the candidates file"), (schema_path, "the --schema file")):
-        rc = main(["select", str(csv_path), str(cand_path), "-m", "5", "--epsilon", "1", "--schema", str(schema_path),
-                   "--accept-data-derived-schema", "-o", str(out), "--quiet"])
+    for out, what in (
+        (csv_path, "the data"),
+        (cand_path, "the candidates file"),
+        (schema_path, "the --schema file"),
+    ):
+        rc = main(
+            [
+                "select",
+                str(csv_path),
+                str(cand_path),
+                "-m",
+                "5",
+                "--epsilon",
+                "1",
+                "--schema",
+                str(schema_path),
+                "--accept-data-derived-schema",
+                "-o",
+                str(out),
+                "--quiet",
+            ]
+        )
         err = capsys.readouterr().err
         assert rc == 2, err
         assert "-o/--output" in err
@@ -327,16 +513,47 @@ def test_select_and_schema_refuse_an_output_that_is_an_input(files, capsys):
 def test_a_file_without_a_header_row_is_refused_without_quoting_a_record(tmp_path, capsys):
     """Item 7: a headerless CSV made synth/select quote the first record's values."""
     schema = tmp_path / "s.json"
-    schema.write_text(json.dumps({"columns": {"displ": {"type": "float", "bounds": [0, 10]},
-                                              "cyl": {"type": "int", "bounds": [2, 16]},
-                                              "cty": {"type": "int", "bounds": [5, 50]},
-                                              "kind": {"type": "categorical", "categories": ["compact", "suv"]}}}))
+    schema.write_text(
+        json.dumps(
+            {
+                "columns": {
+                    "displ": {"type": "float", "bounds": [0, 10]},
+                    "cyl": {"type": "int", "bounds": [2, 16]},
+                    "cty": {"type": "int", "bounds": [5, 50]},
+                    "kind": {"type": "categorical", "categories": ["compact", "suv"]},
+                }
+            }
+        )
+    )
     data = tmp_path / "noheader.csv"
     data.write_text("1.8,4,29,compact\n2.0,6,18,suv\n3.1,8,21,suv\n")
     cands = tmp_path / "c.csv"
     cands.write_text("displ,cyl,cty,kind\n2.0,4,20,compact\n3.0,6,15,suv\n")
-    runs = [["synth", str(data), "-o", str(tmp_path / "o.csv"), "--epsilon", "1", "--schema", str(schema)],
-            ["select", str(data), str(cands), "-m", "3", "--epsilon", "1", "--schema", str(schema), "-o", str(tmp_path / "o.csv")]]
+    runs = [
+        [
+            "synth",
+            str(data),
+            "-o",
+            str(tmp_path / "o.csv"),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema),
+        ],
+        [
+            "select",
+            str(data),
+            str(cands),
+            "-m",
+            "3",
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema),
+            "-o",
+            str(tmp_path / "o.csv"),
+        ],
+    ]
     for argv in runs:
         assert main(argv) == 2
         err = capsys.readouterr().err
@@ -355,7 +572,14 @@ def test_the_header_must_hold_the_schemas_columns_unless_columns_says_otherwise(
     schema_path, schema = _draft(tmp, csv_path)
     narrow = tmp / "narrow.csv"
     write_file(_mixed(n=200).select(["age", "region"]), str(narrow))
-    base = ["--epsilon", "1", "--schema", str(schema_path), "--accept-data-derived-schema", "--quiet"]
+    base = [
+        "--epsilon",
+        "1",
+        "--schema",
+        str(schema_path),
+        "--accept-data-derived-schema",
+        "--quiet",
+    ]
     out = tmp / "o.csv"
     assert main(["synth", str(narrow), "-o", str(out), *base]) == 2
     err = capsys.readouterr().err
@@ -368,8 +592,23 @@ def test_the_header_must_hold_the_schemas_columns_unless_columns_says_otherwise(
     del spec["columns"]["income"]
     small = tmp / "small.json"
     small.write_text(json.dumps(spec))
-    assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(small),
-                 "--accept-data-derived-schema", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "synth",
+                str(csv_path),
+                "-o",
+                str(out),
+                "--epsilon",
+                "1",
+                "--schema",
+                str(small),
+                "--accept-data-derived-schema",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "1 of its 5 header field(s) are not columns of the schema" in err
     assert "--columns age,region,visit,smoker" in err
@@ -377,7 +616,12 @@ def test_the_header_must_hold_the_schemas_columns_unless_columns_says_otherwise(
     from opendp_wasserstein.api import synthesize
 
     with pytest.raises(ValueError, match="income"):
-        synthesize(read_file(str(narrow), schema=schema), 1.0, schema=schema, accept_data_derived_schema=True)
+        synthesize(
+            read_file(str(narrow), schema=schema),
+            1.0,
+            schema=schema,
+            accept_data_derived_schema=True,
+        )
     # select follows it too
     cand_path = tmp / "cands.csv"
     write_file(_mixed(n=30, seed=9).select(["age", "region"]), str(cand_path))
@@ -390,8 +634,19 @@ def test_an_output_extension_the_package_does_not_write_is_refused(files, capsys
     """Item 13: ``-o out.xlsx`` wrote CSV text under that name."""
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
-    rc = main(["synth", str(csv_path), "-o", str(tmp / name), "--epsilon", "1", "--schema", str(schema_path),
-               "--accept-data-derived-schema"])
+    rc = main(
+        [
+            "synth",
+            str(csv_path),
+            "-o",
+            str(tmp / name),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--accept-data-derived-schema",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "-o/--output" in err
@@ -409,13 +664,43 @@ def test_outputs_respect_the_umask(files, capsys):
     try:
         schema_path, _ = _draft(tmp, csv_path)
         out = tmp / "o.parquet"
-        assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
-                     "--accept-data-derived-schema", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "synth",
+                    str(csv_path),
+                    "-o",
+                    str(out),
+                    "--epsilon",
+                    "1",
+                    "--schema",
+                    str(schema_path),
+                    "--accept-data-derived-schema",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert stat.S_IMODE(out.stat().st_mode) == 0o644
         assert stat.S_IMODE(schema_path.stat().st_mode) == 0o644
         os.umask(0o027)
-        assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
-                     "--accept-data-derived-schema", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "synth",
+                    str(csv_path),
+                    "-o",
+                    str(out),
+                    "--epsilon",
+                    "1",
+                    "--schema",
+                    str(schema_path),
+                    "--accept-data-derived-schema",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert stat.S_IMODE(out.stat().st_mode) == 0o640
     finally:
         os.umask(old)
@@ -427,8 +712,23 @@ def test_floats_are_written_with_the_shortest_round_trip_digits(files, capsys):
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
     out = tmp / "o.csv"
-    assert main(["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path),
-                 "--accept-data-derived-schema", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                str(csv_path),
+                "-o",
+                str(out),
+                "--epsilon",
+                "1",
+                "--schema",
+                str(schema_path),
+                "--accept-data-derived-schema",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     lines = out.read_text().splitlines()
     col = lines[0].split(";").index("income")
     fields = [r.split(";")[col] for r in lines[1:] if r.split(";")[col]]

@@ -189,7 +189,9 @@ class Reject:
     n: int | None = N
 
 
-def _reject(id_: str, exc: type[BaseException], match: str, n: int | None = N, **overrides: Any) -> Reject:
+def _reject(
+    id_: str, exc: type[BaseException], match: str, n: int | None = N, **overrides: Any
+) -> Reject:
     return Reject(id_, MappingProxyType(overrides), exc, match, n)
 
 
@@ -265,8 +267,14 @@ class Entry:
 
     def releases(self) -> list[Release]:
         """One release per supported size, and the variants."""
-        out = [Release(self.short if n == N else f"{self.short}[unsized]", self, n, _empty()) for n in self.sizes]
-        out += [Release(f"{self.short}[{label}]", self, n, MappingProxyType(dict(ov))) for label, (n, ov) in self.variants.items()]
+        out = [
+            Release(self.short if n == N else f"{self.short}[unsized]", self, n, _empty())
+            for n in self.sizes
+        ]
+        out += [
+            Release(f"{self.short}[{label}]", self, n, MappingProxyType(dict(ov)))
+            for label, (n, ov) in self.variants.items()
+        ]
         return out
 
 
@@ -333,12 +341,27 @@ def _pmm_audits(mech: str, mk: Callable[..., Any], pruned: bool) -> list[AuditCa
         def law(x: np.ndarray) -> dict[Any, float]:
             return ex.leaf_law(*ex.counts_of(np.asarray(x)), 3, S2, pruned)
 
-        events = (cell_at_least(c_from, 1), cell_at_least(c_to, 1), cell_below(c_to, 1), cell_at_least(c_to, 2))
+        events = (
+            cell_at_least(c_from, 1),
+            cell_at_least(c_to, 1),
+            cell_below(c_to, 1),
+            cell_at_least(c_to, 2),
+        )
         cases.append(
-            AuditCase(mech, f"{name} (n=3, depth 2)", factory, X3, xb, 2 if sym else 1,
-                      "symmetric" if sym else "change_one", events, fast_runs=150,
-                      exact_law=law, outcome=quadrant_masses,
-                      description=f"one point moved {name}; {'symmetric d_in=2' if sym else 'change-one d_in=1'}")
+            AuditCase(
+                mech,
+                f"{name} (n=3, depth 2)",
+                factory,
+                X3,
+                xb,
+                2 if sym else 1,
+                "symmetric" if sym else "change_one",
+                events,
+                fast_runs=150,
+                exact_law=law,
+                outcome=quadrant_masses,
+                description=f"one point moved {name}; {'symmetric d_in=2' if sym else 'change-one d_in=1'}",
+            )
         )
 
     def factory1() -> Any:
@@ -349,11 +372,20 @@ def _pmm_audits(mech: str, mk: Callable[..., Any], pruned: bool) -> list[AuditCa
         return ex.split_law(1, lower, 1 - lower, s1[1], pruned)
 
     cases.append(
-        AuditCase(mech, "lone point across the split (n=1, depth 1)", factory1,
-                  np.array([[0.25, 0.5]]), np.array([[0.75, 0.5]]), 1, "change_one",
-                  (cell_at_least("x<1/2", 1), cell_at_least("x>=1/2", 1)), fast_runs=200,
-                  exact_law=law1, outcome=lower_half_mass,
-                  description="the tight case: PMM's 'point below the split' has ratio e^eps exactly")
+        AuditCase(
+            mech,
+            "lone point across the split (n=1, depth 1)",
+            factory1,
+            np.array([[0.25, 0.5]]),
+            np.array([[0.75, 0.5]]),
+            1,
+            "change_one",
+            (cell_at_least("x<1/2", 1), cell_at_least("x>=1/2", 1)),
+            fast_runs=200,
+            exact_law=law1,
+            outcome=lower_half_mass,
+            description="the tight case: PMM's 'point below the split' has ratio e^eps exactly",
+        )
     )
     added = np.vstack([X3, [[0.9, 0.9]]])
     if pruned:
@@ -362,9 +394,19 @@ def _pmm_audits(mech: str, mk: Callable[..., Any], pruned: bool) -> list[AuditCa
             return mk(dom(None), SYM, 2, S2, placement="center")
 
         cases.append(
-            AuditCase(mech, "one record added (unsized, depth 2)", factory_u, X3, added, 1, "symmetric",
-                      (size_at_least(4), size_at_least(5), cell_at_least("NE", 1)), fast_runs=150,
-                      tight=False, description="symmetric d_in=1, the root's noisy count is released")
+            AuditCase(
+                mech,
+                "one record added (unsized, depth 2)",
+                factory_u,
+                X3,
+                added,
+                1,
+                "symmetric",
+                (size_at_least(4), size_at_least(5), cell_at_least("NE", 1)),
+                fast_runs=150,
+                tight=False,
+                description="symmetric d_in=1, the root's noisy count is released",
+            )
         )
 
     def factory_o() -> Any:
@@ -374,11 +416,20 @@ def _pmm_audits(mech: str, mk: Callable[..., Any], pruned: bool) -> list[AuditCa
         return ex.leaf_law(*ex.counts_of(np.asarray(x)), 3, S2, pruned)
 
     cases.append(
-        AuditCase(mech, "one record added into the empty cell (private size, output_size=3)", factory_o,
-                  X3, added, 1, "symmetric",
-                  (cell_at_least("NE", 1), cell_below("SW", 1), cell_at_least("x>=1/2", 2)), fast_runs=150,
-                  exact_law=law_o, outcome=quadrant_masses,
-                  description="sigma_0 = inf: the root is neither noised nor charged; map(1) = 1/4 + 1/4")
+        AuditCase(
+            mech,
+            "one record added into the empty cell (private size, output_size=3)",
+            factory_o,
+            X3,
+            added,
+            1,
+            "symmetric",
+            (cell_at_least("NE", 1), cell_below("SW", 1), cell_at_least("x>=1/2", 2)),
+            fast_runs=150,
+            exact_law=law_o,
+            outcome=quadrant_masses,
+            description="sigma_0 = inf: the root is neither noised nor charged; map(1) = 1/4 + 1/4",
+        )
     )
     return cases
 
@@ -403,7 +454,10 @@ def _adaptive_audits() -> list[AuditCase]:
         return Event(f"chose s={s}", lambda r: r[1]["s"] == s)
 
     def chose_and_far(s: int) -> Event:
-        return Event(f"chose s={s} and #x>=1/2 >= 1", lambda r: r[1]["s"] == s and cell_count(r[0], *far) >= 1)
+        return Event(
+            f"chose s={s} and #x>=1/2 >= 1",
+            lambda r: r[1]["s"] == s and cell_count(r[0], *far) >= 1,
+        )
 
     events = (chose(1), chose(2), cell_at_least("x>=1/2", 1), chose_and_far(1), chose_and_far(2))
 
@@ -414,12 +468,32 @@ def _adaptive_audits() -> list[AuditCase]:
         return M.make_adaptive_pruned_pmm(dom(None), SYM, 1.0, 1.0, placement="center", size=n)
 
     return [
-        AuditCase("adaptive_pruned_pmm", "crowded cell -> far corner (n=8)", factory, xa, _moved(xa, n - 1, (0.9, 0.9)), 1,
-                  "change_one", events, fast_runs=150, diagnostics=True,
-                  description="eps_select = eps_main = 1; candidates (s=1, r=6), (s=2, r=1)"),
-        AuditCase("adaptive_pruned_pmm", "record added at the far corner (private size, size=8)", factory_u, xa,
-                  np.vstack([xa, [[0.9, 0.9]]]), 1, "symmetric", events, fast_runs=100, diagnostics=True,
-                  description="one added record costs eps_select + eps_main / 2"),
+        AuditCase(
+            "adaptive_pruned_pmm",
+            "crowded cell -> far corner (n=8)",
+            factory,
+            xa,
+            _moved(xa, n - 1, (0.9, 0.9)),
+            1,
+            "change_one",
+            events,
+            fast_runs=150,
+            diagnostics=True,
+            description="eps_select = eps_main = 1; candidates (s=1, r=6), (s=2, r=1)",
+        ),
+        AuditCase(
+            "adaptive_pruned_pmm",
+            "record added at the far corner (private size, size=8)",
+            factory_u,
+            xa,
+            np.vstack([xa, [[0.9, 0.9]]]),
+            1,
+            "symmetric",
+            events,
+            fast_runs=100,
+            diagnostics=True,
+            description="one added record costs eps_select + eps_main / 2",
+        ),
     ]
 
 
@@ -454,18 +528,35 @@ def _selection_audits() -> list[AuditCase]:
     scale = round_up(2 * Fraction(sens) / Fraction(eps))
     events = tuple(Event(f"selected {i}", lambda r, i=i: int(r) == i) for i in range(4))
     cases = []
-    for selection, law in (("exponential", _softmax_law), ("permute_and_flip", _permute_and_flip_law)):
+    for selection, law in (
+        ("exponential", _softmax_law),
+        ("permute_and_flip", _permute_and_flip_law),
+    ):
 
         def factory(selection: str = selection) -> Any:
             return M.make_exponential_selection(VEC4, LINF, eps, sens, selection)
 
-        def exact(s: Sequence[float], law: Callable[..., dict[int, float]] = law) -> dict[Any, float]:
+        def exact(
+            s: Sequence[float], law: Callable[..., dict[int, float]] = law
+        ) -> dict[Any, float]:
             return dict(law(s, scale))
 
         cases.append(
-            AuditCase(f"selection ({selection})", "scores moved by the sensitivity (k=4)", factory,
-                      [0.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0], sens, "linf", events, seedable=False,
-                      fast_runs=1000, exact_law=exact, outcome=int, description="OpenDP's CSPRNG: not reproducible")
+            AuditCase(
+                f"selection ({selection})",
+                "scores moved by the sensitivity (k=4)",
+                factory,
+                [0.0, 1.0, 1.0, 1.0],
+                [1.0, 0.0, 0.0, 0.0],
+                sens,
+                "linf",
+                events,
+                seedable=False,
+                fast_runs=1000,
+                exact_law=exact,
+                outcome=int,
+                description="OpenDP's CSPRNG: not reproducible",
+            )
         )
     return cases
 
@@ -501,14 +592,29 @@ def _tree_em_audits() -> list[AuditCase]:
         out = {}
         for combo in itertools.combinations_with_replacement(range(k), _PC_M):
             mult = np.bincount(np.array(combo), minlength=k)
-            out[tuple(mult.tolist())] = math.exp(tree_em_log_probability(tree, counts, _PC_N, _PC_M, eps, mult))
+            out[tuple(mult.tolist())] = math.exp(
+                tree_em_log_probability(tree, counts, _PC_N, _PC_M, eps, mult)
+            )
         return out
 
     def factory() -> Any:
         return M.make_tree_em(dom(_PC_N), CO, C, _PC_M, eps, tree=tree)
 
-    return [AuditCase("tree_em", _PC_NAME, factory, _PC_XA, _PC_XB, 1, "change_one", _multiplicity_events(),
-                      fast_runs=200, exact_law=law, outcome=lambda r: tuple(int(v) for v in r))]
+    return [
+        AuditCase(
+            "tree_em",
+            _PC_NAME,
+            factory,
+            _PC_XA,
+            _PC_XB,
+            1,
+            "change_one",
+            _multiplicity_events(),
+            fast_runs=200,
+            exact_law=law,
+            outcome=lambda r: tuple(int(v) for v in r),
+        )
+    ]
 
 
 def _tree_projection_audits() -> list[AuditCase]:
@@ -517,16 +623,40 @@ def _tree_projection_audits() -> list[AuditCase]:
     def factory() -> Any:
         return M.make_tree_projection(dom(_PC_N), CO, CANDIDATES, _PC_M, 1.0, tree=tree)
 
-    return [AuditCase("tree_projection", _PC_NAME, factory, _PC_XA, _PC_XB, 1, "change_one",
-                      _multiplicity_events(), fast_runs=150)]
+    return [
+        AuditCase(
+            "tree_projection",
+            _PC_NAME,
+            factory,
+            _PC_XA,
+            _PC_XB,
+            1,
+            "change_one",
+            _multiplicity_events(),
+            fast_runs=150,
+        )
+    ]
 
 
 def _nn_histogram_audits() -> list[AuditCase]:
     def factory() -> Any:
         return M.make_nn_histogram(dom(_PC_N), CO, CANDIDATES, _PC_M, 1.0)
 
-    return [AuditCase("nn_histogram", _PC_NAME, factory, _PC_XA, _PC_XB, 1, "change_one", _multiplicity_events(),
-                      seedable=False, fast_runs=400, description="OpenDP's CSPRNG: not reproducible")]
+    return [
+        AuditCase(
+            "nn_histogram",
+            _PC_NAME,
+            factory,
+            _PC_XA,
+            _PC_XB,
+            1,
+            "change_one",
+            _multiplicity_events(),
+            seedable=False,
+            fast_runs=400,
+            description="OpenDP's CSPRNG: not reproducible",
+        )
+    ]
 
 
 def _noisy_size_audits() -> list[AuditCase]:
@@ -557,11 +687,22 @@ def _noisy_size_audits() -> list[AuditCase]:
         return out
 
     xa = X3
-    return [AuditCase("noisy_size_then", "one record added (pruned_pmm on n_hat rows)", factory, xa,
-                      np.vstack([xa, [[0.9, 0.9]]]), 1, "symmetric",
-                      (size_at_least(4), size_at_least(5), cell_at_least("NE", 1)), fast_runs=300,
-                      exact_law=law, outcome=rows_released,
-                      description="secure: OpenDP's count; reproducible: the same law from the seed")]
+    return [
+        AuditCase(
+            "noisy_size_then",
+            "one record added (pruned_pmm on n_hat rows)",
+            factory,
+            xa,
+            np.vstack([xa, [[0.9, 0.9]]]),
+            1,
+            "symmetric",
+            (size_at_least(4), size_at_least(5), cell_at_least("NE", 1)),
+            fast_runs=300,
+            exact_law=law,
+            outcome=rows_released,
+            description="secure: OpenDP's count; reproducible: the same law from the seed",
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -572,85 +713,236 @@ _UNSIZED_ONLY = (None,)
 _OUTPUT_SIZE_BAD = (0, -3, 2.5, True, "3")
 
 
-def _output_size_rejects(root_ok: Mapping[str, Any], finite_root: Mapping[str, Any] | None) -> tuple[Reject, ...]:
+def _output_size_rejects(
+    root_ok: Mapping[str, Any], finite_root: Mapping[str, Any] | None
+) -> tuple[Reject, ...]:
     """``output_size``: malformed values, on a sized domain, with a finite sigma_0, and a
     rootless schedule without it.  ``root_ok``: the overrides of a valid rootless unsized call."""
     out = [
-        _reject(f"output-size-{v!r}", ValueError, "output_size must be an integer >= 1", None, **root_ok, output_size=v)
+        _reject(
+            f"output-size-{v!r}",
+            ValueError,
+            "output_size must be an integer >= 1",
+            None,
+            **root_ok,
+            output_size=v,
+        )
         for v in _OUTPUT_SIZE_BAD
     ]
-    out.append(_reject("output-size-on-sized-domain", ValueError, "output_size applies only when the input domain has no public size",
-                       output_size=5))
+    out.append(
+        _reject(
+            "output-size-on-sized-domain",
+            ValueError,
+            "output_size applies only when the input domain has no public size",
+            output_size=5,
+        )
+    )
     if finite_root is not None:
-        out.append(_reject("output-size-with-finite-sigma0", ValueError, "set sigma_0 = inf", None, **finite_root, output_size=5))
-        out.append(_reject("sigma0-inf-without-output-size", ValueError, "output_size is required", None, **root_ok))
+        out.append(
+            _reject(
+                "output-size-with-finite-sigma0",
+                ValueError,
+                "set sigma_0 = inf",
+                None,
+                **finite_root,
+                output_size=5,
+            )
+        )
+        out.append(
+            _reject(
+                "sigma0-inf-without-output-size",
+                ValueError,
+                "output_size is required",
+                None,
+                **root_ok,
+            )
+        )
     return tuple(out)
 
 
 def _pmm_entry(name: str, mk: Callable[..., Any], audits: Callable[[], list[AuditCase]]) -> Entry:
     short = "pruned" if name == "make_pruned_pmm" else "pmm"
     rejects = (
-        _reject(f"{short}-bounds-lower-equals-upper", ValueError, "bounds.*lower < upper", bounds=(1.0, 1.0)),
-        _reject(f"{short}-bounds-lower-above-upper", ValueError, "bounds", bounds={"lower": [0.0, 2.0], "upper": [1.0, 1.0]}),
-        _reject(f"{short}-bounds-ambiguous-2x2", ValueError, "bounds", bounds=([0.0, 1.0], [0.0, 1.0])),
+        _reject(
+            f"{short}-bounds-lower-equals-upper",
+            ValueError,
+            "bounds.*lower < upper",
+            bounds=(1.0, 1.0),
+        ),
+        _reject(
+            f"{short}-bounds-lower-above-upper",
+            ValueError,
+            "bounds",
+            bounds={"lower": [0.0, 2.0], "upper": [1.0, 1.0]},
+        ),
+        _reject(
+            f"{short}-bounds-ambiguous-2x2", ValueError, "bounds", bounds=([0.0, 1.0], [0.0, 1.0])
+        ),
         _reject(f"{short}-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
-        _reject(f"{short}-bounds-nan-one-column", ValueError, "bounds", bounds={"lower": [0, 0], "upper": [1, NAN]}),
+        _reject(
+            f"{short}-bounds-nan-one-column",
+            ValueError,
+            "bounds",
+            bounds={"lower": [0, 0], "upper": [1, NAN]},
+        ),
         _reject(f"{short}-bounds-inf", ValueError, "bounds must be finite", bounds=(-INF, 1.0)),
-        _reject(f"{short}-bounds-width-overflows", ValueError, "bounds.*finite width", bounds=(-1e308, 1e308)),
-        _reject(f"{short}-bounds-wrong-dimension", ValueError, "bounds must give 2", bounds=([0, 0, 0], [1, 1, 1])),
-        _reject(f"{short}-bounds-not-a-pair", ValueError, "bounds must be a pair", bounds=(0.0, 1.0, 2.0)),
-        _reject(f"{short}-depth-0", ValueError, "depth must be in \\[1, 104\\]", depth=0, scales=[1.0]),
+        _reject(
+            f"{short}-bounds-width-overflows",
+            ValueError,
+            "bounds.*finite width",
+            bounds=(-1e308, 1e308),
+        ),
+        _reject(
+            f"{short}-bounds-wrong-dimension",
+            ValueError,
+            "bounds must give 2",
+            bounds=([0, 0, 0], [1, 1, 1]),
+        ),
+        _reject(
+            f"{short}-bounds-not-a-pair",
+            ValueError,
+            "bounds must be a pair",
+            bounds=(0.0, 1.0, 2.0),
+        ),
+        _reject(
+            f"{short}-depth-0", ValueError, "depth must be in \\[1, 104\\]", depth=0, scales=[1.0]
+        ),
         _reject(f"{short}-depth-negative", ValueError, "depth", depth=-3, scales=[1.0]),
-        _reject(f"{short}-depth-above-max", ValueError, "depth must be in \\[1, 104\\]", depth=105, scales=[1.0] * 106),
-        _reject(f"{short}-depth-above-max-1d", ValueError, "depth must be in \\[1, 52\\]", input_domain=dom(N, d=1), depth=53,
-                scales=[1.0] * 54),
+        _reject(
+            f"{short}-depth-above-max",
+            ValueError,
+            "depth must be in \\[1, 104\\]",
+            depth=105,
+            scales=[1.0] * 106,
+        ),
+        _reject(
+            f"{short}-depth-above-max-1d",
+            ValueError,
+            "depth must be in \\[1, 52\\]",
+            input_domain=dom(N, d=1),
+            depth=53,
+            scales=[1.0] * 54,
+        ),
         _reject(f"{short}-depth-float", TypeError, "depth must be an integer", depth=2.0),
-        _reject(f"{short}-depth-bool", TypeError, "depth must be an integer", depth=True, scales=[1.0, 2.0]),
-        _reject(f"{short}-scales-zero", ValueError, "scales must all be finite and > 0", scales=[1.0, 0.0, 4.0]),
+        _reject(
+            f"{short}-depth-bool",
+            TypeError,
+            "depth must be an integer",
+            depth=True,
+            scales=[1.0, 2.0],
+        ),
+        _reject(
+            f"{short}-scales-zero",
+            ValueError,
+            "scales must all be finite and > 0",
+            scales=[1.0, 0.0, 4.0],
+        ),
         _reject(f"{short}-scales-negative", ValueError, "scales", scales=[1.0, -4.0, 4.0]),
         _reject(f"{short}-scales-nan", ValueError, "scales", scales=[1.0, NAN, 4.0]),
-        _reject(f"{short}-scales-inf-below-the-root", ValueError, "scales.*sigma_0 may be inf", scales=[1.0, 4.0, INF]),
-        _reject(f"{short}-scales-below-1e-100", ValueError, "scales must all be between 1e-100 and 2\\^52", scales=[1.0, 1e-101, 4.0]),
-        _reject(f"{short}-scales-wrong-length", ValueError, "scales must have 3 entries", scales=[1.0, 4.0]),
-        _reject(f"{short}-scales-2d", ValueError, "scales must be one-dimensional", scales=[[1.0, 4.0, 4.0]]),
+        _reject(
+            f"{short}-scales-inf-below-the-root",
+            ValueError,
+            "scales.*sigma_0 may be inf",
+            scales=[1.0, 4.0, INF],
+        ),
+        _reject(
+            f"{short}-scales-below-1e-100",
+            ValueError,
+            "scales must all be between 1e-100 and 2\\^52",
+            scales=[1.0, 1e-101, 4.0],
+        ),
+        _reject(
+            f"{short}-scales-wrong-length",
+            ValueError,
+            "scales must have 3 entries",
+            scales=[1.0, 4.0],
+        ),
+        _reject(
+            f"{short}-scales-2d",
+            ValueError,
+            "scales must be one-dimensional",
+            scales=[[1.0, 4.0, 4.0]],
+        ),
         _reject(f"{short}-scales-text", TypeError, "scales", scales=["a", "b", "c"]),
-        _reject(f"{short}-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-        _reject(f"{short}-domain-no-columns", ValueError, "num_columns", input_domain=dp.numpy.array2_domain(size=5, T=float)),
-        _reject(f"{short}-domain-vector", ValueError, "input_domain", input_domain=dp.vector_domain(dp.atom_domain(T=float))),
-        _reject(f"{short}-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
-        _reject(f"{short}-change-one-unsized", ValueError, "input_metric.*sized", input_domain=dom(None)),
+        _reject(
+            f"{short}-domain-int",
+            ValueError,
+            "input_domain must have T=float",
+            input_domain=dom(T=int),
+        ),
+        _reject(
+            f"{short}-domain-no-columns",
+            ValueError,
+            "num_columns",
+            input_domain=dp.numpy.array2_domain(size=5, T=float),
+        ),
+        _reject(
+            f"{short}-domain-vector",
+            ValueError,
+            "input_domain",
+            input_domain=dp.vector_domain(dp.atom_domain(T=float)),
+        ),
+        _reject(
+            f"{short}-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)
+        ),
+        _reject(
+            f"{short}-change-one-unsized", ValueError, "input_metric.*sized", input_domain=dom(None)
+        ),
         _reject(f"{short}-placement", ValueError, "placement", placement="corner"),
-        _reject(f"{short}-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, 3)),
-        _reject(f"{short}-axes-float", ValueError, "axes must hold coordinates in", axes=(0.0, 1.0)),
+        _reject(
+            f"{short}-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, 3)
+        ),
+        _reject(
+            f"{short}-axes-float", ValueError, "axes must hold coordinates in", axes=(0.0, 1.0)
+        ),
         *_output_size_rejects({"scales": ROOTLESS}, {"scales": S2}),
         *_output_measure_rejects(short),
         *(_postprocessing_rejects(short) if short == "pruned" else ()),
     )
-    post = {"least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
-            "least_squares-zcdp": (N, {"consistency": "least_squares", "output_measure": ZCDP})} if short == "pruned" else {}
+    post = (
+        {
+            "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+            "least_squares-zcdp": (N, {"consistency": "least_squares", "output_measure": ZCDP}),
+        }
+        if short == "pruned"
+        else {}
+    )
     return Entry(
-        name, mk, "measurement",
+        name,
+        mk,
+        "measurement",
         lambda n: _arr(n) | {"depth": 2, "scales": S2},
         rejects,
-        variants={"output_size": (None, {"scales": ROOTLESS, "output_size": 4}),
-                  "uniform": (N, {"placement": "uniform"}),
-                  "axes": (N, {"axes": (1, 1)}),
-                  "zcdp": (N, {"output_measure": ZCDP}),
-                  "zcdp-unsized": (None, {"output_measure": ZCDP}),
-                  "zcdp-output-size": (None, {"scales": ROOTLESS, "output_size": 4, "output_measure": ZCDP}),
-                  **post},
+        variants={
+            "output_size": (None, {"scales": ROOTLESS, "output_size": 4}),
+            "uniform": (N, {"placement": "uniform"}),
+            "axes": (N, {"axes": (1, 1)}),
+            "zcdp": (N, {"output_measure": ZCDP}),
+            "zcdp-unsized": (None, {"output_measure": ZCDP}),
+            "zcdp-output-size": (
+                None,
+                {"scales": ROOTLESS, "output_size": 4, "output_measure": ZCDP},
+            ),
+            **post,
+        },
         scale_overrides=lambda v: {"scales": [1.0, 4.0, v]},
         audits=audits,
     )
 
 
 def _adaptive_args(n: int | None) -> dict[str, Any]:
-    return _arr(n) | {"epsilon_select": 0.5, "epsilon_main": 0.5} | ({} if n is not None else {"size": N})
+    return (
+        _arr(n)
+        | {"epsilon_select": 0.5, "epsilon_main": 0.5}
+        | ({} if n is not None else {"size": N})
+    )
 
 
 def _scores_args(n: int | None) -> dict[str, Any]:
     extra = {} if n is not None else {"size": N}
-    return _arr(n) | {"candidates": standard_candidates(2, n or N, 0.5), "epsilon_main": 0.5} | extra
+    return (
+        _arr(n) | {"candidates": standard_candidates(2, n or N, 0.5), "epsilon_main": 0.5} | extra
+    )
 
 
 def _public_candidate_rejects(short: str, eps_name: str = "epsilon") -> tuple[Reject, ...]:
@@ -658,14 +950,49 @@ def _public_candidate_rejects(short: str, eps_name: str = "epsilon") -> tuple[Re
         _reject(f"{short}-m-0", ValueError, "m must be >= 1", m=0),
         _reject(f"{short}-m-float", TypeError, "m must be an integer", m=2.0),
         _reject(f"{short}-k-0", ValueError, "candidates.*k = 0", candidates=np.zeros((0, 2))),
-        _reject(f"{short}-duplicate-candidates", ValueError, "candidates must be distinct", candidates=[[0, 0], [1, 1], [0, 0]]),
-        _reject(f"{short}-nan-candidate", ValueError, "candidates must be finite", candidates=[[0, NAN], [1, 1]]),
-        _reject(f"{short}-inf-candidate", ValueError, "candidates must be finite", candidates=[[0, 0], [INF, 1]]),
-        _reject(f"{short}-candidate-dims", ValueError, "candidates must have 2 columns", candidates=[[0, 0, 0], [1, 1, 1]]),
-        _reject(f"{short}-candidates-1d", ValueError, "candidates must be a 2-dimensional", candidates=[0.0, 1.0]),
+        _reject(
+            f"{short}-duplicate-candidates",
+            ValueError,
+            "candidates must be distinct",
+            candidates=[[0, 0], [1, 1], [0, 0]],
+        ),
+        _reject(
+            f"{short}-nan-candidate",
+            ValueError,
+            "candidates must be finite",
+            candidates=[[0, NAN], [1, 1]],
+        ),
+        _reject(
+            f"{short}-inf-candidate",
+            ValueError,
+            "candidates must be finite",
+            candidates=[[0, 0], [INF, 1]],
+        ),
+        _reject(
+            f"{short}-candidate-dims",
+            ValueError,
+            "candidates must have 2 columns",
+            candidates=[[0, 0, 0], [1, 1, 1]],
+        ),
+        _reject(
+            f"{short}-candidates-1d",
+            ValueError,
+            "candidates must be a 2-dimensional",
+            candidates=[0.0, 1.0],
+        ),
         _reject(f"{short}-candidates-text", TypeError, "candidates", candidates=[["a", "b"]]),
-        _reject(f"{short}-huge-candidates", ValueError, "candidates|points", candidates=[[0, 0], [1e308, 1e308], [-1e308, 0]]),
-        _reject(f"{short}-subnormal-candidates", ValueError, "candidates|points", candidates=[[0, 0], [5e-324, 0], [0, 5e-324]]),
+        _reject(
+            f"{short}-huge-candidates",
+            ValueError,
+            "candidates|points",
+            candidates=[[0, 0], [1e308, 1e308], [-1e308, 0]],
+        ),
+        _reject(
+            f"{short}-subnormal-candidates",
+            ValueError,
+            "candidates|points",
+            candidates=[[0, 0], [5e-324, 0], [0, 5e-324]],
+        ),
         _reject(f"{short}-eps-0", ValueError, eps_name, epsilon=0.0),
         _reject(f"{short}-eps-negative", ValueError, eps_name, epsilon=-1.0),
         _reject(f"{short}-eps-nan", ValueError, eps_name, epsilon=NAN),
@@ -673,15 +1000,27 @@ def _public_candidate_rejects(short: str, eps_name: str = "epsilon") -> tuple[Re
         _reject(f"{short}-eps-subnormal", ValueError, eps_name, epsilon=5e-324),
         _reject(f"{short}-eps-text", TypeError, eps_name, epsilon="one"),
         _reject(f"{short}-ground-metric", ValueError, "metric", metric="l3"),
-        _reject(f"{short}-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-        _reject(f"{short}-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+        _reject(
+            f"{short}-domain-int",
+            ValueError,
+            "input_domain must have T=float",
+            input_domain=dom(T=int),
+        ),
+        _reject(
+            f"{short}-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)
+        ),
     )
 
 
 def _tree_rejects(short: str) -> tuple[Reject, ...]:
     return (
         _reject(f"{short}-tree-type", TypeError, "tree", tree="frt"),
-        _reject(f"{short}-tree-leaf-count", ValueError, "3 candidates but the tree has 4 leaves", tree=frt_tree(CANDIDATES, "l2", seed=0)),
+        _reject(
+            f"{short}-tree-leaf-count",
+            ValueError,
+            "3 candidates but the tree has 4 leaves",
+            tree=frt_tree(CANDIDATES, "l2", seed=0),
+        ),
     )
 
 
@@ -711,43 +1050,82 @@ def _after_dyadic_sq(built: Any, n: int | None) -> Any:
 
 def _tree_counts_sq(n: int | None) -> Any:
     t = _nearest(n)
-    return t >> T.make_tree_counts(t.output_domain, t.output_metric, TREE3, _tree_scales(n), output_metric="l2sq")
+    return t >> T.make_tree_counts(
+        t.output_domain, t.output_metric, TREE3, _tree_scales(n), output_metric="l2sq"
+    )
 
 
 def _tree_gaussian_rejects(short: str) -> tuple[Reject, ...]:
     return (
-        _reject(f"{short}-metric-wrong-length", ValueError, "input_metric must have 3 scales",
-                input_metric=weighted_l2sq_distance([1.0, 4.0])),
+        _reject(
+            f"{short}-metric-wrong-length",
+            ValueError,
+            "input_metric must have 3 scales",
+            input_metric=weighted_l2sq_distance([1.0, 4.0]),
+        ),
         _reject(f"{short}-domain-not-dyadic", ValueError, "DyadicCountsDomain", input_domain=dom()),
-        _reject(f"{short}-metric-l1-of-the-counts", ValueError, "WeightedL2SqDistance",
-                input_metric=weighted_l1_distance(S2)),
-        _reject(f"{short}-metric-not-weighted", ValueError, "WeightedL2SqDistance", input_metric=CO),
+        _reject(
+            f"{short}-metric-l1-of-the-counts",
+            ValueError,
+            "WeightedL2SqDistance",
+            input_metric=weighted_l1_distance(S2),
+        ),
+        _reject(
+            f"{short}-metric-not-weighted", ValueError, "WeightedL2SqDistance", input_metric=CO
+        ),
     )
 
 
 def _output_measure_rejects(short: str) -> tuple[Reject, ...]:
     return (
-        _reject(f"{short}-output-measure-approx", ValueError, "output_measure",
-                output_measure=dp.approximate(dp.max_divergence())),
-        _reject(f"{short}-output-measure-text", ValueError, "output_measure", output_measure="zCDP"),
+        _reject(
+            f"{short}-output-measure-approx",
+            ValueError,
+            "output_measure",
+            output_measure=dp.approximate(dp.max_divergence()),
+        ),
+        _reject(
+            f"{short}-output-measure-text", ValueError, "output_measure", output_measure="zCDP"
+        ),
     )
 
 
 def _postprocessing_rejects(short: str) -> tuple[Reject, ...]:
     """``consistency`` and ``threshold``: the pruned traversal's post-processing choices."""
     return (
-        _reject(f"{short}-consistency", ValueError, "consistency must be one of", consistency="hay"),
-        _reject(f"{short}-threshold-negative", ValueError, "threshold must be a finite number >= 0", threshold=-1.0),
-        _reject(f"{short}-threshold-nan", ValueError, "threshold must be a finite number >= 0", threshold=NAN),
-        _reject(f"{short}-threshold-inf", ValueError, "threshold must be a finite number >= 0", threshold=INF),
+        _reject(
+            f"{short}-consistency", ValueError, "consistency must be one of", consistency="hay"
+        ),
+        _reject(
+            f"{short}-threshold-negative",
+            ValueError,
+            "threshold must be a finite number >= 0",
+            threshold=-1.0,
+        ),
+        _reject(
+            f"{short}-threshold-nan",
+            ValueError,
+            "threshold must be a finite number >= 0",
+            threshold=NAN,
+        ),
+        _reject(
+            f"{short}-threshold-inf",
+            ValueError,
+            "threshold must be a finite number >= 0",
+            threshold=INF,
+        ),
         _reject(f"{short}-threshold-text", TypeError, "threshold must be a number", threshold="2"),
     )
 
 
 def _tree_laplace_rejects(short: str) -> tuple[Reject, ...]:
     return (
-        _reject(f"{short}-metric-wrong-length", ValueError, "input_metric must have 3 scales",
-                input_metric=weighted_l1_distance([1.0, 4.0])),
+        _reject(
+            f"{short}-metric-wrong-length",
+            ValueError,
+            "input_metric must have 3 scales",
+            input_metric=weighted_l1_distance([1.0, 4.0]),
+        ),
         _reject(f"{short}-domain-not-dyadic", ValueError, "DyadicCountsDomain", input_domain=dom()),
         _reject(f"{short}-metric-not-weighted", ValueError, "WeightedL1Distance", input_metric=CO),
     )
@@ -756,174 +1134,390 @@ def _tree_laplace_rejects(short: str) -> tuple[Reject, ...]:
 ENTRIES: tuple[Entry, ...] = (
     # ----- transformations
     Entry(
-        "make_row_count", T.make_row_count, "transformation",
+        "make_row_count",
+        T.make_row_count,
+        "transformation",
         lambda n: _arr(None),
         (
-            _reject("row-count-sized-domain", ValueError, "input_domain has a public size", input_domain=dom(N)),
-            _reject("row-count-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(None, T=int)),
-            _reject("row-count-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "row-count-sized-domain",
+                ValueError,
+                "input_domain has a public size",
+                input_domain=dom(N),
+            ),
+            _reject(
+                "row-count-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(None, T=int),
+            ),
+            _reject(
+                "row-count-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
             _reject("row-count-change-one", ValueError, "input_metric.*sized", input_metric=CO),
         ),
-        sizes=_UNSIZED_ONLY, output="count", randomness="none",
+        sizes=_UNSIZED_ONLY,
+        output="count",
+        randomness="none",
     ),
     Entry(
-        "make_occupancy", T.make_occupancy, "transformation",
+        "make_occupancy",
+        T.make_occupancy,
+        "transformation",
         lambda n: _arr(n) | {"depth": 2},
         (
             _reject("occupancy-depth-0", ValueError, "depth must be in", depth=0),
             _reject("occupancy-depth-float", TypeError, "depth must be an integer", depth=1.5),
             _reject("occupancy-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
-            _reject("occupancy-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-            _reject("occupancy-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
-            _reject("occupancy-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, 2)),
-            _reject("occupancy-axes-short", ValueError, "axes must give a coordinate for each of the 2 levels", axes=(1,)),
+            _reject(
+                "occupancy-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(T=int),
+            ),
+            _reject(
+                "occupancy-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
+            _reject(
+                "occupancy-axes-out-of-range",
+                ValueError,
+                "axes must hold coordinates in",
+                axes=(0, 2),
+            ),
+            _reject(
+                "occupancy-axes-short",
+                ValueError,
+                "axes must give a coordinate for each of the 2 levels",
+                axes=(1,),
+            ),
         ),
-        output="other", randomness="none",
+        output="other",
+        randomness="none",
     ),
     Entry(
-        "make_schedule_scores", T.make_schedule_scores, "transformation",
+        "make_schedule_scores",
+        T.make_schedule_scores,
+        "transformation",
         _scores_args,
         (
             _reject("scores-eps-main-0", ValueError, "epsilon_main", epsilon_main=0.0),
-            _reject("scores-eps-main-mismatch", ValueError, "candidates: a schedule spends", epsilon_main=0.25),
+            _reject(
+                "scores-eps-main-mismatch",
+                ValueError,
+                "candidates: a schedule spends",
+                epsilon_main=0.25,
+            ),
             _reject("scores-c-abs-0", ValueError, "c_abs", c_abs=0.0),
-            _reject("scores-candidates-empty", ValueError, "candidates must not be empty", candidates=[]),
-            _reject("scores-candidate-wrong-type", TypeError, "candidates", candidates=[(1, 1, (1.0, 4.0))]),
-            _reject("scores-candidate-scale-above-2^52", ValueError, "candidates: level scales must be at most 2\\^52",
-                    candidates=[ScheduleCandidate(1, 1, (1.0, 2.0**53))], epsilon_main=2.0**-52),
+            _reject(
+                "scores-candidates-empty", ValueError, "candidates must not be empty", candidates=[]
+            ),
+            _reject(
+                "scores-candidate-wrong-type",
+                TypeError,
+                "candidates",
+                candidates=[(1, 1, (1.0, 4.0))],
+            ),
+            _reject(
+                "scores-candidate-scale-above-2^52",
+                ValueError,
+                "candidates: level scales must be at most 2\\^52",
+                candidates=[ScheduleCandidate(1, 1, (1.0, 2.0**53))],
+                epsilon_main=2.0**-52,
+            ),
             _reject("scores-bounds-nan", ValueError, "bounds must be finite", bounds=(NAN, 1.0)),
             _reject("scores-size-on-sized-domain", ValueError, "size applies only", size=5),
             _reject("scores-size-missing", ValueError, "size is required", None, size=None),
             _reject("scores-size-0", ValueError, "size must be an integer >= 1", None, size=0),
-            _reject("scores-size-float", ValueError, "size must be an integer >= 1", None, size=5.0),
-            _reject("scores-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-            _reject("scores-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "scores-size-float", ValueError, "size must be an integer >= 1", None, size=5.0
+            ),
+            _reject(
+                "scores-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(T=int),
+            ),
+            _reject(
+                "scores-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)
+            ),
             *_output_measure_rejects("scores"),
-            _reject("scores-pure-candidates-in-zcdp", ValueError, "candidates: a schedule spends", output_measure=ZCDP),
-            _reject("scores-split-order-type", TypeError, "split_order must be", split_order=(1, 0)),
-            _reject("scores-split-order-columns", ValueError, "split_order is for 3 columns", split_order=SplitOrder.cyclic(3)),
-            _reject("scores-split-order-too-shallow", ValueError, "depth .* must be in \\[1, 1\\]",
-                    split_order=SplitOrder.discrete_first((2, 1))),
+            _reject(
+                "scores-pure-candidates-in-zcdp",
+                ValueError,
+                "candidates: a schedule spends",
+                output_measure=ZCDP,
+            ),
+            _reject(
+                "scores-split-order-type", TypeError, "split_order must be", split_order=(1, 0)
+            ),
+            _reject(
+                "scores-split-order-columns",
+                ValueError,
+                "split_order is for 3 columns",
+                split_order=SplitOrder.cyclic(3),
+            ),
+            _reject(
+                "scores-split-order-too-shallow",
+                ValueError,
+                "depth .* must be in \\[1, 1\\]",
+                split_order=SplitOrder.discrete_first((2, 1)),
+            ),
             _reject("scores-score-unknown", ValueError, "score must be one of", score="bound"),
             _reject("scores-score-none", ValueError, "score must be one of", score=None),
             _reject("scores-placement", ValueError, "placement must be one of", placement="edge"),
         ),
-        variants={"capped": (N, {"score": "capped"}), "capped-unsized": (None, {"score": "capped"}),
-                  "capped-uniform": (N, {"score": "capped", "placement": "uniform"}),
-                  "capped-uniform-unsized": (None, {"score": "capped", "placement": "uniform"})},
-        output="other", randomness="none",
+        variants={
+            "capped": (N, {"score": "capped"}),
+            "capped-unsized": (None, {"score": "capped"}),
+            "capped-uniform": (N, {"score": "capped", "placement": "uniform"}),
+            "capped-uniform-unsized": (None, {"score": "capped", "placement": "uniform"}),
+        },
+        output="other",
+        randomness="none",
     ),
     Entry(
-        "make_dyadic_counts", T.make_dyadic_counts, "transformation",
+        "make_dyadic_counts",
+        T.make_dyadic_counts,
+        "transformation",
         lambda n: _arr(n) | {"depth": 2, "scales": S2},
         (
             _reject("dyadic-counts-depth-0", ValueError, "depth", depth=0, scales=[1.0]),
             _reject("dyadic-counts-depth-text", TypeError, "depth must be an integer", depth="2"),
             _reject("dyadic-counts-scales-nan", ValueError, "scales", scales=[1.0, 1.0, NAN]),
-            _reject("dyadic-counts-scales-length", ValueError, "scales must have 3 entries", scales=[1.0, 1.0]),
+            _reject(
+                "dyadic-counts-scales-length",
+                ValueError,
+                "scales must have 3 entries",
+                scales=[1.0, 1.0],
+            ),
             _reject("dyadic-counts-bounds", ValueError, "bounds", bounds=(2.0, 1.0)),
-            _reject("dyadic-counts-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-            _reject("dyadic-counts-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "dyadic-counts-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(T=int),
+            ),
+            _reject(
+                "dyadic-counts-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
             _reject("dyadic-counts-output-metric", ValueError, "output_metric", output_metric="l2"),
-            _reject("dyadic-counts-axes-out-of-range", ValueError, "axes must hold coordinates in", axes=(0, -1)),
-            _reject("dyadic-counts-axes-short", ValueError, "axes must give a coordinate", axes=(1,)),
+            _reject(
+                "dyadic-counts-axes-out-of-range",
+                ValueError,
+                "axes must hold coordinates in",
+                axes=(0, -1),
+            ),
+            _reject(
+                "dyadic-counts-axes-short", ValueError, "axes must give a coordinate", axes=(1,)
+            ),
             _reject("dyadic-counts-axes-text", TypeError, "axes must be a sequence", axes="01"),
         ),
-        output="other", randomness="none",
+        output="other",
+        randomness="none",
         scale_overrides=lambda v: {"scales": [1.0, 4.0, v]},
     ),
     Entry(
-        "make_nearest_candidate", T.make_nearest_candidate, "transformation",
+        "make_nearest_candidate",
+        T.make_nearest_candidate,
+        "transformation",
         lambda n: _arr(n) | {"candidates": C3},
         (
-            _reject("nearest-candidate-dims", ValueError, "candidates must have 2 columns", candidates=[[0.0], [1.0]]),
-            _reject("nearest-candidate-duplicates", ValueError, "candidates must be distinct", candidates=[[0, 1], [0, 1]]),
-            _reject("nearest-candidate-nan", ValueError, "candidates must be finite", candidates=[[NAN, 1], [0, 1]]),
+            _reject(
+                "nearest-candidate-dims",
+                ValueError,
+                "candidates must have 2 columns",
+                candidates=[[0.0], [1.0]],
+            ),
+            _reject(
+                "nearest-candidate-duplicates",
+                ValueError,
+                "candidates must be distinct",
+                candidates=[[0, 1], [0, 1]],
+            ),
+            _reject(
+                "nearest-candidate-nan",
+                ValueError,
+                "candidates must be finite",
+                candidates=[[NAN, 1], [0, 1]],
+            ),
             _reject("nearest-candidate-metric", ValueError, "metric", metric="cosine"),
-            _reject("nearest-candidate-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-            _reject("nearest-candidate-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "nearest-candidate-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(T=int),
+            ),
+            _reject(
+                "nearest-candidate-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
         ),
-        output="index", randomness="none",
+        output="index",
+        randomness="none",
     ),
     Entry(
-        "make_tree_counts", T.make_tree_counts, "transformation",
-        lambda n: {"input_domain": _nearest(n).output_domain, "input_metric": _nearest(n).output_metric,
-                   "tree": TREE3, "scales": _tree_scales(n)},
+        "make_tree_counts",
+        T.make_tree_counts,
+        "transformation",
+        lambda n: {
+            "input_domain": _nearest(n).output_domain,
+            "input_metric": _nearest(n).output_metric,
+            "tree": TREE3,
+            "scales": _tree_scales(n),
+        },
         (
-            _reject("tree-counts-tree-type", TypeError, "tree must be an opendp_wasserstein.public_candidates.trees.Tree", tree=C3),
+            _reject(
+                "tree-counts-tree-type",
+                TypeError,
+                "tree must be an opendp_wasserstein.public_candidates.trees.Tree",
+                tree=C3,
+            ),
             _reject("tree-counts-scales-length", ValueError, "scales must have", scales=[1.0]),
-            _reject("tree-counts-scales-nan", ValueError, "scales", scales=[NAN] * (TREE3.height + 1)),
-            _reject("tree-counts-domain-not-indices", ValueError, "input_domain", input_domain=dom()),
-            _reject("tree-counts-leaf-count", ValueError, "input_domain", tree=frt_tree(CANDIDATES, "l2", seed=0),
-                    scales=[1.0] * (frt_tree(CANDIDATES, "l2", seed=0).height + 1)),
-            _reject("tree-counts-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "tree-counts-scales-nan", ValueError, "scales", scales=[NAN] * (TREE3.height + 1)
+            ),
+            _reject(
+                "tree-counts-domain-not-indices", ValueError, "input_domain", input_domain=dom()
+            ),
+            _reject(
+                "tree-counts-leaf-count",
+                ValueError,
+                "input_domain",
+                tree=frt_tree(CANDIDATES, "l2", seed=0),
+                scales=[1.0] * (frt_tree(CANDIDATES, "l2", seed=0).height + 1),
+            ),
+            _reject(
+                "tree-counts-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
             _reject("tree-counts-output-metric", ValueError, "output_metric", output_metric="L2"),
         ),
         pipeline=lambda built, n: _nearest(n) >> built,
-        output="other", randomness="none",
+        output="other",
+        randomness="none",
         scale_overrides=lambda v: {"scales": [1.0] * TREE3.height + [v]},
     ),
     # ----- measurements
     Entry(
-        "make_tree_laplace", M.make_tree_laplace, "measurement",
+        "make_tree_laplace",
+        M.make_tree_laplace,
+        "measurement",
         lambda n: _dyadic_io(n),
         _tree_laplace_rejects("tree-laplace"),
-        pipeline=_after_dyadic, output="other",
+        pipeline=_after_dyadic,
+        output="other",
         scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0, 4.0, v])},
         no_audit="its release (the noisy tree) is what make_pmm post-processes: audited through make_pmm",
     ),
     Entry(
-        "make_pruned_tree_laplace", M.make_pruned_tree_laplace, "measurement",
+        "make_pruned_tree_laplace",
+        M.make_pruned_tree_laplace,
+        "measurement",
         lambda n: _dyadic_io(n),
         (
             *_tree_laplace_rejects("pruned-tree-laplace"),
             *_output_size_rejects(_dyadic_io(None, ROOTLESS), _dyadic_io(None)),
             *_postprocessing_rejects("pruned-tree-laplace"),
         ),
-        pipeline=_after_dyadic, output="other",
-        variants={"output_size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4}),
-                  "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
-                  "least_squares-output-size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4,
-                                                       "consistency": "least_squares"}),
-                  "least_squares-noisy-root": (None, {"consistency": "least_squares"})},
+        pipeline=_after_dyadic,
+        output="other",
+        variants={
+            "output_size": (None, {**_dyadic_io(None, ROOTLESS), "output_size": 4}),
+            "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+            "least_squares-output-size": (
+                None,
+                {**_dyadic_io(None, ROOTLESS), "output_size": 4, "consistency": "least_squares"},
+            ),
+            "least_squares-noisy-root": (None, {"consistency": "least_squares"}),
+        },
         scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0, 4.0, v])},
         no_audit="make_pruned_pmm is this release placed in the cells: audited through make_pruned_pmm",
     ),
     Entry(
-        "make_tree_gaussian", M.make_tree_gaussian, "measurement",
+        "make_tree_gaussian",
+        M.make_tree_gaussian,
+        "measurement",
         lambda n: _dyadic_sq_io(n),
         _tree_gaussian_rejects("tree-gaussian"),
-        pipeline=_after_dyadic_sq, output="other",
+        pipeline=_after_dyadic_sq,
+        output="other",
         scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0, 4.0, v])},
         no_audit=_NO_AUDIT_ZCDP,
     ),
     Entry(
-        "make_pruned_tree_gaussian", M.make_pruned_tree_gaussian, "measurement",
+        "make_pruned_tree_gaussian",
+        M.make_pruned_tree_gaussian,
+        "measurement",
         lambda n: _dyadic_sq_io(n),
         (
             *_tree_gaussian_rejects("pruned-tree-gaussian"),
-            *[_reject(f"pruned-tree-gaussian-{r.id}", r.exc, r.match, r.n, **r.overrides)
-              for r in _output_size_rejects(_dyadic_sq_io(None, ROOTLESS), _dyadic_sq_io(None))],
+            *[
+                _reject(f"pruned-tree-gaussian-{r.id}", r.exc, r.match, r.n, **r.overrides)
+                for r in _output_size_rejects(_dyadic_sq_io(None, ROOTLESS), _dyadic_sq_io(None))
+            ],
             *_postprocessing_rejects("pruned-tree-gaussian"),
         ),
-        pipeline=_after_dyadic_sq, output="other",
-        variants={"output_size": (None, {**_dyadic_sq_io(None, ROOTLESS), "output_size": 4}),
-                  "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0})},
+        pipeline=_after_dyadic_sq,
+        output="other",
+        variants={
+            "output_size": (None, {**_dyadic_sq_io(None, ROOTLESS), "output_size": 4}),
+            "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+        },
         scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0, 4.0, v])},
         no_audit=_NO_AUDIT_ZCDP,
     ),
     Entry(
-        "make_noisy_size_then", M.make_noisy_size_then, "measurement",
+        "make_noisy_size_then",
+        M.make_noisy_size_then,
+        "measurement",
         lambda n: _arr(None) | {"epsilon_size": 0.5, "build": _size_build, "bound": _size_bound},
         (
             _reject("noisy-size-eps-0", ValueError, "epsilon_size", epsilon_size=0.0),
             _reject("noisy-size-eps-nan", ValueError, "epsilon_size", epsilon_size=NAN),
             _reject("noisy-size-eps-text", TypeError, "epsilon_size", epsilon_size="half"),
-            _reject("noisy-size-sized-domain", ValueError, "input_domain has a public size", input_domain=dom(N)),
-            _reject("noisy-size-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(None, T=int)),
-            _reject("noisy-size-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
-            _reject("noisy-size-build-not-callable", TypeError, "build and bound must be callables", build=None),
-            _reject("noisy-size-bound-not-callable", TypeError, "build and bound must be callables", bound=0.5),
+            _reject(
+                "noisy-size-sized-domain",
+                ValueError,
+                "input_domain has a public size",
+                input_domain=dom(N),
+            ),
+            _reject(
+                "noisy-size-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(None, T=int),
+            ),
+            _reject(
+                "noisy-size-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
+            _reject(
+                "noisy-size-build-not-callable",
+                TypeError,
+                "build and bound must be callables",
+                build=None,
+            ),
+            _reject(
+                "noisy-size-bound-not-callable",
+                TypeError,
+                "build and bound must be callables",
+                bound=0.5,
+            ),
         ),
         sizes=_UNSIZED_ONLY,
         tiny_epsilon=("epsilon_size", {"epsilon_size": 1e-60}),
@@ -932,88 +1526,206 @@ ENTRIES: tuple[Entry, ...] = (
     _pmm_entry("make_pruned_pmm", M.make_pruned_pmm, _pruned_pmm_audits),
     _pmm_entry("make_pmm", M.make_pmm, _pmm_audits_full),
     Entry(
-        "make_adaptive_pruned_pmm", M.make_adaptive_pruned_pmm, "measurement",
+        "make_adaptive_pruned_pmm",
+        M.make_adaptive_pruned_pmm,
+        "measurement",
         _adaptive_args,
         (
             _reject("adaptive-eps-select-0", ValueError, "epsilon_select", epsilon_select=0.0),
-            _reject("adaptive-eps-select-negative", ValueError, "epsilon_select", epsilon_select=-0.5),
+            _reject(
+                "adaptive-eps-select-negative", ValueError, "epsilon_select", epsilon_select=-0.5
+            ),
             _reject("adaptive-eps-select-nan", ValueError, "epsilon_select", epsilon_select=NAN),
             _reject("adaptive-eps-select-bool", ValueError, "epsilon_select", epsilon_select=True),
             _reject("adaptive-eps-main-inf", ValueError, "epsilon_main", epsilon_main=INF),
-            _reject("adaptive-eps-main-negative-inf", ValueError, "epsilon_main", epsilon_main=-INF),
+            _reject(
+                "adaptive-eps-main-negative-inf", ValueError, "epsilon_main", epsilon_main=-INF
+            ),
             _reject("adaptive-eps-main-text", TypeError, "epsilon_main", epsilon_main="one"),
             _reject("adaptive-eps-main-huge", ValueError, "epsilon_main", epsilon_main=1e308),
-            _reject("adaptive-unsized-without-size", ValueError, "size is required", None, size=None),
+            _reject(
+                "adaptive-unsized-without-size", ValueError, "size is required", None, size=None
+            ),
             _reject("adaptive-size-on-sized-domain", ValueError, "size applies only", size=5),
             _reject("adaptive-size-0", ValueError, "size must be an integer >= 1", None, size=0),
-            _reject("adaptive-candidates-empty", ValueError, "candidates must not be empty", candidates=[]),
-            _reject("adaptive-candidate-depth-0", ValueError, "candidates", candidates=[ScheduleCandidate(1, 0, (1.0,))]),
-            _reject("adaptive-candidate-wrong-type", TypeError, "candidates", candidates=[(1, 1, (1.0, 4.0))]),
-            _reject("adaptive-candidate-wrong-budget", ValueError, "candidates", candidates=[ScheduleCandidate(1, 1, (1.0, 8.0))]),
+            _reject(
+                "adaptive-candidates-empty",
+                ValueError,
+                "candidates must not be empty",
+                candidates=[],
+            ),
+            _reject(
+                "adaptive-candidate-depth-0",
+                ValueError,
+                "candidates",
+                candidates=[ScheduleCandidate(1, 0, (1.0,))],
+            ),
+            _reject(
+                "adaptive-candidate-wrong-type",
+                TypeError,
+                "candidates",
+                candidates=[(1, 1, (1.0, 4.0))],
+            ),
+            _reject(
+                "adaptive-candidate-wrong-budget",
+                ValueError,
+                "candidates",
+                candidates=[ScheduleCandidate(1, 1, (1.0, 8.0))],
+            ),
             _reject("adaptive-c-abs-0", ValueError, "c_abs", c_abs=0.0),
             _reject("adaptive-selection", ValueError, "selection", selection="argmin"),
             _reject("adaptive-placement", ValueError, "placement", placement="edge"),
             _reject("adaptive-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
-            _reject("adaptive-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-            _reject("adaptive-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "adaptive-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(T=int),
+            ),
+            _reject(
+                "adaptive-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
             *_output_measure_rejects("adaptive"),
-            _reject("adaptive-zcdp-permute-and-flip", ValueError, "selection must be 'exponential' in zCDP",
-                    selection="permute_and_flip", output_measure=ZCDP),
-            _reject("adaptive-zcdp-pure-candidates", ValueError, "candidates",
-                    candidates=standard_candidates(2, N, 0.5), output_measure=ZCDP),
-            _reject("adaptive-zcdp-tiny-rho", ValueError, "epsilon_main is too small.*2\\^52",
-                    epsilon_main=1e-60, output_measure=ZCDP),
-            _reject("adaptive-split-order-type", TypeError, "split_order must be", split_order=(1, 0)),
-            _reject("adaptive-split-order-columns", ValueError, "split_order is for 1 columns", split_order=SplitOrder.cyclic(1)),
-            _reject("adaptive-split-order-zcdp-columns", ValueError, "split_order is for 1 columns",
-                    split_order=SplitOrder.cyclic(1), output_measure=ZCDP),
+            _reject(
+                "adaptive-zcdp-permute-and-flip",
+                ValueError,
+                "selection must be 'exponential' in zCDP",
+                selection="permute_and_flip",
+                output_measure=ZCDP,
+            ),
+            _reject(
+                "adaptive-zcdp-pure-candidates",
+                ValueError,
+                "candidates",
+                candidates=standard_candidates(2, N, 0.5),
+                output_measure=ZCDP,
+            ),
+            _reject(
+                "adaptive-zcdp-tiny-rho",
+                ValueError,
+                "epsilon_main is too small.*2\\^52",
+                epsilon_main=1e-60,
+                output_measure=ZCDP,
+            ),
+            _reject(
+                "adaptive-split-order-type", TypeError, "split_order must be", split_order=(1, 0)
+            ),
+            _reject(
+                "adaptive-split-order-columns",
+                ValueError,
+                "split_order is for 1 columns",
+                split_order=SplitOrder.cyclic(1),
+            ),
+            _reject(
+                "adaptive-split-order-zcdp-columns",
+                ValueError,
+                "split_order is for 1 columns",
+                split_order=SplitOrder.cyclic(1),
+                output_measure=ZCDP,
+            ),
             *_postprocessing_rejects("adaptive"),
-            _reject("adaptive-zcdp-consistency", ValueError, "consistency must be one of", consistency="hay",
-                    output_measure=ZCDP),
-            _reject("adaptive-zcdp-threshold", ValueError, "threshold must be a finite number >= 0", threshold=-2.0,
-                    output_measure=ZCDP),
+            _reject(
+                "adaptive-zcdp-consistency",
+                ValueError,
+                "consistency must be one of",
+                consistency="hay",
+                output_measure=ZCDP,
+            ),
+            _reject(
+                "adaptive-zcdp-threshold",
+                ValueError,
+                "threshold must be a finite number >= 0",
+                threshold=-2.0,
+                output_measure=ZCDP,
+            ),
             _reject("adaptive-score", ValueError, "score must be one of", score="bound"),
-            _reject("adaptive-zcdp-score", ValueError, "score must be one of", score="bound", output_measure=ZCDP),
+            _reject(
+                "adaptive-zcdp-score",
+                ValueError,
+                "score must be one of",
+                score="bound",
+                output_measure=ZCDP,
+            ),
         ),
-        variants={"permute_and_flip": (N, {"selection": "permute_and_flip"}), "uniform": (N, {"placement": "uniform"}),
-                  "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
-                  "least_squares-unsized": (None, {"consistency": "least_squares"}),
-                  "split_order": (N, {"split_order": SplitOrder.discrete_first((2, 0))}),
-                  "zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP}),
-                  "zcdp-split-order": (N, {"output_measure": ZCDP, "split_order": SplitOrder.discrete_first((2, 0))}),
-                  "capped": (N, {"score": "capped"}), "capped-unsized": (None, {"score": "capped"}),
-                  "capped-uniform": (N, {"score": "capped", "placement": "uniform"}),
-                  "capped-uniform-unsized": (None, {"score": "capped", "placement": "uniform"}),
-                  "capped-zcdp": (N, {"score": "capped", "output_measure": ZCDP}),
-                  "capped-split-order": (N, {"score": "capped", "split_order": SplitOrder.discrete_first((2, 0))})},
-        scale_overrides=lambda v: {"candidates": [ScheduleCandidate(1, 1, (1.0, v))], "epsilon_main": 2.0 / v},
+        variants={
+            "permute_and_flip": (N, {"selection": "permute_and_flip"}),
+            "uniform": (N, {"placement": "uniform"}),
+            "least_squares": (N, {"consistency": "least_squares", "threshold": 2.0}),
+            "least_squares-unsized": (None, {"consistency": "least_squares"}),
+            "split_order": (N, {"split_order": SplitOrder.discrete_first((2, 0))}),
+            "zcdp": (N, {"output_measure": ZCDP}),
+            "zcdp-unsized": (None, {"output_measure": ZCDP}),
+            "zcdp-split-order": (
+                N,
+                {"output_measure": ZCDP, "split_order": SplitOrder.discrete_first((2, 0))},
+            ),
+            "capped": (N, {"score": "capped"}),
+            "capped-unsized": (None, {"score": "capped"}),
+            "capped-uniform": (N, {"score": "capped", "placement": "uniform"}),
+            "capped-uniform-unsized": (None, {"score": "capped", "placement": "uniform"}),
+            "capped-zcdp": (N, {"score": "capped", "output_measure": ZCDP}),
+            "capped-split-order": (
+                N,
+                {"score": "capped", "split_order": SplitOrder.discrete_first((2, 0))},
+            ),
+        },
+        scale_overrides=lambda v: {
+            "candidates": [ScheduleCandidate(1, 1, (1.0, v))],
+            "epsilon_main": 2.0 / v,
+        },
         tiny_epsilon=("epsilon_main", {"epsilon_main": 1e-60}),
         audits=_adaptive_audits,
     ),
     Entry(
-        "make_privtree", M.make_privtree, "measurement",
+        "make_privtree",
+        M.make_privtree,
+        "measurement",
         lambda n: _arr(n) | {"epsilon_tree": 0.5, "epsilon_counts": 0.5, "max_depth": 8},
         (
             _reject("privtree-eps-tree-0", ValueError, "epsilon_tree", epsilon_tree=0.0),
             _reject("privtree-eps-tree-nan", ValueError, "epsilon_tree", epsilon_tree=NAN),
             _reject("privtree-eps-counts-inf", ValueError, "epsilon_counts", epsilon_counts=INF),
-            _reject("privtree-eps-counts-negative", ValueError, "epsilon_counts", epsilon_counts=-1.0),
-            _reject("privtree-eps-counts-tiny", ValueError, "epsilon_counts is too small", epsilon_counts=1e-60),
+            _reject(
+                "privtree-eps-counts-negative", ValueError, "epsilon_counts", epsilon_counts=-1.0
+            ),
+            _reject(
+                "privtree-eps-counts-tiny",
+                ValueError,
+                "epsilon_counts is too small",
+                epsilon_counts=1e-60,
+            ),
             _reject("privtree-max-depth-0", ValueError, "max_depth must be in", max_depth=0),
-            _reject("privtree-max-depth-float", TypeError, "max_depth must be an integer", max_depth=2.5),
+            _reject(
+                "privtree-max-depth-float", TypeError, "max_depth must be an integer", max_depth=2.5
+            ),
             _reject("privtree-theta", ValueError, "theta must be an integer", theta=0.5),
             _reject("privtree-placement", ValueError, "placement", placement="edge"),
             _reject("privtree-bounds-nan", ValueError, "bounds must be finite", bounds=(0.0, NAN)),
             _reject("privtree-axes", ValueError, "axes must hold coordinates in", axes=(0, 2) * 4),
-            _reject("privtree-domain-int", ValueError, "input_domain must have T=float", input_domain=dom(T=int)),
-            _reject("privtree-metric-l1", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "privtree-domain-int",
+                ValueError,
+                "input_domain must have T=float",
+                input_domain=dom(T=int),
+            ),
+            _reject(
+                "privtree-metric-l1",
+                ValueError,
+                "input_metric",
+                input_metric=dp.l1_distance(T=float),
+            ),
         ),
         variants={"center": (N, {"placement": "center"}), "theta": (None, {"theta": 3})},
         tiny_epsilon=("epsilon_tree", {"epsilon_tree": 1e-60}),
         no_audit="its structure's privacy ratio is enumerated exactly in tests/measurements/test_privtree.py",
     ),
     Entry(
-        "make_exponential_selection", M.make_exponential_selection, "measurement",
+        "make_exponential_selection",
+        M.make_exponential_selection,
+        "measurement",
         lambda n: {"input_domain": VEC4, "input_metric": LINF, "epsilon": 1.0, "sensitivity": 1.0},
         (
             _reject("selection-eps-0", ValueError, "epsilon", epsilon=0.0),
@@ -1023,117 +1735,220 @@ ENTRIES: tuple[Entry, ...] = (
             _reject("selection-eps-subnormal", ValueError, "epsilon", epsilon=5e-324),
             _reject("selection-sensitivity-0", ValueError, "sensitivity", sensitivity=0.0),
             _reject("selection-sensitivity-huge", ValueError, "sensitivity", sensitivity=1e308),
-            _reject("selection-metric", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)),
+            _reject(
+                "selection-metric", ValueError, "input_metric", input_metric=dp.l1_distance(T=float)
+            ),
             _reject("selection-kind", ValueError, "selection", selection="gumbel"),
-            _reject("selection-negate-text", TypeError, "negate must be True or False", negate="no"),
+            _reject(
+                "selection-negate-text", TypeError, "negate must be True or False", negate="no"
+            ),
         ),
-        sizes=_SIZED_ONLY, data=lambda n: [0.0, 1.0, 2.0, 3.0], output="index", randomness="opendp",
-        unvalidated={"input_domain": "OpenDP's make_noisy_max checks it (a vector of float scores)"},
+        sizes=_SIZED_ONLY,
+        data=lambda n: [0.0, 1.0, 2.0, 3.0],
+        output="index",
+        randomness="opendp",
+        unvalidated={
+            "input_domain": "OpenDP's make_noisy_max checks it (a vector of float scores)"
+        },
         variants={"permute_and_flip": (N, {"selection": "permute_and_flip"})},
         tiny_epsilon=None,
         audits=_selection_audits,
     ),
     Entry(
-        "make_tree_em", M.make_tree_em, "measurement",
+        "make_tree_em",
+        M.make_tree_em,
+        "measurement",
         lambda n: _arr(n) | {"candidates": C3, "m": 3, "epsilon": 1.0},
         (
             *_public_candidate_rejects("tree-em"),
             *_tree_rejects("tree-em"),
-            _reject("tree-em-unsized", ValueError, "size", input_domain=dom(None), input_metric=SYM),
+            _reject(
+                "tree-em-unsized", ValueError, "size", input_domain=dom(None), input_metric=SYM
+            ),
         ),
-        sizes=_SIZED_ONLY, output="multiset",
+        sizes=_SIZED_ONLY,
+        output="multiset",
         audits=_tree_em_audits,
     ),
     Entry(
-        "make_tree_projection", M.make_tree_projection, "measurement",
+        "make_tree_projection",
+        M.make_tree_projection,
+        "measurement",
         lambda n: _arr(n) | {"candidates": C3, "m": 3, "epsilon": 1.0},
         (
             *_public_candidate_rejects("tree-projection"),
             *_tree_rejects("tree-projection"),
             *_output_measure_rejects("tree-projection"),
-            _reject("tree-projection-zcdp-tiny-rho", ValueError, "epsilon is too small.*2\\^52",
-                    epsilon=1e-60, output_measure=ZCDP),
+            _reject(
+                "tree-projection-zcdp-tiny-rho",
+                ValueError,
+                "epsilon is too small.*2\\^52",
+                epsilon=1e-60,
+                output_measure=ZCDP,
+            ),
         ),
         output="multiset",
-        variants={"zcdp": (N, {"output_measure": ZCDP}), "zcdp-unsized": (None, {"output_measure": ZCDP})},
+        variants={
+            "zcdp": (N, {"output_measure": ZCDP}),
+            "zcdp-unsized": (None, {"output_measure": ZCDP}),
+        },
         tiny_epsilon=("epsilon", {"epsilon": 1e-60}),
         audits=_tree_projection_audits,
     ),
     Entry(
-        "make_tree_count_laplace", M.make_tree_count_laplace, "measurement",
-        lambda n: {"input_domain": _tree_counts(n).output_domain, "input_metric": _tree_counts(n).output_metric},
+        "make_tree_count_laplace",
+        M.make_tree_count_laplace,
+        "measurement",
+        lambda n: {
+            "input_domain": _tree_counts(n).output_domain,
+            "input_metric": _tree_counts(n).output_metric,
+        },
         (
-            _reject("tree-count-laplace-metric-wrong-length", ValueError, "input_metric must have",
-                    input_metric=weighted_l1_distance([1.0])),
-            _reject("tree-count-laplace-domain", ValueError, "TreeCountsDomain", input_domain=dom()),
-            _reject("tree-count-laplace-metric-not-weighted", ValueError, "WeightedL1Distance", input_metric=CO),
+            _reject(
+                "tree-count-laplace-metric-wrong-length",
+                ValueError,
+                "input_metric must have",
+                input_metric=weighted_l1_distance([1.0]),
+            ),
+            _reject(
+                "tree-count-laplace-domain", ValueError, "TreeCountsDomain", input_domain=dom()
+            ),
+            _reject(
+                "tree-count-laplace-metric-not-weighted",
+                ValueError,
+                "WeightedL1Distance",
+                input_metric=CO,
+            ),
         ),
-        pipeline=lambda built, n: _tree_counts(n) >> built, output="other",
-        scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0] * TREE3.height + [v])},
+        pipeline=lambda built, n: _tree_counts(n) >> built,
+        output="other",
+        scale_overrides=lambda v: {
+            "input_metric": weighted_l1_distance([1.0] * TREE3.height + [v])
+        },
         no_audit="make_tree_projection is this release post-processed: audited through make_tree_projection",
     ),
     Entry(
-        "make_tree_count_gaussian", M.make_tree_count_gaussian, "measurement",
-        lambda n: {"input_domain": _tree_counts_sq(n).output_domain, "input_metric": _tree_counts_sq(n).output_metric},
+        "make_tree_count_gaussian",
+        M.make_tree_count_gaussian,
+        "measurement",
+        lambda n: {
+            "input_domain": _tree_counts_sq(n).output_domain,
+            "input_metric": _tree_counts_sq(n).output_metric,
+        },
         (
-            _reject("tree-count-gaussian-metric-wrong-length", ValueError, "input_metric must have",
-                    input_metric=weighted_l2sq_distance([1.0])),
-            _reject("tree-count-gaussian-domain", ValueError, "TreeCountsDomain", input_domain=dom()),
-            _reject("tree-count-gaussian-metric-l1", ValueError, "WeightedL2SqDistance",
-                    input_metric=weighted_l1_distance([1.0] * (TREE3.height + 1))),
+            _reject(
+                "tree-count-gaussian-metric-wrong-length",
+                ValueError,
+                "input_metric must have",
+                input_metric=weighted_l2sq_distance([1.0]),
+            ),
+            _reject(
+                "tree-count-gaussian-domain", ValueError, "TreeCountsDomain", input_domain=dom()
+            ),
+            _reject(
+                "tree-count-gaussian-metric-l1",
+                ValueError,
+                "WeightedL2SqDistance",
+                input_metric=weighted_l1_distance([1.0] * (TREE3.height + 1)),
+            ),
         ),
-        pipeline=lambda built, n: _tree_counts_sq(n) >> built, output="other",
-        scale_overrides=lambda v: {"input_metric": weighted_l2sq_distance([1.0] * TREE3.height + [v])},
+        pipeline=lambda built, n: _tree_counts_sq(n) >> built,
+        output="other",
+        scale_overrides=lambda v: {
+            "input_metric": weighted_l2sq_distance([1.0] * TREE3.height + [v])
+        },
         no_audit=_NO_AUDIT_ZCDP,
     ),
     Entry(
-        "make_tree_multiset", M.make_tree_multiset, "postprocessor",
+        "make_tree_multiset",
+        M.make_tree_multiset,
+        "postprocessor",
         lambda n: {"counts_domain": _tree_counts(n).output_domain, "m": 3},
         (
             _reject("tree-multiset-m-0", ValueError, "m must be >= 1", m=0),
             _reject("tree-multiset-m-float", TypeError, "m must be an integer", m=3.0),
             _reject("tree-multiset-domain", ValueError, "TreeCountsDomain", counts_domain=dom()),
         ),
-        pipeline=lambda built, n: _tree_counts(n) >> M.make_tree_count_laplace(
-            _tree_counts(n).output_domain, _tree_counts(n).output_metric) >> built,
+        pipeline=lambda built, n: (
+            _tree_counts(n)
+            >> M.make_tree_count_laplace(
+                _tree_counts(n).output_domain, _tree_counts(n).output_metric
+            )
+            >> built
+        ),
         output="multiset",
     ),
     Entry(
-        "make_nn_histogram", M.make_nn_histogram, "measurement",
+        "make_nn_histogram",
+        M.make_nn_histogram,
+        "measurement",
         lambda n: _arr(n) | {"candidates": C3, "m": 3, "epsilon": 1.0},
         (
             *_public_candidate_rejects("nn-histogram"),
             *_output_measure_rejects("nn-histogram"),
-            _reject("nn-histogram-zcdp-tiny-rho", ValueError, "epsilon is too small.*2\\^52",
-                    epsilon=1e-60, output_measure=ZCDP),
+            _reject(
+                "nn-histogram-zcdp-tiny-rho",
+                ValueError,
+                "epsilon is too small.*2\\^52",
+                epsilon=1e-60,
+                output_measure=ZCDP,
+            ),
         ),
-        output="multiset", randomness="opendp",
+        output="multiset",
+        randomness="opendp",
         variants={"zcdp": (N, {"output_measure": ZCDP})},
         tiny_epsilon=("epsilon", {"epsilon": 1e-60}),
         audits=_nn_histogram_audits,
     ),
     # ----- post-processors (their releases run the upstream measurement: the randomness is its)
     Entry(
-        "make_full_consistency", P.make_full_consistency, "postprocessor",
+        "make_full_consistency",
+        P.make_full_consistency,
+        "postprocessor",
         lambda n: {"counts_domain": _dyadic(n).output_domain},
         (
-            _reject("full-consistency-domain", ValueError, "DyadicCountsDomain", counts_domain=dom()),
-            *[_reject(f"full-consistency-output-size-{v!r}", ValueError, "output_size must be an integer >= 1", None, output_size=v)
-              for v in _OUTPUT_SIZE_BAD],
-            _reject("full-consistency-output-size-on-sized-domain", ValueError, "output_size applies only", output_size=5),
+            _reject(
+                "full-consistency-domain", ValueError, "DyadicCountsDomain", counts_domain=dom()
+            ),
+            *[
+                _reject(
+                    f"full-consistency-output-size-{v!r}",
+                    ValueError,
+                    "output_size must be an integer >= 1",
+                    None,
+                    output_size=v,
+                )
+                for v in _OUTPUT_SIZE_BAD
+            ],
+            _reject(
+                "full-consistency-output-size-on-sized-domain",
+                ValueError,
+                "output_size applies only",
+                output_size=5,
+            ),
         ),
-        pipeline=lambda built, n: _dyadic(n) >> M.make_tree_laplace(_dyadic(n).output_domain, _dyadic(n).output_metric) >> built,
+        pipeline=lambda built, n: (
+            _dyadic(n)
+            >> M.make_tree_laplace(_dyadic(n).output_domain, _dyadic(n).output_metric)
+            >> built
+        ),
         output="other",
         variants={"output_size": (None, {"output_size": 4})},
     ),
     Entry(
-        "make_synthesis", P.make_synthesis, "postprocessor",
+        "make_synthesis",
+        P.make_synthesis,
+        "postprocessor",
         lambda n: {"counts_domain": _dyadic(n).output_domain},
         (
             _reject("synthesis-domain", ValueError, "DyadicCountsDomain", counts_domain=dom()),
             _reject("synthesis-placement", ValueError, "placement", placement="corner"),
         ),
-        pipeline=lambda built, n: _dyadic(n) >> M.make_pruned_tree_laplace(_dyadic(n).output_domain, _dyadic(n).output_metric) >> built,
+        pipeline=lambda built, n: (
+            _dyadic(n)
+            >> M.make_pruned_tree_laplace(_dyadic(n).output_domain, _dyadic(n).output_metric)
+            >> built
+        ),
         variants={"uniform": (N, {"placement": "uniform"})},
     ),
 )
@@ -1185,14 +2000,31 @@ def _api_releases() -> dict[str, tuple[Callable[[], Any], bool]]:
         "synthesize[pruned]": (lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned")[0], True),
         "synthesize[pmm]": (lambda: synthesize(x, 1.0, (0, 1), mechanism="pmm")[0], True),
         "synthesize[pruned, private size, depth]": (
-            lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned", public_size=False, depth=3)[0], True),
-        "synthesize[adaptive, private size]": (lambda: synthesize(x, 1.0, (0, 1), public_size=False)[0], True),
-        "synthesize[pmm, private size]": (lambda: synthesize(x, 1.0, (0, 1), mechanism="pmm", public_size=False)[0], True),
+            lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned", public_size=False, depth=3)[0],
+            True,
+        ),
+        "synthesize[adaptive, private size]": (
+            lambda: synthesize(x, 1.0, (0, 1), public_size=False)[0],
+            True,
+        ),
+        "synthesize[pmm, private size]": (
+            lambda: synthesize(x, 1.0, (0, 1), mechanism="pmm", public_size=False)[0],
+            True,
+        ),
         "synthesize[adaptive, delta]": (lambda: synthesize(x, 1.0, (0, 1), delta=1e-9)[0], True),
-        "synthesize[pruned, delta]": (lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned", delta=1e-9)[0], True),
+        "synthesize[pruned, delta]": (
+            lambda: synthesize(x, 1.0, (0, 1), mechanism="pruned", delta=1e-9)[0],
+            True,
+        ),
         "select_candidates[projection]": (lambda: select_candidates(x, c, 20, 0.5)[0], True),
-        "select_candidates[tree-em]": (lambda: select_candidates(x, c, 20, 0.5, mechanism="tree-em")[0], True),
-        "select_candidates[nn]": (lambda: select_candidates(x, c, 20, 0.5, mechanism="nn")[0], False),
+        "select_candidates[tree-em]": (
+            lambda: select_candidates(x, c, 20, 0.5, mechanism="tree-em")[0],
+            True,
+        ),
+        "select_candidates[nn]": (
+            lambda: select_candidates(x, c, 20, 0.5, mechanism="nn")[0],
+            False,
+        ),
         "frt_tree": (lambda: frt_tree(c).digest, True),
         "quadtree": (lambda: quadtree(c, (0, 1)).digest, True),
     }

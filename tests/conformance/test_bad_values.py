@@ -18,7 +18,9 @@ from opendp_wasserstein.tables import CategoricalColumn, FloatColumn, Schema
 
 SECRET = 987654.321
 C = np.array([[0.1, 0.1], [0.9, 0.9]])
-SCHEMA = Schema({"x": FloatColumn(bounds=(0.0, 1.0)), "c": CategoricalColumn(categories=("a", "b"))})
+SCHEMA = Schema(
+    {"x": FloatColumn(bounds=(0.0, 1.0)), "c": CategoricalColumn(categories=("a", "b"))}
+)
 CAND_TABLE = pd.DataFrame({"x": [0.1, 0.9], "c": ["a", "b"]})
 
 
@@ -49,7 +51,9 @@ def _table(bad: object) -> pd.DataFrame:
 def test_array_nan_is_refused_naming_the_parameter_only(call: str) -> None:
     x = _array(np.nan)
     with pytest.raises(ValueError, match="must not contain NaN") as info:
-        synthesize(x, 1.0, bounds=(0, 1)) if call == "synthesize" else select_candidates(x, C, 5, 1.0)
+        synthesize(x, 1.0, bounds=(0, 1)) if call == "synthesize" else select_candidates(
+            x, C, 5, 1.0
+        )
     assert "987654" not in str(info.value)
     assert "7" not in str(info.value)
 
@@ -76,8 +80,39 @@ def test_cli_nan_refused_inf_accepted(tmp_path: Path, capsys: pytest.CaptureFixt
     cands = _csv(tmp_path / "c.csv", C)
     for bad, code in ((np.nan, 2), (np.inf, 0), (-np.inf, 0)):
         data = _csv(tmp_path / "d.csv", _array(bad))
-        assert main(["synth", data, "-o", str(tmp_path / "o.csv"), "--epsilon", "1", "--bounds", str(bounds), "--quiet"]) == code
-        assert main(["select", data, cands, "-m", "5", "--epsilon", "1", "-o", str(tmp_path / "s.csv"), "--quiet"]) == code
+        assert (
+            main(
+                [
+                    "synth",
+                    data,
+                    "-o",
+                    str(tmp_path / "o.csv"),
+                    "--epsilon",
+                    "1",
+                    "--bounds",
+                    str(bounds),
+                    "--quiet",
+                ]
+            )
+            == code
+        )
+        assert (
+            main(
+                [
+                    "select",
+                    data,
+                    cands,
+                    "-m",
+                    "5",
+                    "--epsilon",
+                    "1",
+                    "-o",
+                    str(tmp_path / "s.csv"),
+                    "--quiet",
+                ]
+            )
+            == code
+        )
     err = capsys.readouterr().err
     assert "987654" not in err
 
@@ -90,7 +125,9 @@ def test_dask_nan_refused_inf_accepted(tmp_path: Path) -> None:
     from tests.distributed.conftest import InlineClient
 
     with pytest.raises(ValueError, match="must not contain NaN") as info:
-        synthesize_on_dask(_array(np.nan), 1.0, tmp_path / "o1", bounds=(0, 1), client=InlineClient())
+        synthesize_on_dask(
+            _array(np.nan), 1.0, tmp_path / "o1", bounds=(0, 1), client=InlineClient()
+        )
     assert "987654" not in str(info.value)
     with pytest.raises(ValueError, match="must not contain NaN"):
         select_on_dask(_array(np.nan), C, 5, 1.0, client=InlineClient())
@@ -118,9 +155,41 @@ def test_cli_schema_bad_values_are_mapped(tmp_path: Path) -> None:
     data.write_text("x,c\n" + "\n".join(["0.2,a", ",b", "inf,a", "-inf,b", "nan,a"] * 10) + "\n")
     cands = tmp_path / "c.csv"
     CAND_TABLE.to_csv(cands, index=False)
-    assert main(["synth", str(data), "-o", str(tmp_path / "o.csv"), "--epsilon", "1", "--schema", str(schema), "--quiet"]) == 0
-    assert main(["select", str(data), str(cands), "-m", "5", "--epsilon", "1", "-o", str(tmp_path / "s.csv"),
-                 "--schema", str(schema), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                str(data),
+                "-o",
+                str(tmp_path / "o.csv"),
+                "--epsilon",
+                "1",
+                "--schema",
+                str(schema),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "select",
+                str(data),
+                str(cands),
+                "-m",
+                "5",
+                "--epsilon",
+                "1",
+                "-o",
+                str(tmp_path / "s.csv"),
+                "--schema",
+                str(schema),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
 
 # -- candidates are public: every bad value refused, by row number --------------------------
@@ -140,7 +209,23 @@ def test_candidate_arrays_with_bad_values_are_refused(bad: float, tmp_path: Path
         select_on_dask(x, c, 5, 1.0, client=InlineClient())
     cands = _csv(tmp_path / "c.csv", c)
     data = _csv(tmp_path / "d.csv", x)
-    assert main(["select", data, cands, "-m", "5", "--epsilon", "1", "-o", str(tmp_path / "s.csv"), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "select",
+                data,
+                cands,
+                "-m",
+                "5",
+                "--epsilon",
+                "1",
+                "-o",
+                str(tmp_path / "s.csv"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
 
 
 @pytest.mark.parametrize("bad", [np.nan, None, np.inf])
@@ -162,5 +247,22 @@ def test_candidate_tables_with_bad_values_are_refused(bad: object, tmp_path: Pat
     cands.to_csv(path, index=False)
     data = tmp_path / "d.csv"
     _table(0.5).to_csv(data, index=False)
-    assert main(["select", str(data), str(path), "-m", "5", "--epsilon", "1", "-o", str(tmp_path / "s.csv"),
-                 "--schema", str(schema), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "select",
+                str(data),
+                str(path),
+                "-m",
+                "5",
+                "--epsilon",
+                "1",
+                "-o",
+                str(tmp_path / "s.csv"),
+                "--schema",
+                str(schema),
+                "--quiet",
+            ]
+        )
+        == 2
+    )

@@ -68,7 +68,9 @@ def imports(module: str, path: Path) -> list[tuple[str, str, int]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = base.split(".")
-                src = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                src = ".".join(
+                    parts[: len(parts) - node.level + 1] + ([node.module] if node.module else [])
+                )
             else:
                 src = node.module or ""
             if src != NAME and not src.startswith(NAME + "."):
@@ -142,7 +144,9 @@ def test_no_import_cycle():
     pairs = []
     for comp in found:
         members = set(comp)
-        pairs += sorted({f"{m} -> {t} (line {ln})" for m in comp for t, _, ln in GRAPH[m] if t in members})
+        pairs += sorted(
+            {f"{m} -> {t} (line {ln})" for m in comp for t, _, ln in GRAPH[m] if t in members}
+        )
     assert not found, "import cycles: " + "; ".join(pairs)
 
 
@@ -156,7 +160,9 @@ def test_no_import_from_a_lower_layer_to_a_higher_one():
                 upward.append(
                     f"{m} ({LAYERS[layer_of(m)][0]}, line {ln}) imports {t} ({LAYERS[layer_of(t)][0]})"
                 )
-    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(sorted(set(upward)))
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(
+        sorted(set(upward))
+    )
 
 
 def test_at_most_eight_modules_at_the_package_root():
@@ -184,9 +190,18 @@ def test_no_underscored_name_crosses_a_subpackage():
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("from opendp_wasserstein.core.box import as_box\n", [("opendp_wasserstein.core.box", "as_box")]),
-        ("def f():\n    from opendp_wasserstein.api import _x\n", [("opendp_wasserstein.api", "_x")]),
-        ("import opendp_wasserstein.noise.samplers as s\n", [("opendp_wasserstein.noise.samplers", "")]),
+        (
+            "from opendp_wasserstein.core.box import as_box\n",
+            [("opendp_wasserstein.core.box", "as_box")],
+        ),
+        (
+            "def f():\n    from opendp_wasserstein.api import _x\n",
+            [("opendp_wasserstein.api", "_x")],
+        ),
+        (
+            "import opendp_wasserstein.noise.samplers as s\n",
+            [("opendp_wasserstein.noise.samplers", "")],
+        ),
         ("from opendp_wasserstein import runtime\n", [("opendp_wasserstein.runtime", "")]),
         ("from . import box\n", [("opendp_wasserstein.core.box", "")]),
     ],
@@ -206,13 +221,20 @@ def test_the_checks_name_the_pair():
     saved = dict(GRAPH)
     try:
         GRAPH.clear()
-        GRAPH.update({
-            "opendp_wasserstein.core.box": [("opendp_wasserstein.api", "synthesize", 3)],
-            "opendp_wasserstein.api": [("opendp_wasserstein.core.box", "as_box", 5)],
-        })
-        with pytest.raises(AssertionError, match=r"core\.box \(vocabulary, line 3\) imports opendp_wasserstein\.api"):
+        GRAPH.update(
+            {
+                "opendp_wasserstein.core.box": [("opendp_wasserstein.api", "synthesize", 3)],
+                "opendp_wasserstein.api": [("opendp_wasserstein.core.box", "as_box", 5)],
+            }
+        )
+        with pytest.raises(
+            AssertionError,
+            match=r"core\.box \(vocabulary, line 3\) imports opendp_wasserstein\.api",
+        ):
             test_no_import_from_a_lower_layer_to_a_higher_one()
-        with pytest.raises(AssertionError, match=r"opendp_wasserstein\.api -> opendp_wasserstein\.core\.box"):
+        with pytest.raises(
+            AssertionError, match=r"opendp_wasserstein\.api -> opendp_wasserstein\.core\.box"
+        ):
             test_no_import_cycle()
     finally:
         GRAPH.clear()

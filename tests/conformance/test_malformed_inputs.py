@@ -101,7 +101,9 @@ def test_every_parameter_is_validated_or_explained(e):
     assert validated <= params, f"{e.name}: rejects name unknown parameters {validated - params}"
     assert set(e.unvalidated) <= params
     missing = params - validated - set(e.unvalidated)
-    assert not missing, f"{e.name}: no malformed-input case for {sorted(missing)} (add a Reject or explain in unvalidated)"
+    assert not missing, (
+        f"{e.name}: no malformed-input case for {sorted(missing)} (add a Reject or explain in unvalidated)"
+    )
 
 
 @pytest.mark.parametrize("e", registry.ENTRIES, ids=lambda e: e.short)
@@ -124,7 +126,8 @@ def test_valid_arguments_build_and_release(e):
 
 
 @pytest.mark.parametrize(
-    "e,reject", [pytest.param(e, r, id=f"{e.short}:{r.id}") for e, r in registry.constructor_cases()]
+    "e,reject",
+    [pytest.param(e, r, id=f"{e.short}:{r.id}") for e, r in registry.constructor_cases()],
 )
 def test_constructor_rejects(e, reject):
     with pytest.raises(reject.exc, match=reject.match):
@@ -163,8 +166,16 @@ def _takes_scales(e) -> bool:
 def test_every_constructor_taking_scales_has_a_scale_case():
     takes = {e.name for e in registry.ENTRIES if _takes_scales(e)}
     assert takes <= {e.name for e in SCALED}
-    assert {"make_dyadic_counts", "make_pruned_pmm", "make_pmm", "make_tree_counts", "make_tree_laplace",
-            "make_pruned_tree_laplace", "make_tree_count_laplace", "make_adaptive_pruned_pmm"} <= {e.name for e in SCALED}
+    assert {
+        "make_dyadic_counts",
+        "make_pruned_pmm",
+        "make_pmm",
+        "make_tree_counts",
+        "make_tree_laplace",
+        "make_pruned_tree_laplace",
+        "make_tree_count_laplace",
+        "make_adaptive_pruned_pmm",
+    } <= {e.name for e in SCALED}
 
 
 @pytest.mark.parametrize("e", SCALED, ids=lambda e: e.short)
@@ -191,8 +202,13 @@ def test_tiny_epsilon_refused_naming_it(e):
 def test_integer_noise_constructors_with_an_epsilon_are_all_listed():
     """Every constructor deriving integer-noise scales from an epsilon says so in the registry;
     the float samplers (the selection, Tree-EM) accept the smallest epsilon."""
-    assert {e.name for e in TINY} == {"make_adaptive_pruned_pmm", "make_tree_projection", "make_nn_histogram",
-                                      "make_noisy_size_then", "make_privtree"}
+    assert {e.name for e in TINY} == {
+        "make_adaptive_pruned_pmm",
+        "make_tree_projection",
+        "make_nn_histogram",
+        "make_noisy_size_then",
+        "make_privtree",
+    }
     for name in ("make_exponential_selection", "make_tree_em"):
         e = registry.entry(name)
         meas = e.build(epsilon=EPS_MIN)
@@ -215,12 +231,19 @@ def test_synthesize_and_select_name_a_tiny_epsilon():
 # ---------------------------------------------------------------------------------------------
 # output_size and sigma_0 = inf (private size)
 
-OUTPUT_SIZED = [e for e in registry.ENTRIES if "output_size" in inspect.signature(e.constructor).parameters]
+OUTPUT_SIZED = [
+    e for e in registry.ENTRIES if "output_size" in inspect.signature(e.constructor).parameters
+]
 
 
 def test_output_size_constructors():
-    assert {e.name for e in OUTPUT_SIZED} == {"make_pruned_pmm", "make_pmm", "make_pruned_tree_laplace", "make_pruned_tree_gaussian",
-                                             "make_full_consistency"}
+    assert {e.name for e in OUTPUT_SIZED} == {
+        "make_pruned_pmm",
+        "make_pmm",
+        "make_pruned_tree_laplace",
+        "make_pruned_tree_gaussian",
+        "make_full_consistency",
+    }
     for e in OUTPUT_SIZED:
         ids = {r.id.split("-output-size")[0] for r in e.rejects if "output_size" in r.overrides}
         assert ids, f"{e.name}: no malformed output_size case"
@@ -232,7 +255,9 @@ def test_output_size_constructors():
 def test_output_size_sets_the_number_of_rows(e, size):
     n, overrides = e.variants["output_size"]
     with runtime.reproducible(3):
-        out = e.pipeline(e.build(n, **(dict(overrides) | {"output_size": size})), n)(registry.rows(n))
+        out = e.pipeline(e.build(n, **(dict(overrides) | {"output_size": size})), n)(
+            registry.rows(n)
+        )
     total = out.total if hasattr(out, "total") else np.asarray(out).shape[0]
     assert total == int(size)
 
@@ -257,7 +282,11 @@ def test_rootless_tree_without_output_size_fails_naming_it():
     """make_full_consistency cannot see the scales: a noisy tree without a root count and no
     output_size is refused at release, naming output_size (a public configuration error)."""
     t = make_dyadic_counts(dom(None), SYM, 2, ROOTLESS)
-    meas = t >> make_tree_laplace(t.output_domain, t.output_metric) >> postprocessing.make_full_consistency(t.output_domain)
+    meas = (
+        t
+        >> make_tree_laplace(t.output_domain, t.output_metric)
+        >> postprocessing.make_full_consistency(t.output_domain)
+    )
     with pytest.raises(dp.OpenDPException, match="output_size"):
         meas(X5)
 
@@ -279,9 +308,14 @@ def test_rootless_schedule_needs_output_size_for_every_private_size_mechanism():
 
 @pytest.mark.parametrize(
     "seed,exc,match",
-    [(-1, ValueError, "seed must be >= 0"), (1.5, TypeError, "seed must be an int, got float"),
-     (True, TypeError, "seed must be an int, got bool"), ("1", TypeError, "seed must be an int, got str"),
-     (None, TypeError, "seed must be an int, got NoneType"), (np.float64(2.0), TypeError, "seed must be an int")],
+    [
+        (-1, ValueError, "seed must be >= 0"),
+        (1.5, TypeError, "seed must be an int, got float"),
+        (True, TypeError, "seed must be an int, got bool"),
+        ("1", TypeError, "seed must be an int, got str"),
+        (None, TypeError, "seed must be an int, got NoneType"),
+        (np.float64(2.0), TypeError, "seed must be an int"),
+    ],
 )
 def test_reproducible_rejects(seed, exc, match):
     with pytest.raises(exc, match=match):
@@ -448,7 +482,13 @@ SAME_SHAPE_BAD_PAIRS = {
     "wrong-rows-different-values": (np.zeros((4, 2)), np.full((4, 2), 987654.0)),
 }
 
-_NONFINITE_PAIRS = {"nan-at-two-positions", "nan-vs-inf", "inf-vs-minus-inf", "nan-among-different-values", "finite-vs-nan"}
+_NONFINITE_PAIRS = {
+    "nan-at-two-positions",
+    "nan-vs-inf",
+    "inf-vs-minus-inf",
+    "nan-among-different-values",
+    "finite-vs-nan",
+}
 
 
 def _outcome(meas, x):
@@ -497,7 +537,9 @@ def test_tree_laplace_refuses_an_input_that_is_not_the_domains_count_tree(name):
     deeper = make_dyadic_counts(dom(), CO, 3, paper_schedule(2, 1.0, 3))
     errs = []
     for bad in (X5.copy(), X5 * 7.0, deeper(X5), deeper(_with(0.9, (0, 0)))):
-        with pytest.raises(dp.OpenDPException, match="data must be the CountTree of the input domain") as info:
+        with pytest.raises(
+            dp.OpenDPException, match="data must be the CountTree of the input domain"
+        ) as info:
             meas(bad)
         errs.append(str(info.value).strip().splitlines()[-1])
     assert len(set(errs)) == 1
@@ -599,48 +641,156 @@ def test_synthesize_read_only_input_is_accepted_and_untouched():
 
 
 SYNTH_CASES = [
-    case("X-nan", lambda: synthesize(_with(NAN), 1.0, (0, 1)), ValueError, "X must not contain NaN"),
-    case("X-bool", lambda: synthesize(np.ones((5, 2), bool), 1.0, (0, 1)), TypeError, "X must be a 2-D array of real"),
-    case("X-complex", lambda: synthesize(np.ones((5, 2), complex), 1.0, (0, 1)), TypeError, "X must be"),
+    case(
+        "X-nan", lambda: synthesize(_with(NAN), 1.0, (0, 1)), ValueError, "X must not contain NaN"
+    ),
+    case(
+        "X-bool",
+        lambda: synthesize(np.ones((5, 2), bool), 1.0, (0, 1)),
+        TypeError,
+        "X must be a 2-D array of real",
+    ),
+    case(
+        "X-complex",
+        lambda: synthesize(np.ones((5, 2), complex), 1.0, (0, 1)),
+        TypeError,
+        "X must be",
+    ),
     case("X-object", lambda: synthesize(X5.astype(object), 1.0, (0, 1)), TypeError, "X must be"),
-    case("X-strings-array", lambda: synthesize(np.array([["a", "b"]]), 1.0, (0, 1)), TypeError, "X must be"),
+    case(
+        "X-strings-array",
+        lambda: synthesize(np.array([["a", "b"]]), 1.0, (0, 1)),
+        TypeError,
+        "X must be",
+    ),
     case("X-1d", lambda: synthesize(X5[:, 0], 1.0, (0, 1)), ValueError, "X must be 2-dimensional"),
     case("X-3d", lambda: synthesize(X5[None], 1.0, (0, 1)), ValueError, "X must be 2-dimensional"),
-    case("X-empty", lambda: synthesize(np.zeros((0, 2)), 1.0, (0, 1)), ValueError, "X must have at least one row"),
-    case("X-no-columns", lambda: synthesize(np.zeros((5, 0)), 1.0, (0, 1)), ValueError, "X must have at least one column"),
-    case("X-list-with-text", lambda: synthesize([[0.1, "secret"]], 1.0, (0, 1)), TypeError, "X must be"),
+    case(
+        "X-empty",
+        lambda: synthesize(np.zeros((0, 2)), 1.0, (0, 1)),
+        ValueError,
+        "X must have at least one row",
+    ),
+    case(
+        "X-no-columns",
+        lambda: synthesize(np.zeros((5, 0)), 1.0, (0, 1)),
+        ValueError,
+        "X must have at least one column",
+    ),
+    case(
+        "X-list-with-text",
+        lambda: synthesize([[0.1, "secret"]], 1.0, (0, 1)),
+        TypeError,
+        "X must be",
+    ),
     case("bounds-none", lambda: synthesize(X5, 1.0, None), ValueError, "bounds are required"),
     case("bounds-equal", lambda: synthesize(X5, 1.0, (1, 1)), ValueError, "bounds"),
     case("bounds-nan", lambda: synthesize(X5, 1.0, (0, NAN)), ValueError, "bounds must be finite"),
-    case("bounds-width-overflows", lambda: synthesize(X5, 1.0, (-1e308, 1e308)), ValueError, "bounds"),
-    case("bounds-dimension", lambda: synthesize(X5, 1.0, ([0, 0, 0], [1, 1, 1])), ValueError, "bounds"),
-    case("bounds-ambiguous-2x2", lambda: synthesize(X5, 1.0, ([0, 1], [0, 1])), ValueError, "bounds"),
-    case("bounds-mapping-missing-column", lambda: synthesize(X5, 1.0, {0: (0, 1)}), ValueError, "keys 0 .. 1"),
-    case("bounds-mapping-not-pairs", lambda: synthesize(X5, 1.0, {0: 1, 1: 2}), ValueError, "bounds"),
-    case("bounds-mapping-wrong-keys", lambda: synthesize(X5, 1.0, {"lower": [0, 0], "high": [1, 1]}), ValueError, "bounds"),
+    case(
+        "bounds-width-overflows", lambda: synthesize(X5, 1.0, (-1e308, 1e308)), ValueError, "bounds"
+    ),
+    case(
+        "bounds-dimension",
+        lambda: synthesize(X5, 1.0, ([0, 0, 0], [1, 1, 1])),
+        ValueError,
+        "bounds",
+    ),
+    case(
+        "bounds-ambiguous-2x2", lambda: synthesize(X5, 1.0, ([0, 1], [0, 1])), ValueError, "bounds"
+    ),
+    case(
+        "bounds-mapping-missing-column",
+        lambda: synthesize(X5, 1.0, {0: (0, 1)}),
+        ValueError,
+        "keys 0 .. 1",
+    ),
+    case(
+        "bounds-mapping-not-pairs", lambda: synthesize(X5, 1.0, {0: 1, 1: 2}), ValueError, "bounds"
+    ),
+    case(
+        "bounds-mapping-wrong-keys",
+        lambda: synthesize(X5, 1.0, {"lower": [0, 0], "high": [1, 1]}),
+        ValueError,
+        "bounds",
+    ),
     case("eps-0", lambda: synthesize(X5, 0.0, (0, 1)), ValueError, "epsilon"),
     case("eps-negative", lambda: synthesize(X5, -1.0, (0, 1)), ValueError, "epsilon"),
     case("eps-nan", lambda: synthesize(X5, NAN, (0, 1)), ValueError, "epsilon"),
     case("eps-inf", lambda: synthesize(X5, INF, (0, 1)), ValueError, "epsilon"),
     case("eps-huge", lambda: synthesize(X5, 1e308, (0, 1)), ValueError, "epsilon"),
     case("eps-tiny", lambda: synthesize(X5, 1e-60, (0, 1)), ValueError, "epsilon is too small"),
-    case("eps-select-too-big", lambda: synthesize(X5, 1.0, (0, 1), epsilon_select=1.0), ValueError, "epsilon_select"),
-    case("eps-select-nan", lambda: synthesize(X5, 1.0, (0, 1), epsilon_select=NAN), ValueError, "epsilon_select"),
-    case("eps-select-not-adaptive", lambda: synthesize(X5, 1.0, (0, 1), mechanism="pmm", epsilon_select=0.1), ValueError,
-         "epsilon_select applies only"),
-    case("eps-size-with-public-size", lambda: synthesize(X5, 1.0, (0, 1), epsilon_size=0.1), ValueError,
-         "epsilon_size applies only with public_size=False"),
-    case("eps-size-too-big", lambda: synthesize(X5, 1.0, (0, 1), public_size=False, epsilon_size=1.0), ValueError,
-         "epsilon_size must be smaller than epsilon"),
-    case("eps-size-nan", lambda: synthesize(X5, 1.0, (0, 1), public_size=False, epsilon_size=NAN), ValueError, "epsilon_size"),
-    case("public-size-text", lambda: synthesize(X5, 1.0, (0, 1), public_size="no"), TypeError,
-         "public_size must be True or False, got str"),
-    case("public-size-none", lambda: synthesize(X5, 1.0, (0, 1), public_size=None), TypeError, "public_size"),
-    case("mechanism", lambda: synthesize(X5, 1.0, (0, 1), mechanism="mst"), ValueError, "mechanism"),
-    case("depth-0", lambda: synthesize(X5, 1.0, (0, 1), mechanism="pruned", depth=0), ValueError, "depth"),
-    case("depth-above-max", lambda: synthesize(X5, 1.0, (0, 1), mechanism="pmm", depth=105), ValueError, "depth"),
-    case("depth-adaptive", lambda: synthesize(X5, 1.0, (0, 1), depth=3), ValueError, "depth applies only"),
-    case("placement", lambda: synthesize(X5, 1.0, (0, 1), placement="edge"), ValueError, "placement"),
+    case(
+        "eps-select-too-big",
+        lambda: synthesize(X5, 1.0, (0, 1), epsilon_select=1.0),
+        ValueError,
+        "epsilon_select",
+    ),
+    case(
+        "eps-select-nan",
+        lambda: synthesize(X5, 1.0, (0, 1), epsilon_select=NAN),
+        ValueError,
+        "epsilon_select",
+    ),
+    case(
+        "eps-select-not-adaptive",
+        lambda: synthesize(X5, 1.0, (0, 1), mechanism="pmm", epsilon_select=0.1),
+        ValueError,
+        "epsilon_select applies only",
+    ),
+    case(
+        "eps-size-with-public-size",
+        lambda: synthesize(X5, 1.0, (0, 1), epsilon_size=0.1),
+        ValueError,
+        "epsilon_size applies only with public_size=False",
+    ),
+    case(
+        "eps-size-too-big",
+        lambda: synthesize(X5, 1.0, (0, 1), public_size=False, epsilon_size=1.0),
+        ValueError,
+        "epsilon_size must be smaller than epsilon",
+    ),
+    case(
+        "eps-size-nan",
+        lambda: synthesize(X5, 1.0, (0, 1), public_size=False, epsilon_size=NAN),
+        ValueError,
+        "epsilon_size",
+    ),
+    case(
+        "public-size-text",
+        lambda: synthesize(X5, 1.0, (0, 1), public_size="no"),
+        TypeError,
+        "public_size must be True or False, got str",
+    ),
+    case(
+        "public-size-none",
+        lambda: synthesize(X5, 1.0, (0, 1), public_size=None),
+        TypeError,
+        "public_size",
+    ),
+    case(
+        "mechanism", lambda: synthesize(X5, 1.0, (0, 1), mechanism="mst"), ValueError, "mechanism"
+    ),
+    case(
+        "depth-0",
+        lambda: synthesize(X5, 1.0, (0, 1), mechanism="pruned", depth=0),
+        ValueError,
+        "depth",
+    ),
+    case(
+        "depth-above-max",
+        lambda: synthesize(X5, 1.0, (0, 1), mechanism="pmm", depth=105),
+        ValueError,
+        "depth",
+    ),
+    case(
+        "depth-adaptive",
+        lambda: synthesize(X5, 1.0, (0, 1), depth=3),
+        ValueError,
+        "depth applies only",
+    ),
+    case(
+        "placement", lambda: synthesize(X5, 1.0, (0, 1), placement="edge"), ValueError, "placement"
+    ),
     case("no-seed-parameter", lambda: synthesize(X5, 1.0, (0, 1), seed=2), TypeError, "seed"),
 ]
 
@@ -652,8 +802,13 @@ def test_synthesize_rejects(thunk, exc, match):
 
 
 def test_synthesize_accepts_every_documented_bounds_form():
-    forms = [(0, 1), ([0, 0], [1, 1]), {"lower": [0, 0], "upper": [1, 1]}, {0: (0, 1), 1: (0, 1)},
-             Box((0.0, 0.0), (1.0, 1.0))]
+    forms = [
+        (0, 1),
+        ([0, 0], [1, 1]),
+        {"lower": [0, 0], "upper": [1, 1]},
+        {0: (0, 1), 1: (0, 1)},
+        Box((0.0, 0.0), (1.0, 1.0)),
+    ]
     outs = []
     for bounds in forms:
         with runtime.reproducible(1):
@@ -665,20 +820,61 @@ SELECT_CASES = [
     case("m-0", lambda: select_candidates(X5, C3, 0, 1.0), ValueError, "m must be >= 1"),
     case("m-float", lambda: select_candidates(X5, C3, 2.5, 1.0), TypeError, "m must be an integer"),
     case("k-0", lambda: select_candidates(X5, np.zeros((0, 2)), 3, 1.0), ValueError, "candidates"),
-    case("duplicate-candidates", lambda: select_candidates(X5, [[0, 0], [0, 0]], 3, 1.0), ValueError, "distinct"),
-    case("nan-candidate", lambda: select_candidates(X5, [[0, NAN], [1, 1]], 3, 1.0), ValueError, "candidates must be finite"),
-    case("candidate-dims", lambda: select_candidates(X5, [[0.0], [1.0]], 3, 1.0), ValueError, "candidates must have 2 columns"),
+    case(
+        "duplicate-candidates",
+        lambda: select_candidates(X5, [[0, 0], [0, 0]], 3, 1.0),
+        ValueError,
+        "distinct",
+    ),
+    case(
+        "nan-candidate",
+        lambda: select_candidates(X5, [[0, NAN], [1, 1]], 3, 1.0),
+        ValueError,
+        "candidates must be finite",
+    ),
+    case(
+        "candidate-dims",
+        lambda: select_candidates(X5, [[0.0], [1.0]], 3, 1.0),
+        ValueError,
+        "candidates must have 2 columns",
+    ),
     case("eps-0", lambda: select_candidates(X5, C3, 3, 0.0), ValueError, "epsilon"),
     case("eps-nan", lambda: select_candidates(X5, C3, 3, NAN), ValueError, "epsilon"),
-    case("eps-tiny", lambda: select_candidates(X5, C3, 3, 1e-60), ValueError, "epsilon is too small"),
-    case("mechanism", lambda: select_candidates(X5, C3, 3, 1.0, mechanism="mst"), ValueError, "mechanism"),
-    case("ground-metric", lambda: select_candidates(X5, C3, 3, 1.0, metric="cosine"), ValueError, "metric"),
-    case("tree-em-private-size", lambda: select_candidates(X5, C3, 3, 1.0, mechanism="tree-em", public_size=False),
-         ValueError, "public_size=True"),
-    case("public-size-text", lambda: select_candidates(X5, C3, 3, 1.0, public_size="False"), TypeError, "public_size"),
+    case(
+        "eps-tiny", lambda: select_candidates(X5, C3, 3, 1e-60), ValueError, "epsilon is too small"
+    ),
+    case(
+        "mechanism",
+        lambda: select_candidates(X5, C3, 3, 1.0, mechanism="mst"),
+        ValueError,
+        "mechanism",
+    ),
+    case(
+        "ground-metric",
+        lambda: select_candidates(X5, C3, 3, 1.0, metric="cosine"),
+        ValueError,
+        "metric",
+    ),
+    case(
+        "tree-em-private-size",
+        lambda: select_candidates(X5, C3, 3, 1.0, mechanism="tree-em", public_size=False),
+        ValueError,
+        "public_size=True",
+    ),
+    case(
+        "public-size-text",
+        lambda: select_candidates(X5, C3, 3, 1.0, public_size="False"),
+        TypeError,
+        "public_size",
+    ),
     case("no-seed-parameter", lambda: select_candidates(X5, C3, 3, 1.0, seed=1), TypeError, "seed"),
     case("D-1d", lambda: select_candidates(X5[:, 0], C3, 3, 1.0), ValueError, "2-dimensional"),
-    case("D-bool", lambda: select_candidates(np.ones((5, 2), bool), C3, 3, 1.0), TypeError, "real numbers"),
+    case(
+        "D-bool",
+        lambda: select_candidates(np.ones((5, 2), bool), C3, 3, 1.0),
+        TypeError,
+        "real numbers",
+    ),
 ]
 
 
@@ -744,9 +940,27 @@ CLI_ERRORS = [
     ("bounds-reversed", None, {"a": [1, 0], "b": [0, 1]}, [], "column 'a'.*bounds"),
     ("bounds-infinite", None, '{"a": [0, Infinity], "b": [0, 1]}', [], "column 'a'.*finite"),
     ("bounds-nan", None, '{"a": [NaN, 1], "b": [0, 1]}', [], "column 'a'.*finite"),
-    ("bounds-width-overflows", None, {"a": [-1e308, 1e308], "b": [0, 1]}, [], "column 'a'.*finite width"),
-    ("bounds-missing-column", None, {"a": [0, 1]}, [], "1 of its 2 header field\\(s\\) are not columns of the schema"),
-    ("bounds-extra-column", None, {"a": [0, 1], "b": [0, 1], "c": [0, 1]}, [], "schema column\\(s\\) \\['c'\\] are not in it"),
+    (
+        "bounds-width-overflows",
+        None,
+        {"a": [-1e308, 1e308], "b": [0, 1]},
+        [],
+        "column 'a'.*finite width",
+    ),
+    (
+        "bounds-missing-column",
+        None,
+        {"a": [0, 1]},
+        [],
+        "1 of its 2 header field\\(s\\) are not columns of the schema",
+    ),
+    (
+        "bounds-extra-column",
+        None,
+        {"a": [0, 1], "b": [0, 1], "c": [0, 1]},
+        [],
+        "schema column\\(s\\) \\['c'\\] are not in it",
+    ),
     ("bounds-text", None, {"a": ["0", 1], "b": [0, 1]}, [], "column 'a'.*bound"),
     ("eps-0", None, None, ["--epsilon", "0"], "--epsilon"),
     ("eps-negative", None, None, ["--epsilon", "-1"], "--epsilon"),
@@ -768,7 +982,22 @@ CLI_IMPUTED = [
 @pytest.mark.parametrize("name,csv", CLI_IMPUTED, ids=[c[0] for c in CLI_IMPUTED])
 def test_cli_imputes_values_that_do_not_fit(files, capsys, name, csv):
     src = files["write"]("in.csv", csv)
-    assert main(["synth", src, "-o", files["out"], "--bounds", files["bounds"], "--epsilon", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                src,
+                "-o",
+                files["out"],
+                "--bounds",
+                files["bounds"],
+                "--epsilon",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert open(files["out"]).read().splitlines()[0] == "a,b"
     assert "secret" not in capsys.readouterr().err
 
@@ -780,7 +1009,18 @@ def test_cli_rejects(files, capsys, name, csv, bounds, extra, match):
         bpath = files["bounds"]
     else:
         bpath = files["write"]("bb.json", bounds if isinstance(bounds, str) else json.dumps(bounds))
-    args = ["synth", src, "-o", files["out"], "--bounds", bpath, "--epsilon", "1", "--quiet", *extra]
+    args = [
+        "synth",
+        src,
+        "-o",
+        files["out"],
+        "--bounds",
+        bpath,
+        "--epsilon",
+        "1",
+        "--quiet",
+        *extra,
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("opendp-wasserstein: error: ")
@@ -803,7 +1043,19 @@ def test_cli_rejects(files, capsys, name, csv, bounds, extra, match):
 def test_cli_select_rejects(files, capsys, name, data, cands, extra, match):
     src = files["ok"] if data is None else files["write"]("d.csv", data)
     cpath = files["write"]("c.csv", cands if cands is not None else "a,b\n0,0\n1,0\n0,1\n")
-    args = ["select", src, cpath, "-m", "3", "--epsilon", "1", "-o", files["out"], "--quiet", *extra]
+    args = [
+        "select",
+        src,
+        cpath,
+        "-m",
+        "3",
+        "--epsilon",
+        "1",
+        "-o",
+        files["out"],
+        "--quiet",
+        *extra,
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("opendp-wasserstein: error: "), err
@@ -811,7 +1063,19 @@ def test_cli_select_rejects(files, capsys, name, data, cands, extra, match):
 
 
 def test_cli_huge_epsilon(files, capsys):
-    rc = main(["synth", files["ok"], "-o", files["out"], "--bounds", files["bounds"], "--epsilon", "1e308", "--quiet"])
+    rc = main(
+        [
+            "synth",
+            files["ok"],
+            "-o",
+            files["out"],
+            "--bounds",
+            files["bounds"],
+            "--epsilon",
+            "1e308",
+            "--quiet",
+        ]
+    )
     assert rc == 2
     assert "epsilon" in capsys.readouterr().err
 
@@ -821,9 +1085,29 @@ def test_cli_error_does_not_depend_on_data_values(files, capsys):
     domain of --bounds, docs/tables.rst "Missing and non-finite values") with one message that
     names the column and no row or value, so what is printed does not depend on the data."""
     errs = []
-    for text in ("a,b\n0.1,nan\n0.2,0.3\n", "a,b\n0.9,0.7\n0.4,nan\n", "a,b\n5,oops\n7,8\n", "a,b\n1,2\n3,zzz\n"):
+    for text in (
+        "a,b\n0.1,nan\n0.2,0.3\n",
+        "a,b\n0.9,0.7\n0.4,nan\n",
+        "a,b\n5,oops\n7,8\n",
+        "a,b\n1,2\n3,zzz\n",
+    ):
         src = files["write"]("x.csv", text)
-        assert main(["synth", src, "-o", files["out"], "--bounds", files["bounds"], "--epsilon", "1", "--quiet"]) == 2
+        assert (
+            main(
+                [
+                    "synth",
+                    src,
+                    "-o",
+                    files["out"],
+                    "--bounds",
+                    files["bounds"],
+                    "--epsilon",
+                    "1",
+                    "--quiet",
+                ]
+            )
+            == 2
+        )
         errs.append(capsys.readouterr().err)
     assert len(set(errs)) == 1, errs
     assert "column 'b'" in errs[0]
@@ -843,8 +1127,26 @@ def test_cli_valid_edge_inputs(files, name, body):
     src = files["write"]("e.csv", body)
     n = len(body.strip().splitlines()) - 1
     for mech in ("adaptive", "pruned"):
-        assert main(["synth", src, "-o", files["out"], "--bounds", files["bounds"], "--epsilon", "1",
-                     "--mechanism", mech, "--seed", "3", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "synth",
+                    src,
+                    "-o",
+                    files["out"],
+                    "--bounds",
+                    files["bounds"],
+                    "--epsilon",
+                    "1",
+                    "--mechanism",
+                    mech,
+                    "--seed",
+                    "3",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         y = np.loadtxt(files["out"], delimiter=",", skiprows=1, ndmin=2)
         assert y.shape == (n, 2)
         assert np.all((y >= 0) & (y <= 1))
@@ -874,8 +1176,11 @@ def datasets(draw, max_n=24, max_d=3):
         for c in range(d):
             kind = draw(special)
             v = {
-                "face_lo": lo[c], "face_hi": hi[c], "mid": mid[c],
-                "out_lo": lo[c] - draw(st.floats(0, 1e6)), "out_hi": hi[c] + draw(st.floats(0, 1e6)),
+                "face_lo": lo[c],
+                "face_hi": hi[c],
+                "mid": mid[c],
+                "out_lo": lo[c] - draw(st.floats(0, 1e6)),
+                "out_hi": hi[c] + draw(st.floats(0, 1e6)),
             }.get(kind)
             if v is None:
                 v = draw(st.floats(float(lo[c]), float(hi[c])))
@@ -887,8 +1192,13 @@ def datasets(draw, max_n=24, max_d=3):
     return x, (lo, hi)
 
 
-PROPS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPS = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _check_release(y, x, keep, lo, hi, n):
@@ -903,8 +1213,14 @@ def _check_release(y, x, keep, lo, hi, n):
 
 
 @PROPS
-@given(datasets(), st.integers(1, 8), st.sampled_from(["pruned", "pmm"]), st.sampled_from(["center", "uniform"]),
-       st.sampled_from(["public", "private", "output_size"]), st.integers(0, 2**31))
+@given(
+    datasets(),
+    st.integers(1, 8),
+    st.sampled_from(["pruned", "pmm"]),
+    st.sampled_from(["center", "uniform"]),
+    st.sampled_from(["public", "private", "output_size"]),
+    st.integers(0, 2**31),
+)
 def test_property_pruned_and_pmm(data, depth, mech, placement, size, seed):
     x, (lo, hi) = data
     n, d = x.shape
@@ -912,13 +1228,38 @@ def test_property_pruned_and_pmm(data, depth, mech, placement, size, seed):
     mk = make_pruned_pmm if mech == "pruned" else make_pmm
     scales = paper_schedule(d, 1.0, depth)
     if size == "public":
-        meas, rows_out = mk(dom(n, d), CO, depth, scales, bounds={"lower": lo, "upper": hi}, placement=placement), n
+        meas, rows_out = (
+            mk(
+                dom(n, d), CO, depth, scales, bounds={"lower": lo, "upper": hi}, placement=placement
+            ),
+            n,
+        )
     elif size == "private":
-        meas, rows_out = mk(dom(None, d), SYM, depth, scales, bounds={"lower": lo, "upper": hi}, placement=placement), None
+        meas, rows_out = (
+            mk(
+                dom(None, d),
+                SYM,
+                depth,
+                scales,
+                bounds={"lower": lo, "upper": hi},
+                placement=placement,
+            ),
+            None,
+        )
     else:
         m = 1 + seed % 7
-        meas, rows_out = mk(dom(None, d), SYM, depth, (math.inf, *scales[1:]), bounds={"lower": lo, "upper": hi}, placement=placement,
-                            output_size=m), m
+        meas, rows_out = (
+            mk(
+                dom(None, d),
+                SYM,
+                depth,
+                (math.inf, *scales[1:]),
+                bounds={"lower": lo, "upper": hi},
+                placement=placement,
+                output_size=m,
+            ),
+            m,
+        )
     with runtime.reproducible(seed):
         y = meas(x)
     _check_release(y, x, keep, lo, hi, rows_out)
@@ -931,28 +1272,49 @@ def test_property_adaptive(data, sized, seed):
     n, d = x.shape
     keep = x.copy()
     if sized:
-        meas = make_adaptive_pruned_pmm(dom(n, d), CO, 0.3, 0.7, bounds={"lower": lo, "upper": hi}, placement="uniform")
+        meas = make_adaptive_pruned_pmm(
+            dom(n, d), CO, 0.3, 0.7, bounds={"lower": lo, "upper": hi}, placement="uniform"
+        )
     else:
-        meas = make_adaptive_pruned_pmm(dom(None, d), SYM, 0.3, 0.7, bounds={"lower": lo, "upper": hi}, placement="uniform", size=1 + seed % 20)
+        meas = make_adaptive_pruned_pmm(
+            dom(None, d),
+            SYM,
+            0.3,
+            0.7,
+            bounds={"lower": lo, "upper": hi},
+            placement="uniform",
+            size=1 + seed % 20,
+        )
     with runtime.reproducible(seed):
         y = meas(x)
     _check_release(y, x, keep, lo, hi, n if sized else 1 + seed % 20)
 
 
 @PROPS
-@given(datasets(max_n=16), st.sampled_from(["adaptive", "pruned", "pmm"]), st.booleans(), st.integers(0, 2**31))
+@given(
+    datasets(max_n=16),
+    st.sampled_from(["adaptive", "pruned", "pmm"]),
+    st.booleans(),
+    st.integers(0, 2**31),
+)
 def test_property_synthesize(data, mechanism, public_size, seed):
     x, (lo, hi) = data
     keep = x.copy()
     with runtime.reproducible(seed):
-        y, rep = synthesize(x, 1.0, {"lower": lo, "upper": hi}, mechanism=mechanism, public_size=public_size)
+        y, rep = synthesize(
+            x, 1.0, {"lower": lo, "upper": hi}, mechanism=mechanism, public_size=public_size
+        )
     _check_release(y, x, keep, lo, hi, x.shape[0] if public_size else None)
     assert rep.size == y.shape[0]
     assert rep.epsilon <= 1.0
 
 
 @PROPS
-@given(datasets(max_n=12, max_d=2), st.sampled_from(["tree-em", "tree-projection"]), st.integers(0, 2**31))
+@given(
+    datasets(max_n=12, max_d=2),
+    st.sampled_from(["tree-em", "tree-projection"]),
+    st.integers(0, 2**31),
+)
 def test_property_public_candidates(data, mech, seed):
     x, (lo, hi) = data
     n, d = x.shape

@@ -82,7 +82,12 @@ def _scan(path: pathlib.Path) -> list[tuple[int, str]]:
         attr = None
         if isinstance(node, ast.Attribute):
             v = node.value
-            if isinstance(v, ast.Attribute) and v.attr == "random" and isinstance(v.value, ast.Name) and v.value.id in numpy_names:
+            if (
+                isinstance(v, ast.Attribute)
+                and v.attr == "random"
+                and isinstance(v.value, ast.Name)
+                and v.value.id in numpy_names
+            ):
                 attr = node.attr
             elif isinstance(v, ast.Name) and v.id in np_random_names:
                 attr = node.attr
@@ -92,8 +97,11 @@ def _scan(path: pathlib.Path) -> list[tuple[int, str]]:
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
         if (
-            isinstance(node, ast.Attribute) and node.attr == "random" and isinstance(node.value, ast.Name)
-            and node.value.id in numpy_names and not isinstance(parents.get(node), ast.Attribute)
+            isinstance(node, ast.Attribute)
+            and node.attr == "random"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in numpy_names
+            and not isinstance(parents.get(node), ast.Attribute)
         ):
             found.append((node.lineno, "np.random (the module itself)"))
     return sorted(set(found))
@@ -120,14 +128,24 @@ def test_scanner_finds_what_it_should(tmp_path):
         "g = np.random.default_rng(0)\n"
     )
     what = {w for _, w in _scan(src)}
-    assert what == {"import random", "default_rng", "rand", "laplace", "choice", "seed", "np.random (the module itself)"}
+    assert what == {
+        "import random",
+        "default_rng",
+        "rand",
+        "laplace",
+        "choice",
+        "seed",
+        "np.random (the module itself)",
+    }
 
 
 def test_no_global_random_state_in_the_package():
     assert len(list(PACKAGE.rglob("*.py"))) > 20  # the scan looks at the package
     uses = package_random_uses()
     unexpected = {k: v for k, v in uses.items() if k not in KNOWN_EXCEPTIONS}
-    assert not unexpected, f"numpy global random state / stdlib random used in the package: {unexpected}"
+    assert not unexpected, (
+        f"numpy global random state / stdlib random used in the package: {unexpected}"
+    )
 
 
 def test_seeded_path_uses_only_generator_pcg64_seedsequence():
@@ -140,14 +158,47 @@ def test_seeded_path_uses_only_generator_pcg64_seedsequence():
 # (b) global-state functions replaced by functions that raise
 
 GLOBAL_NUMPY = [
-    "random", "rand", "randn", "randint", "random_integers", "random_sample", "ranf", "sample",
-    "choice", "bytes", "laplace", "geometric", "uniform", "normal", "standard_normal",
-    "exponential", "gumbel", "binomial", "poisson", "shuffle", "permutation", "seed",
-    "get_state", "set_state", "RandomState", "default_rng",
+    "random",
+    "rand",
+    "randn",
+    "randint",
+    "random_integers",
+    "random_sample",
+    "ranf",
+    "sample",
+    "choice",
+    "bytes",
+    "laplace",
+    "geometric",
+    "uniform",
+    "normal",
+    "standard_normal",
+    "exponential",
+    "gumbel",
+    "binomial",
+    "poisson",
+    "shuffle",
+    "permutation",
+    "seed",
+    "get_state",
+    "set_state",
+    "RandomState",
+    "default_rng",
 ]
 GLOBAL_STDLIB = [
-    "random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
-    "gauss", "getrandbits", "seed", "randbytes", "SystemRandom",
+    "random",
+    "randint",
+    "randrange",
+    "choice",
+    "choices",
+    "shuffle",
+    "sample",
+    "uniform",
+    "gauss",
+    "getrandbits",
+    "seed",
+    "randbytes",
+    "SystemRandom",
 ]
 
 
@@ -161,7 +212,9 @@ def _forbid(monkeypatch):
         def raiser(*args, _name=name, _orig=original, **kwargs):
             caller = sys._getframe(1).f_globals.get("__name__", "")
             # default_rng is allowed for public test data: evaluation/ and the tests themselves
-            if _name == "default_rng" and (caller.startswith("opendp_wasserstein.evaluation") or caller.startswith("tests")):
+            if _name == "default_rng" and (
+                caller.startswith("opendp_wasserstein.evaluation") or caller.startswith("tests")
+            ):
                 return _orig(*args, **kwargs)
             calls.append(f"numpy.random.{_name} from {caller}")
             raise AssertionError(f"numpy.random.{_name} called from {caller}")
@@ -208,9 +261,14 @@ def test_the_release_table_covers_the_registry():
     randomised = {e.short for e in registry.ENTRIES if e.randomness != "none"}
     assert randomised <= {label.split("[")[0] for label in RELEASES}
     # the documented exceptions to (d): OpenDP's CSPRNG
-    assert set(NOT_SEEDABLE) == {"exponential_selection", "exponential_selection[permute_and_flip]",
-                                 "nn_histogram", "nn_histogram[unsized]", "nn_histogram[zcdp]",
-                                 "select_candidates[nn]"}
+    assert set(NOT_SEEDABLE) == {
+        "exponential_selection",
+        "exponential_selection[permute_and_flip]",
+        "nn_histogram",
+        "nn_histogram[unsized]",
+        "nn_histogram[zcdp]",
+        "select_candidates[nn]",
+    }
     assert {"synthesize[adaptive, private size]", "noisy_size_then[unsized]"} <= set(SEEDABLE)
 
 
@@ -236,8 +294,23 @@ def test_cli_runs_without_global_random_state(monkeypatch, tmp_path):
     bounds.write_text(json.dumps({"a": [0, 1], "b": [0, 1]}))
     calls = _forbid(monkeypatch)
     for seed in ([], ["--seed", "3"]):
-        assert main(["synth", str(src), "-o", str(tmp_path / "o.csv"), "--bounds", str(bounds),
-                     "--epsilon", "1", "--quiet", *seed]) == 0
+        assert (
+            main(
+                [
+                    "synth",
+                    str(src),
+                    "-o",
+                    str(tmp_path / "o.csv"),
+                    "--bounds",
+                    str(bounds),
+                    "--epsilon",
+                    "1",
+                    "--quiet",
+                    *seed,
+                ]
+            )
+            == 0
+        )
     assert calls == []
 
 
@@ -246,7 +319,9 @@ def test_cli_runs_without_global_random_state(monkeypatch, tmp_path):
 
 
 def _same(a, b) -> bool:
-    if hasattr(a, "__dataclass_fields__"):  # NoisyTree, LeafMasses, NoisyTreeCounts: compare the arrays
+    if hasattr(
+        a, "__dataclass_fields__"
+    ):  # NoisyTree, LeafMasses, NoisyTreeCounts: compare the arrays
         return repr(a) == repr(b)
     try:
         return np.array_equal(np.asarray(a), np.asarray(b))
@@ -343,7 +418,9 @@ def test_the_documented_exceptions_are_not_reproducible(label):
 
 
 def test_reproducible_diagnostics_reproduce():
-    meas = registry.entry("make_adaptive_pruned_pmm").build(60, epsilon_select=0.5, epsilon_main=0.5)
+    meas = registry.entry("make_adaptive_pruned_pmm").build(
+        60, epsilon_select=0.5, epsilon_main=0.5
+    )
     runs = []
     for _ in range(2):
         with runtime.reproducible(11), runtime.diagnostics() as info:
@@ -357,8 +434,9 @@ def test_reproducible_diagnostics_reproduce():
 
 
 def test_reproducible_holds_only_inside_its_block():
-    meas = registry.entry("make_pruned_pmm").build(60, depth=6, scales=registry.paper_schedule(2, 1.0, 6),
-                                                  placement="uniform")
+    meas = registry.entry("make_pruned_pmm").build(
+        60, depth=6, scales=registry.paper_schedule(2, 1.0, 6), placement="uniform"
+    )
     with runtime.reproducible(5):
         a = meas(X60)
     b = meas(X60)  # secure again
@@ -376,7 +454,24 @@ def test_cli_seed_reproduces(tmp_path):
     outs = []
     for i, seed in enumerate(("5", "5", "6")):
         out = tmp_path / f"o{i}.csv"
-        assert main(["synth", str(src), "-o", str(out), "--bounds", str(bounds), "--epsilon", "1", "--quiet", "--seed", seed]) == 0
+        assert (
+            main(
+                [
+                    "synth",
+                    str(src),
+                    "-o",
+                    str(out),
+                    "--bounds",
+                    str(bounds),
+                    "--epsilon",
+                    "1",
+                    "--quiet",
+                    "--seed",
+                    seed,
+                ]
+            )
+            == 0
+        )
         outs.append(out.read_text())
     assert outs[0] == outs[1]
     assert outs[0] != outs[2]
@@ -395,7 +490,9 @@ def _public_callables():
     for mod in (measurements, transformations, postprocessing, api):
         for name in getattr(mod, "__all__", []):
             obj = getattr(mod, name)
-            if callable(obj) and (name.startswith(("make_", "then_")) or name in ("synthesize", "select_candidates")):
+            if callable(obj) and (
+                name.startswith(("make_", "then_")) or name in ("synthesize", "select_candidates")
+            ):
                 found.append((f"{mod.__name__.split('.')[-1]}.{name}", obj))
     return found
 
@@ -407,7 +504,10 @@ def test_no_constructor_takes_runtime_options():
     assert len(PUBLIC) >= 2 * len(registry.ENTRIES) - 6  # make_ and then_ of (almost) every entry
     for e in registry.ENTRIES:
         assert not RUNTIME_OPTIONS & set(inspect.signature(e.constructor).parameters), e.name
-    offenders = {name: sorted(RUNTIME_OPTIONS & set(inspect.signature(obj).parameters)) for name, obj in PUBLIC}
+    offenders = {
+        name: sorted(RUNTIME_OPTIONS & set(inspect.signature(obj).parameters))
+        for name, obj in PUBLIC
+    }
     assert not {k: v for k, v in offenders.items() if v}, (
         "seed/backend/diagnostics are run-time options (opendp_wasserstein.runtime), not parameters"
     )
@@ -434,8 +534,12 @@ def test_every_remaining_seed_parameter_is_documented_as_not_private():
 
     found = []
     public = [(name, getattr(trees, name)) for name in trees.__all__]
-    public += [(name, obj) for mod in (cli, _common, arrays, dask, demo, tables) for name, obj in vars(mod).items()
-               if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and not name.startswith("_")]
+    public += [
+        (name, obj)
+        for mod in (cli, _common, arrays, dask, demo, tables)
+        for name, obj in vars(mod).items()
+        if inspect.isfunction(obj) and obj.__module__ == mod.__name__ and not name.startswith("_")
+    ]
     for name, obj in public:
         if inspect.isfunction(obj) and "seed" in inspect.signature(obj).parameters:
             found.append((name, obj))
@@ -444,7 +548,13 @@ def test_every_remaining_seed_parameter_is_documented_as_not_private():
     for name, obj in found:
         if name == "distortion":  # seeds public sample pairs of an evaluation, not a release
             continue
-        assert "not private" in _normalised_doc(obj), f"{name}: its seed must be documented as not private"
-    parser_help = " ".join(a.help or "" for sub in cli._parser()._subparsers._group_actions[0].choices.values()
-                           for a in sub._actions if "--seed" in a.option_strings)
+        assert "not private" in _normalised_doc(obj), (
+            f"{name}: its seed must be documented as not private"
+        )
+    parser_help = " ".join(
+        a.help or ""
+        for sub in cli._parser()._subparsers._group_actions[0].choices.values()
+        for a in sub._actions
+        if "--seed" in a.option_strings
+    )
     assert parser_help.lower().count("not private") == 3

@@ -43,8 +43,12 @@ def fixed_size_release(name, n):
         t = make_dyadic_counts(arr_dom(n), sym, 5, [1.0] + [1e-3] * 5)
         return t >> M.make_pruned_tree_laplace(t.output_domain, t.output_metric), x
     if name == "tree_count_laplace":
-        t = make_tree_counts(candidate_index_domain(len(C), n), sym, TREE, tree_level_scales(TREE, 1.0))
-        return t >> M.make_tree_count_laplace(t.output_domain, t.output_metric), np.zeros(n, dtype=np.int64)
+        t = make_tree_counts(
+            candidate_index_domain(len(C), n), sym, TREE, tree_level_scales(TREE, 1.0)
+        )
+        return t >> M.make_tree_count_laplace(t.output_domain, t.output_metric), np.zeros(
+            n, dtype=np.int64
+        )
     if name == "tree_projection":
         return M.make_tree_projection(arr_dom(n), sym, C, 10, 1.0, tree=TREE), x
     if name == "tree_em":
@@ -57,12 +61,22 @@ def fixed_size_release(name, n):
         return t >> mk(t.output_domain, t.output_metric), x
     if name == "tree_count_gaussian":
         t = make_tree_counts(
-            candidate_index_domain(len(C), n), sym, TREE, tree_level_scales(TREE, 1.0), output_metric="l2sq"
+            candidate_index_domain(len(C), n),
+            sym,
+            TREE,
+            tree_level_scales(TREE, 1.0),
+            output_metric="l2sq",
         )
-        return t >> M.make_tree_count_gaussian(t.output_domain, t.output_metric), np.zeros(n, dtype=np.int64)
+        return t >> M.make_tree_count_gaussian(t.output_domain, t.output_metric), np.zeros(
+            n, dtype=np.int64
+        )
     if name == "exponential_selection":
         dom = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=3)
-        return M.make_exponential_selection(dom, dp.linf_distance(T=float), 1.0, 1.0), [float(n), 0.0, 1.0]
+        return M.make_exponential_selection(dom, dp.linf_distance(T=float), 1.0, 1.0), [
+            float(n),
+            0.0,
+            1.0,
+        ]
     raise AssertionError(name)
 
 
@@ -100,13 +114,23 @@ def _synthesizers(n):
 
     def build(n_hat):
         depth = ambient_depth(0.9, n_hat)
-        return M.make_pruned_pmm(dom_unsized, sym, depth, (math.inf, *paper_schedule(2, 0.9, depth)[1:]), output_size=n_hat)
+        return M.make_pruned_pmm(
+            dom_unsized,
+            sym,
+            depth,
+            (math.inf, *paper_schedule(2, 0.9, depth)[1:]),
+            output_size=n_hat,
+        )
 
     return {
         "pruned_pmm": M.make_pruned_pmm(arr_dom(n), sym, 8, paper_schedule(2, 1.0, 8)),
         "pmm": M.make_pmm(arr_dom(n), sym, 6, paper_schedule(2, 1.0, 6)),
-        "adaptive_pruned_pmm": M.make_adaptive_pruned_pmm(arr_dom(n), dp.change_one_distance(), 0.2, 0.8),
-        "noisy_size_then": M.make_noisy_size_then(dom_unsized, sym, 0.1, build, lambda d_in: d_in * 0.45),
+        "adaptive_pruned_pmm": M.make_adaptive_pruned_pmm(
+            arr_dom(n), dp.change_one_distance(), 0.2, 0.8
+        ),
+        "noisy_size_then": M.make_noisy_size_then(
+            dom_unsized, sym, 0.1, build, lambda d_in: d_in * 0.45
+        ),
         "privtree": M.make_privtree(arr_dom(n), sym, 0.5, 0.5, 16),
     }
 

@@ -37,8 +37,19 @@ pl = pytest.importorskip("polars")
 OPENDP_RECORD = "__opendp_dict__"
 
 #: objects the walk does not enter: shared, immutable or global (never a per-release copy)
-_ATOMS = (str, bytes, int, float, complex, bool, type(None), type, types.ModuleType,
-          types.BuiltinFunctionType, np.dtype)
+_ATOMS = (
+    str,
+    bytes,
+    int,
+    float,
+    complex,
+    bool,
+    type(None),
+    type,
+    types.ModuleType,
+    types.BuiltinFunctionType,
+    np.dtype,
+)
 
 
 def _reachable(root: Any, limit: int = 200_000) -> Iterator[Any]:
@@ -58,8 +69,11 @@ def _reachable(root: Any, limit: int = 200_000) -> Iterator[Any]:
         if isinstance(obj, types.FunctionType):
             # a function's globals are its module's namespace (shared, not per release); its
             # closure and defaults are walked
-            children = [*(c.cell_contents for c in (obj.__closure__ or ()) if _cell_full(c)),
-                        *(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
+            children = [
+                *(c.cell_contents for c in (obj.__closure__ or ()) if _cell_full(c)),
+                *(obj.__defaults__ or ()),
+                *(obj.__kwdefaults__ or {}).values(),
+            ]
         else:
             children = gc.get_referents(obj)
         for child in children:
@@ -76,8 +90,19 @@ def _cell_full(cell: Any) -> bool:
     return True
 
 
-_CONTAINERS = (np.ndarray, pd.DataFrame, pd.Series, pa.Table, pa.ChunkedArray, pa.Array,
-               pl.DataFrame, pl.LazyFrame, pl.Series, list, dict)
+_CONTAINERS = (
+    np.ndarray,
+    pd.DataFrame,
+    pd.Series,
+    pa.Table,
+    pa.ChunkedArray,
+    pa.Array,
+    pl.DataFrame,
+    pl.LazyFrame,
+    pl.Series,
+    list,
+    dict,
+)
 
 
 def _frame_floats(obj: Any) -> list[np.ndarray]:
@@ -88,7 +113,11 @@ def _frame_floats(obj: Any) -> list[np.ndarray]:
     if isinstance(obj, pl.DataFrame):
         return [obj[c].to_numpy() for c, t in obj.schema.items() if t.is_float()]
     if isinstance(obj, pa.Table):
-        return [obj.column(i).to_numpy() for i, f in enumerate(obj.schema) if pa.types.is_floating(f.type)]
+        return [
+            obj.column(i).to_numpy()
+            for i, f in enumerate(obj.schema)
+            if pa.types.is_floating(f.type)
+        ]
     return []
 
 
@@ -106,16 +135,22 @@ def _input_fingerprint(x: Any) -> tuple[set[int], np.ndarray]:
 
 
 def assert_no_input_reference(out: Any, x: Any) -> None:
-    assert not hasattr(out, OPENDP_RECORD), f"the release carries OpenDP's record of the call ({type(out).__name__})"
+    assert not hasattr(out, OPENDP_RECORD), (
+        f"the release carries OpenDP's record of the call ({type(out).__name__})"
+    )
     ids, values = _input_fingerprint(x)
     for col in _frame_floats(out):
         hit = np.isin(np.asarray(col, dtype=np.float64), values)
         assert not hit.any(), f"a released column holds {int(hit.sum())} of the input's values"
     for obj in _reachable(out):
-        assert id(obj) not in ids or isinstance(obj, _ATOMS), f"the release reaches the input's {type(obj).__name__}"
+        assert id(obj) not in ids or isinstance(obj, _ATOMS), (
+            f"the release reaches the input's {type(obj).__name__}"
+        )
         if values.size and isinstance(obj, np.ndarray) and obj.dtype.kind == "f" and obj.size:
             hit = np.isin(obj.ravel(), values)
-            assert not hit.any(), f"a released {obj.shape} array holds {int(hit.sum())} of the input's values"
+            assert not hit.any(), (
+                f"a released {obj.shape} array holds {int(hit.sum())} of the input's values"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,8 +184,13 @@ def test_the_check_catches_a_release_that_keeps_its_input():
 
     dp.enable_features("contrib")
     x = np.random.default_rng(1).uniform(size=(5, 2))
-    meas = make_measurement(dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance(),
-                            dp.max_divergence(), lambda a: Box(0), lambda d: 0.0)
+    meas = make_measurement(
+        dp.numpy.array2_domain(num_columns=2, T=float),
+        dp.symmetric_distance(),
+        dp.max_divergence(),
+        lambda a: Box(0),
+        lambda d: 0.0,
+    )
     with pytest.raises(AssertionError, match="record of the call"):
         assert_no_input_reference(meas(x), x)
     with pytest.raises(AssertionError, match="input's values"):
@@ -176,12 +216,22 @@ def _api_cases() -> dict[str, Any]:
         "synthesize[adaptive]": (rows, lambda x: synthesize(x, 1.0, (0, 1))),
         "synthesize[pruned]": (rows, lambda x: synthesize(x, 1.0, (0, 1), mechanism="pruned")),
         "synthesize[pmm]": (rows, lambda x: synthesize(x, 1.0, (0, 1), mechanism="pmm")),
-        "synthesize[adaptive, private size]": (rows, lambda x: synthesize(x, 1.0, (0, 1), public_size=False)),
+        "synthesize[adaptive, private size]": (
+            rows,
+            lambda x: synthesize(x, 1.0, (0, 1), public_size=False),
+        ),
         "synthesize[adaptive, zcdp]": (rows, lambda x: synthesize(x, 0.5, (0, 1), privacy="zcdp"))
-        if _has_zcdp_api() else None,
+        if _has_zcdp_api()
+        else None,
         "select_candidates[projection]": (rows, lambda x: select_candidates(x, cands, 20, 0.5)),
-        "select_candidates[tree-em]": (rows, lambda x: select_candidates(x, cands, 20, 0.5, mechanism="tree-em")),
-        "select_candidates[nn]": (rows, lambda x: select_candidates(x, cands, 20, 0.5, mechanism="nn")),
+        "select_candidates[tree-em]": (
+            rows,
+            lambda x: select_candidates(x, cands, 20, 0.5, mechanism="tree-em"),
+        ),
+        "select_candidates[nn]": (
+            rows,
+            lambda x: select_candidates(x, cands, 20, 0.5, mechanism="nn"),
+        ),
     }
 
 
@@ -212,24 +262,31 @@ def test_api_release_and_report_hold_no_reference_to_the_input(label: str):
 def _schema() -> Any:
     from opendp_wasserstein.tables import Schema
 
-    return Schema.from_json({"columns": {
-        "income": {"type": "float", "bounds": [0, 1000], "nullable": True},
-        "age": {"type": "int", "bounds": [0, 120]},
-        "region": {"type": "categorical", "categories": ["north", "east", "south"]},
-        "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
-        "smoker": {"type": "bool"},
-    }})
+    return Schema.from_json(
+        {
+            "columns": {
+                "income": {"type": "float", "bounds": [0, 1000], "nullable": True},
+                "age": {"type": "int", "bounds": [0, 120]},
+                "region": {"type": "categorical", "categories": ["north", "east", "south"]},
+                "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
+                "smoker": {"type": "bool"},
+            }
+        }
+    )
 
 
 def _frame(n: int = 120, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "income": np.where(rng.uniform(size=n) < 0.1, np.nan, rng.uniform(0, 900, n)),
-        "age": rng.integers(18, 90, n),
-        "region": rng.choice(["north", "east", "south"], n),
-        "visit": pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D"),
-        "smoker": rng.uniform(size=n) < 0.3,
-    })
+    return pd.DataFrame(
+        {
+            "income": np.where(rng.uniform(size=n) < 0.1, np.nan, rng.uniform(0, 900, n)),
+            "age": rng.integers(18, 90, n),
+            "region": rng.choice(["north", "east", "south"], n),
+            "visit": pd.to_datetime("2015-01-01")
+            + pd.to_timedelta(rng.integers(0, 365, n), unit="D"),
+            "smoker": rng.uniform(size=n) < 0.3,
+        }
+    )
 
 
 KINDS = ["pandas", "polars", "polars-lazy", "arrow", "numpy"]
@@ -287,7 +344,11 @@ def test_opendp_chain_ending_in_the_decoding_holds_no_reference_to_the_input(kin
     df = _frame()
     dom = table_domain(_schema(), size=len(df))
     t = make_table_encoding(dom, dp.change_one_distance())
-    meas = t >> make_adaptive_pruned_pmm(t.output_domain, t.output_metric, 0.2, 0.8) >> make_table_decoding(dom, kind)
+    meas = (
+        t
+        >> make_adaptive_pruned_pmm(t.output_domain, t.output_metric, 0.2, 0.8)
+        >> make_table_decoding(dom, kind)
+    )
     x = _as_kind(df, kind)
     with reproducible(2):
         out = meas(x)
@@ -311,10 +372,18 @@ def test_context_query_release_holds_no_reference_to_the_input():
 
     dp.enable_features("contrib")
     df = _frame()
-    ctx = dp.Context.compositor(data=df, privacy_unit=dp.unit_of(contributions=1),
-                                privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=1,
-                                domain=table_domain(_schema()))
+    ctx = dp.Context.compositor(
+        data=df,
+        privacy_unit=dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(epsilon=1.0),
+        split_evenly_over=1,
+        domain=table_domain(_schema()),
+    )
     with reproducible(3):
-        points = ctx.query().table_encoding().adaptive_pruned_pmm(
-            epsilon_select=0.2, epsilon_main=1.6, size=len(df)).release()
+        points = (
+            ctx.query()
+            .table_encoding()
+            .adaptive_pruned_pmm(epsilon_select=0.2, epsilon_main=1.6, size=len(df))
+            .release()
+        )
     assert_no_input_reference(points, df)

@@ -14,6 +14,10 @@ def test_no_assert_joins_conditions_with_and():
     for path in sorted(TESTS.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assert) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And):
+            if (
+                isinstance(node, ast.Assert)
+                and isinstance(node.test, ast.BoolOp)
+                and isinstance(node.test.op, ast.And)
+            ):
                 found.append(f"{path.relative_to(TESTS.parent)}:{node.lineno}")
     assert not found, f"split these asserts: {found}"

@@ -15,13 +15,16 @@ def test_installed_modules_are_returned():
     assert import_optional("json") is json
 
 
-@pytest.mark.parametrize(("module", "pip", "extra"), [
-    ("polars", "polars", "polars"),
-    ("ot", "POT", "eval"),
-    ("ortools.graph.python", "ortools", "eval"),
-    ("distributed", "dask[distributed]", "dask"),
-    ("tqdm", "tqdm", "progress"),
-])
+@pytest.mark.parametrize(
+    ("module", "pip", "extra"),
+    [
+        ("polars", "polars", "polars"),
+        ("ot", "POT", "eval"),
+        ("ortools.graph.python", "ortools", "eval"),
+        ("distributed", "dask[distributed]", "dask"),
+        ("tqdm", "tqdm", "progress"),
+    ],
+)
 def test_a_missing_module_names_the_package_and_the_extra(monkeypatch, module, pip, extra):
     monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
     with pytest.raises(OptionalDependencyError) as info:

@@ -59,7 +59,9 @@ def cluster() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as lc:
             with Client(lc) as client:
                 yield client
 
@@ -73,7 +75,9 @@ def killable_cluster() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as lc:
             with Client(lc) as client:
                 yield client
 

@@ -46,20 +46,28 @@ def both(meas, x, client, tmp_path, seed=11, **kw):  # type: ignore[no-untyped-d
 
 CASES = {
     "pruned-center": lambda dom, met: make_pruned_pmm(dom, met, 14, paper_schedule(3, 1.0, 14)),
-    "pruned-uniform": lambda dom, met: make_pruned_pmm(dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform"),
+    "pruned-uniform": lambda dom, met: make_pruned_pmm(
+        dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform"
+    ),
     "pruned-shallow": lambda dom, met: make_pruned_pmm(dom, met, 4, paper_schedule(3, 1.0, 4)),
     "pmm": lambda dom, met: make_pmm(dom, met, 9, paper_schedule(3, 1.0, 9), placement="uniform"),
-    "adaptive": lambda dom, met: make_adaptive_pruned_pmm(dom, met, 0.25, 0.75, placement="uniform"),
+    "adaptive": lambda dom, met: make_adaptive_pruned_pmm(
+        dom, met, 0.25, 0.75, placement="uniform"
+    ),
     # a public split order other than the cyclic one (coordinate 2 split first, twice as often)
     "pruned-axes": lambda dom, met: make_pruned_pmm(
         dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform", axes=[2, 2, 0, 1] * 4
     ),
-    "pmm-axes": lambda dom, met: make_pmm(dom, met, 8, paper_schedule(3, 1.0, 8), axes=[1, 0, 2, 2] * 2),
+    "pmm-axes": lambda dom, met: make_pmm(
+        dom, met, 8, paper_schedule(3, 1.0, 8), axes=[1, 0, 2, 2] * 2
+    ),
     "adaptive-order": lambda dom, met: make_adaptive_pruned_pmm(
         dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20)
     ),
     # the post-processing options: the paper's rule with a threshold, least squares (two passes)
-    "pruned-threshold": lambda dom, met: make_pruned_pmm(dom, met, 14, paper_schedule(3, 1.0, 14), threshold=1.5),
+    "pruned-threshold": lambda dom, met: make_pruned_pmm(
+        dom, met, 14, paper_schedule(3, 1.0, 14), threshold=1.5
+    ),
     "pruned-lsq": lambda dom, met: make_pruned_pmm(
         dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform", consistency="least_squares"
     ),
@@ -70,14 +78,24 @@ CASES = {
         dom, met, 4, paper_schedule(3, 1.0, 4), consistency="least_squares"
     ),
     "pruned-lsq-axes": lambda dom, met: make_pruned_pmm(
-        dom, met, 14, paper_schedule(3, 1.0, 14), placement="uniform", axes=[2, 2, 0, 1] * 4,
+        dom,
+        met,
+        14,
+        paper_schedule(3, 1.0, 14),
+        placement="uniform",
+        axes=[2, 2, 0, 1] * 4,
         consistency="least_squares",
     ),
     "pruned-zcdp": lambda dom, met: make_pruned_pmm(
         dom, met, 12, [2.0] * 13, output_measure=dp.zero_concentrated_divergence()
     ),
     "pruned-lsq-zcdp": lambda dom, met: make_pruned_pmm(
-        dom, met, 12, [2.0] * 13, output_measure=dp.zero_concentrated_divergence(), consistency="least_squares"
+        dom,
+        met,
+        12,
+        [2.0] * 13,
+        output_measure=dp.zero_concentrated_divergence(),
+        consistency="least_squares",
     ),
     "adaptive-lsq": lambda dom, met: make_adaptive_pruned_pmm(
         dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares"
@@ -87,11 +105,21 @@ CASES = {
         dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares", score="capped"
     ),
     "adaptive-capped-order": lambda dom, met: make_adaptive_pruned_pmm(
-        dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20), score="capped"
+        dom,
+        met,
+        0.25,
+        0.75,
+        split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20),
+        score="capped",
     ),
     "adaptive-lsq-order": lambda dom, met: make_adaptive_pruned_pmm(
-        dom, met, 0.25, 0.75, split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20),
-        consistency="least_squares", threshold=1.0,
+        dom,
+        met,
+        0.25,
+        0.75,
+        split_order=SplitOrder.discrete_first(cells=(0, 4, 0), max_splits=20),
+        consistency="least_squares",
+        threshold=1.0,
     ),
 }
 
@@ -99,16 +127,25 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_fixed_key_gives_the_in_memory_release(case, inline, tmp_path):
     n, d = 3000, 3
-    meas = CASES[case](dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance())
-    y, z, info_mem, info_dist = both(meas, data(n, d), inline, tmp_path, parts=5, rows_per_block=700)
+    meas = CASES[case](
+        dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance()
+    )
+    y, z, info_mem, info_dist = both(
+        meas, data(n, d), inline, tmp_path, parts=5, rows_per_block=700
+    )
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     for key in ("depth", "visited_nodes", "active_nodes", "leaves", "size", "s", "candidate_index"):
         assert info_dist.get(key) == info_mem.get(key), key
 
 
 #: the paper's-rule case of each least-squares case
-PAPER_OF = {"pruned-lsq": "pruned-uniform", "pruned-lsq-threshold": "pruned-center", "adaptive-lsq": "adaptive",
-            "pruned-lsq-axes": "pruned-axes", "pruned-lsq-zcdp": "pruned-zcdp"}
+PAPER_OF = {
+    "pruned-lsq": "pruned-uniform",
+    "pruned-lsq-threshold": "pruned-center",
+    "adaptive-lsq": "adaptive",
+    "pruned-lsq-axes": "pruned-axes",
+    "pruned-lsq-zcdp": "pruned-zcdp",
+}
 
 
 @pytest.mark.parametrize("case", list(PAPER_OF))
@@ -128,7 +165,9 @@ def test_least_squares_runs_in_two_passes(case, inline, tmp_path, monkeypatch):
     n, d = 3000, 3
     dom = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
     meas = CASES[case](dom, dp.change_one_distance())
-    y, z, info_mem, info_dist = both(meas, data(n, d), inline, tmp_path, parts=2, rows_per_block=700)
+    y, z, info_mem, info_dist = both(
+        meas, data(n, d), inline, tmp_path, parts=2, rows_per_block=700
+    )
     assert len(calls) == 2  # one forest per part: the release goes below the split level
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     for key in ("depth", "visited_nodes", "active_nodes", "leaves", "size", "s", "candidate_index"):
@@ -147,8 +186,15 @@ def test_private_size_roots(output_size, consistency, inline, tmp_path):
     scales = paper_schedule(2, 1.0, 10)
     if output_size is not None:
         scales = (math.inf, *scales[1:])
-    meas = make_pruned_pmm(dom, dp.symmetric_distance(), 10, scales, placement="uniform", output_size=output_size,
-                           consistency=consistency)
+    meas = make_pruned_pmm(
+        dom,
+        dp.symmetric_distance(),
+        10,
+        scales,
+        placement="uniform",
+        output_size=output_size,
+        consistency=consistency,
+    )
     y, z, _, _ = both(meas, data(800, 2), inline, tmp_path, parts=3, rows_per_block=200)
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     if output_size is not None:
@@ -161,7 +207,9 @@ def test_law_of_a_tiny_case_is_the_exact_law(inline, tmp_path):
     scales = paper_schedule(2, 1.0, 2)
     x = np.array([[0.1, 0.1], [0.2, 0.7], [0.8, 0.3]])
     law = leaf_law(*counts_of(x), 3, scales, True)
-    meas = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=3, T=float), dp.symmetric_distance(), 2, scales)
+    meas = make_pruned_pmm(
+        dp.numpy.array2_domain(num_columns=2, size=3, T=float), dp.symmetric_distance(), 2, scales
+    )
     plan = plan_of(meas)
     blocks, names = blocks_of(x, 2, rows_per_block=1)
     runs = 1500
@@ -193,9 +241,17 @@ def test_zcdp_fixed_key_gives_the_in_memory_release(make, inline, tmp_path):
     # zCDP: node-addressed discrete Gaussian noise, the same release on Dask
     n, d = 2000, 2
     dom = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
-    meas = make(dom, dp.change_one_distance(), 8, [2.0] * 9, placement="uniform",
-                output_measure=dp.zero_concentrated_divergence())
-    y, z, info_mem, info_dist = both(meas, data(n, d), inline, tmp_path, parts=3, rows_per_block=500)
+    meas = make(
+        dom,
+        dp.change_one_distance(),
+        8,
+        [2.0] * 9,
+        placement="uniform",
+        output_measure=dp.zero_concentrated_divergence(),
+    )
+    y, z, info_mem, info_dist = both(
+        meas, data(n, d), inline, tmp_path, parts=3, rows_per_block=500
+    )
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     assert info_dist["visited_nodes"] == info_mem["visited_nodes"]
 
@@ -217,22 +273,35 @@ def test_split_level_and_bounds():
 
 
 def test_public_size_is_checked(inline, tmp_path):
-    meas = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=100, T=float), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6))
+    meas = make_pruned_pmm(
+        dp.numpy.array2_domain(num_columns=2, size=100, T=float),
+        dp.symmetric_distance(),
+        6,
+        paper_schedule(2, 1.0, 6),
+    )
     with pytest.raises(ValueError, match="exactly 100 rows"):
         release_on_dask(meas, data(99, 2), tmp_path / "o", client=inline)
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("case", ["pruned-uniform", "pmm", "adaptive", "pruned-lsq", "adaptive-lsq", "adaptive-capped"])
+@pytest.mark.parametrize(
+    "case", ["pruned-uniform", "pmm", "adaptive", "pruned-lsq", "adaptive-lsq", "adaptive-capped"]
+)
 def test_real_cluster_gives_the_in_memory_release(case, cluster, tmp_path):
     n, d = 4000, 3
-    meas = CASES[case](dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance())
-    y, z, _, info = both(meas, data(n, d, 3), cluster, tmp_path, seed=2, parts=3, rows_per_block=1000, progress=True)
+    meas = CASES[case](
+        dp.numpy.array2_domain(num_columns=d, size=n, T=float), dp.change_one_distance()
+    )
+    y, z, _, info = both(
+        meas, data(n, d, 3), cluster, tmp_path, seed=2, parts=3, rows_per_block=1000, progress=True
+    )
     assert np.array_equal(sorted_rows(y), sorted_rows(z))
     assert info["size"] == n
 
 
-@pytest.mark.parametrize("case", ["pruned-uniform", "adaptive", "pruned-axes", "adaptive-least-squares"])
+@pytest.mark.parametrize(
+    "case", ["pruned-uniform", "adaptive", "pruned-axes", "adaptive-least-squares"]
+)
 def test_output_parts_are_cut_on_noisy_masses_not_on_exact_counts(case, inline, tmp_path):
     """Each part writes its own file, so the cuts between parts are observable: they must be a
     function of the noisy counts.  They are :func:`part_bounds` of the frontier's noisy
@@ -252,8 +321,12 @@ def test_output_parts_are_cut_on_noisy_masses_not_on_exact_counts(case, inline, 
     x[: n // 2] = 0.3
     dom, met = dp.numpy.array2_domain(num_columns=3, size=n, T=float), dp.change_one_distance()
     if case == "adaptive-least-squares":
-        meas = make_adaptive_pruned_pmm(dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares")
-        paper = make_adaptive_pruned_pmm(dom, met, 0.25, 0.75, placement="uniform", consistency="paper", threshold=0.0)
+        meas = make_adaptive_pruned_pmm(
+            dom, met, 0.25, 0.75, placement="uniform", consistency="least_squares"
+        )
+        paper = make_adaptive_pruned_pmm(
+            dom, met, 0.25, 0.75, placement="uniform", consistency="paper", threshold=0.0
+        )
     else:
         meas = paper = CASES[case](dom, met)
     with reproducible(5), diagnostics() as info:
@@ -265,7 +338,9 @@ def test_output_parts_are_cut_on_noisy_masses_not_on_exact_counts(case, inline, 
     box = as_box((0, 1), 3)
     hist = np.bincount(level_prefix(y_paper, box, j0, axes), minlength=1 << j0)
     b = np.concatenate((part_bounds(hist, parts), [1 << j0]))
-    files = [pq.read_table(f).to_pandas().to_numpy(dtype=float) for f in parquet_files(tmp_path / "o")]
+    files = [
+        pq.read_table(f).to_pandas().to_numpy(dtype=float) for f in parquet_files(tmp_path / "o")
+    ]
     assert len(files) == parts  # one file per part, empty ones included: the count is public
     for q, y in enumerate(files):
         pre = level_prefix(y, box, j0, axes)

@@ -32,7 +32,9 @@ def _hooks_by_value():
 
 def pruned(n: int, d: int = 2, depth: int = 12):  # type: ignore[no-untyped-def]
     dom = dp.numpy.array2_domain(num_columns=d, size=n, T=float)
-    return make_pruned_pmm(dom, dp.change_one_distance(), depth, paper_schedule(d, 1.0, depth), placement="uniform")
+    return make_pruned_pmm(
+        dom, dp.change_one_distance(), depth, paper_schedule(d, 1.0, depth), placement="uniform"
+    )
 
 
 def rows(n: int, d: int = 2, seed: int = 0) -> np.ndarray:
@@ -51,14 +53,26 @@ def leftovers(path) -> list[str]:  # type: ignore[no-untyped-def]
 def test_a_worker_killed_mid_release_gives_the_same_release(killable_cluster, tmp_path):
     meas, x = pruned(3000), rows(3000)
     with reproducible(4):
-        clean = release_on_dask(meas, x, tmp_path / "clean", client=killable_cluster, parts=3, rows_per_block=800)
+        clean = release_on_dask(
+            meas, x, tmp_path / "clean", client=killable_cluster, parts=3, rows_per_block=800
+        )
     hook = helpers.KillWorker(str(tmp_path / "sentinel"), q=1)
     with reproducible(4):
-        again = release_on_dask(meas, x, tmp_path / "killed", client=killable_cluster, parts=3, rows_per_block=800, _hook=hook)
+        again = release_on_dask(
+            meas,
+            x,
+            tmp_path / "killed",
+            client=killable_cluster,
+            parts=3,
+            rows_per_block=800,
+            _hook=hook,
+        )
     assert (tmp_path / "sentinel").exists()  # the worker was killed once, the part retried
     assert np.array_equal(sorted_rows(clean.read()), sorted_rows(again.read()))
     for name in os.listdir(tmp_path / "clean"):  # part by part, byte for byte
-        assert pq.read_table(tmp_path / "clean" / name).equals(pq.read_table(tmp_path / "killed" / name))
+        assert pq.read_table(tmp_path / "clean" / name).equals(
+            pq.read_table(tmp_path / "killed" / name)
+        )
     assert leftovers(tmp_path) == []
 
 
@@ -67,14 +81,30 @@ def test_a_release_that_keeps_failing_writes_nothing(killable_cluster, tmp_path)
 
     hook = helpers.KillWorker(str(tmp_path / "sentinel"), q=0, always=True)
     with pytest.raises(KilledWorker):
-        release_on_dask(pruned(2000), rows(2000), tmp_path / "out", client=killable_cluster, parts=2, rows_per_block=500, _hook=hook)
+        release_on_dask(
+            pruned(2000),
+            rows(2000),
+            tmp_path / "out",
+            client=killable_cluster,
+            parts=2,
+            rows_per_block=500,
+            _hook=hook,
+        )
     assert not (tmp_path / "out").exists()
     assert leftovers(tmp_path) == []
 
 
 def test_a_task_error_writes_nothing(inline, tmp_path):
     with pytest.raises(RuntimeError, match="injected"):
-        release_on_dask(pruned(1000), rows(1000), tmp_path / "out", client=inline, parts=3, rows_per_block=300, _hook=helpers.Fail(2))
+        release_on_dask(
+            pruned(1000),
+            rows(1000),
+            tmp_path / "out",
+            client=inline,
+            parts=3,
+            rows_per_block=300,
+            _hook=helpers.Fail(2),
+        )
     assert os.listdir(tmp_path) == []
 
 
@@ -96,8 +126,14 @@ def test_output_is_refused_if_it_exists_unless_overwrite(inline, tmp_path):
 
 def test_parts_hold_the_source_column_names(inline, tmp_path):
     x = rows(900, 3)
-    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2]}), tmp_path / "in.parquet", row_group_size=100)
-    rel = release_on_dask(pruned(900, 3), str(tmp_path / "in.parquet"), tmp_path / "out", client=inline, parts=2)
+    pq.write_table(
+        pa.table({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2]}),
+        tmp_path / "in.parquet",
+        row_group_size=100,
+    )
+    rel = release_on_dask(
+        pruned(900, 3), str(tmp_path / "in.parquet"), tmp_path / "out", client=inline, parts=2
+    )
     for f in os.listdir(rel.path):
         assert pq.read_schema(rel.path + "/" + f).names == ["a", "b", "c"]
     assert rel.rows == 900
@@ -120,13 +156,27 @@ def test_parquet_directory_dask_frame_and_array_give_the_same_release(inline, tm
     src.mkdir()
     for i in range(3):  # three files, several row groups each, one extra column
         part = x[i * 400 : (i + 1) * 400]
-        pq.write_table(pa.table({"u": part[:, 0], "v": part[:, 1], "id": np.arange(400)}), src / f"f{i}.parquet", row_group_size=90)
+        pq.write_table(
+            pa.table({"u": part[:, 0], "v": part[:, 1], "id": np.arange(400)}),
+            src / f"f{i}.parquet",
+            row_group_size=90,
+        )
     frame = dd.from_pandas(pd.DataFrame(x, columns=["u", "v"]), npartitions=4)
     array = da.from_array(x, chunks=(350, 2))
     outs = []
     for k, source in enumerate([x, str(src), frame, array]):
         with reproducible(9):
-            outs.append(release_on_dask(meas, source, tmp_path / f"o{k}", client=inline, columns=["u", "v"] if k in (1, 2) else None, parts=2, rows_per_block=250).read())
+            outs.append(
+                release_on_dask(
+                    meas,
+                    source,
+                    tmp_path / f"o{k}",
+                    client=inline,
+                    columns=["u", "v"] if k in (1, 2) else None,
+                    parts=2,
+                    rows_per_block=250,
+                ).read()
+            )
     for o in outs[1:]:
         assert np.array_equal(sorted_rows(o), sorted_rows(outs[0]))
 
@@ -138,11 +188,18 @@ def test_source_errors_name_the_parameter_not_a_value(inline, tmp_path):
         release_on_dask(pruned(100), str(tmp_path / "bad.parquet"), tmp_path / "o", client=inline)
     assert "secret" not in str(err.value)
     with pytest.raises(ValueError, match="columns"):
-        release_on_dask(pruned(100), str(tmp_path / "bad.parquet"), tmp_path / "o", client=inline, columns=["u"])
+        release_on_dask(
+            pruned(100), str(tmp_path / "bad.parquet"), tmp_path / "o", client=inline, columns=["u"]
+        )
     with pytest.raises(FileNotFoundError, match="source"):
         release_on_dask(pruned(100), str(tmp_path / "missing"), tmp_path / "o", client=inline)
     x[3, 1] = np.nan
-    strict = make_pruned_pmm(dp.numpy.array2_domain(num_columns=2, size=100, nan=False, T=float), dp.symmetric_distance(), 5, paper_schedule(2, 1.0, 5))
+    strict = make_pruned_pmm(
+        dp.numpy.array2_domain(num_columns=2, size=100, nan=False, T=float),
+        dp.symmetric_distance(),
+        5,
+        paper_schedule(2, 1.0, 5),
+    )
     with pytest.raises(ValueError, match="NaN"):
         release_on_dask(strict, x, tmp_path / "o", client=inline)
     with pytest.raises(TypeError, match="plan"):
@@ -162,7 +219,9 @@ def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
     with reproducible(1):
         y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism=mechanism)
     with reproducible(1):
-        rel, rep_d = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism=mechanism, client=inline)
+        rel, rep_d = synthesize_on_dask(
+            x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism=mechanism, client=inline
+        )
     assert rep_d.epsilon == rep.epsilon
     assert rep_d.depth == rep.depth
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
@@ -171,33 +230,52 @@ def test_synthesize_on_dask_is_synthesize(mechanism, inline, tmp_path):
 def test_synthesize_on_dask_refuses_privtree_by_name(inline, tmp_path):
     """PrivTree has no Dask plan: refused before anything is read or written."""
     with pytest.raises(ValueError, match="mechanism='privtree' has no Dask plan"):
-        synthesize_on_dask(rows(100, 2), 1.0, tmp_path / "o", bounds=(0, 1), mechanism="privtree", client=inline)
+        synthesize_on_dask(
+            rows(100, 2), 1.0, tmp_path / "o", bounds=(0, 1), mechanism="privtree", client=inline
+        )
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("post", [{"consistency": "paper"}, {"consistency": "least_squares", "threshold": 1.0}])
+@pytest.mark.parametrize(
+    "post", [{"consistency": "paper"}, {"consistency": "least_squares", "threshold": 1.0}]
+)
 def test_synthesize_on_dask_takes_the_post_processing(post, inline, tmp_path):
     x = rows(2500, 3)
     with reproducible(2):
         y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", **post)
     with reproducible(2):
-        rel, _ = synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism="pruned", client=inline, **post)
+        rel, _ = synthesize_on_dask(
+            x, 1.0, tmp_path / "o", bounds=(0, 1), mechanism="pruned", client=inline, **post
+        )
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
     with pytest.raises(ValueError, match="consistency and threshold apply only"):
-        synthesize_on_dask(x, 1.0, tmp_path / "p", bounds=(0, 1), mechanism="pmm", client=inline, **post)
+        synthesize_on_dask(
+            x, 1.0, tmp_path / "p", bounds=(0, 1), mechanism="pmm", client=inline, **post
+        )
     with pytest.raises(ValueError, match="consistency must be one of"):
         synthesize_on_dask(x, 1.0, tmp_path / "p", bounds=(0, 1), consistency="lsq", client=inline)
 
 
 @pytest.mark.parametrize(
     "mechanism, depth, epsilon_size",
-    [("adaptive", None, None), ("adaptive", None, 0.3), ("pruned", None, None), ("pmm", None, None), ("pruned", 9, None)],
+    [
+        ("adaptive", None, None),
+        ("adaptive", None, 0.3),
+        ("pruned", None, None),
+        ("pmm", None, None),
+        ("pruned", 9, None),
+    ],
 )
 def test_private_size_on_dask_is_synthesize(mechanism, depth, epsilon_size, inline, tmp_path):
     # the DP count is a sum over the blocks, then the in-memory closure's noise: with a fixed
     # seed the same n_hat, depth and rows; the map is the in-memory measurement's own
     x = rows(1800, 3)
-    kw = {"mechanism": mechanism, "depth": depth, "epsilon_size": epsilon_size, "public_size": False}
+    kw = {
+        "mechanism": mechanism,
+        "depth": depth,
+        "epsilon_size": epsilon_size,
+        "public_size": False,
+    }
     with reproducible(4):
         y, rep = synthesize(x, 1.0, bounds=(0, 1), **kw)
     with reproducible(4):
@@ -217,8 +295,14 @@ def test_private_size_measurement_has_the_noisy_size_plan_and_its_map():
     from opendp_wasserstein.release.options import SynthesisOptions
 
     dp.enable_features("contrib")
-    opts = SynthesisOptions(epsilon=1.0, public_size=False, epsilon_size=0.1, consistency="paper", threshold=0.0,
-                            score="paper")
+    opts = SynthesisOptions(
+        epsilon=1.0,
+        public_size=False,
+        epsilon_size=0.1,
+        consistency="paper",
+        threshold=0.0,
+        score="paper",
+    )
     meas, _ = synthesis_measurement(opts, d=3, n=None, box=as_box((0, 1), 3))
     plan = plan_of(meas)
     assert isinstance(plan, NoisySizePlan)
@@ -240,7 +324,9 @@ def test_private_size_real_cluster_gives_the_in_memory_release(cluster, tmp_path
     with reproducible(6):
         y, rep = synthesize(x, 1.0, bounds=(0, 1), public_size=False)
     with reproducible(6):
-        rel, rep_d = synthesize_on_dask(str(path), 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, client=cluster)
+        rel, rep_d = synthesize_on_dask(
+            str(path), 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, client=cluster
+        )
     assert rep_d.details["size_estimate"] == rep.details["size_estimate"] == rel.rows
     assert np.array_equal(sorted_rows(y), sorted_rows(rel.read()))
     assert rep_d.epsilon == rep.epsilon
@@ -251,11 +337,21 @@ def test_private_size_refuses_what_synthesize_refuses(inline, tmp_path):
     with pytest.raises(ValueError, match="epsilon_size applies only"):
         synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), epsilon_size=0.1, client=inline)
     with pytest.raises(ValueError, match="epsilon_size must be smaller"):
-        synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, epsilon_size=1.0, client=inline)
+        synthesize_on_dask(
+            x,
+            1.0,
+            tmp_path / "o",
+            bounds=(0, 1),
+            public_size=False,
+            epsilon_size=1.0,
+            client=inline,
+        )
     with pytest.raises(TypeError, match="public_size"):
         synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), public_size="no", client=inline)
     with pytest.raises(ValueError, match="depth applies only"):
-        synthesize_on_dask(x, 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, depth=5, client=inline)
+        synthesize_on_dask(
+            x, 1.0, tmp_path / "o", bounds=(0, 1), public_size=False, depth=5, client=inline
+        )
     assert not (tmp_path / "o").exists()
 
 
@@ -301,8 +397,12 @@ def test_candidate_index_is_scattered_under_a_fresh_key(inline):
     assert calls == [False, False]
 
 
-@pytest.mark.parametrize("mechanism,depth,epsilon_size", [("pruned", 14, None), ("adaptive", None, 0.1)])
-def test_private_size_parts_do_not_follow_the_input_blocks(mechanism, depth, epsilon_size, inline, tmp_path):
+@pytest.mark.parametrize(
+    "mechanism,depth,epsilon_size", [("pruned", 14, None), ("adaptive", None, 0.1)]
+)
+def test_private_size_parts_do_not_follow_the_input_blocks(
+    mechanism, depth, epsilon_size, inline, tmp_path
+):
     """The number of input blocks grows with n; with a private size the number of output files
     must not: one per 2^22 rows of the DP count, or (no DP count) a number set by the cluster."""
     from opendp_wasserstein.core.box import as_box
@@ -311,8 +411,15 @@ def test_private_size_parts_do_not_follow_the_input_blocks(mechanism, depth, eps
     from opendp_wasserstein.release.measurement import synthesis_measurement
     from opendp_wasserstein.release.options import SynthesisOptions
 
-    opts = SynthesisOptions(epsilon=1.0, mechanism=mechanism, depth=depth, public_size=False, epsilon_size=epsilon_size,
-                            consistency="paper", threshold=0.0)
+    opts = SynthesisOptions(
+        epsilon=1.0,
+        mechanism=mechanism,
+        depth=depth,
+        public_size=False,
+        epsilon_size=epsilon_size,
+        consistency="paper",
+        threshold=0.0,
+    )
     meas, _ = synthesis_measurement(opts, d=2, n=None, box=as_box((0, 1), 2))
     expected = 1 if epsilon_size else SPLIT_GROUPS  # the inline client has no workers
     for n in (100, 1000):
@@ -338,11 +445,22 @@ def test_no_progress_bar_when_the_size_is_private(cluster, tmp_path, capsys):
     from opendp_wasserstein.release.measurement import synthesis_measurement
     from opendp_wasserstein.release.options import SynthesisOptions
 
-    opts = SynthesisOptions(epsilon=1.0, mechanism="pruned", depth=14, public_size=False, consistency="paper", threshold=0.0)
+    opts = SynthesisOptions(
+        epsilon=1.0,
+        mechanism="pruned",
+        depth=14,
+        public_size=False,
+        consistency="paper",
+        threshold=0.0,
+    )
     private, _ = synthesis_measurement(opts, d=2, n=None, box=as_box((0, 1), 2))
-    release_on_dask(private, rows(300), tmp_path / "p", client=cluster, rows_per_block=50, progress=True)
+    release_on_dask(
+        private, rows(300), tmp_path / "p", client=cluster, rows_per_block=50, progress=True
+    )
     assert "count" not in capsys.readouterr().err
-    release_on_dask(pruned(300), rows(300), tmp_path / "q", client=cluster, rows_per_block=50, progress=True)
+    release_on_dask(
+        pruned(300), rows(300), tmp_path / "q", client=cluster, rows_per_block=50, progress=True
+    )
     assert "count" in capsys.readouterr().err
 
 
@@ -377,7 +495,9 @@ def test_ties_are_dealt_over_the_whole_data_not_per_block(cluster, tmp_path):
         assert np.abs(b - 10).max() <= 2
 
 
-def test_synthesize_on_dask_checks_the_options_once_and_matches_in_memory(inline, tmp_path, monkeypatch):
+def test_synthesize_on_dask_checks_the_options_once_and_matches_in_memory(
+    inline, tmp_path, monkeypatch
+):
     """The Dask front end builds the release's option object once (no second copy of the checks)
     and the measurement the in-memory release builds for the same arguments: the same report."""
     from opendp_wasserstein import synthesize
@@ -393,11 +513,17 @@ def test_synthesize_on_dask_checks_the_options_once_and_matches_in_memory(inline
     monkeypatch.setattr(SynthesisOptions, "__post_init__", counting)
     x = rows(2000)
     with reproducible(3):
-        rel, report = synthesize_on_dask(x, 1.0, tmp_path / "out", bounds=(0, 1), mechanism="pruned", client=inline)
+        rel, report = synthesize_on_dask(
+            x, 1.0, tmp_path / "out", bounds=(0, 1), mechanism="pruned", client=inline
+        )
     assert calls == ["pruned"]
     with reproducible(3):
         y, memory = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned")
-    assert (report.epsilon, report.depth, report.scales) == (memory.epsilon, memory.depth, memory.scales)
+    assert (report.epsilon, report.depth, report.scales) == (
+        memory.epsilon,
+        memory.depth,
+        memory.scales,
+    )
     assert rel.rows == len(y) == 2000
     with pytest.raises(TypeError):
         synthesize_on_dask(x, 1.0, tmp_path / "o2", (0, 1), "pruned")  # options are keyword-only

@@ -47,8 +47,14 @@ DEPTH = 14  # deep enough that the parts' split, tree and traversal tasks run
 
 def private_pruned() -> Any:
     """Pruned-PMM of a fixed depth with a private size (the noisy root sets the output size)."""
-    opts = SynthesisOptions(epsilon=1.0, mechanism="pruned", depth=DEPTH, public_size=False, consistency="paper",
-                            threshold=0.0)
+    opts = SynthesisOptions(
+        epsilon=1.0,
+        mechanism="pruned",
+        depth=DEPTH,
+        public_size=False,
+        consistency="paper",
+        threshold=0.0,
+    )
     return synthesis_measurement(opts, d=2, n=None, box=as_box((0, 1), 2))[0]
 
 
@@ -131,7 +137,11 @@ def capture(run: Callable[[], Any]) -> Captured:
     return Captured(
         sorted(_neutral(f"{w.category.__name__}: {w.message}") for w in caught),
         Counter((r.name, r.levelname, _neutral(r.getMessage())) for r in plan),
-        [r.getMessage() for r in kept if r.levelno == logging.DEBUG and not _PLAN.match(r.getMessage())],
+        [
+            r.getMessage()
+            for r in kept
+            if r.levelno == logging.DEBUG and not _PLAN.match(r.getMessage())
+        ],
     )
 
 
@@ -139,7 +149,10 @@ def _quiet(client: Any) -> None:
     """Wait until the scheduler holds no task (the last release's keys are released
     asynchronously: their records must not fall into the next capture)."""
     deadline = time.monotonic() + 30
-    while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) and time.monotonic() < deadline:
+    while (
+        client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.05)
 
 
@@ -148,7 +161,9 @@ def threads() -> Iterator[Any]:
     """A real 2-worker LocalCluster in this process (its workers' records are captured too)."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as lc:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as lc:
         with Client(lc) as client:
             # a worker opens its client when it first fetches a published chunk (a record of
             # the scheduler, once per worker, whatever the data): before the captures
@@ -167,7 +182,11 @@ def release_records(client: Any, source: Any, tmp_path: Any, tag: str, **kw: Any
     _quiet(client)
     with reproducible(3):
         # two parts (a public number) keep the task count small: 16 chunks cut into 2 parts
-        out = capture(lambda: release_on_dask(private_pruned(), source, tmp_path / tag, client=client, parts=2, **kw))
+        out = capture(
+            lambda: release_on_dask(
+                private_pruned(), source, tmp_path / tag, client=client, parts=2, **kw
+            )
+        )
     _quiet(client)
     return out
 
@@ -177,9 +196,15 @@ def assert_same(a: Captured, b: Captured, x: np.ndarray) -> None:
     record may quote)."""
     assert a.warnings == b.warnings, "the warnings differ"
     only_a, only_b = a.records - b.records, b.records - a.records
-    assert not only_a, f"log records differ: {sorted(only_a.items())[:5]} / {sorted(only_b.items())[:5]}"
-    assert not only_b, f"log records differ: {sorted(only_a.items())[:5]} / {sorted(only_b.items())[:5]}"
-    assert any(name == "distributed.client" for name, _, _ in a.records)  # the DEBUG records are captured
+    assert not only_a, (
+        f"log records differ: {sorted(only_a.items())[:5]} / {sorted(only_b.items())[:5]}"
+    )
+    assert not only_b, (
+        f"log records differ: {sorted(only_a.items())[:5]} / {sorted(only_b.items())[:5]}"
+    )
+    assert any(
+        name == "distributed.client" for name, _, _ in a.records
+    )  # the DEBUG records are captured
     # what a numpy repr would print of the first and last rows (as a published or scattered array would)
     shown = [f"{v:.8f}"[:8] for v in np.concatenate((x[:3], x[-3:])).ravel()]
     quoted = [m for m in a.debug + b.debug if any(v in m for v in shown)]
@@ -205,7 +230,9 @@ def _graph_threshold(client: Any) -> int:
     def warns(n: int) -> bool:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            client.submit(count_task, ArrayBlock(x[:n]), 2, plan.nan, plan.box, level, None, pure=False).result()
+            client.submit(
+                count_task, ArrayBlock(x[:n]), 2, plan.nan, plan.box, level, None, pure=False
+            ).result()
         return any("large graph" in str(w.message) for w in caught)
 
     lo, hi = 500_000, 700_000
@@ -225,7 +252,11 @@ def test_private_size_records_at_the_large_graph_threshold_do_not_depend_on_n(th
     n0 = _graph_threshold(threads)
     assert 500_000 < n0 < 625_000  # a graph holding the rows holds their 16 n bytes
     x = rows(n0 + 1)
-    assert_same(release_records(threads, x[:n0], tmp_path, "a"), release_records(threads, x, tmp_path, "b"), x)
+    assert_same(
+        release_records(threads, x[:n0], tmp_path, "a"),
+        release_records(threads, x, tmp_path, "b"),
+        x,
+    )
 
 
 def _parquet(path: Any, x: np.ndarray, groups: int) -> str:
@@ -247,8 +278,14 @@ def test_private_size_records_at_a_block_boundary_do_not_depend_on_n(kind, threa
     if kind == "numpy":
         sources = [x[:n], x]
     else:  # 4 row groups: 250 x 4 rows are one block of 751, 251 + 250 + 250 + 250 two
-        sources = [_parquet(tmp_path / "a.parquet", x[:n], 4), _parquet(tmp_path / "b.parquet", x, 4)]
-    a, b = (release_records(threads, s, tmp_path, f"o{i}", rows_per_block=per_block) for i, s in enumerate(sources))
+        sources = [
+            _parquet(tmp_path / "a.parquet", x[:n], 4),
+            _parquet(tmp_path / "b.parquet", x, 4),
+        ]
+    a, b = (
+        release_records(threads, s, tmp_path, f"o{i}", rows_per_block=per_block)
+        for i, s in enumerate(sources)
+    )
     assert any("Submit count_task" in m for _, _, m in a.records)  # the records are captured
     assert_same(a, b, x)
 
@@ -269,7 +306,12 @@ def test_private_size_parquet_blocks_follow_the_row_groups_not_their_counts(tmp_
     for n in (1000, 1001):
         path = _parquet(tmp_path / f"{n}.parquet", x[:n], 4)
         blocks, _ = blocks_of(path, 2, rows_per_block=751, private_size=True)
-        assert [b.row_groups for b in blocks if isinstance(b, ParquetBlock)] == [(0,), (1,), (2,), (3,)]
+        assert [b.row_groups for b in blocks if isinstance(b, ParquetBlock)] == [
+            (0,),
+            (1,),
+            (2,),
+            (3,),
+        ]
     assert len(blocks_of(path, 2, rows_per_block=751)[0]) == 2  # public: grouped by row counts
 
 
@@ -294,6 +336,8 @@ def test_published_chunks_are_removed_after_a_release_and_after_a_failure(thread
     release_on_dask(private_pruned(), x, tmp_path / "ok", client=threads, parts=2)
     assert threads.list_datasets() == []
     with pytest.raises(RuntimeError, match="injected"):
-        release_on_dask(private_pruned(), x, tmp_path / "failed", client=threads, parts=2, _hook=helpers.Fail(1))
+        release_on_dask(
+            private_pruned(), x, tmp_path / "failed", client=threads, parts=2, _hook=helpers.Fail(1)
+        )
     assert threads.list_datasets() == []
     assert not (tmp_path / "failed").exists()

@@ -32,8 +32,18 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"sphinx failed:\n{proc.stdout}\n{proc.stderr}"
     html = tmp_path / "html"
-    for page in ("index", "getting_started", "pmm_family", "public_candidates", "randomness",
-                 "api", "upstream", "proofs/index", "proofs/pmm", "proofs/tree_em"):
+    for page in (
+        "index",
+        "getting_started",
+        "pmm_family",
+        "public_candidates",
+        "randomness",
+        "api",
+        "upstream",
+        "proofs/index",
+        "proofs/pmm",
+        "proofs/tree_em",
+    ):
         assert (html / f"{page}.html").is_file(), page
     # formulas render offline: every page with math loads the MathJax copied into _static
     page = (html / "proofs" / "pmm.html").read_text(encoding="utf-8")
@@ -85,7 +95,9 @@ def _outside_math(text: str) -> str:
             indent = len(line) - len(line.lstrip())
             out.append(line[:-2] if literal else "")
             i += 1
-            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            while i < len(lines) and (
+                not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent
+            ):
                 i += 1
             continue
         out.append(line)
@@ -108,20 +120,31 @@ def _docstrings() -> list[tuple[str, str]]:
 
 
 def _sources() -> list[tuple[str, str]]:
-    pages = [(str(p.relative_to(DOCS)), p.read_text(encoding="utf-8")) for p in sorted(DOCS.rglob("*.rst"))]
+    pages = [
+        (str(p.relative_to(DOCS)), p.read_text(encoding="utf-8"))
+        for p in sorted(DOCS.rglob("*.rst"))
+    ]
     return pages + _docstrings()
 
 
 def test_no_raw_tex_outside_math() -> None:
     """A TeX command outside ``:math:`` / ``.. math::`` is printed as it is, backslash and all."""
-    bad = [(name, m.group()) for name, text in _sources() for m in _RAW_TEX.finditer(_outside_math(text))]
+    bad = [
+        (name, m.group())
+        for name, text in _sources()
+        for m in _RAW_TEX.finditer(_outside_math(text))
+    ]
     assert bad == []
 
 
 def test_no_texttt_in_math() -> None:
     r"""MathJax reads the argument of ``\texttt`` as text, so ``\texttt{privacy\_map}`` shows its
     backslash; ``\mathtt`` is math (the underscore renders)."""
-    bad = [name for name, text in _sources() if "\\texttt" in text or re.search(r"\\text\{[^}]*\\_", text)]
+    bad = [
+        name
+        for name, text in _sources()
+        if "\\texttt" in text or re.search(r"\\text\{[^}]*\\_", text)
+    ]
     assert bad == []
 
 
@@ -132,8 +155,10 @@ def test_no_math_in_section_titles() -> None:
     for name, text in _sources():
         lines = text.split("\n")
         for above, below in zip(lines, lines[1:], strict=False):
-            if re.fullmatch(r"([=\-~^\"'`#*+])\1{2,}", below.strip()) and above.strip() and (
-                ":math:" in above or _RAW_TEX.search(above)
+            if (
+                re.fullmatch(r"([=\-~^\"'`#*+])\1{2,}", below.strip())
+                and above.strip()
+                and (":math:" in above or _RAW_TEX.search(above))
             ):
                 bad.append((name, above))
     assert bad == []
@@ -148,8 +173,13 @@ def _mechanism_option(command: str) -> tuple[list[str], str]:
 
 
 #: how the --mechanism help names each choice
-_MECHANISM_NAMES = {"adaptive": "Adaptive Pruned-PMM", "pruned": "Pruned-PMM", "pmm": "full PMM", "privtree": "PrivTree",
-                    "structured": "structured"}
+_MECHANISM_NAMES = {
+    "adaptive": "Adaptive Pruned-PMM",
+    "pruned": "Pruned-PMM",
+    "pmm": "full PMM",
+    "privtree": "PrivTree",
+    "structured": "structured",
+}
 
 
 @pytest.mark.parametrize("command", ["demo", "synth"])
@@ -157,7 +187,9 @@ def test_mechanism_help_offers_exactly_the_choices(command: str) -> None:
     """``demo --help`` offered PrivTree, which ``demo --mechanism privtree`` refused."""
     choices, text = _mechanism_option(command)
     offered = set()
-    for choice, name in sorted(_MECHANISM_NAMES.items(), key=lambda kv: -len(kv[1])):  # longest first
+    for choice, name in sorted(
+        _MECHANISM_NAMES.items(), key=lambda kv: -len(kv[1])
+    ):  # longest first
         if re.search(rf"(?<![\w-]){re.escape(name)}\b", text):
             offered.add(choice)
             text = text.replace(name, "")
@@ -168,7 +200,11 @@ def test_every_synthesis_mechanism_is_in_the_index() -> None:
     from opendp_wasserstein.api import MECHANISMS
 
     index = (DOCS / "index.rst").read_text(encoding="utf-8")
-    constructors = {"adaptive": "make_adaptive_pruned_pmm", "pruned": "make_pruned_pmm", "pmm": "make_pmm",
-                    "privtree": "make_privtree"}
+    constructors = {
+        "adaptive": "make_adaptive_pruned_pmm",
+        "pruned": "make_pruned_pmm",
+        "pmm": "make_pmm",
+        "privtree": "make_privtree",
+    }
     assert set(MECHANISMS) == set(constructors)
     assert [m for m in MECHANISMS if f"measurements.{constructors[m]}`" not in index] == []

@@ -34,7 +34,10 @@ from opendp_wasserstein.cli import main
 from opendp_wasserstein.tables.io import write_file
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.rst") if "_build" not in p.parts)]
+PAGES = [
+    ROOT / "README.md",
+    *sorted(p for p in (ROOT / "docs").rglob("*.rst") if "_build" not in p.parts),
+]
 
 _MD_FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
 _RST_CODE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::\s*(\S*)\s*$")
@@ -64,7 +67,9 @@ def _blocks(path: Path) -> list[tuple[int, list[str]]]:
             while i < len(lines) and re.match(r"^\s+:[\w-]+:", lines[i]):
                 i += 1
             start = i
-            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            while i < len(lines) and (
+                not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent
+            ):
                 i += 1
             if lang in SHELLS:
                 out.append((start + 1, lines[start:i]))
@@ -113,29 +118,38 @@ def test_the_pages_have_commands():
 # ---------------------------------------------------------------------------------------------
 # the files the pages name
 
-SCHEMA = {"columns": {
-    "age": {"type": "int", "bounds": [0, 120]},
-    "income": {"type": "float", "bounds": [0, 500000], "nullable": True},
-    "region": {"type": "categorical", "categories": ["north", "east", "south", "west"]},
-    "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
-    "smoker": {"type": "bool"},
-}}
+SCHEMA = {
+    "columns": {
+        "age": {"type": "int", "bounds": [0, 120]},
+        "income": {"type": "float", "bounds": [0, 500000], "nullable": True},
+        "region": {"type": "categorical", "categories": ["north", "east", "south", "west"]},
+        "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
+        "smoker": {"type": "bool"},
+    }
+}
 
 
 def _table(n: int, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
-    return pa.table({
-        "age": pa.array(rng.integers(18, 90, n)),
-        "income": pa.array(rng.lognormal(10, 0.5, n), mask=rng.uniform(size=n) < 0.1),
-        "region": pa.array(rng.choice(["north", "east", "south", "west"], n).tolist()),
-        "visit": pa.array([dt.date(2015, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 365, n)], type=pa.date32()),
-        "smoker": pa.array(rng.uniform(size=n) < 0.2),
-    })
+    return pa.table(
+        {
+            "age": pa.array(rng.integers(18, 90, n)),
+            "income": pa.array(rng.lognormal(10, 0.5, n), mask=rng.uniform(size=n) < 0.1),
+            "region": pa.array(rng.choice(["north", "east", "south", "west"], n).tolist()),
+            "visit": pa.array(
+                [dt.date(2015, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 365, n)],
+                type=pa.date32(),
+            ),
+            "smoker": pa.array(rng.uniform(size=n) < 0.2),
+        }
+    )
 
 
 def _write_files(d: Path) -> None:
     rng = np.random.default_rng(0)
-    numeric = pa.table({"height": rng.uniform(140, 200, 3000), "weight": rng.uniform(40, 120, 3000)})
+    numeric = pa.table(
+        {"height": rng.uniform(140, 200, 3000), "weight": rng.uniform(40, 120, 3000)}
+    )
     write_file(numeric, str(d / "data.csv"))
     write_file(numeric, str(d / "data.parquet"))
     write_file(numeric, str(d / "people.parquet"))
@@ -151,11 +165,16 @@ def _write_files(d: Path) -> None:
 def _candidates(d: Path, argv: list[str]) -> None:
     """``candidates.csv`` in the form the command needs: a table under the schema, or numeric."""
     if "--schema" in argv:
-        write_file(_table(30, 2).select(["region", "age", "income", "visit", "smoker"]), str(d / "candidates.csv"))
+        write_file(
+            _table(30, 2).select(["region", "age", "income", "visit", "smoker"]),
+            str(d / "candidates.csv"),
+        )
     else:
         rng = np.random.default_rng(3)
-        write_file(pa.table({"height": rng.uniform(140, 200, 40), "weight": rng.uniform(40, 120, 40)}),
-                   str(d / "candidates.csv"))
+        write_file(
+            pa.table({"height": rng.uniform(140, 200, 40), "weight": rng.uniform(40, 120, 40)}),
+            str(d / "candidates.csv"),
+        )
 
 
 def _runnable(argv: list[str], d: Path) -> list[str]:
@@ -164,7 +183,7 @@ def _runnable(argv: list[str], d: Path) -> list[str]:
         if a.startswith("tcp://"):
             a = "local:1"
         if a.startswith("/data/"):
-            a = str(d / a[len("/data/"):])
+            a = str(d / a[len("/data/") :])
         out.append(a)
     return out
 
@@ -177,7 +196,9 @@ def _output(argv: list[str]) -> str | None:
 
 
 def _param(where: str, argv: list[str]) -> object:
-    slow = argv[0] == "demo" or "--scheduler" in argv  # a 30000-point release and figure, a Dask cluster
+    slow = (
+        argv[0] == "demo" or "--scheduler" in argv
+    )  # a 30000-point release and figure, a Dask cluster
     return pytest.param(where, argv, id=where, marks=[pytest.mark.slow] if slow else [])
 
 

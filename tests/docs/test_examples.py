@@ -48,8 +48,17 @@ def test_figure2_quick_per_candidate(tmp_path):
 
 
 def test_figure2_quick_with_optimal_depths(tmp_path):
-    rows = load("figure2_adaptive").main(["--quick", "--out", str(tmp_path), "--candidates", "with-optimal",
-                                          "--epsilon-select", "0.5"])
+    rows = load("figure2_adaptive").main(
+        [
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--candidates",
+            "with-optimal",
+            "--epsilon-select",
+            "0.5",
+        ]
+    )
     adaptive = [r for r in rows if r["mechanism"] == "adaptive"]
     assert all(r["candidates"] == "with-optimal" and r["eps_sel"] == 0.5 for r in adaptive)
     assert all(r["num_candidates"] > r["d"] for r in adaptive)  # the optimal depths added

@@ -5,7 +5,9 @@ import sys
 
 import pytest
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "public_candidates_regimes.py")
+SCRIPT = os.path.join(
+    os.path.dirname(__file__), "..", "..", "examples", "public_candidates_regimes.py"
+)
 
 
 @pytest.fixture(scope="module")

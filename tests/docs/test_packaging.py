@@ -104,8 +104,9 @@ def test_quick_start_install_runs_the_demo(tmp_path):
         sys.exit(console_main(["demo", "--n", "800", "-o", "demo.png", "--quiet"]))
         """
     )
-    proc = subprocess.run([sys.executable, "-c", guard], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", guard], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "demo.png").stat().st_size > 1000
 
@@ -121,7 +122,8 @@ def _imports(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "script", sorted((ROOT / "examples").glob("*.py")) + [ROOT / "docs" / "make_figures.py"],
+    "script",
+    sorted((ROOT / "examples").glob("*.py")) + [ROOT / "docs" / "make_figures.py"],
     ids=lambda p: p.name,
 )
 def test_examples_extra_covers_every_example(script):

@@ -16,7 +16,9 @@ from opendp_wasserstein.tables import transformation as table_transformation
 ROOT = Path(__file__).resolve().parents[2]
 
 #: the field: ``**Proof Definition:** ``docs/proofs/x.rst``` or ``:doc:`/proofs/x```
-FIELD = re.compile(r"\*\*Proof Definition:\*\*\s+(?:``docs/(proofs/[\w/]+)\.rst``|:doc:`/?(proofs/[\w/]+)`)")
+FIELD = re.compile(
+    r"\*\*Proof Definition:\*\*\s+(?:``docs/(proofs/[\w/]+)\.rst``|:doc:`/?(proofs/[\w/]+)`)"
+)
 
 #: constructors whose argument is elsewhere, and where
 ELSEWHERE = {
@@ -30,8 +32,13 @@ def constructors() -> list[tuple[str, object]]:
     for mod in (measurements, transformations, postprocessing):
         out += [(name, getattr(mod, name)) for name in mod.__all__ if name.startswith("make_")]
     for mod in (marginals, joint, pipeline, table_transformation):
-        out += [(name, obj) for name, obj in vars(mod).items()
-                if name.startswith("make_") and inspect.isfunction(obj) and obj.__module__ == mod.__name__]
+        out += [
+            (name, obj)
+            for name, obj in vars(mod).items()
+            if name.startswith("make_")
+            and inspect.isfunction(obj)
+            and obj.__module__ == mod.__name__
+        ]
     return sorted(dict(out).items())
 
 
@@ -40,7 +47,12 @@ CONSTRUCTORS = constructors()
 
 def test_the_walk_finds_the_constructors():
     names = {name for name, _ in CONSTRUCTORS}
-    assert {"make_pmm", "make_dyadic_counts", "make_full_consistency", "make_table_marginals"} <= names
+    assert {
+        "make_pmm",
+        "make_dyadic_counts",
+        "make_full_consistency",
+        "make_table_marginals",
+    } <= names
     assert len(names) >= 25
 
 
@@ -54,17 +66,23 @@ def test_the_proof_definition_resolves_and_names_the_constructor(name, construct
     for page in pages:
         path = ROOT / "docs" / f"{page}.rst"
         assert path.is_file(), f"{name}: Proof Definition {page} is not a page of docs/"
-        assert re.search(rf"\b{name}\b", path.read_text(encoding="utf-8")), f"{name}: {page}.rst never names it"
+        assert re.search(rf"\b{name}\b", path.read_text(encoding="utf-8")), (
+            f"{name}: {page}.rst never names it"
+        )
 
 
 def test_a_broken_link_is_found():
     """The field parser reads both spellings and the check above fails on a missing page."""
-    doc = "**Proof Definition:** ``docs/proofs/nope.rst``\n\n**Proof Definition:** :doc:`/proofs/pmm`"
+    doc = (
+        "**Proof Definition:** ``docs/proofs/nope.rst``\n\n**Proof Definition:** :doc:`/proofs/pmm`"
+    )
     assert [a or b for a, b in FIELD.findall(doc)] == ["proofs/nope", "proofs/pmm"]
     assert not (ROOT / "docs" / "proofs" / "nope.rst").exists()
 
 
-INCLUDE = re.compile(r"^\.\. literalinclude:: (?P<src>\S+)\n(?:   :[\w-]+:.*\n)*?   :pyobject: (?P<obj>\w+)$", re.M)
+INCLUDE = re.compile(
+    r"^\.\. literalinclude:: (?P<src>\S+)\n(?:   :[\w-]+:.*\n)*?   :pyobject: (?P<obj>\w+)$", re.M
+)
 
 
 @pytest.mark.parametrize(("name", "constructor"), CONSTRUCTORS, ids=[n for n, _ in CONSTRUCTORS])
@@ -76,5 +94,10 @@ def test_the_proof_page_quotes_the_constructor_from_its_source(name, constructor
     source = Path(inspect.getsourcefile(inspect.unwrap(constructor))).resolve()
     for a, b in FIELD.findall(inspect.getdoc(constructor) or ""):
         path = ROOT / "docs" / f"{a or b}.rst"
-        quoted = {(str((path.parent / m["src"]).resolve()), m["obj"]) for m in INCLUDE.finditer(path.read_text(encoding="utf-8"))}
-        assert (str(source), name) in quoted, f"{path.name} does not quote {name} from {source.name}"
+        quoted = {
+            (str((path.parent / m["src"]).resolve()), m["obj"])
+            for m in INCLUDE.finditer(path.read_text(encoding="utf-8"))
+        }
+        assert (str(source), name) in quoted, (
+            f"{path.name} does not quote {name} from {source.name}"
+        )

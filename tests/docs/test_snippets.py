@@ -87,8 +87,13 @@ def rst_snippets(text: str, page: str = "<rst>") -> tuple[list[Snippet], int]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if (i + 1 < len(lines) and line.strip() and not line.startswith(" ")
-                and _RST_UNDERLINE.match(lines[i + 1]) and len(lines[i + 1].strip()) >= len(line.strip())):
+        if (
+            i + 1 < len(lines)
+            and line.strip()
+            and not line.startswith(" ")
+            and _RST_UNDERLINE.match(lines[i + 1])
+            and len(lines[i + 1].strip()) >= len(line.strip())
+        ):
             section = line.strip().lower()
             i += 2
             continue
@@ -99,7 +104,9 @@ def rst_snippets(text: str, page: str = "<rst>") -> tuple[list[Snippet], int]:
             while i < len(lines) and re.match(r"^\s+:[\w-]+:", lines[i]):  # directive options
                 i += 1
             start = i
-            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            while i < len(lines) and (
+                not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent
+            ):
                 i += 1
             body = textwrap.dedent("\n".join(lines[start:i])).strip("\n")
             first = start + next((k for k, s in enumerate(lines[start:i]) if s.strip()), 0) + 1
@@ -113,7 +120,9 @@ def rst_snippets(text: str, page: str = "<rst>") -> tuple[list[Snippet], int]:
             start = i
             while i < len(lines) and lines[i].strip():
                 i += 1
-            out.append(Snippet(page, start + 1, "doctest", textwrap.dedent("\n".join(lines[start:i]))))
+            out.append(
+                Snippet(page, start + 1, "doctest", textwrap.dedent("\n".join(lines[start:i])))
+            )
             continue
         i += 1
     return out, skipped
@@ -164,8 +173,14 @@ def test_the_pages_have_snippets():
 def test_page_snippets_run(page: Path, tmp_path: Path) -> None:
     snippets = page_snippets(page)
     payload = json.dumps([s.__dict__ for s in snippets])
-    proc = subprocess.run([sys.executable, "-c", _RUNNER], input=payload, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER],
+        input=payload,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 

@@ -22,4 +22,10 @@ def test_tables_doc_schema_example_parses():
 
     text = DOC.read_text(encoding="utf-8")
     block = re.search(r"\.\. code-block:: json\n\n((?:   .*\n|\n)+)", text).group(1)
-    assert Schema.from_json(json.loads(block)).names == ("income", "age", "region", "visit", "smoker")
+    assert Schema.from_json(json.loads(block)).names == (
+        "income",
+        "age",
+        "region",
+        "visit",
+        "smoker",
+    )

@@ -42,13 +42,20 @@ def test_king_and_rook_distances_by_hand() -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_three_dimensions_at_centres(seed: int) -> None:
     gen = np.random.default_rng(seed)
-    x, y = centres(gen.integers(0, 4, size=(15, 3)), 2), centres(gen.integers(0, 4, size=(15, 3)), 2)
+    x, y = (
+        centres(gen.integers(0, 4, size=(15, 3)), 2),
+        centres(gen.integers(0, 4, size=(15, 3)), 2),
+    )
     for metric in ("linf", "l1"):
-        assert w1_grid(x, y, bits=2, metric=metric, bounds=(0, 1)).value == pytest.approx(w1(x, y, metric=metric))
+        assert w1_grid(x, y, bits=2, metric=metric, bounds=(0, 1)).value == pytest.approx(
+            w1(x, y, metric=metric)
+        )
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), bits=st.integers(1, 6), metric=st.sampled_from(["linf", "l1"]))
+@given(
+    seed=st.integers(0, 2**32 - 1), bits=st.integers(1, 6), metric=st.sampled_from(["linf", "l1"])
+)
 def test_error_bound_holds(seed: int, bits: int, metric: str) -> None:
     gen = np.random.default_rng(seed)
     x, y = gen.random((30, 2)) ** 2, gen.random((20, 2))

@@ -5,11 +5,13 @@ import pytest
 from opendp_wasserstein.evaluation import classifier_score, marginal_tvd, table_w1, w1
 from opendp_wasserstein.tables import BoolColumn, CategoricalColumn, FloatColumn, IntColumn, Schema
 
-S = Schema({
-    "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
-    "c": CategoricalColumn(categories=("a", "b", "c")),
-    "k": IntColumn(bounds=(0, 9)),
-})
+S = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+        "k": IntColumn(bounds=(0, 9)),
+    }
+)
 
 
 def _frame(n, seed):
@@ -90,11 +92,13 @@ def test_classifier_score_separates_signal_from_noise():
 # ---------------------------------------------------------------------------------------------
 # Gower distance and its W1
 
-G = Schema({
-    "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
-    "c": CategoricalColumn(categories=("a", "b", "c")),
-    "k": IntColumn(bounds=(0, 9)),
-})
+G = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+        "k": IntColumn(bounds=(0, 9)),
+    }
+)
 
 
 def _enc(df, schema=G):
@@ -145,7 +149,9 @@ def test_gower_w1_one_numeric_column_is_scaled_1d_w1():
     rng = np.random.default_rng(4)
     a, b = rng.normal(0, 1, 300), rng.normal(0.5, 2, 250)
     want = wasserstein_distance(np.clip(a, -5, 5), np.clip(b, -5, 5)) / 10
-    assert gower_w1(pd.DataFrame({"v": a}), pd.DataFrame({"v": b}), s).value == pytest.approx(want, rel=1e-9)
+    assert gower_w1(pd.DataFrame({"v": a}), pd.DataFrame({"v": b}), s).value == pytest.approx(
+        want, rel=1e-9
+    )
 
 
 def test_gower_w1_subsampled_is_seeded_and_reports_floor():
@@ -175,8 +181,13 @@ def test_gower_w1_subsampled_is_seeded_and_reports_floor():
 def test_correlation_error_values():
     from opendp_wasserstein.evaluation import correlation_error
 
-    s = Schema({"u": FloatColumn(bounds=(0.0, 1.0)), "v": FloatColumn(bounds=(0.0, 1.0)),
-                "c": CategoricalColumn(categories=("a", "b"))})
+    s = Schema(
+        {
+            "u": FloatColumn(bounds=(0.0, 1.0)),
+            "v": FloatColumn(bounds=(0.0, 1.0)),
+            "c": CategoricalColumn(categories=("a", "b")),
+        }
+    )
     x = np.linspace(0, 1, 200)
     c = np.where(x < 0.5, "a", "b")
     a = pd.DataFrame({"u": x, "v": x, "c": c})
@@ -198,8 +209,14 @@ def test_correlation_error_values():
 def test_correlation_error_cramers_v_and_nulls():
     from opendp_wasserstein.evaluation import correlation_error
 
-    s = Schema({"p": CategoricalColumn(categories=("a", "b")), "q": CategoricalColumn(categories=("x", "y")),
-                "w": FloatColumn(bounds=(0.0, 10.0), nullable=True), "z": FloatColumn(bounds=(0.0, 10.0))})
+    s = Schema(
+        {
+            "p": CategoricalColumn(categories=("a", "b")),
+            "q": CategoricalColumn(categories=("x", "y")),
+            "w": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+            "z": FloatColumn(bounds=(0.0, 10.0)),
+        }
+    )
     # 2x2 table [[30, 10], [10, 30]]: chi2 = 20, n = 80, V = sqrt(20 / 80) = 0.5
     p = ["a"] * 40 + ["b"] * 40
     q = ["x"] * 30 + ["y"] * 10 + ["x"] * 10 + ["y"] * 30
@@ -222,8 +239,13 @@ def test_correlation_error_cramers_v_and_nulls():
 def test_model_score_numeric_target():
     from opendp_wasserstein.evaluation import model_score
 
-    s = Schema({"x": FloatColumn(bounds=(0.0, 1.0)), "c": CategoricalColumn(categories=("a", "b")),
-                "y": FloatColumn(bounds=(-1.0, 3.0), nullable=True)})
+    s = Schema(
+        {
+            "x": FloatColumn(bounds=(0.0, 1.0)),
+            "c": CategoricalColumn(categories=("a", "b")),
+            "y": FloatColumn(bounds=(-1.0, 3.0), nullable=True),
+        }
+    )
     rng = np.random.default_rng(0)
 
     def make(n):
@@ -243,7 +265,9 @@ def test_model_score_numeric_target():
     shuffled = train.assign(y=rng.permutation(train["y"].to_numpy()))
     assert model_score(shuffled, test, "y", s).synthetic < 0.1
     constant = train.assign(y=1.0)
-    assert model_score(constant, test, "y", s).synthetic == pytest.approx(model_score(constant, test, "y", s).baseline)
+    assert model_score(constant, test, "y", s).synthetic == pytest.approx(
+        model_score(constant, test, "y", s).baseline
+    )
     cat = model_score(train, test, "c", s)
     assert cat.metric == "balanced_accuracy"
     with pytest.raises(ValueError, match="'nope' is not in the schema"):

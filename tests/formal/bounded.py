@@ -98,15 +98,17 @@ Law = dict[Any, Iv]
 @dataclass
 class Certificate:
     claim: float
-    delta: Fraction          # upper bound on the hockey-stick divergence at the claim
-    certified_loss: float    # lower bound on the true loss (over outcomes with mass)
+    delta: Fraction  # upper bound on the hockey-stick divergence at the claim
+    certified_loss: float  # lower bound on the true loss (over outcomes with mass)
 
     @property
     def tightness(self) -> float:
         return self.certified_loss / self.claim if self.claim > 0 else float("nan")
 
 
-def certify(p: Law, p_tail: Fraction, p2: Law, claim: float, floor: Fraction = Fraction(1, 10**12)) -> Certificate:
+def certify(
+    p: Law, p_tail: Fraction, p2: Law, claim: float, floor: Fraction = Fraction(1, 10**12)
+) -> Certificate:
     """Check ``P <= e^claim P' + delta`` over all events; the delta and the certified loss."""
     e = exp_iv(Fraction(claim)).lo
     delta = p_tail
@@ -121,7 +123,9 @@ def certify(p: Law, p_tail: Fraction, p2: Law, claim: float, floor: Fraction = F
 
 def _log_ratio(a: Fraction, b: Fraction) -> float:
     # log of a ratio of two (possibly tiny) rationals, as a float (a report, not a bound)
-    return (math.log(a.numerator) - math.log(a.denominator)) - (math.log(b.numerator) - math.log(b.denominator))
+    return (math.log(a.numerator) - math.log(a.denominator)) - (
+        math.log(b.numerator) - math.log(b.denominator)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +145,9 @@ class ScriptedNoise:
     def laplace(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
         k = len(cells)
         self.scales.extend([float(scale)] * k)
-        out = self.values[self.asked:self.asked + k] + [0] * max(0, self.asked + k - len(self.values))
+        out = self.values[self.asked : self.asked + k] + [0] * max(
+            0, self.asked + k - len(self.values)
+        )
         self.asked += k
         return np.array(out, dtype=np.int64)
 
@@ -149,19 +155,29 @@ class ScriptedNoise:
 
     def coins(self, level: int, cells: np.ndarray) -> np.ndarray:
         k = len(cells)
-        out = self.coin_values[self.asked_coins:self.asked_coins + k] + [0] * max(0, self.asked_coins + k - len(self.coin_values))
+        out = self.coin_values[self.asked_coins : self.asked_coins + k] + [0] * max(
+            0, self.asked_coins + k - len(self.coin_values)
+        )
         self.asked_coins += k
         return np.array(out, dtype=np.int64)
 
 
-def _expand_one(front: Any, counter: Callable, scales: tuple[float, ...], values: list[int], coins: list[int],
-                threshold: float) -> tuple[Any, ScriptedNoise]:
+def _expand_one(
+    front: Any,
+    counter: Callable,
+    scales: tuple[float, ...],
+    values: list[int],
+    coins: list[int],
+    threshold: float,
+) -> tuple[Any, ScriptedNoise]:
     noise = ScriptedNoise(values, coins)
     nxt = pkg.expand_levels(front, front.level + 1, counter, scales, noise, threshold)
     return nxt, noise
 
 
-def pruned_law(counts: Any, scales: tuple[float, ...], size: int, W: int, threshold: float = 0.0) -> tuple[Law, Fraction]:
+def pruned_law(
+    counts: Any, scales: tuple[float, ...], size: int, W: int, threshold: float = 0.0
+) -> tuple[Law, Fraction]:
     """The exact law of the leaf masses ``{cell: mass}`` of ``pruned_traversal`` on the count
     tree ``counts`` with the public root mass ``size``: every node is expanded alone with
     ``expand_levels`` (the package's docstring: subtrees expand independently), its two
@@ -171,15 +187,21 @@ def pruned_law(counts: Any, scales: tuple[float, ...], size: int, W: int, thresh
     tail_total = Fraction(0)
     memo: dict[Any, Law] = {}
 
-    def node_law(level: int, cell: tuple[int, ...], mass: int, state: tuple[np.ndarray, ...]) -> Law:
+    def node_law(
+        level: int, cell: tuple[int, ...], mass: int, state: tuple[np.ndarray, ...]
+    ) -> Law:
         key = (level, cell, mass, tuple(int(a[0]) for a in state))
         if key not in memo:
             memo[key] = _node_law(level, cell, mass, state)
         return memo[key]
 
-    def _node_law(level: int, cell: tuple[int, ...], mass: int, state: tuple[np.ndarray, ...]) -> Law:
+    def _node_law(
+        level: int, cell: tuple[int, ...], mass: int, state: tuple[np.ndarray, ...]
+    ) -> Law:
         nonlocal tail_total
-        front = pkg.Frontier(level, np.array([cell], dtype=np.int64), np.array([mass], dtype=np.int64), state, 0, [1])
+        front = pkg.Frontier(
+            level, np.array([cell], dtype=np.int64), np.array([mass], dtype=np.int64), state, 0, [1]
+        )
         if level == depth:
             return {frozenset({(cell, mass)}): ONE}
         # probe: which scale and which exact child counts
@@ -193,12 +215,20 @@ def pruned_law(counts: Any, scales: tuple[float, ...], size: int, W: int, thresh
         out: dict[Any, Iv] = defaultdict(lambda: ZERO)
         for (z0, p0), (z1, p1) in itertools.product(a0, a1):
             both_zero = c0 + z0 <= threshold * s0 and c1 + z1 <= threshold * s1
-            for coin, pc in (((0, Iv.exact(Fraction(1, 2))), (1, Iv.exact(Fraction(1, 2)))) if both_zero else ((0, ONE),)):
+            for coin, pc in (
+                ((0, Iv.exact(Fraction(1, 2))), (1, Iv.exact(Fraction(1, 2))))
+                if both_zero
+                else ((0, ONE),)
+            ):
                 nxt, _ = _expand_one(front, counter, scales, [z0, z1], [coin], threshold)
                 sub: Law = {frozenset(): ONE}
                 for i in range(len(nxt.mass)):
-                    kid = node_law(level + 1, tuple(int(v) for v in nxt.cells[i]), int(nxt.mass[i]),
-                                   tuple(arr[i:i + 1] for arr in nxt.state))
+                    kid = node_law(
+                        level + 1,
+                        tuple(int(v) for v in nxt.cells[i]),
+                        int(nxt.mass[i]),
+                        tuple(arr[i : i + 1] for arr in nxt.state),
+                    )
                     sub = combine(sub, kid)
                 w = p0 * p1 * pc
                 for o, iv in sub.items():
@@ -250,7 +280,7 @@ def add_remove_pairs(points: np.ndarray, n_max: int) -> list[tuple[np.ndarray, n
     """Every ordered pair (x, x + one row) and (x + one row, x), sizes 0 .. n_max."""
     out = []
     for n in range(n_max):
-        for x in (datasets(points, n) if n else [np.zeros((0, points.shape[1]))]):
+        for x in datasets(points, n) if n else [np.zeros((0, points.shape[1]))]:
             for p in points:
                 y = np.vstack([x, p[None, :]])
                 out += [(x, y), (y, x)]

@@ -58,7 +58,9 @@ class Maps:
     """A running driver: ``ask(line) -> Fraction``."""
 
     def __init__(self, binary: Path) -> None:
-        self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
 
     def ask(self, line: str) -> Fraction:
         assert self.proc.stdin is not None
@@ -77,15 +79,29 @@ class Maps:
         self.proc.wait(timeout=10)
 
     # --- one method per extracted map
-    def hier_l1(self, sym: bool, sized: bool, s0: float, levels: Sequence[float], d: int) -> Fraction:
+    def hier_l1(
+        self, sym: bool, sized: bool, s0: float, levels: Sequence[float], d: int
+    ) -> Fraction:
         return self.ask(f"l1 {flag(sym)} {flag(sized)} {root(s0)} {d} {qs(levels)}")
 
-    def hier_l2(self, sym: bool, sized: bool, s0: float, levels: Sequence[float], d: int) -> Fraction:
+    def hier_l2(
+        self, sym: bool, sized: bool, s0: float, levels: Sequence[float], d: int
+    ) -> Fraction:
         return self.ask(f"l2 {flag(sym)} {flag(sized)} {root(s0)} {d} {qs(levels)}")
 
-    def tree_l2(self, sym: bool, sized: bool, d: int, parent: Sequence[int], leaves: Sequence[int], depth_scales: Sequence[float]) -> Fraction:
+    def tree_l2(
+        self,
+        sym: bool,
+        sized: bool,
+        d: int,
+        parent: Sequence[int],
+        leaves: Sequence[int],
+        depth_scales: Sequence[float],
+    ) -> Fraction:
         par = ",".join(str(max(int(p), 0)) for p in parent)
-        return self.ask(f"tl2 {flag(sym)} {flag(sized)} {d} {par} {','.join(map(str, leaves))} {qs(depth_scales)}")
+        return self.ask(
+            f"tl2 {flag(sym)} {flag(sized)} {d} {par} {','.join(map(str, leaves))} {qs(depth_scales)}"
+        )
 
     def zcdp(self, d: Fraction | float) -> Fraction:
         return self.ask(f"zcdp {q(d)}")
@@ -108,13 +124,32 @@ class Maps:
     def identity(self, d: Fraction | float | int) -> Fraction:
         return self.ask(f"ident {q(d)}")
 
-    def adaptive(self, sym: bool, sized: bool, sens: float, beta: float, d: int, cands: Sequence[Sequence[float]]) -> Fraction:
-        return self.ask(f"adaptive {flag(sym)} {flag(sized)} {q(sens)} {q(beta)} {d} {';'.join(qs(c) for c in cands)}")
+    def adaptive(
+        self,
+        sym: bool,
+        sized: bool,
+        sens: float,
+        beta: float,
+        d: int,
+        cands: Sequence[Sequence[float]],
+    ) -> Fraction:
+        return self.ask(
+            f"adaptive {flag(sym)} {flag(sized)} {q(sens)} {q(beta)} {d} {';'.join(qs(c) for c in cands)}"
+        )
 
-    def adaptive_zcdp_main(self, sym: bool, sized: bool, d: int, cands: Sequence[Sequence[float]]) -> Fraction:
+    def adaptive_zcdp_main(
+        self, sym: bool, sized: bool, d: int, cands: Sequence[Sequence[float]]
+    ) -> Fraction:
         return self.ask(f"azmain {flag(sym)} {flag(sized)} {d} {';'.join(qs(c) for c in cands)}")
 
-    def score(self, capped: bool, private: bool, L: int, J: int, top: float,
-              rows: Sequence[tuple[float, Sequence[float], Sequence[float]]]) -> Fraction:
+    def score(
+        self,
+        capped: bool,
+        private: bool,
+        L: int,
+        J: int,
+        top: float,
+        rows: Sequence[tuple[float, Sequence[float], Sequence[float]]],
+    ) -> Fraction:
         cands = ";".join(f"{q(c)}:{qs(w)}:{qs(caps)}" for c, w, caps in rows)
         return self.ask(f"score {flag(capped)} {flag(private)} {L} {J} {q(top)} {cands}")

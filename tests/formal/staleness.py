@@ -4,8 +4,10 @@ A source is named by the object, never by a file path: ``"face:name"`` is ``name
 the package's documented modules (``opendp_wasserstein.<face>``), and ``"face:name>helper"`` is
 ``helper`` looked up in the module that defines ``face:name`` (a map helper living next to its
 constructor).  A module move keeps every key valid as long as the public faces re-export the
-constructors.  The hash is sha256 over ``key + source`` of every key in order
-(:func:`inspect.getsource`).
+constructors.  The hash is sha256 over ``key + syntax`` of every key in order, where the syntax
+is :func:`ast.dump` of the object's source (:func:`inspect.getsource`): any change to code,
+names, literals or docstrings renews nothing silently, while a formatter's re-wrapping (which
+keeps the syntax tree) leaves the records valid.
 
 ``formal/staleness.json`` holds the records; ``python formal/renew.py`` rewrites the hashes
 after the theorems were checked against the changed code (the one-command renewal).
@@ -13,20 +15,29 @@ after the theorems were checked against the changed code (the one-command renewa
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import inspect
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 RECORDS = Path(__file__).resolve().parents[2] / "formal" / "staleness.json"
 FACES = (
-    "measurements", "transformations", "postprocessing", "core.exact", "schedules.pure", "schedules.zcdp",
+    "measurements",
+    "transformations",
+    "postprocessing",
+    "core.exact",
+    "schedules.pure",
+    "schedules.zcdp",
     "schedules.tree",
     # the table release's documented modules (docs/proofs/table_marginals.rst, gower.rst)
-    "tables.marginals", "tables.pipeline", "tables.joint",
+    "tables.marginals",
+    "tables.pipeline",
+    "tables.joint",
 )
 
 
@@ -42,9 +53,14 @@ def resolve(key: str) -> Any:
     return inspect.unwrap(obj)
 
 
+def syntax_of(obj: Any) -> str:
+    """The syntax tree of ``obj``'s source as text (layout-free, comments dropped)."""
+    return ast.dump(ast.parse(textwrap.dedent(inspect.getsource(obj))))
+
+
 def digest(keys: list[str], source_of: Any = None) -> str:
-    """sha256 over the sources of ``keys`` (``source_of(obj)``: default ``inspect.getsource``)."""
-    get = inspect.getsource if source_of is None else source_of
+    """sha256 over the sources of ``keys`` (``source_of(obj)``: default :func:`syntax_of`)."""
+    get = syntax_of if source_of is None else source_of
     h = hashlib.sha256()
     for key in keys:
         h.update(key.encode())
@@ -60,7 +76,9 @@ def load() -> dict[str, Any]:
 
 def stale(records: dict[str, Any]) -> list[str]:
     """The groups whose recorded hash no longer matches the code."""
-    return [name for name, rec in records["records"].items() if digest(rec["sources"]) != rec["sha256"]]
+    return [
+        name for name, rec in records["records"].items() if digest(rec["sources"]) != rec["sha256"]
+    ]
 
 
 def renew(names: list[str] | None = None) -> list[str]:

@@ -32,7 +32,9 @@ def dom(d, n):
 
 
 def report(name, claim, worst):
-    print(f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} ({worst / claim if claim else float('nan'):.3f} of the map)")
+    print(
+        f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} ({worst / claim if claim else float('nan'):.3f} of the map)"
+    )
 
 
 def _dyadic_vector(t, x, depth, scales, sq=False):
@@ -58,8 +60,11 @@ def _weighted(u, v, scales, sq):
 
 
 CASES = [  # (d, depth, n, metric, scales)
-    (1, 2, 2, SYM, (1.0, 4.0, 2.0)), (1, 2, 2, CO, (1.0, 4.0, 2.0)), (2, 2, 2, SYM, (1.0, 3.0, 5.0)),
-    (1, 3, None, SYM, (2.0, 4.0, 4.0, 8.0)), (1, 2, None, SYM, (math.inf, 1.0, 3.0)),
+    (1, 2, 2, SYM, (1.0, 4.0, 2.0)),
+    (1, 2, 2, CO, (1.0, 4.0, 2.0)),
+    (2, 2, 2, SYM, (1.0, 3.0, 5.0)),
+    (1, 3, None, SYM, (2.0, 4.0, 4.0, 8.0)),
+    (1, 2, None, SYM, (math.inf, 1.0, 3.0)),
 ]
 
 
@@ -67,12 +72,19 @@ CASES = [  # (d, depth, n, metric, scales)
 @pytest.mark.parametrize("sq", [False, True], ids=["l1", "l2sq"])
 def test_count_transformations_every_pair(case, sq):
     d, depth, n, metric, scales = case
-    t = pkg.T.make_dyadic_counts(dom(d, n), metric, depth, scales, output_metric="l2sq" if sq else "l1")
+    t = pkg.T.make_dyadic_counts(
+        dom(d, n), metric, depth, scales, output_metric="l2sq" if sq else "l1"
+    )
     pts = B.grid_points(d, depth)
     pairs = B.replacement_pairs(pts, n) if n is not None else B.add_remove_pairs(pts, 2)
     d_in = (2 if metric == SYM else 1) if n is not None else 1
     claim = t.map(d_in)
-    worst = max(_weighted(_dyadic_vector(t, x, depth, scales), _dyadic_vector(t, y, depth, scales), scales, sq) for x, y in pairs)
+    worst = max(
+        _weighted(
+            _dyadic_vector(t, x, depth, scales), _dyadic_vector(t, y, depth, scales), scales, sq
+        )
+        for x, y in pairs
+    )
     assert worst <= Fraction(claim)
     assert worst * 2 >= Fraction(claim)  # the map is attained on these grids, up to the rounding
     report(f"dyadic counts {case} {'l2sq' if sq else 'l1'}", claim, float(worst))
@@ -85,7 +97,13 @@ def test_tree_counts_every_pair():
     for n, metric in ((2, SYM), (2, CO), (None, SYM)):
         near = pkg.T.make_nearest_candidate(dom(1, n), metric, cands)
         for sq in (False, True):
-            t = pkg.T.make_tree_counts(near.output_domain, near.output_metric, tree, scales, output_metric="l2sq" if sq else "l1")
+            t = pkg.T.make_tree_counts(
+                near.output_domain,
+                near.output_metric,
+                tree,
+                scales,
+                output_metric="l2sq" if sq else "l1",
+            )
             pts = cands
             pairs = B.replacement_pairs(pts, n) if n is not None else B.add_remove_pairs(pts, 2)
             d_in = (2 if metric == SYM else 1) if n is not None else 1
@@ -93,8 +111,10 @@ def test_tree_counts_every_pair():
             for x, y in pairs:
                 cx, cy = (near >> t)(x).counts, (near >> t)(y).counts
                 w = [1 / Fraction(scales[int(j)]) for j in tree.depth]
-                diff = sum(((wi * wi * (int(a) - int(b)) ** 2) if sq else wi * abs(int(a) - int(b)))
-                           for wi, a, b in zip(w, cx, cy, strict=True))
+                diff = sum(
+                    ((wi * wi * (int(a) - int(b)) ** 2) if sq else wi * abs(int(a) - int(b)))
+                    for wi, a, b in zip(w, cx, cy, strict=True)
+                )
                 worst = max(worst, diff)
             assert worst <= Fraction(t.map(d_in))
             report(f"tree counts n={n} {'l2sq' if sq else 'l1'}", t.map(d_in), float(worst))
@@ -140,13 +160,19 @@ def _pruned_check(d, depth, n, metric, scales, W, delta_max=Fraction(1, 10**6)):
 def test_pruned_pmm_exact_law():
     claim, worst, delta, delta_max = _pruned_check(1, 2, 2, SYM, (1.0, 0.7, 0.7), W=12)
     report("pruned tree laplace / Pruned-PMM", claim, worst)
-    assert delta <= delta_max, f"(eps={claim}, delta) certificate failed: delta <= {float(delta):.3g}"
+    assert delta <= delta_max, (
+        f"(eps={claim}, delta) certificate failed: delta <= {float(delta):.3g}"
+    )
     assert worst <= claim
 
 
 @pytest.mark.formal_long
 def test_pruned_pmm_exact_law_full():
-    for d, depth, n, metric, scales in ((1, 3, 2, SYM, (1.0, 0.7, 0.8, 0.9)), (2, 2, 3, CO, (1.0, 0.6, 0.7)), (1, 2, 3, SYM, (1.0, 0.5, 0.9))):
+    for d, depth, n, metric, scales in (
+        (1, 3, 2, SYM, (1.0, 0.7, 0.8, 0.9)),
+        (2, 2, 3, CO, (1.0, 0.6, 0.7)),
+        (1, 2, 3, SYM, (1.0, 0.5, 0.9)),
+    ):
         claim, worst, delta, delta_max = _pruned_check(d, depth, n, metric, scales, W=14)
         report(f"Pruned-PMM d={d} depth={depth} n={n}", claim, worst)
         assert delta <= delta_max
@@ -212,7 +238,10 @@ def test_schedule_scores_move_within_their_map(cases=SCORE_CASES):
         pts = B.grid_points(1, 3)
         pairs = B.replacement_pairs(pts, n) if n is not None else B.add_remove_pairs(pts, 3)
         d_in = (2 if metric == SYM else 1) if n is not None else 1
-        worst = max(max(abs(Fraction(a) - Fraction(b)) for a, b in zip(t(x), t(y), strict=True)) for x, y in pairs)
+        worst = max(
+            max(abs(Fraction(a) - Fraction(b)) for a, b in zip(t(x), t(y), strict=True))
+            for x, y in pairs
+        )
         assert worst <= Fraction(t.map(d_in))
         report(f"schedule scores n={n} size={size} {score}", t.map(d_in), float(worst))
 
@@ -244,11 +273,17 @@ def test_nearest_candidate_ties_move_one_unit():
     cands = np.array([[0.25], [0.5], [0.75]])
     pts = B.grid_points(1, 2)  # 0.125, 0.375 (ties 0.25 and 0.5), 0.625 (ties 0.5 and 0.75), 0.875
     unsized = pkg.T.make_nearest_candidate(dom(1, None), SYM, cands)
-    worst_add = max(int(np.abs(_hist(unsized, x, 3) - _hist(unsized, y, 3)).sum()) for x, y in B.add_remove_pairs(pts, 4))
+    worst_add = max(
+        int(np.abs(_hist(unsized, x, 3) - _hist(unsized, y, 3)).sum())
+        for x, y in B.add_remove_pairs(pts, 4)
+    )
     assert worst_add == unsized.map(1) == 1
     for metric, d_in, per_unit in ((SYM, 2, 1), (CO, 1, 2)):
         near = pkg.T.make_nearest_candidate(dom(1, 3), metric, cands)
-        worst = max(int(np.abs(_hist(near, x, 3) - _hist(near, y, 3)).sum()) for x, y in B.replacement_pairs(pts, 3))
+        worst = max(
+            int(np.abs(_hist(near, x, 3) - _hist(near, y, 3)).sum())
+            for x, y in B.replacement_pairs(pts, 3)
+        )
         assert worst == 2
         assert worst <= per_unit * near.map(d_in)
     # the ties are really dealt: two rows at 0.375 go one to each of its nearest candidates
@@ -303,7 +338,10 @@ def test_noisy_size_count_law():
     eps = 0.3
     scale = pkg.round_up(1 / Fraction(eps))
     count = pkg.T.make_row_count(dom(1, None), SYM) >> dp.m.then_laplace(scale=scale)
-    worst = max(abs(x.shape[0] - y.shape[0]) / Fraction(scale) for x, y in B.add_remove_pairs(B.grid_points(1, 1), 2))
+    worst = max(
+        abs(x.shape[0] - y.shape[0]) / Fraction(scale)
+        for x, y in B.add_remove_pairs(B.grid_points(1, 1), 2)
+    )
     assert worst <= Fraction(count.map(1)) <= Fraction(eps)
     report("noisy size (count)", count.map(1), float(worst))
 
@@ -317,8 +355,10 @@ def test_adaptive_selection_and_main_stage():
     m = pkg.M.make_adaptive_pruned_pmm(dom(1, n), SYM, eps_sel, eps_main, candidates=cands)
     t = pkg.T.make_schedule_scores(dom(1, n), SYM, cands, eps_main)
     sens = t.map(2)
-    worst = max(max(abs(Fraction(a) - Fraction(b)) for a, b in zip(t(x), t(y), strict=True))
-                for x, y in B.replacement_pairs(B.grid_points(1, 3), n))
+    worst = max(
+        max(abs(Fraction(a) - Fraction(b)) for a, b in zip(t(x), t(y), strict=True))
+        for x, y in B.replacement_pairs(B.grid_points(1, 3), n)
+    )
     assert worst <= Fraction(sens)
     main = max(pkg.M.make_pruned_pmm(dom(1, n), SYM, c.depth, c.scales).map(2) for c in cands)
     assert Fraction(m.map(2)) <= Fraction(eps_sel) + Fraction(eps_main)
@@ -334,7 +374,7 @@ def test_privtree_leaf_counts_and_structure():
         assert 3 / Fraction(lam) <= Fraction(e_tree)
         assert 1 / Fraction(sc) <= Fraction(e_counts)
         q = B.q_iv(lam)
-        assert q.hi ** delta <= Fraction(1, 2)
+        assert q.hi**delta <= Fraction(1, 2)
         m = pkg.M.make_privtree(dom(1, None), SYM, e_tree, e_counts, 4)
         assert Fraction(m.map(1)) >= 3 / Fraction(lam) + 1 / Fraction(sc)
         assert m.map(1) <= pkg.round_up(Fraction(e_tree) + Fraction(e_counts))
@@ -357,8 +397,12 @@ def test_tree_em_target_law():
         us = []
         for S in multisets:
             cs = tree.subtree_sums(np.bincount(np.array(S), minlength=len(cands)))
-            us.append(-sum(Fraction(float(w)) * abs(Fraction(int(a), n) - Fraction(int(c), m_out))
-                           for w, a, c in zip(tree.weight, counts_a, cs, strict=True)))
+            us.append(
+                -sum(
+                    Fraction(float(w)) * abs(Fraction(int(a), n) - Fraction(int(c), m_out))
+                    for w, a, c in zip(tree.weight, counts_a, cs, strict=True)
+                )
+            )
         beta = 1 / alpha
         return dict(enumerate(_softmax([-u for u in us], beta)))
 

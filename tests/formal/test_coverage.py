@@ -22,7 +22,9 @@ def test_every_registry_constructor_is_covered():
     missing = sorted({e.name for e in ENTRIES} - set(COVERAGE))
     assert not missing, f"constructors missing from formal/coverage.json: {missing}"
     unknown = sorted(set(COVERAGE) - {e.name for e in ENTRIES})
-    assert not unknown, f"formal/coverage.json names constructors the registry does not have: {unknown}"
+    assert not unknown, (
+        f"formal/coverage.json names constructors the registry does not have: {unknown}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(COVERAGE))
@@ -31,7 +33,9 @@ def test_the_manifest_names_what_exists(name):
     assert rec["theorems"], name
     for thm in rec["theorems"]:
         module, _, ident = thm.partition(".")
-        assert re.search(rf"^(Theorem|Lemma|Corollary)\s+{re.escape(ident)}\b", THEORIES[module], re.M), thm
+        assert re.search(
+            rf"^(Theorem|Lemma|Corollary)\s+{re.escape(ident)}\b", THEORIES[module], re.M
+        ), thm
     if rec["extracted_map"] is None:
         assert rec.get("no_extracted_map"), f"{name}: no extracted map and no reason"
     else:

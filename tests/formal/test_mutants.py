@@ -15,8 +15,13 @@ from tests.formal import package as pkg
 dp.enable_features("contrib", "idealized-numerics")
 
 SYM, CO = dp.symmetric_distance(), dp.change_one_distance()
-CASES = [(1, None, True, 2.0, [4.0, 4.0], 1), (2, None, True, 1.0, [3.0, 5.0, 7.0], 3), (2, 10, False, 1.0, [4.0, 2.0], 1),
-         (1, 10, True, math.inf, [4.0], 2), (3, 7, False, 1.0, [1.5, 2.5], 4)]
+CASES = [
+    (1, None, True, 2.0, [4.0, 4.0], 1),
+    (2, None, True, 1.0, [3.0, 5.0, 7.0], 3),
+    (2, 10, False, 1.0, [4.0, 2.0], 1),
+    (1, 10, True, math.inf, [4.0], 2),
+    (3, 7, False, 1.0, [1.5, 2.5], 4),
+]
 
 
 def module_of(fn):
@@ -59,7 +64,9 @@ def test_mutant_change_one_as_half_a_replacement(maps, monkeypatch):
         return r / 2 if metric_kind == "change_one" else r
 
     monkeypatch.setattr(mod, "replacements", half)
-    assert dyadic_mismatches(maps), "the extracted-map check missed change-one charged as half a replacement"
+    assert dyadic_mismatches(maps), (
+        "the extracted-map check missed change-one charged as half a replacement"
+    )
 
 
 def test_mutant_selection_scale_rounded_to_nearest(monkeypatch):

@@ -44,7 +44,9 @@ def test_a_false_claim_is_refuted():
     assert solver.check() == z3.sat
 
 
-rationals = st.fractions(min_value=Fraction(-10) ** 300, max_value=Fraction(10) ** 300, max_denominator=10**400)
+rationals = st.fractions(
+    min_value=Fraction(-10) ** 300, max_value=Fraction(10) ** 300, max_denominator=10**400
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -65,8 +67,11 @@ def test_api_split_never_certifies_more_than_its_total(total, share):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(min_value=0.5, max_value=1e6), min_size=2, max_size=12), st.floats(min_value=1e-3, max_value=10.0),
-       st.data())
+@given(
+    st.lists(st.floats(min_value=0.5, max_value=1e6), min_size=2, max_size=12),
+    st.floats(min_value=1e-3, max_value=10.0),
+    st.data(),
+)
 def test_tighten_budget_meets_its_postcondition(scales, eps, data):
     charged = list(range(1, len(scales)))
     adjust = data.draw(st.sampled_from(charged))

@@ -24,7 +24,9 @@ def test_every_record_matches_its_source():
 def test_every_proof_page_has_a_record_and_its_theorems_exist():
     records = staleness.load()["records"]
     pages = {p.stem for p in (ROOT / "docs" / "proofs").glob("*.rst")} - {"index"}
-    assert pages <= set(records), f"proof pages without a staleness record: {sorted(pages - set(records))}"
+    assert pages <= set(records), (
+        f"proof pages without a staleness record: {sorted(pages - set(records))}"
+    )
     theories = {p.stem: p.read_text() for p in (FORMAL / "theories").glob("*.v")}
     for name, rec in records.items():
         for thm in rec["theorems"]:
@@ -32,7 +34,9 @@ def test_every_proof_page_has_a_record_and_its_theorems_exist():
                 assert (ROOT / thm).exists(), thm
                 continue
             module, _, ident = thm.partition(".")
-            assert re.search(rf"^(Theorem|Lemma|Corollary)\s+{re.escape(ident)}\b", theories[module], re.M), (name, thm)
+            assert re.search(
+                rf"^(Theorem|Lemma|Corollary)\s+{re.escape(ident)}\b", theories[module], re.M
+            ), (name, thm)
         for key in rec["sources"]:
             staleness.resolve(key)  # every key names an object of the package
 
@@ -50,7 +54,9 @@ def test_a_changed_source_changes_the_record(monkeypatch):
 
     before = staleness.digest(["transformations:make_dyadic_counts>dyadic_counts_stability"])
     monkeypatch.setattr(mod, "dyadic_counts_stability", planted)
-    assert staleness.digest(["transformations:make_dyadic_counts>dyadic_counts_stability"]) != before
+    assert (
+        staleness.digest(["transformations:make_dyadic_counts>dyadic_counts_stability"]) != before
+    )
 
 
 def test_every_proof_page_box_names_its_records_theorems():
@@ -58,6 +64,10 @@ def test_every_proof_page_box_names_its_records_theorems():
     for name, rec in staleness.load()["records"].items():
         if not rec["page"].startswith("docs/proofs/"):
             continue
-        m = re.search(r"^   \* \*\*Theorems\*\* \(formal/theories\): (.*)$", (ROOT / rec["page"]).read_text(), re.M)
+        m = re.search(
+            r"^   \* \*\*Theorems\*\* \(formal/theories\): (.*)$",
+            (ROOT / rec["page"]).read_text(),
+            re.M,
+        )
         assert m is not None, f"{rec['page']} has no Machine-checked box"
         assert sorted(re.findall(r"``([^`]+)``", m.group(1))) == sorted(rec["theorems"]), name

@@ -70,7 +70,9 @@ BIT_LENGTH_IMPLEMENTATIONS = [
 def test_bit_length_implementations_match_python(impl):
     # every power of two, its neighbours, and random words of every length
     powers = [1 << k for k in range(64)]
-    edges = sorted({v + e for v in powers for e in (-1, 0, 1) if 0 <= v + e < 2**64} | {0, 2**64 - 1})
+    edges = sorted(
+        {v + e for v in powers for e in (-1, 0, 1) if 0 <= v + e < 2**64} | {0, 2**64 - 1}
+    )
     rng = np.random.default_rng(7)
     shifts = rng.integers(0, 64, size=5000, dtype=np.uint64)
     randoms = rng.integers(0, 2**64 - 1, size=5000, dtype=np.uint64, endpoint=True) >> shifts
@@ -101,7 +103,10 @@ def test_split_partitions_ranges_consistently(d, depth):
         b = coord_bits_at_level(level + 1, d)
         pc = g >> (B - b)
         owner = np.repeat(np.arange(lo.size), hi - lo)
-        assert np.array_equal(pc[np.concatenate([np.arange(a, z) for a, z in zip(lo, hi, strict=False)])], cells[owner])
+        assert np.array_equal(
+            pc[np.concatenate([np.arange(a, z) for a, z in zip(lo, hi, strict=False)])],
+            cells[owner],
+        )
     assert (hi - lo).sum() == tree.n
 
 
@@ -134,7 +139,9 @@ def test_bitwise_path_takes_a_split_order():
     from opendp_wasserstein.hierarchy.cells import morton_words, morton_words_bitwise
 
     g = np.random.default_rng(0).integers(0, 2**5, size=(50, 3))
-    assert np.array_equal(morton_words_bitwise(g, 15, axes=[j % 3 for j in range(15)]), morton_words(g, 15))
+    assert np.array_equal(
+        morton_words_bitwise(g, 15, axes=[j % 3 for j in range(15)]), morton_words(g, 15)
+    )
     other = morton_words_bitwise(g, 15, axes=[0] * 5 + [1] * 5 + [2] * 5)  # coordinate-major
     expect = (g[:, 0] << 10) | (g[:, 1] << 5) | g[:, 2]
     assert np.array_equal(other[0] >> np.uint64(64 - 15), expect.astype(np.uint64))
@@ -260,6 +267,8 @@ def test_shared_count_trees_builds_once_and_releases():
     assert c._words is not a._words
     assert d._words is not a._words
     assert e._words is not f._words
+
+
 # general split orders
 
 
@@ -323,7 +332,10 @@ def test_general_order_split_and_child_cells(d, axes):
         mid = tree.split(level, lo, hi)
         lo, hi = np.stack([lo, mid], 1).reshape(-1), np.stack([mid, hi], 1).reshape(-1)
         cells = child_cells(cells, level, tree.axes)
-        counts = {tuple(c): int(k) for c, k in zip(*np.unique(brute[level + 1], axis=0, return_counts=True), strict=True)}
+        counts = {
+            tuple(c): int(k)
+            for c, k in zip(*np.unique(brute[level + 1], axis=0, return_counts=True), strict=True)
+        }
         got = {tuple(c): int(k) for c, k in zip(cells, hi - lo, strict=True) if k > 0}
         assert got == counts
         keep = hi > lo
@@ -384,7 +396,9 @@ def test_capped_level_sums_match_brute_force(seed):
     assert got.dtype == np.int64
     assert np.array_equal(got, brute_capped(u, caps))
     # caps of 1 give the occupancy; start leaves the levels above it at 0
-    assert np.array_equal(capped_level_sums(tree, np.ones((L, 1), dtype=np.int64))[:, 0], tree.occupancy()[:L])
+    assert np.array_equal(
+        capped_level_sums(tree, np.ones((L, 1), dtype=np.int64))[:, 0], tree.occupancy()[:L]
+    )
     start = L // 2
     part = capped_level_sums(tree, caps, start=start)
     assert np.array_equal(part[start:], got[start:])
@@ -398,8 +412,12 @@ def test_capped_level_sums_on_a_split_order_and_empty_data():
     axes = (2, 2, 0, 1) * 3
     u = rng.uniform(size=(200, 3))
     caps = rng.integers(1, 9, size=(10, 2))
-    assert np.array_equal(capped_level_sums(CountTree(u, 10, axes=axes), caps), brute_capped(u, caps, axes))
-    assert not capped_level_sums(CountTree(np.zeros((0, 2)), 5), np.ones((5, 2), dtype=np.int64)).any()
+    assert np.array_equal(
+        capped_level_sums(CountTree(u, 10, axes=axes), caps), brute_capped(u, caps, axes)
+    )
+    assert not capped_level_sums(
+        CountTree(np.zeros((0, 2)), 5), np.ones((5, 2), dtype=np.int64)
+    ).any()
     for bad in (np.zeros((3, 2)), np.ones((9, 2)), np.ones(3)):
         with pytest.raises(ValueError, match="caps"):
             capped_level_sums(CountTree(u, 7), bad)
@@ -454,18 +472,27 @@ def kernel_inputs(draw: st.DrawFn) -> tuple[np.ndarray, object, int]:
     from opendp_wasserstein.core.box import Box
 
     d = draw(st.integers(1, 12))
-    depth = draw(st.one_of(st.integers(1, min(52 * d, 200)), st.sampled_from([d, 63, 64, 65, 128, 129])))
+    depth = draw(
+        st.one_of(st.integers(1, min(52 * d, 200)), st.sampled_from([d, 63, 64, 65, 128, 129]))
+    )
     depth = min(depth, 52 * d)
     n = draw(st.integers(0, 40))
     kind = draw(st.sampled_from(["unit", "cube", "pow2", "any"]))
     if kind == "unit":
-        x = draw(arrays(np.float64, (n, d), elements=st.one_of(
-            st.sampled_from([0.0, 1.0, 0.5, 0.25]), st.floats(0.0, 1.0))))
+        x = draw(
+            arrays(
+                np.float64,
+                (n, d),
+                elements=st.one_of(st.sampled_from([0.0, 1.0, 0.5, 0.25]), st.floats(0.0, 1.0)),
+            )
+        )
         return x, None, depth
     if kind == "cube":
         box = Box(np.zeros(d), np.ones(d))
     else:
-        lower = np.array(draw(st.lists(st.sampled_from([0.0, -1.0, 0.3, -2.5]), min_size=d, max_size=d)))
+        lower = np.array(
+            draw(st.lists(st.sampled_from([0.0, -1.0, 0.3, -2.5]), min_size=d, max_size=d))
+        )
         sides = [2.0**-3, 0.5, 1.0, 4.0] if kind == "pow2" else [0.1, 3.0, 1.0, 7.25, 1e-9]
         side = np.array(draw(st.lists(st.sampled_from(sides), min_size=d, max_size=d)))
         box = Box(lower, lower + side)
@@ -489,7 +516,9 @@ def test_fused_codes_equal_the_per_level_reference(case):
     assert np.array_equal(h.row_codes(x, box, depth, list(range(W))), expect)
     if x.shape[0]:
         rows = np.arange(x.shape[0])[::-1].copy()
-        assert np.array_equal(h.row_codes(x, box, depth, [W - 1], rows=rows), expect[[W - 1]][:, rows])
+        assert np.array_equal(
+            h.row_codes(x, box, depth, [W - 1], rows=rows), expect[[W - 1]][:, rows]
+        )
 
 
 @settings(max_examples=200, deadline=None)
@@ -512,7 +541,9 @@ def test_fused_codes_chunks_and_narrow_grids(monkeypatch):
     x[::7] = 1.0  # u = 1: the top cell
     monkeypatch.setattr(h, "_ROWS", 8)
     for depth in (1, 2, 58, 63, 64, 65, 93, 156):  # B <= 31 (int32) and B > 31 (int64)
-        assert np.array_equal(h.row_codes(x, None, depth, list(range(h._words(depth)))), ref.codes(x, None, depth))
+        assert np.array_equal(
+            h.row_codes(x, None, depth, list(range(h._words(depth)))), ref.codes(x, None, depth)
+        )
 
 
 @pytest.mark.parametrize("depth", [1, 5, 40, 63, 64, 65, 130])
@@ -521,15 +552,20 @@ def test_sorted_lcp_matches_bit_length(depth):
 
     rng = np.random.default_rng(depth)
     used = min(depth, 64)
-    raw = rng.integers(0, 2**62, size=500, dtype=np.uint64) * np.uint64(4) | rng.integers(0, 4, 500).astype(np.uint64)
+    raw = rng.integers(0, 2**62, size=500, dtype=np.uint64) * np.uint64(4) | rng.integers(
+        0, 4, 500
+    ).astype(np.uint64)
     word = raw >> np.uint64(64 - used) << np.uint64(64 - used)  # a depth-bit code, left-aligned
     word[:50] = word[50:100]  # equal neighbours
     # neighbours whose XOR has 53 or more ones below its leading bit (the float rounding case)
-    word[100] = np.uint64(2**63 - 2**(64 - used)) if used < 64 else np.uint64(2**63 - 1)
+    word[100] = np.uint64(2**63 - 2 ** (64 - used)) if used < 64 else np.uint64(2**63 - 1)
     word[101] = np.uint64(2**63)
     word.sort()
     lcp = h._sorted_lcp(word, depth)
-    expect = [64 - int(a ^ b).bit_length() for a, b in zip(word[:-1].tolist(), word[1:].tolist(), strict=True)]
+    expect = [
+        64 - int(a ^ b).bit_length()
+        for a, b in zip(word[:-1].tolist(), word[1:].tolist(), strict=True)
+    ]
     expect = [min(depth, v) if (v < 64 or depth <= 64) else 1086 for v in expect]
     assert lcp.dtype == np.uint16
     assert lcp.tolist() == expect

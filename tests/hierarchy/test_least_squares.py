@@ -80,7 +80,9 @@ def test_noise_variance_exact_values():
     assert math.isinf(noise_variance(math.inf))
 
 
-def _dense_gls(levels: list[VisitedLevel], var: tuple[float, ...], root_noisy, root_mass) -> list[np.ndarray]:
+def _dense_gls(
+    levels: list[VisitedLevel], var: tuple[float, ...], root_noisy, root_mass
+) -> list[np.ndarray]:
     """The same estimates by a dense weighted least-squares solve over the visited leaves."""
     r = len(levels)
     # leaf sets: a visited node's set of visited-tree leaves, built bottom-up
@@ -115,7 +117,9 @@ def _dense_gls(levels: list[VisitedLevel], var: tuple[float, ...], root_noisy, r
     if root_mass is None:
         x = np.linalg.solve(A.T @ W @ A, A.T @ W @ y)
     else:  # equality-constrained: the KKT system
-        kkt = np.block([[A.T @ W @ A, np.ones((leaves, 1))], [np.ones((1, leaves)), np.zeros((1, 1))]])
+        kkt = np.block(
+            [[A.T @ W @ A, np.ones((leaves, 1))], [np.ones((1, leaves)), np.zeros((1, 1))]]
+        )
         x = np.linalg.solve(kkt, np.concatenate([A.T @ W @ y, [float(root_mass)]]))[:leaves]
     return [np.array([x[s].sum() for s in sets[j]]) for j in range(1, r + 1)]
 
@@ -136,7 +140,9 @@ def visited_trees(draw):
             paper = [1 if e else 0 for e in expand]
         else:
             paper = draw(st.lists(st.integers(0, 3), min_size=2 * pairs, max_size=2 * pairs))
-            paper = [p or (1 if i % 2 == 0 and not paper[i + 1] else 0) for i, p in enumerate(paper)]
+            paper = [
+                p or (1 if i % 2 == 0 and not paper[i + 1] else 0) for i, p in enumerate(paper)
+            ]
         levels.append(_lv(noisy, paper))
         pairs = sum(1 for p in paper if p > 0)
     var = tuple(draw(st.floats(0.5, 50.0)) for _ in range(r + 1))
@@ -178,7 +184,12 @@ def _tree(n: int, depth: int, seed: int):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 400), st.integers(1, 9), st.integers(0, 2**32 - 1), st.sampled_from([0.0, 2.0, 3.0]))
+@given(
+    st.integers(1, 400),
+    st.integers(1, 9),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.0, 2.0, 3.0]),
+)
 def test_traversal_support_is_within_the_papers(n, depth, seed, threshold):
     """Same noise (node-addressed, one key): least squares keeps the total and puts mass only
     in leaves the paper's rule gave mass."""
@@ -186,7 +197,9 @@ def test_traversal_support_is_within_the_papers(n, depth, seed, threshold):
     scales = paper_schedule(2, 1.0, depth, s=2)
     key = np.random.default_rng(seed).bytes(32)
     paper = pruned_traversal(counts, scales, n, KeyedNodeNoise(key))
-    ls = pruned_traversal(counts, scales, n, KeyedNodeNoise(key), threshold, consistency="least_squares")
+    ls = pruned_traversal(
+        counts, scales, n, KeyedNodeNoise(key), threshold, consistency="least_squares"
+    )
     assert ls.total == n
     assert np.all(ls.masses > 0)
     assert ls.masses.dtype == np.int64
@@ -197,16 +210,23 @@ def test_traversal_support_is_within_the_papers(n, depth, seed, threshold):
 def test_unknown_consistency_is_refused():
     counts = _tree(10, 3, 0)
     with pytest.raises(ValueError, match="consistency must be one of"):
-        pruned_traversal(counts, paper_schedule(2, 1.0, 3), 10, KeyedNodeNoise(b"k" * 32), consistency="hay")
+        pruned_traversal(
+            counts, paper_schedule(2, 1.0, 3), 10, KeyedNodeNoise(b"k" * 32), consistency="hay"
+        )
 
 
-@pytest.mark.parametrize("consistency,threshold", [("paper", 0.0), ("paper", 2.0), ("least_squares", 0.0), ("least_squares", 3.0)])
+@pytest.mark.parametrize(
+    "consistency,threshold",
+    [("paper", 0.0), ("paper", 2.0), ("least_squares", 0.0), ("least_squares", 3.0)],
+)
 def test_maps_do_not_change(consistency, threshold):
     dp.enable_features("contrib")
     dom = dp.numpy.array2_domain(num_columns=2, size=500, T=float)
     scales = paper_schedule(2, 1.0, 8)
     base = make_pruned_pmm(dom, dp.symmetric_distance(), 8, scales)
-    meas = make_pruned_pmm(dom, dp.symmetric_distance(), 8, scales, consistency=consistency, threshold=threshold)
+    meas = make_pruned_pmm(
+        dom, dp.symmetric_distance(), 8, scales, consistency=consistency, threshold=threshold
+    )
     assert meas.map(2) == base.map(2) == 1.0
     assert meas.check(2, 1.0)
     assert not meas.check(2, math.nextafter(1.0, 0.0))
@@ -221,8 +241,15 @@ def test_release_keeps_the_size_and_the_box():
     dp.enable_features("contrib")
     x = np.random.default_rng(3).beta(0.5, 3.0, size=(700, 2))
     dom = dp.numpy.array2_domain(num_columns=2, size=700, T=float)
-    meas = make_pruned_pmm(dom, dp.change_one_distance(), 9, paper_schedule(2, 1.0, 9),
-                           placement="uniform", consistency="least_squares", threshold=3.0)
+    meas = make_pruned_pmm(
+        dom,
+        dp.change_one_distance(),
+        9,
+        paper_schedule(2, 1.0, 9),
+        placement="uniform",
+        consistency="least_squares",
+        threshold=3.0,
+    )
     with reproducible(5):
         y = meas(x)
     assert y.shape == (700, 2)
@@ -235,7 +262,9 @@ def test_synthesize_passes_the_options_and_refuses_them_for_pmm():
 
     x = np.random.default_rng(4).uniform(size=(300, 2))
     with reproducible(1):
-        y, rep = synthesize(x, 1.0, bounds=(0, 1), mechanism="pruned", consistency="least_squares", threshold=3.0)
+        y, rep = synthesize(
+            x, 1.0, bounds=(0, 1), mechanism="pruned", consistency="least_squares", threshold=3.0
+        )
     assert y.shape == (300, 2)
     assert rep.epsilon == 1.0
     with pytest.raises(ValueError, match="consistency and threshold apply only"):

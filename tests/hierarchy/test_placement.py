@@ -161,7 +161,9 @@ def test_shuffles_draw_what_the_reference_draws(source):
     for seed, k in enumerate([0, 1, 2, 3, 17, 1000, 5000]):
         masses = rng.integers(0, 4, size=max(k, 1))
         assert np.array_equal(shuffle_order(src(seed), k), ref.shuffle_order(src(seed), k))
-        assert np.array_equal(shuffled_labels(src(seed), masses), ref.shuffled_labels(src(seed), masses))
+        assert np.array_equal(
+            shuffled_labels(src(seed), masses), ref.shuffled_labels(src(seed), masses)
+        )
 
 
 def test_center_placement_equals_the_fancy_index_reference():
@@ -176,7 +178,9 @@ def test_center_placement_equals_the_fancy_index_reference():
         lower = rng.uniform(-3, 0, size=d)
         box = Box(lower, lower + rng.uniform(0.5, 4, size=d))
         stream = PlacementStream(bytes([d]) * 32)
-        got = place_points(leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream, part=2)
+        got = place_points(
+            leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream, part=2
+        )
         assert np.array_equal(got, ref.center_points(cells, masses, 6 * d, box, stream, part=2))
 
 

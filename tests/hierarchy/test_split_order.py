@@ -23,7 +23,9 @@ def brute_diameters(order: SplitOrder, depth: int) -> list[float]:
                     side.append(hi - lo)
                 else:
                     bounds = category_boundaries(order.cells[c])
-                    inside = [a < hi and lo < z for a, z in zip(bounds[:-1], bounds[1:], strict=True)]
+                    inside = [
+                        a < hi and lo < z for a, z in zip(bounds[:-1], bounds[1:], strict=True)
+                    ]
                     side.append(1.0 if sum(inside) > 1 else 0.0)
             worst = max(worst, max(side))
         out.append(worst)

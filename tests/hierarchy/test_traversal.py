@@ -10,7 +10,9 @@ from opendp_wasserstein.hierarchy.traversal import comparable_split
 
 I64 = 2**63 - 1
 # mostly small values, with the int64 extremes that made M * a and a + b wrap around
-counts = st.one_of(st.integers(0, 1000), st.integers(0, I64), st.sampled_from([I64, I64 - 1, 2**62, 2**31]))
+counts = st.one_of(
+    st.integers(0, 1000), st.integers(0, I64), st.sampled_from([I64, I64 - 1, 2**62, 2**31])
+)
 triples = st.lists(st.tuples(counts, counts, counts), min_size=1, max_size=20)
 
 

@@ -44,7 +44,9 @@ def split_law(mass: int, c0: int, c1: int, scale: float, pruned: bool) -> dict[i
     return dict(law)
 
 
-def leaf_law(counts1: tuple[int, int], counts2: tuple[int, int, int, int], n: int, scales, pruned: bool):
+def leaf_law(
+    counts1: tuple[int, int], counts2: tuple[int, int, int, int], n: int, scales, pruned: bool
+):
     """Law of the 4 leaf masses of a depth-2 tree with public size n."""
     out: dict[tuple[int, ...], float] = defaultdict(float)
     root = split_law(n, counts1[0], counts1[1], scales[1], pruned)
@@ -97,7 +99,9 @@ def morton_prefixes(u: np.ndarray, axes: tuple[int, ...]) -> list[np.ndarray]:
     return out
 
 
-def tree_law(counts: list[np.ndarray], n: int, scales, pruned: bool) -> dict[tuple[int, ...], float]:
+def tree_law(
+    counts: list[np.ndarray], n: int, scales, pruned: bool
+) -> dict[tuple[int, ...], float]:
     """Law of the ``2^depth`` leaf masses (Morton-prefix order) of a depth-``len(counts) - 1``
     release with public size ``n``: a product of per-node split laws, level by level."""
     cache: dict[tuple[int, int, int, int], dict[int, float]] = {}
@@ -113,7 +117,9 @@ def tree_law(counts: list[np.ndarray], n: int, scales, pruned: bool) -> dict[tup
         nxt: dict[tuple[int, ...], float] = defaultdict(float)
         c = counts[j]
         for masses, p in law.items():
-            parts = [node(m, int(c[2 * i]), int(c[2 * i + 1]), j).items() for i, m in enumerate(masses)]
+            parts = [
+                node(m, int(c[2 * i]), int(c[2 * i + 1]), j).items() for i, m in enumerate(masses)
+            ]
             for combo in itertools.product(*parts):
                 q = p
                 kids: list[int] = []

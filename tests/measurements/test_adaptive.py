@@ -33,7 +33,9 @@ def test_exponential_selection_map_exact():
     assert m.check(0.25, m.map(0.25))
     assert not m.check(0.25, math.nextafter(m.map(0.25), 0))
     assert m.map(0.5) == pytest.approx(1.4, rel=1e-15)
-    pf = make_exponential_selection(VEC, LINF, epsilon=0.7, sensitivity=0.25, selection="permute_and_flip")
+    pf = make_exponential_selection(
+        VEC, LINF, epsilon=0.7, sensitivity=0.25, selection="permute_and_flip"
+    )
     assert pf.map(0.25) == pytest.approx(0.7, rel=1e-12)
     assert pf.map(0.25) <= 0.7 * (1 + 1e-12)
 
@@ -65,7 +67,9 @@ def test_selection_errors():
         make_exponential_selection(VEC, LINF, epsilon=1.0, sensitivity=1.0, selection="gumbel")
 
 
-@pytest.mark.parametrize("metric,d_in", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric,d_in", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_adaptive_map_is_sequential_composition(metric, d_in):
     n, d = 500, 3
     meas = make_adaptive_pruned_pmm(dom(n, d), metric, epsilon_select=0.25, epsilon_main=0.75)
@@ -105,7 +109,9 @@ def test_adaptive_release_and_diagnostics():
     (info,) = records
     assert np.array_equal(x, keep)
     assert y.shape == (n, d)
-    assert {"s", "depth", "scales", "visited_nodes", "candidate_index", "num_candidates"} <= set(info)
+    assert {"s", "depth", "scales", "visited_nodes", "candidate_index", "num_candidates"} <= set(
+        info
+    )
     assert info["visited_nodes"] <= 2 * n * info["depth"]
     with reproducible(7), diagnostics() as records2:
         y2 = meas(x)
@@ -228,10 +234,14 @@ def test_split_order_keeps_the_map(n):
 
     order = SplitOrder.discrete_first(cells=(3, 0, 0))
     if n is None:
-        meas = make_adaptive_pruned_pmm(dom(None, 3), dp.symmetric_distance(), 0.25, 1.5, size=500, split_order=order)
+        meas = make_adaptive_pruned_pmm(
+            dom(None, 3), dp.symmetric_distance(), 0.25, 1.5, size=500, split_order=order
+        )
         assert meas.map(1) == 1.0
     else:
-        meas = make_adaptive_pruned_pmm(dom(n, 3), dp.change_one_distance(), 0.25, 0.75, split_order=order)
+        meas = make_adaptive_pruned_pmm(
+            dom(n, 3), dp.change_one_distance(), 0.25, 0.75, split_order=order
+        )
         assert meas.map(1) == 1.0
         assert not meas.check(1, math.nextafter(1.0, 0))
         assert meas.map(3) == pytest.approx(3.0, rel=1e-12)
@@ -244,7 +254,9 @@ def test_split_order_release_uses_its_hierarchy():
     order = SplitOrder.discrete_first(cells=(3, 0, 0))
     x = _mixed_points(2000)
     cands = split_order_candidates(order, 2000, 0.8)
-    meas = make_adaptive_pruned_pmm(dom(2000, 3), dp.change_one_distance(), 0.2, 0.8, placement="center", split_order=order)
+    meas = make_adaptive_pruned_pmm(
+        dom(2000, 3), dp.change_one_distance(), 0.2, 0.8, placement="center", split_order=order
+    )
     with reproducible(4), diagnostics() as info:
         y = meas(x)
     rec = info[-1]
@@ -265,9 +277,13 @@ def test_split_order_and_explicit_candidates_are_checked():
     order = SplitOrder.discrete_first(cells=(3, 2))  # two discrete axes: 3 levels in all
     deep = ScheduleCandidate(1, 4, (1.0, 8.0, 8.0, 8.0, 8.0))
     with pytest.raises(ValueError, match=r"\[1, 3\]"):
-        make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[deep], split_order=order)
+        make_adaptive_pruned_pmm(
+            dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[deep], split_order=order
+        )
     ok = ScheduleCandidate(1, 3, (1.0, 6.0, 6.0, 6.0))
-    meas = make_adaptive_pruned_pmm(dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[ok], split_order=order)
+    meas = make_adaptive_pruned_pmm(
+        dom(100), dp.change_one_distance(), 0.2, 1.0, candidates=[ok], split_order=order
+    )
     assert meas.map(1) == pytest.approx(1.2, rel=1e-12)
 
 
@@ -280,7 +296,9 @@ def test_reproducible_permute_and_flip_follows_its_own_law():
 
     n, d = 400, 3
     x = np.random.default_rng(1).uniform(size=(n, d))
-    meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection="permute_and_flip")
+    meas = make_adaptive_pruned_pmm(
+        dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection="permute_and_flip"
+    )
     cands = standard_candidates(d, n, 0.5)
     from opendp_wasserstein.transformations import make_schedule_scores
 
@@ -298,7 +316,12 @@ def test_reproducible_permute_and_flip_follows_its_own_law():
     chosen = _seeded_choices(meas, x, scores, runs)
     counts = np.bincount(chosen, minlength=len(q))
     keep = law * runs >= 5
-    assert stats.chisquare(counts[keep], law[keep] * runs * counts[keep].sum() / (law[keep] * runs).sum()).pvalue > 1e-6
+    assert (
+        stats.chisquare(
+            counts[keep], law[keep] * runs * counts[keep].sum() / (law[keep] * runs).sum()
+        ).pvalue
+        > 1e-6
+    )
 
 
 @pytest.mark.parametrize("zcdp", [False, True])
@@ -311,8 +334,12 @@ def test_adaptive_release_drops_its_count_tree(zcdp):
 
     kw = {"output_measure": dp.zero_concentrated_divergence()} if zcdp else {}
     meas = make_adaptive_pruned_pmm(
-        dp.numpy.array2_domain(num_columns=2, size=400, T=float), dp.change_one_distance(),
-        0.1 if zcdp else 0.2, 0.4 if zcdp else 0.8, **kw)
+        dp.numpy.array2_domain(num_columns=2, size=400, T=float),
+        dp.change_one_distance(),
+        0.1 if zcdp else 0.2,
+        0.4 if zcdp else 0.8,
+        **kw,
+    )
     x = np.random.default_rng(0).uniform(size=(400, 2))
     gc.collect()
     before = unreleased_trees()
@@ -352,12 +379,18 @@ def test_the_two_selection_laws_are_told_apart():
     scale = 2 * score_table(cands, d, n, 0.5).sensitivity / 0.5
     q = np.array([0.0, -1.0, -1.0])
     scores = -q * scale
-    laws = {"exponential": softmax_probabilities(scores, 0.5, score_table(cands, d, n, 0.5).sensitivity),
-            "permute_and_flip": _permute_and_flip_law(q)}
+    laws = {
+        "exponential": softmax_probabilities(
+            scores, 0.5, score_table(cands, d, n, 0.5).sensitivity
+        ),
+        "permute_and_flip": _permute_and_flip_law(q),
+    }
     assert np.allclose(laws["exponential"], np.exp(q) / np.exp(q).sum())
     runs = 3000
     for kind, law in laws.items():
-        meas = make_adaptive_pruned_pmm(dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection=kind)
+        meas = make_adaptive_pruned_pmm(
+            dom(n, d), dp.change_one_distance(), 0.5, 0.5, selection=kind
+        )
         chosen = _seeded_choices(meas, x, scores, runs, released=0)
         counts = np.bincount(chosen, minlength=3)
         other = laws["permute_and_flip" if kind == "exponential" else "exponential"]

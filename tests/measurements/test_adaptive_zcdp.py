@@ -43,7 +43,9 @@ def test_map_is_the_sum_of_budgets(rho_sel: float, rho_main: float) -> None:
 
 
 def test_private_size_branch() -> None:
-    meas = make_adaptive_pruned_pmm(dom(None), dp.symmetric_distance(), 0.1, 0.4, size=5000, output_measure=ZCDP)
+    meas = make_adaptive_pruned_pmm(
+        dom(None), dp.symmetric_distance(), 0.1, 0.4, size=5000, output_measure=ZCDP
+    )
     assert meas.map(1) == pytest.approx(0.1 + 0.4 / 2, rel=1e-15)
     assert meas.map(1) <= 0.30000000000000004
     assert meas.map(3) == pytest.approx(9 * meas.map(1), rel=1e-9)
@@ -59,11 +61,22 @@ def test_candidates_spend_rho_main_exactly() -> None:
     # pure-DP candidates are refused in zCDP (they spend 2 sum 1/sigma, not sum 1/sigma^2)
     with pytest.raises(ValueError, match="candidates"):
         make_adaptive_pruned_pmm(
-            dom(20000, 3), dp.symmetric_distance(), 0.1, 0.37,
-            candidates=standard_candidates(3, 20000, 0.37), output_measure=ZCDP,
+            dom(20000, 3),
+            dp.symmetric_distance(),
+            0.1,
+            0.37,
+            candidates=standard_candidates(3, 20000, 0.37),
+            output_measure=ZCDP,
         )
     with pytest.raises(ValueError, match="exponential"):
-        make_adaptive_pruned_pmm(dom(100), dp.symmetric_distance(), 0.1, 0.4, selection="permute_and_flip", output_measure=ZCDP)
+        make_adaptive_pruned_pmm(
+            dom(100),
+            dp.symmetric_distance(),
+            0.1,
+            0.4,
+            selection="permute_and_flip",
+            output_measure=ZCDP,
+        )
 
 
 def test_scores_in_zcdp_use_the_root_scale() -> None:
@@ -78,8 +91,12 @@ def test_scores_in_zcdp_use_the_root_scale() -> None:
 
 
 def test_release_and_diagnostics() -> None:
-    x = np.concatenate([np.random.default_rng(2).uniform(size=(1500, 1)).repeat(2, axis=1)])  # a curve
-    meas = make_adaptive_pruned_pmm(dom(1500), dp.symmetric_distance(), 0.05, 0.45, output_measure=ZCDP)
+    x = np.concatenate(
+        [np.random.default_rng(2).uniform(size=(1500, 1)).repeat(2, axis=1)]
+    )  # a curve
+    meas = make_adaptive_pruned_pmm(
+        dom(1500), dp.symmetric_distance(), 0.05, 0.45, output_measure=ZCDP
+    )
     with reproducible(4), diagnostics() as info:
         a = meas(x)
     with reproducible(4):
@@ -107,15 +124,28 @@ def _order():
 
 @pytest.mark.parametrize("rho_sel,rho_main", [(0.05, 0.45), (0.2, 2.0)])
 def test_split_order_keeps_the_zcdp_map(rho_sel: float, rho_main: float) -> None:
-    meas = make_adaptive_pruned_pmm(dom(2000, 3), dp.change_one_distance(), rho_sel, rho_main,
-                                    output_measure=ZCDP, split_order=_order())
+    meas = make_adaptive_pruned_pmm(
+        dom(2000, 3),
+        dp.change_one_distance(),
+        rho_sel,
+        rho_main,
+        output_measure=ZCDP,
+        split_order=_order(),
+    )
     total = meas.map(1)
     assert Fraction(total) <= Fraction(rho_sel + rho_main)
     assert total >= math.nextafter(float(Fraction(rho_sel) + Fraction(rho_main)), 0)
     assert meas.check(1, total)
     assert not meas.check(1, math.nextafter(total, 0))
-    unsized = make_adaptive_pruned_pmm(dom(None, 3), dp.symmetric_distance(), 0.1, 0.4, size=2000,
-                                       output_measure=ZCDP, split_order=_order())
+    unsized = make_adaptive_pruned_pmm(
+        dom(None, 3),
+        dp.symmetric_distance(),
+        0.1,
+        0.4,
+        size=2000,
+        output_measure=ZCDP,
+        split_order=_order(),
+    )
     assert unsized.map(1) == pytest.approx(0.1 + 0.4 / 2, rel=1e-15)
 
 
@@ -138,9 +168,18 @@ def test_zcdp_split_order_release_uses_its_hierarchy() -> None:
     from opendp_wasserstein.schedules.zcdp import zcdp_split_order_candidates
 
     rng = np.random.default_rng(0)
-    x = np.column_stack([rng.choice([0.25, 0.625, 0.875], 2000), rng.uniform(size=2000), rng.uniform(size=2000)])
-    meas = make_adaptive_pruned_pmm(dom(2000, 3), dp.change_one_distance(), 0.05, 0.45, placement="center",
-                                    output_measure=ZCDP, split_order=_order())
+    x = np.column_stack(
+        [rng.choice([0.25, 0.625, 0.875], 2000), rng.uniform(size=2000), rng.uniform(size=2000)]
+    )
+    meas = make_adaptive_pruned_pmm(
+        dom(2000, 3),
+        dp.change_one_distance(),
+        0.05,
+        0.45,
+        placement="center",
+        output_measure=ZCDP,
+        split_order=_order(),
+    )
     cands = zcdp_split_order_candidates(_order(), 2000, 0.45)
     with reproducible(4), diagnostics() as info:
         y = meas(x)

@@ -29,7 +29,12 @@ def _contrib() -> None:
     dp.enable_features("contrib")
 
 
-SCHEMA = Schema({"region": CategoricalColumn(categories=("n", "e", "s", "w")), "x": FloatColumn(bounds=(0.0, 1.0))})
+SCHEMA = Schema(
+    {
+        "region": CategoricalColumn(categories=("n", "e", "s", "w")),
+        "x": FloatColumn(bounds=(0.0, 1.0)),
+    }
+)
 CANDIDATES = pd.DataFrame({"region": ["n", "e", "s", "w"], "x": [0.2, 0.4, 0.6, 0.8]})
 
 
@@ -39,19 +44,25 @@ def test_the_first_candidate_row_no_longer_takes_the_tied_records(mechanism: str
     at distance 1 from all four.  With almost no noise the tied records are split evenly (the
     first row got 87-100 of 100)."""
     rng = np.random.default_rng(0)
-    data = pd.DataFrame({"region": rng.choice(["n", "e", "s", "w"], 400), "x": rng.uniform(size=400)})
+    data = pd.DataFrame(
+        {"region": rng.choice(["n", "e", "s", "w"], 400), "x": rng.uniform(size=400)}
+    )
     cands = CANDIDATES.copy()
     cands["region"] = ["n", "n", "n", "n"]  # all in region n: every other record ties all four
     cands["x"] = [0.0, 1.0, 0.5, 0.25]  # and the records of region n are near one of them
     data.loc[data["region"] == "n", "x"] = 0.5
     tied = int((data["region"] != "n").sum())
-    counts, _ = select_candidates(data, cands, m=400, epsilon=1e4, mechanism=mechanism, schema=SCHEMA)
+    counts, _ = select_candidates(
+        data, cands, m=400, epsilon=1e4, mechanism=mechanism, schema=SCHEMA
+    )
     expect = np.full(4, tied / 4)
     expect[2] += 400 - tied
     assert np.abs(counts - expect).max() <= 3, counts
 
 
-def _law(mechanism: str, C: np.ndarray, x: np.ndarray, m: int, seeds: range) -> list[tuple[int, ...]]:
+def _law(
+    mechanism: str, C: np.ndarray, x: np.ndarray, m: int, seeds: range
+) -> list[tuple[int, ...]]:
     out = []
     for s in seeds:
         with reproducible(s):
@@ -70,7 +81,10 @@ def test_a_permutation_of_the_candidates_permutes_the_law_of_the_projection() ->
     perm = np.array([2, 0, 1])
     inv = np.argsort(perm)
     a = _law("projection", C, x, 3, range(400))
-    b = [tuple(np.asarray(o)[inv].tolist()) for o in _law("projection", C[perm], x, 3, range(1000, 1400))]
+    b = [
+        tuple(np.asarray(o)[inv].tolist())
+        for o in _law("projection", C[perm], x, 3, range(1000, 1400))
+    ]
     outcomes = sorted(set(a) | set(b))
     table = np.array([[a.count(o) for o in outcomes], [b.count(o) for o in outcomes]])
     keep = table.sum(axis=0) >= 5
@@ -92,7 +106,9 @@ def test_rounding_ties_are_broken_by_coins_not_by_index() -> None:
 def test_closest_multiset_ties_are_broken_by_coins_not_by_child_id() -> None:
     tree = Tree(parent=[-1, 0, 0], weight=[0.0, 1.0, 1.0])  # two leaves, equal weights
     src = RandomSource(3)
-    firsts = [int(closest_multiset(tree, [1.0, 0.5, 0.5], 1, tie_break=src)[0]) for _ in range(2000)]
+    firsts = [
+        int(closest_multiset(tree, [1.0, 0.5, 0.5], 1, tie_break=src)[0]) for _ in range(2000)
+    ]
     assert abs(sum(firsts) - 1000) < 120
     assert closest_multiset(tree, [1.0, 0.5, 0.5], 1).tolist() == [1, 0]
 
@@ -106,4 +122,6 @@ def test_permuted_candidates_permute_the_projected_histogram_exactly() -> None:
     h = np.bincount(NearestCandidates(C, "linf").query(x), minlength=8)
     for _ in range(5):
         perm = rng.permutation(8)
-        assert np.array_equal(np.bincount(NearestCandidates(C[perm], "linf").query(x), minlength=8), h[perm])
+        assert np.array_equal(
+            np.bincount(NearestCandidates(C[perm], "linf").query(x), minlength=8), h[perm]
+        )

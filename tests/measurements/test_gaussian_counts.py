@@ -31,7 +31,9 @@ SCALES = [1.0, 3.0, 7.0]
 
 
 def chain(size: int | None, metric, scales=SCALES, tree: Tree = TREE):
-    t = make_tree_counts(candidate_index_domain(tree.k, size), metric, tree, scales, output_metric="l2sq")
+    t = make_tree_counts(
+        candidate_index_domain(tree.k, size), metric, tree, scales, output_metric="l2sq"
+    )
     return t, t >> make_tree_count_gaussian(t.output_domain, t.output_metric)
 
 
@@ -94,7 +96,9 @@ def test_renyi_divergence_of_neighbouring_releases() -> None:
     t, meas = chain(4, dp.change_one_distance())
     a = t(np.array([0, 0, 2, 1])).counts
     b = t(np.array([1, 0, 2, 1])).counts
-    shifts = [(int(a[v] - b[v]), SCALES[TREE.depth[v]]) for v in range(TREE.num_nodes) if a[v] != b[v]]
+    shifts = [
+        (int(a[v] - b[v]), SCALES[TREE.depth[v]]) for v in range(TREE.num_nodes) if a[v] != b[v]
+    ]
     rho = meas.map(1)
     for alpha in (2.0, 3.0, 7.0):
         assert _renyi(alpha, shifts) == pytest.approx(alpha * rho, rel=1e-12)
@@ -127,7 +131,9 @@ def test_release_is_noisy_counts() -> None:
 
 
 def test_then_partial_and_postprocessing() -> None:
-    t = make_tree_counts(candidate_index_domain(3, 30), dp.symmetric_distance(), TREE, SCALES, output_metric="l2sq")
+    t = make_tree_counts(
+        candidate_index_domain(3, 30), dp.symmetric_distance(), TREE, SCALES, output_metric="l2sq"
+    )
     meas = t >> then_tree_count_gaussian() >> make_tree_multiset(t.output_domain, m=9)
     assert meas.map(2) == round_up((2 * Fraction(1, 9) + Fraction(1, 49)) / 2)
     assert int(meas(np.arange(30) % 3).sum()) == 9
@@ -139,7 +145,9 @@ def test_rejects_l1_metric_and_bad_scales() -> None:
         make_tree_count_gaussian(t.output_domain, t.output_metric)
     with pytest.raises(ValueError, match="2\\^52"):
         make_tree_count_gaussian(t.output_domain, weighted_l2sq_distance([1.0, 2.0**53, 1.0]))
-    lap = make_tree_counts(candidate_index_domain(3, 4), dp.symmetric_distance(), TREE, SCALES, output_metric="l2sq")
+    lap = make_tree_counts(
+        candidate_index_domain(3, 4), dp.symmetric_distance(), TREE, SCALES, output_metric="l2sq"
+    )
     with pytest.raises(ValueError):  # the Laplace measurement needs l1(s)
         make_tree_count_laplace(lap.output_domain, lap.output_metric)
 
@@ -171,7 +179,9 @@ def test_approximate_dp_through_opendp_combinators() -> None:
     ours = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), 1e-9)
     ref = dp.c.make_fix_delta(
         dp.c.make_zCDP_to_approxDP(
-            dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale=1.0)
+            dp.m.make_gaussian(
+                dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale=1.0
+            )
         ),
         1e-9,
     )
@@ -191,7 +201,11 @@ def _dyadic(size, metric, scales, depth=3):
     from opendp_wasserstein.transformations import make_dyadic_counts
 
     return make_dyadic_counts(
-        dp.numpy.array2_domain(num_columns=2, size=size, T=float), metric, depth, scales, output_metric="l2sq"
+        dp.numpy.array2_domain(num_columns=2, size=size, T=float),
+        metric,
+        depth,
+        scales,
+        output_metric="l2sq",
     )
 
 

@@ -34,8 +34,12 @@ def test_map_is_exact(eps):
 def test_sensitivity_of_the_counts_is_attained():
     """One replacement moves the count vector by exactly 2 in l1 (one bin -1, another +1)."""
     chain = dp.t.make_count_by_categories(
-        dp.vector_domain(dp.atom_domain(bounds=(0, 3), T="i64"), size=4), dp.symmetric_distance(),
-        categories=[0, 1, 2, 3], null_category=False, MO="L1Distance<i64>", TOA="i64",
+        dp.vector_domain(dp.atom_domain(bounds=(0, 3), T="i64"), size=4),
+        dp.symmetric_distance(),
+        categories=[0, 1, 2, 3],
+        null_category=False,
+        MO="L1Distance<i64>",
+        TOA="i64",
     )
     a, b = np.array(chain([0, 0, 1, 2])), np.array(chain([0, 3, 1, 2]))
     assert np.abs(a - b).sum() == 2 == chain.map(2)

@@ -138,8 +138,12 @@ def test_placements_and_bounds():
     x = np.array([[10.0, -3.0], [11.0, -2.0], [19.0, 0.0]])
     for placement in ("center", "uniform"):
         meas = make_pruned_pmm(
-            dom(3), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6),
-            bounds={"lower": [10, -3], "upper": [20, 1]}, placement=placement,
+            dom(3),
+            dp.symmetric_distance(),
+            6,
+            paper_schedule(2, 1.0, 6),
+            bounds={"lower": [10, -3], "upper": [20, 1]},
+            placement=placement,
         )
         with reproducible(4):
             y = meas(x)
@@ -147,7 +151,9 @@ def test_placements_and_bounds():
         assert np.all(y >= [10, -3])
         assert np.all(y <= [20, 1])
     with pytest.raises(ValueError, match="placement"):
-        make_pruned_pmm(dom(3), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6), placement="corner")
+        make_pruned_pmm(
+            dom(3), dp.symmetric_distance(), 6, paper_schedule(2, 1.0, 6), placement="corner"
+        )
 
 
 def test_center_placement_hits_cell_centres():
@@ -161,7 +167,9 @@ def test_seed_reproduces_and_input_untouched():
     rng = np.random.default_rng(5)
     x = rng.uniform(size=(300, 2))
     keep = x.copy()
-    m1 = make_pruned_pmm(dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform")
+    m1 = make_pruned_pmm(
+        dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform"
+    )
     with reproducible(42):
         a = m1(x)
     with reproducible(42):
@@ -175,7 +183,9 @@ def test_seed_reproduces_and_input_untouched():
 
 def test_secure_default_differs_between_releases():
     x = np.random.default_rng(5).uniform(size=(300, 2))
-    m = make_pruned_pmm(dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform")
+    m = make_pruned_pmm(
+        dom(300), dp.symmetric_distance(), 10, paper_schedule(2, 1.0, 10), placement="uniform"
+    )
     assert not np.array_equal(m(x), m(x))
 
 
@@ -221,8 +231,11 @@ def test_then_partial():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(1, 500), st.integers(0, 600), st.integers(0, 600), st.integers(0, 1)),
-             min_size=1, max_size=30),
+    st.lists(
+        st.tuples(st.integers(1, 500), st.integers(0, 600), st.integers(0, 600), st.integers(0, 1)),
+        min_size=1,
+        max_size=30,
+    ),
 )
 def test_corrections_are_consistent_nonnegative_zero_respecting_comparable(rows):
     """Each row: parent mass, the two truncated noisy counts, and that node's fair coin."""

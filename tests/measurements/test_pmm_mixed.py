@@ -31,10 +31,14 @@ from opendp_wasserstein.tables import (
 
 from .exact_pmm import level_counts, morton_prefixes, tree_law
 
-SCHEMA = Schema.from_json({"columns": {
-    "c": {"type": "categorical", "categories": ["a", "b", "c"]},
-    "x": {"type": "float", "bounds": [0, 1]},
-}})
+SCHEMA = Schema.from_json(
+    {
+        "columns": {
+            "c": {"type": "categorical", "categories": ["a", "b", "c"]},
+            "x": {"type": "float", "bounds": [0, 1]},
+        }
+    }
+)
 ORDER = TableEncoding(SCHEMA).split_order()
 AXES = ORDER.axes_to(3)
 EPS = 1.0
@@ -51,7 +55,11 @@ def _law(table: pd.DataFrame, pruned: bool) -> dict[tuple[int, ...], float]:
 def _chain(mk):
     dom = table_domain(SCHEMA, size=3)
     t = make_table_encoding(dom, dp.change_one_distance())
-    return t >> mk(t.output_domain, t.output_metric, 3, SCALES, axes=AXES, placement="uniform") >> make_table_decoding(dom)
+    return (
+        t
+        >> mk(t.output_domain, t.output_metric, 3, SCALES, axes=AXES, placement="uniform")
+        >> make_table_decoding(dom)
+    )
 
 
 def test_split_order_is_categories_first():

@@ -62,7 +62,9 @@ def tree_probabilities(x, depth, lam, delta, theta):
             return [(frozenset(), 1.0)]
         p = p_split(level, idx)
         out = [(frozenset(), 1.0 - p)]
-        for (a, pa), (b, pb) in itertools.product(trees(level + 1, 2 * idx), trees(level + 1, 2 * idx + 1)):
+        for (a, pa), (b, pb) in itertools.product(
+            trees(level + 1, 2 * idx), trees(level + 1, 2 * idx + 1)
+        ):
             out.append((a | b | {(level, idx)}, p * pa * pb))
         return out
 
@@ -129,8 +131,9 @@ def test_release_shape_size_and_box():
     assert y.min() >= -1.0
     assert y.max() <= 3.0
     assert records[-1]["leaves"] >= 1
-    unsized = make_privtree(dom(None, 2), dp.symmetric_distance(), 0.5, 0.5, 16, bounds=(-1.0, 3.0),
-                            placement="center")
+    unsized = make_privtree(
+        dom(None, 2), dp.symmetric_distance(), 0.5, 0.5, 16, bounds=(-1.0, 3.0), placement="center"
+    )
     with reproducible(3):
         z = unsized(x)
     assert z.shape[1] == 2

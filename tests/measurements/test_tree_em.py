@@ -183,8 +183,11 @@ def test_tree_em_requires_idealized_numerics():
     try:
         with pytest.raises(dp.OpenDPException, match="idealized-numerics"):
             make_tree_em(
-                dp.numpy.array2_domain(num_columns=1, size=5, T=float), dp.symmetric_distance(),
-                candidates=[[0.0], [1.0]], m=2, epsilon=1.0,
+                dp.numpy.array2_domain(num_columns=1, size=5, T=float),
+                dp.symmetric_distance(),
+                candidates=[[0.0], [1.0]],
+                m=2,
+                epsilon=1.0,
             )
     finally:
         dp.enable_features("idealized-numerics")

@@ -26,7 +26,9 @@ X = np.random.default_rng(0).uniform(size=(50, 2))
 
 
 def counts(depth=4, scales=None, domain=DOM, metric=None):
-    return make_dyadic_counts(domain, metric or dp.symmetric_distance(), depth, scales or [2.0] * (depth + 1))
+    return make_dyadic_counts(
+        domain, metric or dp.symmetric_distance(), depth, scales or [2.0] * (depth + 1)
+    )
 
 
 def lapz_pmf(z, scale):
@@ -117,7 +119,9 @@ def test_node_noise_follows_lapz(backend, scale, runs):
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 3).flatmap(
-        lambda d: hnp.arrays(np.float64, st.tuples(st.integers(1, 40), st.just(d)), elements=st.floats(0, 1))
+        lambda d: hnp.arrays(
+            np.float64, st.tuples(st.integers(1, 40), st.just(d)), elements=st.floats(0, 1)
+        )
     ),
     st.integers(1, 9),
     st.sampled_from([0.5, 2.0, 30.0]),
@@ -177,13 +181,19 @@ def test_release_size_does_not_grow_with_n(make):
 def test_release_exposes_no_codes_or_exact_counts(make):
     rng = np.random.default_rng(5)
     x = rng.uniform(size=(64, 2))
-    t = counts(depth=6, scales=[1.0] + [4.0] * 6, domain=dp.numpy.array2_domain(num_columns=2, size=64, T=float))
+    t = counts(
+        depth=6,
+        scales=[1.0] + [4.0] * 6,
+        domain=dp.numpy.array2_domain(num_columns=2, size=64, T=float),
+    )
     tree = t(x)
     release = make(t.output_domain, t.output_metric)(tree)
     assert isinstance(release, (NoisyTree, LeafMasses))
     grid = grid_codes(x, 6)
     exact_leaf = exact_level_counts(x, 6, 6)
     for arr in _reachable_arrays(release):
-        assert arr.shape != grid.shape or not np.array_equal(np.sort(arr, axis=0), np.sort(grid, axis=0))
+        assert arr.shape != grid.shape or not np.array_equal(
+            np.sort(arr, axis=0), np.sort(grid, axis=0)
+        )
         assert not (arr.shape == exact_leaf.shape and np.array_equal(arr, exact_leaf))
         assert not np.shares_memory(arr, tree.grid)

@@ -109,12 +109,31 @@ def test_counts_domain_and_metric_identifiers():
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: make_tree_counts(idx_dom(4, 6), dp.symmetric_distance(), TREE, SCALES), "4 candidates"),
-        (lambda: make_tree_counts(idx_dom(3, 6), dp.symmetric_distance(), TREE, [1.0, 2.0]), "scales"),
+        (
+            lambda: make_tree_counts(idx_dom(4, 6), dp.symmetric_distance(), TREE, SCALES),
+            "4 candidates",
+        ),
+        (
+            lambda: make_tree_counts(idx_dom(3, 6), dp.symmetric_distance(), TREE, [1.0, 2.0]),
+            "scales",
+        ),
         (lambda: make_tree_counts(idx_dom(3, 6), dp.symmetric_distance(), "tree", SCALES), "tree"),
-        (lambda: make_tree_counts(idx_dom(3), dp.change_one_distance(), TREE, SCALES), "input_metric"),
-        (lambda: make_tree_counts(dp.vector_domain(dp.atom_domain(T="i64")), dp.symmetric_distance(), TREE, SCALES), "bounds"),
-        (lambda: make_tree_counts(dp.vector_domain(dp.atom_domain(T=float)), dp.symmetric_distance(), TREE, SCALES), "candidate indices"),
+        (
+            lambda: make_tree_counts(idx_dom(3), dp.change_one_distance(), TREE, SCALES),
+            "input_metric",
+        ),
+        (
+            lambda: make_tree_counts(
+                dp.vector_domain(dp.atom_domain(T="i64")), dp.symmetric_distance(), TREE, SCALES
+            ),
+            "bounds",
+        ),
+        (
+            lambda: make_tree_counts(
+                dp.vector_domain(dp.atom_domain(T=float)), dp.symmetric_distance(), TREE, SCALES
+            ),
+            "candidate indices",
+        ),
     ],
 )
 def test_tree_counts_errors(call, match):
@@ -213,7 +232,11 @@ def _optimal_multisets(tree, targets, m):
     sets = [np.array(c) for c in product(range(m + 1), repeat=k) if sum(c) == m]
     costs = [multiset_cost(tree, targets, c) for c in sets]
     best = min(costs)
-    return {tuple(c.tolist()) for c, v in zip(sets, costs, strict=True) if math.isclose(v, best, rel_tol=0, abs_tol=1e-12)}
+    return {
+        tuple(c.tolist())
+        for c, v in zip(sets, costs, strict=True)
+        if math.isclose(v, best, rel_tol=0, abs_tol=1e-12)
+    }
 
 
 def _releases(post, noisy, seeds=range(30)):
@@ -305,7 +328,9 @@ def test_high_epsilon_recovers_the_histogram():
 
 
 def test_then_partial():
-    m = (dom(), dp.symmetric_distance()) >> then_tree_projection(CAND, 10, 1.0, tree=frt_tree(CAND, seed=0))
+    m = (dom(), dp.symmetric_distance()) >> then_tree_projection(
+        CAND, 10, 1.0, tree=frt_tree(CAND, seed=0)
+    )
     assert m.map(2) == 1.0
 
 

@@ -60,7 +60,12 @@ def test_hand_computed_maps() -> None:
     assert unsized.map(1) == round_up(per / 2)
     assert unsized.map(2) == round_up(4 * per / 2)
     no_root = make_pruned_pmm(
-        dom(None), dp.symmetric_distance(), 2, [math.inf, 3.0, 5.0], output_size=8, output_measure=ZCDP
+        dom(None),
+        dp.symmetric_distance(),
+        2,
+        [math.inf, 3.0, 5.0],
+        output_size=8,
+        output_measure=ZCDP,
     )
     assert no_root.map(1) == round_up((Fraction(1, 9) + Fraction(1, 25)) / 2)
 
@@ -77,7 +82,9 @@ def _renyi(p: dict, q: dict, alpha: float) -> float:
 
 
 @pytest.mark.parametrize("pruned", [True, False])
-def test_renyi_divergence_of_released_leaf_masses(monkeypatch: pytest.MonkeyPatch, pruned: bool) -> None:
+def test_renyi_divergence_of_released_leaf_masses(
+    monkeypatch: pytest.MonkeyPatch, pruned: bool
+) -> None:
     """Exact law of the depth-2 leaf masses (n = 3) with discrete Gaussian noise: for one
     replacement, D_alpha <= alpha * map at every order, and not vacuous."""
     monkeypatch.setattr(exact_pmm, "lapz_pmf", _dg_pmf)
@@ -127,22 +134,35 @@ def test_implementation_matches_exact_law(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_release_rows_and_reproducibility() -> None:
     x = np.random.default_rng(0).uniform(size=(400, 2))
-    meas = make_pruned_pmm(dom(400), dp.symmetric_distance(), 8, zcdp_schedule(2, 0.5, 8, 2), output_measure=ZCDP)
+    meas = make_pruned_pmm(
+        dom(400), dp.symmetric_distance(), 8, zcdp_schedule(2, 0.5, 8, 2), output_measure=ZCDP
+    )
     with reproducible(3):
         a = meas(x)
     with reproducible(3):
         b = meas(x)
     assert a.shape == (400, 2)
     assert np.array_equal(a, b)
-    full = make_pmm(dom(400), dp.symmetric_distance(), 6, zcdp_schedule(2, 0.5, 6, 2), output_measure=ZCDP)
+    full = make_pmm(
+        dom(400), dp.symmetric_distance(), 6, zcdp_schedule(2, 0.5, 6, 2), output_measure=ZCDP
+    )
     assert full(x).shape == (400, 2)
 
 
 def test_bad_output_measure() -> None:
     with pytest.raises(ValueError, match="output_measure"):
-        make_pruned_pmm(dom(10), dp.symmetric_distance(), 2, [1.0] * 3, output_measure=dp.approximate(ZCDP))
+        make_pruned_pmm(
+            dom(10), dp.symmetric_distance(), 2, [1.0] * 3, output_measure=dp.approximate(ZCDP)
+        )
     with pytest.raises(ValueError, match="output_measure"):
-        make_tree_projection(dom(10), dp.symmetric_distance(), [[0.0, 0.0], [1.0, 1.0]], 5, 1.0, output_measure="zCDP")
+        make_tree_projection(
+            dom(10),
+            dp.symmetric_distance(),
+            [[0.0, 0.0], [1.0, 1.0]],
+            5,
+            1.0,
+            output_measure="zCDP",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,14 +174,20 @@ CANDS = np.random.default_rng(5).uniform(size=(40, 2))  # public candidates (tes
 
 @pytest.mark.parametrize("rho", [0.5, 0.02])
 def test_tree_projection_zcdp_map(rho: float) -> None:
-    sym = make_tree_projection(dom(300), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP)
+    sym = make_tree_projection(
+        dom(300), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP
+    )
     assert str(sym.output_measure) == "ZeroConcentratedDivergence"
     assert sym.map(2) == rho
     assert sym.check(2, rho)
     assert not sym.check(2, math.nextafter(rho, 0))
-    one = make_tree_projection(dom(300), dp.change_one_distance(), CANDS, 30, rho, output_measure=ZCDP)
+    one = make_tree_projection(
+        dom(300), dp.change_one_distance(), CANDS, 30, rho, output_measure=ZCDP
+    )
     assert one.map(1) == rho
-    unsized = make_tree_projection(dom(None), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP)
+    unsized = make_tree_projection(
+        dom(None), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP
+    )
     assert unsized.map(2) == rho
     out = sym(np.random.default_rng(1).uniform(size=(300, 2)))
     assert out.shape == (40,)
@@ -171,13 +197,17 @@ def test_tree_projection_zcdp_map(rho: float) -> None:
 @pytest.mark.parametrize("sized", [True, False])
 def test_nn_histogram_zcdp_map(sized: bool) -> None:
     rho = 0.5
-    meas = make_nn_histogram(dom(300 if sized else None), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP)
+    meas = make_nn_histogram(
+        dom(300 if sized else None), dp.symmetric_distance(), CANDS, 30, rho, output_measure=ZCDP
+    )
     assert str(meas.output_measure) == "ZeroConcentratedDivergence"
     assert meas.map(2) <= rho
     assert meas.map(2) == pytest.approx(rho, rel=1e-12)
     assert int(meas(np.random.default_rng(1).uniform(size=(300, 2))).sum()) == 30
     if sized:
-        co = make_nn_histogram(dom(300), dp.change_one_distance(), CANDS, 30, rho, output_measure=ZCDP)
+        co = make_nn_histogram(
+            dom(300), dp.change_one_distance(), CANDS, 30, rho, output_measure=ZCDP
+        )
         assert co.map(1) == meas.map(2)
 
 
@@ -187,11 +217,15 @@ def test_nn_histogram_zcdp_map(sized: bool) -> None:
 
 def test_approximate_dp_of_pruned_pmm() -> None:
     """Pruned-PMM at rho = 1/2 converted by OpenDP gives OpenDP's (eps, delta) for rho = 1/2."""
-    meas = make_pruned_pmm(dom(500), dp.symmetric_distance(), 9, zcdp_schedule(2, 0.5, 9, 2), output_measure=ZCDP)
+    meas = make_pruned_pmm(
+        dom(500), dp.symmetric_distance(), 9, zcdp_schedule(2, 0.5, 9, 2), output_measure=ZCDP
+    )
     approx = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), 1e-9)
     ref = dp.c.make_fix_delta(
         dp.c.make_zCDP_to_approxDP(
-            dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale=1.0)
+            dp.m.make_gaussian(
+                dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale=1.0
+            )
         ),
         1e-9,
     )

@@ -228,7 +228,11 @@ def test_fraction_draws_when_undecided() -> None:
     n = math.floor(gamma)
     size = 30_000
     frac = fg._Frac(
-        np.zeros(size), np.ones(size), np.full(size, sigma), np.full(size, x), np.full(size, float(n))
+        np.zeros(size),
+        np.ones(size),
+        np.full(size, sigma),
+        np.full(size, x),
+        np.full(size, float(n)),
     )
     draws = frac.draw(np.arange(size), _Bits(rng, 1 << 16))
     assert stats.binomtest(int(draws.sum()), size, float(gamma - n)).pvalue > P_MIN

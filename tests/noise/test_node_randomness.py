@@ -92,7 +92,9 @@ def test_addresses_separate_the_values() -> None:
     assert not np.array_equal(base, noise.laplace(21, cells, 1e6))  # level
     assert not np.array_equal(base, noise.derive(1).laplace(20, cells, 1e6))  # namespace
     assert not np.array_equal(base, KeyedNodeNoise(bytes(32)).laplace(20, cells, 1e6))  # key
-    blocks = [noise.blocks(s, 20, cells, 1) for s in (LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM)]
+    blocks = [
+        noise.blocks(s, 20, cells, 1) for s in (LAPLACE_STREAM, COIN_STREAM, PLACEMENT_STREAM)
+    ]
     assert not np.array_equal(blocks[0], blocks[1])
     assert not np.array_equal(blocks[1], blocks[2])
     # a node id and its zero-padded longer twin are different messages (w is in the header)

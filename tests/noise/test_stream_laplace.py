@@ -155,7 +155,9 @@ def test_constants_digits_are_exact(scale: float) -> None:
         pv = exp_neg(inv * 2**k * v)
         n = int(c.powers.known[v - 1])
         assert n >= 8
-        assert int.from_bytes(c.powers.digits[v - 1, :n].tobytes(), "big") == math.floor(pv * 256**n)
+        assert int.from_bytes(c.powers.digits[v - 1, :n].tobytes(), "big") == math.floor(
+            pv * 256**n
+        )
         assert int(c.words[v - 1]) == math.floor(pv * 2**64)
     # the tail of the V table is about 2^-8 (only speed depends on it)
     assert 2.0**-9 < float(exp_neg(inv * 2**k * vmax)) <= 2.0**-8 * 1.01 or vmax == 1
@@ -168,8 +170,14 @@ def test_digits_are_the_agreeing_leading_bytes() -> None:
     for frac in (64, 256, 512):
         nb = frac // 8
         lo = [int.from_bytes(rng.bytes(nb), "big") for _ in range(60)]
-        hi = [min(a + (int.from_bytes(rng.bytes(int(rng.integers(0, nb + 1))), "big") if t % 5 else 0), 2**frac - 1)
-              for t, a in enumerate(lo)]
+        hi = [
+            min(
+                a
+                + (int.from_bytes(rng.bytes(int(rng.integers(0, nb + 1))), "big") if t % 5 else 0),
+                2**frac - 1,
+            )
+            for t, a in enumerate(lo)
+        ]
         lo[1] = hi[1] = 0  # equal zeros: every digit known
         lo[2], hi[2] = 0, 2**frac - 1  # the first digit differs: none known
         got = sl._digits(lo, hi, frac)

@@ -53,7 +53,9 @@ def test_log_partition_matches_enumeration(tree, m):
     n = int(counts.sum())
     for eps in (0.3, 1.7, 40.0):
         _, lz = exact_law(tree, counts, n, m, eps)
-        assert tree_em_log_partition(tree, counts, n, m, eps) == pytest.approx(lz, rel=1e-12, abs=1e-12)
+        assert tree_em_log_partition(tree, counts, n, m, eps) == pytest.approx(
+            lz, rel=1e-12, abs=1e-12
+        )
 
 
 @settings(max_examples=60, deadline=None)
@@ -65,7 +67,9 @@ def test_log_probabilities_match_enumeration_on_random_trees(data, m, eps):
     n = int(counts.sum())
     law, _ = exact_law(tree, counts, n, m, eps) if tree.k > 1 else ({(m,): 1.0}, 0.0)
     for c, p in law.items():
-        assert tree_em_log_probability(tree, counts, n, m, eps, np.array(c)) == pytest.approx(np.log(p), abs=1e-10)
+        assert tree_em_log_probability(tree, counts, n, m, eps, np.array(c)) == pytest.approx(
+            np.log(p), abs=1e-10
+        )
 
 
 def chi_square_pvalue(law, observed, runs):
@@ -128,7 +132,10 @@ def test_lse_convolve_matches_naive():
         f = rng.normal(scale=50, size=(3, m + 1))
         g = rng.normal(scale=50, size=(3, m + 1))
         naive = np.array(
-            [[logsumexp([f[b, t] + g[b, c - t] for t in range(c + 1)]) for c in range(m + 1)] for b in range(3)]
+            [
+                [logsumexp([f[b, t] + g[b, c - t] for t in range(c + 1)]) for c in range(m + 1)]
+                for b in range(3)
+            ]
         )
         np.testing.assert_allclose(_lse_convolve(f, g), naive, rtol=1e-12, atol=1e-9)
 
@@ -146,7 +153,9 @@ def test_extreme_privacy_levels_are_stable():
     from opendp_wasserstein.public_candidates.trees import closest_multiset
 
     best = closest_multiset(tree, a * 100, 100)
-    assert score == pytest.approx(np.sum(tree.weight * np.abs(a - tree.subtree_sums(best) / 100)), rel=1e-9)
+    assert score == pytest.approx(
+        np.sum(tree.weight * np.abs(a - tree.subtree_sums(best) / 100)), rel=1e-9
+    )
     # eps -> 0: (nearly) uniform over multisets, still finite
     s = sample_tree_em(tree, counts, 100, 1e-12, RandomSource(0))
     assert s.sum() == 100

@@ -151,7 +151,9 @@ def test_tree_w1_errors():
     st.integers(2, 60).flatmap(
         lambda k: st.integers(1, 5).flatmap(
             # lattice points at several scales: near-duplicates and ties in the carving
-            lambda p: arrays(np.float64, (k, p), elements=st.integers(0, 1000).map(lambda v: v / 1000))
+            lambda p: arrays(
+                np.float64, (k, p), elements=st.integers(0, 1000).map(lambda v: v / 1000)
+            )
         )
     ),
     st.sampled_from([1.0, 1e-3, 1e3]),
@@ -190,7 +192,9 @@ def test_distortion_is_measured_and_logarithmic(builder):
         r = distortion(t, pts, "l2", pairs=5000, seed=0)
         assert r["min"] >= 1.0
         results.append(r["mean"])
-        print(f"{builder} k={k}: mean distortion {r['mean']:.2f} (median {r['median']:.2f}, max {r['max']:.1f})")
+        print(
+            f"{builder} k={k}: mean distortion {r['mean']:.2f} (median {r['median']:.2f}, max {r['max']:.1f})"
+        )
     # O(log k) in expectation: a generous constant
     assert all(1.0 <= mean <= 4 * math.log2(1000) for mean in results)
 
@@ -200,7 +204,9 @@ def test_frt_distortion_averaged_over_trees_is_moderate():
     pts = rng.uniform(size=(200, 3))
     D = cdist(pts, pts)
     i, j = np.triu_indices(200, 1)
-    ratios = np.mean([frt_tree(pts, seed=s).leaf_distance(i, j) / D[i, j] for s in range(10)], axis=0)
+    ratios = np.mean(
+        [frt_tree(pts, seed=s).leaf_distance(i, j) / D[i, j] for s in range(10)], axis=0
+    )
     assert 1.0 <= ratios.mean() < 15.0
 
 

@@ -44,7 +44,11 @@ def test_defaults_are_resolved_once():
         ({"delta": 2.0}, ValueError, r"delta must be in \(0, 1\)"),
         ({"delta": 1e-9, "public_size": False}, ValueError, "delta needs public_size=True"),
         ({"mechanism": "mst"}, ValueError, "mechanism must be one of"),
-        ({"mechanism": "pmm", "threshold": 1.0}, ValueError, "consistency and threshold apply only"),
+        (
+            {"mechanism": "pmm", "threshold": 1.0},
+            ValueError,
+            "consistency and threshold apply only",
+        ),
         ({"mechanism": "privtree", "delta": 1e-9}, ValueError, "pure DP only"),
         ({"mechanism": "pruned", "score": "paper"}, ValueError, "score applies only"),
         ({"epsilon": -1.0}, ValueError, "epsilon"),
@@ -89,8 +93,14 @@ def test_a_table_release_checks_its_options_once(monkeypatch):
     calls = _count_checks(monkeypatch)
     dp.enable_features("contrib")
     frame = pd.DataFrame({"a": np.random.default_rng(0).uniform(size=200), "b": ["x", "y"] * 100})
-    schema = Schema.from_json({"columns": {"a": {"type": "float", "bounds": [0, 1]},
-                                           "b": {"type": "categorical", "categories": ["x", "y"]}}})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "a": {"type": "float", "bounds": [0, 1]},
+                "b": {"type": "categorical", "categories": ["x", "y"]},
+            }
+        }
+    )
     with reproducible(0):
         out, report = synthesize(frame, 1.0, schema=schema, mechanism="pruned", depth=4)
     assert calls == ["pruned"]
@@ -119,16 +129,25 @@ def test_the_measurement_is_the_one_the_options_ask_for():
     public size, per added or removed record without, (epsilon, delta) with delta."""
     dp.enable_features("contrib")
     box = as_bounds((0, 1), 2)
-    meas, rho = synthesis_measurement(SynthesisOptions(epsilon=1.0, mechanism="pruned"), d=2, n=500, box=box)
+    meas, rho = synthesis_measurement(
+        SynthesisOptions(epsilon=1.0, mechanism="pruned"), d=2, n=500, box=box
+    )
     assert (meas.map(1), rho) == (1.0, None)
     meas, _ = synthesis_measurement(
-        SynthesisOptions(epsilon=1.0, mechanism="pruned", depth=6, public_size=False), d=2, n=None, box=box
+        SynthesisOptions(epsilon=1.0, mechanism="pruned", depth=6, public_size=False),
+        d=2,
+        n=None,
+        box=box,
     )
     assert meas.map(1) <= 1.0
-    meas, rho = synthesis_measurement(SynthesisOptions(epsilon=1.0, delta=1e-9), d=2, n=500, box=box)
+    meas, rho = synthesis_measurement(
+        SynthesisOptions(epsilon=1.0, delta=1e-9), d=2, n=500, box=box
+    )
     assert meas.map(1) == (1.0, 1e-9)
     assert rho is not None
-    sel = selection_measurement(SelectionOptions(epsilon=1.0), p=2, n=100, candidates=np.eye(2), m=5)
+    sel = selection_measurement(
+        SelectionOptions(epsilon=1.0), p=2, n=100, candidates=np.eye(2), m=5
+    )
     assert sel.map(1) == 1.0
 
 

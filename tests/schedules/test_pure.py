@@ -16,7 +16,10 @@ from opendp_wasserstein.schedules.pure import (
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=40).filter(lambda w: max(w) > 0), st.floats(1e-3, 50))
+@given(
+    st.lists(st.floats(0, 1e6), min_size=1, max_size=40).filter(lambda w: max(w) > 0),
+    st.floats(1e-3, 50),
+)
 def test_profile_schedule_spends_the_budget_exactly(weights, eps):
     sigma = profile_schedule(weights, eps)
     assert len(sigma) == len(weights) + 1
@@ -96,7 +99,11 @@ def test_model_optimal_depth_is_raised_to_r1_only_where_the_bound_is_vacuous(cel
     from opendp_wasserstein.schedules.pure import model_optimal_depth
 
     cells = tuple(cells)
-    order = SplitOrder.discrete_first(cells) if kind == "discrete-first" else SplitOrder.cyclic(cells=cells)
+    order = (
+        SplitOrder.discrete_first(cells)
+        if kind == "discrete-first"
+        else SplitOrder.cyclic(cells=cells)
+    )
     depths = {c.depth for c in split_order_candidates(order, n, eps)}
     for s in range(1, max(1, len(order.numeric)) + 1):
         depth, raw, r_1, bounds = model_optimal_depth(order, n, eps, s)

@@ -43,10 +43,18 @@ def test_depth_one_never_above_rho(rho: float) -> None:
     assert round_up(exact) >= math.nextafter(rho, 0.0)
 
 
-@pytest.mark.parametrize("size,metric,d_in", [(100, dp.symmetric_distance(), 2), (100, dp.change_one_distance(), 1)])
+@pytest.mark.parametrize(
+    "size,metric,d_in", [(100, dp.symmetric_distance(), 2), (100, dp.change_one_distance(), 1)]
+)
 def test_chained_map_is_rho(size, metric, d_in) -> None:
     sigma = zcdp_schedule(2, 0.25, 12, 2)
-    t = make_dyadic_counts(dp.numpy.array2_domain(num_columns=2, size=size, T=float), metric, 12, sigma, output_metric="l2sq")
+    t = make_dyadic_counts(
+        dp.numpy.array2_domain(num_columns=2, size=size, T=float),
+        metric,
+        12,
+        sigma,
+        output_metric="l2sq",
+    )
     assert zcdp_map(t.map(d_in)) == 0.25
 
 
@@ -88,13 +96,22 @@ def test_geometric_ratio_and_root() -> None:
 def test_model_bound() -> None:
     d, n, rho, depth = 2, 1000, 0.5, 8
     got = zcdp_model_bound(d, n, rho, 1, depth)
-    assert got == pytest.approx(1 / (math.sqrt(rho) * n) + 4 / n * depth**1.5 / math.sqrt(rho) + 2 * 2 ** (-depth / d))
+    assert got == pytest.approx(
+        1 / (math.sqrt(rho) * n) + 4 / n * depth**1.5 / math.sqrt(rho) + 2 * 2 ** (-depth / d)
+    )
 
 
 @pytest.mark.parametrize(
     "kwargs,match",
-    [({"rho": 0.0}, "rho"), ({"rho": math.nan}, "rho"), ({"d": 0}, "d must"), ({"depth": 0}, "depth"),
-     ({"depth": 10**6}, "depth"), ({"s": 3}, "s must"), ({"s": 0}, "s must")],
+    [
+        ({"rho": 0.0}, "rho"),
+        ({"rho": math.nan}, "rho"),
+        ({"d": 0}, "d must"),
+        ({"depth": 0}, "depth"),
+        ({"depth": 10**6}, "depth"),
+        ({"s": 3}, "s must"),
+        ({"s": 0}, "s must"),
+    ],
 )
 def test_bad_parameters(kwargs, match) -> None:
     args = {"d": 2, "rho": 0.5, "depth": 4, "s": 1} | kwargs
@@ -114,7 +131,9 @@ def test_tighten_exact_refuses_uncharged_levels() -> None:
 @pytest.mark.parametrize("maker", ["quadtree", "frt"])
 def test_tree_schedule_beats_other_shapes(maker: str) -> None:
     pts = np.random.default_rng(3).uniform(size=(80, 2))  # public candidates (test data)
-    tree = quadtree(pts, bounds=(0.0, 1.0), seed=3) if maker == "quadtree" else frt_tree(pts, seed=3)
+    tree = (
+        quadtree(pts, bounds=(0.0, 1.0), seed=3) if maker == "quadtree" else frt_tree(pts, seed=3)
+    )
     rho = 0.5
     ours = np.array(tree_level_scales_zcdp(tree, rho))
     budget = tree_zcdp_budget(tree)

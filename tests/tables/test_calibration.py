@@ -19,18 +19,22 @@ from opendp_wasserstein.tables.calibration import _relabel, calibrate, largest_r
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.quality import marginal_agreement
 
-SCHEMA = Schema({
-    "x": FloatColumn(bounds=(-5.0, 5.0), nullable=True),
-    "k": IntColumn(bounds=(1, 6)),
-    "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
-    "b": BoolColumn(),
-})
+SCHEMA = Schema(
+    {
+        "x": FloatColumn(bounds=(-5.0, 5.0), nullable=True),
+        "k": IntColumn(bounds=(1, 6)),
+        "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
+        "b": BoolColumn(),
+    }
+)
 ENC = TableEncoding(SCHEMA)
 PLANS = column_plans(ENC)
 
 
 def _marginals(masses, missing):
-    return TableMarginals(PLANS, tuple(np.asarray(m, float) / np.sum(m) for m in masses), tuple(missing), 100)
+    return TableMarginals(
+        PLANS, tuple(np.asarray(m, float) / np.sum(m) for m in masses), tuple(missing), 100
+    )
 
 
 def _simplex(k):
@@ -40,9 +44,18 @@ def _simplex(k):
 @settings(max_examples=60, deadline=None)
 @given(
     points=st.integers(1, 60).flatmap(
-        lambda m: arrays(np.float64, (m, ENC.dimension), elements=st.one_of(st.floats(-3, 3), st.just(float("nan"))))),
-    mx=_simplex(16), mk=_simplex(6), mc=_simplex(4), mb=_simplex(2),
-    miss=st.floats(0, 1), seed=st.integers(0, 2**32 - 1),
+        lambda m: arrays(
+            np.float64,
+            (m, ENC.dimension),
+            elements=st.one_of(st.floats(-3, 3), st.just(float("nan"))),
+        )
+    ),
+    mx=_simplex(16),
+    mk=_simplex(6),
+    mc=_simplex(4),
+    mb=_simplex(2),
+    miss=st.floats(0, 1),
+    seed=st.integers(0, 2**32 - 1),
 )
 def test_calibrated_points_decode_to_declared_values(points, mx, mk, mc, mb, miss, seed):
     tm = _marginals([mx, mk, mc, mb], [miss, 0.0, 0.0, 0.0])
@@ -52,7 +65,9 @@ def test_calibrated_points_decode_to_declared_values(points, mx, mk, mc, mb, mis
     assert out.shape == points.shape
     assert np.all((out >= 0) & (out <= 1))
     cols = ENC.decode(out)
-    assert np.all((cols["x"].values[~cols["x"].missing] >= -5) & (cols["x"].values[~cols["x"].missing] <= 5))
+    assert np.all(
+        (cols["x"].values[~cols["x"].missing] >= -5) & (cols["x"].values[~cols["x"].missing] <= 5)
+    )
     assert np.all((cols["k"].values >= 1) & (cols["k"].values <= 6))
     assert not cols["k"].missing.any()
     assert not cols["b"].missing.any()
@@ -61,8 +76,12 @@ def test_calibrated_points_decode_to_declared_values(points, mx, mk, mc, mb, mis
     m = len(points)
     # categorical counts are the largest-remainder targets
     codes_c = np.where(cols["c"].missing, 3, cols["c"].values)
-    np.testing.assert_array_equal(np.bincount(codes_c, minlength=4), largest_remainder(tm.masses[2], m))
-    np.testing.assert_array_equal(np.bincount(cols["b"].values, minlength=2), largest_remainder(tm.masses[3], m))
+    np.testing.assert_array_equal(
+        np.bincount(codes_c, minlength=4), largest_remainder(tm.masses[2], m)
+    )
+    np.testing.assert_array_equal(
+        np.bincount(cols["b"].values, minlength=2), largest_remainder(tm.masses[3], m)
+    )
     assert cols["x"].missing.sum() == largest_remainder(np.array([1 - miss, miss]), m)[1]
 
 
@@ -93,7 +112,9 @@ def test_quality_is_zero_on_matching_and_large_on_flat():
     m = 4000
     rng = np.random.default_rng(0)
     p = rng.uniform(size=(m, ENC.dimension))
-    tm = _marginals([np.r_[np.ones(4), np.zeros(12)], np.ones(6), np.ones(4), np.ones(2)], [0.3, 0, 0, 0])
+    tm = _marginals(
+        [np.r_[np.ones(4), np.zeros(12)], np.ones(6), np.ones(4), np.ones(2)], [0.3, 0, 0, 0]
+    )
     good = calibrate(p, ENC, tm, RandomSource(0))
     a = marginal_agreement(good, ENC, tm)
     assert a.mean < 0.02

@@ -15,11 +15,19 @@ from opendp_wasserstein.tables.domain import check_table_domain, table_rows
 
 pl = pytest.importorskip("polars")
 
-SCHEMA = Schema({"age": IntColumn(bounds=(0, 120)), "c": CategoricalColumn(categories=("a", "b")), "b": BoolColumn()})
+SCHEMA = Schema(
+    {
+        "age": IntColumn(bounds=(0, 120)),
+        "c": CategoricalColumn(categories=("a", "b")),
+        "b": BoolColumn(),
+    }
+)
 
 
 def _df(n=4):
-    return pd.DataFrame({"c": ["a", "b"] * (n // 2), "age": np.arange(n), "b": [True, False] * (n // 2)})
+    return pd.DataFrame(
+        {"c": ["a", "b"] * (n // 2), "age": np.arange(n), "b": [True, False] * (n // 2)}
+    )
 
 
 def test_descriptor_carries_the_schema_and_size():
@@ -36,9 +44,21 @@ def test_identifier_holds_every_field():
     assert base == table_domain(SCHEMA, size=4)
     assert base != table_domain(SCHEMA, size=5)
     assert base != table_domain(SCHEMA)
-    other = Schema({"age": IntColumn(bounds=(0, 121)), "c": CategoricalColumn(categories=("a", "b")), "b": BoolColumn()})
+    other = Schema(
+        {
+            "age": IntColumn(bounds=(0, 121)),
+            "c": CategoricalColumn(categories=("a", "b")),
+            "b": BoolColumn(),
+        }
+    )
     assert base != table_domain(other, size=4)
-    nullable = Schema({"age": IntColumn(bounds=(0, 120)), "c": CategoricalColumn(categories=("a", "b")), "b": BoolColumn(nullable=True)})
+    nullable = Schema(
+        {
+            "age": IntColumn(bounds=(0, 120)),
+            "c": CategoricalColumn(categories=("a", "b")),
+            "b": BoolColumn(nullable=True),
+        }
+    )
     assert base != table_domain(nullable, size=4)
     reordered = SCHEMA.select(["c", "age", "b"])
     assert base != table_domain(reordered, size=4)  # the column order is the encoding's axis order
@@ -47,8 +67,12 @@ def test_identifier_holds_every_field():
 @pytest.mark.parametrize("kind", ["pandas", "polars", "lazy", "arrow"])
 def test_member_any_column_order_and_size(kind):
     df = _df()
-    x = {"pandas": df, "polars": pl.from_pandas(df), "lazy": pl.from_pandas(df).lazy(),
-         "arrow": pa.Table.from_pandas(df, preserve_index=False)}[kind]
+    x = {
+        "pandas": df,
+        "polars": pl.from_pandas(df),
+        "lazy": pl.from_pandas(df).lazy(),
+        "arrow": pa.Table.from_pandas(df, preserve_index=False),
+    }[kind]
     assert table_domain(SCHEMA, size=4).member(x)
     assert table_domain(SCHEMA).member(x)
     assert not table_domain(SCHEMA, size=5).member(x)
@@ -60,7 +84,9 @@ def test_member_refuses_other_columns_and_types():
     assert not dom.member(_df().drop(columns=["b"]))
     assert not dom.member(_df().assign(extra=1))
     assert not dom.member([[1, "a", True]])
-    assert dom.member(np.array([[1, "a", True]], dtype=object))  # numpy: the schema's columns in order
+    assert dom.member(
+        np.array([[1, "a", True]], dtype=object)
+    )  # numpy: the schema's columns in order
     assert not dom.member(np.zeros((2, 2)))
 
 

@@ -24,8 +24,13 @@ def _labels(k, n=300, seed=0):
     labels = [f"L{i % 50}" for i in range(n)]
     if k == 51:
         labels[0] = "Secret-Label-of-Alice"
-    return pa.table({"year": pa.array(rng.integers(1990, 2020, n)), "label": pa.array(labels),
-                     "smoker": pa.array(rng.uniform(size=n) < 0.3)})
+    return pa.table(
+        {
+            "year": pa.array(rng.integers(1990, 2020, n)),
+            "label": pa.array(labels),
+            "smoker": pa.array(rng.uniform(size=n) < 0.3),
+        }
+    )
 
 
 @pytest.mark.parametrize("epsilon", [None, 1.0])
@@ -49,11 +54,22 @@ def test_50_and_51_labels_draft_the_same_columns(epsilon):
 
 def test_columns_without_values_are_drafted_to_fill_in():
     """A column with no values (all missing) was left out: one record with a value put it back."""
-    t = pa.table({"x": pa.array([1.5, 2.5, 3.0]), "t": pa.array([None, None, None], pa.string()),
-                  "f": pa.array([None, None, None], pa.float64()), "n": pa.array([None, None, None], pa.null())})
+    t = pa.table(
+        {
+            "x": pa.array([1.5, 2.5, 3.0]),
+            "t": pa.array([None, None, None], pa.string()),
+            "f": pa.array([None, None, None], pa.float64()),
+            "n": pa.array([None, None, None], pa.null()),
+        }
+    )
     rep = draft_schema(t, types_from_data=True)  # a text file: the null-typed column is text
     assert rep.columns == ["x", "t", "f", "n"]
-    assert dict(rep.entries)["f"] == {"type": "float", "bounds": None, "nullable": True, "derived_from_data": True}
+    assert dict(rep.entries)["f"] == {
+        "type": "float",
+        "bounds": None,
+        "nullable": True,
+        "derived_from_data": True,
+    }
     assert dict(rep.entries)["t"]["categories"] is None
     assert set(rep.to_fill) == {"t", "f", "n"}
     # a Parquet file's types are public: a null-typed column is skipped on its type alone
@@ -61,7 +77,9 @@ def test_columns_without_values_are_drafted_to_fill_in():
 
 
 def test_a_text_file_column_of_another_inferred_type_is_drafted_as_text():
-    t = pa.table({"at": pa.array([dt.time(12, 30), dt.time(13, 0)], pa.time32("s")), "x": pa.array([1, 2])})
+    t = pa.table(
+        {"at": pa.array([dt.time(12, 30), dt.time(13, 0)], pa.time32("s")), "x": pa.array([1, 2])}
+    )
     rep = draft_schema(t, types_from_data=True)
     assert rep.columns == ["at", "x"]
     assert rep.schema["at"].categories == ("12:30:00", "13:00:00")
@@ -81,14 +99,22 @@ def test_every_column_of_a_draft_without_epsilon_is_marked():
 @pytest.mark.parametrize("epsilon", [None, 1.0])
 def test_the_draft_round_trips_through_its_json(epsilon):
     """Item 4: every field the drafting writes (epsilon_spent included) is one the reader acts on."""
-    t = pa.table({"age": pa.array(np.arange(3000) % 90), "w": pa.array(np.linspace(0, 5, 3000)),
-                  "d": pa.array([dt.date(2015, 1, 1) + dt.timedelta(days=i % 300) for i in range(3000)]),
-                  "r": pa.array(["a", "b", None] * 1000), "s": pa.array([True, False, None] * 1000)})
+    t = pa.table(
+        {
+            "age": pa.array(np.arange(3000) % 90),
+            "w": pa.array(np.linspace(0, 5, 3000)),
+            "d": pa.array([dt.date(2015, 1, 1) + dt.timedelta(days=i % 300) for i in range(3000)]),
+            "r": pa.array(["a", "b", None] * 1000),
+            "s": pa.array([True, False, None] * 1000),
+        }
+    )
     rep = draft_schema(t, epsilon=epsilon, nullable=["r"])
     assert rep.to_fill == {}
     back = Schema.from_json(rep.dumps())
     assert back == rep.schema
-    assert back.epsilon_spent == rep.epsilon_spent == (0.0 if epsilon is None else back.epsilon_spent)
+    assert (
+        back.epsilon_spent == rep.epsilon_spent == (0.0 if epsilon is None else back.epsilon_spent)
+    )
     assert Schema.from_json(rep.schema.to_json()) == rep.schema
     if epsilon is not None:
         assert 0 < back.epsilon_spent <= epsilon
@@ -98,8 +124,14 @@ def test_with_epsilon_no_column_is_nullable_unless_asked():
     """Item 9: every numeric column was marked nullable; the DP outputs cannot say which have
     missing values, so only the columns the caller names are."""
     rng = np.random.default_rng(3)
-    t = pa.table({"a": pa.array(rng.uniform(0, 9, 2000)), "b": pa.array(rng.integers(0, 9, 2000)),
-                  "c": pa.array(rng.choice(["x", "y"], 2000)), "s": pa.array(rng.uniform(size=2000) < 0.5)})
+    t = pa.table(
+        {
+            "a": pa.array(rng.uniform(0, 9, 2000)),
+            "b": pa.array(rng.integers(0, 9, 2000)),
+            "c": pa.array(rng.choice(["x", "y"], 2000)),
+            "s": pa.array(rng.uniform(size=2000) < 0.5),
+        }
+    )
     rep = draft_schema(t, epsilon=1.0)
     assert [n for n in rep.schema.names if rep.schema[n].nullable] == []
     rep = draft_schema(t, epsilon=1.0, nullable=["b", "s"])
@@ -128,7 +160,9 @@ def test_small_tables_are_reported_unreliable_from_the_dp_count():
 
 def test_large_tables_are_not_reported_unreliable():
     rng = np.random.default_rng(4)
-    t = pa.table({"age": pa.array(rng.integers(18, 90, 20000)), "w": pa.array(rng.uniform(0, 1, 20000))})
+    t = pa.table(
+        {"age": pa.array(rng.integers(18, 90, 20000)), "w": pa.array(rng.uniform(0, 1, 20000))}
+    )
     rep = draft_schema(t, epsilon=2.0)
     assert rep.unreliable == {}
     assert set(rep.dp_counts) == {"age", "w"}

@@ -32,13 +32,17 @@ DECLARED = ["north", "east", "south"]
 
 def _schema(nullable: bool) -> Schema:
     """Undeclared labels go to missing (nullable) or to the first category (not nullable)."""
-    return Schema.from_json({"columns": {
-        "region": {"type": "categorical", "categories": DECLARED, "nullable": nullable},
-        "age": {"type": "int", "bounds": [0, 120]},
-        "x": {"type": "float", "bounds": [0, 10]},
-        "t": {"type": "datetime", "bounds": ["2015-01-01T00:00:00", "2016-01-01T00:00:00"]},
-        "smoker": {"type": "bool"},
-    }})
+    return Schema.from_json(
+        {
+            "columns": {
+                "region": {"type": "categorical", "categories": DECLARED, "nullable": nullable},
+                "age": {"type": "int", "bounds": [0, 120]},
+                "x": {"type": "float", "bounds": [0, 10]},
+                "t": {"type": "datetime", "bounds": ["2015-01-01T00:00:00", "2016-01-01T00:00:00"]},
+                "smoker": {"type": "bool"},
+            }
+        }
+    )
 
 
 def _frame(extra: bool, many: bool) -> pd.DataFrame:
@@ -53,13 +57,15 @@ def _frame(extra: bool, many: bool) -> pd.DataFrame:
         region.append(SECRET)
         times.append("2015-03-01 10:00:00.000000001")
     m = len(region)
-    return pd.DataFrame({
-        "region": pd.Series(region, dtype=object),
-        "age": rng.integers(18, 90, m),
-        "x": rng.uniform(0, 10, m),
-        "t": pd.to_datetime(times, format="ISO8601"),  # the unit is inferred from the values
-        "smoker": rng.uniform(size=m) < 0.3,
-    })
+    return pd.DataFrame(
+        {
+            "region": pd.Series(region, dtype=object),
+            "age": rng.integers(18, 90, m),
+            "x": rng.uniform(0, 10, m),
+            "t": pd.to_datetime(times, format="ISO8601"),  # the unit is inferred from the values
+            "smoker": rng.uniform(size=m) < 0.3,
+        }
+    )
 
 
 def _cat(df: pd.DataFrame) -> pd.DataFrame:
@@ -77,15 +83,29 @@ VARIANTS = {
     "pandas-category": _cat,
     "pandas-string[pyarrow]": lambda df: df.assign(region=df["region"].astype("string[pyarrow]")),
     "pandas-ArrowDtype-dictionary": lambda df: df.assign(region=_arrow_dict_series(df["region"])),
-    "pandas-arrow-backed": lambda df: pd.DataFrame({c: pd.Series(pd.arrays.ArrowExtensionArray(pa.array(_cat(df)[c])))
-                                                    for c in df.columns}),
+    "pandas-arrow-backed": lambda df: pd.DataFrame(
+        {c: pd.Series(pd.arrays.ArrowExtensionArray(pa.array(_cat(df)[c]))) for c in df.columns}
+    ),
     "polars-utf8": lambda df: pl.from_pandas(df),
-    "polars-categorical": lambda df: pl.from_pandas(df).with_columns(pl.col("region").cast(pl.Categorical)),
-    "polars-enum": lambda df: pl.from_pandas(df).with_columns(pl.col("region").cast(pl.Enum(sorted(set(df["region"]))))),
-    "polars-lazy-enum": lambda df: pl.from_pandas(df).with_columns(pl.col("region").cast(pl.Enum(sorted(set(df["region"]))))).lazy(),
-    "arrow-from-pandas": lambda df: pa.Table.from_pandas(_cat(df)),  # dictionary + pandas metadata (n)
+    "polars-categorical": lambda df: pl.from_pandas(df).with_columns(
+        pl.col("region").cast(pl.Categorical)
+    ),
+    "polars-enum": lambda df: pl.from_pandas(df).with_columns(
+        pl.col("region").cast(pl.Enum(sorted(set(df["region"]))))
+    ),
+    "polars-lazy-enum": lambda df: (
+        pl.from_pandas(df)
+        .with_columns(pl.col("region").cast(pl.Enum(sorted(set(df["region"])))))
+        .lazy()
+    ),
+    "arrow-from-pandas": lambda df: pa.Table.from_pandas(
+        _cat(df)
+    ),  # dictionary + pandas metadata (n)
     "arrow-dictionary-encode": lambda df: pa.Table.from_pandas(df, preserve_index=False).set_column(
-        0, "region", pa.Table.from_pandas(df, preserve_index=False).column("region").dictionary_encode()),
+        0,
+        "region",
+        pa.Table.from_pandas(df, preserve_index=False).column("region").dictionary_encode(),
+    ),
 }
 
 
@@ -106,19 +126,34 @@ def _signature(out) -> tuple:
     """Everything of the output's schema: dtypes (with their category lists), Arrow types and
     schema and field metadata, and the schema of its Parquet file."""
     if isinstance(out, pd.DataFrame):
-        own = [(repr(t), list(t.categories) if isinstance(t, pd.CategoricalDtype) else None) for t in out.dtypes]
-        own.append((type(out.index).__name__, out.index.name, out.index.dtype))  # not its length: the row count
+        own = [
+            (repr(t), list(t.categories) if isinstance(t, pd.CategoricalDtype) else None)
+            for t in out.dtypes
+        ]
+        own.append(
+            (type(out.index).__name__, out.index.name, out.index.dtype)
+        )  # not its length: the row count
     elif isinstance(out, (pl.DataFrame, pl.LazyFrame)):
         schema = out.collect_schema()
-        own = [(repr(t), list(t.categories) if isinstance(t, pl.Enum) else None) for t in schema.dtypes()]
+        own = [
+            (repr(t), list(t.categories) if isinstance(t, pl.Enum) else None)
+            for t in schema.dtypes()
+        ]
     else:
-        own = [out.schema.to_string(show_schema_metadata=True, show_field_metadata=True), out.schema.metadata]
+        own = [
+            out.schema.to_string(show_schema_metadata=True, show_field_metadata=True),
+            out.schema.metadata,
+        ]
     if isinstance(out, pd.DataFrame):
         # an object column has no type: pyarrow infers its Parquet type from the released values
         # (all missing: "null"), a function of the release only (docs/tables.rst)
         out = out.drop(columns=[c for c in out.columns if out[c].dtype == object])
     back = pq.read_schema(io.BytesIO(_parquet(out)))
-    return tuple(map(str, own)), back.to_string(show_schema_metadata=True, show_field_metadata=True), back.metadata
+    return (
+        tuple(map(str, own)),
+        back.to_string(show_schema_metadata=True, show_field_metadata=True),
+        back.metadata,
+    )
 
 
 @pytest.mark.parametrize("many", [False, True])
@@ -145,7 +180,10 @@ def _region_dtype(out):
     return out.schema.field("region").type
 
 
-@pytest.mark.parametrize("variant", ["pandas-category", "polars-enum", "pandas-ArrowDtype-dictionary", "arrow-from-pandas"])
+@pytest.mark.parametrize(
+    "variant",
+    ["pandas-category", "polars-enum", "pandas-ArrowDtype-dictionary", "arrow-from-pandas"],
+)
 def test_secret_label_of_alice_is_not_in_the_output(variant):
     """The reproducer of issue 20: her undeclared label is in the input's dtype; the output's
     dtype lists the declared categories, in the schema's order, and nothing else; her label is
@@ -169,9 +207,13 @@ def test_secret_label_of_alice_is_not_in_the_output(variant):
 
 def test_arrow_dictionary_holds_the_declared_categories_in_order():
     schema = _schema(nullable=True)
-    out, _ = synthesize_table(VARIANTS["arrow-dictionary-encode"](_frame(True, many=True)), 1.0, schema)
+    out, _ = synthesize_table(
+        VARIANTS["arrow-dictionary-encode"](_frame(True, many=True)), 1.0, schema
+    )
     col = out.column("region").combine_chunks()
-    assert col.type == pa.dictionary(pa.int8(), pa.string())  # dictionary_encode: int32 indices, the data's order
+    assert col.type == pa.dictionary(
+        pa.int8(), pa.string()
+    )  # dictionary_encode: int32 indices, the data's order
     assert col.dictionary.to_pylist() == DECLARED
     assert out.schema.metadata is None
     back = pq.read_table(io.BytesIO(_parquet(out))).column("region").combine_chunks()
@@ -201,7 +243,9 @@ def test_pandas_index_and_arrow_metadata_are_not_copied():
     out, _ = synthesize_table(df, 1.0, schema)
     assert isinstance(out.index, pd.RangeIndex)
     assert out.attrs == {}
-    tbl = pa.Table.from_pandas(df).replace_schema_metadata({b"owner": b"ward 7", **pa.Table.from_pandas(df).schema.metadata})
+    tbl = pa.Table.from_pandas(df).replace_schema_metadata(
+        {b"owner": b"ward 7", **pa.Table.from_pandas(df).schema.metadata}
+    )
     tbl = tbl.drop_columns(["id"])
     field = tbl.schema.field("x").with_metadata({b"note": b"ward 7"})
     tbl = tbl.cast(tbl.schema.set(tbl.schema.get_field_index("x"), field))
@@ -222,7 +266,9 @@ def _round_trip(data, schema):
 
 def test_numpy_text_width_is_the_longest_declared_label():
     """numpy sizes a text array by its longest value: ``<U21`` when her label is there."""
-    schema = Schema.from_json({"columns": {"region": {"type": "categorical", "categories": DECLARED}}})
+    schema = Schema.from_json(
+        {"columns": {"region": {"type": "categorical", "categories": DECLARED}}}
+    )
     x = np.array([["north"], ["east"]])
     x1 = np.array([["north"], ["east"], [SECRET]])
     assert x.dtype != x1.dtype
@@ -233,7 +279,9 @@ def test_numpy_text_width_is_the_longest_declared_label():
 
 @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
 def test_numpy_datetimes_come_back_in_microseconds_dates_as_dates(unit):
-    schema = Schema.from_json({"columns": {"t": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]}}})
+    schema = Schema.from_json(
+        {"columns": {"t": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]}}}
+    )
     x = np.array([["2015-03-01T10:00:00"]], dtype=f"datetime64[{unit}]")
     assert _round_trip(x, schema).dtype == np.dtype("datetime64[us]")
     d = np.array([["2015-03-01"]], dtype="datetime64[D]")
@@ -247,20 +295,34 @@ def test_an_integer_dtype_too_narrow_for_the_bounds_is_not_kept(kind):
     column with bounds [0, 1000] comes back as int64, with its values, never wrapped."""
     schema = Schema.from_json({"columns": {"a": {"type": "int", "bounds": [0, 1000]}}})
     vals = np.array([5, 100, 120], dtype=np.int8)
-    data = {"pandas": lambda: pd.DataFrame({"a": vals}), "polars": lambda: pl.DataFrame({"a": vals}),
-            "arrow": lambda: pa.table({"a": vals}), "numpy": lambda: vals.reshape(-1, 1)}[kind]()
+    data = {
+        "pandas": lambda: pd.DataFrame({"a": vals}),
+        "polars": lambda: pl.DataFrame({"a": vals}),
+        "arrow": lambda: pa.table({"a": vals}),
+        "numpy": lambda: vals.reshape(-1, 1),
+    }[kind]()
     enc = TableEncoding(schema)
     cols, info = read_table(data, schema)
-    high = enc.encode({"a": type(cols["a"])(np.array([999.0, 1000.0, 500.0]), np.zeros(3, dtype=bool))})
+    high = enc.encode(
+        {"a": type(cols["a"])(np.array([999.0, 1000.0, 500.0]), np.zeros(3, dtype=bool))}
+    )
     out = write_table(enc.decode(high), schema, info)
-    got = {"pandas": lambda: out["a"].to_numpy(), "polars": lambda: out["a"].to_numpy(),
-           "arrow": lambda: out.column("a").to_numpy(), "numpy": lambda: out[:, 0]}[kind]()
+    got = {
+        "pandas": lambda: out["a"].to_numpy(),
+        "polars": lambda: out["a"].to_numpy(),
+        "arrow": lambda: out.column("a").to_numpy(),
+        "numpy": lambda: out[:, 0],
+    }[kind]()
     assert got.dtype == np.dtype(np.int64)
     assert got.tolist() == [999, 1000, 500]
     narrow = Schema.from_json({"columns": {"a": {"type": "int", "bounds": [0, 120]}}})
     back = _round_trip(data, narrow)
-    got = {"pandas": lambda: back["a"].to_numpy(), "polars": lambda: back["a"].to_numpy(),
-           "arrow": lambda: back.column("a").to_numpy(), "numpy": lambda: back[:, 0]}[kind]()
+    got = {
+        "pandas": lambda: back["a"].to_numpy(),
+        "polars": lambda: back["a"].to_numpy(),
+        "arrow": lambda: back.column("a").to_numpy(),
+        "numpy": lambda: back[:, 0],
+    }[kind]()
     assert got.dtype == np.dtype(np.int8)  # the caller's width, when it holds the bounds
 
 

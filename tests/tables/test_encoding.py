@@ -18,7 +18,9 @@ from opendp_wasserstein.tables import (
 
 def _raw(values, missing=None):
     values = np.asarray(values)
-    return RawColumn(values, np.zeros(len(values), bool) if missing is None else np.asarray(missing, bool))
+    return RawColumn(
+        values, np.zeros(len(values), bool) if missing is None else np.asarray(missing, bool)
+    )
 
 
 @given(st.integers(1, 300))
@@ -45,15 +47,24 @@ def test_k3_matches_the_design():
 
 
 def test_any_point_decodes_to_declared_values():
-    s = Schema({
-        "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
-        "x": FloatColumn(bounds=(-1.0, 1.0), nullable=True),
-        "i": IntColumn(bounds=(5, 9)),
-        "t": DatetimeColumn(bounds=("2015-01-01", "2016-01-01")),
-        "b": BoolColumn(),
-    })
+    s = Schema(
+        {
+            "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
+            "x": FloatColumn(bounds=(-1.0, 1.0), nullable=True),
+            "i": IntColumn(bounds=(5, 9)),
+            "t": DatetimeColumn(bounds=("2015-01-01", "2016-01-01")),
+            "b": BoolColumn(),
+        }
+    )
     enc = TableEncoding(s)
-    assert [a.role for a in enc.axes] == ["category", "missing", "value", "value", "value", "category"]
+    assert [a.role for a in enc.axes] == [
+        "category",
+        "missing",
+        "value",
+        "value",
+        "value",
+        "category",
+    ]
     assert [a.cells for a in enc.axes] == [4, 2, 0, 0, 0, 2]
     u = np.random.default_rng(1).uniform(size=(2000, enc.dimension))
     u[:5] = 0.0
@@ -82,12 +93,14 @@ def test_int_cells_are_equal_width():
 
 
 def test_out_of_range_unseen_and_missing_handled_per_record():
-    s = Schema({
-        "x": FloatColumn(bounds=(0.0, 10.0)),
-        "c": CategoricalColumn(categories=("a", "b"), fallback="b"),
-        "d": CategoricalColumn(categories=("a", "b"), nullable=True),
-        "e": CategoricalColumn(categories=("a", "b")),
-    })
+    s = Schema(
+        {
+            "x": FloatColumn(bounds=(0.0, 10.0)),
+            "c": CategoricalColumn(categories=("a", "b"), fallback="b"),
+            "d": CategoricalColumn(categories=("a", "b"), nullable=True),
+            "e": CategoricalColumn(categories=("a", "b")),
+        }
+    )
     enc = TableEncoding(s)
     cols = {
         "x": _raw([-np.inf, 20.0, np.nan, 5.0], [False, False, True, False]),
@@ -114,7 +127,9 @@ def test_encode_does_not_modify_input():
 
 
 def test_table_metric():
-    s = Schema({"x": FloatColumn(bounds=(0.0, 4.0)), "c": CategoricalColumn(categories=("a", "b", "c"))})
+    s = Schema(
+        {"x": FloatColumn(bounds=(0.0, 4.0)), "c": CategoricalColumn(categories=("a", "b", "c"))}
+    )
     enc = TableEncoding(s)
     a = enc.encode({"x": _raw([0.0, 0.0, 1.0]), "c": _raw([0, 1, 2])})
     b = enc.encode({"x": _raw([2.0, 1.0, 1.0]), "c": _raw([0, 2, 2])})
@@ -128,7 +143,11 @@ def test_missing_schema_column_is_named():
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=30), st.integers(-(2**40), 2**40), st.integers(1, 2**40))
+@given(
+    st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=30),
+    st.integers(-(2**40), 2**40),
+    st.integers(1, 2**40),
+)
 def test_int_round_trip_in_bounds(values, lo, width):
     hi = lo + width
     enc = TableEncoding(Schema({"i": IntColumn(bounds=(lo, hi))}))
@@ -138,13 +157,17 @@ def test_int_round_trip_in_bounds(values, lo, width):
 
 
 def test_split_order_of_the_encoding():
-    enc = TableEncoding(Schema({
-        "x": FloatColumn(bounds=(0, 1), nullable=True),
-        "c": CategoricalColumn(categories=("a", "b", "c", "d", "e")),
-        "b": BoolColumn(),
-        "k": IntColumn(bounds=(0, 9)),
-        "one": CategoricalColumn(categories=("only",)),
-    }))
+    enc = TableEncoding(
+        Schema(
+            {
+                "x": FloatColumn(bounds=(0, 1), nullable=True),
+                "c": CategoricalColumn(categories=("a", "b", "c", "d", "e")),
+                "b": BoolColumn(),
+                "k": IntColumn(bounds=(0, 9)),
+                "one": CategoricalColumn(categories=("only",)),
+            }
+        )
+    )
     # axes: x:missing 0, x:value 1, c 2, b 3, k 4, one 5
     order = enc.split_order()
     assert order.cells == (2, 0, 5, 2, 0, 1)

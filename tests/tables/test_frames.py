@@ -26,23 +26,29 @@ pl = pytest.importorskip("polars")
 
 SECRET = "SECRET-7f3a"  # a data value no message may quote
 
-SCHEMA = Schema({
-    "income": FloatColumn(bounds=(0.0, 1000.0), nullable=True),
-    "age": IntColumn(bounds=(0, 120)),
-    "region": CategoricalColumn(categories=("north", "east", "south")),
-    "visit": DatetimeColumn(bounds=("2015-01-01", "2016-01-01")),
-    "smoker": BoolColumn(nullable=True),
-})
+SCHEMA = Schema(
+    {
+        "income": FloatColumn(bounds=(0.0, 1000.0), nullable=True),
+        "age": IntColumn(bounds=(0, 120)),
+        "region": CategoricalColumn(categories=("north", "east", "south")),
+        "visit": DatetimeColumn(bounds=("2015-01-01", "2016-01-01")),
+        "smoker": BoolColumn(nullable=True),
+    }
+)
 
 
 def _pandas():
-    return pd.DataFrame({
-        "income": [10.0, None, 2000.0, 5.5],
-        "age": [30, 40, 200, -3],
-        "region": ["north", SECRET, "south", ""],
-        "visit": pd.to_datetime(["2015-03-01", "2015-06-01", "2014-01-01", "2015-12-31 23:00"], format="ISO8601"),
-        "smoker": pd.array([True, False, None, True], dtype="boolean"),
-    })
+    return pd.DataFrame(
+        {
+            "income": [10.0, None, 2000.0, 5.5],
+            "age": [30, 40, 200, -3],
+            "region": ["north", SECRET, "south", ""],
+            "visit": pd.to_datetime(
+                ["2015-03-01", "2015-06-01", "2014-01-01", "2015-12-31 23:00"], format="ISO8601"
+            ),
+            "smoker": pd.array([True, False, None, True], dtype="boolean"),
+        }
+    )
 
 
 def _kinds(df):
@@ -88,8 +94,18 @@ def test_round_trip_same_type_names_dtypes(kind):
 
 
 def test_pandas_nullable_int_becomes_Int64_and_categorical_over_the_declared_labels():
-    s = Schema({"n": IntColumn(bounds=(0, 9), nullable=True), "c": CategoricalColumn(categories=("b", "a"))})
-    df = pd.DataFrame({"n": np.array([1, 2], dtype=np.int64), "c": pd.Categorical(["a", "b"], categories=["a", "b", "z"])})
+    s = Schema(
+        {
+            "n": IntColumn(bounds=(0, 9), nullable=True),
+            "c": CategoricalColumn(categories=("b", "a")),
+        }
+    )
+    df = pd.DataFrame(
+        {
+            "n": np.array([1, 2], dtype=np.int64),
+            "c": pd.Categorical(["a", "b"], categories=["a", "b", "z"]),
+        }
+    )
     cols, info = read_table(df, s)
     out = write_table(TableEncoding(s).decode(TableEncoding(s).encode(cols)), s, info)
     assert str(out["n"].dtype) == "Int64"
@@ -103,14 +119,25 @@ def test_dates_stay_dates():
     days = [dt.date(2015, 2, 3), dt.date(2015, 7, 1)]
     tbl = pa.table({"d": pa.array(days, type=pa.date32())})
     enc = TableEncoding(s)
-    for data in (tbl, pl.from_arrow(tbl), tbl.to_pandas(), np.array(days, dtype="datetime64[D]")[:, None]):
+    for data in (
+        tbl,
+        pl.from_arrow(tbl),
+        tbl.to_pandas(),
+        np.array(days, dtype="datetime64[D]")[:, None],
+    ):
         cols, info = read_table(data, s)
         back = write_table(enc.decode(enc.encode(cols)), s, info)
         if isinstance(back, np.ndarray):
             assert back.dtype == np.dtype("datetime64[D]")
             assert back[:, 0].astype(object).tolist() == days
         else:
-            vals = back["d"].to_list() if isinstance(back, pl.DataFrame) else back["d"].tolist() if isinstance(back, pd.DataFrame) else back.column("d").to_pylist()
+            vals = (
+                back["d"].to_list()
+                if isinstance(back, pl.DataFrame)
+                else back["d"].tolist()
+                if isinstance(back, pd.DataFrame)
+                else back.column("d").to_pylist()
+            )
             assert vals == days
 
 
@@ -140,7 +167,12 @@ def test_numpy_tables():
     assert np.isnan(out[1, 0])
     assert out[:, 1].tolist() == [2.0, 5.0]
     obj = np.array([["a", 1], [None, 3]], dtype=object)
-    s2 = Schema({"c": CategoricalColumn(categories=("a", "b"), nullable=True), "i": IntColumn(bounds=(0, 3))})
+    s2 = Schema(
+        {
+            "c": CategoricalColumn(categories=("a", "b"), nullable=True),
+            "i": IntColumn(bounds=(0, 3)),
+        }
+    )
     cols, info = read_table(obj, s2)
     out = write_table(TableEncoding(s2).decode(TableEncoding(s2).encode(cols)), s2, info)
     assert out.dtype == object
@@ -180,7 +212,9 @@ def test_columns_not_in_schema_refused_by_name():
 
 
 def test_text_in_numeric_columns_is_missing_not_an_error():
-    s = Schema({"x": FloatColumn(bounds=(0.0, 10.0), nullable=True), "b": BoolColumn(nullable=True)})
+    s = Schema(
+        {"x": FloatColumn(bounds=(0.0, 10.0), nullable=True), "b": BoolColumn(nullable=True)}
+    )
     df = pd.DataFrame({"x": ["1.5", SECRET, "", None], "b": ["yes", "False", SECRET, "1"]})
     cols, _ = read_table(df, s)
     assert cols["x"].missing.tolist() == [False, True, True, True]
@@ -203,7 +237,9 @@ def column_and_values(draw, n):
         lo = draw(st.floats(-1e12, 1e12))
         hi = lo + draw(st.floats(1e-3, 1e12))
         spec = FloatColumn(bounds=(lo, hi), nullable=nullable)
-        vals = draw(st.lists(st.floats(allow_nan=True, allow_infinity=True) | nulls, min_size=n, max_size=n))
+        vals = draw(
+            st.lists(st.floats(allow_nan=True, allow_infinity=True) | nulls, min_size=n, max_size=n)
+        )
         return spec, pd.Series(vals, dtype="float64")
     if kind == "int":
         lo = draw(st.integers(-(2**50), 2**50))
@@ -226,10 +262,21 @@ def column_and_values(draw, n):
         lo = draw(st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2100, 1, 1)))
         hi = lo + dt.timedelta(days=draw(st.integers(1, 20000)))
         if kind == "date":
-            lo, hi = lo.replace(hour=0, minute=0, second=0, microsecond=0), hi.replace(hour=0, minute=0, second=0, microsecond=0)
+            lo, hi = (
+                lo.replace(hour=0, minute=0, second=0, microsecond=0),
+                hi.replace(hour=0, minute=0, second=0, microsecond=0),
+            )
         spec = DatetimeColumn(bounds=(lo, hi), nullable=nullable)
-        vals = draw(st.lists(st.datetimes(dt.datetime(1700, 1, 1), dt.datetime(2200, 1, 1)) | nulls, min_size=n, max_size=n))
-        return spec, pd.Series(pd.to_datetime(pd.Series(vals, dtype=object)), dtype="datetime64[us]")
+        vals = draw(
+            st.lists(
+                st.datetimes(dt.datetime(1700, 1, 1), dt.datetime(2200, 1, 1)) | nulls,
+                min_size=n,
+                max_size=n,
+            )
+        )
+        return spec, pd.Series(
+            pd.to_datetime(pd.Series(vals, dtype=object)), dtype="datetime64[us]"
+        )
     spec = BoolColumn(nullable=nullable)
     vals = draw(st.lists(st.booleans() | nulls, min_size=n, max_size=n))
     return spec, pd.Series(vals, dtype="boolean")
@@ -239,7 +286,9 @@ def column_and_values(draw, n):
 def schema_and_frame(draw):
     n = draw(st.integers(1, 12))
     k = draw(st.integers(1, 5))
-    names = draw(st.lists(st.text(_chars, min_size=1, max_size=6), min_size=k, max_size=k, unique=True))
+    names = draw(
+        st.lists(st.text(_chars, min_size=1, max_size=6), min_size=k, max_size=k, unique=True)
+    )
     specs, data = {}, {}
     for name in names:
         spec, series = draw(column_and_values(n))
@@ -261,12 +310,23 @@ def _check_output(out_pd: pd.DataFrame, schema: Schema):
             assert (present.astype(float) <= float(spec.bounds[1])).all()
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(schema_and_frame(), st.sampled_from(["pandas", "polars", "polars-lazy", "arrow"]))
 def test_hypothesis_round_trip(sf, kind):
     schema, df = sf
     data = _kinds(df)[kind]
-    before = _collect(data).clone() if kind.startswith("polars") else data.copy() if kind == "pandas" else data
+    before = (
+        _collect(data).clone()
+        if kind.startswith("polars")
+        else data.copy()
+        if kind == "pandas"
+        else data
+    )
     cols, info = read_table(data, schema)
     enc = TableEncoding(schema)
     pts = enc.encode(cols)
@@ -295,7 +355,12 @@ def test_hypothesis_round_trip(sf, kind):
             assert np.array_equal(pts[:, j], pts2[:, j])
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(schema_and_frame())
 def test_hypothesis_errors_name_columns_never_values(sf):
     schema, df = sf
@@ -327,26 +392,35 @@ def test_float_column_held_as_integers_comes_back_as_integers(kind):
 
     schema = Schema({"mass": FloatColumn(bounds=(2000.5, 7000.0))})
     vals = np.arange(2000, 7000, 50, dtype=np.int64)
-    data = {"pandas": lambda: pd.DataFrame({"mass": vals}),
-            "polars": lambda: __import__("polars").DataFrame({"mass": vals}),
-            "arrow": lambda: pa.table({"mass": vals}),
-            "numpy": lambda: vals.reshape(-1, 1)}[kind]()
+    data = {
+        "pandas": lambda: pd.DataFrame({"mass": vals}),
+        "polars": lambda: __import__("polars").DataFrame({"mass": vals}),
+        "arrow": lambda: pa.table({"mass": vals}),
+        "numpy": lambda: vals.reshape(-1, 1),
+    }[kind]()
     cols, info = read_table(data, schema)
     enc = TableEncoding(schema)
     points = np.random.default_rng(0).uniform(size=(500, 1))
     out = write_table(enc.decode(points), schema, info)
-    arr = {"pandas": lambda: out["mass"].to_numpy(), "polars": lambda: out["mass"].to_numpy(),
-           "arrow": lambda: out.column("mass").to_numpy(), "numpy": lambda: out[:, 0]}[kind]()
+    arr = {
+        "pandas": lambda: out["mass"].to_numpy(),
+        "polars": lambda: out["mass"].to_numpy(),
+        "arrow": lambda: out.column("mass").to_numpy(),
+        "numpy": lambda: out[:, 0],
+    }[kind]()
     assert arr.dtype.kind == "i"
     assert arr.min() >= 2001
     assert arr.max() <= 7000
 
 
-@pytest.mark.parametrize("spec", [
-    {"type": "categorical", "categories": ["a", "b"], "nullable": True},
-    {"type": "bool", "nullable": True},
-    {"type": "float", "bounds": [0, 1], "nullable": True},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "categorical", "categories": ["a", "b"], "nullable": True},
+        {"type": "bool", "nullable": True},
+        {"type": "float", "bounds": [0, 1], "nullable": True},
+    ],
+)
 def test_an_unreadable_object_is_missing_not_an_error(spec):
     """One record holding a list, a set, an array or a lone surrogate must not fail the read
     (that would tell whether it is there): it reads as missing, and the others as before."""

@@ -36,8 +36,12 @@ from tests.tables.test_frames import _check_output, _collect, _dtypes, schema_an
 pl = pytest.importorskip("polars")
 
 SECRET = "SECRET-5d1e"
-_SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _recast(draw, series: pd.Series, spec) -> pd.Series:
@@ -46,7 +50,11 @@ def _recast(draw, series: pd.Series, spec) -> pd.Series:
     if isinstance(spec, FloatColumn):
         return series.astype(draw(st.sampled_from(["float64", "float32"])))
     if isinstance(spec, IntColumn):
-        options = ["Int64", "Int32"] if has_null else ["Int64", "int64", "int32", "int16", "int8", "uint8", "uint32"]
+        options = (
+            ["Int64", "Int32"]
+            if has_null
+            else ["Int64", "int64", "int32", "int16", "int8", "uint8", "uint32"]
+        )
         for dtype in draw(st.permutations(options)):
             try:
                 out = series.astype(dtype)
@@ -94,8 +102,14 @@ def _as_kind(draw, df: pd.DataFrame, schema: Schema, kind: str):
     if kind in ("polars", "polars-lazy"):
         p = pl.from_pandas(df)
         for name, spec in schema.items():
-            if name in p.columns and isinstance(spec, CategoricalColumn) and p.schema[name] in (pl.String, pl.Categorical):
-                if draw(st.booleans()):  # an Enum of the declared labels and whatever else the data holds
+            if (
+                name in p.columns
+                and isinstance(spec, CategoricalColumn)
+                and p.schema[name] in (pl.String, pl.Categorical)
+            ):
+                if draw(
+                    st.booleans()
+                ):  # an Enum of the declared labels and whatever else the data holds
                     seen = p[name].drop_nulls().unique(maintain_order=True).to_list()
                     labels = list(dict.fromkeys([*map(str, spec.categories), *seen]))
                     p = p.with_columns(pl.col(name).cast(pl.Enum(labels)))
@@ -136,8 +150,12 @@ def _to_pandas(out):
 
 
 @_SETTINGS
-@given(recast_frame(), st.sampled_from(["pandas", "polars", "polars-lazy", "arrow", "numpy"]),
-       st.sampled_from(["adaptive", "pruned", "pmm"]), st.data())
+@given(
+    recast_frame(),
+    st.sampled_from(["pandas", "polars", "polars-lazy", "arrow", "numpy"]),
+    st.sampled_from(["adaptive", "pruned", "pmm"]),
+    st.data(),
+)
 def test_synthesize_random_schemas_and_frames(sf, kind, mechanism, data):
     schema, df = sf
     x = _as_kind(data.draw, df, schema, kind)
@@ -188,7 +206,9 @@ def _in_dtype(schema: Schema, o: pd.DataFrame) -> Schema:
     for name, spec in schema.items():
         if isinstance(spec, FloatColumn) and o[name].dtype == np.float32:
             lo, hi = (float(np.float32(b)) for b in spec.bounds)
-            spec = FloatColumn(bounds=(lo, max(hi, np.nextafter(lo, np.inf))), nullable=spec.nullable)
+            spec = FloatColumn(
+                bounds=(lo, max(hi, np.nextafter(lo, np.inf))), nullable=spec.nullable
+            )
         specs[name] = spec
     return Schema(specs)
 
@@ -213,7 +233,11 @@ def _values_of(df: pd.DataFrame) -> set[str]:
     out = set()
     for v in df.to_numpy(dtype=object).ravel():
         s = str(v)
-        if len(s) >= 4 and v is not None and s not in ("None", "nan", "NaT", "<NA>", "True", "False"):
+        if (
+            len(s) >= 4
+            and v is not None
+            and s not in ("None", "nan", "NaT", "<NA>", "True", "False")
+        ):
             out.add(s)
     return out
 
@@ -232,7 +256,11 @@ def test_errors_name_the_column_never_a_value(sf, kind, data):
     if case == "extra":
         bad = df.assign(**{"zz_extra": [SECRET] * len(df)})
         # the table's own names are counted, never quoted (a header may be a record)
-        x, call, named = _as_kind(data.draw, bad, schema, kind), "synth", "not columns of the schema"
+        x, call, named = (
+            _as_kind(data.draw, bad, schema, kind),
+            "synth",
+            "not columns of the schema",
+        )
         if kind == "numpy":  # a numpy table is positional: the error is about the count
             named = "columns"
     elif case == "missing" and len(names) > 1:
@@ -242,7 +270,14 @@ def test_errors_name_the_column_never_a_value(sf, kind, data):
     elif case == "candidates" and len(names) > 1 and kind != "numpy":
         x, call, named = _as_kind(data.draw, df, schema, kind), "select", col
     else:
-        num = next((n for n, s in schema.items() if isinstance(s, CategoricalColumn) and isinstance(s.categories[0], str)), None)
+        num = next(
+            (
+                n
+                for n, s in schema.items()
+                if isinstance(s, CategoricalColumn) and isinstance(s.categories[0], str)
+            ),
+            None,
+        )
         if num is None:
             return
         arr = np.zeros((len(df), len(names)))  # a float array cannot hold text labels (nor bools)

@@ -40,7 +40,12 @@ def test_forced_delimiter_and_tsv_by_extension(tmp_path):
 def test_schema_keeps_digit_labels_as_text(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("code,x\n01,1.5\n2,\n")
-    s = Schema({"code": CategoricalColumn(categories=("01", "2")), "x": CategoricalColumn(categories=("a",))})
+    s = Schema(
+        {
+            "code": CategoricalColumn(categories=("01", "2")),
+            "x": CategoricalColumn(categories=("a",)),
+        }
+    )
     t = read_file(str(p), schema=s)
     assert t.column("code").to_pylist() == ["01", "2"]
     assert t.column("x").to_pylist() == ["1.5", None]
@@ -50,14 +55,16 @@ def test_schema_keeps_digit_labels_as_text(tmp_path):
 def test_write_read_round_trip_types(tmp_path, name):
     import datetime as dt
 
-    t = pa.table({
-        "i": pa.array([1, None], type=pa.int64()),
-        "f": pa.array([1.5, 2.0]),
-        "s": pa.array(["a", None]),
-        "d": pa.array([dt.date(2015, 1, 2), None], type=pa.date32()),
-        "ts": pa.array([dt.datetime(2015, 1, 2, 3, 4, 5), None], type=pa.timestamp("us")),
-        "b": pa.array([True, None]),
-    })
+    t = pa.table(
+        {
+            "i": pa.array([1, None], type=pa.int64()),
+            "f": pa.array([1.5, 2.0]),
+            "s": pa.array(["a", None]),
+            "d": pa.array([dt.date(2015, 1, 2), None], type=pa.date32()),
+            "ts": pa.array([dt.datetime(2015, 1, 2, 3, 4, 5), None], type=pa.timestamp("us")),
+            "b": pa.array([True, None]),
+        }
+    )
     path = str(tmp_path / name)
     write_file(t, path)
     back = read_file(path)
@@ -75,7 +82,9 @@ def test_errors_name_file_and_column_not_values(tmp_path):
     assert "t.csv" in str(e.value)
     with pytest.raises(SchemaError, match="'zz'.* not in the header of file") as e:
         read_file(str(p), columns=["zz"])
-    assert "'a'" not in str(e.value)  # the header is not listed: without a header row it is a record
+    assert "'a'" not in str(
+        e.value
+    )  # the header is not listed: without a header row it is a record
     with pytest.raises(TableFileError, match="no such file"):
         read_file(str(tmp_path / "none.csv"))
     e2 = tmp_path / "empty.csv"
@@ -105,8 +114,23 @@ TOKEN_SPECS = {
     "icat": {"type": "categorical", "categories": [0, 1, 2], "nullable": True},
     "dt": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"], "nullable": True},
 }
-TOKENS = ["true", "false", "1", "0", "01", "1.0", "1e0", "+1", "0x10", "2015-03-01", "1.5", "TRUE", "-0",
-          "0000-01-01", "2015-05-05T10:00:00.123456789"]
+TOKENS = [
+    "true",
+    "false",
+    "1",
+    "0",
+    "01",
+    "1.0",
+    "1e0",
+    "+1",
+    "0x10",
+    "2015-03-01",
+    "1.5",
+    "TRUE",
+    "-0",
+    "0000-01-01",
+    "2015-05-05T10:00:00.123456789",
+]
 
 
 def _read_first(tmp_path, col, values):
@@ -140,19 +164,39 @@ def test_out_of_range_dates_and_nanoseconds_do_not_fail_the_read(tmp_path):
     from opendp_wasserstein import synthesize
     from opendp_wasserstein.cli import main
 
-    spec = {"columns": {"x": {"type": "float", "bounds": [0, 100]},
-                        "d": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"], "nullable": True}}}
+    spec = {
+        "columns": {
+            "x": {"type": "float", "bounds": [0, 100]},
+            "d": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"], "nullable": True},
+        }
+    }
     (tmp_path / "s.json").write_text(json.dumps(spec))
     for extra in ("50,-0", "50,0000-01-01", "50,2015-05-05T10:00:00.123456789", "50,99999-01-01"):
         p = tmp_path / "d.csv"
         p.write_text("x,d\n10,2015-03-01\n20,2015-04-01\n" + extra + "\n")
-        assert main(["synth", str(p), "-o", str(tmp_path / "o.csv"), "--epsilon", "1",
-                     "--schema", str(tmp_path / "s.json"), "--quiet"]) == 0, extra
+        assert (
+            main(
+                [
+                    "synth",
+                    str(p),
+                    "-o",
+                    str(tmp_path / "o.csv"),
+                    "--epsilon",
+                    "1",
+                    "--schema",
+                    str(tmp_path / "s.json"),
+                    "--quiet",
+                ]
+            )
+            == 0
+        ), extra
     days = pa.array([16500, -800_000, 2_000_000_000, None], type=pa.date32())
     table = pa.table({"x": [1.0, 2.0, 3.0, 4.0], "d": days})
     out, _ = synthesize(table, 1.0, schema=spec)
     assert out.num_rows == 4
-    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "d": pd.array(days, dtype=pd.ArrowDtype(pa.date32()))})
+    frame = pd.DataFrame(
+        {"x": [1.0, 2.0, 3.0, 4.0], "d": pd.array(days, dtype=pd.ArrowDtype(pa.date32()))}
+    )
     out, _ = synthesize(frame, 1.0, schema=spec)
     assert np.all(pd.to_datetime(out["d"].dropna().astype(str)) >= pd.Timestamp("2015-01-01"))
 
@@ -160,7 +204,12 @@ def test_out_of_range_dates_and_nanoseconds_do_not_fail_the_read(tmp_path):
 def test_integer_labels_come_out_as_int64_whatever_the_labels_read(tmp_path):
     from opendp_wasserstein import synthesize
 
-    spec = {"columns": {"c": {"type": "categorical", "categories": [0, 1, 2]}, "x": {"type": "float", "bounds": [0, 1]}}}
+    spec = {
+        "columns": {
+            "c": {"type": "categorical", "categories": [0, 1, 2]},
+            "x": {"type": "float", "bounds": [0, 1]},
+        }
+    }
     types = set()
     for last in ("2", "x", "1.5"):
         p = tmp_path / "c.csv"
@@ -181,8 +230,17 @@ def test_write_file_refuses_an_extension_it_does_not_write(tmp_path, name):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("name,fmt", [("x.csv", "csv"), ("X.CSV", "csv"), ("x.tsv", "tsv"), ("x.tab", "tsv"),
-                                      ("x.parquet", "parquet"), ("x.pq", "parquet")])
+@pytest.mark.parametrize(
+    "name,fmt",
+    [
+        ("x.csv", "csv"),
+        ("X.CSV", "csv"),
+        ("x.tsv", "tsv"),
+        ("x.tab", "tsv"),
+        ("x.parquet", "parquet"),
+        ("x.pq", "parquet"),
+    ],
+)
 def test_output_format(name, fmt):
     assert output_format(name) == fmt
 
@@ -212,11 +270,15 @@ def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path):
     from opendp_wasserstein.tables.io import _host
 
     out = tmp_path / "out.csv"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     dead_pid = int(dead.stdout)
     stale = tmp_path / f".out.csv.tmp-{_host()}-{dead_pid}-{'0' * 16}"
     stale.write_text("half a table")
-    running = tmp_path / f".out.csv.tmp-{_host()}-{os.getppid()}-{'1' * 16}"  # pytest's parent: alive
+    running = (
+        tmp_path / f".out.csv.tmp-{_host()}-{os.getppid()}-{'1' * 16}"
+    )  # pytest's parent: alive
     running.write_text("being written")
     other_host = tmp_path / f".out.csv.tmp-not{socket.gethostname()[:8]}x-{dead_pid}-{'2' * 16}"
     other_host.write_text("another machine's")

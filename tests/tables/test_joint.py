@@ -31,7 +31,9 @@ def _data(n, seed=0):
     return x
 
 
-@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_map_is_exact_and_does_not_depend_on_the_orders(metric, unit):
     eps_sel, eps_main = 0.1, 0.9
     a = make_order_adaptive_pmm(_domain(500), metric, eps_sel, eps_main, ORDERS)
@@ -63,8 +65,20 @@ def test_selection_law_ratio_on_neighbours():
     ``exp(eps_sel)``: checked exactly on every replacement of one row by a few values."""
     n, eps_main, eps_sel = 40, 0.9, 0.1
     dom, metric = _domain(n), dp.change_one_distance()
-    scores = [make_schedule_scores(dom, metric, table_candidates(o, n, eps_main), eps_main, 1.0, (0, 1),
-                                   split_order=o, score="capped", placement="uniform") for o in ORDERS]
+    scores = [
+        make_schedule_scores(
+            dom,
+            metric,
+            table_candidates(o, n, eps_main),
+            eps_main,
+            1.0,
+            (0, 1),
+            split_order=o,
+            score="capped",
+            placement="uniform",
+        )
+        for o in ORDERS
+    ]
     delta = max(t.map(1) for t in scores)
     x = _data(n, 1)
     s0 = np.concatenate([t(x) for t in scores])

@@ -29,11 +29,13 @@ from opendp_wasserstein.tables.marginals import (
     tree_levels,
 )
 
-SCHEMA = Schema({
-    "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
-    "k": IntColumn(bounds=(0, 4)),
-    "c": CategoricalColumn(categories=("a", "b", "c")),
-})
+SCHEMA = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "k": IntColumn(bounds=(0, 4)),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+    }
+)
 ENC = TableEncoding(SCHEMA)
 
 
@@ -72,7 +74,9 @@ def test_levels_and_leaves_are_public_functions():
     assert tree_levels(7, "category") == (7,)
 
 
-@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_level_counts_stability_is_exact_and_tight(metric, unit):
     x = _points(50)
     plan = column_plans(ENC)[0]
@@ -87,7 +91,9 @@ def test_level_counts_stability_is_exact_and_tight(metric, unit):
     assert sum(t(x)) == 50  # every record counted once
 
 
-@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_marginals_map_is_the_sum_of_the_levels(metric, unit):
     n, eps = 200, 0.6
     meas = make_table_marginals(_domain(n), metric, ENC, eps)
@@ -112,14 +118,18 @@ def test_exact_law_ratio_on_neighbours_is_within_the_map():
     x = _points(n, seed=3)
     plan = column_plans(ENC)[2]
     scale = level_scales(0.5, 1)[0]
-    meas = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0) >> dp.m.then_laplace(scale)
+    meas = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0) >> dp.m.then_laplace(
+        scale
+    )
     t = make_level_counts(_domain(n), dp.change_one_distance(), plan, 3, 0)
     c = np.array(t(x))
     worst = Fraction(0)
     for row in range(n):
         for code in range(3):
             y = x.copy()
-            y[row, ENC.dimension - 1] = (ENC._boundaries[3][code] + ENC._boundaries[3][code + 1]) / 2
+            y[row, ENC.dimension - 1] = (
+                ENC._boundaries[3][code] + ENC._boundaries[3][code + 1]
+            ) / 2
             ratio = Fraction(int(np.abs(c - np.array(t(y))).sum())) / Fraction(scale)
             worst = max(worst, ratio)
     assert worst == 2 / Fraction(scale)  # some replacement reaches the bound
@@ -213,7 +223,9 @@ def test_tree_estimate_splits_a_node_by_the_simplex_projection():
 def test_quantiles_are_the_inverse_cdf_and_skip_empty_cells():
     plans = column_plans(ENC)
     c = next(i for i, p in enumerate(plans) if p.kind == "numeric")
-    masses = [np.full(p.cells, 1.0 / p.cells) if p.kind == "category" else np.full(4, 0.25) for p in plans]
+    masses = [
+        np.full(p.cells, 1.0 / p.cells) if p.kind == "category" else np.full(4, 0.25) for p in plans
+    ]
     masses[c] = np.array([0.5, 0.0, 0.0, 0.5])
     tm = TableMarginals(plans, tuple(masses), tuple(0.0 for _ in plans), 100)
     q = tm.quantiles(c, np.array([0.0, 0.25, 0.5, 0.75, 1.0]))

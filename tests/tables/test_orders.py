@@ -14,17 +14,21 @@ from opendp_wasserstein.tables.orders import (
     uniform_weights,
 )
 
-SCHEMA = Schema({
-    "x": FloatColumn(bounds=(0.0, 1.0), nullable=True),
-    "y": FloatColumn(bounds=(0.0, 1.0)),
-    "c": CategoricalColumn(categories=tuple("abcdefgh")),
-})
+SCHEMA = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 1.0), nullable=True),
+        "y": FloatColumn(bounds=(0.0, 1.0)),
+        "c": CategoricalColumn(categories=tuple("abcdefgh")),
+    }
+)
 PLANS = column_plans(TableEncoding(SCHEMA))
 
 
 def test_gower_profile_is_the_mean_over_columns():
     # axes: 0 = x missing, 1 = x value, 2 = y, 3 = c (8 categories: 3 levels)
-    o = SplitOrder((0, 1, 2, 3, 3, 3, 1, 2), axis_cells(PLANS), groups=column_groups(PLANS), metric="gower")
+    o = SplitOrder(
+        (0, 1, 2, 3, 3, 3, 1, 2), axis_cells(PLANS), groups=column_groups(PLANS), metric="gower"
+    )
     diam = o.diameters(8)
     assert diam[0] == 1.0
     assert diam[1] == 1.0  # x still 1 (value unsplit), y 1, c 1

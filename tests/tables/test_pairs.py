@@ -42,11 +42,13 @@ from opendp_wasserstein.tables.pipeline import (
     make_structured_synthesis,
 )
 
-SCHEMA = Schema({
-    "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
-    "c": CategoricalColumn(categories=("a", "b", "c")),
-    "k": IntColumn(bounds=(0, 9)),
-})
+SCHEMA = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+        "k": IntColumn(bounds=(0, 9)),
+    }
+)
 ENC = TableEncoding(SCHEMA)
 PLANS = column_plans(ENC)
 
@@ -66,7 +68,12 @@ def _coding(bins=4):
 def _uniform_marginals(n):
     masses, missing = [], []
     for p in PLANS:
-        masses.append(np.full(p.cells if p.kind == "category" else 16, 1.0 / (p.cells if p.kind == "category" else 16)))
+        masses.append(
+            np.full(
+                p.cells if p.kind == "category" else 16,
+                1.0 / (p.cells if p.kind == "category" else 16),
+            )
+        )
         missing.append(0.25 if p.missing_axis is not None else 0.0)
     return TableMarginals(PLANS, tuple(masses), tuple(missing), n)
 
@@ -78,11 +85,13 @@ def _domain(n):
 def _frame(n, seed=0):
     rng = np.random.default_rng(seed)
     z = rng.normal(size=n)
-    return pd.DataFrame({
-        "x": np.where(rng.uniform(size=n) < 0.2, np.nan, np.clip(5 + 2 * z, 0, 10)),
-        "c": np.where(z > 0.5, "a", np.where(z > -0.5, "b", "c")).astype(object),
-        "k": np.clip(np.round(4.5 + 2 * z + rng.normal(0, 0.5, n)), 0, 9).astype(np.int64),
-    })
+    return pd.DataFrame(
+        {
+            "x": np.where(rng.uniform(size=n) < 0.2, np.nan, np.clip(5 + 2 * z, 0, 10)),
+            "c": np.where(z > 0.5, "a", np.where(z > -0.5, "b", "c")).astype(object),
+            "k": np.clip(np.round(4.5 + 2 * z + rng.normal(0, 0.5, n)), 0, 9).astype(np.int64),
+        }
+    )
 
 
 def test_pair_bins_is_the_largest_with_enough_rows_per_cell():
@@ -107,7 +116,9 @@ def test_the_public_rule_at_its_threshold():
     assert joint_kind(opts, 10**9, 1.0, 1) == "independent"
 
 
-@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_pair_counts_stability_is_exact(metric, unit):
     t = make_pair_counts(_domain(50), metric, _coding(), 0, 1)
     assert t.map(unit) == 2
@@ -124,7 +135,12 @@ def test_pair_score_sensitivity_exact_and_map():
 def test_pair_score_sensitivity_holds_on_every_replacement_of_small_tables():
     """Every table of n = 4 records over a 2 x 3 code grid, every replacement of one record:
     the score moves by at most 6 + 4/n (exact enumeration)."""
-    schema = Schema({"a": CategoricalColumn(categories=("p", "q")), "b": CategoricalColumn(categories=("r", "s", "t"))})
+    schema = Schema(
+        {
+            "a": CategoricalColumn(categories=("p", "q")),
+            "b": CategoricalColumn(categories=("r", "s", "t")),
+        }
+    )
     enc = TableEncoding(schema)
     plans = column_plans(enc)
     coding = PairCoding(plans, (None, None), (2, 3))
@@ -132,8 +148,12 @@ def test_pair_score_sensitivity_holds_on_every_replacement_of_small_tables():
     pa = enc._cell_points(2)
     pb = enc._cell_points(3)
     cells = [(pa[i], pb[j]) for i in range(2) for j in range(3)]
-    scores = make_pair_scores(dp.numpy.array2_domain(num_columns=2, size=n, T=float, nan=False),
-                              dp.change_one_distance(), coding, [(0, 1)])
+    scores = make_pair_scores(
+        dp.numpy.array2_domain(num_columns=2, size=n, T=float, nan=False),
+        dp.change_one_distance(),
+        coding,
+        [(0, 1)],
+    )
     bound = float(pair_score_sensitivity(n))
     worst = 0.0
     for rows in itertools.combinations_with_replacement(range(6), n):
@@ -147,7 +167,9 @@ def test_pair_score_sensitivity_holds_on_every_replacement_of_small_tables():
     assert worst > 0
 
 
-@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_pair_tree_map_is_exact_and_within_its_budget(metric, unit):
     n, e_sel, e_cnt = 500, 0.3, 0.6
     coding = _coding()
@@ -157,8 +179,10 @@ def test_pair_tree_map_is_exact_and_within_its_budget(metric, unit):
     sens = round_up(pair_score_sensitivity(n))
     sel_scale = round_up(2 * Fraction(sens) / Fraction(eps_round))
     cnt_scale = round_up(Fraction(2 * (k - 1)) / Fraction(e_cnt))
-    expect = round_up((k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
-                      + (k - 1) * Fraction(round_up(Fraction(2) / Fraction(cnt_scale))))
+    expect = round_up(
+        (k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
+        + (k - 1) * Fraction(round_up(Fraction(2) / Fraction(cnt_scale)))
+    )
     got = meas.map(unit)
     assert got == expect
     assert got <= (e_sel + e_cnt) * (1 + 1e-12)
@@ -168,9 +192,13 @@ def test_pair_tree_map_is_exact_and_within_its_budget(metric, unit):
     assert tree_template(_domain(n), metric, ENC, n, 4, e_sel, e_cnt).map(unit) == got
 
 
-@pytest.mark.parametrize("metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
 def test_structured_pairs_map_never_above_epsilon(metric, unit):
-    meas = make_structured_synthesis(_domain(3000), metric, ENC, 1.0, StructuredOptions(joint="pairs"))
+    meas = make_structured_synthesis(
+        _domain(3000), metric, ENC, 1.0, StructuredOptions(joint="pairs")
+    )
     got = meas.map(unit)
     assert 1.0 * (1 - 1e-9) <= got <= 1.0
     assert meas.check(unit, got)
@@ -224,7 +252,7 @@ def test_sampled_and_calibrated_points_decode_within_the_schema(seed, m, bins, n
     pos = 0
     for i, j in edges:
         size = coding.sizes[i] * coding.sizes[j]
-        vals = np.resize(np.asarray(noise), size + pos)[pos:pos + size]
+        vals = np.resize(np.asarray(noise), size + pos)[pos : pos + size]
         pos = (pos + size) % 64
         tables.append(vals.reshape(coding.sizes[i], coding.sizes[j]))
     y = sample_tree(coding, marg, edges, tables, m, rng)
@@ -266,7 +294,9 @@ def test_copula_placement_keeps_dependence_inside_bins():
         y = sample_tree(coding, marg, edges, tables, 4000, RandomSource(5), within=within)
         present = y[:, PLANS[x].axes[PLANS[x].missing_axis]] < 0.5
         ux, uk = y[present, PLANS[x].value_axis] * 4 % 1, y[present, PLANS[k].value_axis] * 4 % 1
-        same = np.floor(y[present, PLANS[x].value_axis] * 4) == np.floor(y[present, PLANS[k].value_axis] * 4)
+        same = np.floor(y[present, PLANS[x].value_axis] * 4) == np.floor(
+            y[present, PLANS[k].value_axis] * 4
+        )
         within_r[within] = np.corrcoef(ux[same], uk[same])[0, 1]
     assert within_r["copula"] > 0.8
     assert abs(within_r["uniform"]) < 0.1

@@ -17,19 +17,23 @@ from opendp_wasserstein.tables import (
 
 pl = pytest.importorskip("polars")
 
-SCHEMA = Schema({
-    "x": FloatColumn(bounds=(0.0, 100.0)),
-    "k": IntColumn(bounds=(0, 9)),
-    "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
-    "b": BoolColumn(),
-})
+SCHEMA = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 100.0)),
+        "k": IntColumn(bounds=(0, 9)),
+        "c": CategoricalColumn(categories=("a", "b", "c"), nullable=True),
+        "b": BoolColumn(),
+    }
+)
 
-CANDIDATES = pd.DataFrame({
-    "x": [10.0, 10.0, 90.0, 50.0],
-    "k": [1, 1, 8, 5],
-    "c": ["a", "b", "c", None],
-    "b": [True, True, False, False],
-})
+CANDIDATES = pd.DataFrame(
+    {
+        "x": [10.0, 10.0, 90.0, 50.0],
+        "k": [1, 1, 8, 5],
+        "c": ["a", "b", "c", None],
+        "b": [True, True, False, False],
+    }
+)
 
 
 def _data(n=2000, seed=0):
@@ -84,7 +88,9 @@ def test_candidates_matched_by_column_name(kind):
 def test_columns_subset_and_errors():
     df = _data(300)
     with reproducible(1):
-        counts, _ = select_candidates(df, CANDIDATES[["x", "c"]].drop_duplicates(), 10, 1.0, schema=SCHEMA, columns=["x", "c"])
+        counts, _ = select_candidates(
+            df, CANDIDATES[["x", "c"]].drop_duplicates(), 10, 1.0, schema=SCHEMA, columns=["x", "c"]
+        )
     assert counts.sum() == 10
     with pytest.raises(ValueError, match=r"\['b'\]"):
         select_candidates(df, CANDIDATES.drop(columns=["b"]), 10, 1.0, schema=SCHEMA)
@@ -136,24 +142,31 @@ def test_synthesize_with_a_split_order(order):
         synthesize(df, 1.0, schema=SCHEMA, split_order="random")
 
 
-MIXED = Schema.from_json({"columns": {
-    "income": {"type": "float", "bounds": [0, 1000], "nullable": True},
-    "age": {"type": "int", "bounds": [0, 120]},
-    "region": {"type": "categorical", "categories": ["north", "east", "south"]},
-    "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
-    "smoker": {"type": "bool"},
-}})
+MIXED = Schema.from_json(
+    {
+        "columns": {
+            "income": {"type": "float", "bounds": [0, 1000], "nullable": True},
+            "age": {"type": "int", "bounds": [0, 120]},
+            "region": {"type": "categorical", "categories": ["north", "east", "south"]},
+            "visit": {"type": "datetime", "bounds": ["2015-01-01", "2016-01-01"]},
+            "smoker": {"type": "bool"},
+        }
+    }
+)
 
 
 def _mixed_frame(n=400, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({
-        "income": np.where(rng.uniform(size=n) < 0.1, np.nan, rng.uniform(0, 900, n)),
-        "age": rng.integers(18, 90, n),
-        "region": rng.choice(["north", "east", "south"], n),
-        "visit": pd.to_datetime("2015-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D"),
-        "smoker": rng.uniform(size=n) < 0.3,
-    })
+    return pd.DataFrame(
+        {
+            "income": np.where(rng.uniform(size=n) < 0.1, np.nan, rng.uniform(0, 900, n)),
+            "age": rng.integers(18, 90, n),
+            "region": rng.choice(["north", "east", "south"], n),
+            "visit": pd.to_datetime("2015-01-01")
+            + pd.to_timedelta(rng.integers(0, 365, n), unit="D"),
+            "smoker": rng.uniform(size=n) < 0.3,
+        }
+    )
 
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "polars-lazy", "arrow", "numpy"])
@@ -162,13 +175,19 @@ def test_synthesize_returns_the_same_type_names_and_dtypes(kind, mechanism):
     from opendp_wasserstein import synthesize
 
     df = _mixed_frame()
-    data = {"pandas": lambda: df, "polars": lambda: pl.from_pandas(df), "polars-lazy": lambda: pl.from_pandas(df).lazy(),
-            "arrow": lambda: pa.Table.from_pandas(df, preserve_index=False),
-            "numpy": lambda: df.to_numpy(dtype=object)}[kind]()
+    data = {
+        "pandas": lambda: df,
+        "polars": lambda: pl.from_pandas(df),
+        "polars-lazy": lambda: pl.from_pandas(df).lazy(),
+        "arrow": lambda: pa.Table.from_pandas(df, preserve_index=False),
+        "numpy": lambda: df.to_numpy(dtype=object),
+    }[kind]()
     with reproducible(5):
         out, report = synthesize(data, 1.0, schema=MIXED, mechanism=mechanism)
     assert report.epsilon == 1.0
-    assert type(out) is type(data) or (kind.startswith("polars") and type(out).__name__ == type(data).__name__)
+    assert type(out) is type(data) or (
+        kind.startswith("polars") and type(out).__name__ == type(data).__name__
+    )
     if kind == "pandas":
         assert list(out.columns) == list(df.columns)
         assert list(out.dtypes) == list(df.dtypes)
@@ -189,10 +208,14 @@ def test_a_data_derived_schema_is_refused_unless_accepted():
     the command line does, and releases only when told to accept them."""
     from opendp_wasserstein import synthesize
 
-    schema = Schema.from_json({"columns": {
-        "a": {"type": "float", "bounds": [0, 10], "derived_from_data": True},
-        "c": {"type": "categorical", "categories": ["x", "y"]},
-    }})
+    schema = Schema.from_json(
+        {
+            "columns": {
+                "a": {"type": "float", "bounds": [0, 10], "derived_from_data": True},
+                "c": {"type": "categorical", "categories": ["x", "y"]},
+            }
+        }
+    )
     df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "c": ["x", "y", "x"]})
     cand = pd.DataFrame({"a": [0.0, 5.0], "c": ["x", "y"]})
     with pytest.raises(ValueError, match=r"column\(s\) \['a'\] were read off the data"):

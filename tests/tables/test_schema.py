@@ -50,8 +50,12 @@ def test_old_bounds_json_is_a_float_schema():
     s = Schema.from_json({"height": [100, 220], "weight": [30, 200]})
     assert s == Schema.from_bounds({"height": [100, 220], "weight": [30, 200]})
     assert s["height"] == FloatColumn(bounds=(100.0, 220.0))
-    assert s.to_json() == {"columns": {"height": {"type": "float", "bounds": [100.0, 220.0]},
-                                       "weight": {"type": "float", "bounds": [30.0, 200.0]}}}
+    assert s.to_json() == {
+        "columns": {
+            "height": {"type": "float", "bounds": [100.0, 220.0]},
+            "weight": {"type": "float", "bounds": [30.0, 200.0]},
+        }
+    }
 
 
 def test_datetime_bounds_normalised():
@@ -93,7 +97,10 @@ def test_fallback_codes():
     assert CategoricalColumn(categories=("a", "b")).fallback_code() == 0
     assert CategoricalColumn(categories=("a", "b"), nullable=True).fallback_code() == -1
     assert CategoricalColumn(categories=("a", "b"), fallback="b").fallback_code() == 1
-    assert CategoricalColumn(categories=("a", "b"), fallback="null", nullable=True).fallback_code() == -1
+    assert (
+        CategoricalColumn(categories=("a", "b"), fallback="null", nullable=True).fallback_code()
+        == -1
+    )
     # "null" that is itself a category means that category
     assert CategoricalColumn(categories=("x", "null"), fallback="null").fallback_code() == 1
 
@@ -108,8 +115,15 @@ def test_names_checks_list_the_schema():
 
 
 def test_derived_marks_and_epsilon_spent():
-    s = Schema.from_json({"columns": {"a": {"type": "int", "bounds": [0, 3], "derived_from_data": True},
-                                      "b": {"type": "bool"}}, "epsilon_spent": 0.25})
+    s = Schema.from_json(
+        {
+            "columns": {
+                "a": {"type": "int", "bounds": [0, 3], "derived_from_data": True},
+                "b": {"type": "bool"},
+            },
+            "epsilon_spent": 0.25,
+        }
+    )
     assert s.data_derived_columns() == ["a"]
     assert s.epsilon_spent == 0.25
     assert Schema.from_json(s.to_json()) == s
@@ -132,15 +146,42 @@ def test_top_level_errors():
     "source, field, where",
     [
         # issue 20 item 4: a note the reader does not act on is refused, never dropped
-        ({"columns": {"income": {"type": "float", "bounds": [0, 1], "estimated_with_epsilon": 0.7}}},
-         "estimated_with_epsilon", 'columns."income"'),
+        (
+            {
+                "columns": {
+                    "income": {"type": "float", "bounds": [0, 1], "estimated_with_epsilon": 0.7}
+                }
+            },
+            "estimated_with_epsilon",
+            'columns."income"',
+        ),
         ({"columns": {"a": {"type": "bool"}}, "privacy": {"epsilon": 0.7}}, "privacy", "top-level"),
-        ({"columns": {"a": {"type": "bool"}}, "epsilon_spent": 0.1, "note": "x"}, "note", "top-level"),
+        (
+            {"columns": {"a": {"type": "bool"}}, "epsilon_spent": 0.1, "note": "x"},
+            "note",
+            "top-level",
+        ),
         ({"epsilon_spent": 0.7, "colums": {"a": {"type": "bool"}}}, "colums", "top-level"),
-        ({"columns": {"r": {"type": "categorical", "categories": ["a"], "bounds": [0, 1]}}}, "bounds", 'columns."r"'),
+        (
+            {"columns": {"r": {"type": "categorical", "categories": ["a"], "bounds": [0, 1]}}},
+            "bounds",
+            'columns."r"',
+        ),
         ({"columns": {"b": {"type": "bool", "fallback": "null"}}}, "fallback", 'columns."b"'),
-        ({"columns": {"x": {"type": "int", "bounds": [0, 3], "nulable": True}}}, "nulable", 'columns."x"'),
-        ({"columns": {"t": {"type": "date", "bounds": ["2015-01-01", "2016-01-01"], "tz": "UTC"}}}, "tz", 'columns."t"'),
+        (
+            {"columns": {"x": {"type": "int", "bounds": [0, 3], "nulable": True}}},
+            "nulable",
+            'columns."x"',
+        ),
+        (
+            {
+                "columns": {
+                    "t": {"type": "date", "bounds": ["2015-01-01", "2016-01-01"], "tz": "UTC"}
+                }
+            },
+            "tz",
+            'columns."t"',
+        ),
     ],
 )
 def test_every_field_not_acted_on_is_refused_naming_it_and_where(source, field, where):
@@ -160,7 +201,9 @@ def test_every_field_written_is_read_back():
             "f": FloatColumn(bounds=(-1.5, 2.0), nullable=True, derived_from_data=True),
             "i": IntColumn(bounds=(0, 9), derived_from_data=True),
             "t": DatetimeColumn(bounds=("2015-01-01", "2015-06-01T12:00:00"), nullable=True),
-            "c": CategoricalColumn(categories=("x", "y"), fallback="null", nullable=True, derived_from_data=True),
+            "c": CategoricalColumn(
+                categories=("x", "y"), fallback="null", nullable=True, derived_from_data=True
+            ),
             "k": CategoricalColumn(categories=(3, 1), fallback=1),
             "b": BoolColumn(nullable=True, derived_from_data=True),
         },
@@ -173,10 +216,13 @@ def test_every_field_written_is_read_back():
         assert back.epsilon_spent == 0.7
 
 
-@pytest.mark.parametrize("entry, what", [
-    ({"type": "categorical", "categories": None, "derived_from_data": True}, "categories"),
-    ({"type": "float", "bounds": None, "derived_from_data": True}, "bounds"),
-])
+@pytest.mark.parametrize(
+    "entry, what",
+    [
+        ({"type": "categorical", "categories": None, "derived_from_data": True}, "categories"),
+        ({"type": "float", "bounds": None, "derived_from_data": True}, "bounds"),
+    ],
+)
 def test_a_draft_left_to_fill_in_is_refused_naming_the_column(entry, what):
     with pytest.raises(SchemaError, match=f"column 'id': {what} are left to fill in"):
         Schema.from_json({"columns": {"id": entry, "b": {"type": "bool"}}})

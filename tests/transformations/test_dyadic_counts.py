@@ -86,7 +86,9 @@ def test_clamps_rows_outside_the_box_and_does_not_modify_input():
 
 
 def test_bounds_rescale():
-    t = make_dyadic_counts(dom(2), dp.symmetric_distance(), 2, [1.0, 1.0, 1.0], bounds=([10, -1], [20, 1]))
+    t = make_dyadic_counts(
+        dom(2), dp.symmetric_distance(), 2, [1.0, 1.0, 1.0], bounds=([10, -1], [20, 1])
+    )
     tree = t(np.array([[12.0, -0.5], [19.0, 0.5]]))
     assert sorted(map(tuple, tree.grid.tolist())) == [(0, 0), (1, 1)]
 
@@ -136,10 +138,16 @@ def test_nan_and_inf_handling_follows_the_domain():
     tree = t(np.array([[np.inf, -np.inf], [np.nan, 0.9], [0.1, np.nan]]))
     assert sorted(map(tuple, tree.grid.tolist())) == [(0, 0), (0, 1), (1, 0)]
     strict = make_dyadic_counts(
-        dp.numpy.array2_domain(num_columns=2, size=3, nan=False, T=float), dp.symmetric_distance(), 2, [1.0] * 3
+        dp.numpy.array2_domain(num_columns=2, size=3, nan=False, T=float),
+        dp.symmetric_distance(),
+        2,
+        [1.0] * 3,
     )
     messages = set()
-    for x in (np.array([[np.nan, 0.1], [0.2, 0.3], [0.4, 0.5]]), np.array([[0.9, 0.8], [0.7, np.nan], [5.0, -3.0]])):
+    for x in (
+        np.array([[np.nan, 0.1], [0.2, 0.3], [0.4, 0.5]]),
+        np.array([[0.9, 0.8], [0.7, np.nan], [5.0, -3.0]]),
+    ):
         with pytest.raises(dp.OpenDPException) as info:
             strict(x)
         messages.add([line for line in str(info.value).splitlines() if "Error" in line][-1])
@@ -172,7 +180,6 @@ def test_output_identifiers_carry_parameters():
 # output_metric="l2sq": the weighted squared l2 distance (discrete Gaussian noise, zCDP)
 
 SQ = Fraction(1, 9) + Fraction(1, 25) + Fraction(1, 49)  # sum_{j >= 1} 1/sigma_j^2
-
 
 
 def test_l2sq_sized_symmetric_map_is_quadratic_in_replacements():
@@ -246,6 +253,8 @@ def test_l2sq_never_exceeded_on_random_neighbours():
 def test_bad_output_metric():
     with pytest.raises(ValueError, match="output_metric"):
         make_dyadic_counts(dom(5), dp.symmetric_distance(), 3, SCALES, output_metric="l2")
+
+
 # a general split order: same maps, the order in the descriptor
 
 
@@ -268,7 +277,10 @@ def test_split_order_in_the_descriptor():
     assert "axes=(1, 1, 0)" in str(t.output_domain)
     cyc = make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, axes=(0, 1, 0, 1))
     assert cyc.output_domain.descriptor.axes is None  # the cyclic order, normalised
-    assert cyc.output_domain == make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES).output_domain
+    assert (
+        cyc.output_domain
+        == make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES).output_domain
+    )
     assert t.output_domain != cyc.output_domain
     with pytest.raises(ValueError, match="axes"):
         make_dyadic_counts(dom(10), dp.symmetric_distance(), 3, SCALES, axes=(0, 1))

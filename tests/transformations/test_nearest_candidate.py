@@ -56,7 +56,9 @@ def check_projection(x, c, metric, chunk=None):
     """Every row goes to one of its exact nearest candidates, and the rows of one tie set are
     spread over it within one of the even split; the histogram of ``query`` is the one of
     ``tally``."""
-    nc = NearestCandidates(c, metric) if chunk is None else NearestCandidates(c, metric, chunk=chunk)
+    nc = (
+        NearestCandidates(c, metric) if chunk is None else NearestCandidates(c, metric, chunk=chunk)
+    )
     got = nc.query(x)
     sets = exact_tie_sets(x, c, metric)
     assert all(int(g) in t for g, t in zip(got, sets, strict=True))
@@ -98,7 +100,10 @@ def test_property_exact_ties_spread_and_permutation(data, k, p, metric):
     _, first = np.unique(c, axis=0, return_index=True)
     c = c[np.sort(first)]  # distinct candidates, in the order drawn
     n = data.draw(st.integers(1, 50), label="n")
-    x = data.draw(arrays(np.float64, (n, p), elements=st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])), label="x")
+    x = data.draw(
+        arrays(np.float64, (n, p), elements=st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])),
+        label="x",
+    )
     got = check_projection(x, c, metric, chunk=data.draw(st.integers(1, 60), label="chunk"))
     perm = np.random.default_rng(n).permutation(c.shape[0])
     h = np.bincount(got, minlength=c.shape[0])
@@ -156,15 +161,17 @@ def test_transformation_map_and_domains():
 
 def test_composes_with_opendp_count_by_categories():
     c = np.array([[0.0], [1.0], [2.0]])
-    t = make_nearest_candidate(dom(5, 1), dp.symmetric_distance(), c) >> dp.t.then_count_by_categories(
-        categories=[0, 1, 2], null_category=False
-    )
+    t = make_nearest_candidate(
+        dom(5, 1), dp.symmetric_distance(), c
+    ) >> dp.t.then_count_by_categories(categories=[0, 1, 2], null_category=False)
     assert t(np.array([[0.1], [0.2], [1.1], [2.4], [1.9]])) == [2, 1, 2]
     assert t.map(2) == 2
 
 
 def test_then_partial():
-    t = (dom(3), dp.symmetric_distance()) >> then_nearest_candidate([[0.0, 0.0], [1.0, 0.0]], metric="l1")
+    t = (dom(3), dp.symmetric_distance()) >> then_nearest_candidate(
+        [[0.0, 0.0], [1.0, 0.0]], metric="l1"
+    )
     got = list(t(np.array([[0.9, 5.0], [0.2, 0.0], [0.5, 0.0]])))
     assert got[:2] == [1, 0]
     assert got[2] in (0, 1)
@@ -200,7 +207,9 @@ def test_bad_domain_and_metric():
     with pytest.raises(ValueError, match="input_metric"):
         make_nearest_candidate(dom(None), dp.change_one_distance(), [[0.0, 0.0]])
     with pytest.raises(ValueError, match="input_domain"):
-        make_nearest_candidate(dp.vector_domain(dp.atom_domain(T=float)), dp.symmetric_distance(), [[0.0]])
+        make_nearest_candidate(
+            dp.vector_domain(dp.atom_domain(T=float)), dp.symmetric_distance(), [[0.0]]
+        )
 
 
 @pytest.mark.parametrize(
@@ -256,12 +265,21 @@ def test_non_finite_rows_are_spread_over_every_candidate_or_refused():
     is the whole set (it used to go to candidate 0)."""
     cands = [[5.0, 5.0], [0.0, 0.0], [1.0, 1.0]]
     t = make_nearest_candidate(dom(7), dp.symmetric_distance(), cands)
-    bad = [[np.nan, 0.0], [np.inf, 1.0], [0.0, -np.inf], [np.nan, np.nan], [np.inf, np.inf], [-np.inf, 2.0]]
+    bad = [
+        [np.nan, 0.0],
+        [np.inf, 1.0],
+        [0.0, -np.inf],
+        [np.nan, np.nan],
+        [np.inf, np.inf],
+        [-np.inf, 2.0],
+    ]
     got = np.asarray(t(np.array([*bad, [0.9, 0.9]])))
     assert got[-1] == 2
     assert np.bincount(got[:6], minlength=3).tolist() == [2, 2, 2]
     strict = make_nearest_candidate(
-        dp.numpy.array2_domain(num_columns=2, size=3, nan=False, T=float), dp.symmetric_distance(), cands
+        dp.numpy.array2_domain(num_columns=2, size=3, nan=False, T=float),
+        dp.symmetric_distance(),
+        cands,
     )
     with pytest.raises(dp.OpenDPException, match="nan=False"):
         strict(np.array([[np.nan, 0.0], [0.0, 1.0], [0.9, 0.9]]))

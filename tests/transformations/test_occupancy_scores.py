@@ -103,7 +103,9 @@ def test_score_errors():
     with pytest.raises(ValueError, match="size"):
         make_schedule_scores(dom(None), dp.symmetric_distance(), cands, 1.0)
     with pytest.raises(ValueError, match="candidates"):
-        make_schedule_scores(dom(100), dp.symmetric_distance(), standard_candidates(2, 100, 0.5), 1.0)
+        make_schedule_scores(
+            dom(100), dp.symmetric_distance(), standard_candidates(2, 100, 0.5), 1.0
+        )
     with pytest.raises(ValueError, match="candidates"):
         make_schedule_scores(dom(100), dp.symmetric_distance(), [], 1.0)
     bad = ScheduleCandidate(1, 3, paper_schedule(2, 2.0, 3))
@@ -122,7 +124,9 @@ def test_private_size_scores_respect_their_map_from_the_empty_dataset():
     from opendp_wasserstein.transformations import make_schedule_scores
 
     cands = standard_candidates(d=2, n=10, epsilon_main=0.9)
-    t = make_schedule_scores(dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance(), cands, 0.9, size=10)
+    t = make_schedule_scores(
+        dp.numpy.array2_domain(num_columns=2, T=float), dp.symmetric_distance(), cands, 0.9, size=10
+    )
     empty = np.array(t(np.zeros((0, 2))))
     for row in ([0.1, 0.1], [0.9, 0.4], [0.5, 0.5]):
         one = np.array(t(np.array([row])))
@@ -170,7 +174,9 @@ def test_split_order_scores_move_within_sensitivity(seed, n):
     cands = split_order_candidates(order, n, 0.8)
     s = make_schedule_scores(dom(n, 4), dp.change_one_distance(), cands, 0.8, split_order=order)
     assert np.abs(np.array(s(x)) - np.array(s(x2))).max() <= s.map(1)
-    unsized = make_schedule_scores(dom(None, 4), dp.symmetric_distance(), cands, 0.8, size=n, split_order=order)
+    unsized = make_schedule_scores(
+        dom(None, 4), dp.symmetric_distance(), cands, 0.8, size=n, split_order=order
+    )
     assert np.abs(np.array(unsized(x)) - np.array(unsized(x[1:]))).max() <= unsized.map(1)
 
 
@@ -179,7 +185,9 @@ def test_split_order_checked():
 
     cands = standard_candidates(2, 100, 0.8)
     with pytest.raises(ValueError, match="split_order is for 3 columns"):
-        make_schedule_scores(dom(100), dp.change_one_distance(), cands, 0.8, split_order=SplitOrder.cyclic(3))
+        make_schedule_scores(
+            dom(100), dp.change_one_distance(), cands, 0.8, split_order=SplitOrder.cyclic(3)
+        )
     with pytest.raises(TypeError, match="split_order"):
         make_schedule_scores(dom(100), dp.change_one_distance(), cands, 0.8, split_order=(0, 1))
     short = SplitOrder.discrete_first(cells=(4, 2))  # 3 levels only

@@ -33,13 +33,18 @@ def l2sq(tree: Tree, scales: list[float], a: np.ndarray, b: np.ndarray) -> Fract
         np.bincount(b, minlength=tree.k)
     )
     return sum(
-        (Fraction(int(diff[v]) ** 2) / Fraction(scales[tree.depth[v]]) ** 2 for v in range(tree.num_nodes)),
+        (
+            Fraction(int(diff[v]) ** 2) / Fraction(scales[tree.depth[v]]) ** 2
+            for v in range(tree.num_nodes)
+        ),
         Fraction(0),
     )
 
 
 def multisets(k: int, n: int) -> list[np.ndarray]:
-    return [np.array(c, dtype=np.int64) for c in itertools.combinations_with_replacement(range(k), n)]
+    return [
+        np.array(c, dtype=np.int64) for c in itertools.combinations_with_replacement(range(k), n)
+    ]
 
 
 def changed_rows(a: np.ndarray, b: np.ndarray, k: int) -> int:
@@ -56,8 +61,20 @@ def test_sized_map_equals_brute_force(tree: Tree) -> None:
     for a, b in itertools.product(sets, repeat=2):
         m = changed_rows(a, b, tree.k)
         best[m] = max(best[m], l2sq(tree, scales, a, b))
-    sym = make_tree_counts(candidate_index_domain(tree.k, n), dp.symmetric_distance(), tree, scales, output_metric="l2sq")
-    co = make_tree_counts(candidate_index_domain(tree.k, n), dp.change_one_distance(), tree, scales, output_metric="l2sq")
+    sym = make_tree_counts(
+        candidate_index_domain(tree.k, n),
+        dp.symmetric_distance(),
+        tree,
+        scales,
+        output_metric="l2sq",
+    )
+    co = make_tree_counts(
+        candidate_index_domain(tree.k, n),
+        dp.change_one_distance(),
+        tree,
+        scales,
+        output_metric="l2sq",
+    )
     for m in range(1, n + 1):
         worst = max(best[i] for i in range(m + 1))
         assert co.map(m) == exact(worst), m
@@ -75,7 +92,13 @@ def test_unsized_map_equals_brute_force(tree: Tree) -> None:
         ca, cb = np.bincount(a, minlength=tree.k), np.bincount(b, minlength=tree.k)
         k = int(np.abs(ca - cb).sum())
         best[k] = max(best[k], l2sq(tree, scales, a, b))
-    t = make_tree_counts(candidate_index_domain(tree.k, None), dp.symmetric_distance(), tree, scales, output_metric="l2sq")
+    t = make_tree_counts(
+        candidate_index_domain(tree.k, None),
+        dp.symmetric_distance(),
+        tree,
+        scales,
+        output_metric="l2sq",
+    )
     for k in (1, 2, 3):
         worst = max(best[i] for i in range(k + 1))
         assert t.map(k) == exact(worst), k
@@ -84,7 +107,13 @@ def test_unsized_map_equals_brute_force(tree: Tree) -> None:
 def test_uneven_tree_is_below_the_per_level_bound() -> None:
     # the exact map never charges all three levels twice: no two depth-3 leaves differ at level 1
     scales = SCALES[UNEVEN]
-    t = make_tree_counts(candidate_index_domain(UNEVEN.k, 5), dp.change_one_distance(), UNEVEN, scales, output_metric="l2sq")
+    t = make_tree_counts(
+        candidate_index_domain(UNEVEN.k, 5),
+        dp.change_one_distance(),
+        UNEVEN,
+        scales,
+        output_metric="l2sq",
+    )
     per_level = 2 * sum(Fraction(1) / Fraction(s) ** 2 for s in scales[1:])
     assert Fraction(t.map(1)) < per_level
 
@@ -118,4 +147,10 @@ def test_quadtree_profiles_dominate_every_pair() -> None:
 
 def test_bad_output_metric() -> None:
     with pytest.raises(ValueError, match="output_metric"):
-        make_tree_counts(candidate_index_domain(4, 4), dp.symmetric_distance(), BALANCED, [1.0] * 3, output_metric="L2")
+        make_tree_counts(
+            candidate_index_domain(4, 4),
+            dp.symmetric_distance(),
+            BALANCED,
+            [1.0] * 3,
+            output_metric="L2",
+        )

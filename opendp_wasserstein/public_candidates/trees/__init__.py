@@ -33,4 +33,14 @@ from opendp_wasserstein.public_candidates.trees._multiset import closest_multise
 from opendp_wasserstein.public_candidates.trees._quadtree import quadtree
 from opendp_wasserstein.public_candidates.trees._tree import Tree, tree_w1
 
-__all__ = ["Tree", "tree_w1", "distortion", "TREE_STREAM", "frt_tree", "resolve_tree", "quadtree", "multiset_cost", "closest_multiset"]
+__all__ = [
+    "Tree",
+    "tree_w1",
+    "distortion",
+    "TREE_STREAM",
+    "frt_tree",
+    "resolve_tree",
+    "quadtree",
+    "multiset_cost",
+    "closest_multiset",
+]

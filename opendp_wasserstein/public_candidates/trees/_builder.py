@@ -35,7 +35,9 @@ class _Builder:
     def start(cls) -> _Builder:
         return cls([np.array([-1])], [np.array([0])], [np.array([-1])], {}, 1)
 
-    def refine(self, node_of: np.ndarray, active: np.ndarray, labels: np.ndarray, level: int) -> np.ndarray:
+    def refine(
+        self, node_of: np.ndarray, active: np.ndarray, labels: np.ndarray, level: int
+    ) -> np.ndarray:
         """Refine the nodes of the ``active`` candidates by ``labels`` (equal label = same part)
         at ``level``; returns the candidates still in sets of two or more."""
         pts = active
@@ -44,7 +46,9 @@ class _Builder:
         pair = np.stack([key_node, labels], axis=1)
         uniq, inv = np.unique(pair, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
-        parts_per_node = np.bincount(uniq[:, 0] - uniq[:, 0].min(), minlength=1) if uniq.size else np.zeros(0)
+        parts_per_node = (
+            np.bincount(uniq[:, 0] - uniq[:, 0].min(), minlength=1) if uniq.size else np.zeros(0)
+        )
         node_offset = uniq[:, 0].min() if uniq.size else 0
         splits = parts_per_node[uniq[:, 0] - node_offset] >= 2  # per unique part
         size = np.bincount(inv, minlength=uniq.shape[0])
@@ -75,7 +79,9 @@ class _Builder:
             split[node] = lev
         is_leaf = point >= 0
         if int(is_leaf.sum()) != k or np.any(split[~is_leaf] < 0):
-            raise RuntimeError("tree construction did not separate every candidate")  # pragma: no cover
+            raise RuntimeError(
+                "tree construction did not separate every candidate"
+            )  # pragma: no cover
         internal = np.flatnonzero(~is_leaf)
         new_id = np.empty(N, dtype=np.int64)
         new_id[internal] = np.arange(internal.size)

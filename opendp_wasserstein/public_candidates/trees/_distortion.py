@@ -12,7 +12,10 @@ from opendp_wasserstein.public_candidates.trees._tree import Tree
 
 __all__ = ["distortion"]
 
-def distortion(tree: Tree, points: Any, metric: str = "l2", pairs: int = 20000, seed: int = 0) -> dict[str, float]:
+
+def distortion(
+    tree: Tree, points: Any, metric: str = "l2", pairs: int = 20000, seed: int = 0
+) -> dict[str, float]:
     """Measured distortion of a tree on its candidates: ``d_T / d`` over random pairs (all pairs
     when there are fewer than ``pairs``).  For evaluation only: it draws with a numpy generator.
 

@@ -27,7 +27,9 @@ TREE_STREAM = 16
 
 def _check_metric_or_precomputed(metric: Any) -> str:
     if not isinstance(metric, str) or metric not in (*GROUND_METRICS, "precomputed"):
-        raise ValueError(f"metric must be one of {(*GROUND_METRICS, 'precomputed')}, got {metric!r}")
+        raise ValueError(
+            f"metric must be one of {(*GROUND_METRICS, 'precomputed')}, got {metric!r}"
+        )
     return metric
 
 
@@ -41,7 +43,9 @@ def _check_distance_matrix(points: Any) -> np.ndarray:
         raise ValueError("points (the distance matrix) must be symmetric with a zero diagonal")
     off = D[~np.eye(D.shape[0], dtype=bool)]
     if off.size and off.min() <= 0:
-        raise ValueError("points (the distance matrix) must be positive off the diagonal (no duplicates)")
+        raise ValueError(
+            "points (the distance matrix) must be positive off the diagonal (no duplicates)"
+        )
     return D
 
 
@@ -67,7 +71,9 @@ class _MinRankOracle:
                 break
             size *= 2
 
-    def query(self, x_idx: np.ndarray, radius: float, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def query(
+        self, x_idx: np.ndarray, radius: float, start: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Min rank within ``radius`` of every point ``x_idx`` and the prefix level that found it
         (searching prefixes from ``start`` on; a point is always in its own ball)."""
         res = np.full(x_idx.size, -1, dtype=np.int64)
@@ -81,7 +87,9 @@ class _MinRankOracle:
                 continue
             size = self.sizes[j]
             kq = min(self._K, size)
-            d, idx = self.trees[j].query(self.pts[x_idx[sel]], k=kq, p=self.p, distance_upper_bound=radius)
+            d, idx = self.trees[j].query(
+                self.pts[x_idx[sel]], k=kq, p=self.p, distance_upper_bound=radius
+            )
             idx = np.asarray(idx).reshape(sel.size, kq)
             found = idx < size
             any_found = found[:, 0]
@@ -91,11 +99,17 @@ class _MinRankOracle:
             res[sel[ok]] = best[ok]
             over = np.flatnonzero(any_found & ~complete)
             if over.size:
-                balls = self.trees[j].query_ball_point(self.pts[x_idx[sel[over]]], r=radius, p=self.p)
+                balls = self.trees[j].query_ball_point(
+                    self.pts[x_idx[sel[over]]], r=radius, p=self.p
+                )
                 # query_ball_point is inclusive (<=): keep the strict ball
                 for t, ball in zip(over.tolist(), balls, strict=True):
                     cand = np.asarray(ball, dtype=np.int64)
-                    dd = _pair_distance(self.pts[x_idx[sel[t]]][None, :], self.trees[j].data[cand], _metric_name(self.p))
+                    dd = _pair_distance(
+                        self.pts[x_idx[sel[t]]][None, :],
+                        self.trees[j].data[cand],
+                        _metric_name(self.p),
+                    )
                     cand = cand[dd < radius]
                     res[sel[t]] = int(cand.min()) if cand.size else int(best[t])
             jcur[sel[~any_found]] += 1
@@ -214,7 +228,6 @@ def frt_tree(points: Any, metric: str = "l2", seed: int | RandomSource | None = 
     return b.finish(k, weights)
 
 
-
 def resolve_tree(tree: Any, candidates: np.ndarray, metric: str) -> Tree:
     """The tree a measurement uses: ``tree`` itself (checked to have one leaf per candidate) or,
     when ``None``, a fresh :func:`frt_tree` on the candidates (public, built once at
@@ -224,7 +237,11 @@ def resolve_tree(tree: Any, candidates: np.ndarray, metric: str) -> Tree:
     if tree is None:
         return frt_tree(candidates, metric, seed=as_random_source().derive(TREE_STREAM))
     if not isinstance(tree, Tree):
-        raise TypeError(f"tree must be an opendp_wasserstein.public_candidates.trees.Tree or None, got {type(tree).__name__}")
+        raise TypeError(
+            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree or None, got {type(tree).__name__}"
+        )
     if tree.k != k:
-        raise ValueError(f"tree must have one leaf per candidate: {k} candidates but the tree has {tree.k} leaves")
+        raise ValueError(
+            f"tree must have one leaf per candidate: {k} candidates but the tree has {tree.k} leaves"
+        )
     return tree

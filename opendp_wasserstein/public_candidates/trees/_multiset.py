@@ -12,7 +12,6 @@ from opendp_wasserstein.public_candidates.trees._tree import Tree
 __all__ = ["multiset_cost", "closest_multiset"]
 
 
-
 def multiset_cost(tree: Tree, targets: Any, counts: Any) -> float:
     """``sum_{v != root} w_v |c_v - t_v|`` for a multiset with leaf ``counts`` (``c_v`` its
     count below ``v``) and per-node ``targets``."""
@@ -21,7 +20,9 @@ def multiset_cost(tree: Tree, targets: Any, counts: Any) -> float:
     return float(np.sum(tree.weight[1:] * np.abs(c[1:] - t[1:])))
 
 
-def _gather_runs(store: dict[str, list[np.ndarray]], where: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _gather_runs(
+    store: dict[str, list[np.ndarray]], where: np.ndarray, nodes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Concatenate the stored runs (value, length) of ``nodes``; also return each run's node."""
     group, start, stop = where[nodes, 0], where[nodes, 1], where[nodes, 2]
     vals, lens, owner = [], [], []
@@ -96,7 +97,9 @@ def closest_multiset(tree: Tree, targets: Any, m: int, tie_break: Any = None) ->
     m = check_multiset_size(m)
     t = np.asarray(targets, dtype=np.float64)
     if t.shape != (tree.num_nodes,):
-        raise ValueError(f"targets must have one entry per node ({tree.num_nodes}), got shape {t.shape}")
+        raise ValueError(
+            f"targets must have one entry per node ({tree.num_nodes}), got shape {t.shape}"
+        )
     if not np.all(np.isfinite(t)) or np.any(t < 0):
         raise ValueError("targets must be finite and >= 0")
     N = tree.num_nodes
@@ -118,7 +121,9 @@ def closest_multiset(tree: Tree, targets: Any, m: int, tie_break: Any = None) ->
     store: dict[str, list[np.ndarray]] = {"val": [], "len": []}
     where = np.zeros((N, 3), dtype=np.int64)  # (group, start, stop) of each node's g runs
 
-    def add_edge(vals: np.ndarray, lens: np.ndarray, owner: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def add_edge(
+        vals: np.ndarray, lens: np.ndarray, owner: np.ndarray, nodes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # runs cover slope positions start..end (1-based); add w|c - t| of the owner node
         v = nodes[owner]
         end = np.cumsum(lens)

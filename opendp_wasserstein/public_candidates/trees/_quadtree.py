@@ -16,8 +16,9 @@ from opendp_wasserstein.public_candidates.trees._tree import Tree
 __all__ = ["quadtree"]
 
 
-
-def quadtree(points: Any, bounds: Any, seed: int | RandomSource | None = None, metric: str = "l2") -> Tree:
+def quadtree(
+    points: Any, bounds: Any, seed: int | RandomSource | None = None, metric: str = "l2"
+) -> Tree:
     r"""A randomly shifted quadtree (2^p-tree) on public points in a public box.
 
     With ``S`` the longest side of the box ``bounds``, the root cell is a cube of side ``2S``

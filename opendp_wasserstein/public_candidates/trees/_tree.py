@@ -10,7 +10,6 @@ import numpy as np
 __all__ = ["Tree", "tree_w1"]
 
 
-
 class Tree:
     """A rooted tree with weighted edges whose leaves are the candidates.
 
@@ -42,12 +41,16 @@ class Tree:
         except (TypeError, ValueError):
             raise TypeError("weight must be a sequence of numbers") from None
         if w.shape != par.shape:
-            raise ValueError(f"weight must have one entry per node ({par.size}), got shape {w.shape}")
+            raise ValueError(
+                f"weight must have one entry per node ({par.size}), got shape {w.shape}"
+            )
         N = par.size
         if par[0] != -1:
             raise ValueError("parent[0] must be -1 (node 0 is the root)")
         if N > 1 and (par[1:].min() < 0 or par[1:].max() >= N):
-            raise ValueError("parent must hold node ids in [0, len(parent)) for every node but the root")
+            raise ValueError(
+                "parent must hold node ids in [0, len(parent)) for every node but the root"
+            )
         if N > 1 and np.any(par[1:] == np.arange(1, N)):
             raise ValueError("parent must not make a node its own parent")
         w[0] = 0.0
@@ -84,9 +87,19 @@ class Tree:
             nodes = self.level_order[self.level_ptr[lev] : self.level_ptr[lev + 1]]
             root_dist[nodes] = root_dist[par[nodes]] + w[nodes]
         self.root_distance = root_dist
-        for arr in (self.parent, self.weight, self.depth, self.child_ids, self.child_ptr,
-                    self.degree, self.leaves, self.leaf_index, self.level_order, self.level_ptr,
-                    self.root_distance):
+        for arr in (
+            self.parent,
+            self.weight,
+            self.depth,
+            self.child_ids,
+            self.child_ptr,
+            self.degree,
+            self.leaves,
+            self.leaf_index,
+            self.level_order,
+            self.level_ptr,
+            self.root_distance,
+        ):
             arr.setflags(write=False)
         h = hashlib.sha256()
         h.update(par.tobytes())
@@ -137,7 +150,9 @@ class Tree:
         """
         vals = np.asarray(leaf_values)
         if vals.shape != (self.k,):
-            raise ValueError(f"leaf values must have one entry per leaf ({self.k}), got shape {vals.shape}")
+            raise ValueError(
+                f"leaf values must have one entry per leaf ({self.k}), got shape {vals.shape}"
+            )
         integer = vals.dtype.kind in "iub"
         out = np.zeros(self.num_nodes, dtype=np.int64 if integer else np.float64)
         out[self.leaves] = vals

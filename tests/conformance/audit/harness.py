@@ -169,7 +169,9 @@ def bound_from_counts(
             value = math.log(lo / hi) if lo > 0.0 else -math.inf
             out.append(EventBound(name, direction, kn, kd, runs, value))
     best = max(out, key=lambda b: b.epsilon_lower)
-    return AuditReport(max(0.0, best.epsilon_lower), best, tuple(out), runs, alpha, tests, tuple(ca), tuple(cb))
+    return AuditReport(
+        max(0.0, best.epsilon_lower), best, tuple(out), runs, alpha, tests, tuple(ca), tuple(cb)
+    )
 
 
 def audit_report(
@@ -211,7 +213,9 @@ def audit_events(
     return audit_report(sample_a, sample_b, events, runs, alpha).epsilon_lower
 
 
-def exact_ratio(law_a: Mapping[Any, float], law_b: Mapping[Any, float], min_prob: float = 0.0) -> float:
+def exact_ratio(
+    law_a: Mapping[Any, float], law_b: Mapping[Any, float], min_prob: float = 0.0
+) -> float:
     """``max_o |log(law_a[o] / law_b[o])|`` over outcomes of two exact pmfs (dicts).
 
     Outcomes missing from one law have probability 0 there; an outcome possible under one law
@@ -305,7 +309,9 @@ class AuditCase:
                 return out, info[-1]
 
         if self.seedable:
-            return (lambda i: release(self.x_a, seed_base + 2 * i)), (lambda i: release(self.x_b, seed_base + 2 * i + 1))
+            return (lambda i: release(self.x_a, seed_base + 2 * i)), (
+                lambda i: release(self.x_b, seed_base + 2 * i + 1)
+            )
         return (lambda i: release(self.x_a, None)), (lambda i: release(self.x_b, None))
 
     def run(self, runs: int | None = None, alpha: float = 0.05, seed_base: int = 0) -> AuditReport:
@@ -407,8 +413,6 @@ def lower_half_mass(release: Any) -> int:
     return cell_count(_points(release), *HALVES["x<1/2"])
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # the deliberately broken mechanism (a fixture of the harness: the audit must catch it)
 
@@ -431,8 +435,14 @@ def make_broken_pruned_pmm(
     halved = [float(s) / 2.0 for s in scales]
     t_counts = make_dyadic_counts(input_domain, input_metric, depth, halved, bounds)
     cdom = t_counts.output_domain
-    chain = t_counts >> make_pruned_tree_laplace(cdom, t_counts.output_metric) >> make_synthesis(cdom, "center")
-    return make_measurement(input_domain, input_metric, max_divergence(), lambda x: chain(x), honest.map)
+    chain = (
+        t_counts
+        >> make_pruned_tree_laplace(cdom, t_counts.output_metric)
+        >> make_synthesis(cdom, "center")
+    )
+    return make_measurement(
+        input_domain, input_metric, max_divergence(), lambda x: chain(x), honest.map
+    )
 
 
 #: the broken self-test instance: depth 1 (all the budget on the root split), claimed eps = 2
@@ -460,10 +470,21 @@ def broken_cases() -> list[AuditCase]:
     # 600 runs a side: at alpha = 0.05 the event '#x<1/2 >= 5' (exact log-ratio 3.32 against a
     # claim of 2) clears the claim except with probability 2e-8 over the seeds
     return [
-        AuditCase("BROKEN pruned_pmm (scales halved)", "one point across the split (n=6, depth 1)", factory,
-                  xa, xb, 1, "change_one", (cell_at_least("x<1/2", 5),), fast_runs=600,
-                  exact_law=law, outcome=lower_half_mass, expect_violation=True,
-                  description="claims eps = 2, spends 4")
+        AuditCase(
+            "BROKEN pruned_pmm (scales halved)",
+            "one point across the split (n=6, depth 1)",
+            factory,
+            xa,
+            xb,
+            1,
+            "change_one",
+            (cell_at_least("x<1/2", 5),),
+            fast_runs=600,
+            exact_law=law,
+            outcome=lower_half_mass,
+            expect_violation=True,
+            description="claims eps = 2, spends 4",
+        )
     ]
 
 
@@ -479,7 +500,9 @@ def all_cases(include_broken: bool = False) -> list[AuditCase]:
     return audit_cases() + broken
 
 
-def timed_run(case: AuditCase, runs: int, alpha: float = 0.05, seed_base: int = 0) -> tuple[AuditReport, float]:
+def timed_run(
+    case: AuditCase, runs: int, alpha: float = 0.05, seed_base: int = 0
+) -> tuple[AuditReport, float]:
     """:meth:`AuditCase.run` and its wall-clock seconds."""
     t0 = time.perf_counter()
     rep = case.run(runs, alpha, seed_base)

@@ -92,7 +92,12 @@ def test_bound_from_counts_bonferroni_and_directions():
     lo, _ = clopper_pearson(90, 100, 0.05 / 4)
     _, hi = clopper_pearson(10, 100, 0.05 / 4)
     assert rep.epsilon_lower == pytest.approx(math.log(lo / hi))
-    assert {(b.event, b.direction) for b in rep.bounds} == {("e0", "a/b"), ("e0", "b/a"), ("e1", "a/b"), ("e1", "b/a")}
+    assert {(b.event, b.direction) for b in rep.bounds} == {
+        ("e0", "a/b"),
+        ("e0", "b/a"),
+        ("e1", "a/b"),
+        ("e1", "b/a"),
+    }
     # never negative overall, -inf terms kept
     rep0 = bound_from_counts([0], [0], runs=50, alpha=0.05)
     assert rep0.epsilon_lower == 0.0
@@ -107,7 +112,9 @@ def test_audit_events_on_known_bernoulli_pair():
     lb = audit_events(lambda i: ua[i] < 0.6, lambda i: ub[i] < 0.6 / math.e, [heads], 20000, ALPHA)
     assert 0.8 < lb <= 1.0
     # identical laws: no evidence of privacy loss
-    same = audit_events(lambda i: ua[i] < 0.5, lambda i: ub[i] < 0.5, [heads, ("tails", lambda r: not r)], 20000)
+    same = audit_events(
+        lambda i: ua[i] < 0.5, lambda i: ub[i] < 0.5, [heads, ("tails", lambda r: not r)], 20000
+    )
     assert same < 0.1
     # plain callables are accepted as events
     rep = audit_report(lambda i: i % 2 == 0, lambda i: i % 2 == 0, [lambda r: r], 10)
@@ -140,12 +147,23 @@ def test_every_randomised_measurement_is_audited_or_says_why():
     """Adding a randomised measurement to the registry needs its hard pairs (or a reason)."""
     for e in registry.ENTRIES:
         if e.kind == "measurement" and e.randomness != "none":
-            assert (e.audits is not None) != bool(e.no_audit), f"{e.name}: give audits or no_audit, not both"
+            assert (e.audits is not None) != bool(e.no_audit), (
+                f"{e.name}: give audits or no_audit, not both"
+            )
         else:
             assert e.audits is None, f"{e.name}: only randomised measurements are audited"
     families = {c.mechanism for c in CASES}
-    assert {"pruned_pmm", "pmm", "adaptive_pruned_pmm", "selection (exponential)", "selection (permute_and_flip)",
-            "tree_em", "tree_projection", "nn_histogram", "noisy_size_then"} <= families
+    assert {
+        "pruned_pmm",
+        "pmm",
+        "adaptive_pruned_pmm",
+        "selection (exponential)",
+        "selection (permute_and_flip)",
+        "tree_em",
+        "tree_projection",
+        "nn_histogram",
+        "noisy_size_then",
+    } <= families
     names = {c.name for c in CASES if c.mechanism == "pruned_pmm"}
     assert any("split" in n for n in names)
     assert any("empty" in n for n in names)
@@ -159,9 +177,15 @@ def test_every_randomised_measurement_is_audited_or_says_why():
 
 
 def test_seedable_cases_are_the_reproducible_entries():
-    by_family = {"pruned_pmm": "make_pruned_pmm", "pmm": "make_pmm", "adaptive_pruned_pmm": "make_adaptive_pruned_pmm",
-                 "tree_em": "make_tree_em", "tree_projection": "make_tree_projection", "nn_histogram": "make_nn_histogram",
-                 "noisy_size_then": "make_noisy_size_then"}
+    by_family = {
+        "pruned_pmm": "make_pruned_pmm",
+        "pmm": "make_pmm",
+        "adaptive_pruned_pmm": "make_adaptive_pruned_pmm",
+        "tree_em": "make_tree_em",
+        "tree_projection": "make_tree_projection",
+        "nn_histogram": "make_nn_histogram",
+        "noisy_size_then": "make_noisy_size_then",
+    }
     for case in CASES:
         name = by_family.get(case.mechanism, "make_exponential_selection")
         assert case.seedable == registry.entry(name).seedable, case.label
@@ -181,8 +205,14 @@ EXACT = [c for c in CASES if c.exact_law is not None]
 
 def test_exact_cases_present():
     mechs = {c.mechanism for c in EXACT}
-    assert {"pruned_pmm", "pmm", "selection (exponential)", "selection (permute_and_flip)", "tree_em",
-            "noisy_size_then"} <= mechs
+    assert {
+        "pruned_pmm",
+        "pmm",
+        "selection (exponential)",
+        "selection (permute_and_flip)",
+        "tree_em",
+        "noisy_size_then",
+    } <= mechs
 
 
 @pytest.mark.parametrize("case", EXACT, ids=_id)
@@ -273,7 +303,9 @@ def test_broken_mechanism_caught_by_sampling_audit(case):
     rel_a, rel_b = draw(sa, case.fast_runs), draw(sb, case.fast_runs)
     ca, cb = count_events(rel_a, case.events), count_events(rel_b, case.events)
     rep = bound_from_counts(ca, cb, case.fast_runs, ALPHA_CATCH, [e.name for e in case.events])
-    assert rep.epsilon_lower > claimed, f"broken mechanism not caught: {rep.epsilon_lower} <= {claimed}"
+    assert rep.epsilon_lower > claimed, (
+        f"broken mechanism not caught: {rep.epsilon_lower} <= {claimed}"
+    )
     # the samples are the broken pipeline's exact law (so the exact check above is about it)
     for x, rel in ((case.x_a, rel_a), (case.x_b, rel_b)):
         law = case.exact_law(x)
