@@ -88,9 +88,8 @@ def _bern_exp_exact(gamma: Fraction, bits: _ElementBits, elem: int) -> bool:
     while True:  # CKS Algorithm 1 with Bernoulli(f/K) = Bernoulli(1/K) Bernoulli(f)
         draw = k == 1 or bool(_bernoulli_const(1, k, e, bits)[0])
         if draw:
-            draw = _uniform_less(
-                int(_first_digits(bits, e)[0]), _W_BITS, f, _OneElement(bits, elem)
-            )  # type: ignore[arg-type]
+            one = _OneElement(bits, elem)
+            draw = _uniform_less(int(_first_digits(bits, e)[0]), _W_BITS, f, one)  # type: ignore[arg-type]
         if not draw:
             return bool(k % 2)
         k += 1

@@ -163,10 +163,15 @@ def test_privtree(maps, s, e_tree, e_counts, d_in):
 @given(st.integers(1, 3), eps, st.integers(0, 30), st.floats(min_value=0.0, max_value=10.0))
 def test_noisy_size_then(maps, d, eps_size, d_in, per_record):
     dom = domain(d, None)
-    build = lambda k: pkg.M.make_pruned_pmm(
-        dom, dp.symmetric_distance(), 1, (math.inf, 4.0), output_size=k
-    )  # noqa: E731
-    bound = lambda x: pkg.round_up(Fraction(x) * Fraction(1, 4) + Fraction(per_record) * 0)  # noqa: E731
+
+    def build(k):
+        return pkg.M.make_pruned_pmm(
+            dom, dp.symmetric_distance(), 1, (math.inf, 4.0), output_size=k
+        )
+
+    def bound(x):
+        return pkg.round_up(Fraction(x) * Fraction(1, 4) + Fraction(per_record) * 0)
+
     m = pkg.M.make_noisy_size_then(dom, dp.symmetric_distance(), eps_size, build, bound)
     count = pkg.T.make_row_count(dom, dp.symmetric_distance()) >> dp.m.then_laplace(
         scale=pkg.round_up(1 / Fraction(eps_size))
