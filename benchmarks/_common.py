@@ -69,7 +69,10 @@ def machine_note() -> str:
         load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:  # pragma: no cover - not on every platform
         load = "load average n/a"
-    return f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cpus, {load}"
+    return (
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cpus, "
+        f"{load}"
+    )
 
 
 def mem_available_bytes() -> int | None:

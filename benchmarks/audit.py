@@ -88,12 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         b = rep.best
         where = f"{b.event} ({b.direction}: {b.count_num} vs {b.count_den})" if b else ""
         print(
-            f"{case.mechanism:<34} {case.name:<62} {eps:>9.4f} {_fmt(exact):>7} {rep.epsilon_lower:>7.4f} "
+            f"{case.mechanism:<34} {case.name:<62} {eps:>9.4f} {_fmt(exact):>7} "
+            f"{rep.epsilon_lower:>7.4f} "
             f"{rep.runs:>6} {secs:>8.1f}  {status}: {where}",
             flush=True,
         )
     print(
-        f"\n{len(cases)} cases, alpha = {a.alpha} per case (Bonferroni over events and directions), "
+        f"\n{len(cases)} cases, alpha = {a.alpha} per case (Bonferroni over events and "
+        "directions), "
         f"{'secure' if a.secure else 'seeded'} releases, {time.perf_counter() - t_all:.0f} s"
     )
     return 1 if bad else 0

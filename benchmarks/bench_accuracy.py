@@ -319,12 +319,14 @@ def log(row: dict) -> None:
     w1 = row.get("w1")
     extra = f" far {row['far_share']:.4f}" if row.get("far_share") is not None else ""
     body = (
-        f"W1 {w1:.4f} [{row['w1_min']:.4f}, {row['w1_max']:.4f}] dyadic {row['w1_dyadic']:.4f}{extra} {row['seconds']:.3f} s"
+        f"W1 {w1:.4f} [{row['w1_min']:.4f}, {row['w1_max']:.4f}] dyadic "
+        f"{row['w1_dyadic']:.4f}{extra} {row['seconds']:.3f} s"
         if w1 is not None
         else row.get("note", "")
     )
     print(
-        f"  {row['part']:>8} {row['dataset']:>12} {row['method']:>9} {row['privacy']:>18} {row['status']:>7} {body}",
+        f"  {row['part']:>8} {row['dataset']:>12} {row['method']:>9} {row['privacy']:>18} "
+        f"{row['status']:>7} {body}",
         flush=True,
     )
 
@@ -357,18 +359,26 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     out = [
         f"**Nine 2-D shapes**, n = {a.n}, eps = {a.eps:g}: W1 (l_inf, median of {a.runs} releases, "
         + (
-            f"all {a.n} points of both sets on a {2**a.grid_bits}^2 grid (`evaluation.w1_grid`: exact transport "
+            f"all {a.n} points of both sets on a {2**a.grid_bits}^2 grid "
+            "(`evaluation.w1_grid`: exact transport "
             "between the binned sets, no sampling); `+-` = the proven bound on the binning error). "
             if a.grid_bits
-            else f"{a.repeats} x {a.sample}-point subsamples; `+-` = the floor, what subsampling alone gives). "
+            else f"{a.repeats} x {a.sample}-point subsamples; `+-` = the floor, what subsampling "
+            "alone gives). "
         )
-        + f"Pure = ours in pure eps-DP; delta= = ours via `synthesize(..., delta={a.delta:.0e})` (the zCDP variants, "
-        f"converted by OpenDP); MST and AIM at ({a.eps:g}, {a.delta:.0e}). best = the smallest of pruned/adaptive/pmm "
-        "(and, in pure DP only, privtree) for that shape (an oracle choice, named in brackets); best of all = the "
-        f"smallest of both columns, since a pure eps-DP release is also ({a.eps:g}, {a.delta:.0e})-DP.",
+        + "Pure = ours in pure eps-DP; delta= = ours via `synthesize(..., "
+        f"delta={a.delta:.0e})` (the zCDP variants, "
+        f"converted by OpenDP); MST and AIM at ({a.eps:g}, {a.delta:.0e}). best = the "
+        "smallest of pruned/adaptive/pmm "
+        "(and, in pure DP only, privtree) for that shape (an oracle choice, named in "
+        "brackets); best of all = the "
+        f"smallest of both columns, since a pure eps-DP release is also ({a.eps:g}, "
+        f"{a.delta:.0e})-DP.",
         "",
-        "| shape | +- | pure: adaptive | pure: best | delta=: adaptive | delta=: best | (eps,delta): best of all "
-        "| MST | AIM | best of all <= MST? | adaptive (delta=) <= MST? | ours s | MST s | MST s / ours s |",
+        "| shape | +- | pure: adaptive | pure: best | delta=: adaptive | delta=: best | "
+        "(eps,delta): best of all "
+        "| MST | AIM | best of all <= MST? | adaptive (delta=) <= MST? | ours s | MST s | "
+        "MST s / ours s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     n_best = n_adapt = n_cmp = n_zcdp = 0
@@ -426,35 +436,47 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             speed.append(sp)
         label = bb_m if bb_p == appr else f"{bb_m}, pure"
         out.append(
-            f"| {nm} | {f4(floor)} | {f4(w('adaptive', pure))} | {f4(bp)} ({bp_m}) | {f4(w('adaptive', appr))} "
-            f"| {f4(ba)} ({ba_m}) | {f4(bb)} ({label}) | {f4(mst)} | {f4(aim)} | {cmp_best} | {cmp_ad} | {f4(t_ours)} | "
+            f"| {nm} | {f4(floor)} | {f4(w('adaptive', pure))} | {f4(bp)} ({bp_m}) | "
+            f"{f4(w('adaptive', appr))} "
+            f"| {f4(ba)} ({ba_m}) | {f4(bb)} ({label}) | {f4(mst)} | {f4(aim)} | {cmp_best} "
+            f"| {cmp_ad} | {f4(t_ours)} | "
             f"{'-' if t_mst is None else f'{t_mst:.2f}'} | {'-' if sp is None else f'{sp:.0f}x'} |"
         )
     out.append("")
     if n_cmp:
         need = math.ceil(8 * n_cmp / 9)
         out.append(
-            f"- ours in pure eps-DP (a stronger guarantee than MST's) <= MST at ({a.eps:g}, {a.delta:.0e}): "
-            f"best on **{n_pure_best} of {n_cmp}** shapes, the default (adaptive) alone on {n_pure_adapt} of {n_cmp}."
+            f"- ours in pure eps-DP (a stronger guarantee than MST's) <= MST at ({a.eps:g}, "
+            f"{a.delta:.0e}): "
+            f"best on **{n_pure_best} of {n_cmp}** shapes, the default (adaptive) alone on "
+            f"{n_pure_adapt} of {n_cmp}."
         )
         out.append(
-            f"- best of all our releases at ({a.eps:g}, {a.delta:.0e}) (pure ones included: pure eps-DP is "
-            f"(eps, delta)-DP for every delta) <= MST on **{n_best} of {n_cmp}** shapes (target >= 8 of 9: "
-            f"{'met' if n_best >= need else f'missed by {need - n_best}'}); our zCDP variants alone (`delta=`) on "
-            f"{n_zcdp} of {n_cmp}, the default (adaptive, `delta=`) on {n_adapt} of {n_cmp}; on the dyadic upper "
+            f"- best of all our releases at ({a.eps:g}, {a.delta:.0e}) (pure ones included: "
+            "pure eps-DP is "
+            f"(eps, delta)-DP for every delta) <= MST on **{n_best} of {n_cmp}** shapes "
+            "(target >= 8 of 9: "
+            f"{'met' if n_best >= need else f'missed by {need - n_best}'}); our zCDP "
+            "variants alone (`delta=`) on "
+            f"{n_zcdp} of {n_cmp}, the default (adaptive, `delta=`) on {n_adapt} of {n_cmp}; "
+            "on the dyadic upper "
             f"bound (`w1_dyadic` in the CSV) on {n_grid} of {n_cmp}. Median W1 ratio best/MST "
             f"{np.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f})."
         )
     if speed:
         out.append(
-            f"- time: MST / ours (best) {min(speed):.0f}x-{max(speed):.0f}x, median {np.median(speed):.0f}x "
-            f"(target >= 100x: {'met' if min(speed) >= 100 else 'missed on ' + str(sum(s < 100 for s in speed)) + ' shape(s)'})."
+            f"- time: MST / ours (best) {min(speed):.0f}x-{max(speed):.0f}x, median "
+            f"{np.median(speed):.0f}x "
+            "(target >= 100x: "
+            f"{'met' if min(speed) >= 100 else 'missed on ' + str(sum(s < 100 for s in speed)) + ' shape(s)'})."
         )
     if n_cmp:
         fast_ok = n_fast >= math.ceil(8 * n_cmp / 9)
         out.append(
-            f"- both at once (the W1 and the time of the same release): the best of ours among the releases "
-            f"at least 100x faster than MST on that shape is <= MST on **{n_fast} of {n_cmp}** shapes "
+            "- both at once (the W1 and the time of the same release): the best of ours "
+            "among the releases "
+            f"at least 100x faster than MST on that shape is <= MST on **{n_fast} of "
+            f"{n_cmp}** shapes "
             f"(target >= 8 of 9 at >= 100x less time: {'met' if fast_ok else 'missed'})."
         )
     return out
@@ -463,9 +485,12 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
 def airports_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     sel = [r for r in rows if r["part"] == "airports"]
     out = [
-        f"**Airports** (vega_datasets, 3376 rows; box [-180, 180] x [-90, 90] normalised to [0, 1]^2), "
-        f"eps = {a.eps:g}: share of synthetic points farther than {FAR} (l_inf) from every airport, and the "
-        f"exact W1 (l_inf, all points); median [min, max] over {a.airport_runs} releases (peers: {a.peer_runs}).",
+        "**Airports** (vega_datasets, 3376 rows; box [-180, 180] x [-90, 90] normalised to "
+        "[0, 1]^2), "
+        f"eps = {a.eps:g}: share of synthetic points farther than {FAR} (l_inf) from every "
+        "airport, and the "
+        f"exact W1 (l_inf, all points); median [min, max] over {a.airport_runs} releases "
+        f"(peers: {a.peer_runs}).",
         "",
         "| method | privacy | far share | far <= 1%? | W1 | W1 <= 0.015? |",
         "|---|---|---|---|---|---|",
@@ -477,8 +502,10 @@ def airports_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             )
             continue
         out.append(
-            f"| {r['method']} | {r['privacy']} | {100 * r['far_share']:.2f}% [{100 * r['far_min']:.2f}, "
-            f"{100 * r['far_max']:.2f}] | {verdict(100 * r['far_share'], 1.0, unit='%')} | {r['w1']:.4f} "
+            f"| {r['method']} | {r['privacy']} | {100 * r['far_share']:.2f}% "
+            f"[{100 * r['far_min']:.2f}, "
+            f"{100 * r['far_max']:.2f}] | {verdict(100 * r['far_share'], 1.0, unit='%')} | "
+            f"{r['w1']:.4f} "
             f"[{r['w1_min']:.4f}, {r['w1_max']:.4f}] | {verdict(r['w1'], 0.015)} |"
         )
     return out
@@ -491,7 +518,8 @@ def curve_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
     )
     m_w1 = mst.get("w1")
     out = [
-        f"**10-D curve** (`sample_curve(n, 10)`, n = {a.n}), eps = {a.eps:g}: W1 (l_inf, {a.repeats} x "
+        f"**10-D curve** (`sample_curve(n, 10)`, n = {a.n}), eps = {a.eps:g}: W1 (l_inf, "
+        f"{a.repeats} x "
         f"{a.sample}-point subsamples) and how far below MST's; target 3x.",
         "",
         "| method | privacy | W1 | floor | MST W1 / ours | >= 3x? | seconds |",
@@ -507,18 +535,23 @@ def curve_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
         out.append(
             f"| {r['method']} | {r['privacy']} | {r['w1']:.4f} | {r['w1_floor']:.4f} | "
             f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
-            f"{'-' if ratio is None else verdict(ratio, 3.0, lower_is_better=False, unit='x')} | {r['seconds']:.2f} |"
+            f"{'-' if ratio is None else verdict(ratio, 3.0, lower_is_better=False, unit='x')} "
+            f"| {r['seconds']:.2f} |"
         )
     return out
 
 
 def rates_table(table: list[dict], a: argparse.Namespace, ns: list[int]) -> list[str]:
     out = [
-        f"**Rates** (`examples/rates.py` on a reduced grid: n = {', '.join(f'{n:.0e}' for n in ns)}, "
-        f"{a.rates_repeats} runs each, eps = {a.eps:g}): slope of log W1 on log(eps n), least squares with "
-        "95% CI, for the exact lower bound (sliced) and upper bound (dyadic grid) of W1, next to -1/k.",
+        "**Rates** (`examples/rates.py` on a reduced grid: n = "
+        f"{', '.join(f'{n:.0e}' for n in ns)}, "
+        f"{a.rates_repeats} runs each, eps = {a.eps:g}): slope of log W1 on log(eps n), "
+        "least squares with "
+        "95% CI, for the exact lower bound (sliced) and upper bound (dyadic grid) of W1, "
+        "next to -1/k.",
         "",
-        "| d | k | mechanism | -1/k | slope (upper bound) [95% CI] | slope (lower bound) [95% CI] | -1/k in CI (upper)? |",
+        "| d | k | mechanism | -1/k | slope (upper bound) [95% CI] | slope (lower bound) "
+        "[95% CI] | -1/k in CI (upper)? |",
         "|---|---|---|---|---|---|---|",
     ]
     for e in table:
@@ -577,7 +610,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--aim-10d",
         action="store_true",
-        help="also run AIM on the 10-D curve (it did not finish in 600 s here; the target is against MST)",
+        help="also run AIM on the 10-D curve (it did not finish in 600 s here; the target is "
+        "against MST)",
     )
     p.add_argument(
         "--rates-max-n",

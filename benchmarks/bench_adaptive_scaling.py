@@ -222,7 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     os.makedirs(a.out, exist_ok=True)
     ns = sorted({int(v) for v in a.ns})
     print(
-        f"Adaptive Pruned-PMM (eps 0.2 select + 0.8 main, change-one) vs codes+sort floor, data={a.data}"
+        "Adaptive Pruned-PMM (eps 0.2 select + 0.8 main, change-one) vs codes+sort floor, "
+        f"data={a.data}"
     )
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)")
     head = (
@@ -254,7 +255,10 @@ def main(argv: list[str] | None = None) -> None:
                         f"skipped: extrapolated {est_t:.0f} s > --cell-budget {a.cell_budget:.0f} s"
                     )
                 elif avail is not None and est_mem > 0.6 * avail:
-                    reason = f"skipped: extrapolated {est_mem / 2**30:.1f} GiB > 60% of MemAvailable {avail / 2**30:.1f} GiB"
+                    reason = (
+                        f"skipped: extrapolated {est_mem / 2**30:.1f} GiB > 60% of MemAvailable "
+                        f"{avail / 2**30:.1f} GiB"
+                    )
             if reason:
                 row = {"data": a.data, "d": d, "n": n, "status": "skipped", "note": reason}
             else:
@@ -273,9 +277,11 @@ def main(argv: list[str] | None = None) -> None:
             prev = row if row["status"] == "ok" else prev
             print(
                 f"{d:>3} {n:>9.0e} {fmt(row.get('L'), 'd', 4)} {fmt(row.get('W'), 'd', 2)} "
-                f"{fmt(row.get('seconds'), '.3f')} {fmt(row.get('floor_s'), '.3f')} {fmt(row.get('ratio'), '.1f', 6)} "
+                f"{fmt(row.get('seconds'), '.3f')} {fmt(row.get('floor_s'), '.3f')} "
+                f"{fmt(row.get('ratio'), '.1f', 6)} "
                 f"{fmt(row.get('peak_mb'), '.0f', 8)} {fmt(row.get('floor_peak_mb'), '.0f', 8)} "
-                f"{fmt(row.get('data_mb'), '.0f', 8)} {fmt(row.get('visited'), 'd', 8)} {fmt(row.get('s'), 'd', 3)} "
+                f"{fmt(row.get('data_mb'), '.0f', 8)} {fmt(row.get('visited'), 'd', 8)} "
+                f"{fmt(row.get('s'), 'd', 3)} "
                 f"{fmt(row.get('depth'), 'd', 5)}  {row.get('note', '')}",
                 flush=True,
             )
@@ -290,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
         verdict = "met" if r["ratio"] <= a.target_ratio else "MISSED"
         print(
             f"\ntarget: n = {int(a.target_n):.0e}, d = {a.target_d}: {r['seconds']:.3f} s = "
-            f"{r['ratio']:.1f} x the floor ({r['floor_s']:.3f} s); goal <= {a.target_ratio:g} x: {verdict}"
+            f"{r['ratio']:.1f} x the floor ({r['floor_s']:.3f} s); goal <= "
+            f"{a.target_ratio:g} x: {verdict}"
         )
     else:
         print(f"\ntarget cell n = {int(a.target_n):.0e}, d = {a.target_d} not measured")

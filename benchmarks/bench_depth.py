@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
             }
             rows.append(row)
             print(
-                f"{depth:>5} {mech:>7} {row['seconds']:>9.4f} {row['peak_mb']:>8.1f} {row['visited']:>9.0f} {row['w1']:>8.4f}",
+                f"{depth:>5} {mech:>7} {row['seconds']:>9.4f} {row['peak_mb']:>8.1f} "
+                f"{row['visited']:>9.0f} {row['w1']:>8.4f}",
                 flush=True,
             )
     print("\ndepth  speed-up (full/pruned)  W1 ratio (pruned/full)")
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
         fu = [r for r in rows if r["depth"] == depth and r["mechanism"] == "full"]
         if pr and fu:
             print(
-                f"{depth:>5}  {fu[0]['seconds'] / pr[0]['seconds']:>22.1f}  {pr[0]['w1'] / fu[0]['w1']:>22.3f}"
+                f"{depth:>5}  {fu[0]['seconds'] / pr[0]['seconds']:>22.1f}  "
+                f"{pr[0]['w1'] / fu[0]['w1']:>22.3f}"
             )
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "bench_depth.csv"), "w", newline="") as f:

@@ -131,10 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {max(ns):,} rows x {a.d} in files of {a.rows_per_file:,} rows under {data}")
     write_data(data, max(ns), a.d, a.rows_per_file)
     print(
-        f"\n{a.mechanism}, LocalCluster {a.workers} workers x 1 thread, memory limit {a.memory_limit} each"
+        f"\n{a.mechanism}, LocalCluster {a.workers} workers x 1 thread, memory limit "
+        f"{a.memory_limit} each"
     )
     print(
-        f"{'n':>12} {'seconds':>9} {'rows/s':>11} {'driver MB':>10} {'workers MB':>16} {'depth':>6} {'noisy nodes':>12}"
+        f"{'n':>12} {'seconds':>9} {'rows/s':>11} {'driver MB':>10} {'workers MB':>16} "
+        f"{'depth':>6} {'noisy nodes':>12}"
     )
     rows, failed = [], 0
     for n in ns:
@@ -163,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode:
             print(
-                f"{n:>12,} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}"
+                f"{n:>12,} failed: "
+                f"{res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}"
             )
             failed += 1
             continue
@@ -171,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(r)
         wmb = "/".join(f"{w / 2**20:.0f}" for w in r["worker_rss"])
         print(
-            f"{n:>12,} {r['seconds']:>9.1f} {n / r['seconds']:>11,.0f} {r['driver_rss'] / 2**20:>10.0f} {wmb:>16}"
+            f"{n:>12,} {r['seconds']:>9.1f} {n / r['seconds']:>11,.0f} "
+            f"{r['driver_rss'] / 2**20:>10.0f} {wmb:>16}"
             f" {r['depth']:>6} {r['visited']:>12,}"
         )
     if len(rows) >= 2:
@@ -191,10 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         total = compute + network + sched + fixed
         print(
             f"extrapolation, 10^10 rows on {w10} workers: ~{total / 60:.0f} min = "
-            f"{compute / 60:.0f} min of per-row work (this machine's per-worker cost, linear in n / workers) "
+            f"{compute / 60:.0f} min of per-row work (this machine's per-worker cost, linear "
+            "in n / workers) "
             f"+ {network:.0f} s moving {n10 * a.d * 8 / 1e9:,.0f} GB once at 1 GB/s per worker "
             f"+ {sched / 60:.0f} min of scheduler time for {tasks:,} tasks at 1 ms each "
-            f"({parts10:,} parts of 10^7 rows, {groups10} split groups, input files of {a.rows_per_file:,} rows) "
+            f"({parts10:,} parts of 10^7 rows, {groups10} split groups, input files of "
+            f"{a.rows_per_file:,} rows) "
             f"+ {fixed:.0f} s fixed.  Assumed: workers like these cores with >= 4 GB each "
             f"(a part's rows and tree: ~0.5 GB), a shared file system or object store, and the "
             f"driver's memory is the level-j0 histogram (<= 2^20 counts)"

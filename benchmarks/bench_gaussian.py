@@ -61,7 +61,8 @@ def opendp_gaussian(scale: float, n: int) -> np.ndarray:
 def constant_scales(n: int, n_opendp: int, repeats: int, scales: tuple[float, ...]) -> list[dict]:
     print(f"\nconstant scale, n = {n:,} per call (OpenDP: {n_opendp:,})")
     print(
-        f"{'scale':>10} {'fast secure':>13} {'fast seeded':>13} {'OpenDP':>13} {'speed-up':>9} {'bytes/draw':>11}"
+        f"{'scale':>10} {'fast secure':>13} {'fast seeded':>13} {'OpenDP':>13} "
+        f"{'speed-up':>9} {'bytes/draw':>11}"
     )
     secure, seeded = RandomSource(), RandomSource(0)
     rows = []
@@ -76,7 +77,8 @@ def constant_scales(n: int, n_opendp: int, repeats: int, scales: tuple[float, ..
         odp_rate = n_opendp / t_odp if n_opendp else float("nan")
         print(
             f"{scale:>10g} {fast_rate / 1e6:>9.2f} M/s {seed_rate / 1e6:>9.2f} M/s "
-            f"{odp_rate / 1e6:>9.3f} M/s {fast_rate / odp_rate:>8.0f}x {metered.bytes_read / n:>11.1f}"
+            f"{odp_rate / 1e6:>9.3f} M/s {fast_rate / odp_rate:>8.0f}x "
+            f"{metered.bytes_read / n:>11.1f}"
         )
         rows.append(
             {

@@ -261,11 +261,13 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
 
     W = -(-B * d // 64)
     print(
-        f"\n1. time: adaptive Pruned-PMM, n = {n:,}, d = {d}, L = {L}, data = {data}, {runs} runs interleaved"
+        f"\n1. time: adaptive Pruned-PMM, n = {n:,}, d = {d}, L = {L}, data = {data}, {runs} "
+        "runs interleaved"
     )
     print(f"   {'':<50} {'min':>10} {'median':>10}   ratio (median, min) over the physical floor")
     print(
-        f"   physical floor: codes at {B} bits/axis ({W} word{'s' if W > 1 else ''}) + one np.sort of the first word"
+        f"   physical floor: codes at {B} bits/axis ({W} word{'s' if W > 1 else ''}) + one "
+        "np.sort of the first word"
     )
     print(row("  magic bits, shift-or-mask (part1by2)", "floor_shift", None))
     print(row("  magic bits, multiply-mask", "floor_mul", None))
@@ -337,7 +339,8 @@ def memory(n: int, d: int, data: str) -> None:
     )
     print(
         f"   process RSS growth, peak        {r['rss_growth'] / mb:8.0f} MB   "
-        f"{r['rss_growth'] / r['input']:5.2f}x input   (ru_maxrss; before: {r['rss_before'] / mb:.0f} MB)"
+        f"{r['rss_growth'] / r['input']:5.2f}x input   (ru_maxrss; before: "
+        f"{r['rss_before'] / mb:.0f} MB)"
     )
     print(f"   time (untraced)                 {r['seconds']:8.1f} s")
 

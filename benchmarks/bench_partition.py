@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         f"memory limit {a.memory_limit} each"
     )
     print(
-        f"{'method':>7} {'count s':>8} {'partition+trees s':>18} {'driver MB':>10} {'workers MB':>12} {'parts':>6}"
+        f"{'method':>7} {'count s':>8} {'partition+trees s':>18} {'driver MB':>10} "
+        f"{'workers MB':>12} {'parts':>6}"
     )
     for _ in range(a.repeats):
         for method in a.methods:
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
             assert r["rows_in_trees"] == r["n"], "every row must reach one tree"
             wmb = "/".join(f"{w / 2**20:.0f}" for w in r["worker_rss"])
             print(
-                f"{method:>7} {r['count']:>8.1f} {r['partition']:>18.1f} {r['driver_rss'] / 2**20:>10.0f} "
+                f"{method:>7} {r['count']:>8.1f} {r['partition']:>18.1f} "
+                f"{r['driver_rss'] / 2**20:>10.0f} "
                 f"{wmb:>12} {r['parts']:>6}"
             )
 

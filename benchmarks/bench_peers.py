@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> None:
     dp.enable_features("contrib", "honest-but-curious")
     os.makedirs(a.out, exist_ok=True)
     print(
-        f"bench_peers: n = {a.n}, eps = {a.eps}, W1 l_inf on {a.repeats} x {a.sample}-point subsamples"
+        f"bench_peers: n = {a.n}, eps = {a.eps}, W1 l_inf on {a.repeats} x {a.sample}-point "
+        "subsamples"
     )
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)", flush=True)
     peers = [m for m in ("mst", "aim") if m in a.mechanisms]
@@ -392,7 +393,8 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             print(
                 f"  {name:>12} {mech:>9} {row['status']:>7} {fmt(row.get('seconds'), '.3f')} s  "
-                f"W1 {fmt(row.get('w1'), '.4f')} (floor {fmt(row.get('w1_floor'), '.4f')})  {row.get('note', '')}",
+                f"W1 {fmt(row.get('w1'), '.4f')} (floor {fmt(row.get('w1_floor'), '.4f')})  "
+                f"{row.get('note', '')}",
                 flush=True,
             )
         write_csv(os.path.join(a.out, "bench_peers.csv"), rows, FIELDS)  # after every dataset
@@ -434,7 +436,8 @@ def print_tables(rows: list[dict], mechs: list[str]) -> None:
                     else:
                         vals.append(o[key] / mst[key] if key == "w1" else mst[key] / o[key])
             print(
-                f"{nm:>12} {fmt(vals[0], '.3f')} {fmt(vals[1], '.3f')} {fmt(vals[2], '.0f')} {fmt(vals[3], '.0f')}"
+                f"{nm:>12} {fmt(vals[0], '.3f')} {fmt(vals[1], '.3f')} {fmt(vals[2], '.0f')} "
+                f"{fmt(vals[3], '.0f')}"
             )
     sys.stdout.flush()
 

@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     mst = read_mst(a.mst_csv)
     print(
         f"bench_postprocessing: n = {a.n} (shapes, curve10), seeds {a.seeds}, W1 l_inf on "
-        f"{a.repeats} x {a.sample}-point subsamples (exact below), far = share > {FAR} from every real point"
+        f"{a.repeats} x {a.sample}-point subsamples (exact below), far = share > {FAR} from "
+        "every real point"
     )
     print(f"machine: {machine_note()}  (shared machine: timings are noisy)", flush=True)
     rows: list[dict] = []

@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     write_csv(os.path.join(a.out, "bench_privtree.csv"), rows)
     ratios = [rows[i]["w1"] / rows[i + 1]["w1"] for i in range(0, len(rows), 2)]
     print(
-        f"privtree / adaptive W1: median {np.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f}; "
+        f"privtree / adaptive W1: median {np.median(ratios):.2f}, range "
+        f"{min(ratios):.2f}-{max(ratios):.2f}; "
         f"privtree better on {sum(r < 1 for r in ratios)} of {len(ratios)}"
     )
     return rows

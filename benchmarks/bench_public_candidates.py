@@ -90,7 +90,8 @@ def bench_projection(k: int, n: int, m: int) -> None:
 def bench_distortion(ks: list[int], dims: list[int]) -> None:
     print("Distortion d_T / d over 20000 random pairs of uniform points (l2)")
     print(
-        f"  {'builder':<10s} {'k':>7s} {'d':>3s} {'mean':>8s} {'median':>8s} {'max':>9s} {'time s':>7s}"
+        f"  {'builder':<10s} {'k':>7s} {'d':>3s} {'mean':>8s} {'median':>8s} {'max':>9s} "
+        f"{'time s':>7s}"
     )
     for d in dims:
         for k in ks:
@@ -105,7 +106,8 @@ def bench_distortion(ks: list[int], dims: list[int]) -> None:
                 dt = time.perf_counter() - t0
                 r = distortion(tree, pts, "l2", pairs=20000, seed=0)
                 print(
-                    f"  {name:<10s} {k:>7d} {d:>3d} {r['mean']:8.2f} {r['median']:8.2f} {r['max']:9.1f} {dt:7.2f}"
+                    f"  {name:<10s} {k:>7d} {d:>3d} {r['mean']:8.2f} {r['median']:8.2f} "
+                    f"{r['max']:9.1f} {dt:7.2f}"
                 )
 
 

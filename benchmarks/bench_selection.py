@@ -198,7 +198,8 @@ def run(
     )
     best = cands[int(np.argmin(W))]
     print(
-        f"{name}: best candidate s={best.s} r={best.depth} W1 {W.min():.4f} ({time.perf_counter() - t0:.1f} s)",
+        f"{name}: best candidate s={best.s} r={best.depth} W1 {W.min():.4f} "
+        f"({time.perf_counter() - t0:.1f} s)",
         flush=True,
     )
     for r in rows:
@@ -243,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     for label in ("paper-plain", "paper", "capped", "uniform"):
         r = np.array([row["ratio"] for row in rows if row["selection"] == label])
         print(
-            f"{label:>12}: expected W1 / best candidate's: median {np.median(r):.2f}, worst {r.max():.2f}"
+            f"{label:>12}: expected W1 / best candidate's: median {np.median(r):.2f}, worst "
+            f"{r.max():.2f}"
         )
     return 0
 

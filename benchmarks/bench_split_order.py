@@ -74,7 +74,8 @@ def run(tables, epsilon: float, seeds: int) -> list[dict]:
 
 def summarise(rows: list[dict]) -> list[str]:
     lines = [
-        f"{'table':>16} {'order':>15} {'W1 (table metric)':>22} {'floor':>7} {'TVD 1-way':>10} {'TVD 2-way':>10} {'depths':>12}"
+        f"{'table':>16} {'order':>15} {'W1 (table metric)':>22} {'floor':>7} "
+        f"{'TVD 1-way':>10} {'TVD 2-way':>10} {'depths':>12}"
     ]
     keys = sorted(
         {(r["table"], r["order"]) for r in rows}, key=lambda k: (k[0], k[1] != "discrete-first")
@@ -86,7 +87,8 @@ def summarise(rows: list[dict]) -> list[str]:
         depths = sorted({r["depth"] for r in rs})
         lines.append(
             f"{table:>16} {order:>15} {w.mean():>14.4f} +- {se:.4f} {rs[0]['w1_floor']:>7.4f} "
-            f"{np.mean([r['tvd1'] for r in rs]):>10.4f} {np.mean([r['tvd2'] for r in rs]):>10.4f} {str(depths):>12}"
+            f"{np.mean([r['tvd1'] for r in rs]):>10.4f} "
+            f"{np.mean([r['tvd2'] for r in rs]):>10.4f} {str(depths):>12}"
         )
     return lines
 

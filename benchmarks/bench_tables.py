@@ -82,7 +82,8 @@ def main() -> None:
         src, dst = os.path.join(d, "in.csv"), os.path.join(d, "out.csv")
         write_file(table, src)
         print(
-            f"input: {args.n} rows x {table.num_columns} columns, {os.path.getsize(src) / 1e6:.1f} MB CSV"
+            f"input: {args.n} rows x {table.num_columns} columns, "
+            f"{os.path.getsize(src) / 1e6:.1f} MB CSV"
         )
         t0 = time.perf_counter()
         t = read_file(src, schema=schema)
@@ -132,7 +133,8 @@ def main() -> None:
             cli_seconds = time.perf_counter() - c0
             rows = sum(1 for _ in open(os.path.join(d, "cli.csv"))) - 1
     print(
-        f"encoded dimension D = {enc.dimension}, depth {report.depth}, {report.visited_nodes} noisy nodes, eps {report.epsilon}"
+        f"encoded dimension D = {enc.dimension}, depth {report.depth}, "
+        f"{report.visited_nodes} noisy nodes, eps {report.epsilon}"
     )
     for name, a, b in (
         ("read CSV", t0, t1),
@@ -145,11 +147,13 @@ def main() -> None:
     print(f"{'sum of phases':>14}: {t5 - t0:7.2f} s")
     if cli_seconds is not None:
         print(
-            f"{'end to end':>14}: {cli_seconds:7.2f} s: opendp-wasserstein synth in.csv -o out.csv --schema schema.json "
+            f"{'end to end':>14}: {cli_seconds:7.2f} s: opendp-wasserstein synth in.csv -o "
+            "out.csv --schema schema.json "
             f"in a fresh process ({rows} rows written)"
         )
     print(
-        "targets: < 30 s end to end, < 5 s release (2-core machine shared with other jobs: timings are noisy)"
+        "targets: < 30 s end to end, < 5 s release (2-core machine shared with other jobs: "
+        "timings are noisy)"
     )
     print(f"split order {args.split_order}; chosen candidate s = {report.details.get('s')}")
     if args.profile:

@@ -139,21 +139,25 @@ def main() -> None:
             for c in split_order_candidates(order, n, eps_main):
                 res = run_fixed(t, train, case, c.depth, c.scales, args.seeds)
                 print(
-                    f"    candidate s={c.s} depth {c.depth:2d} (sigma_1 {c.scales[1]:7.1f})  {fmt(res)}"
+                    f"    candidate s={c.s} depth {c.depth:2d} (sigma_1 {c.scales[1]:7.1f})  "
+                    f"{fmt(res)}"
                 )
             for r in (6, 9, 12, 15, 18, 22):
                 if r <= order.max_depth:
                     sc = profile_schedule(np.ones(r), eps_main)
                     print(
-                        f"    equal sigma, depth {r:2d} (sigma {sc[1]:6.1f})      {fmt(run_fixed(t, train, case, r, sc, args.seeds))}"
+                        f"    equal sigma, depth {r:2d} (sigma {sc[1]:6.1f})      "
+                        f"{fmt(run_fixed(t, train, case, r, sc, args.seeds))}"
                     )
             default = split_order_candidates(order, n, eps_main)
             print(
-                f"    adaptive, default candidates             {fmt(run_adaptive(t, train, case, eps, default, args.seeds))}"
+                "    adaptive, default candidates             "
+                f"{fmt(run_adaptive(t, train, case, eps, default, args.seeds))}"
             )
             extra = with_equal_sigma(default, eps_main)
             print(
-                f"    adaptive, + equal-sigma candidates       {fmt(run_adaptive(t, train, case, eps, extra, args.seeds))}"
+                "    adaptive, + equal-sigma candidates       "
+                f"{fmt(run_adaptive(t, train, case, eps, extra, args.seeds))}"
             )
 
 

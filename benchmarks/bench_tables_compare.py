@@ -265,7 +265,8 @@ def run_coded_peer(
         y = np.loadtxt(outp, delimiter=",", ndmin=2, dtype=np.int64)
     if y.shape != x.shape:
         raise PeerError(
-            f"the runner returned {y.shape[0]} x {y.shape[1]} codes, expected {x.shape[0]} x {x.shape[1]}"
+            f"the runner returned {y.shape[0]} x {y.shape[1]} codes, expected {x.shape[0]} x "
+            f"{x.shape[1]}"
         )
     table = codes.decode(np.clip(y, 0, np.array(codes.cards) - 1), np.random.default_rng(seed))
     return table, {
@@ -553,7 +554,8 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         ),
     )
     lines = [
-        "| table | n train | eps | mechanism | runs | TVD 1-way | TVD 2-way | corr MAE | assoc MAE | model | Gower W1 | time (s) | CPU (s) |",
+        "| table | n train | eps | mechanism | runs | TVD 1-way | TVD 2-way | corr MAE | "
+        "assoc MAE | model | Gower W1 | time (s) | CPU (s) |",
         "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k in keys:
@@ -564,8 +566,10 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         m = agg[k]
         metric = "R²" if m["model_metric"] == "r2" else "bal acc"
         lines.append(
-            f"| {table} | {m['n_train']} | {eps:g} | {mech} | {m['runs']} | {_fmt(m['tvd1'])} | {_fmt(m['tvd2'])} | "
-            f"{_fmt(m['corr'])} | {_fmt(m['assoc'])} | {_fmt(m['model'])} ({metric}) | {_fmt(m['gower'])} | {_fmt_s(m['seconds'])} | {_fmt_s(m['cpu_seconds'])} |"
+            f"| {table} | {m['n_train']} | {eps:g} | {mech} | {m['runs']} | "
+            f"{_fmt(m['tvd1'])} | {_fmt(m['tvd2'])} | "
+            f"{_fmt(m['corr'])} | {_fmt(m['assoc'])} | {_fmt(m['model'])} ({metric}) | "
+            f"{_fmt(m['gower'])} | {_fmt_s(m['seconds'])} | {_fmt_s(m['cpu_seconds'])} |"
         )
     return lines
 
@@ -678,7 +682,8 @@ def check_targets(
                         (
                             "20x faster than fastest peer (CPU s)",
                             20 * o["cpu_seconds"] <= vals[best],
-                            f"{o['cpu_seconds']:.2f} s vs {vals[best]:.1f} s ({best}, {vals[best] / max(o['cpu_seconds'], 1e-9):.0f}x)",
+                            f"{o['cpu_seconds']:.2f} s vs {vals[best]:.1f} s ({best}, "
+                            f"{vals[best] / max(o['cpu_seconds'], 1e-9):.0f}x)",
                         )
                     )
                 else:
@@ -800,7 +805,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out-dir",
         default=None,
-        help=f"default {os.path.relpath(DEFAULT_OUT, ROOT)} (--quick: bench_out/tables_compare_quick)",
+        help=f"default {os.path.relpath(DEFAULT_OUT, ROOT)} (--quick: "
+        "bench_out/tables_compare_quick)",
     )
     ap.add_argument(
         "--cache", default=None, help="reference cache CSV (default OUT_DIR/reference.csv)"
@@ -964,7 +970,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{name} eps={eps:g} {mech} seed={seed}: "
                         + (
-                            f"TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} corr {_fmt(row['corr'])} model {row['model']:.3f} "
+                            f"TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} corr "
+                            f"{_fmt(row['corr'])} model {row['model']:.3f} "
                             f"Gower {row['gower']:.3f} {row['seconds']:.2f}s"
                             if row["status"] == "ok"
                             else row["note"]

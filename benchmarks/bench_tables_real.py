@@ -273,7 +273,10 @@ def split(t: RealTable) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def summary_table(rows: list[dict]) -> list[str]:
-    head = f"| {'table':<15} | {'eps':>4} | {'mechanism':<9} | {'W1 (table)':>10} | {'TVD 1-way':>9} | {'TVD 2-way':>9} | {'classifier':>10} | {'time (s)':>8} |"
+    head = (
+        f"| {'table':<15} | {'eps':>4} | {'mechanism':<9} | {'W1 (table)':>10} | "
+        f"{'TVD 1-way':>9} | {'TVD 2-way':>9} | {'classifier':>10} | {'time (s)':>8} |"
+    )
     lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
     keys = []
     for r in rows:
@@ -294,7 +297,8 @@ def summary_table(rows: list[dict]) -> list[str]:
                 if (r["table"], r["epsilon"], r["mechanism"]) == (table, eps, mech)
             )
             lines.append(
-                f"| {table:<15} | {eps:>4g} | {mech:<9} | {'—':>10} | {'—':>9} | {'—':>9} | {'—':>10} | {'—':>8} | {note}"
+                f"| {table:<15} | {eps:>4g} | {mech:<9} | {'—':>10} | {'—':>9} | {'—':>9} | "
+                f"{'—':>10} | {'—':>8} | {note}"
             )
             continue
 
@@ -302,7 +306,8 @@ def summary_table(rows: list[dict]) -> list[str]:
             return float(np.mean([float(r[key]) for r in rs]))
 
         lines.append(
-            f"| {table:<15} | {eps:>4g} | {mech:<9} | {m('w1'):>10.3f} | {m('tvd1'):>9.3f} | {m('tvd2'):>9.3f} | {m('clf'):>10.3f} | {m('seconds'):>8.2f} |"
+            f"| {table:<15} | {eps:>4g} | {mech:<9} | {m('w1'):>10.3f} | {m('tvd1'):>9.3f} | "
+            f"{m('tvd2'):>9.3f} | {m('clf'):>10.3f} | {m('seconds'):>8.2f} |"
         )
     return lines
 
@@ -368,7 +373,8 @@ def main() -> None:
                     print(
                         f"{name} eps={eps:g} {mech} seed={seed}: "
                         + (
-                            f"W1 {row['w1']:.3f} TVD1 {row['tvd1']:.3f} TVD2 {row['tvd2']:.3f} clf {row['clf']:.3f} {row['seconds']:.1f}s"
+                            f"W1 {row['w1']:.3f} TVD1 {row['tvd1']:.3f} TVD2 "
+                            f"{row['tvd2']:.3f} clf {row['clf']:.3f} {row['seconds']:.1f}s"
                             if row["status"] == "ok"
                             else row["note"]
                         ),
@@ -382,7 +388,8 @@ def main() -> None:
     reals = {r["table"]: (r["clf_real"], r["clf_majority"]) for r in rows if r["status"] == "ok"}
     for name, (real, maj) in reals.items():
         print(
-            f"{name}: classifier trained on the real training rows {float(real):.3f}, majority class {float(maj):.3f}"
+            f"{name}: classifier trained on the real training rows {float(real):.3f}, "
+            f"majority class {float(maj):.3f}"
         )
     print(f"wrote {path}")
     sys.stdout.flush()

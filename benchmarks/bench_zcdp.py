@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
             line += f"{med:>22.4f}"
         print(line + f"{floor:>9.4f}")
     print(
-        f"\nadaptive (1,1e-9) below adaptive pure eps=1 on {wins['adaptive (1,1e-9)']} of {len(shapes)} shapes"
+        f"\nadaptive (1,1e-9) below adaptive pure eps=1 on {wins['adaptive (1,1e-9)']} of "
+        f"{len(shapes)} shapes"
     )
     if args.csv:
         write_csv(args.csv, rows)

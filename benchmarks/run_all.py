@@ -144,7 +144,8 @@ def parse_laplace(log_path: str, out: str) -> str:
     rows = []
     section = ""
     const = re.compile(
-        rf"^\s*({_NUM})\s+({_NUM}) M/s\s+({_NUM}) M/s\s+(?:({_NUM}) M/s|-)\s+(?:({_NUM})x|-)\s+({_NUM})\s+({_NUM})%"
+        rf"^\s*({_NUM})\s+({_NUM}) M/s\s+({_NUM}) M/s\s+(?:({_NUM}) "
+        rf"M/s|-)\s+(?:({_NUM})x|-)\s+({_NUM})\s+({_NUM})%"
     )
     mixed = re.compile(rf"^\s+(\S.*?)\s+({_NUM}) M/s\s*$")
     small = re.compile(rf"^\s+size\s+(\d+): fast\s+({_NUM}) us\s+OpenDP\s+({_NUM}) us")
@@ -262,7 +263,8 @@ def targets(out: str, quick: bool) -> list[dict]:
     if cell:
         ratio = float(cell[0]["ratio"])
         t1.update(
-            value=f"{ratio:.2f}x ({float(cell[0]['seconds']):.3f} s vs floor {float(cell[0]['floor_s']):.3f} s)",
+            value=f"{ratio:.2f}x ({float(cell[0]['seconds']):.3f} s vs floor "
+            f"{float(cell[0]['floor_s']):.3f} s)",
             status="met" if ratio <= 10 else f"MISSED by {ratio / 10:.2f}x",
         )
         if abs(ratio / 10 - 1) < NOISE:
@@ -314,7 +316,8 @@ def targets(out: str, quick: bool) -> list[dict]:
             worse = [(s, r) for s, r in w_rat if r > 1]
             worst = max(w_rat, key=lambda t: t[1])
             tw["value"] = (
-                f"{len(w_rat) - len(worse)}/{len(w_rat)} shapes no worse; worst {worst[0]} {worst[1]:.3f}; "
+                f"{len(w_rat) - len(worse)}/{len(w_rat)} shapes no worse; worst {worst[0]} "
+                f"{worst[1]:.3f}; "
                 f"median {sorted(r for _, r in w_rat)[len(w_rat) // 2]:.3f}"
             )
             tw["status"] = (
@@ -327,13 +330,15 @@ def targets(out: str, quick: bool) -> list[dict]:
                 tw["status"] += f"; within 2 SE on {', '.join(tie_worse)}"
             slow = min(speed, key=lambda t: t[1])
             ts["value"] = (
-                f"min {slow[0]} {slow[1]:.0f}x; median {sorted(v for _, v in speed)[len(speed) // 2]:.0f}x"
+                f"min {slow[0]} {slow[1]:.0f}x; median "
+                f"{sorted(v for _, v in speed)[len(speed) // 2]:.0f}x"
             )
             short = [(s, v) for s, v in speed if v < 100]
             ts["status"] = (
                 "met"
                 if not short
-                else f"MISSED on {len(short)} shapes (min {slow[1]:.0f}x: short by {100 / slow[1]:.2f}x)"
+                else f"MISSED on {len(short)} shapes (min {slow[1]:.0f}x: short by "
+                f"{100 / slow[1]:.2f}x)"
             )
             if (
                 slow[1] >= 100
@@ -358,7 +363,8 @@ def targets(out: str, quick: bool) -> list[dict]:
             else:
                 r = float(m["w1"]) / float(o["w1"])
                 t.update(
-                    value=f"{r:.2f} (MST {float(m['w1']):.4f} vs {float(o['w1']):.4f}; floor {float(o['w1_floor']):.4f})",
+                    value=f"{r:.2f} (MST {float(m['w1']):.4f} vs {float(o['w1']):.4f}; floor "
+                    f"{float(o['w1_floor']):.4f})",
                     status="met" if r >= 3 else f"MISSED by {3 / r:.2f}x",
                 )
             res.append(t)
@@ -401,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     res = targets(a.out, a.quick)
     write_csv(os.path.join(a.out, "summary.csv"), res, ["target", "goal", "value", "status"])
     print(
-        f"\n{'=' * 100}\nSUMMARY ({time.perf_counter() - t0:.0f} s in all; machine: {machine_note()})"
+        f"\n{'=' * 100}\nSUMMARY ({time.perf_counter() - t0:.0f} s in all; machine: "
+        f"{machine_note()})"
     )
     for r in runs:
         print(f"  {r['bench']:<26} {r['status']:<8} {r['seconds']:7.1f} s  {r['note']}")

@@ -56,7 +56,8 @@ def main(n: int = 4000, seed: int = 0) -> dict:
     q2 = context.query().adaptive_pruned_pmm(epsilon_select=0.2, epsilon_main=0.8)
     y1, y2 = q1.release(), q2.release()
     print(
-        f"context API: two releases of {len(y1)} and {len(y2)} rows, W1 {w1(x, y1):.4f} and {w1(x, y2):.4f}"
+        f"context API: two releases of {len(y1)} and {len(y2)} rows, W1 {w1(x, y1):.4f} and "
+        f"{w1(x, y2):.4f}"
     )
     return out
 

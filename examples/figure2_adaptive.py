@@ -104,7 +104,8 @@ def per_candidate(
                 )
             ws = np.array([r["w1"] for r in rows[-len(cands) :]])
             print(
-                f"k={k} d={d}: W1 by s {np.round(ws, 3).tolist()}, E_select[W1] {p @ ws:.4f}, best {ws.min():.4f}",
+                f"k={k} d={d}: W1 by s {np.round(ws, 3).tolist()}, E_select[W1] "
+                f"{p @ ws:.4f}, best {ws.min():.4f}",
                 flush=True,
             )
     os.makedirs(out, exist_ok=True)
@@ -182,7 +183,8 @@ def run(
                         }
                     )
                 print(
-                    f"k={k} d={d} rep={rep}: pmm {rows[-2]['w1']:.4f}  adaptive {rows[-1]['w1']:.4f} (s={rows[-1]['s']}, r={rows[-1]['depth']})",
+                    f"k={k} d={d} rep={rep}: pmm {rows[-2]['w1']:.4f}  adaptive "
+                    f"{rows[-1]['w1']:.4f} (s={rows[-1]['s']}, r={rows[-1]['depth']})",
                     flush=True,
                 )
     os.makedirs(out, exist_ok=True)
@@ -223,7 +225,8 @@ def plot(rows: list[dict], ks: list[int], path: str, n: int, eps: float, eps_sel
         ax.legend()
     pm = [r["p_max"] for r in rows if r["mechanism"] == "adaptive"]
     fig.suptitle(
-        f"n = {n}, eps = {eps} (eps_sel = {eps_sel}, {rows[-1]['score']} score, {rows[-1]['candidates']} candidates; "
+        f"n = {n}, eps = {eps} (eps_sel = {eps_sel}, {rows[-1]['score']} score, "
+        f"{rows[-1]['candidates']} candidates; "
         f"largest selection probability {min(pm):.2f}-{max(pm):.2f})"
     )
     fig.tight_layout()

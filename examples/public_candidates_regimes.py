@@ -211,7 +211,8 @@ def run(quick: bool, reps: int, seed: int, out: str) -> tuple[list[dict], list[d
             }
         )
         print(
-            f"{s.family:>9s} {s.param}={s.value:<8g} k={s.candidates.shape[0]:<5d} m={s.m:<5d} eps={s.epsilon:<5g} "
+            f"{s.family:>9s} {s.param}={s.value:<8g} k={s.candidates.shape[0]:<5d} "
+            f"m={s.m:<5d} eps={s.epsilon:<5g} "
             + "  ".join(f"{mth} {avg[mth]:.4f}" for mth in METHODS)
             + f"  -> {winner} (by {100 * margin:.0f}%)",
             flush=True,
@@ -243,7 +244,8 @@ def report(summary: list[dict]) -> dict[str, list[dict]]:
         where = ", ".join(f"{r['family']}:{r['value']:g}" for r in won)
         print(
             f"  {mth}: wins {len(won)} settings ({where}); clearest at {best['family']} "
-            f"{best['param']} = {best['value']:g} (k={best['k']}, m={best['m']}, eps={best['epsilon']:g}), "
+            f"{best['param']} = {best['value']:g} (k={best['k']}, m={best['m']}, "
+            f"eps={best['epsilon']:g}), "
             f"{100 * best['margin']:.0f}% below the runner-up"
         )
     return regimes

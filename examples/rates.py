@@ -196,7 +196,8 @@ def run(
                             }
                         )
                         print(
-                            f"d={d} k={k} n={n:>8} {name:>15} rep={rep}: W1 in [{lo:.3e}, {hi:.3e}]  ({secs:.1f} s)",
+                            f"d={d} k={k} n={n:>8} {name:>15} rep={rep}: W1 in [{lo:.3e}, "
+                            f"{hi:.3e}]  ({secs:.1f} s)",
                             flush=True,
                         )
     os.makedirs(out, exist_ok=True)
@@ -230,13 +231,15 @@ def slope_table(rows: list[dict]) -> list[dict]:
                     entry[f"slope_{col[3:]}"], entry[f"ci_{col[3:]}"] = s, (lo, hi)
                 table.append(entry)
     print(
-        f"\n{'d':>2} {'k':>2} {'mechanism':>15} {'paper -1/k':>11} {'slope (lower bound)':>30} {'slope (upper bound)':>30}"
+        f"\n{'d':>2} {'k':>2} {'mechanism':>15} {'paper -1/k':>11} "
+        f"{'slope (lower bound)':>30} {'slope (upper bound)':>30}"
     )
     for e in table:
         lo, hi = e["ci_lower"], e["ci_upper"]
         print(
             f"{e['d']:>2} {e['k']:>2} {e['mechanism']:>15} {e['paper']:>11.3f} "
-            f"{e['slope_lower']:>9.3f} [{lo[0]:>7.3f}, {lo[1]:>7.3f}] {e['slope_upper']:>9.3f} [{hi[0]:>7.3f}, {hi[1]:>7.3f}]"
+            f"{e['slope_lower']:>9.3f} [{lo[0]:>7.3f}, {lo[1]:>7.3f}] "
+            f"{e['slope_upper']:>9.3f} [{hi[0]:>7.3f}, {hi[1]:>7.3f}]"
         )
     return table
 

@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> dict:
             y, report = synthesize(x, a.epsilon, bounds=(0.0, 16.0), mechanism=mechanism)
         results[mechanism] = (y, report)
         print(
-            f"{mechanism:>8}: eps {report.epsilon}, depth {report.depth}, {report.visited_nodes} nodes, "
+            f"{mechanism:>8}: eps {report.epsilon}, depth {report.depth}, "
+            f"{report.visited_nodes} nodes, "
             f"W1 {w1(x, y):.3f}, {report.seconds:.2f} s"
         )
     uniform = rng.uniform(0, 16, size=(n, d))
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> dict:
     uz = rng.uniform(lo, hi, size=z.shape)
     hz = rng.permutation(len(z))
     print(
-        f"public-PCA 2-D view: adaptive W1 {w1(z, yz):.3f} (s = {report.details.get('s')}, depth {report.depth}), "
+        f"public-PCA 2-D view: adaptive W1 {w1(z, yz):.3f} (s = {report.details.get('s')}, "
+        f"depth {report.depth}), "
         f"uniform {w1(z, uz):.3f}, halves {w1(z[hz[: len(z) // 2]], z[hz[len(z) // 2 :]]):.3f}"
     )
     results["pca2"] = (yz, report)

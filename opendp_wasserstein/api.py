@@ -214,12 +214,15 @@ def synthesize(
         if mechanism == "structured":
             if given:
                 raise ValueError(
-                    f"option(s) {given} apply to the one-tree table mechanisms, not to mechanism='structured' "
-                    "(its options are structured=StructuredOptions(...)); pass mechanism='adaptive' for them"
+                    f"option(s) {given} apply to the one-tree table mechanisms, not to "
+                    "mechanism='structured' "
+                    "(its options are structured=StructuredOptions(...)); pass "
+                    "mechanism='adaptive' for them"
                 )
             if not public:
                 raise ValueError(
-                    "mechanism='structured' needs public_size=True; pass mechanism='adaptive' for a private size"
+                    "mechanism='structured' needs public_size=True; pass "
+                    "mechanism='adaptive' for a private size"
                 )
             if placement != "uniform":
                 raise ValueError(

@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--spec",
         required=True,
-        help='JSON {"columns": {name: {"kind": "numeric"} | {"kind": "categorical", "categories": [...]}}}',
+        help='JSON {"columns": {name: {"kind": "numeric"} | {"kind": "categorical", "categories": '
+        "[...]}}}",
     )
     p.add_argument("--output", required=True)
     p.add_argument("--epsilon", type=float, default=1.0, help="the whole release's epsilon")

@@ -113,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "input",
-        help="input CSV/TSV/Parquet with a header; with --bounds numeric columns, with --schema any",
+        help="input CSV/TSV/Parquet with a header; with --bounds numeric columns, with --schema "
+        "any",
     )
     syn.add_argument("-o", "--output", required=True, help="output CSV (written atomically)")
     syn.add_argument(
@@ -192,7 +193,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sel.add_argument(
         "data",
-        help="sensitive data CSV (header row, numeric columns; with --schema CSV/TSV/Parquet, any columns)",
+        help="sensitive data CSV (header row, numeric columns; with --schema CSV/TSV/Parquet, any "
+        "columns)",
     )
     sel.add_argument("candidates", help="public candidates file with the same columns")
     sel.add_argument("-m", type=int, required=True, help="the multiset size")
@@ -221,13 +223,15 @@ def _parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         required=True,
-        help="output file (CSV; with --schema CSV/TSV/Parquet): chosen candidates and multiplicities",
+        help="output file (CSV; with --schema CSV/TSV/Parquet): chosen candidates and "
+        "multiplicities",
     )
     sel.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     sel.add_argument(
         "--private-size",
         action="store_true",
-        help="treat the number of rows as private (not with tree-em): epsilon is then per added/removed record",
+        help="treat the number of rows as private (not with tree-em): epsilon is then per "
+        "added/removed record",
     )
     sel.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
     sel.add_argument("--quiet", action="store_true", help="print nothing and show no progress")
@@ -329,11 +333,13 @@ def _main(argv: Sequence[str] | None) -> int:
                     raise CliError("--delta must be in (0, 1)")
                 if args.scheduler or args.private_size:
                     raise CliError(
-                        "--delta needs a public row count; it is not supported with --scheduler or --private-size"
+                        "--delta needs a public row count; it is not supported with "
+                        "--scheduler or --private-size"
                     )
                 if args.mechanism in ("structured", "privtree"):
                     raise CliError(
-                        f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
+                        f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, "
+                        "or use "
                         "--mechanism adaptive, pruned or pmm"
                     )
                 if args.schema:

@@ -86,7 +86,8 @@ def read_numeric_csv(
             raise CliError(f"column {col!r} of {name} file {path!r} is not numeric") from None
         if sensitive and np.isnan(out[:, j]).any():
             raise CliError(
-                f"column {col!r} of {name} file {path!r} has missing or NaN values (impute first, or use --schema)"
+                f"column {col!r} of {name} file {path!r} has missing or NaN values (impute "
+                "first, or use --schema)"
             )
         if not sensitive and not np.all(np.isfinite(out[:, j])):
             raise CliError(
@@ -130,13 +131,16 @@ def read_bounds(
     unbounded = [c for c in columns if c not in spec]
     if unbounded and subset:
         raise CliError(
-            f"bounds file has no [lower, upper] for column(s) {unbounded} (bounds are public and never inferred from the data)"
+            f"bounds file has no [lower, upper] for column(s) {unbounded} (bounds are public "
+            "and never inferred from the data)"
         )
     if unbounded:
         known = [c for c in columns if c in spec]
         raise CliError(
-            f"the bounds file has no [lower, upper] for {len(unbounded)} of the input's {len(columns)} "
-            "header field(s) (a file without a header row?); bounds are public and never inferred from "
+            f"the bounds file has no [lower, upper] for {len(unbounded)} of the input's "
+            f"{len(columns)} "
+            "header field(s) (a file without a header row?); bounds are public and never "
+            "inferred from "
             + (
                 f"the data: add them, or pass --columns {','.join(known)}"
                 if known
@@ -146,7 +150,8 @@ def read_bounds(
     absent = [c for c in spec if c not in columns]
     if absent and not subset:
         raise CliError(
-            f"bounds file column(s) {absent} are not in the input's header; pass --columns to release a subset"
+            f"bounds file column(s) {absent} are not in the input's header; pass --columns "
+            "to release a subset"
         )
     lower, upper = [], []
     for c in columns:

@@ -77,7 +77,8 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         print(f"certified epsilon (measurement map, {unit_name}): {pair}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(
-            f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes"
+            f"mechanism {report.mechanism}: depth {report.depth}{extra}, "
+            f"{report.visited_nodes} noisy nodes"
         )
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
         print(f"wrote {report.size} synthetic rows to {args.output}")
@@ -97,7 +98,10 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         unmatched = sum(h not in c_header for h in header)
         lacking = [h for h in c_header if h not in header]
         if unmatched:
-            how = f"{unmatched} of its {len(header)} header field(s) are not among them (a file without a header row?)"
+            how = (
+                f"{unmatched} of its {len(header)} header field(s) are not among them (a file "
+                "without a header row?)"
+            )
         elif lacking:
             how = f"it lacks {lacking}"
         else:
@@ -136,7 +140,8 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     if not (args.quiet or args.json):
         print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
         print(
-            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates"
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} "
+            "candidates"
         )
         print(f"wrote {args.output}")
     return summary

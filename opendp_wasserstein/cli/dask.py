@@ -52,7 +52,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--parts",
         type=int,
         default=None,
-        help="with --scheduler: output parts (default: one per input block; with --private-size a public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))",
+        help="with --scheduler: output parts (default: one per input block; with --private-size a "
+        "public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))",
     )
     parser.add_argument(
         "--memory-limit",
@@ -100,7 +101,8 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         )
     if getattr(args, "split_order", None):
         raise CliError(
-            "--split-order applies to in-memory releases; with --scheduler the hierarchy splits the (numeric) columns cyclically"
+            "--split-order applies to in-memory releases; with --scheduler the hierarchy "
+            "splits the (numeric) columns cyclically"
         )
     if args.bounds is None:
         raise CliError(
@@ -158,7 +160,8 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
         print(f"certified epsilon (measurement map, {unit_name}): {report.epsilon}")
         extra = f", model dimension s = {report.details['s']}" if "s" in report.details else ""
         print(
-            f"mechanism {report.mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes"
+            f"mechanism {report.mechanism}: depth {report.depth}{extra}, "
+            f"{report.visited_nodes} noisy nodes"
         )
         print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
     return summary
@@ -178,7 +181,8 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         ) from None
     if not set(c_header) <= set(header):  # the candidates are public: their names are named
         raise CliError(
-            f"candidates column(s) {[c for c in c_header if c not in header]} are not columns of the data {args.data!r}"
+            f"candidates column(s) {[c for c in c_header if c not in header]} are not "
+            f"columns of the data {args.data!r}"
         )
 
     tree_em_features(args)
@@ -212,7 +216,8 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     if not (args.quiet or args.json):
         print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
         print(
-            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates"
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} "
+            "candidates"
         )
         print(f"wrote {args.output}")
     return summary

@@ -79,7 +79,8 @@ def run_demo(
         print(f"certified epsilon (meas.map, one replacement): {report.epsilon}")
         extra = f" (model dimension s = {report.details['s']})" if "s" in report.details else ""
         print(
-            f"{mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes visited, {report.size} synthetic points"
+            f"{mechanism}: depth {report.depth}{extra}, {report.visited_nodes} noisy nodes "
+            f"visited, {report.size} synthetic points"
         )
         print(f"W1 (l_inf) to the original: {w1_value:.5f}  ({w1_note})")
         print(f"release time: {report.seconds:.3f} s")

@@ -66,23 +66,29 @@ def register(sub: Any) -> None:
         "--max-categories",
         type=int,
         default=50,
-        help="a text column with more distinct values (an identifier?) is drafted with its categories "
-        "left null, to fill in with a public list (default 50); no column is ever left out for its values",
+        help="a text column with more distinct values (an identifier?) is drafted with its "
+        "categories "
+        "left null, to fill in with a public list (default 50); no column is ever left out "
+        "for its values",
     )
     sc.add_argument(
         "--estimate-bounds",
         type=float,
         default=None,
         metavar="EPS",
-        help="find numeric and datetime bounds with OpenDP's private quantile at this total epsilon "
-        "(recorded in the schema and added to the epsilon of any release that uses it; a DP count of "
-        "each column's values, bought with a tenth of its share, says whether the estimate is reliable)",
+        help="find numeric and datetime bounds with OpenDP's private quantile at this total "
+        "epsilon "
+        "(recorded in the schema and added to the epsilon of any release that uses it; a DP "
+        "count of "
+        "each column's values, bought with a tenth of its share, says whether the estimate "
+        "is reliable)",
     )
     sc.add_argument(
         "--nullable",
         default=None,
         metavar="COLUMNS",
-        help="comma-separated columns to declare nullable (a public choice); with --estimate-bounds no "
+        help="comma-separated columns to declare nullable (a public choice); with "
+        "--estimate-bounds no "
         "other column is nullable, without it also those that hold missing values",
     )
     sc.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
@@ -114,7 +120,8 @@ def add_synth_options(syn: Any, source: Any = None) -> None:
         "--marginal-share",
         type=float,
         default=None,
-        help="structured: the share of epsilon for the DP first look at every column (default 0.4); "
+        help="structured: the share of epsilon for the DP first look at every column (default "
+        "0.4); "
         "a larger share gives better 1-way marginals, a smaller one more joint structure",
     )
     syn.add_argument(
@@ -192,8 +199,10 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
     numeric_names = _numeric_looking(list(table.column_names))
     if numeric_names:  # counted, never quoted: without a header row they are a record's values
         raise _fail(
-            f"{numeric_names} of the {table.num_columns} header field(s) of {args.input!r} read as numbers: "
-            "is the header row missing? The schema names its columns after the header (rename such columns)"
+            f"{numeric_names} of the {table.num_columns} header field(s) of {args.input!r} "
+            "read as numbers: "
+            "is the header row missing? The schema names its columns after the header "
+            "(rename such columns)"
         )
     absent = [c for c in nullable if c not in table.column_names]
     if absent:
@@ -234,7 +243,8 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
             print(f"column {name!r} left to fill in (null): {why}", file=sys.stderr)
         for name, why in report.unreliable.items():
             print(
-                f"WARNING: the bounds of column {name!r} are unreliable (need n x epsilon per quantile >= "
+                f"WARNING: the bounds of column {name!r} are unreliable (need n x epsilon "
+                "per quantile >= "
                 f"{RELIABLE_N_EPSILON}): {why}",
                 file=sys.stderr,
             )
@@ -242,19 +252,23 @@ def run_schema(args: argparse.Namespace) -> dict[str, Any]:
             print(
                 f"NOT PRIVATE: the bounds/categories of {derived} were read off the data "
                 + (
-                    "(with --estimate-bounds on a text file: their types, inferred from the values) "
+                    "(with --estimate-bounds on a text file: their types, inferred from the "
+                    "values) "
                     if eps is not None and inferred
                     else ""
                 )
-                + "(marked derived_from_data). Replace them with public knowledge and delete the marks, "
+                + "(marked derived_from_data). Replace them with public knowledge and delete "
+                "the marks, "
                 f"or pass {DERIVED_FLAG} to synth"
                 + ("" if eps is not None else ", or draft again with --estimate-bounds EPS"),
                 file=sys.stderr,
             )
         if eps is not None:
             print(
-                f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced record), recorded in the schema; "
-                "no column is nullable unless --nullable names it (a missing value elsewhere is imputed)",
+                f"bounds estimated privately: epsilon {report.epsilon_spent} (per replaced "
+                "record), recorded in the schema; "
+                "no column is nullable unless --nullable names it (a missing value elsewhere "
+                "is imputed)",
                 file=sys.stderr,
             )
         if args.output:
@@ -287,7 +301,8 @@ def _release_columns(
         else ""
     )
     raise _fail(
-        f"the header of the {what} file {path!r} does not match the schema: {'; '.join(why)}; {expected}{hint}"
+        f"the header of the {what} file {path!r} does not match the schema: "
+        f"{'; '.join(why)}; {expected}{hint}"
     )
 
 
@@ -303,8 +318,10 @@ def _refuse_missing(table: Any, names: list[str], path: str) -> None:
         nan = pa.types.is_floating(col.type) and bool(pc.any(pc.is_nan(col)).as_py())
         if col.null_count or nan:
             raise _fail(
-                f"column {name!r} of input file {path!r} has missing or NaN values: with --bounds the "
-                "columns are numbers (impute first, or use --schema, which imputes them or declares "
+                f"column {name!r} of input file {path!r} has missing or NaN values: with "
+                "--bounds the "
+                "columns are numbers (impute first, or use --schema, which imputes them or "
+                "declares "
                 "the column nullable)"
             )
 
@@ -346,7 +363,8 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     if mechanism == "structured":
         if given:
             raise _fail(
-                f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, pruned, "
+                f"{', '.join(given)} apply to the one-tree mechanisms (--mechanism adaptive, "
+                "pruned, "
                 "pmm, privtree), not to --mechanism structured"
             )
 
@@ -402,7 +420,8 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
     }
     if not (args.quiet or args.json):
         extra = (
-            f" (release {report.details['epsilon_release']} + schema bounds {report.details['epsilon_schema']})"
+            f" (release {report.details['epsilon_release']} + schema bounds "
+            f"{report.details['epsilon_schema']})"
             if report.details["epsilon_schema"]
             else ""
         )
@@ -416,23 +435,27 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         print(f"certified epsilon ({unit_name}): {pair}{extra}")
         if derived:
             print(
-                f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them",
+                f"WARNING: bounds/categories of {derived} were read off the data; this "
+                "release is not private with respect to them",
                 file=sys.stderr,
             )
         print(
-            f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} noisy nodes, "
+            f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} "
+            "noisy nodes, "
             f"split order {report.details['split_order']}"
         )
         print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
         if report.details.get("quality") is not None:
             print(
-                f"quality (no privacy cost): the joint release's 1-way marginals are {report.details['quality']:.3f} "
+                "quality (no privacy cost): the joint release's 1-way marginals are "
+                f"{report.details['quality']:.3f} "
                 "TVD from the DP marginals, mean over columns (0 is best; "
                 f"worst: {', '.join(report.details['quality_worst'])})"
             )
         elif report.mechanism == "structured":
             print(
-                "quality: columns released independently from their DP marginals (n * epsilon too small for joint structure)"
+                "quality: columns released independently from their DP marginals (n * "
+                "epsilon too small for joint structure)"
             )
         if report.details.get("quality_poor"):
             print(f"WARNING: {report.details['quality_warning']}", file=sys.stderr)
@@ -460,12 +483,14 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     absent = [c for c in names if c not in cand.column_names]
     if absent:
         raise _fail(
-            f"column(s) {absent} of the data are not in the candidates file; its columns are {cand.column_names}"
+            f"column(s) {absent} of the data are not in the candidates file; its columns are "
+            f"{cand.column_names}"
         )
     extra = [c for c in cand.column_names if c not in names]
     if extra and not columns:
         raise _fail(
-            f"the candidates file has column(s) {extra} that the data has not (use --columns to pick a subset)"
+            f"the candidates file has column(s) {extra} that the data has not (use --columns "
+            "to pick a subset)"
         )
     cand_order = [c for c in cand.column_names if c in names]
     cand = cand.select(cand_order)
@@ -511,11 +536,13 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
         print(f"certified epsilon ({unit(args.private_size)}): {report.epsilon}")
         if derived:
             print(
-                f"WARNING: bounds/categories of {derived} were read off the data; this release is not private with respect to them",
+                f"WARNING: bounds/categories of {derived} were read off the data; this "
+                "release is not private with respect to them",
                 file=sys.stderr,
             )
         print(
-            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} candidates (table metric)"
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} "
+            "candidates (table metric)"
         )
         print(f"wrote {args.output}")
     return summary

@@ -70,7 +70,8 @@ def check_metric(input_metric: Metric, size: int | None) -> str:
             raise ValueError("input_metric change_one_distance needs a sized input_domain (size=n)")
         return "change_one"
     raise ValueError(
-        f"input_metric must be dp.symmetric_distance() or dp.change_one_distance(), got {input_metric}"
+        "input_metric must be dp.symmetric_distance() or dp.change_one_distance(), got "
+        f"{input_metric}"
     )
 
 

@@ -74,7 +74,8 @@ def synthesize_on_dask(
     )
     if mechanism == "privtree":
         raise ValueError(
-            "mechanism='privtree' has no Dask plan: use synthesize in memory, or adaptive/pruned/pmm"
+            "mechanism='privtree' has no Dask plan: use synthesize in memory, or "
+            "adaptive/pruned/pmm"
         )
     n, d = source_shape(source, columns, count=opts.public_size)
     meas, _ = synthesis_measurement(opts, d=d, n=n, box=as_bounds(bounds, d))

@@ -85,7 +85,8 @@ def adaptive_setup(
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     if zcdp and selection != "exponential":
         raise ValueError(
-            "selection must be 'exponential' in zCDP: permute-and-flip is certified in pure DP only "
+            "selection must be 'exponential' in zCDP: permute-and-flip is certified in pure "
+            "DP only "
             "(converted, it costs four times the exponential mechanism's eps^2/8)"
         )
     order = check_split_order(split_order, d)

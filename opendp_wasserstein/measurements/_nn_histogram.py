@@ -190,7 +190,8 @@ def make_nn_histogram(
         scale = _noise_scale(lambda s: chain >> dp.m.then_gaussian(scale=s), d_in, eps, start)
         if scale > SCALE_MAX:
             raise ScaleLimitError(
-                "epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 (epsilon is rho in zCDP)"
+                "epsilon is too small: the Gaussian scale sqrt(2/epsilon) would pass 2^52 "
+                "(epsilon is rho in zCDP)"
             )
         m_noise = dp.m.make_gaussian(chain.output_domain, chain.output_metric, scale=scale)
     m_rest = m_noise >> make_largest_remainder(m)

@@ -60,7 +60,8 @@ def privtree_parameters(epsilon_tree: float, epsilon_counts: float) -> tuple[flo
         )
     if sigma_c > SCALE_MAX:
         raise ValueError(
-            "epsilon_counts is too small: the leaf-count noise scale 1/epsilon_counts would pass 2^52"
+            "epsilon_counts is too small: the leaf-count noise scale 1/epsilon_counts would "
+            "pass 2^52"
         )
     return lam, math.ceil(lam * math.log(2.0) * (1 + 1e-12)), sigma_c
 

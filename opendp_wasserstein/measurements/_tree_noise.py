@@ -180,7 +180,8 @@ def check_output_size(
         raise ValueError("output_size applies only when the input domain has no public size")
     if not root_inf:
         raise ValueError(
-            "output_size replaces the noisy root count: set sigma_0 = inf so the root is not charged"
+            "output_size replaces the noisy root count: set sigma_0 = inf so the root is not "
+            "charged"
         )
     return int(output_size)
 
@@ -201,7 +202,8 @@ def _check_counts(counts: Any, dom: DyadicCountsDomain) -> CountTree:
         or counts.d != dom.num_columns
     ):
         raise TypeError(
-            f"data must be the CountTree of the input domain (depth {dom.depth}, {dom.num_columns} columns), "
+            f"data must be the CountTree of the input domain (depth {dom.depth}, "
+            f"{dom.num_columns} columns), "
             "as released by make_dyadic_counts"
         )
     if dom.size is not None and counts.n != dom.size:
@@ -218,7 +220,8 @@ def full_tree_function(
     check_memory(
         2.0 ** (dom.depth + 1) * 8 * (dom.num_columns + 5) * 2,
         f"the full tree at depth {dom.depth} ({2 ** (dom.depth + 1) - 1:,} nodes)",
-        f"use make_pruned_tree_{distribution}, which only noises nodes with positive mass, or a smaller depth",
+        f"use make_pruned_tree_{distribution}, which only noises nodes with positive mass, "
+        "or a smaller depth",
     )
 
     def function(counts: CountTree) -> NoisyTree:

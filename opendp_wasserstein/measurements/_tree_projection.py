@@ -200,7 +200,8 @@ def make_tree_projection(
         scales = tree_level_scales_zcdp(the_tree, eps, sized=n is not None)
     if max(scales) > SCALE_MAX:
         raise ScaleLimitError(
-            "epsilon is too small: the tree projection's noise scales would pass 2^52 (exact integer noise)"
+            "epsilon is too small: the tree projection's noise scales would pass 2^52 (exact "
+            "integer noise)"
         )
     if noise == "laplace":
         t_counts = make_tree_counts(t_near.output_domain, t_near.output_metric, the_tree, scales)

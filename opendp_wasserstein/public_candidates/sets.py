@@ -101,7 +101,8 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
         raise ValueError(f"{name} must be finite (no NaN or infinite entries)")
     if np.abs(arr).max() > CANDIDATE_MAX:
         raise ValueError(
-            f"{name} must have entries of magnitude <= {CANDIDATE_MAX:g} (distances must not overflow)"
+            f"{name} must have entries of magnitude <= {CANDIDATE_MAX:g} (distances must not "
+            "overflow)"
         )
     if arr.shape[0] > 1:
         order = np.lexsort(arr.T[::-1])
@@ -115,7 +116,8 @@ def check_candidates(candidates: Any, name: str = "candidates") -> np.ndarray:
         nearest_gap = cKDTree(arr).query(arr, k=2, p=np.inf)[0][:, 1]
         if nearest_gap.min() < CANDIDATE_MIN_GAP * max(1.0, float(np.abs(arr).max())):
             raise ValueError(
-                f"{name} must not hold rows closer than {CANDIDATE_MIN_GAP:g} (relative) to each other"
+                f"{name} must not hold rows closer than {CANDIDATE_MIN_GAP:g} (relative) to "
+                "each other"
             )
     arr = np.ascontiguousarray(arr)
     arr.setflags(write=False)
@@ -126,7 +128,8 @@ def check_candidate_dims(candidates: np.ndarray, d: int, name: str = "candidates
     """The candidates must have the data's ``d`` columns."""
     if candidates.shape[1] != d:
         raise ValueError(
-            f"{name} must have {d} columns (the input_domain's num_columns), got {candidates.shape[1]}"
+            f"{name} must have {d} columns (the input_domain's num_columns), got "
+            f"{candidates.shape[1]}"
         )
 
 

@@ -55,7 +55,8 @@ def as_data(x: Any, name: str = "X", public_size: bool = True) -> np.ndarray:
     arr = arr.astype(np.float64, copy=True)
     if np.isnan(arr).any():
         raise ValueError(
-            f"{name} must not contain NaN: the input domain is NaN-free arrays (array2_domain(nan=False)); "
+            f"{name} must not contain NaN: the input domain is NaN-free arrays "
+            "(array2_domain(nan=False)); "
             "impute first, or release with a schema, which handles missing values"
         )
     return arr

@@ -69,7 +69,8 @@ def _too_small(e: ScaleLimitError, mechanism: str) -> Exception:
     if str(e).startswith("epsilon_size"):
         return e
     return ValueError(
-        f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 (exact integer noise)"
+        f"epsilon is too small for mechanism={mechanism!r}: its noise scales would pass 2^52 "
+        "(exact integer noise)"
     )
 
 

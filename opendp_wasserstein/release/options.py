@@ -80,7 +80,8 @@ def as_bounds(bounds: Any, d: int) -> Box:
     per column as a mapping ``{column index: (low, high)}`` covering every column."""
     if bounds is None:
         raise ValueError(
-            "bounds are required: give the public (lower, upper) box; they must not be inferred from the data"
+            "bounds are required: give the public (lower, upper) box; they must not be "
+            "inferred from the data"
         )
     if isinstance(bounds, dict) and set(bounds) != {"lower", "upper"}:
         if set(bounds) != set(range(d)):
@@ -148,7 +149,8 @@ class SynthesisOptions:
             object.__setattr__(self, "delta", check_delta(self.delta))
             if not public:
                 raise ValueError(
-                    "delta needs public_size=True (the zCDP variants are calibrated to a public size)"
+                    "delta needs public_size=True (the zCDP variants are calibrated to a "
+                    "public size)"
                 )
         mechanism = self.mechanism
         if mechanism not in MECHANISMS:
@@ -187,7 +189,8 @@ class SynthesisOptions:
             )
         if self.epsilon_size is not None and mechanism == "privtree":
             raise ValueError(
-                "epsilon_size does not apply to mechanism='privtree' (it needs no count of the rows)"
+                "epsilon_size does not apply to mechanism='privtree' (it needs no count of "
+                "the rows)"
             )
         if self.epsilon_size is not None:
             check_epsilon(self.epsilon_size, "epsilon_size")

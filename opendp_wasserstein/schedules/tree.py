@@ -37,7 +37,8 @@ def charged_level_weights(tree: Tree, sized: bool) -> tuple[int, list[int], np.n
     of zero weight raised to ``10^-6 max W``."""
     if not isinstance(tree, Tree):
         raise TypeError(
-            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}"
+            "tree must be an opendp_wasserstein.public_candidates.trees.Tree, got "
+            f"{type(tree).__name__}"
         )
     h = tree.height
     charged = list(range(0 if not sized else 1, h + 1))

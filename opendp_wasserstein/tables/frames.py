@@ -132,7 +132,8 @@ def column_names(data: Any, schema: Schema | None = None) -> tuple[str, ...]:
         raise SchemaError("a numpy table needs a schema to name its columns")
     if data.shape[1] != len(schema):
         raise SchemaError(
-            f"the numpy table has {data.shape[1]} columns but the schema lists {len(schema)}: {list(schema.names)}"
+            f"the numpy table has {data.shape[1]} columns but the schema lists "
+            f"{len(schema)}: {list(schema.names)}"
         )
     return schema.names
 
@@ -238,7 +239,8 @@ def _check_numpy_dtype(dtype: np.dtype, name: str, spec: ColumnSpec) -> None:
         )
     if spec.nullable and kind in "iubUS":
         raise SchemaError(
-            f"column {name!r} is nullable but a numpy array of dtype {dtype} cannot hold missing values; use a float or object array"
+            f"column {name!r} is nullable but a numpy array of dtype {dtype} cannot hold "
+            "missing values; use a float or object array"
         )
 
 

@@ -93,7 +93,8 @@ def output_format(path: str, what: str = "output") -> str:
     if ext not in OUTPUT_EXTENSIONS:
         allowed = ", ".join(OUTPUT_EXTENSIONS)
         raise TableFileError(
-            f"{what} {str(path)!r}: {'extension ' + repr(ext) if ext else 'no extension'} is not a table "
+            f"{what} {str(path)!r}: {'extension ' + repr(ext) if ext else 'no extension'} is "
+            "not a table "
             f"format this package writes; use one of {allowed}"
         )
     return OUTPUT_EXTENSIONS[ext]
@@ -124,7 +125,8 @@ def check_not_an_input(output: str, inputs: Mapping[str, str | None], what: str 
             )
         if os.path.isdir(path) and os.path.commonpath([out_real, in_real]) == in_real:
             raise TableFileError(
-                f"{what} {str(output)!r} is inside the {desc} directory {str(path)!r}: the next read of "
+                f"{what} {str(output)!r} is inside the {desc} directory {str(path)!r}: the "
+                "next read of "
                 f"that directory would take the output for data; choose a directory outside it"
             )
 
@@ -294,7 +296,8 @@ def read_file(
             else "it is not a well-formed delimited file"
         )
         raise TableFileError(
-            f"cannot read file {path!r}: {kind} (delimiter {delim!r}; force another with --delimiter)"
+            f"cannot read file {path!r}: {kind} (delimiter {delim!r}; force another with "
+            "--delimiter)"
         ) from None
     except UnicodeDecodeError:
         raise TableFileError(f"cannot read file {path!r}: not UTF-8 text") from None

@@ -407,9 +407,12 @@ def make_structured_synthesis(
 def quality_warning(mean: float, worst: Sequence[str]) -> str:
     """The warning of a poor quality figure, naming the options to change."""
     return (
-        f"the joint release kept the columns' distributions poorly (mean TVD {mean:.2f} to the DP marginals, "
-        f"worst: {', '.join(worst)}): the calibration restores the 1-way marginals, but the joint structure is "
-        "weak. Raise epsilon, release fewer columns (columns=... / --columns), or lower the first look's share "
+        f"the joint release kept the columns' distributions poorly (mean TVD {mean:.2f} to "
+        "the DP marginals, "
+        f"worst: {', '.join(worst)}): the calibration restores the 1-way marginals, but the "
+        "joint structure is "
+        "weak. Raise epsilon, release fewer columns (columns=... / --columns), or lower the "
+        "first look's share "
         "(StructuredOptions(marginal_share=...) / --marginal-share)"
     )
 

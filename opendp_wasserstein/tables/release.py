@@ -47,7 +47,8 @@ def check_derived(
     if derived and not accept:
         raise ValueError(
             f"schema: the bounds or categories of column(s) {derived} were read off the data "
-            "(derived_from_data: true) and are not private: replace them with public values and delete "
+            "(derived_from_data: true) and are not private: replace them with public values "
+            "and delete "
             f"the marks, or pass {flag} (the release is then not private with respect to them)"
         )
     return derived
@@ -72,7 +73,8 @@ def _check_public_candidates(cols: dict[str, Any], schema: Schema) -> None:
             if bad.any():
                 rows = np.flatnonzero(bad)[:5].tolist()
                 raise ValueError(
-                    f"candidates: column {name!r} has NaN or infinite values (rows {rows}); candidates must be finite"
+                    f"candidates: column {name!r} has NaN or infinite values (rows {rows}); "
+                    "candidates must be finite"
                 )
 
 
@@ -175,7 +177,8 @@ def _structured(
         "epsilon_schema": schema.epsilon_spent,
         "axes": [f"{a.column}:{a.role}" for a in enc.axes],
         "split_order": (
-            f"gower family (order {details.get('order_index', 0)} of {details.get('num_orders', 1)})"
+            f"gower family (order {details.get('order_index', 0)} of "
+            f"{details.get('num_orders', 1)})"
             if details.get("joint_kind") == "tree"
             else "tree of 2-way marginals"
             if details.get("joint_kind") == "pairs"
@@ -243,7 +246,8 @@ def select_table_candidates(
     absent = [c for c in names if c not in cand_names]
     if absent:
         raise ValueError(
-            f"candidates: column(s) {absent} of the data are not in the candidate table; its columns are {list(cand_names)}"
+            f"candidates: column(s) {absent} of the data are not in the candidate table; its "
+            f"columns are {list(cand_names)}"
         )
     extra = [c for c in cand_names if c not in names]
     if extra and columns is None:

@@ -441,7 +441,8 @@ class Schema:
                 spec, (FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn, BoolColumn)
             ):
                 raise SchemaError(
-                    f"column {name!r}: spec must be a FloatColumn, IntColumn, DatetimeColumn, CategoricalColumn or BoolColumn"
+                    f"column {name!r}: spec must be a FloatColumn, IntColumn, "
+                    "DatetimeColumn, CategoricalColumn or BoolColumn"
                 )
             if isinstance(spec, FloatColumn):
                 spec.validate(name)
@@ -545,7 +546,8 @@ class Schema:
         unknown = [n for n in names if n not in self._names]
         if unknown:
             raise SchemaError(
-                f"{what} column(s) {unknown} are not in the schema; its columns are {list(self._names)}"
+                f"{what} column(s) {unknown} are not in the schema; its columns are "
+                f"{list(self._names)}"
             )
 
     def data_derived_columns(self) -> list[str]:

@@ -44,7 +44,8 @@ def check_index_domain(
     ):
         raise ValueError(
             f"{name} must be a vector domain of candidate indices, "
-            f"dp.vector_domain(dp.atom_domain(bounds=(0, k - 1), T='i64'), size=n or None), got {input_domain}"
+            "dp.vector_domain(dp.atom_domain(bounds=(0, k - 1), T='i64'), size=n or None), "
+            f"got {input_domain}"
         )
     bounds = input_domain.element_domain.bounds
     if bounds is None or int(bounds[0]) != 0:

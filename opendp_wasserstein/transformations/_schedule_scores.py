@@ -139,17 +139,20 @@ def check_schedule_candidates(
             raise ValueError("candidates: each schedule must have depth + 1 finite positive scales")
         if max(c.scales[1:]) > SCALE_MAX:
             raise ScaleLimitError(
-                "epsilon_main is too small: the standard candidates' level scales would pass 2^52 (exact integer noise)"
+                "epsilon_main is too small: the standard candidates' level scales would pass "
+                "2^52 (exact integer noise)"
                 if default
                 else "candidates: level scales must be at most 2^52 (exact integer noise)"
             )
         if budget_of_(c.scales) > epsilon_main:
             raise ValueError(
-                f"candidates: a schedule spends {budget_of_(c.scales)} > epsilon_main = {epsilon_main}"
+                f"candidates: a schedule spends {budget_of_(c.scales)} > epsilon_main = "
+                f"{epsilon_main}"
             )
         if budget_of_(c.scales) < epsilon_main * (1 - 1e-9):
             raise ValueError(
-                f"candidates: a schedule spends {budget_of_(c.scales)}, not epsilon_main = {epsilon_main}"
+                f"candidates: a schedule spends {budget_of_(c.scales)}, not epsilon_main = "
+                f"{epsilon_main}"
                 " (every candidate must use the synthesis budget exactly)"
             )
     return cands
@@ -190,7 +193,8 @@ def score_table(
     J = int(resolution_levels)
     if J and (score != "capped" or J < L):
         raise ValueError(
-            "resolution_levels applies to the capped score only and must be at least the deepest depth"
+            "resolution_levels applies to the capped score only and must be at least the "
+            "deepest depth"
         )
     k = len(candidates)
     weights = np.zeros((k, L + J))
@@ -201,7 +205,8 @@ def score_table(
         diam = np.asarray(diameters, dtype=np.float64)
         if diam.shape != (top_level + 1,) or not np.all(np.isfinite(diam)) or diam.min() < 0:
             raise ValueError(
-                f"diameters must be {top_level + 1} finite non-negative numbers (levels 0 .. {top_level})"
+                f"diameters must be {top_level + 1} finite non-negative numbers (levels 0 .. "
+                f"{top_level})"
             )
     else:
         diam = 2.0 ** (-np.arange(top_level + 1) / d)

@@ -62,7 +62,8 @@ def tree_counts_domain(tree: Tree, size: int | None) -> Domain:
     """The domain of :class:`TreeCounts` on ``tree`` (identified by the tree's digest)."""
     if not isinstance(tree, Tree):
         raise TypeError(
-            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}"
+            "tree must be an opendp_wasserstein.public_candidates.trees.Tree, got "
+            f"{type(tree).__name__}"
         )
     desc = TreeCountsDomain(tree, size)
 
@@ -180,7 +181,8 @@ def make_tree_counts(
     assert_features("contrib")
     if not isinstance(tree, Tree):
         raise TypeError(
-            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree, got {type(tree).__name__}"
+            "tree must be an opendp_wasserstein.public_candidates.trees.Tree, got "
+            f"{type(tree).__name__}"
         )
     k, n = check_index_domain(input_domain, tree.k)
     kind = check_metric(input_metric, n)

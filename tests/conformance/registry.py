@@ -360,7 +360,8 @@ def _pmm_audits(mech: str, mk: Callable[..., Any], pruned: bool) -> list[AuditCa
                 fast_runs=150,
                 exact_law=law,
                 outcome=quadrant_masses,
-                description=f"one point moved {name}; {'symmetric d_in=2' if sym else 'change-one d_in=1'}",
+                description=f"one point moved {name}; "
+                f"{'symmetric d_in=2' if sym else 'change-one d_in=1'}",
             )
         )
 
@@ -1420,7 +1421,8 @@ ENTRIES: tuple[Entry, ...] = (
         pipeline=_after_dyadic,
         output="other",
         scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0, 4.0, v])},
-        no_audit="its release (the noisy tree) is what make_pmm post-processes: audited through make_pmm",
+        no_audit="its release (the noisy tree) is what make_pmm post-processes: audited through "
+        "make_pmm",
     ),
     Entry(
         "make_pruned_tree_laplace",
@@ -1720,7 +1722,8 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         variants={"center": (N, {"placement": "center"}), "theta": (None, {"theta": 3})},
         tiny_epsilon=("epsilon_tree", {"epsilon_tree": 1e-60}),
-        no_audit="its structure's privacy ratio is enumerated exactly in tests/measurements/test_privtree.py",
+        no_audit="its structure's privacy ratio is enumerated exactly in "
+        "tests/measurements/test_privtree.py",
     ),
     Entry(
         "make_exponential_selection",
@@ -1825,7 +1828,8 @@ ENTRIES: tuple[Entry, ...] = (
         scale_overrides=lambda v: {
             "input_metric": weighted_l1_distance([1.0] * TREE3.height + [v])
         },
-        no_audit="make_tree_projection is this release post-processed: audited through make_tree_projection",
+        no_audit="make_tree_projection is this release post-processed: audited through "
+        "make_tree_projection",
     ),
     Entry(
         "make_tree_count_gaussian",

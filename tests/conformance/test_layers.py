@@ -158,7 +158,8 @@ def test_no_import_from_a_lower_layer_to_a_higher_one():
                 upward.append(f"{m} (line {ln}) imports the package root {t}")
             elif layer_of(t) > layer_of(m):
                 upward.append(
-                    f"{m} ({LAYERS[layer_of(m)][0]}, line {ln}) imports {t} ({LAYERS[layer_of(t)][0]})"
+                    f"{m} ({LAYERS[layer_of(m)][0]}, line {ln}) imports {t} "
+                    f"({LAYERS[layer_of(t)][0]})"
                 )
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(
         sorted(set(upward))

@@ -102,7 +102,8 @@ def test_every_parameter_is_validated_or_explained(e):
     assert set(e.unvalidated) <= params
     missing = params - validated - set(e.unvalidated)
     assert not missing, (
-        f"{e.name}: no malformed-input case for {sorted(missing)} (add a Reject or explain in unvalidated)"
+        f"{e.name}: no malformed-input case for {sorted(missing)} (add a Reject or explain "
+        "in unvalidated)"
     )
 
 

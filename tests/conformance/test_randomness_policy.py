@@ -121,7 +121,8 @@ def package_random_uses() -> dict[tuple[str, str], list[int]]:
 def test_scanner_finds_what_it_should(tmp_path):
     src = tmp_path / "m.py"
     src.write_text(
-        "import numpy as np\nimport numpy\nimport random\nfrom numpy.random import default_rng, PCG64\n"
+        "import numpy as np\nimport numpy\nimport random\nfrom numpy.random import "
+        "default_rng, PCG64\n"
         "from numpy import random as npr\nimport numpy.random as nr\n"
         "a = np.random.rand(3)\nb = numpy.random.laplace()\nc = npr.choice([1])\nd = nr.seed(0)\n"
         "e = np.random.Generator(np.random.PCG64(np.random.SeedSequence(1)))\nf = np.random\n"

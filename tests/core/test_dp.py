@@ -16,7 +16,8 @@ def test_every_name_is_the_preludes_own_object():
 def test_importing_the_package_loads_neither_the_prelude_nor_scikit_learn():
     code = (
         "import sys, opendp_wasserstein; "
-        "print(sorted(m for m in ('opendp.prelude', 'sklearn', 'opendp.extras.sklearn') if m in sys.modules))"
+        "print(sorted(m for m in ('opendp.prelude', 'sklearn', 'opendp.extras.sklearn') if m "
+        "in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True

@@ -81,7 +81,8 @@ _NEUTRAL = [
 #: memory manager and every RPC message, follow the scheduling, which is timing: which worker
 #: holds a chunk, which replicas are dropped; they are checked to quote no value of the data)
 _PLAN = re.compile(
-    r"^(Submit |Received new graph|Materialization done|Ordering done|Task state created|Stimulus task (finished|erred))"
+    r"^(Submit |Received new graph|Materialization done|Ordering done|Task state "
+    r"created|Stimulus task (finished|erred))"
 )
 
 #: records of the clock at any level: a stalled event loop (a loaded machine), not the data

@@ -236,7 +236,10 @@ def test_rst_extraction():
 
 
 def test_markdown_extraction():
-    text = "# T\n\n```bash\nls\n```\n\n```python\nimport os\nprint(os.sep)\n```\n\n  ```py\n  >>> 2\n  2\n  ```\n"
+    text = (
+        "# T\n\n```bash\nls\n```\n\n```python\nimport os\nprint(os.sep)\n```\n\n  ```py\n  >>> "
+        "2\n  2\n  ```\n"
+    )
     snippets = markdown_snippets(text)
     assert [(s.line, s.kind, s.source) for s in snippets] == [
         (8, "code", "import os\nprint(os.sep)"),

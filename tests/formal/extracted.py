@@ -100,7 +100,8 @@ class Maps:
     ) -> Fraction:
         par = ",".join(str(max(int(p), 0)) for p in parent)
         return self.ask(
-            f"tl2 {flag(sym)} {flag(sized)} {d} {par} {','.join(map(str, leaves))} {qs(depth_scales)}"
+            f"tl2 {flag(sym)} {flag(sized)} {d} {par} {','.join(map(str, leaves))} "
+            f"{qs(depth_scales)}"
         )
 
     def zcdp(self, d: Fraction | float) -> Fraction:
@@ -134,7 +135,8 @@ class Maps:
         cands: Sequence[Sequence[float]],
     ) -> Fraction:
         return self.ask(
-            f"adaptive {flag(sym)} {flag(sized)} {q(sens)} {q(beta)} {d} {';'.join(qs(c) for c in cands)}"
+            f"adaptive {flag(sym)} {flag(sized)} {q(sens)} {q(beta)} {d} "
+            f"{';'.join(qs(c) for c in cands)}"
         )
 
     def adaptive_zcdp_main(

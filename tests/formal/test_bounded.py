@@ -33,7 +33,8 @@ def dom(d, n):
 
 def report(name, claim, worst):
     print(
-        f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} ({worst / claim if claim else float('nan'):.3f} of the map)"
+        f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} "
+        f"({worst / claim if claim else float('nan'):.3f} of the map)"
     )
 
 

@@ -17,7 +17,8 @@ def test_every_record_matches_its_source():
     bad = staleness.stale(records)
     assert not bad, (
         f"the Python source covered by {bad} changed since its theorems were last checked: check "
-        "the theorems named in formal/staleness.json against the new code, then run `python formal/renew.py`"
+        "the theorems named in formal/staleness.json against the new code, then run `python "
+        "formal/renew.py`"
     )
 
 

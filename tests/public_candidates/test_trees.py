@@ -193,7 +193,8 @@ def test_distortion_is_measured_and_logarithmic(builder):
         assert r["min"] >= 1.0
         results.append(r["mean"])
         print(
-            f"{builder} k={k}: mean distortion {r['mean']:.2f} (median {r['median']:.2f}, max {r['max']:.1f})"
+            f"{builder} k={k}: mean distortion {r['mean']:.2f} (median {r['median']:.2f}, "
+            f"max {r['max']:.1f})"
         )
     # O(log k) in expectation: a generous constant
     assert all(1.0 <= mean <= 4 * math.log2(1000) for mean in results)

@@ -238,10 +238,12 @@ def resolve_tree(tree: Any, candidates: np.ndarray, metric: str) -> Tree:
         return frt_tree(candidates, metric, seed=as_random_source().derive(TREE_STREAM))
     if not isinstance(tree, Tree):
         raise TypeError(
-            f"tree must be an opendp_wasserstein.public_candidates.trees.Tree or None, got {type(tree).__name__}"
+            "tree must be an opendp_wasserstein.public_candidates.trees.Tree or None, got "
+            f"{type(tree).__name__}"
         )
     if tree.k != k:
         raise ValueError(
-            f"tree must have one leaf per candidate: {k} candidates but the tree has {tree.k} leaves"
+            f"tree must have one leaf per candidate: {k} candidates but the tree has "
+            f"{tree.k} leaves"
         )
     return tree

@@ -128,7 +128,10 @@ class Tree:
         return self.level_order[self.level_ptr[depth] : self.level_ptr[depth + 1]]
 
     def __repr__(self) -> str:
-        return f"Tree(nodes={self.num_nodes}, leaves={self.k}, height={self.height}, digest={self.digest})"
+        return (
+            f"Tree(nodes={self.num_nodes}, leaves={self.k}, height={self.height}, "
+            f"digest={self.digest})"
+        )
 
     def __eq__(self, other: object) -> bool:
         return (

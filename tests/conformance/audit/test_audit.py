@@ -256,7 +256,8 @@ def test_empirical_lower_bound_never_exceeds_certified_epsilon(case):
     assert rep.runs == case.fast_runs
     assert rep.epsilon_lower <= eps, (
         f"{case.label}: empirical lower bound {rep.epsilon_lower:.4f} > certified {eps} "
-        f"(event {rep.best.event!r} {rep.best.direction}: {rep.best.count_num} vs {rep.best.count_den} "
+        f"(event {rep.best.event!r} {rep.best.direction}: {rep.best.count_num} vs "
+        f"{rep.best.count_den} "
         f"of {rep.runs})"
     )
     exact = case.exact_epsilon()
