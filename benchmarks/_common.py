@@ -103,7 +103,8 @@ class PeerError(RuntimeError):
 def run_runner(
     cmd: list[str], timeout: float, max_message: int | None = None
 ) -> tuple[dict, float]:
-    """Run a peer's runner script (its own interpreter) and return ``(its JSON line, wall seconds)``.
+    """Run a peer's runner script (its own interpreter) and return
+    ``(its JSON line, wall seconds)``.
 
     The runner prints one JSON line last on stdout; a non-zero exit becomes a :class:`PeerError`
     carrying the last three lines of its stderr (cut to ``max_message`` characters if given)."""

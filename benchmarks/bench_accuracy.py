@@ -6,13 +6,13 @@ markdown tables of the README, every target row saying met/missed and by how muc
 the rates part, ``rates.csv``/``rates_slopes.csv``/``rates.png``.  Every part in one run:
 
 1. **Nine 2-D shapes** (``evaluation.SHAPES``, ``--n`` = 30000, eps = 1): W1 of ours in pure
-   eps-DP (``synthesize(mechanism=...)`` for pruned, adaptive, pmm and privtree) and in ``(eps, delta)``
-   (``synthesize(..., delta=--delta)``, the zCDP variants converted by OpenDP), and of
-   smartnoise MST and AIM at ``(eps, delta)`` (privtree has no ``(eps, delta)`` variant) (their own venv, ``benchmarks/.venv-peers``; 32 bins
-   per axis, as in ``bench_peers.py``).  "best" is the smallest of our mechanisms *per
-   shape, chosen after seeing the W1* (an oracle choice); the default mechanism (adaptive) is
-   counted too.  Target (issue 13): ours at ``(eps, delta)`` no worse than MST on >= 8 of 9
-   shapes, at >= 100x less time.
+   eps-DP (``synthesize(mechanism=...)`` for pruned, adaptive, pmm and privtree) and in
+   ``(eps, delta)`` (``synthesize(..., delta=--delta)``, the zCDP variants converted by OpenDP), and
+   of smartnoise MST and AIM at ``(eps, delta)`` (privtree has no ``(eps, delta)`` variant) (their
+   own venv, ``benchmarks/.venv-peers``; 32 bins per axis, as in ``bench_peers.py``).  "best" is the
+   smallest of our mechanisms *per shape, chosen after seeing the W1* (an oracle choice); the
+   default mechanism (adaptive) is counted too.  Target (issue 13): ours at ``(eps, delta)`` no
+   worse than MST on >= 8 of 9 shapes, at >= 100x less time.
 2. **Airports** (``vega_datasets.data.airports()``, 3376 US airports, shipped with the package:
    no download), longitude and latitude in the public box ``[-180, 180] x [-90, 90]`` (the whole
    globe, not read off the data), normalised to ``[0, 1]^2``.  Per release: the share of
@@ -398,7 +398,8 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
 
         bp_m, _, bp = best((pure,))
         ba_m, _, ba = best((appr,))
-        # a pure eps-DP release is also (eps, delta)-DP for every delta: the best of ours at (eps, delta)
+        # a pure eps-DP release is also (eps, delta)-DP for every delta: the best of ours at (eps,
+        # delta)
         bb_m, bb_p, bb = best((pure, appr))
         mst, aim = w("mst", appr), w("aim", appr)
         floor = w("adaptive", pure, "w1_err" if a.grid_bits else "w1_floor")
@@ -414,7 +415,8 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             ratios.append(bb / mst)
             n_pure_best += bp is not None and bp <= mst
             n_pure_adapt += w("adaptive", pure) is not None and w("adaptive", pure) <= mst
-            # the W1 and the time of one release: the best of ours among those >= 100x faster than MST
+            # the W1 and the time of one release: the best of ours among those >= 100x faster than
+            # MST
             t_mst = w("mst", appr, "seconds")
             fast = [
                 w(m, p)
@@ -468,7 +470,12 @@ def shapes_table(rows: list[dict], a: argparse.Namespace) -> list[str]:
             f"- time: MST / ours (best) {min(speed):.0f}x-{max(speed):.0f}x, median "
             f"{np.median(speed):.0f}x "
             "(target >= 100x: "
-            f"{'met' if min(speed) >= 100 else 'missed on ' + str(sum(s < 100 for s in speed)) + ' shape(s)'})."
+            + (
+                "met"
+                if min(speed) >= 100
+                else "missed on " + str(sum(s < 100 for s in speed)) + " shape(s)"
+            )
+            + ")."
         )
     if n_cmp:
         fast_ok = n_fast >= math.ceil(8 * n_cmp / 9)

@@ -128,8 +128,9 @@ def lut(d: int) -> np.ndarray:
 
 def physical_codes(x: np.ndarray, B: int, method: str) -> np.ndarray:
     """Morton codes (``(W, n)`` uint64) of rows ``x`` in ``[0, 1]^d`` at ``B`` bits per axis:
-    ``U = min(floor(x 2^B), 2^B - 1)`` (through int32, int64 when ``B > 31``), each coordinate's field of each word
-    spread by ``method`` (``"shift"``, ``"mul"`` or ``"lut"``) and OR-ed in, chunk by chunk."""
+    ``U = min(floor(x 2^B), 2^B - 1)`` (through int32, int64 when ``B > 31``), each coordinate's
+    field of each word spread by ``method`` (``"shift"``, ``"mul"`` or ``"lut"``) and OR-ed in,
+    chunk by chunk."""
     n, d = x.shape
     plan = floor_fields(B, d)
     out = np.empty((len(plan), n), dtype=np.uint64)

@@ -3,9 +3,10 @@
 For each scale, ``--n`` draws (default ``10^6``) of ``LapZ(scale)``:
 
 - **pooled**: :func:`~opendp_wasserstein.noise._fast_laplace.fast_discrete_laplace`, one stream of
-  ``os.urandom`` bytes shared by all draws (what :class:`~opendp_wasserstein.noise.node_noise.PooledNoise`
-  uses; not node-addressed);
-- **keyed d=3 / d=10**: :meth:`KeyedNodeNoise.laplace <opendp_wasserstein.noise.node_randomness.KeyedNodeNoise.laplace>`
+  ``os.urandom`` bytes shared by all draws (what
+  :class:`~opendp_wasserstein.noise.node_noise.PooledNoise` uses; not node-addressed);
+- **keyed d=3 / d=10**:
+  :meth:`KeyedNodeNoise.laplace <opendp_wasserstein.noise.node_randomness.KeyedNodeNoise.laplace>`
   on ``n`` distinct level-40 cells of dimension 3 or 10: the CBC-MAC of every node id
   (``ceil(d/2) + 1`` AES blocks) and the exact per-node-stream sampler.
 

@@ -1,4 +1,5 @@
-"""The partition step of the distributed PMM family: the package's task graph against Dask's P2P shuffle.
+"""The partition step of the distributed PMM family: the package's task graph against Dask's P2P
+shuffle.
 
 Step 3 of the plan (:mod:`opendp_wasserstein.distributed._pmm`) sends every row to the part that
 owns its level-``j0`` cell and builds each part's count tree.  Two ways to move the rows are

@@ -374,9 +374,9 @@ def main(argv: list[str] | None = None) -> None:
                             bins=a.bins,
                             runs=1,
                             privacy=f"eps={a.eps:g},delta={a.delta:.0e}",
-                            note="smartnoise-synth {smartnoise-synth}, opendp {opendp}, mbi {mbi}".format(
-                                **info["versions"]
-                            ),
+                            note=(
+                                "smartnoise-synth {smartnoise-synth}, opendp {opendp}, mbi {mbi}"
+                            ).format(**info["versions"]),
                         )
             except PeerError as e:
                 row.update(status="failed", note=str(e))

@@ -1,4 +1,5 @@
-"""Post-processing of Pruned-PMM's noisy counts: the paper's split vs least squares, with suppression.
+"""Post-processing of Pruned-PMM's noisy counts: the paper's split vs least squares, with
+suppression.
 
 Every configuration post-processes the *same* noisy counts of a release (same privacy cost,
 same map): ``synthesize(..., consistency=, threshold=)`` under ``runtime.reproducible(seed)``,

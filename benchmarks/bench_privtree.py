@@ -1,4 +1,5 @@
-"""PrivTree (local adaptivity) against Adaptive Pruned-PMM (one depth for the whole space), same budget.
+"""PrivTree (local adaptivity) against Adaptive Pruned-PMM (one depth for the whole space), same
+budget.
 
 ``python benchmarks/bench_privtree.py [--quick] [--out out/privtree] [--runs 3]``
 

@@ -1,14 +1,16 @@
-"""How close does the adaptive selection come to the best candidate?  The paper's score vs the capped score.
+"""How close does the adaptive selection come to the best candidate?  The paper's score vs the
+capped score.
 
 ``python benchmarks/bench_selection.py [--quick] [--out out/selection] [--n 30000] [--runs 2]``
 
-For each data set: every default candidate (``standard_candidates(..., include_optimal_depths=True)``
-at ``synthesize``'s public-size split, eps = 1: ``epsilon_select = 0.2``, ``epsilon_main = 0.8``)
-is released with Pruned-PMM (least squares, as ``synthesize``), ``--runs`` seeded releases each,
-and scored by W1 (l_inf; in 2-D on all points, ``evaluation.w1_grid`` on a 256^2 grid; otherwise
-``evaluation.w1`` on 2000-point subsamples, the same data subsample for every candidate).  Then the exact law of the selection (the exponential mechanism's softmax,
-``P(a) ~ exp(-eps_select B_a / (2 Delta))``) is computed from each score on the data, and the
-expected W1 of the release that selection gives is ``sum_a P(a) W1_a``:
+For each data set: every default candidate
+(``standard_candidates(..., include_optimal_depths=True)`` at ``synthesize``'s public-size split,
+eps = 1: ``epsilon_select = 0.2``, ``epsilon_main = 0.8``) is released with Pruned-PMM (least
+squares, as ``synthesize``), ``--runs`` seeded releases each, and scored by W1 (l_inf; in 2-D on all
+points, ``evaluation.w1_grid`` on a 256^2 grid; otherwise ``evaluation.w1`` on 2000-point
+subsamples, the same data subsample for every candidate).  Then the exact law of the selection (the
+exponential mechanism's softmax, ``P(a) ~ exp(-eps_select B_a / (2 Delta))``) is computed from each
+score on the data, and the expected W1 of the release that selection gives is ``sum_a P(a) W1_a``:
 
 * ``paper``: the paper's bound ``B_a`` (Appendix B.2) on the same candidates;
 * ``paper-plain``: the paper's bound on the paper's candidates (one per ``s``: the constructors'
@@ -238,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_note())
     rows: list[dict] = []
     for name, x in (holdout(n) if a.holdout else datasets(n, a.quick)).items():
-        # --quick (a smoke run): a 64^2 grid and 500-point subsamples, the numbers are not meaningful
+        # --quick (a smoke run): a 64^2 grid and 500-point subsamples, the numbers are not
+        # meaningful
         rows += run(name, x, 1, grid_bits=6, w1_points=500) if a.quick else run(name, x, a.runs)
     write_csv(os.path.join(a.out, "bench_selection.csv"), rows)
     for label in ("paper-plain", "paper", "capped", "uniform"):

@@ -8,7 +8,8 @@ Pruned-PMM *without* the selection (an oracle view: the best row is what a perfe
 reach), plus equal-sigma schedules at a few depths; then the adaptive release itself (selection
 included, ``epsilon_select = 0.2 epsilon``) with the default candidates and with the paper's
 equal-sigma (``s = 1``) schedule added at every candidate depth.  Means over ``--seeds`` seeded
-(non-private) runs.  ``python benchmarks/bench_tables_candidates.py [--tables seattle-weather] [--epsilons 1]``
+(non-private) runs.
+``python benchmarks/bench_tables_candidates.py [--tables seattle-weather] [--epsilons 1]``
 """
 
 from __future__ import annotations

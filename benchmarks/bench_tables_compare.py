@@ -66,13 +66,14 @@ ones that failed.  Synthetic tables are kept in
 **Output**: ``results.csv`` (every row), ``results.md`` and ``summary.csv`` (means per table,
 eps, mechanism, of the tables and eps of the run; ``--no-run``: of everything stored) in
 ``--out-dir`` (``docs/_static/tables_compare``, which ``docs/tables_compare.rst`` includes);
-``--check-targets`` prints (and writes ``targets.md``, ``targets.csv``) the issue's targets per table and eps: on tables with >= 5,000 training rows,
-at eps 1 and 4, ``tvd1 <= 1.25 x marginals``, ``tvd2``, ``corr`` and ``gower <= the best
-peer``, ``model >= 0.9 x the best peer``, ``seconds x 20 <= the fastest peer``; on the smaller
-ones no metric (tvd1, tvd2, corr, model, gower) worse than the marginals.  "Peers" are the
-seven MST / AIM / PrivBayes runs, not the marginals.
+``--check-targets`` prints (and writes ``targets.md``, ``targets.csv``) the issue's targets per
+table and eps: on tables with >= 5,000 training rows, at eps 1 and 4, ``tvd1 <= 1.25 x marginals``,
+``tvd2``, ``corr`` and ``gower <= the best peer``, ``model >= 0.9 x the best peer``,
+``seconds x 20 <= the fastest peer``; on the smaller ones no metric (tvd1, tvd2, corr, model, gower)
+worse than the marginals.  "Peers" are the seven MST / AIM / PrivBayes runs, not the marginals.
 
-``python benchmarks/bench_tables_compare.py [--quick] [--ours-only | --refs-only] [--check-targets]``
+``python benchmarks/bench_tables_compare.py [--quick] [--ours-only | --refs-only]
+[--check-targets]``
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ FIELDS = [
 
 
 class Codes:
-    """Columns coded from the public schema (category, or bin of the public bounds; missing last)."""
+    """Columns coded from the public schema (category, or bin of the public bounds; missing
+    last)."""
 
     def __init__(self, t: RealTable, bins: int) -> None:
         self.enc = TableEncoding(t.schema)

@@ -13,9 +13,10 @@ eps_sel`` (computed from the same public scores, for the figure only), and the c
 ``--candidates with-optimal`` adds to the standard set, for every ``s``, the public depth that
 minimises the model bound (``standard_candidates(include_optimal_depths=True)``).
 ``--score capped`` selects with the capped-count score (``score="capped"``, the default of
-``synthesize``) over the candidates with optimising depths.  ``--per-candidate`` instead runs Pruned-PMM with every standard candidate fixed (first seed
-only) and writes ``figure2_candidates.csv``: each candidate's W1, score and selection
-probability, i.e. what a perfectly informative selection could reach.
+``synthesize``) over the candidates with optimising depths.  ``--per-candidate`` instead runs
+Pruned-PMM with every standard candidate fixed (first seed only) and writes
+``figure2_candidates.csv``: each candidate's W1, score and selection probability, i.e. what a
+perfectly informative selection could reach.
 
 Run ``python examples/figure2_adaptive.py --quick`` for a small smoke version.
 """

@@ -69,7 +69,8 @@ def _w1_1d(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def sliced_lower_bound(x: np.ndarray, y: np.ndarray, seed: int = 0) -> float:
-    """``max_u W1(u.x, u.y)`` over the axes and random ``u`` with ``||u||_1 = 1`` (<= W1 in l_inf)."""
+    """``max_u W1(u.x, u.y)`` over the axes and random ``u`` with ``||u||_1 = 1`` (<= W1 in
+    l_inf)."""
     d = x.shape[1]
     gen = np.random.default_rng(seed)  # public directions, not a mechanism
     dirs = [np.eye(d)[i] for i in range(d)]

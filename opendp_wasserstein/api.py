@@ -126,8 +126,8 @@ def synthesize(
         DP, uniform placement and none of the one-tree options ``epsilon_select``, ``depth``,
         ``epsilon_size``, ``split_order``, ``consistency``, ``threshold``, ``score``:
         :mod:`opendp_wasserstein.tables.pipeline`, options in ``structured``) or one of the
-        following on the table's one hierarchy (``"adaptive"`` when the default does not apply); ``"adaptive"`` (the default otherwise:
-        Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
+        following on the table's one hierarchy (``"adaptive"`` when the default does not apply);
+        ``"adaptive"`` (the default otherwise: Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
         the ambient depth ``ceil(log2(eps n))`` with the paper's ``s = d`` schedule), ``"pmm"``
         (the full-tree baseline, same depth and schedule) or ``"privtree"``
         (:func:`~opendp_wasserstein.measurements.make_privtree`, local adaptivity: half of the
@@ -147,12 +147,12 @@ def synthesize(
     :param split_order: the public order in which the hierarchy splits the coordinates: with a
         ``schema``, ``"discrete-first"`` (default: categorical, bool and is-missing axes first,
         then numeric ones cyclically) or ``"cyclic"``; without one, a
-        :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` over the ``d`` columns of ``X``
-        (default: the cyclic order)
+        :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` over the ``d`` columns of
+        ``X`` (default: the cyclic order)
     :param consistency: adaptive/pruned: how the noisy counts become leaf masses (free
         post-processing): ``"paper"`` (Algorithm 2) or ``"least_squares"`` (generalised least
-        squares over every visited level, :mod:`opendp_wasserstein.hierarchy.least_squares`); default
-        :data:`DEFAULT_CONSISTENCY`
+        squares over every visited level, :mod:`opendp_wasserstein.hierarchy.least_squares`);
+        default :data:`DEFAULT_CONSISTENCY`
     :param threshold: adaptive/pruned: suppress noise-made mass in empty cells: with
         ``"paper"`` a noisy count at most ``threshold * sigma_j`` counts as 0 (default 0), with
         ``"least_squares"`` an estimate at most ``threshold`` standard errors (default 3)

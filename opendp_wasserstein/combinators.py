@@ -49,7 +49,8 @@ def make_approx_dp(measurement: Measurement, delta: float) -> Measurement:
 
     :param measurement: a measurement into ``zero_concentrated_divergence()``
     :param delta: the ``delta`` to fix, in ``(0, 1)``
-    :return: a measurement into ``Approximate(MaxDivergence)`` whose map returns ``(epsilon, delta)``
+    :return: a measurement into ``Approximate(MaxDivergence)`` whose map returns
+        ``(epsilon, delta)``
     """
     if measurement.output_measure != dp.zero_concentrated_divergence():
         raise ValueError(

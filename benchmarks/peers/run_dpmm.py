@@ -23,8 +23,8 @@ in the data (data-dependent and uncharged); the runner reports any it dropped in
 ``"static_columns"`` so the caller can flag the run.
 
 Prints ONE JSON line on stdout: ``{"synth", "n", "columns", "epsilon", "delta", "proc_epsilon",
-"fit_seconds", "sample_seconds", "seconds", "cpu_seconds", "static_columns", "n_bins", "versions"}``;
-``seconds``
+"fit_seconds", "sample_seconds", "seconds", "cpu_seconds", "static_columns", "n_bins",
+"versions"}``; ``seconds``
 covers fit and sample (not reading or writing the CSVs, not the interpreter start-up).
 
 ``python run_dpmm.py --synth mst --input x.csv --spec spec.json --output y.csv --epsilon 1``

@@ -16,8 +16,9 @@ Privacy: one record added or removed (``dp.unit_of(contributions=1)``), zCDP at 
 the release is ``(epsilon, delta)``-DP with OpenDP's own conversion.
 
 Prints ONE JSON line on stdout: ``{"synth", "n", "columns", "epsilon", "delta", "rho",
-"rho_retries", "fit_seconds", "sample_seconds", "seconds", "cpu_seconds", "versions"}``; ``seconds`` covers the release and
-the sampling (not reading or writing the CSVs, not the interpreter start-up).
+"rho_retries", "fit_seconds", "sample_seconds", "seconds", "cpu_seconds",
+"versions"}``; ``seconds`` covers the release and the sampling (not reading or writing the CSVs,
+not the interpreter start-up).
 
 ``python run_opendp_mbi.py --synth aim --input codes.csv --output out.csv --epsilon 1
 --cardinalities 3,3,20,20,2``
@@ -37,7 +38,8 @@ import numpy as np
 
 
 def rho_for(epsilon: float, delta: float) -> float:
-    """The largest rho (to 1e-12 relative) whose OpenDP (epsilon, delta) conversion is <= epsilon."""
+    """The largest rho (to 1e-12 relative) whose OpenDP (epsilon, delta) conversion is <=
+    epsilon."""
     import opendp.prelude as dp
 
     def eps_of(rho: float) -> float:

@@ -11,8 +11,8 @@ holding every code (the domain is public and complete; fitting on the private da
 which codes occur).  MST or AIM (epsilon, delta) synthesises ``n`` rows of codes.
 
 Writes the synthetic codes as CSV (no header) and prints ONE JSON line on stdout:
-``{"synth", "n", "columns", "epsilon", "delta", "fit_seconds", "sample_seconds", "seconds", "cpu_seconds",
-"versions"}``.  Anything the synthesizers print goes to stderr.
+``{"synth", "n", "columns", "epsilon", "delta", "fit_seconds", "sample_seconds", "seconds",
+"cpu_seconds", "versions"}``.  Anything the synthesizers print goes to stderr.
 
 ``python run_smartnoise_codes.py --synth mst --input codes.csv --output out.csv --epsilon 1
 --cardinalities 3,3,20,20,2``

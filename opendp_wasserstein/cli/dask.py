@@ -1,6 +1,10 @@
 """``--scheduler``: the ``synth`` and ``select`` commands on a Dask cluster.
 
-``opendp-wasserstein synth data.parquet -o out_dir/ --epsilon 1 --bounds b.json --scheduler local:2``
+The command ::
+
+    opendp-wasserstein synth data.parquet -o out_dir/ --epsilon 1 --bounds b.json \\
+        --scheduler local:2
+
 reads a Parquet file or directory on the workers and writes the synthetic rows as Parquet parts
 into ``out_dir/`` (atomically: a temporary directory renamed when the release has succeeded).
 ``--scheduler tcp://host:8786`` uses a running Dask scheduler; ``local:N`` starts ``N`` local

@@ -12,7 +12,8 @@ from opendp_wasserstein.evaluation import sample_shape, w1_estimate, w1_grid
 
 __all__ = ["run_demo", "DEMO_GRID_BITS"]
 
-#: the demo's W1: all points on a 2**bits grid per axis (``evaluation.w1_grid``; ~2 s at 30000 points)
+#: the demo's W1: all points on a 2**bits grid per axis (``evaluation.w1_grid``; ~2 s at 30000
+#: points)
 DEMO_GRID_BITS = 8
 
 

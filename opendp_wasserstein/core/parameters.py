@@ -51,7 +51,8 @@ SCALE_MAX = 2.0**52
 
 
 class ScaleLimitError(ValueError):
-    """A noise scale above :data:`SCALE_MAX` (usually: an epsilon too small for exact integer noise).
+    """A noise scale above :data:`SCALE_MAX` (usually: an epsilon too small for exact integer
+    noise).
 
     A ``ValueError``; callers that derive scales from an epsilon catch it to name that epsilon.
     """
@@ -99,7 +100,8 @@ def check_output_measure(output_measure: Any) -> str:
 
     >>> import opendp.prelude as dp
     >>> from opendp_wasserstein.core.parameters import check_output_measure
-    >>> check_output_measure(dp.max_divergence()), check_output_measure(dp.zero_concentrated_divergence())
+    >>> (check_output_measure(dp.max_divergence()),
+    ...  check_output_measure(dp.zero_concentrated_divergence()))
     ('laplace', 'gaussian')
     """
     if output_measure is None:

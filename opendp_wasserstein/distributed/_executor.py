@@ -35,8 +35,8 @@ class DistributedRelease:
     :param path: the output directory of Parquet parts (synthetic rows), or None
     :param rows: the number of rows released (synthesis)
     :param parts: the number of Parquet parts
-    :param info: what the in-memory release records in :func:`opendp_wasserstein.runtime.diagnostics`
-        (public after the release)
+    :param info: what the in-memory release records in
+        :func:`opendp_wasserstein.runtime.diagnostics` (public after the release)
     :param value: the release itself when it is small (the public-candidate mechanisms), else None
     """
 

@@ -49,14 +49,15 @@ def synthesize_on_dask(
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
     The measurement is the one :func:`~opendp_wasserstein.synthesize` builds for the same
-    arguments (``consistency``, ``threshold`` and ``score`` as there: least squares and the capped score by default,
-    :data:`~opendp_wasserstein.api.DEFAULT_CONSISTENCY`), run by :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row
-    count (Parquet footers), public.  With ``public_size=False`` nothing reads ``n`` but the
-    measurement: either ``depth`` is given (``"pruned"``/``"pmm"``: the noisy root sets the
-    number of rows) or the share ``epsilon_size`` buys the DP count ``n_hat`` of
-    :func:`~opendp_wasserstein.measurements.make_noisy_size_then`, summed over the parts and
-    noised on the driver by the in-memory closure, and the depth or candidates are chosen from
-    ``n_hat``, as in memory.
+    arguments (``consistency``, ``threshold`` and ``score`` as there: least squares and the capped
+    score by default, :data:`~opendp_wasserstein.api.DEFAULT_CONSISTENCY`), run by
+    :func:`release_on_dask`.  With ``public_size=True`` (default) ``n`` is the source's row count
+    (Parquet footers), public.  With ``public_size=False`` nothing reads ``n`` but the measurement:
+    either ``depth`` is given (``"pruned"``/``"pmm"``: the noisy root sets the number of rows) or
+    the share ``epsilon_size`` buys the DP count ``n_hat`` of
+    :func:`~opendp_wasserstein.measurements.make_noisy_size_then`, summed over the parts and noised
+    on the driver by the in-memory closure, and the depth or candidates are chosen from ``n_hat``,
+    as in memory.
 
     :return: the :class:`DistributedRelease` and a :class:`~opendp_wasserstein.api.SynthesisReport`
     """

@@ -1,15 +1,15 @@
 """The public-candidate mechanisms on a Dask cluster: tree projection, Tree-EM, NN histogram.
 
 Each block's rows are sent to their nearest candidates on the worker that reads the block (the
-candidates' KD-tree is broadcast once), and only a :class:`~opendp_wasserstein.public_candidates.sets.Tally`
-per block (the ``k``-bin histogram of its rows with one nearest candidate, and the number of rows
-of each tie set) is reduced to the driver, which deals the ties over the whole data as the
-in-memory projection does: every one of these measurements reads its input only
-through that histogram (``pi#D``).  The driver then applies the measurement's own closure to it
-(:class:`~opendp_wasserstein.core.plan.HistogramPlan`): the same law as the in-memory
-release, the same output inside :func:`opendp_wasserstein.runtime.reproducible` where the
-mechanism's noise is the package's own (tree projection, Tree-EM; the NN histogram's noise is
-OpenDP's ``make_laplace``, which cannot be seeded).
+candidates' KD-tree is broadcast once), and only a
+:class:`~opendp_wasserstein.public_candidates.sets.Tally` per block (the ``k``-bin histogram of its
+rows with one nearest candidate, and the number of rows of each tie set) is reduced to the driver,
+which deals the ties over the whole data as the in-memory projection does: every one of these
+measurements reads its input only through that histogram (``pi#D``).  The driver then applies the
+measurement's own closure to it (:class:`~opendp_wasserstein.core.plan.HistogramPlan`): the same law
+as the in-memory release, the same output inside :func:`opendp_wasserstein.runtime.reproducible`
+where the mechanism's noise is the package's own (tree projection, Tree-EM; the NN histogram's noise
+is OpenDP's ``make_laplace``, which cannot be seeded).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ __all__ = ["run_histogram", "histogram_task"]
 
 
 def histogram_task(block: Any, d: int, nan: bool, nearest: Any) -> tuple[int, Tally]:
-    """Rows and the :class:`~opendp_wasserstein.public_candidates.sets.Tally` of one block: the histogram
-    of its rows with one nearest candidate and the size of each of its tie sets (the ties are
-    dealt on the driver, over the whole data, as the in-memory projection deals them)."""
+    """Rows and the :class:`~opendp_wasserstein.public_candidates.sets.Tally` of one block: the
+    histogram of its rows with one nearest candidate and the size of each of its tie sets (the ties
+    are dealt on the driver, over the whole data, as the in-memory projection deals them)."""
     x = rows_of(block, d, nan)
     return int(x.shape[0]), nearest.tally(x)
 

@@ -5,8 +5,9 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
 1. **Count** (one task per input block): the level-``j0`` Morton prefix of every row, its
    histogram (``2^j0`` counts) and the number of rows; the driver sums them.
 2. **Top of the tree** (driver): the root mass and Algorithms 1-2 for levels ``< j0`` with the
-   traversal code of the in-memory path (:func:`~opendp_wasserstein.hierarchy.traversal.expand_levels`),
-   its exact counts read off the histogram: the active level-``j0`` cells and their masses.
+   traversal code of the in-memory path
+   (:func:`~opendp_wasserstein.hierarchy.traversal.expand_levels`), its exact counts read off the
+   histogram: the active level-``j0`` cells and their masses.
 3. **Partition** (one task per block): every row goes to the part that owns its level-``j0``
    cell; parts own contiguous ranges of cells, cut so that they hold about as many rows.
 4. **Subtrees** (one task per part): the count tree of the part's rows, then Algorithms 1-2
@@ -14,19 +15,19 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
    written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
    levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
    selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
-   Least squares (:mod:`opendp_wasserstein.hierarchy.least_squares`) splits step 4 in two passes: the
-   parts expand by the paper's rule and run the bottom-up of their subtrees
+   Least squares (:mod:`opendp_wasserstein.hierarchy.least_squares`) splits step 4 in two passes:
+   the parts expand by the paper's rule and run the bottom-up of their subtrees
    (:func:`forest_task`), the driver combines their roots' children sums with its own levels
    and runs the top-down with the integer split to level ``j0``, then the parts run it in their
    subtrees from their roots' estimates, variances and masses (:func:`descend_task`).
 
 Every node's noisy count and coin are node-addressed
-(:class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise`, one key per release), and a node's
-corrected mass depends only on its parent's mass and its own and its sibling's noisy counts,
+(:class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise`, one key per release), and a
+node's corrected mass depends only on its parent's mass and its own and its sibling's noisy counts,
 so the leaves are exactly those of the in-memory traversal under the same key.  The points
 (post-processing) come from the release's one
-:class:`~opendp_wasserstein.hierarchy.placement.PlacementStream`, addressed by the index of a point in
-the leaf order of the whole release: a part starts at the total mass of the parts before it,
+:class:`~opendp_wasserstein.hierarchy.placement.PlacementStream`, addressed by the index of a point
+in the leaf order of the whole release: a part starts at the total mass of the parts before it,
 known on the driver from the level-``j0`` masses.  The full-tree PMM reduces the level-``r``
 histogram instead (its ``2^r`` nodes are on the driver in memory too) and writes the leaves'
 points in parallel.
@@ -264,7 +265,8 @@ class Release:
 
     @property
     def cut(self) -> float:
-        """The threshold of the traversal itself (the paper's rule; least squares re-split after)."""
+        """The threshold of the traversal itself (the paper's rule; least squares re-split
+        after)."""
         return self.threshold if self.consistency == "paper" else 0.0
 
     @property
@@ -794,7 +796,8 @@ def _pruned(
     The parts are cut on the frontier's *noisy* masses (:func:`noisy_part_bounds`), and
     ``build(bounds)`` makes their trees; ``built``: trees already made on other cuts (the
     adaptive selection's, cut on exact counts to balance its work), reused only when the cuts are
-    the same and released otherwise.  Which cuts the trees had changes the work, never the output."""
+    the same and released otherwise.  Which cuts the trees had changes the work, never the
+    output."""
     lsq = plan.consistency == "least_squares"
     record: list[VisitedLevel] | None = [] if lsq else None
     front = _top(plan, n, h, j0, rel.noise, record)
@@ -853,7 +856,8 @@ def _pruned(
 
 def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -> dict[str, Any]:
     """The full-tree PMM: the level-``r`` histogram reduced to the driver, noised and corrected
-    there as in memory (:func:`~opendp_wasserstein.hierarchy.noisy_tree.draw_full_tree`), points in parallel."""
+    there as in memory (:func:`~opendp_wasserstein.hierarchy.noisy_tree.draw_full_tree`), points in
+    parallel."""
     r, d = plan.depth, plan.d
     n, h = drv.sparse_count(d, plan.nan, plan.box, r, plan.axes)
     _check_size(plan, n)

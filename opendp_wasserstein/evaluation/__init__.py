@@ -1,9 +1,10 @@
 """Evaluation helpers: 2-D test shapes and exact / subsampled 1-Wasserstein distances.
 
 Nothing here is a privacy mechanism: the shapes are public test data and the distances measure
-the utility of a release (including for mixed-type tables, :mod:`.tables`).  POT (``pip install POT``) is needed for exact W1 in two or more
-dimensions except between uniformly weighted sets of equal size; OR-Tools (``pip install ortools``)
-for the whole-set W1 on a grid (:mod:`.grid_transport`).
+the utility of a release (including for mixed-type tables, :mod:`.tables`).  POT
+(``pip install POT``) is needed for exact W1 in two or more dimensions except between uniformly
+weighted sets of equal size; OR-Tools (``pip install ortools``) for the whole-set W1 on a grid
+(:mod:`.grid_transport`).
 """
 
 from opendp_wasserstein.evaluation import shapes

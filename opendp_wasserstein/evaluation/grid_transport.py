@@ -18,9 +18,9 @@ metric between cube centres (Beckmann's formulation of W1 on a graph):
   :math:`h \\sum_k |i_k - j_k| = \\|c_i - c_j\\|_1`.
 
 The flow is solved exactly, in integers, by OR-Tools' ``SimpleMinCostFlow`` (cost-scaling
-push-relabel): supplies :math:`n_y \\cdot \\#_x(\\text{cube}) - n_x \\cdot \\#_y(\\text{cube})`, unit
-arc costs.  Neither POT (a dense :math:`n \\times m` matrix) nor scipy (no min-cost flow) solves
-this at :math:`10^4`-:math:`10^6` points; OR-Tools does, in seconds at 256 x 256 cubes.
+push-relabel): supplies :math:`n_y \\cdot \\#_x(\\text{cube}) - n_x \\cdot \\#_y(\\text{cube})`,
+unit arc costs.  Neither POT (a dense :math:`n \\times m` matrix) nor scipy (no min-cost flow)
+solves this at :math:`10^4`-:math:`10^6` points; OR-Tools does, in seconds at 256 x 256 cubes.
 
 **Error bound.**  By the triangle inequality for W1,
 

@@ -71,7 +71,8 @@ def _to_unit(
     noise: float,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Map ``box = (xmin, xmax, ymin, ymax)`` into ``[0.05, 0.95]^2`` (aspect kept), jitter, clip."""
+    """Map ``box = (xmin, xmax, ymin, ymax)`` into ``[0.05, 0.95]^2`` (aspect kept), jitter,
+    clip."""
     xmin, xmax, ymin, ymax = box
     scale = (1.0 - 2.0 * _MARGIN) / max(xmax - xmin, ymax - ymin)
     centre = np.array([(xmin + xmax) / 2.0, (ymin + ymax) / 2.0])

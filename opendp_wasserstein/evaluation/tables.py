@@ -462,7 +462,8 @@ def gower_w1(
 
     >>> import pandas as pd
     >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn
-    >>> s = Schema({"x": FloatColumn(bounds=(0, 10)), "c": CategoricalColumn(categories=("a", "b"))})
+    >>> s = Schema({"x": FloatColumn(bounds=(0, 10)),
+    ...            "c": CategoricalColumn(categories=("a", "b"))})
     >>> a = pd.DataFrame({"x": [0.0, 5.0], "c": ["a", "b"]})
     >>> b = pd.DataFrame({"x": [1.0, 5.0], "c": ["a", "a"]})
     >>> gower_w1(a, b, s).value  # ((0.1 + 0) / 2 + (0 + 1) / 2) / 2
@@ -612,7 +613,9 @@ def correlation_error(real: Any, synthetic: Any, schema: Schema) -> CorrelationE
     >>> from opendp_wasserstein.tables import Schema, FloatColumn
     >>> s = Schema({"x": FloatColumn(bounds=(0, 1)), "y": FloatColumn(bounds=(0, 1))})
     >>> x = np.linspace(0, 1, 101)
-    >>> round(correlation_error(pd.DataFrame({"x": x, "y": x}), pd.DataFrame({"x": x, "y": 1 - x}), s).numeric, 12)
+    >>> err = correlation_error(
+    ...     pd.DataFrame({"x": x, "y": x}), pd.DataFrame({"x": x, "y": 1 - x}), s)
+    >>> round(err.numeric, 12)
     2.0
     """
     enc = TableEncoding(schema)

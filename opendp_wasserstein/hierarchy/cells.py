@@ -3,8 +3,8 @@
 Level ``j`` (root ``j = 0``) splits every cell in half along one coordinate, ``axes[j]``: by
 default the cyclic order ``axes[j] = j mod d``, or any public order given as ``axes`` (a
 sequence of coordinates, one per level, each coordinate at most 52 times; see
-:class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder`).  A point on a split plane goes to the
-upper child and ``x = 1`` to the top cell.  A level-``j`` cell is a ``j``-bit prefix of the
+:class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder`).  A point on a split plane goes to
+the upper child and ``x = 1`` to the top cell.  A level-``j`` cell is a ``j``-bit prefix of the
 point's interleaved (Morton) code: bit ``j`` of the code is bit ``b_c(j)`` (from the top) of
 coordinate ``c = axes[j]``, where ``b_c(j)`` is the number of splits of ``c`` above level ``j``
 (cyclic: bit ``j // d`` of coordinate ``j mod d``).
@@ -12,10 +12,10 @@ coordinate ``c = axes[j]``, where ``b_c(j)`` is the number of splits of ``c`` ab
 Points are first put on an integer grid with ``B`` bits per coordinate, ``B`` the largest
 number of splits of any coordinate to ``depth`` (cyclic: ``B = ceil(depth / d)``;
 ``U_c = floor(x_c 2^B)``, capped at ``2^B - 1``), so a level-``j`` cell is identified by the
-vector of its per-coordinate indices ``U_c >> (B - b_c(j))``.  The Morton code is held in ``ceil(depth / 64)`` words, so
-depth may exceed 64 bits (``d = 10`` gives depths near 150).  Sorting the codes once makes
-every cell a contiguous range of the sorted points, and the longest common prefix (lcp) of
-neighbours gives every level's occupied-cell count at once:
+vector of its per-coordinate indices ``U_c >> (B - b_c(j))``.  The Morton code is held in
+``ceil(depth / 64)`` words, so depth may exceed 64 bits (``d = 10`` gives depths near 150).  Sorting
+the codes once makes every cell a contiguous range of the sorted points, and the longest common
+prefix (lcp) of neighbours gives every level's occupied-cell count at once:
 ``O_j = 1 + #{i : lcp(code_i, code_{i+1}) < j}`` (He, Vershynin, Zhu 2023; Zare Moayedi et
 al. 2026, Appendix A.9).
 
@@ -288,7 +288,8 @@ def _spread(
     tmp: np.ndarray,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Apply :func:`_spread_ops` to ``field`` (uint64, overwritten); the last mask may write to ``out``."""
+    """Apply :func:`_spread_ops` to ``field`` (uint64, overwritten); the last mask may write to
+    ``out``."""
     res = field
     for k, (kind, a, mask) in enumerate(ops):
         last = k == len(ops) - 1
@@ -681,9 +682,10 @@ class CountTree:
 
     def release(self) -> None:
         """Drop the tree's arrays, and those of its truncated views, now: the tree is unusable
-        afterwards.  A release that owns its trees (:func:`shared_count_trees` with ``release=True``)
-        frees them as it ends, even where OpenDP's ctypes keep-alive cycles still reach the tree
-        object, so no later release needs a full garbage collection to get the memory back."""
+        afterwards.  A release that owns its trees (:func:`shared_count_trees` with
+        ``release=True``) frees them as it ends, even where OpenDP's ctypes keep-alive cycles still
+        reach the tree object, so no later release needs a full garbage collection to get the memory
+        back."""
         for tree in [self, *(r() for r in self._views)]:
             if tree is not None:
                 tree._words = tree.lcp = tree._x = None  # type: ignore[assignment]
@@ -862,7 +864,8 @@ class CountTree:
         return positions
 
     def split(self, level: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Split points ``mid`` of cells ``[lo, hi)`` at ``level``: children are ``[lo, mid)``, ``[mid, hi)``."""
+        """Split points ``mid`` of cells ``[lo, hi)`` at ``level``: children are ``[lo, mid)``,
+        ``[mid, hi)``."""
         lo = np.asarray(lo, dtype=np.int64)
         hi = np.asarray(hi, dtype=np.int64)
         positions = self._grouped()[self._lcp_starts[level] : self._lcp_starts[level + 1]]
@@ -1054,7 +1057,8 @@ def count_tree(
     keep: bool = False,
     axes: Sequence[int] | None = None,
 ) -> CountTree:
-    """The count tree of rows ``x`` (in ``box``) to ``depth``, shared inside :func:`shared_count_trees`.
+    """The count tree of rows ``x`` (in ``box``) to ``depth``, shared inside
+    :func:`shared_count_trees`.
 
     :param keep: leave the tree for a later call (the scores, which a synthesis follows)
     :param axes: the split order (default cyclic); a kept tree serves a later call whose order

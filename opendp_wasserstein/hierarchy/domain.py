@@ -34,8 +34,8 @@ class DyadicCountsDomain:
 def dyadic_counts_domain(
     depth: int, num_columns: int, size: int | None, box: Box, axes: Sequence[int] | None = None
 ) -> Domain:
-    """The domain of :class:`~opendp_wasserstein.hierarchy.cells.CountTree` values (split order ``axes``,
-    checked by :func:`~opendp_wasserstein.hierarchy.cells.check_axes`; default cyclic)."""
+    """The domain of :class:`~opendp_wasserstein.hierarchy.cells.CountTree` values (split order
+    ``axes``, checked by :func:`~opendp_wasserstein.hierarchy.cells.check_axes`; default cyclic)."""
     order = check_axes(axes, num_columns, depth)
     desc = DyadicCountsDomain(depth, num_columns, size, box.lower, box.upper, order)
     ident = (

@@ -28,8 +28,9 @@ a child is read as empty (weight 0) when the traversal did not expand it (the pa
 0) or when both ``h_c <= threshold * sqrt(P_c)`` (a one-sided test of ``x_c > 0`` fails;
 ``threshold = 0`` only drops negative estimates) and ``h_c <= SHARE * M`` (the child would hold
 at most a tenth of the parent's mass, so reading a real child as empty moves little mass), and
-when both weights are 0 the paper's own split of ``M`` is used.  So the masses are non-negative integers summing to the root mass and a node without
-paper mass has no mass here either; the leaves are a subset of the paper's.
+when both weights are 0 the paper's own split of ``M`` is used.  So the masses are non-negative
+integers summing to the root mass and a node without paper mass has no mass here either; the leaves
+are a subset of the paper's.
 
 Which nodes are visited is decided by the paper's rule during the traversal (the least squares
 need the whole visited tree, deepest level first, so they cannot steer the traversal); they run

@@ -1,4 +1,5 @@
-"""The full noisy count tree: the release of :func:`~opendp_wasserstein.measurements.make_tree_laplace`.
+"""The full noisy count tree: the release of
+:func:`~opendp_wasserstein.measurements.make_tree_laplace`.
 
 The privacy argument (Zare Moayedi et al. 2026, Appendix A.3) adds independent noise
 ``lambda_theta ~ LapZ(sigma_|theta|)`` at every node of the complete depth-``r`` tree and

@@ -140,7 +140,8 @@ class SplitOrder:
         return np.bincount(np.asarray(self.axes[:depth], dtype=np.int64), minlength=self.d)
 
     def diameters(self, depth: int) -> tuple[float, ...]:
-        """``diam_0 .. diam_depth``: bounds on the diameters of the levels' cells (module docstring)."""
+        """``diam_0 .. diam_depth``: bounds on the diameters of the levels' cells (module
+        docstring)."""
         if not 0 <= depth <= self.max_depth:
             raise ValueError(f"depth must be in [0, {self.max_depth}], got {depth}")
         levels = np.array([category_levels(k) for k in self.cells])

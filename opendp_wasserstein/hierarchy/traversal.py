@@ -99,7 +99,8 @@ def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
 
     >>> comparable_split(np.array([10, 7, 4]), np.array([1, 0, 0]), np.array([3, 5, 0])).tolist()
     [2, 0, 2]
-    >>> comparable_split(np.array([5]), np.array([2**62 + 2**61]), np.array([2**62 + 2**61])).tolist()
+    >>> big = np.array([2**62 + 2**61])
+    >>> comparable_split(np.array([5]), big, big).tolist()
     [2]
     """
     mass = np.asarray(mass, dtype=np.int64)
@@ -279,8 +280,9 @@ def pruned_traversal(
     :param distribution: ``"laplace"`` (``LapZ(sigma_j)``, pure DP) or ``"gaussian"``
         (``N_Z(0, sigma_j^2)``, zCDP)
     :param consistency: ``"paper"`` (Algorithm 2) or ``"least_squares"`` (the traversal visits
-        the paper's nodes, then :func:`~opendp_wasserstein.hierarchy.least_squares.least_squares_masses`
-        re-splits the masses from the least-squares estimates of all visited levels)
+        the paper's nodes, then
+        :func:`~opendp_wasserstein.hierarchy.least_squares.least_squares_masses` re-splits the
+        masses from the least-squares estimates of all visited levels)
     :return: the consistent leaf masses (a function of the noisy counts and the coins only)
     """
     check_consistency(consistency)

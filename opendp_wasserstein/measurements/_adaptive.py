@@ -86,7 +86,8 @@ def make_adaptive_pruned_pmm(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
     * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
 
     **Proof Definition:** ``docs/proofs/adaptive_pruned_pmm.rst``
@@ -108,8 +109,8 @@ def make_adaptive_pruned_pmm(
         certified in zCDP by OpenDP (``make_noisy_max``, ``eps^2/8``) and discrete Gaussian
         Pruned-PMM; the map is ``rho_select + rho_main`` for one replacement
         (:func:`~opendp_wasserstein.measurements._adaptive_zcdp.make_adaptive_pruned_pmm_zcdp`)
-    :param split_order: a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` (e.g. a
-        table's, :meth:`~opendp_wasserstein.tables.TableEncoding.split_order`): every candidate
+    :param split_order: a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` (e.g.
+        a table's, :meth:`~opendp_wasserstein.tables.TableEncoding.split_order`): every candidate
         runs on its hierarchy, the scores use its occupancy and diameter profile, and the
         default candidates are :func:`~opendp_wasserstein.schedules.pure.split_order_candidates`.
         The privacy map keeps its form (:doc:`/proofs/split_order`).  In zCDP the default
@@ -142,7 +143,8 @@ def make_adaptive_pruned_pmm(
     (2000, 3)
     >>> zmeas = make_adaptive_pruned_pmm(
     ...     dp.numpy.array2_domain(num_columns=3, size=2000, T=float), dp.change_one_distance(),
-    ...     epsilon_select=0.05, epsilon_main=0.45, output_measure=dp.zero_concentrated_divergence())
+    ...     epsilon_select=0.05, epsilon_main=0.45,
+    ...     output_measure=dp.zero_concentrated_divergence())
     >>> zmeas.map(1), zmeas(x).shape
     (0.5, (2000, 3))
     """

@@ -1,4 +1,5 @@
-"""Private selection of the lowest score: the exponential mechanism, exactly, or permute-and-flip."""
+"""Private selection of the lowest score: the exponential mechanism, exactly, or
+permute-and-flip."""
 
 from __future__ import annotations
 

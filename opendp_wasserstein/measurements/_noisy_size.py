@@ -39,10 +39,11 @@ def make_noisy_size_then(
 ) -> Measurement:
     r"""Construct ``x -> build(n_hat)(x)`` with ``n_hat = max(1, n + LapZ(1/epsilon_size))``.
 
-    The count is OpenDP's: :func:`~opendp_wasserstein.transformations.make_row_count` ``>> dp.m.then_laplace(1/epsilon_size)``.
-    ``build`` makes, from the public ``n_hat`` alone, a Measurement on the same input domain and
-    metric (e.g. Pruned-PMM at the depth ``n_hat`` calls for, releasing ``n_hat`` rows);
-    ``bound(d_in)`` is a map that every such Measurement satisfies whatever ``n_hat`` is.
+    The count is OpenDP's: :func:`~opendp_wasserstein.transformations.make_row_count`
+    ``>> dp.m.then_laplace(1/epsilon_size)``. ``build`` makes, from the public ``n_hat`` alone, a
+    Measurement on the same input domain and metric (e.g. Pruned-PMM at the depth ``n_hat`` calls
+    for, releasing ``n_hat`` rows); ``bound(d_in)`` is a map that every such Measurement satisfies
+    whatever ``n_hat`` is.
 
     **Privacy map** (sequential composition of an adaptively chosen second mechanism, pure DP):
     ``count.map(d_in) + bound(d_in)``, over the rationals, rounded up.  ``bound`` is the

@@ -65,8 +65,10 @@ def make_pruned_pmm(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
-    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT 2023
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
+    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT
+      2023
 
     **Proof Definition:** ``docs/proofs/pmm.rst``
 
@@ -174,8 +176,10 @@ def make_pmm(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
-    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT 2023
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
+    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT
+      2023
 
     **Proof Definition:** ``docs/proofs/pmm.rst``
 

@@ -1,4 +1,5 @@
-"""PrivTree with exact discrete noise: a data-dependent, locally adaptive hierarchy (Zhang et al. 2016).
+"""PrivTree with exact discrete noise: a data-dependent, locally adaptive hierarchy (Zhang et al.
+2016).
 
 A cell splits while its *biased* count passes a noisy threshold: with ``c(v)`` the count of cell
 ``v`` at level ``l(v)``, ``b(v) = max(c(v) - l(v) delta, theta - delta)`` and the cell splits iff
@@ -49,7 +50,8 @@ _DECISIONS, _LEAF_COUNTS = 1, 2
 def privtree_parameters(epsilon_tree: float, epsilon_counts: float) -> tuple[float, int, float]:
     """``(lambda, delta, sigma_c)``: the decision scale ``lambda >= 3/epsilon_tree``, the integer
     bias ``delta = ceil(lambda ln 2)`` and the leaf-count scale ``sigma_c >= 1/epsilon_counts``,
-    each rounded so that ``3/lambda <= epsilon_tree`` and ``1/sigma_c <= epsilon_counts`` exactly."""
+    each rounded so that ``3/lambda <= epsilon_tree`` and ``1/sigma_c <= epsilon_counts``
+    exactly."""
     eps_t = check_epsilon(epsilon_tree, "epsilon_tree")
     eps_c = check_epsilon(epsilon_counts, "epsilon_counts")
     lam = round_up(Fraction(3) / Fraction(eps_t))
@@ -68,7 +70,8 @@ def privtree_parameters(epsilon_tree: float, epsilon_counts: float) -> tuple[flo
 
 def split_probability(b: np.ndarray, theta: int, lam: float) -> np.ndarray:
     """``P(b + Z > theta)`` for ``Z ~ LapZ(lam)`` and integer ``b`` (tests and the proof):
-    ``q^k / (1 + q)`` with ``k = theta - b + 1 >= 1``, else ``1 - q^(1-k) / (1 + q)``, ``q = e^(-1/lam)``."""
+    ``q^k / (1 + q)`` with ``k = theta - b + 1 >= 1``, else ``1 - q^(1-k) / (1 + q)``,
+    ``q = e^(-1/lam)``."""
     q = math.exp(-1.0 / lam)
     k = theta - np.asarray(b, dtype=np.float64) + 1
     return np.where(k >= 1, q**k / (1 + q), 1 - q ** (1 - k) / (1 + q))
@@ -105,7 +108,8 @@ def make_privtree(
 
     **Citations:**
 
-    * Zhang, Xiao, Xie, *PrivTree: A Differentially Private Algorithm for Hierarchical Decompositions*, SIGMOD 2016
+    * Zhang, Xiao, Xie, *PrivTree: A Differentially Private Algorithm for Hierarchical
+      Decompositions*, SIGMOD 2016
 
     **Proof Definition:** ``docs/proofs/privtree.rst``
 
@@ -126,7 +130,8 @@ def make_privtree(
     >>> from opendp_wasserstein.measurements import make_privtree
     >>> dp.enable_features("contrib")
     >>> meas = make_privtree(dp.numpy.array2_domain(num_columns=2, size=1000, T=float),
-    ...                      dp.change_one_distance(), epsilon_tree=0.25, epsilon_counts=0.25, max_depth=20)
+    ...                      dp.change_one_distance(), epsilon_tree=0.25, epsilon_counts=0.25,
+    ...                      max_depth=20)
     >>> meas.map(1)
     1.0
     >>> meas(np.random.default_rng(0).uniform(size=(1000, 2))).shape
@@ -185,7 +190,8 @@ def make_privtree(
                     )
                 )
         out = np.concatenate(parts) if parts else np.zeros((0, d))
-        # a binary tree with k leaves has k - 1 inner nodes; they and the leaves above max_depth drew
+        # a binary tree with k leaves has k - 1 inner nodes; they and the leaves above max_depth
+        # drew
         k = sum(sizes)
         decisions = k - 1 + sum(int(c.size) for lvl, _, c in leaves if lvl < depth)
         runtime.record(

@@ -81,7 +81,8 @@ def make_tree_count_laplace(input_domain: Domain, input_metric: Metric) -> Measu
     **Citations:**
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
-    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
+      metrics*, JCSS 2004
 
     **Proof Definition:** ``docs/proofs/tree_projection.rst``
 
@@ -100,7 +101,8 @@ def make_tree_count_laplace(input_domain: Domain, input_metric: Metric) -> Measu
     >>> tree = quadtree(C, bounds=(0.0, 1.0), seed=0)
     >>> t = make_nearest_candidate(
     ...     dp.numpy.array2_domain(num_columns=2, size=50, T=float), dp.symmetric_distance(), C)
-    >>> t = t >> make_tree_counts(t.output_domain, t.output_metric, tree, tree_level_scales(tree, 1.0))
+    >>> t = t >> make_tree_counts(
+    ...     t.output_domain, t.output_metric, tree, tree_level_scales(tree, 1.0))
     >>> meas = t >> make_tree_count_laplace(t.output_domain, t.output_metric)
     >>> meas = meas >> make_tree_multiset(t.output_domain, m=10)
     >>> meas.map(2)
@@ -112,7 +114,8 @@ def make_tree_count_laplace(input_domain: Domain, input_metric: Metric) -> Measu
 
 
 def make_tree_count_gaussian(input_domain: Domain, input_metric: Metric) -> Measurement:
-    r"""Construct a Measurement adding ``N_Z(0, sigma_j^2)`` to the count of every node at depth ``j``.
+    r"""Construct a Measurement adding ``N_Z(0, sigma_j^2)`` to the count of every node at depth
+    ``j``.
 
     The release is a :class:`~opendp_wasserstein.measurements._tree_count_noise.NoisyTreeCounts`
     (noisy counts of every node, and the public scales), the input of
@@ -134,7 +137,8 @@ def make_tree_count_gaussian(input_domain: Domain, input_metric: Metric) -> Meas
     :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
     :param input_metric: ``l2sq(s)`` (``make_tree_counts(..., output_metric="l2sq")``) with one
         scale per level ``0 .. tree.height``, each at most ``2^52``
-    :return: a Measurement into ``NoisyTreeCounts``, output measure ``zero_concentrated_divergence()``
+    :return: a Measurement into ``NoisyTreeCounts``, output measure
+        ``zero_concentrated_divergence()``
 
     :example:
 

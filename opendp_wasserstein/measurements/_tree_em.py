@@ -60,10 +60,12 @@ def make_tree_em(
     The chain is ``make_nearest_candidate`` (``pi``, stable) then a measurement releasing ``k``
     multiplicities summing to ``m`` with
 
-    .. math:: P(S) \propto \exp\Big(-\frac{\epsilon\, n\, W1_T(\pi\#D, S)}{2 \operatorname{diam}(T)}\Big)
+    .. math:: P(S) \propto \exp\Big(-\frac{\epsilon\, n\, W1_T(\pi\#D, S)}{2
+       \operatorname{diam}(T)}\Big)
 
-    over all ``C(k + m - 1, m)`` multisets (:mod:`opendp_wasserstein.public_candidates.tree_em_sampling`: bottom-up
-    log-partition recursion, top-down sampling; ``O(k m^2)`` time, ``O(k m)`` memory).
+    over all ``C(k + m - 1, m)`` multisets
+    (:mod:`opendp_wasserstein.public_candidates.tree_em_sampling`: bottom-up log-partition
+    recursion, top-down sampling; ``O(k m^2)`` time, ``O(k m)`` memory).
 
     **Privacy.** With ``a_v`` the data's mass fraction below node ``v``, replacing one record
     moves ``a`` by ``1/n`` along two root-leaf paths, so ``W1_T`` moves by at most
@@ -72,12 +74,13 @@ def make_tree_em(
     ``epsilon * replacements(d_in)``: ``map(2) = epsilon`` under ``symmetric_distance``,
     ``map(1) = epsilon`` under ``change_one_distance``, ``d_in`` times more by group privacy.
     ``n`` must be public (the score is scaled by it).  The tree is public: it is read from
-    the candidates only (when ``tree`` is None a fresh :func:`~opendp_wasserstein.public_candidates.trees.frt_tree`
-    is built once, at construction).  Floats enter the argument in the scores, the
-    log-sum-exp recursion, ``diam(T)`` and the inverse-CDF draws (float64 throughout; see
-    :mod:`opendp_wasserstein.public_candidates.tree_em_sampling`): the sampled law equals the exponential mechanism's
-    only up to floating-point error, so, as OpenDP's own float-based extras do, the
-    constructor requires ``dp.enable_features("contrib", "idealized-numerics")``.
+    the candidates only (when ``tree`` is None a fresh
+    :func:`~opendp_wasserstein.public_candidates.trees.frt_tree` is built once, at construction).
+    Floats enter the argument in the scores, the log-sum-exp recursion, ``diam(T)`` and the
+    inverse-CDF draws (float64 throughout; see
+    :mod:`opendp_wasserstein.public_candidates.tree_em_sampling`): the sampled law equals the
+    exponential mechanism's only up to floating-point error, so, as OpenDP's own float-based extras
+    do, the constructor requires ``dp.enable_features("contrib", "idealized-numerics")``.
 
     Required features: ``contrib``
 
@@ -85,7 +88,8 @@ def make_tree_em(
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
     * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
-    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
+      metrics*, JCSS 2004
 
     **Proof Definition:** ``docs/proofs/tree_em.rst``
 
@@ -94,7 +98,8 @@ def make_tree_em(
     :param candidates: the public candidates ``(k, p)``: distinct, finite rows
     :param m: the multiset size, ``>= 1``
     :param epsilon: the privacy loss of one replacement
-    :param tree: a public :class:`~opendp_wasserstein.public_candidates.trees.Tree` with ``k`` leaves, or None
+    :param tree: a public :class:`~opendp_wasserstein.public_candidates.trees.Tree` with ``k``
+        leaves, or None
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
     :return: a Measurement releasing ``k`` int64 multiplicities summing to ``m``
 

@@ -142,8 +142,8 @@ def noise_measurement(
 
 def _release_noise(distribution: str = "laplace") -> NodeNoise:
     """The noise of one release: node-addressed noise under a fresh secret key
-    (:class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise`: a node's noise and coin are a
-    function of the key and the node, so a distributed run or a retry draws the same values),
+    (:class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise`: a node's noise and coin are
+    a function of the key and the node, so a distributed run or a retry draws the same values),
     or a key from the non-private test seed; with ``runtime.sampler("opendp")`` OpenDP's own
     ``make_laplace`` (or ``make_gaussian``) draws the noise in the order asked (it cannot be
     keyed).  Gaussian noise (the zCDP measurements) is node-addressed too
@@ -195,7 +195,8 @@ def _check(
 
 
 def _check_counts(counts: Any, dom: DyadicCountsDomain) -> CountTree:
-    """The release-time input check: the exact count tree of the domain (its depth and dimension)."""
+    """The release-time input check: the exact count tree of the domain (its depth and
+    dimension)."""
     if (
         not isinstance(counts, CountTree)
         or counts.depth != dom.depth
@@ -292,11 +293,12 @@ def make_pruned_tree_noise(
 
 
 def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement:
-    r"""Construct a Measurement releasing the whole noisy dyadic tree, ``n_theta + LapZ(sigma_|theta|)``.
+    r"""Construct a Measurement releasing the whole noisy dyadic tree,
+    ``n_theta + LapZ(sigma_|theta|)``.
 
-    The release is a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`: the noisy count of every
-    one of the ``2^(r+1) - 1`` nodes (the root only when the size is private and ``sigma_0`` is
-    finite), nothing else.
+    The release is a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`: the noisy count of
+    every one of the ``2^(r+1) - 1`` nodes (the root only when the size is private and ``sigma_0``
+    is finite), nothing else.
     Privacy map ``d_in -> d_in`` in ``max_divergence``: for ``F(X) + lambda`` with independent
     ``lambda_i ~ LapZ(s_i)`` the privacy loss is ``||F(X) - F(X')||_{l1(s)}`` (Zare Moayedi et
     al. 2026, Appendix A.3).  A depth whose tree would not fit in memory is refused here.
@@ -305,7 +307,8 @@ def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
 
     **Proof Definition:** ``docs/proofs/tree_laplace.rst``
@@ -347,8 +350,8 @@ def make_pruned_tree_laplace(
     child whose truncated noisy count is 0 gets nothing, both 0: a fair coin picks one), and
     children with zero mass are not expanded, so at most ``1 + 2 m r`` nodes are noised.
 
-    **What is released**: a :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`, the leaf cells
-    with positive mass, their masses and public traversal counts.  It is a function of the
+    **What is released**: a :class:`~opendp_wasserstein.hierarchy.traversal.LeafMasses`, the leaf
+    cells with positive mass, their masses and public traversal counts.  It is a function of the
     imagined complete noisy tree and of independent coins, so the privacy map is that of
     :func:`make_tree_laplace`, ``d_in -> d_in`` (post-processing); it holds no exact count, record
     or code.
@@ -357,7 +360,8 @@ def make_pruned_tree_laplace(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
 
     **Proof Definition:** ``docs/proofs/tree_laplace.rst``
@@ -397,11 +401,12 @@ def make_pruned_tree_laplace(
 
 
 def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measurement:
-    r"""Construct a Measurement releasing the whole noisy dyadic tree, ``n_theta + N_Z(0, sigma_|theta|^2)``.
+    r"""Construct a Measurement releasing the whole noisy dyadic tree,
+    ``n_theta + N_Z(0, sigma_|theta|^2)``.
 
     The zCDP counterpart of :func:`~opendp_wasserstein.measurements.make_tree_laplace`: the same
-    release, a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`, for the full-tree PMM.  Privacy
-    map ``d_in -> d_in / 2`` from ``l2sq(s)`` into ``zero_concentrated_divergence()``
+    release, a :class:`~opendp_wasserstein.hierarchy.noisy_tree.NoisyTree`, for the full-tree PMM.
+    Privacy map ``d_in -> d_in / 2`` from ``l2sq(s)`` into ``zero_concentrated_divergence()``
     (:func:`zcdp_map`).
 
     Required features: ``contrib``
@@ -442,7 +447,8 @@ def make_pruned_tree_gaussian(
     consistency: str = "paper",
     threshold: float | None = None,
 ) -> Measurement:
-    r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM with Gaussian noise.
+    r"""Construct a Measurement releasing the consistent leaf masses of Pruned-PMM with Gaussian
+    noise.
 
     The zCDP counterpart of :func:`~opendp_wasserstein.measurements.make_pruned_tree_laplace`:
     Algorithms 1-2 with ``N_Z(0, sigma_j^2)`` added to a level-``j`` node when the

@@ -52,8 +52,8 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     With ``N = n`` (public size) or ``N = max(1, noisy root)`` and targets ``t_v = m
     max(noisy_v, 0) / N``, returns the multiset (``k`` multiplicities summing to ``m``) that
     minimises ``sum_v w_v |c_v - t_v|``, i.e. the tree W1 to the clamped, rescaled noisy
-    masses, exactly (:func:`~opendp_wasserstein.public_candidates.trees.closest_multiset`; several optimal
-    multisets are told apart by uniformly random coins, not by the candidates' row numbers).
+    masses, exactly (:func:`~opendp_wasserstein.public_candidates.trees.closest_multiset`; several
+    optimal multisets are told apart by uniformly random coins, not by the candidates' row numbers).
     Reads only the release, public parameters and data-independent coins, so it costs no
     privacy.
 
@@ -62,7 +62,8 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     **Citations:**
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
-    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
+      metrics*, JCSS 2004
 
     **Proof Definition:** ``docs/proofs/tree_projection.rst``
 
@@ -81,7 +82,8 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     >>> tree = quadtree(C, bounds=(0.0, 1.0), seed=1)
     >>> t = make_nearest_candidate(
     ...     dp.numpy.array2_domain(num_columns=2, size=40, T=float), dp.change_one_distance(), C)
-    >>> t = t >> make_tree_counts(t.output_domain, t.output_metric, tree, tree_level_scales(tree, 2.0))
+    >>> t = t >> make_tree_counts(
+    ...     t.output_domain, t.output_metric, tree, tree_level_scales(tree, 2.0))
     >>> meas = (t >> make_tree_count_laplace(t.output_domain, t.output_metric)
     ...           >> make_tree_multiset(t.output_domain, m=7))
     >>> meas.map(1), int(meas(np.full((40, 2), 0.25)).sum())
@@ -147,7 +149,8 @@ def make_tree_projection(
     **Citations:**
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
-    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
+      metrics*, JCSS 2004
 
     **Proof Definition:** ``docs/proofs/tree_projection.rst``
 
@@ -157,8 +160,9 @@ def make_tree_projection(
     :param m: the multiset size, ``>= 1``
     :param epsilon: the privacy loss of one replacement, in ``output_measure``: epsilon (pure DP)
         or rho (zCDP)
-    :param tree: a public :class:`~opendp_wasserstein.public_candidates.trees.Tree` with ``k`` leaves, or None for
-        a fresh :func:`~opendp_wasserstein.public_candidates.trees.frt_tree` built at construction
+    :param tree: a public :class:`~opendp_wasserstein.public_candidates.trees.Tree` with ``k``
+        leaves, or None for a fresh :func:`~opendp_wasserstein.public_candidates.trees.frt_tree`
+        built at construction
     :param metric: the ground metric ``"l1"``, ``"l2"`` (default) or ``"linf"``
     :param output_measure: ``dp.max_divergence()`` (discrete Laplace; the default, ``None``) or
         ``dp.zero_concentrated_divergence()`` (discrete Gaussian)

@@ -12,8 +12,9 @@ the distribution of OpenDP's integer ``make_gaussian`` (and of Canonne, Kamath a
 Method (CKS Algorithm 3)
 ------------------------
 With ``t = floor(sigma) + 1`` (capped at ``2^52``, the largest discrete Laplace scale; any
-``t > 0`` gives the same law, this one few rejections): draw ``Y ~ LapZ(t)`` (:mod:`~opendp_wasserstein.noise._fast_laplace`,
-exact), and accept it with probability ``exp(-gamma)``,
+``t > 0`` gives the same law, this one few rejections): draw ``Y ~ LapZ(t)``
+(:mod:`~opendp_wasserstein.noise._fast_laplace`, exact), and accept it with probability
+``exp(-gamma)``,
 
 .. math:: \gamma(Y) = \frac{(|Y| - \sigma^2/t)^2}{2\sigma^2}
    = \frac{Y^2}{2\sigma^2} - \frac{|Y|}{t} + \frac{\sigma^2}{2t^2},
@@ -125,7 +126,8 @@ _FEW, _REPS = 2048, 4  # below _FEW pending elements, _REPS proposals per elemen
 
 
 def _constants(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``t = min(floor(sigma) + 1, 2^52)``, ``c = fl(fl(sigma^2)/t)`` and ``a = fl(0.5/fl(sigma^2))``."""
+    """``t = min(floor(sigma) + 1, 2^52)``, ``c = fl(fl(sigma^2)/t)`` and
+    ``a = fl(0.5/fl(sigma^2))``."""
     t = np.minimum(np.floor(sigma) + 1.0, _LAPLACE_MAX)
     s = sigma * sigma
     with np.errstate(over="ignore", divide="ignore", under="ignore"):

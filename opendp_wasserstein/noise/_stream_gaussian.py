@@ -2,8 +2,8 @@ r"""Exact discrete Gaussian draws from per-element random streams (node-addresse
 
 :func:`stream_discrete_gaussian` draws ``N_Z(0, sigma^2)`` for every element of a batch, element
 ``i`` reading only stream ``i``, so its value does not depend on the other elements, their
-number or their order: what :class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise` needs to
-give a tree node the same Gaussian noise on any worker, in any retry and in memory.
+number or their order: what :class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise` needs
+to give a tree node the same Gaussian noise on any worker, in any retry and in memory.
 
 Method: the rejection sampler of Canonne, Kamath and Steinke (NeurIPS 2020, Algorithm 3), as in
 :mod:`~opendp_wasserstein.noise._fast_gaussian`: with ``t = floor(sigma) + 1`` (capped at ``2^52``),
@@ -11,9 +11,9 @@ round ``r = 0, 1, ...`` draws a proposal ``Y ~ LapZ(t)`` and accepts it with pro
 ``exp(-gamma(|Y|))``, ``gamma(x) = (x - sigma^2/t)^2 / (2 sigma^2)``; the first accepted proposal
 is the draw.  Element ``i``'s stream is cut into regions of :data:`REGION` 16-byte blocks:
 round ``r`` reads its proposal from region ``2r`` (by
-:func:`~opendp_wasserstein.noise._stream_laplace.stream_discrete_laplace`) and its acceptance test from
-region ``2r + 1`` (an :class:`~opendp_wasserstein.noise._fast_laplace._ElementBits` over it), so every
-round of every element reads fresh, independent bytes whatever happened in other rounds (a
+:func:`~opendp_wasserstein.noise._stream_laplace.stream_discrete_laplace`) and its acceptance test
+from region ``2r + 1`` (an :class:`~opendp_wasserstein.noise._fast_laplace._ElementBits` over it),
+so every round of every element reads fresh, independent bytes whatever happened in other rounds (a
 region is ``2^40`` blocks, 16 TiB: never exhausted).  Each round accepts with probability above
 ``1/2``, so the loop ends after a few rounds (more than 64 with probability below ``2^-64``);
 the rounds are vectorised over the elements still pending.

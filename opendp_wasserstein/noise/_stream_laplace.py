@@ -108,7 +108,8 @@ def _split(scale: float) -> tuple[int, int]:
 
 def _digits(lo: list[int], hi: list[int], frac: int) -> _Digits:
     """The base-256 digits on which ``lo[t]`` and ``hi[t]`` (``frac``-bit fractions) agree, from
-    the first: row ``t`` holds its first ``known[t]`` digits, zeros after them (all rows at once)."""
+    the first: row ``t`` holds its first ``known[t]`` digits, zeros after them (all rows at
+    once)."""
     nbytes = frac // 8
     count = len(lo)
     if len(hi) != count:
@@ -204,7 +205,8 @@ def _geometric(bits: _ElementBits, elems: np.ndarray, c: _Constants) -> np.ndarr
 
 
 def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
-    """``size`` draws of ``LapZ(c.scale)``, element ``i`` from stream ``i`` (ids ``0 .. size-1``)."""
+    """``size`` draws of ``LapZ(c.scale)``, element ``i`` from stream ``i`` (ids
+    ``0 .. size-1``)."""
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     weights = np.left_shift(np.int64(1), np.arange(c.k, dtype=np.int64))

@@ -43,7 +43,8 @@ function plus ``O(q^2 l^2 / 2^128)`` for ``q`` messages of ``l`` blocks.  Distin
 namespace, level, id, counter) are distinct messages, so distinct nodes, streams and blocks
 get independent uniform bytes.  Each node's stream is consumed by an exact sampler that reads
 bytes in a fixed order determined only by that node's own values, so a node's value does not
-depend on which other nodes are drawn with it (see :class:`~opendp_wasserstein.noise._fast_laplace._ElementBits`).
+depend on which other nodes are drawn with it (see
+:class:`~opendp_wasserstein.noise._fast_laplace._ElementBits`).
 
 AES in ECB mode over many blocks at once is the vectorised primitive (package
 ``cryptography``, AES-NI): every step above is one ECB call over all nodes of a batch.  The
@@ -280,7 +281,8 @@ class KeyedNodeNoise:
     def _draw(
         self, stream: int, sampler: Any, level: int, cells: np.ndarray, scale: float
     ) -> np.ndarray:
-        """One value per node from ``sampler(scale, k, streams)`` reading the nodes' own ``stream``."""
+        """One value per node from ``sampler(scale, k, streams)`` reading the nodes' own
+        ``stream``."""
         level, ids = self._check(level, cells)
         scale_f = float(scale)
         if not (np.isfinite(scale_f) and 0.0 < scale_f <= MAX_SCALE):
@@ -382,6 +384,7 @@ def release_node_noise(rng: Any = None) -> KeyedNodeNoise:
     """The node noise of one release: a fresh :func:`os.urandom` key by default.
 
     :param rng: ``None`` (secure; a seeded source only through the package's explicit,
-        non-private reproducible option) or a :class:`~opendp_wasserstein.noise._source.RandomSource`
+        non-private reproducible option) or a
+        :class:`~opendp_wasserstein.noise._source.RandomSource`
     """
     return KeyedNodeNoise.from_random_source(as_random_source(rng))

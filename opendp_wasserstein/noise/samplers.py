@@ -1,12 +1,14 @@
-"""Exact integer noise: discrete Laplace ``LapZ(sigma)``, ``P(z) proportional to exp(-|z| / sigma)``,
-and discrete Gaussian ``N_Z(0, sigma^2)``, ``P(z) proportional to exp(-z^2 / (2 sigma^2))``.
+"""Exact integer noise: discrete Laplace ``LapZ(sigma)``,
+``P(z) proportional to exp(-|z| / sigma)``, and discrete Gaussian ``N_Z(0, sigma^2)``,
+``P(z) proportional to exp(-z^2 / (2 sigma^2))``.
 
 Two back-ends draw the same distributions:
 
 - ``"opendp"``: OpenDP's integer ``make_laplace`` / ``make_gaussian`` (``T="i64"``), one call per
   distinct scale.  Exact and CSPRNG-backed; about 6-15 microseconds a sample.  Needs a secure
   source.
-- ``"fast"``: vectorised exact samplers (:func:`~opendp_wasserstein.noise._fast_laplace.fast_discrete_laplace`,
+- ``"fast"``: vectorised exact samplers
+  (:func:`~opendp_wasserstein.noise._fast_laplace.fast_discrete_laplace`,
   :func:`~opendp_wasserstein.noise._fast_gaussian.fast_discrete_gaussian`).
 """
 

@@ -1,1 +1,2 @@
-"""The kernel of selection from public candidates: candidate sets, tree metrics, Tree-EM sampling."""
+"""The kernel of selection from public candidates: candidate sets, tree metrics, Tree-EM
+sampling."""

@@ -434,7 +434,8 @@ class NearestCandidates:
         return out
 
     def tally(self, x: Any) -> Tally:
-        """The :class:`Tally` of the rows of ``x`` (what a worker of a distributed release sends)."""
+        """The :class:`Tally` of the rows of ``x`` (what a worker of a distributed release
+        sends)."""
         x = self._check(x)
         single = np.zeros(self.k, dtype=np.int64)
         groups: dict[bytes, list[Any]] = {}

@@ -5,7 +5,8 @@ Given a tree ``T`` on ``k`` candidates, the data's leaf counts ``A`` (``n`` poin
 1-Wasserstein distance ``W1_T(A/n, c/m) = sum_v w_v |A_v/n - c_v/m|`` to the data, and Tree-EM
 samples
 
-.. math:: P(S) \propto \exp(-\alpha\, W1_T(A/n, c/m)), \qquad \alpha = \epsilon n / (2 \operatorname{diam}(T))
+.. math:: P(S) \propto \exp(-\alpha\, W1_T(A/n, c/m)), \qquad \alpha = \epsilon n / (2
+   \operatorname{diam}(T))
 
 over all ``C(k + m - 1, m)`` multisets, exactly, by dynamic programming (Zare Moayedi et al.,
 *Private selection from public candidates with Wasserstein guarantees*):

@@ -2,9 +2,9 @@
 
 :func:`synthesize_array` and :func:`select_array_candidates` release on numeric arrays; the
 tables front end (:mod:`opendp_wasserstein.tables.release`) encodes a table to such an array and
-calls them, and :func:`~opendp_wasserstein.synthesize` / :func:`~opendp_wasserstein.select_candidates`
-dispatch to one or the other.  The keyword options are checked once, by the options object they
-build (:mod:`opendp_wasserstein.release.options`).
+calls them, and :func:`~opendp_wasserstein.synthesize` /
+:func:`~opendp_wasserstein.select_candidates` dispatch to one or the other.  The keyword options are
+checked once, by the options object they build (:mod:`opendp_wasserstein.release.options`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def synthesize_array(
     :param bounds: the public box (:func:`~opendp_wasserstein.release.options.as_bounds`)
     :param split_order: a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder`
         over the ``d`` columns, or None (cyclic)
-    :param options: the other fields of :class:`~opendp_wasserstein.release.options.SynthesisOptions`
+    :param options: the other fields of
+        :class:`~opendp_wasserstein.release.options.SynthesisOptions`
     :return: the synthetic array and a :class:`~opendp_wasserstein.release.reports.SynthesisReport`
     """
     opts = SynthesisOptions(epsilon=epsilon, **options)
@@ -111,8 +112,10 @@ def select_array_candidates(
     :param C: the public candidates, ``k x p``
     :param m: the multiset size
     :param epsilon: the budget
-    :param options: the other fields of :class:`~opendp_wasserstein.release.options.SelectionOptions`
-    :return: ``k`` int64 multiplicities and a :class:`~opendp_wasserstein.release.reports.SelectionReport`
+    :param options: the other fields of
+        :class:`~opendp_wasserstein.release.options.SelectionOptions`
+    :return: ``k`` int64 multiplicities and a
+        :class:`~opendp_wasserstein.release.reports.SelectionReport`
     """
     opts = SelectionOptions(epsilon=epsilon, **options)
     x = as_data(D, "D", public_size=opts.public_size)

@@ -1,4 +1,5 @@
-"""What a release reports besides its output: public after the release, shared by every front end."""
+"""What a release reports besides its output: public after the release, shared by every front
+end."""
 
 from __future__ import annotations
 

@@ -152,7 +152,8 @@ def standard_candidates(
 
 
 def profile_schedule(weights: np.ndarray | list[float], epsilon: float) -> tuple[float, ...]:
-    r"""The schedule ``sigma_0 .. sigma_r`` minimising ``sum_j w_j sigma_{j+1}`` at budget ``epsilon``.
+    r"""The schedule ``sigma_0 .. sigma_r`` minimising ``sum_j w_j sigma_{j+1}`` at budget
+    ``epsilon``.
 
     Under ``2 sum_{j=1}^r 1/sigma_j = epsilon`` (Lagrange, as in the paper's Appendix A.8):
 
@@ -262,8 +263,8 @@ def split_order_candidates(
     r"""Public depth-schedule candidates for a hierarchy with split order ``order`` (a table).
 
     The analogue of :func:`standard_candidates` for any public split order and its diameter
-    profile (:meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.diameters`).  For each model
-    dimension ``s = 1 .. d_num`` of the numeric coordinates (one candidate set if there are
+    profile (:meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.diameters`).  For each
+    model dimension ``s = 1 .. d_num`` of the numeric coordinates (one candidate set if there are
     none), the model occupancy ``g_j`` doubles at each split of an unresolved discrete
     coordinate and grows by ``2^(s/d_num)`` at each numeric split (capped at ``n``); the schedule
     is :func:`profile_schedule` with ``w_j = g_j diam_j``, and the depths are

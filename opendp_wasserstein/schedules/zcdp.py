@@ -1,26 +1,28 @@
 r"""Noise schedules optimal for discrete Gaussian noise under zCDP.
 
-The paper's schedules (Zare Moayedi et al. 2026, Appendix A.8, B.1; :mod:`~opendp_wasserstein.schedules`)
-minimise the transport bound ``sum_j b_j sigma_j`` under the pure-DP budget ``2 sum_j
-1/sigma_j = epsilon``, which gives ``sigma_j proportional to b_j^(-1/2)``.  Under zCDP one
-replacement costs ``rho = sum_j 1/sigma_j^2`` (:func:`~opendp_wasserstein.transformations.make_dyadic_counts`
-with ``output_metric="l2sq"``, then :func:`~opendp_wasserstein.measurements.zcdp_map`), and
-the same Lagrange argument gives ``sigma_j proportional to b_j^(-1/3)``:
+The paper's schedules (Zare Moayedi et al. 2026, Appendix A.8, B.1;
+:mod:`~opendp_wasserstein.schedules`) minimise the transport bound ``sum_j b_j sigma_j`` under the
+pure-DP budget ``2 sum_j 1/sigma_j = epsilon``, which gives ``sigma_j proportional to b_j^(-1/2)``.
+Under zCDP one replacement costs ``rho = sum_j 1/sigma_j^2``
+(:func:`~opendp_wasserstein.transformations.make_dyadic_counts` with ``output_metric="l2sq"``, then
+:func:`~opendp_wasserstein.measurements.zcdp_map`), and the same Lagrange argument gives
+``sigma_j proportional to b_j^(-1/3)``:
 
 .. math::
    \sigma_j = \sqrt{\frac{\sum_i b_i^{2/3}}{\rho}}\; b_j^{-1/3}, \qquad
    \sum_j b_j \sigma_j = \frac{\big(\sum_j b_j^{2/3}\big)^{3/2}}{\sqrt{\rho}}
-   \;\le\; \sum_j b_j \sigma'_j \ \text{ for every } \sigma' \text{ with } \sum_j 1/\sigma_j'^2 = \rho
+   \;\le\; \sum_j b_j \sigma'_j \ \text{ for every } \sigma' \text{ with } \sum_j 1/\sigma_j'^2 =
+   \rho
 
 (Hölder's inequality with exponents 3/2 and 3; derivation in ``docs/proofs/zcdp_schedules.rst``).
 
 * **Dyadic hierarchy** (:func:`zcdp_schedule`): with the paper's packing model ``O_j =
   2^{j s/d}`` the weights are ``b_{j+1} = O_j 2^{-j/d} = 2^{j (s-1)/d}``, so with
   ``q = 2^((s-1)/(3d))`` and ``S = sum_{j<r} q^{2j}``: ``sigma_{j+1} = sqrt(S/rho) q^(-j)``.
-* **Public tree** (:func:`~opendp_wasserstein.schedules.tree.tree_level_scales_zcdp`): ``b_j = W_j`` the total edge weight at depth
-  ``j``, so ``sigma_j proportional to W_j^(-1/3)``; then every scale is shrunk by the same
-  factor until the *exact* tree sensitivity (which charges a level once, not twice, where only
-  one of the two deepest leaves reaches it) spends the whole budget.
+* **Public tree** (:func:`~opendp_wasserstein.schedules.tree.tree_level_scales_zcdp`): ``b_j = W_j``
+  the total edge weight at depth ``j``, so ``sigma_j proportional to W_j^(-1/3)``; then every scale
+  is shrunk by the same factor until the *exact* tree sensitivity (which charges a level once, not
+  twice, where only one of the two deepest leaves reaches it) spends the whole budget.
 
 Every schedule is returned so that its exact budget, computed over the rationals the way the
 maps compute it, is at most ``rho`` and rounds up to ``rho``
@@ -247,8 +249,8 @@ def zcdp_candidates(
     r"""The public candidate set of Adaptive Pruned-PMM in zCDP: one candidate per model dimension.
 
     For each ``s`` in ``1..d``: the paper's explicit depth ``r_s`` (Appendix B.1,
-    :func:`~opendp_wasserstein.schedules.pure.candidate_depth`) at ``eps = sqrt(8 rho_main)``, with the
-    zCDP-optimal schedule :func:`zcdp_schedule`, which spends ``rho_main`` exactly.  Data
+    :func:`~opendp_wasserstein.schedules.pure.candidate_depth`) at ``eps = sqrt(8 rho_main)``, with
+    the zCDP-optimal schedule :func:`zcdp_schedule`, which spends ``rho_main`` exactly.  Data
     independent.
 
     *Why this depth.*  The depth trades resolution against noise; the minimiser of the public
@@ -262,7 +264,8 @@ def zcdp_candidates(
     :param d: the data dimension
     :param n: the public dataset size (or a public estimate)
     :param rho_main: the zCDP budget of the synthesis
-    :param c_abs: the constant of :func:`zcdp_model_bound` (used only with ``include_optimal_depths``)
+    :param c_abs: the constant of :func:`zcdp_model_bound` (used only with
+        ``include_optimal_depths``)
     :param include_optimal_depths: also add, for each ``s``, the smallest depth ``r <= L``
         minimising :func:`zcdp_model_bound` when it differs from ``r_s`` (as
         :func:`~opendp_wasserstein.schedules.pure.standard_candidates` does in pure DP)
@@ -293,13 +296,14 @@ def zcdp_candidates(
 
 
 def zcdp_profile_schedule(weights: np.ndarray | Sequence[float], rho: float) -> tuple[float, ...]:
-    r"""The schedule ``sigma_0 .. sigma_r`` minimising ``sum_j w_j sigma_{j+1}`` at zCDP budget ``rho``.
+    r"""The schedule ``sigma_0 .. sigma_r`` minimising ``sum_j w_j sigma_{j+1}`` at zCDP budget
+    ``rho``.
 
     Under ``sum_{j=1}^r 1/sigma_j^2 = rho`` (module docstring, Hölder):
     ``sigma_{j+1} = sqrt(sum_i w_i^(2/3) / rho) w_j^(-1/3)``, the zCDP analogue of
-    :func:`~opendp_wasserstein.schedules.pure.profile_schedule` (there ``w_j^(-1/2)``).  With ``w_j =
-    g_j diam_j`` (model occupancy times the level's diameter) it is the schedule of a public split
-    order's candidates (:func:`zcdp_split_order_candidates`); for the cube's profile it is
+    :func:`~opendp_wasserstein.schedules.pure.profile_schedule` (there ``w_j^(-1/2)``).  With
+    ``w_j = g_j diam_j`` (model occupancy times the level's diameter) it is the schedule of a public
+    split order's candidates (:func:`zcdp_split_order_candidates`); for the cube's profile it is
     :func:`zcdp_schedule`.  Weights below ``1e-6`` of the largest are raised to it;
     ``sigma_0 = 1/sqrt(rho)``; the exact budget is at most ``rho`` and rounds up to it.
 

@@ -39,7 +39,8 @@ class TableDomain:
 
 
 def table_rows(data: Any) -> int:
-    """The number of rows of a table of any supported type (a LazyFrame is counted, not collected)."""
+    """The number of rows of a table of any supported type (a LazyFrame is counted, not
+    collected)."""
     kind = frame_kind(data)
     if kind == "polars-lazy":
         pl = import_optional("polars", "a Polars table")

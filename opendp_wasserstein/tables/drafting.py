@@ -159,7 +159,8 @@ class DraftReport:
         ``categories`` are left ``null`` (they are in :meth:`dumps`, not in ``schema``)
     :param skipped: ``{column: reason}`` for columns of a type no schema column holds, in a file
         that carries its types (the reason is the public type)
-    :param epsilon_spent: the privacy loss of the DP counts and estimated bounds (per replaced record)
+    :param epsilon_spent: the privacy loss of the DP counts and estimated bounds (per replaced
+        record)
     :param dp_counts: with ``epsilon``: the DP count of each estimated column's values
     :param unreliable: with ``epsilon``: ``{column: why}`` for the columns whose DP count says
         their bounds estimate is unreliable (``n * epsilon_per_quantile`` below
@@ -210,7 +211,8 @@ def draft_schema(
     types_from_data: bool = False,
     nullable: Sequence[str] = (),
 ) -> DraftReport:
-    """A draft schema for a :class:`pyarrow.Table` (e.g. from :func:`~opendp_wasserstein.tables.io.read_file`).
+    """A draft schema for a :class:`pyarrow.Table` (e.g. from
+    :func:`~opendp_wasserstein.tables.io.read_file`).
 
     :param table: the data (read, never modified)
     :param max_categories: a text column with more distinct values (an identifier, say) is

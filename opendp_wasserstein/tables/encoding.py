@@ -295,8 +295,8 @@ class TableEncoding:
         axes (``ceil(log2 K)`` levels each, in column order), then the numeric axes cyclically;
         ``"cyclic"``: level ``j`` splits axis ``j mod D`` (the hierarchy of points).  Either way
         each discrete axis has ``cells`` categories under the 0/1 metric, so
-        :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.diameters` is the diameter profile
-        under the table metric.
+        :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.diameters` is the diameter
+        profile under the table metric.
 
         >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn
         >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 1), nullable=True),
@@ -352,7 +352,8 @@ class TableEncoding:
 
         >>> from opendp_wasserstein.tables import Schema, FloatColumn, BoolColumn
         >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 10)), "b": BoolColumn()}))
-        >>> enc.distance(np.array([[0.25, 0.25], [0.25, 0.25]]), np.array([[0.5, 0.25], [0.5, 0.75]])).tolist()
+        >>> enc.distance(np.array([[0.25, 0.25], [0.25, 0.25]]),
+        ...              np.array([[0.5, 0.25], [0.5, 0.75]])).tolist()
         [0.25, 1.0]
         """
         na, da = self.metric_view(a)

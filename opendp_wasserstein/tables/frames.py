@@ -387,8 +387,9 @@ def _bool_codes(series: Any) -> np.ndarray:
 
 
 def _public_info(info: FrameInfo, schema: Schema) -> FrameInfo:
-    """``info`` with each dtype replaced by its public form (:mod:`~opendp_wasserstein.tables.dtypes`):
-    a function of the schema and the dtype's kind, never of what a library read off the values."""
+    """``info`` with each dtype replaced by its public form
+    (:mod:`~opendp_wasserstein.tables.dtypes`): a function of the schema and the dtype's kind, never
+    of what a library read off the values."""
     if info.kind == "numpy":
         dtype = public_numpy_dtype(
             info.dtypes[0] if info.dtypes else np.dtype(object), [schema[n] for n in info.names]
@@ -457,15 +458,16 @@ FRAME_KINDS = ("pandas", "polars", "polars-lazy", "arrow", "numpy")
 def natural_frame_info(schema: Schema, kind: str = "pandas") -> FrameInfo:
     """A :class:`FrameInfo` for writing a table of ``kind`` from the schema alone (no input table).
 
-    Each column gets its type's natural dtype (:func:`~opendp_wasserstein.tables.dtypes.natural_dtype`):
-    float64, int64 (pandas ``Int64`` when nullable), dates (``date32``/``Date``; pandas
-    ``datetime64[us]``) for datetime columns whose bounds fall on midnight and
-    ``timestamp[us]`` otherwise, booleans (pandas ``boolean`` when nullable), and strings (or
-    int64) for categorical labels.  A numpy table is an object array (float64 if every column
-    is a non-nullable float column).
+    Each column gets its type's natural dtype
+    (:func:`~opendp_wasserstein.tables.dtypes.natural_dtype`): float64, int64 (pandas ``Int64`` when
+    nullable), dates (``date32``/``Date``; pandas ``datetime64[us]``) for datetime columns whose
+    bounds fall on midnight and ``timestamp[us]`` otherwise, booleans (pandas ``boolean`` when
+    nullable), and strings (or int64) for categorical labels.  A numpy table is an object array
+    (float64 if every column is a non-nullable float column).
 
     >>> from opendp_wasserstein.tables import Schema, IntColumn, BoolColumn
-    >>> natural_frame_info(Schema({"a": IntColumn(bounds=(0, 9)), "b": BoolColumn()}), "arrow").dtypes
+    >>> schema = Schema({"a": IntColumn(bounds=(0, 9)), "b": BoolColumn()})
+    >>> natural_frame_info(schema, "arrow").dtypes
     (DataType(int64), DataType(bool))
     """
     if kind not in FRAME_KINDS:

@@ -62,11 +62,12 @@ SPLITS_PER_COLUMN = (1, 2, 3)
 def table_candidates(
     order: SplitOrder, n: int, epsilon_main: float, c_abs: float = 1.0
 ) -> tuple[ScheduleCandidate, ...]:
-    """The public candidates of one order: :func:`~opendp_wasserstein.schedules.pure.split_order_candidates`
-    and, for each ``k`` in :data:`SPLITS_PER_COLUMN`, the first level at which every numeric
-    axis has had ``k`` splits (and every discrete one is resolved) with equal scales on every
-    level (:func:`~opendp_wasserstein.schedules.pure.profile_schedule` of constant weights), up to
-    the deepest standard candidate; repeats dropped.  Public values only."""
+    """The public candidates of one order:
+    :func:`~opendp_wasserstein.schedules.pure.split_order_candidates` and, for each ``k`` in
+    :data:`SPLITS_PER_COLUMN`, the first level at which every numeric axis has had ``k`` splits (and
+    every discrete one is resolved) with equal scales on every level
+    (:func:`~opendp_wasserstein.schedules.pure.profile_schedule` of constant weights), up to the
+    deepest standard candidate; repeats dropped.  Public values only."""
     out = list(split_order_candidates(order, n, epsilon_main, c_abs))
     deepest = max(c.depth for c in out)
     d_num = len(order.numeric)

@@ -250,8 +250,9 @@ def make_table_marginals(
 
     **Proof Definition:** ``docs/proofs/table_marginals.rst``
 
-    :param input_domain: the encoded points, ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``
-        (the size must be public: it sets the trees)
+    :param input_domain: the encoded points,
+        ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)`` (the size must be public: it sets
+        the trees)
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
     :param enc: the table's encoding (public: the schema)
     :param epsilon: the budget of the whole first look per replacement
@@ -266,7 +267,8 @@ def make_table_marginals(
     >>> from opendp_wasserstein.tables import Schema, FloatColumn, CategoricalColumn, TableEncoding
     >>> from opendp_wasserstein.tables.marginals import make_table_marginals
     >>> dp.enable_features("contrib")
-    >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 1)), "c": CategoricalColumn(categories=("a", "b"))}))
+    >>> enc = TableEncoding(Schema({"x": FloatColumn(bounds=(0, 1)),
+    ...                            "c": CategoricalColumn(categories=("a", "b"))}))
     >>> dom = dp.numpy.array2_domain(num_columns=2, size=1000, T=float, nan=False)
     >>> meas = make_table_marginals(dom, dp.change_one_distance(), enc, 0.5)
     >>> meas.map(1) <= 0.5
@@ -290,8 +292,8 @@ def make_table_marginals(
 def seeded_laplace(counts: Transformation, scale: float, tag: int) -> Measurement:
     """``counts >> dp.m.then_laplace(scale)``: OpenDP's discrete Laplace on the CSPRNG (secure,
     the default); inside :func:`opendp_wasserstein.runtime.reproducible` the same law
-    (:func:`~opendp_wasserstein.noise.samplers.sample_discrete_laplace`) drawn from the seeded stream
-    ``tag`` (NOT private; tests and figures).  The map is OpenDP's map of the chain."""
+    (:func:`~opendp_wasserstein.noise.samplers.sample_discrete_laplace`) drawn from the seeded
+    stream ``tag`` (NOT private; tests and figures).  The map is OpenDP's map of the chain."""
     secure = counts >> dp.m.then_laplace(scale)
 
     def function(x: Any) -> list[int]:

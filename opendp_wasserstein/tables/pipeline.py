@@ -32,8 +32,9 @@ independent-marginals release made with the package's 1-D hierarchy: the same bu
 column as independent noisy 1-way marginals (``epsilon / k``), read on the same public tree as
 the joint modes (16 cells, 256 once ``n epsilon / k >= 256``, 4096 from 4096, or one leaf per
 value of an int column that has few enough), the tree's levels combined by least squares and
-projected onto the simplex level by level (:func:`~opendp_wasserstein.tables.marginals.tree_estimate`),
-values placed by the inverse of the released CDF, never inside a cell the release left empty.
+projected onto the simplex level by level
+(:func:`~opendp_wasserstein.tables.marginals.tree_estimate`), values placed by the inverse of the
+released CDF, never inside a cell the release left empty.
 
 **Privacy map.**  Sequential composition of the two queries: the first look's map plus the joint
 release's, whose map does not depend on the marginals (the quantile encoding is 1-stable and
@@ -121,7 +122,8 @@ class StructuredOptions:
     :param select_share: the share of the joint budget for the choice of candidate, in ``(0, 1)``
     :param calibrate: which of :data:`~opendp_wasserstein.tables.calibration.CALIBRATE_KINDS`
         to match to the DP marginals (empty: none)
-    :param alphas: the family's greedy orders (:data:`~opendp_wasserstein.tables.orders.ORDER_ALPHAS`)
+    :param alphas: the family's greedy orders
+        (:data:`~opendp_wasserstein.tables.orders.ORDER_ALPHAS`)
     :param discrete_first: add the discrete-first order to the family (default False: measured
         worse on the correlations of the numeric columns)
     :param quantile: encode the numeric axes by their DP CDFs

@@ -94,8 +94,8 @@ def synthesize_table(
     :param columns: use only these columns
     :param accept_data_derived_schema: release even if the schema has bounds or categories read
         off the data (``derived_from_data``; not private): refused by default
-    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.synthesize_array` (``mechanism``, ...);
-        ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
+    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.synthesize_array`
+        (``mechanism``, ...); ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
         (:meth:`~opendp_wasserstein.tables.TableEncoding.split_order`)
     :return: the synthetic table and the :class:`~opendp_wasserstein.api.SynthesisReport`,
         whose ``epsilon`` includes the schema's ``epsilon_spent``
@@ -228,8 +228,8 @@ def select_table_candidates(
     :param schema: the public schema
     :param columns: use only these columns of both tables
     :param accept_data_derived_schema: as for :func:`synthesize_table`
-    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.select_array_candidates` (``mechanism``,
-        ``public_size``)
+    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.select_array_candidates`
+        (``mechanism``, ``public_size``)
     :return: one int64 multiplicity per candidate row (summing to ``m``) and the
         :class:`~opendp_wasserstein.api.SelectionReport`, whose ``epsilon`` includes the
         schema's ``epsilon_spent``

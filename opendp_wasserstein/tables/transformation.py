@@ -76,14 +76,16 @@ def make_table_encoding(
     :example:
 
     >>> import numpy as np, pandas as pd, opendp.prelude as dp
-    >>> from opendp_wasserstein.tables import Schema, table_domain, make_table_encoding, make_table_decoding
+    >>> from opendp_wasserstein.tables import (
+    ...     Schema, table_domain, make_table_encoding, make_table_decoding)
     >>> from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
     >>> dp.enable_features("contrib")
     >>> schema = Schema.from_json({"columns": {
     ...     "age": {"type": "int", "bounds": [0, 100]},
     ...     "region": {"type": "categorical", "categories": ["n", "e", "s", "w"]}}})
     >>> rng = np.random.default_rng(0)
-    >>> df = pd.DataFrame({"age": rng.integers(20, 70, 500), "region": rng.choice(["n", "e", "s"], 500)})
+    >>> df = pd.DataFrame({"age": rng.integers(20, 70, 500),
+    ...                    "region": rng.choice(["n", "e", "s"], 500)})
     >>> dom = table_domain(schema, size=500)
     >>> t = make_table_encoding(dom, dp.change_one_distance())
     >>> t.map(1), t(df).shape
@@ -133,7 +135,8 @@ _SEALED: dict[type, Any] = {}
 
 
 def _sealed_type(base: type) -> Any:
-    """A subclass of ``base`` whose instances refuse the attribute ``__opendp_dict__`` (one per base)."""
+    """A subclass of ``base`` whose instances refuse the attribute ``__opendp_dict__`` (one per
+    base)."""
     if base in _SEALED:
         return _SEALED[base]
 
@@ -201,10 +204,11 @@ def make_table_decoding(domain: Domain, kind: str = "pandas") -> Function:
     Any point decodes (it is clipped into the cube; every coordinate of a categorical column
     decodes to a declared label); int columns come back as integers, dates as dates,
     categories as their labels, booleans as booleans, nulls only in nullable columns.  The
-    dtypes are the schema's natural ones (:func:`~opendp_wasserstein.tables.frames.natural_frame_info`).
-    A pandas or Polars result is an instance of a subclass of the library's frame that refuses
-    the attribute OpenDP's ``measurement_invoke`` would otherwise set on it: a record of the
-    call holding the *input table* (see ``_sealed``).
+    dtypes are the schema's natural ones
+    (:func:`~opendp_wasserstein.tables.frames.natural_frame_info`). A pandas or Polars result is an
+    instance of a subclass of the library's frame that refuses the attribute OpenDP's
+    ``measurement_invoke`` would otherwise set on it: a record of the call holding the *input table*
+    (see ``_sealed``).
 
     :param domain: the :func:`~opendp_wasserstein.tables.table_domain` the points were encoded from
     :param kind: the output type: ``"pandas"`` (default), ``"polars"``, ``"polars-lazy"``,

@@ -1,4 +1,5 @@
-"""The hierarchical count transformation of the dyadic hierarchy (cyclic or any public split order)."""
+"""The hierarchical count transformation of the dyadic hierarchy (cyclic or any public split
+order)."""
 
 from __future__ import annotations
 
@@ -112,8 +113,8 @@ def make_dyadic_counts(
     ``[0, 1]^d`` and counted in every cell of the dyadic hierarchy to ``depth``, level ``j``
     splitting coordinate ``axes[j]`` (default the cyclic order ``j mod d``) (Zare Moayedi et
     al. 2026, Section 3; He, Vershynin, Zhu 2023).  Every row lies in one cell per level
-    whatever the order, so the map does not depend on it (:doc:`/proofs/split_order`).  The output is a
-    :class:`~opendp_wasserstein.hierarchy.cells.CountTree` in the weighted l1 metric ``l1(s)``
+    whatever the order, so the map does not depend on it (:doc:`/proofs/split_order`).  The output
+    is a :class:`~opendp_wasserstein.hierarchy.cells.CountTree` in the weighted l1 metric ``l1(s)``
     with ``s = scales``: ``d_out = sum_j (l1 change of level j) / sigma_j``.
 
     Stability map: ``d_in * sum_{j >= 1} 1/sigma_j`` under ``symmetric_distance`` on a sized
@@ -132,8 +133,10 @@ def make_dyadic_counts(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
-    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT 2023
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
+    * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT
+      2023
 
     **Proof Definition:** ``docs/proofs/dyadic_counts.rst``
 
@@ -146,8 +149,9 @@ def make_dyadic_counts(
     :param output_metric: ``"l1"`` (default; ``l1(s)``, for discrete Laplace noise) or
         ``"l2sq"`` (``l2sq(s)``, for discrete Gaussian noise)
     :param axes: the public split order, one coordinate per level (at least ``depth`` of them,
-        none more than 52 times; e.g. :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.axes_to`),
-        default cyclic; the maps do not depend on it
+        none more than 52 times; e.g.
+        :meth:`~opendp_wasserstein.hierarchy.split_order.SplitOrder.axes_to`), default cyclic; the
+        maps do not depend on it
     :return: a Transformation into :func:`~opendp_wasserstein.hierarchy.domain.dyadic_counts_domain`
 
     :example:

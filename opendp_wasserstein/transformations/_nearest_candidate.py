@@ -78,12 +78,12 @@ def make_nearest_candidate(
     round-robin over them (``floor(g/t)`` or ``ceil(g/t)`` each), in an order fixed by the
     candidates' values, so the histogram ``pi#D`` is a function of the multiset of rows and
     of the candidate *set* (a permutation of the candidates permutes it); a row with a NaN or
-    infinite coordinate is tied with every candidate (:mod:`opendp_wasserstein.public_candidates.sets`).
-    Adding one row adds one unit to one candidate of ``pi#D``, so the map is stable with
-    ``d_out = d_in`` under ``symmetric_distance`` and ``change_one_distance``, as a row-wise map
-    is (proof: ``docs/proofs/tree_projection.rst``, "Ties").  For any multiset ``S`` on ``C``,
-    ``W1(D, S) <= mean_x d(x, C) + W1(pi#D, S)`` and ``W1(D, S) >= mean_x d(x, C)``: selection
-    reduces to the histogram ``pi#D`` on ``C``.
+    infinite coordinate is tied with every candidate
+    (:mod:`opendp_wasserstein.public_candidates.sets`). Adding one row adds one unit to one
+    candidate of ``pi#D``, so the map is stable with ``d_out = d_in`` under ``symmetric_distance``
+    and ``change_one_distance``, as a row-wise map is (proof: ``docs/proofs/tree_projection.rst``,
+    "Ties").  For any multiset ``S`` on ``C``, ``W1(D, S) <= mean_x d(x, C) + W1(pi#D, S)`` and
+    ``W1(D, S) >= mean_x d(x, C)``: selection reduces to the histogram ``pi#D`` on ``C``.
 
     Required features: ``contrib``
 

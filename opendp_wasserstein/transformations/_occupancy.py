@@ -58,7 +58,8 @@ def make_occupancy(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
 
     **Proof Definition:** ``docs/proofs/occupancy_scores.rst``
 

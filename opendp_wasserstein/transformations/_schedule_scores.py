@@ -1,7 +1,7 @@
 """The score transformation of Adaptive Pruned-PMM (Zare Moayedi et al. 2026, Appendix B.2).
 
-With a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` (a table's hierarchy), the
-scores count the occupancy of that hierarchy and weigh level ``j`` by its real diameter
+With a public :class:`~opendp_wasserstein.hierarchy.split_order.SplitOrder` (a table's hierarchy),
+the scores count the occupancy of that hierarchy and weigh level ``j`` by its real diameter
 ``diam_j`` instead of the cube's ``2^(-j/d)`` (:doc:`/proofs/split_order`).
 """
 
@@ -385,13 +385,15 @@ def make_schedule_scores(
 
     **Citations:**
 
-    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic Data* (2026)
+    * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
+      Data* (2026)
 
     **Proof Definition:** ``docs/proofs/occupancy_scores.rst``
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
-    :param candidates: the public candidates, e.g. :func:`~opendp_wasserstein.schedules.pure.standard_candidates`
+    :param candidates: the public candidates, e.g.
+        :func:`~opendp_wasserstein.schedules.pure.standard_candidates`
     :param epsilon_main: the synthesis budget every candidate spends
     :param c_abs: the constant ``C_abs`` with ``E|LapZ(sigma)| <= C_abs sigma`` (1 is valid)
     :param bounds: the public box; default the unit cube
@@ -456,7 +458,8 @@ def make_schedule_scores(
     def scores_of_occupancy(stat: np.ndarray) -> list[float]:
         """The scores from the statistic: the occupancy ``O_0 .. O_{L-1}`` (paper) or the capped
         sums ``T`` of shape ``(L, |A|)`` (capped) followed, with the data resolution term, by the
-        imbalance ``I_0 .. I_{J-1}`` (``J`` more rows), as the count tree or a cluster reduced them."""
+        imbalance ``I_0 .. I_{J-1}`` (``J`` more rows), as the count tree or a cluster reduced
+        them."""
         stat = np.array(stat[: L + J], dtype=np.int64)
         if table.caps is None:
             # O_0 is 1 on any non-empty data; it is fixed to 1 so that it never moves, also when an

@@ -148,7 +148,8 @@ def make_tree_counts(
     **Citations:**
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
-    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree metrics*, JCSS 2004
+    * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
+      metrics*, JCSS 2004
 
     **Proof Definition:** ``docs/proofs/tree_projection.rst``
 
@@ -168,7 +169,8 @@ def make_tree_counts(
     >>> from opendp_wasserstein.transformations import candidate_index_domain, make_tree_counts
     >>> dp.enable_features("contrib")
     >>> tree = Tree(parent=[-1, 0, 0, 1, 1], weight=[0, 1.0, 2.0, 0.5, 0.5])
-    >>> t = make_tree_counts(candidate_index_domain(3, 4), dp.symmetric_distance(), tree, [1.0, 2.0, 4.0])
+    >>> t = make_tree_counts(
+    ...     candidate_index_domain(3, 4), dp.symmetric_distance(), tree, [1.0, 2.0, 4.0])
     >>> t([0, 1, 1, 2]).counts.tolist()  # root, node 1 (candidates 1, 2), candidates 0, 1, 2
     [4, 3, 1, 2, 1]
     >>> t.map(2)  # 2 * (1/2 + 1/4): the root is not sensitive with a public size

@@ -111,7 +111,8 @@ def write(tmp, name, text):
     "case,match",
     [
         ("missing_bounds", "bounds"),
-        # the header field without bounds is counted, not quoted (in a headerless file it is a record)
+        # the header field without bounds is counted, not quoted (in a headerless file it is a
+        # record)
         (
             "bounds_missing_column",
             "1 of its 2 header field\\(s\\) are not columns of the schema.*"
@@ -796,7 +797,8 @@ def test_an_interrupted_run_prints_one_line_and_leaves_no_temporary(data, signam
 
 
 def test_a_killed_runs_temporary_is_removed_by_the_next_run(data):
-    """Item 13: SIGKILL cannot be handled; the next write of the same output removes what it left."""
+    """Item 13: SIGKILL cannot be handled; the next write of the same output removes what it
+    left."""
     path, bounds, tmp = data
     argv = [
         "synth",

@@ -52,7 +52,8 @@ def test_schema_command_marks_data_derived(files, capsys):
     tmp, csv_path, _, _ = files
     path, schema = _draft(tmp, csv_path)
     assert schema.names == ("age", "income", "region", "visit", "smoker")
-    # every column: smoker's nullable flag (false: it has no missing values) was read off the data too
+    # every column: smoker's nullable flag (false: it has no missing values) was read off the data
+    # too
     assert set(schema.data_derived_columns()) == {"age", "income", "region", "visit", "smoker"}
     assert schema["income"].nullable
     assert schema["region"].categories == ("east", "north", "south", "west")

@@ -22,10 +22,12 @@ One :class:`Entry` per exported constructor (every ``make_*`` of
 
 The suites that draw from it:
 
-- ``tests/conformance/test_malformed_inputs.py``: every reject, malformed data on every release, errors that
-  never depend on data values, read-only input, the 2^52 cap, malformed ``output_size`` ...;
-- ``tests/conformance/test_randomness_policy.py``: every release without numpy's global state, secure by
-  default (``os.urandom``), reproducible inside ``runtime.reproducible``, no ``seed`` parameter;
+- ``tests/conformance/test_malformed_inputs.py``: every reject, malformed data on every release,
+  errors that never depend on data values, read-only input, the 2^52 cap, malformed ``output_size``
+  ...;
+- ``tests/conformance/test_randomness_policy.py``: every release without numpy's global state,
+  secure by default (``os.urandom``), reproducible inside ``runtime.reproducible``, no ``seed``
+  parameter;
 - ``tests/conformance/audit/``: every entry's audit cases (:func:`audit_cases`).
 
 **Adding a constructor is one edit**: an :class:`Entry` in :data:`ENTRIES`.  The suites fail
@@ -1446,7 +1448,9 @@ ENTRIES: tuple[Entry, ...] = (
             "least_squares-noisy-root": (None, {"consistency": "least_squares"}),
         },
         scale_overrides=lambda v: {"input_metric": weighted_l1_distance([1.0, 4.0, v])},
-        no_audit="make_pruned_pmm is this release placed in the cells: audited through make_pruned_pmm",
+        no_audit=(
+            "make_pruned_pmm is this release placed in the cells: audited through make_pruned_pmm"
+        ),
     ),
     Entry(
         "make_tree_gaussian",

@@ -2,8 +2,8 @@
 ``select_candidates``, the run-time options and the CLI.
 
 The constructors, their valid arguments, the parameters they validate and their releases come
-from the registry (``tests/conformance/registry.py``): a new constructor is covered by adding its entry.
-Every malformed input gets a clear error naming the parameter, or a documented behaviour that
+from the registry (``tests/conformance/registry.py``): a new constructor is covered by adding its
+entry. Every malformed input gets a clear error naming the parameter, or a documented behaviour that
 is tested here (clamping into the box, the upper child on a split plane, integer arrays in
 ``synthesize``).  Error messages and exception types never depend on private data values: two
 datasets of the same shape and dtype with different bad values give the identical error.

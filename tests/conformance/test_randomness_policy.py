@@ -1,7 +1,8 @@
 """The randomness policy of the package.
 
-The releases come from the registry (``tests/conformance/registry.py``: every constructor's pipeline and its
-variants) and its table of randomised API functions, so a new mechanism is covered by its entry.
+The releases come from the registry (``tests/conformance/registry.py``: every constructor's pipeline
+and its variants) and its table of randomised API functions, so a new mechanism is covered by its
+entry.
 
 (a) no code under ``opendp_wasserstein/`` uses numpy's global random state or the ``random``
     module (``np.random.default_rng`` only in ``evaluation/``, which makes public test data);

@@ -206,7 +206,8 @@ def assert_same(a: Captured, b: Captured, x: np.ndarray) -> None:
     assert any(
         name == "distributed.client" for name, _, _ in a.records
     )  # the DEBUG records are captured
-    # what a numpy repr would print of the first and last rows (as a published or scattered array would)
+    # what a numpy repr would print of the first and last rows (as a published or scattered array
+    # would)
     shown = [f"{v:.8f}"[:8] for v in np.concatenate((x[:3], x[-3:])).ravel()]
     quoted = [m for m in a.debug + b.debug if any(v in m for v in shown)]
     assert not quoted, f"a DEBUG record quotes a value of the data: {quoted[0][:300]}"
@@ -249,7 +250,8 @@ def _graph_threshold(client: Any) -> int:
 def test_private_size_records_at_the_large_graph_threshold_do_not_depend_on_n(threads, tmp_path):
     """A numpy source in the task graph: Dask warns "Sending large graph of size 9.54 MiB" from
     about 625,000 rows (d = 2), so one record decided whether the warning was shown.  The rows
-    are published on the scheduler now: the same warnings and records for n and n + 1 at that threshold."""
+    are published on the scheduler now: the same warnings and records for n and n + 1 at that
+    threshold."""
     n0 = _graph_threshold(threads)
     assert 500_000 < n0 < 625_000  # a graph holding the rows holds their 16 n bytes
     x = rows(n0 + 1)

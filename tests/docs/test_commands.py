@@ -13,8 +13,9 @@ Two substitutions make cluster examples runnable here, and nothing else is chang
 scheduler (``tcp://...``) becomes an in-process ``local:1`` cluster, and absolute paths under
 ``/data/`` are read from the temporary directory.  (The ``demo`` lines run as written, but score
 their release on a 16^2 W1 grid instead of the demo's 256^2: that grid's flow is most of the
-demo's time, ~20 s here; ``tests/cli/test_cli.py::test_demo_writes_png`` checks the demo's own.)  Lines that are not ``opendp-wasserstein``
-commands (``pip install``, ``kubectl``, ``bash .ci/run``, Sphinx) are not run here.
+demo's time, ~20 s here; ``tests/cli/test_cli.py::test_demo_writes_png`` checks the demo's own.)
+Lines that are not ``opendp-wasserstein`` commands (``pip install``, ``kubectl``, ``bash .ci/run``,
+Sphinx) are not run here.
 """
 
 from __future__ import annotations

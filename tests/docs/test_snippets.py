@@ -153,7 +153,9 @@ for s in snippets:
             traceback.print_exc()
             sys.exit(1)
     else:
-        test = doctest.DocTestParser().get_doctest(s["source"], namespace, where, s["page"], s["line"] - 1)
+        test = doctest.DocTestParser().get_doctest(
+            s["source"], namespace, where, s["page"], s["line"] - 1
+        )
         runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         runner.run(test, out=sys.stderr.write, clear_globs=False)
         if runner.failures:

@@ -39,7 +39,8 @@ def report(name, claim, worst):
 
 
 def _dyadic_vector(t, x, depth, scales, sq=False):
-    """The exact count vector of ``t(x)`` (the package's CountTree), level by level, with weights."""
+    """The exact count vector of ``t(x)`` (the package's CountTree), level by level, with
+    weights."""
     tree = t(x)
     counter = pkg.tree_counter(tree)
     state = (np.zeros(1, dtype=np.int64), np.full(1, tree.n, dtype=np.int64))

@@ -256,6 +256,7 @@ def test_adaptive_and_schedule_scores(maps, s, eps_sel, eps_main, score, placeme
     beta = adaptive_calibration(sens, cands, eps_sel, eps_main, n is not None)
     exact = maps.adaptive(sym, n is not None, sens, beta, d_in, [c.scales[1:] for c in cands])
     assert m.map(d_in) == pkg.round_up(exact)
-    # the budget split: one unit never certifies more than the exact total (Mechanisms.adaptive_budget)
+    # the budget split: one unit never certifies more than the exact total
+    # (Mechanisms.adaptive_budget)
     total = Fraction(eps_sel) + (Fraction(eps_main) if n is not None else Fraction(eps_main) / 2)
     assert Fraction(m.map(unit)) <= total

@@ -1,4 +1,5 @@
-"""Tests of the synthesis step (:mod:`opendp_wasserstein.hierarchy.placement`): placement and shuffles."""
+"""Tests of the synthesis step (:mod:`opendp_wasserstein.hierarchy.placement`): placement and
+shuffles."""
 
 from __future__ import annotations
 

@@ -108,7 +108,8 @@ def test_exact_privacy_ratio_on_neighbouring_tables(pruned):
 
 
 def _category_law(law: dict[tuple[int, ...], float]) -> dict[tuple[int, int, int], float]:
-    """Counts of (a, b, c) in the release: leaves 0-3 lie in category a ([0, 1/2)), 4-5 in b, 6-7 in c."""
+    """Counts of (a, b, c) in the release: leaves 0-3 lie in category a ([0, 1/2)), 4-5 in b, 6-7 in
+    c."""
     out: Counter = Counter()
     for leaves, p in law.items():
         out[(sum(leaves[0:4]), sum(leaves[4:6]), sum(leaves[6:8]))] += p

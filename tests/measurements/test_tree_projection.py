@@ -223,7 +223,8 @@ def test_exact_privacy_ratio_of_noisy_counts():
 
 
 def _optimal_multisets(tree, targets, m):
-    """Every size-``m`` multiset on the leaves at the minimal cost (ties included), by brute force."""
+    """Every size-``m`` multiset on the leaves at the minimal cost (ties included), by brute
+    force."""
     from itertools import product
 
     from opendp_wasserstein.public_candidates.trees import multiset_cost

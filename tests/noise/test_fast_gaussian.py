@@ -1,4 +1,5 @@
-"""Tests of the exact vectorised discrete Gaussian sampler (:mod:`opendp_wasserstein.noise._fast_gaussian`).
+"""Tests of the exact vectorised discrete Gaussian sampler
+(:mod:`opendp_wasserstein.noise._fast_gaussian`).
 
 Distribution tests are chi-square goodness-of-fit tests against the exact pmf of ``N_Z(0, s^2)``,
 ``P(y) proportional to exp(-y^2 / (2 s^2))``, with seeded sources (deterministic).  The
@@ -73,7 +74,8 @@ def binned(x: np.ndarray, cuts: np.ndarray) -> np.ndarray:
 
 
 def gof_pvalue(x: np.ndarray, scale: float) -> float:
-    """Chi-square goodness-of-fit p-value of the integer sample ``x`` against ``N_Z(0, scale^2)``."""
+    """Chi-square goodness-of-fit p-value of the integer sample ``x`` against
+    ``N_Z(0, scale^2)``."""
     cuts = _cuts(scale, x.size)
     assert cuts.size >= 1
     probs = np.diff(np.concatenate(([0.0], dg_cdf(cuts, scale), [1.0])))

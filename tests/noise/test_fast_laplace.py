@@ -1,4 +1,5 @@
-"""Tests of the exact vectorised discrete Laplace sampler (:mod:`opendp_wasserstein.noise._fast_laplace`).
+"""Tests of the exact vectorised discrete Laplace sampler
+(:mod:`opendp_wasserstein.noise._fast_laplace`).
 
 Distribution tests are chi-square goodness-of-fit tests against the exact pmf of ``LapZ(s)``,
 ``P(z) = (1 - q)/(1 + q) q^|z|`` with ``q = exp(-1/s)``; seeded sources make them deterministic.

@@ -1,4 +1,5 @@
-"""Tests of the per-element-stream discrete Laplace sampler (:mod:`opendp_wasserstein.noise._stream_laplace`).
+"""Tests of the per-element-stream discrete Laplace sampler
+(:mod:`opendp_wasserstein.noise._stream_laplace`).
 
 Streams come from :class:`~opendp_wasserstein.noise.node_randomness.KeyedNodeNoise` with fixed keys
 (deterministic tests) or from explicit byte tables (paths that uniform bytes reach with

@@ -26,7 +26,8 @@ def multisets(k, m):
 
 
 def exact_law(tree, counts, n, m, eps):
-    """Brute force: P(S) proportional to exp(-eps n W1_T(A/n, S/m) / (2 diam)) over all multisets."""
+    """Brute force: P(S) proportional to exp(-eps n W1_T(A/n, S/m) / (2 diam)) over all
+    multisets."""
     diam = tree.diameter()
     a = tree.subtree_sums(np.asarray(counts)) / n
     scores = {}

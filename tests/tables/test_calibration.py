@@ -1,4 +1,5 @@
-"""Calibration to the DP marginals (Hypothesis: any input stays declared), and the quality figure."""
+"""Calibration to the DP marginals (Hypothesis: any input stays declared), and the quality
+figure."""
 
 import numpy as np
 import pytest

@@ -98,7 +98,8 @@ def test_every_column_of_a_draft_without_epsilon_is_marked():
 
 @pytest.mark.parametrize("epsilon", [None, 1.0])
 def test_the_draft_round_trips_through_its_json(epsilon):
-    """Item 4: every field the drafting writes (epsilon_spent included) is one the reader acts on."""
+    """Item 4: every field the drafting writes (epsilon_spent included) is one the reader acts
+    on."""
     t = pa.table(
         {
             "age": pa.array(np.arange(3000) % 90),

@@ -1,4 +1,5 @@
-"""Hypothesis, end to end: random schemas and frames through ``synthesize`` and ``select_candidates``.
+"""Hypothesis, end to end: random schemas and frames through ``synthesize`` and
+``select_candidates``.
 
 The frames (``tests/tables/test_frames.py::schema_and_frame``) hold nulls, values outside the
 declared categories (empty strings among them), extreme numbers (``inf``, ``nan``, ``+-2^62``)

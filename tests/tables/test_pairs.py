@@ -95,7 +95,8 @@ def _frame(n, seed=0):
 
 
 def test_pair_bins_is_the_largest_with_enough_rows_per_cell():
-    # n / B^2 >= 4 s, s = 2 (k - 1) / eps: n = 10^4, eps 1, k = 3 -> s = 4, B <= sqrt(625) = 25 -> 16
+    # n / B^2 >= 4 s, s = 2 (k - 1) / eps: n = 10^4, eps 1, k = 3 -> s = 4, B <= sqrt(625) = 25 ->
+    # 16
     assert pair_bins(10**4, 1.0, 3) == PAIR_BINS_MAX
     # n = 1600, eps 1, k = 3: B^2 <= 1600 / 16 = 100 -> B = 10 (at the bound), 1599 -> 9
     assert pair_bins(1600, 1.0, 3) == 10

@@ -96,7 +96,8 @@ def test_encoding_is_row_wise_and_does_not_modify_the_input():
     t = make_table_encoding(table_domain(SCHEMA), dp.symmetric_distance())
     full = t(df)
     assert np.array_equal(full, TableEncoding(SCHEMA).encode(read_table(df, SCHEMA)[0]))
-    # each output row depends on its input row only: dropping / replacing a row changes that row alone
+    # each output row depends on its input row only: dropping / replacing a row changes that row
+    # alone
     assert np.array_equal(t(df.iloc[5:]), full[5:])
     other = df.copy()
     other.iloc[3] = [2000.0, 500, SECRET, pd.Timestamp("1999-01-01"), False]

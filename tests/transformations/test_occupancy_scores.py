@@ -56,7 +56,8 @@ def test_standard_candidates_hand_computed():
     # L = floor(2 log2(27000)) = 29; r_2 = floor(log2(1 + 27000 / 4)) = 12
     assert [(c.s, c.depth) for c in cands] == [(1, 29), (2, 12)]
     cands = standard_candidates(3, 1000, 1.0)
-    # L = floor(3 log2 1000) = 29; r_2 = floor(1.5 log2(1 + 1000/9)) = 10; r_3 = floor(log2(1 + 4000/9)) = 8
+    # L = floor(3 log2 1000) = 29; r_2 = floor(1.5 log2(1 + 1000/9)) = 10; r_3 = floor(log2(1 +
+    # 4000/9)) = 8
     assert [(c.s, c.depth) for c in cands] == [(1, 29), (2, 10), (3, 8)]
     for c in cands:
         assert len(c.scales) == c.depth + 1

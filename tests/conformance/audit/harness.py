@@ -20,9 +20,9 @@ Pieces:
   mechanism the audit must catch (a fixture of the harness, not of the package).
 
 The cases of the package's mechanisms are not defined here: each is part of its mechanism's
-entry in ``tests/conformance/registry.py`` (``Entry.audits``), the one registry the cross-cutting suites draw
-from; :func:`all_cases` collects them.  The statistics need only numpy and scipy.  Used by
-``tests/conformance/audit/test_audit.py`` (fast) and ``benchmarks/audit.py`` (long).
+entry in ``tests/conformance/registry.py`` (``Entry.audits``), the one registry the cross-cutting
+suites draw from; :func:`all_cases` collects them.  The statistics need only numpy and scipy.  Used
+by ``tests/conformance/audit/test_audit.py`` (fast) and ``benchmarks/audit.py`` (long).
 """
 
 from __future__ import annotations
@@ -493,7 +493,8 @@ BROKEN_CASE_BUILDERS: list[Callable[[], list[AuditCase]]] = [broken_cases]
 
 
 def all_cases(include_broken: bool = False) -> list[AuditCase]:
-    """Every audit case of the registry (``tests/conformance/registry.py``), and the broken ones if asked."""
+    """Every audit case of the registry (``tests/conformance/registry.py``), and the broken ones if
+    asked."""
     from tests.conformance.registry import audit_cases
 
     broken = [case for build in BROKEN_CASE_BUILDERS for case in build()] if include_broken else []

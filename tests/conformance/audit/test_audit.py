@@ -1,11 +1,11 @@
 """Privacy audits (fast setting): empirical lower bounds never exceed the certified epsilon,
 exact output laws stay within ``e^eps``, and a deliberately broken mechanism is caught.
 
-The cases are the audit pairs of the registry's entries (``tests/conformance/registry.py``).  Seedable cases
-draw every release inside ``runtime.reproducible`` (NOT private; deterministic tests).  The
-selections, the nearest-neighbour histogram and the private-size count draw from OpenDP's
-CSPRNG, so for them the test is random.  Every validity audit runs at ``alpha = 1e-6``: a false
-alarm (a bound above the truth) has probability below 1e-6 whatever the seeds, and so do the
+The cases are the audit pairs of the registry's entries (``tests/conformance/registry.py``).
+Seedable cases draw every release inside ``runtime.reproducible`` (NOT private; deterministic
+tests).  The selections, the nearest-neighbour histogram and the private-size count draw from
+OpenDP's CSPRNG, so for them the test is random.  Every validity audit runs at ``alpha = 1e-6``: a
+false alarm (a bound above the truth) has probability below 1e-6 whatever the seeds, and so do the
 chi-square checks of the samplers (p-value threshold 1e-7).  ``benchmarks/audit.py`` runs the
 same cases longer.
 """
