@@ -448,14 +448,14 @@ def test_level_imbalance_matches_brute_force(seed):
 
 
 # ---------------------------------------------------------------------------------------------
-# the fused kernel (issue 24) against the plain reference (tests/reference_kernel.py)
+# the fused kernel (issue 24) against the plain reference (tests/hierarchy/reference_kernel.py)
 # ---------------------------------------------------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra.numpy import arrays  # noqa: E402
 
-from tests import reference_kernel as ref  # noqa: E402
+from tests.hierarchy import reference_kernel as ref  # noqa: E402
 
 #: coordinates of rows in a box: the faces, split planes, outside values, NaN and infinities
 _ROW_VALUES = st.one_of(

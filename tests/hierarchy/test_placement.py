@@ -143,13 +143,14 @@ def test_placement_stream_is_keyed_from_the_source():
 
 
 # ---------------------------------------------------------------------------------------------
-# the fused shuffles and row gathers (issue 24) against the earlier code (tests/reference_kernel.py)
+# the fused shuffles and row gathers (issue 24) against the earlier code
+# (tests/hierarchy/reference_kernel.py)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("source", ["seeded", "ties", "stream"])
 def test_shuffles_draw_what_the_reference_draws(source):
-    from tests import reference_kernel as ref
+    from tests.hierarchy import reference_kernel as ref
 
     def src(seed):  # type: ignore[no-untyped-def]
         if source == "seeded":
@@ -169,7 +170,7 @@ def test_shuffles_draw_what_the_reference_draws(source):
 
 def test_center_placement_equals_the_fancy_index_reference():
     from opendp_wasserstein.core.box import Box
-    from tests import reference_kernel as ref
+    from tests.hierarchy import reference_kernel as ref
 
     rng = np.random.default_rng(1)
     for d, k in [(1, 1), (1, 2), (3, 50), (10, 300), (2, 40_000)]:
