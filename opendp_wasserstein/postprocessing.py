@@ -33,7 +33,7 @@ def make_full_consistency(counts_domain: Domain, output_size: int | None = None)
     The root mass is the public size ``n`` when the domain has one, else ``output_size`` when
     given, else ``max(1, noisy root)``.
 
-    **Proof Definition:** ``docs/proofs/postprocessing.rst``
+    **Proof Definition:** :doc:`/proofs/postprocessing`
 
     :param counts_domain: the dyadic counts domain the noisy tree was drawn on
     :param output_size: without a public size, the number of rows to release (public)
@@ -86,7 +86,7 @@ def make_synthesis(counts_domain: Domain, placement: str = "center") -> Function
     in random order.  Inside :func:`opendp_wasserstein.runtime.diagnostics` it records the
     public traversal statistics (depth, visited and active nodes, leaves, size).
 
-    **Proof Definition:** ``docs/proofs/postprocessing.rst``
+    **Proof Definition:** :doc:`/proofs/postprocessing`
 
     :param counts_domain: the dyadic counts domain (gives the box and the depth)
     :param placement: ``"center"`` or ``"uniform"``

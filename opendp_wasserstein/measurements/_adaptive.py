@@ -90,7 +90,7 @@ def make_adaptive_pruned_pmm(
       Data* (2026)
     * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
 
-    **Proof Definition:** ``docs/proofs/adaptive_pruned_pmm.rst``
+    **Proof Definition:** :doc:`/proofs/adaptive_pruned_pmm`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

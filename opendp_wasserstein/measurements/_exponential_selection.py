@@ -47,7 +47,7 @@ def make_exponential_selection(
 
     * McSherry, Talwar, *Mechanism Design via Differential Privacy*, FOCS 2007
 
-    **Proof Definition:** ``docs/proofs/exponential_selection.rst``
+    **Proof Definition:** :doc:`/proofs/exponential_selection`
 
     :param input_domain: ``dp.vector_domain(dp.atom_domain(T=float, nan=False), size=k)``
     :param input_metric: ``dp.linf_distance(T=float)``

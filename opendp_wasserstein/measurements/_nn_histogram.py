@@ -126,7 +126,7 @@ def make_nn_histogram(
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
 
-    **Proof Definition:** ``docs/proofs/nn_histogram.rst``
+    **Proof Definition:** :doc:`/proofs/nn_histogram`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

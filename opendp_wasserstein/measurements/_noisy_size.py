@@ -56,7 +56,7 @@ def make_noisy_size_then(
 
     Required features: ``contrib``
 
-    **Proof Definition:** ``docs/proofs/noisy_size.rst``
+    **Proof Definition:** :doc:`/proofs/noisy_size`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, T=float)`` without ``size``
     :param input_metric: ``dp.symmetric_distance()``

@@ -70,7 +70,7 @@ def make_pruned_pmm(
     * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT
       2023
 
-    **Proof Definition:** ``docs/proofs/pmm.rst``
+    **Proof Definition:** :doc:`/proofs/pmm`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
@@ -181,7 +181,7 @@ def make_pmm(
     * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT
       2023
 
-    **Proof Definition:** ``docs/proofs/pmm.rst``
+    **Proof Definition:** :doc:`/proofs/pmm`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

@@ -111,7 +111,7 @@ def make_privtree(
     * Zhang, Xiao, Xie, *PrivTree: A Differentially Private Algorithm for Hierarchical
       Decompositions*, SIGMOD 2016
 
-    **Proof Definition:** ``docs/proofs/privtree.rst``
+    **Proof Definition:** :doc:`/proofs/privtree`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

@@ -84,7 +84,7 @@ def make_tree_count_laplace(input_domain: Domain, input_metric: Metric) -> Measu
     * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
       metrics*, JCSS 2004
 
-    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+    **Proof Definition:** :doc:`/proofs/tree_projection`
 
     :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
     :param input_metric: ``l1(s)`` with one scale per level ``0 .. tree.height``
@@ -132,7 +132,7 @@ def make_tree_count_gaussian(input_domain: Domain, input_metric: Metric) -> Meas
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
     * Bun, Steinke, *Concentrated Differential Privacy*, TCC 2016
 
-    **Proof Definition:** ``docs/proofs/gaussian_counts.rst``
+    **Proof Definition:** :doc:`/proofs/gaussian_counts`
 
     :param input_domain: a tree counts domain (the output of ``make_tree_counts``)
     :param input_metric: ``l2sq(s)`` (``make_tree_counts(..., output_metric="l2sq")``) with one

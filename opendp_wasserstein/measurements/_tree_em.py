@@ -91,7 +91,7 @@ def make_tree_em(
     * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
       metrics*, JCSS 2004
 
-    **Proof Definition:** ``docs/proofs/tree_em.rst``
+    **Proof Definition:** :doc:`/proofs/tree_em`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n, T=float)`` (sized)
     :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``

@@ -311,7 +311,7 @@ def make_tree_laplace(input_domain: Domain, input_metric: Metric) -> Measurement
       Data* (2026)
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
 
-    **Proof Definition:** ``docs/proofs/tree_laplace.rst``
+    **Proof Definition:** :doc:`/proofs/tree_laplace`
 
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l1(s)`` (``weighted_l1_distance``) with one scale per level
@@ -364,7 +364,7 @@ def make_pruned_tree_laplace(
       Data* (2026)
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
 
-    **Proof Definition:** ``docs/proofs/tree_laplace.rst``
+    **Proof Definition:** :doc:`/proofs/tree_laplace`
 
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l1(s)`` with one scale per level
@@ -416,7 +416,7 @@ def make_tree_gaussian(input_domain: Domain, input_metric: Metric) -> Measuremen
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
     * Bun, Steinke, *Concentrated Differential Privacy*, TCC 2016
 
-    **Proof Definition:** ``docs/proofs/gaussian_counts.rst``
+    **Proof Definition:** :doc:`/proofs/gaussian_counts`
 
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l2sq(s)`` (``make_dyadic_counts(..., output_metric="l2sq")``)
@@ -464,7 +464,7 @@ def make_pruned_tree_gaussian(
     * Canonne, Kamath, Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020
     * Bun, Steinke, *Concentrated Differential Privacy*, TCC 2016
 
-    **Proof Definition:** ``docs/proofs/gaussian_counts.rst``
+    **Proof Definition:** :doc:`/proofs/gaussian_counts`
 
     :param input_domain: a dyadic counts domain (the output of ``make_dyadic_counts``)
     :param input_metric: ``l2sq(s)`` with one scale per level

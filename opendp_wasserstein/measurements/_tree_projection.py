@@ -65,7 +65,7 @@ def make_tree_multiset(counts_domain: Domain, m: int) -> Function:
     * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
       metrics*, JCSS 2004
 
-    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+    **Proof Definition:** :doc:`/proofs/tree_projection`
 
     :param counts_domain: the tree counts domain the noisy counts were drawn on
     :param m: the multiset size
@@ -152,7 +152,7 @@ def make_tree_projection(
     * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
       metrics*, JCSS 2004
 
-    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+    **Proof Definition:** :doc:`/proofs/tree_projection`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

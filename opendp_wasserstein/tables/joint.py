@@ -94,7 +94,7 @@ def make_order_adaptive_pmm(
 ) -> Measurement:
     r"""Construct Adaptive Pruned-PMM over a public family of split orders (module docstring).
 
-    **Proof Definition:** ``docs/proofs/gower.rst``
+    **Proof Definition:** :doc:`/proofs/gower`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``: points of
         ``[0, 1]^D`` with a public size

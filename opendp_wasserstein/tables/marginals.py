@@ -159,7 +159,7 @@ def make_level_counts(
     replacing a record changes the vector by at most 2 in ``l1`` and adding or removing one by
     1: stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.
 
-    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+    **Proof Definition:** :doc:`/proofs/table_marginals`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=D, T=float)`` (encoded points)
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
@@ -248,7 +248,7 @@ def make_table_marginals(
     ``make_composition``: the map is the sum of the levels' maps, at most ``epsilon`` per
     replacement (``d_in = 1`` under ``change_one_distance``, 2 under ``symmetric_distance``).
 
-    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+    **Proof Definition:** :doc:`/proofs/table_marginals`
 
     :param input_domain: the encoded points,
         ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)`` (the size must be public: it sets
@@ -508,7 +508,7 @@ def make_quantile_encoding(
     a DP release): output row ``i`` is a function of input row ``i`` alone, so the stability is
     ``d_out = d_in``; the domain and the metric are kept.
 
-    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+    **Proof Definition:** :doc:`/proofs/table_marginals`
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)

@@ -301,7 +301,7 @@ def make_pair_tree(
 ) -> Measurement:
     r"""Construct the tree of noisy 2-way marginals (module docstring).
 
-    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+    **Proof Definition:** :doc:`/proofs/table_marginals`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``: encoded
         points with a public size

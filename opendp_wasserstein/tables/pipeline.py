@@ -299,7 +299,7 @@ def make_structured_synthesis(
 ) -> Measurement:
     r"""Construct the structured release of a table's encoded points (module docstring).
 
-    **Proof Definition:** ``docs/proofs/table_marginals.rst``
+    **Proof Definition:** :doc:`/proofs/table_marginals`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``: the
         encoded points (:func:`~opendp_wasserstein.tables.make_table_encoding`), public size

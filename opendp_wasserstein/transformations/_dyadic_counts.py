@@ -138,7 +138,7 @@ def make_dyadic_counts(
     * He, Vershynin, Zhu, *Algorithmically Effective Differentially Private Synthetic Data*, COLT
       2023
 
-    **Proof Definition:** ``docs/proofs/dyadic_counts.rst``
+    **Proof Definition:** :doc:`/proofs/dyadic_counts`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized domain) ``dp.change_one_distance()``

@@ -91,7 +91,7 @@ def make_nearest_candidate(
 
     * Zare Moayedi et al., *Private Selection from Public Candidates with Wasserstein Guarantees*
 
-    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+    **Proof Definition:** :doc:`/proofs/tree_projection`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=p, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

@@ -61,7 +61,7 @@ def make_occupancy(
     * Zare Moayedi, Asadi, Yassaee, Aminian, *Geometry-Adaptive Mechanisms for Private Synthetic
       Data* (2026)
 
-    **Proof Definition:** ``docs/proofs/occupancy_scores.rst``
+    **Proof Definition:** :doc:`/proofs/occupancy_scores`
 
     :param input_domain: ``dp.numpy.array2_domain(num_columns=d, size=n or None, T=float)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``

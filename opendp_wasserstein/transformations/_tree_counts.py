@@ -151,7 +151,7 @@ def make_tree_counts(
     * Fakcharoenphol, Rao, Talwar, *A tight bound on approximating arbitrary metrics by tree
       metrics*, JCSS 2004
 
-    **Proof Definition:** ``docs/proofs/tree_projection.rst``
+    **Proof Definition:** :doc:`/proofs/tree_projection`
 
     :param input_domain: a candidate-index domain (the output of ``make_nearest_candidate``)
         whose bounds ``(0, k - 1)`` match the tree's ``k`` leaves

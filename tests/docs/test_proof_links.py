@@ -1,5 +1,6 @@
-"""Every constructor's ``**Proof Definition:**`` names a proof page that exists and that names the
-constructor back; every public constructor with a map has one (issue 21)."""
+"""Every constructor's ``**Proof Definition:**`` is a Sphinx ``:doc:`` link to a page of
+``docs/proofs/`` that exists and that names the constructor back; every public constructor with a
+map has one (issue 21)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,25 @@ from opendp_wasserstein.tables import transformation as table_transformation
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: the field: ``**Proof Definition:** ``docs/proofs/x.rst``` or ``:doc:`/proofs/x```
-FIELD = re.compile(
-    r"\*\*Proof Definition:\*\*\s+(?:``docs/(proofs/[\w/]+)\.rst``|:doc:`/?(proofs/[\w/]+)`)"
-)
+#: the field and what follows it on its line
+FIELD = re.compile(r"\*\*Proof Definition:\*\*[ \t]*(.*)")
+#: the one accepted value: ``:doc:`/proofs/x``` or ``:doc:`title </proofs/x>```, absolute from docs/
+DOC = re.compile(r":doc:`(?:/(?P<bare>proofs/[\w/]+)|[^`<]+</(?P<titled>proofs/[\w/]+)>)`")
+
+
+def proof_pages(name: str, doc: str) -> list[str]:
+    """The docnames (``proofs/x``) the ``**Proof Definition:**`` fields of ``doc`` link to; a
+    field whose value is not one ``:doc:`` link fails, naming the constructor."""
+    pages = []
+    for value in FIELD.findall(doc):
+        m = DOC.fullmatch(value.strip())
+        assert m, (
+            f"{name}: **Proof Definition:** {value.strip()!r} is not a :doc: link to a proof page "
+            "(write :doc:`/proofs/<page>`)"
+        )
+        pages.append(m["bare"] or m["titled"])
+    return pages
+
 
 #: constructors whose argument is elsewhere, and where
 ELSEWHERE = {
@@ -58,26 +74,31 @@ def test_the_walk_finds_the_constructors():
 
 @pytest.mark.parametrize(("name", "constructor"), CONSTRUCTORS, ids=[n for n, _ in CONSTRUCTORS])
 def test_the_proof_definition_resolves_and_names_the_constructor(name, constructor):
-    pages = [a or b for a, b in FIELD.findall(inspect.getdoc(constructor) or "")]
+    pages = proof_pages(name, inspect.getdoc(constructor) or "")
     if name in ELSEWHERE:
         assert not pages, f"{name} has a proof page now: drop it from ELSEWHERE"
         return
     assert pages, f"{name} has no **Proof Definition:** field"
     for page in pages:
         path = ROOT / "docs" / f"{page}.rst"
-        assert path.is_file(), f"{name}: Proof Definition {page} is not a page of docs/"
+        assert path.is_file(), f"{name}: Proof Definition :doc:`/{page}` is not a page of docs/"
         assert re.search(rf"\b{name}\b", path.read_text(encoding="utf-8")), (
             f"{name}: {page}.rst never names it"
         )
 
 
-def test_a_broken_link_is_found():
-    """The field parser reads both spellings and the check above fails on a missing page."""
+def test_a_plain_path_or_a_broken_link_is_found():
+    """The field parser takes both :doc: spellings, refuses a plain path, and the page check above
+    fails on a page that does not exist."""
     doc = (
-        "**Proof Definition:** ``docs/proofs/nope.rst``\n\n**Proof Definition:** :doc:`/proofs/pmm`"
+        "**Proof Definition:** :doc:`/proofs/pmm`\n\n"
+        "**Proof Definition:** :doc:`PMM </proofs/nope>`"
     )
-    assert [a or b for a, b in FIELD.findall(doc)] == ["proofs/nope", "proofs/pmm"]
+    assert proof_pages("make_x", doc) == ["proofs/pmm", "proofs/nope"]
     assert not (ROOT / "docs" / "proofs" / "nope.rst").exists()
+    for bad in ("``docs/proofs/pmm.rst``", ":doc:`proofs/pmm`", ":doc:`/proofs/pmm>`", "pmm.rst"):
+        with pytest.raises(AssertionError, match="make_x: .* is not a :doc: link"):
+            proof_pages("make_x", f"**Proof Definition:** {bad}")
 
 
 INCLUDE = re.compile(
@@ -92,8 +113,8 @@ def test_the_proof_page_quotes_the_constructor_from_its_source(name, constructor
     if name in ELSEWHERE:
         return
     source = Path(inspect.getsourcefile(inspect.unwrap(constructor))).resolve()
-    for a, b in FIELD.findall(inspect.getdoc(constructor) or ""):
-        path = ROOT / "docs" / f"{a or b}.rst"
+    for page in proof_pages(name, inspect.getdoc(constructor) or ""):
+        path = ROOT / "docs" / f"{page}.rst"
         quoted = {
             (str((path.parent / m["src"]).resolve()), m["obj"])
             for m in INCLUDE.finditer(path.read_text(encoding="utf-8"))
