@@ -815,7 +815,7 @@ def test_synth_schema_every_mechanism_choice_applies(files, capsys, mechanism):
         (["--mechanism", "structured", "--private-size"], "--private-size apply to the one-tree"),
         (["--mechanism", "structured", "--split-order", "cyclic"], "--split-order apply"),
         (["--mechanism", "pmm", "--marginal-share", "0.3"], "--marginal-share applies only"),
-        (["--mechanism", "pmm", "--epsilon-select", "0.1"], "epsilon_select applies only"),
+        (["--mechanism", "pmm", "--epsilon-select", "0.1"], "--epsilon-select applies only"),
     ],
 )
 def test_synth_schema_option_errors_name_the_option(files, capsys, extra, match):
