@@ -27,6 +27,7 @@ from opendp_wasserstein.release.options import (
     check_public_size,
 )
 from opendp_wasserstein.release.reports import SelectionReport, SynthesisReport
+from opendp_wasserstein.tables.measurement import SYNTHESIS_MECHANISMS
 from opendp_wasserstein.tables.release import select_table_candidates, synthesize_table
 from opendp_wasserstein.tables.schema import Schema
 
@@ -50,7 +51,7 @@ __all__ = [
 #: the mechanisms :func:`synthesize` takes with a ``schema``: ``"structured"`` (the default: the
 #: DP first look, quantile encoding, chosen Gower split orders, calibration;
 #: :mod:`opendp_wasserstein.tables.pipeline`) or one tree over the table's hierarchy
-TABLE_MECHANISMS = ("structured", *MECHANISMS)
+TABLE_MECHANISMS = SYNTHESIS_MECHANISMS
 
 #: the options of the one-tree mechanisms, which mechanism="structured" does not take
 _TREE_OPTIONS = (

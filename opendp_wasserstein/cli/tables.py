@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -168,6 +169,24 @@ def _check_derived(schema: Any, names: list[str], accept: bool) -> list[str]:
         return check_derived(schema.select(names), accept, DERIVED_FLAG)
     except ValueError as e:
         raise _fail(str(e)) from None
+
+
+#: the release's option names as the flags of ``synth`` (public names, never data)
+_FLAGS = {
+    "epsilon_select": "--epsilon-select",
+    "split_order": "--split-order",
+    "consistency": "--consistency",
+    "threshold": "--threshold",
+    "score": "--score",
+    "delta": "--delta",
+}
+
+
+def _as_flags(msg: str) -> str:
+    """A release's error with its option names written as the command line's flags."""
+    for name, flag in _FLAGS.items():
+        msg = re.sub(rf"(?<![\w-]){name}(?!\w)", flag, msg)
+    return msg
 
 
 def _fail(msg: str) -> Exception:
@@ -385,15 +404,18 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             "delta": delta,
         }
     with seeded(args.seed):
-        out, report = synthesize(
-            table,
-            args.epsilon,
-            schema=schema,
-            columns=names,
-            mechanism=mechanism,
-            accept_data_derived_schema=bool(derived),  # checked above, by name
-            **kwargs,
-        )
+        try:
+            out, report = synthesize(
+                table,
+                args.epsilon,
+                schema=schema,
+                columns=names,
+                mechanism=mechanism,
+                accept_data_derived_schema=bool(derived),  # checked above, by name
+                **kwargs,
+            )
+        except ValueError as e:  # an option refused by the release: named as the flag
+            raise _fail(_as_flags(str(e))) from None
     delim = None
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":
         delim = args.delimiter or detect_delimiter(args.input)

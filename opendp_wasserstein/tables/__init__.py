@@ -5,6 +5,7 @@ column; :mod:`~opendp_wasserstein.tables.frames` reads pandas, Polars, pyarrow a
 and writes the same type back; :mod:`~opendp_wasserstein.tables.encoding` maps a table into
 ``[0, 1]^D`` so that the dyadic hierarchy applies; :mod:`~opendp_wasserstein.tables.domain` and
 :mod:`~opendp_wasserstein.tables.transformation` make that an OpenDP domain and transformation;
+:mod:`~opendp_wasserstein.tables.measurement` builds the table releases as OpenDP chains;
 :mod:`~opendp_wasserstein.tables.io` reads and writes CSV, TSV and Parquet files.
 """
 
@@ -17,6 +18,12 @@ from opendp_wasserstein.tables.frames import (
     natural_frame_info,
     read_table,
     write_table,
+)
+from opendp_wasserstein.tables.measurement import (
+    make_table_selection,
+    make_table_synthesis,
+    then_table_selection,
+    then_table_synthesis,
 )
 from opendp_wasserstein.tables.schema import (
     NULL_FALLBACK,
@@ -56,6 +63,10 @@ __all__ = [
     "then_table_encoding",
     "make_table_decoding",
     "decode_points",
+    "make_table_synthesis",
+    "then_table_synthesis",
+    "make_table_selection",
+    "then_table_selection",
     "natural_frame_info",
     "category_boundaries",
     "column_names",

@@ -60,6 +60,8 @@ __all__ = [
     "FrameInfo",
     "FRAME_KINDS",
     "read_table",
+    "table_info",
+    "select_columns",
     "write_table",
     "natural_frame_info",
     "frame_kind",
@@ -177,6 +179,69 @@ def _release_names(
     )
 
 
+def table_info(data: Any, schema: Schema, columns: Sequence[str] | None = None) -> FrameInfo:
+    """How to rebuild a table of ``data``'s type, read off its metadata alone (no value is read).
+
+    The column names are checked as :func:`read_table` checks them (``columns``, or else the
+    table's own names, which must then be exactly the schema's; a numpy array's dtype must hold
+    every column), and the dtypes are the public forms of the input's.
+
+    :param data: a pandas/Polars/pyarrow table or a 2-D numpy array (not modified)
+    :param schema: the public schema; every used column must be in it
+    :param columns: use only these columns (default: all of the table's columns)
+    :return: a :class:`FrameInfo` whose ``names`` are the columns to read, in order
+    """
+    kind = frame_kind(data)
+    names = _release_names(column_names(data, schema), schema, columns)
+    if kind == "pandas":
+        dtypes = [data[name].dtype for name in names]
+    elif kind == "polars":
+        dtypes = [data.schema[name] for name in names]
+    elif kind == "polars-lazy":
+        lazy = data.collect_schema()
+        dtypes = [lazy[name] for name in names]
+    elif kind == "arrow":
+        dtypes = [data.schema.field(name).type for name in names]
+    else:
+        for name in names:
+            _check_numpy_dtype(data.dtype, name, schema[name])
+        dtypes = [data.dtype] * len(names)
+    # the input's dtypes may hold data (a category list, a dictionary width): keep their kinds only
+    return _public_info(FrameInfo(kind, tuple(names), tuple(dtypes)), schema)
+
+
+def select_columns(data: Any, schema: Schema, names: Sequence[str]) -> Any:
+    """``data`` with only the columns ``names``, in that order (the same object when it has them
+    already): a projection by public names, row-wise, so a table of the domain of
+    ``schema.select(names)``.  ``names`` must have been checked (:func:`table_info`); a numpy
+    array's columns are the schema's, by position.
+
+    :param data: a pandas/Polars/pyarrow table or a 2-D numpy array (not modified)
+    :param schema: the public schema ``data`` is read under
+    :param names: the columns to keep
+    """
+    kind = frame_kind(data)
+    names = list(names)
+    if kind == "numpy":
+        every = list(schema.names)
+    elif kind == "polars-lazy":
+        every = list(data.collect_schema().names())
+    else:
+        every = list(column_names(data, schema))
+    if every == names:
+        return data
+    index = [every.index(n) for n in names]
+    if kind == "pandas":
+        return data.iloc[:, index]
+    if kind in ("polars", "polars-lazy"):
+        pl = import_optional("polars", "a Polars table")
+        # by position: a name such as "*" or "^a$" would be read as a pattern by pl.col
+        return data.select(pl.nth(index))
+    if kind == "arrow":
+        return data.select(index)
+    return data[:, index]
+
+
 def read_table(
     data: Any, schema: Schema, columns: Sequence[str] | None = None
 ) -> tuple[dict[str, RawColumn], FrameInfo]:
@@ -187,11 +252,11 @@ def read_table(
     :param columns: use only these columns (default: all of the table's columns)
     :return: ``({name: RawColumn}, FrameInfo)``; the returned columns are in ``columns`` order,
         the info's dtypes are the public forms of the input's (a function of the schema and of
-        the dtypes' kinds only)
+        the dtypes' kinds only: :func:`table_info`)
     """
 
-    kind = frame_kind(data)
-    names = _release_names(column_names(data, schema), schema, columns)
+    info = table_info(data, schema, columns)
+    kind, names = info.kind, info.names
     if kind == "polars-lazy":
         pl = import_optional("polars", "a Polars table")
 
@@ -199,27 +264,19 @@ def read_table(
         # by position: a name such as "*" or "^a$" would be read as a pattern by pl.col
         data = data.select(pl.nth([every.index(n) for n in names])).collect()
     out: dict[str, RawColumn] = {}
-    dtypes: list[Any] = []
-    for _i, name in enumerate(names):
+    for name in names:
         spec = schema[name]
         if kind == "pandas":
             series = data[name]
-            dtypes.append(series.dtype)
         elif kind in ("polars", "polars-lazy"):
-            col = data.get_column(name)
-            dtypes.append(col.dtype)
-            series = col.alias("column").to_pandas()  # (Polars cannot export a name holding NUL)
+            # (Polars cannot export a name holding NUL)
+            series = data.get_column(name).alias("column").to_pandas()
         elif kind == "arrow":
-            col = data.column(name)
-            dtypes.append(col.type)
-            series = _arrow_to_pandas(col)
+            series = _arrow_to_pandas(data.column(name))
         else:
-            dtypes.append(data.dtype)
-            _check_numpy_dtype(data.dtype, name, spec)
             series = pd.Series(data[:, schema.names.index(name)])
         out[name] = _read_column(series, name, spec)
-    # the input's dtypes may hold data (a category list, a dictionary width): keep their kinds only
-    return out, _public_info(FrameInfo(kind, tuple(names), tuple(dtypes)), schema)
+    return out, info
 
 
 def _check_numpy_dtype(dtype: np.dtype, name: str, spec: ColumnSpec) -> None:

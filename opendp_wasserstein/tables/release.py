@@ -1,13 +1,23 @@
 """Releases on tables: a synthetic table, and a private choice among public candidate rows.
 
-:func:`synthesize_table` reads the table under the schema, encodes it, synthesises and decodes
-back to the same type; the mechanism runs on the encoded points in ``[0, 1]^D`` (box
-``(0, 1)``).  :func:`select_table_candidates` encodes data and candidate tables (candidates
-matched to the data by column name) into the one-hot embedding, where ``l_inf`` is the table
-metric, and runs a public-candidate mechanism there.  Encoding is row-wise (one record in, one
-point out), so the certified privacy loss of a release is the one of the mechanism on the
-points, plus the ``epsilon_spent`` of the schema if its bounds were estimated privately
-(sequential composition).
+:func:`synthesize_table` and :func:`select_table_candidates` check the table's columns against
+the schema (names and dtypes only: no value is read), keep the chosen columns, build the OpenDP
+chain of :mod:`~opendp_wasserstein.tables.measurement` (``make_table_encoding >> <the mechanism
+on the encoded points> >> decoding``, or ``>> <the selection>`` in the one-hot embedding, where
+``l_inf`` is the table metric) on ``table_domain(schema, n)`` and call it once; the release's
+certified privacy loss is the chain's ``map(1)``.
+
+**The schema's budget.**  A schema whose bounds were estimated privately (``schema`` with
+``--estimate-bounds``) records the loss of that earlier release in ``epsilon_spent`` (per
+replaced record; its measurements run under ``symmetric_distance``, so it is also a bound per
+added or removed record).  The report's ``epsilon`` is the sequential composition of the two
+releases: the chain's map plus ``epsilon_spent``, summed over the rationals and rounded up
+(basic composition of pure DP; with ``delta`` the ``delta`` is the chain's alone, the schema's
+release being pure).  The sum is written out, not built with an OpenDP combinator: the earlier
+release ran before this one, in another call (often another process, on the file as it was),
+so there is no measurement of it to compose, only its certified ``epsilon_spent``; a
+composition combinator would have to invoke both.  The report keeps both parts
+(``details["epsilon_release"]``, the chain's map, and ``details["epsilon_schema"]``).
 """
 
 from __future__ import annotations
@@ -20,19 +30,18 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from opendp.mod import assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.exact import round_up
-from opendp_wasserstein.core.parameters import check_epsilon
-from opendp_wasserstein.release.in_memory import select_array_candidates as select_candidates
-from opendp_wasserstein.release.in_memory import synthesize_array as synthesize
-from opendp_wasserstein.release.reports import SynthesisReport
+from opendp_wasserstein.release.options import check_public_size
+from opendp_wasserstein.release.reports import SelectionReport, SynthesisReport, synthesis_report
+from opendp_wasserstein.tables.domain import table_domain, table_rows
 from opendp_wasserstein.tables.encoding import TableEncoding
-from opendp_wasserstein.tables.frames import column_names, read_table, write_table
-from opendp_wasserstein.tables.pipeline import make_structured_synthesis
+from opendp_wasserstein.tables.frames import column_names, select_columns, table_info
+from opendp_wasserstein.tables.measurement import make_table_selection, table_synthesis
 from opendp_wasserstein.tables.schema import Schema
+from opendp_wasserstein.tables.transformation import unsealed
 
 __all__ = ["synthesize_table", "select_table_candidates"]
 
@@ -47,35 +56,39 @@ def check_derived(
     if derived and not accept:
         raise ValueError(
             f"schema: the bounds or categories of column(s) {derived} were read off the data "
-            "(derived_from_data: true) and are not private: replace them with public values "
-            "and delete "
-            f"the marks, or pass {flag} (the release is then not private with respect to them)"
+            "(derived_from_data: true) and are not private: replace them with public values and "
+            f"delete the marks, or pass {flag} (the release is then not private with respect to "
+            "them)"
         )
     return derived
 
 
-def _check_public_candidates(cols: dict[str, Any], schema: Schema) -> None:
-    """Candidate rows are public, so bad values are refused by row number (the data's are
-    imputed or clamped instead, a fixed map for every record): a missing value in a column that
-    is not nullable, and a NaN or infinite number."""
-
-    for name, col in cols.items():
-        spec = schema[name]
-        missing = np.asarray(col.missing, dtype=bool)
-        if missing.any() and not spec.nullable:
-            rows = np.flatnonzero(missing)[:5].tolist()
+def _prepare(
+    data: Any, schema: Schema, columns: Sequence[str] | None, accept: bool, public: bool
+) -> tuple[Any, Schema, Any, Any]:
+    """The table restricted to the released columns, their schema, its public frame info and the
+    table domain (sized when ``public``): names and dtypes checked, no value read."""
+    if not isinstance(schema, Schema):
+        raise TypeError(
+            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
+        )
+    info = table_info(data, schema, columns)
+    sub = schema.select(list(info.names))
+    check_derived(sub, accept)
+    x = select_columns(data, schema, info.names)
+    size = None
+    if public:
+        size = table_rows(x)
+        if size < 1:
             raise ValueError(
-                f"candidates: column {name!r} is not nullable but has missing values (rows {rows})"
+                "the table must have at least one row (the size is public: public_size=True)"
             )
-        values = np.asarray(col.values)
-        if values.dtype.kind == "f":
-            bad = ~np.isfinite(values) & ~missing
-            if bad.any():
-                rows = np.flatnonzero(bad)[:5].tolist()
-                raise ValueError(
-                    f"candidates: column {name!r} has NaN or infinite values (rows {rows}); "
-                    "candidates must be finite"
-                )
+    return x, sub, info, table_domain(sub, size)
+
+
+def _total(release: Any, schema: Schema) -> float:
+    """The loss of the release composed with the schema's earlier one (module docstring)."""
+    return round_up(Fraction(release) + Fraction(schema.epsilon_spent))
 
 
 def synthesize_table(
@@ -88,57 +101,84 @@ def synthesize_table(
 ) -> tuple[Any, Any]:
     """A private synthetic table of the same type, names and dtypes as ``data``.
 
+    The release is one call of the chain
+    :func:`~opendp_wasserstein.tables.measurement.make_table_synthesis` on
+    ``table_domain(schema, n)`` (``n = len(data)``, public; ``None`` with ``public_size=False``)
+    under ``change_one_distance`` (``symmetric_distance`` without a public size), and the
+    report's ``details["epsilon_release"]`` is its ``map(1)``.
+
     :param data: a pandas/Polars/pyarrow table or a 2-D numpy array (not modified)
-    :param epsilon: the release's budget per replaced record
+    :param epsilon: the release's budget per replaced record (per added or removed record with
+        ``public_size=False``)
     :param schema: the public schema (columns of ``data`` not in it are refused by name)
     :param columns: use only these columns
     :param accept_data_derived_schema: release even if the schema has bounds or categories read
         off the data (``derived_from_data``; not private): refused by default
-    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.synthesize_array`
-        (``mechanism``, ...); ``split_order`` is ``"discrete-first"`` (default) or ``"cyclic"``
-        (:meth:`~opendp_wasserstein.tables.TableEncoding.split_order`)
+    :param kwargs: ``structured`` (True or a
+        :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions`: the structured release),
+        else ``mechanism``, ``public_size``, ``delta``, ``split_order`` (``"discrete-first"``,
+        the default, or ``"cyclic"``) and the one-tree options of
+        :func:`~opendp_wasserstein.synthesize` (``epsilon_select``, ``depth``, ``placement``,
+        ``epsilon_size``, ``consistency``, ``threshold``, ``score``)
     :return: the synthetic table and the :class:`~opendp_wasserstein.api.SynthesisReport`,
-        whose ``epsilon`` includes the schema's ``epsilon_spent``
+        whose ``epsilon`` is the chain's map composed with the schema's ``epsilon_spent``
+        (``details["epsilon_release"]`` and ``details["epsilon_schema"]``: the two parts)
     """
-    if not isinstance(schema, Schema):
-        raise TypeError(
-            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
-        )
-    cols, info = read_table(data, schema, columns)
-    sub = schema.select(list(info.names))
-    check_derived(sub, accept_data_derived_schema)
-    enc = TableEncoding(sub)
-    points = enc.encode(cols)
     structured = kwargs.pop("structured", None)
     if structured is not None and structured is not False:
         options = None if structured is True else structured
-        return _structured(points, epsilon, sub, enc, info, schema, options, kwargs)
+        return _structured(
+            data, epsilon, schema, columns, accept_data_derived_schema, options, kwargs
+        )
+    mechanism = kwargs.pop("mechanism", None) or "adaptive"
+    public = check_public_size(kwargs.pop("public_size", True))
+    delta = kwargs.pop("delta", None)
     order = kwargs.pop("split_order", None)
-    split = enc.split_order("discrete-first" if order is None else order)
-    synthetic, report = synthesize(points, epsilon, bounds=(0.0, 1.0), split_order=split, **kwargs)
-    out = write_table(enc.decode(synthetic), sub, info)
-    total = round_up(Fraction(report.epsilon) + Fraction(schema.epsilon_spent))
+    options = {k: v for k, v in kwargs.items() if v is not None}
+    x, sub, info, domain = _prepare(data, schema, columns, accept_data_derived_schema, public)
+    metric = dp.change_one_distance() if public else dp.symmetric_distance()
+    meas, rho = table_synthesis(domain, metric, epsilon, mechanism, delta, options, order, info)
+    t0 = time.perf_counter()
+    with runtime.diagnostics() as records:
+        out = unsealed(meas(x))
+    seconds = time.perf_counter() - t0
+    certified_delta = None
+    if delta is not None:
+        certified, certified_delta = meas.map(1)
+    else:
+        certified = meas.map(1)
+    recorded: dict[str, Any] = {}
+    for r in records:
+        recorded |= r
+    report = synthesis_report(
+        mechanism,
+        certified,
+        recorded,
+        table_rows(out),
+        seconds if public else None,
+        certified_delta,
+        rho,
+    )
     details = {
         **report.details,
-        "epsilon_release": report.epsilon,
+        "epsilon_release": certified,
         "epsilon_schema": schema.epsilon_spent,
-        "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+        "axes": [f"{a.column}:{a.role}" for a in TableEncoding(sub).axes],
         "split_order": "discrete-first" if order is None else order,
     }
-    return out, replace(report, epsilon=total, details=details)
+    return out, replace(report, epsilon=_total(certified, schema), details=details)
 
 
 def _structured(
-    points: Any,
+    data: Any,
     epsilon: float,
-    sub: Schema,
-    enc: TableEncoding,
-    info: Any,
     schema: Schema,
+    columns: Sequence[str] | None,
+    accept: bool,
     options: Any,
     kwargs: dict[str, Any],
 ) -> tuple[Any, Any]:
-    """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) of encoded points."""
+    """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) as one chain."""
 
     unknown = {
         k: v
@@ -155,27 +195,22 @@ def _structured(
         )
     if kwargs.get("public_size", True) is not True:
         raise ValueError("the structured table release needs public_size=True")
-    assert_features("contrib")
-    eps = check_epsilon(epsilon)
-    n = points.shape[0]
-    if n < 1:
-        raise ValueError("the table must have at least one row (the size is public)")
-    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
-    meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, eps, options)
+    x, sub, info, domain = _prepare(data, schema, columns, accept, True)
+    meas, _ = table_synthesis(
+        domain, dp.change_one_distance(), epsilon, "structured", options=options, kind=info
+    )
     t0 = time.perf_counter()
     with runtime.diagnostics() as records:
-        y = meas(points)
+        out = unsealed(meas(x))
     seconds = time.perf_counter() - t0
     details: dict[str, Any] = {}
     for r in records:
         details |= r
     certified = meas.map(1)
-    out = write_table(enc.decode(y), sub, info)
-    total = round_up(Fraction(certified) + Fraction(schema.epsilon_spent))
     details |= {
         "epsilon_release": certified,
         "epsilon_schema": schema.epsilon_spent,
-        "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+        "axes": [f"{a.column}:{a.role}" for a in TableEncoding(sub).axes],
         "split_order": (
             f"gower family (order {details.get('order_index', 0)} of "
             f"{details.get('num_orders', 1)})"
@@ -189,11 +224,11 @@ def _structured(
         warnings.warn(str(details["quality_warning"]), UserWarning, stacklevel=3)
     report = SynthesisReport(
         mechanism="structured",
-        epsilon=total,
+        epsilon=_total(certified, schema),
         depth=int(details.pop("depth", 0)),
         scales=tuple(details.pop("scales", ())),
         visited_nodes=int(details.pop("visited_nodes", 0)),
-        size=int(y.shape[0]),
+        size=table_rows(out),
         seconds=seconds,
         details=details,
     )
@@ -213,13 +248,15 @@ def select_table_candidates(
     """Privately choose ``m`` of the public candidate rows close in W1 (table metric) to ``data``.
 
     Data and candidates are read under ``schema`` and matched by column name (the candidates'
-    columns may come in any order; with ``columns``, only those are used from both).  Both are
-    encoded and one-hot embedded (:meth:`~opendp_wasserstein.tables.TableEncoding.embed`), where
-    ``l_inf`` is the table metric, so the nearest candidate of a record is the nearest under the
-    table metric.  Two candidate rows that encode to the same point (say two values clamped to
-    the same bound) are refused by their row numbers (the candidates are public), and so are a
-    missing value in a column that is not nullable and a NaN or infinite number in a candidate
-    row (the data's are imputed and clamped: docs/tables.rst, "Missing and non-finite values").
+    columns may come in any order; with ``columns``, only those are used from both).  The
+    release is one call of the chain
+    :func:`~opendp_wasserstein.tables.measurement.make_table_selection` (the encoding into the
+    one-hot embedding, where ``l_inf`` is the table metric, then the selection), and the
+    report's epsilon is its ``map(1)`` composed with the schema's ``epsilon_spent``.  Two
+    candidate rows that encode to the same point (say two values clamped to the same bound)
+    are refused by their row numbers (the candidates are public), and so are a missing value in
+    a column that is not nullable and a NaN or infinite number in a candidate row (the data's
+    are imputed and clamped: docs/tables.rst, "Missing and non-finite values").
 
     :param data: the sensitive table (pandas/Polars/pyarrow/numpy; not modified)
     :param candidates: the public candidate table, a supported type with the same columns
@@ -228,37 +265,43 @@ def select_table_candidates(
     :param schema: the public schema
     :param columns: use only these columns of both tables
     :param accept_data_derived_schema: as for :func:`synthesize_table`
-    :param kwargs: passed to :func:`~opendp_wasserstein.release.in_memory.select_array_candidates`
-        (``mechanism``, ``public_size``)
+    :param kwargs: ``mechanism`` (``"projection"``, ``"tree-em"``, ``"nn"``) and
+        ``public_size``
     :return: one int64 multiplicity per candidate row (summing to ``m``) and the
         :class:`~opendp_wasserstein.api.SelectionReport`, whose ``epsilon`` includes the
         schema's ``epsilon_spent``
     """
-    if not isinstance(schema, Schema):
-        raise TypeError(
-            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
-        )
-    cols, info = read_table(data, schema, columns)
+    unknown = sorted(k for k in kwargs if k not in ("mechanism", "public_size"))
+    if unknown:
+        raise TypeError(f"select_table_candidates got unexpected option(s) {unknown}")
+    mechanism = kwargs.get("mechanism") or "projection"
+    public = check_public_size(kwargs.get("public_size", True))
+    x, _sub, info, domain = _prepare(data, schema, columns, accept_data_derived_schema, public)
     names = list(info.names)
-    sub = schema.select(names)
-    check_derived(sub, accept_data_derived_schema)
     cand_names = column_names(candidates, schema)
     absent = [c for c in names if c not in cand_names]
     if absent:
         raise ValueError(
-            f"candidates: column(s) {absent} of the data are not in the candidate table; its "
-            f"columns are {list(cand_names)}"
+            f"candidates: column(s) {absent} of the data are not in the candidate table; "
+            f"its columns are {list(cand_names)}"
         )
     extra = [c for c in cand_names if c not in names]
     if extra and columns is None:
         raise ValueError(
             f"candidates: column(s) {extra} are not in the data (pass columns=... to use a subset)"
         )
-    c_cols, _ = read_table(candidates, schema, names)
-    _check_public_candidates(c_cols, sub)
-    enc = TableEncoding(sub)
-    points = enc.embed(enc.encode(cols))
-    cand_points = enc.embed(enc.encode(c_cols))
-    counts, report = select_candidates(points, cand_points, m, epsilon, metric="linf", **kwargs)
-    total = round_up(Fraction(report.epsilon) + Fraction(schema.epsilon_spent))
-    return counts, replace(report, epsilon=total)
+    cand_info = table_info(candidates, schema, names)
+    cands = select_columns(candidates, schema, cand_info.names)
+    metric = dp.change_one_distance() if public else dp.symmetric_distance()
+    meas = make_table_selection(domain, metric, cands, m, epsilon, mechanism)
+    t0 = time.perf_counter()
+    counts = np.asarray(meas(x), dtype=np.int64)
+    seconds = time.perf_counter() - t0
+    certified = meas.map(1)
+    return counts, SelectionReport(
+        mechanism,
+        _total(certified, schema),
+        int(m),
+        int(counts.size),
+        seconds if public else None,
+    )

@@ -28,6 +28,8 @@ from opendp_wasserstein.tables.domain import check_table_domain
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import (
     FRAME_KINDS,
+    FrameInfo,
+    frame_kind,
     natural_frame_info,
     read_table,
     write_table,
@@ -39,6 +41,7 @@ __all__ = [
     "then_table_encoding",
     "make_table_decoding",
     "decode_points",
+    "unsealed",
 ]
 
 #: ``"cube"``: one coordinate per axis in ``[0, 1]`` (the hierarchy's input); ``"one_hot"``:
@@ -182,23 +185,44 @@ def decode_points(domain: Domain, points: Any, kind: str = "pandas") -> Any:
     return _decoder(domain, kind)(points)
 
 
-def _decoder(domain: Domain, kind: str) -> Any:
+def unsealed(table: Any) -> Any:
+    """A released table of :func:`make_table_decoding` as an instance of its library's own frame
+    class (the same data; what a front end that invoked the chain returns to its caller, once
+    OpenDP's ``measurement_invoke`` is done with it)."""
+    base = type(table)
+    if base not in _SEALED.values():
+        return table
+    parent: Any = base.__mro__[1]
+    kind = frame_kind(table)
+    if kind == "polars-lazy":
+        return parent._from_pyldf(table._ldf)
+    if kind == "polars":
+        return parent._from_pydf(table._df)
+    return parent(table)
+
+
+def _decoder(domain: Domain, kind: str | FrameInfo) -> Any:
     desc = check_table_domain(domain)
-    if kind not in FRAME_KINDS:
+    if isinstance(kind, FrameInfo):
+        if sorted(kind.names) != sorted(desc.schema.names):
+            raise ValueError("kind: a FrameInfo must name exactly the schema's columns")
+        info = kind
+    elif kind not in FRAME_KINDS:
         raise ValueError(f"kind must be one of {FRAME_KINDS}, got {kind!r}")
+    else:
+        info = natural_frame_info(desc.schema, kind)
     enc = TableEncoding(desc.schema)
-    info = natural_frame_info(desc.schema, kind)
 
     def function(points: Any) -> Any:
         p = np.asarray(points, dtype=np.float64)
         if p.ndim != 2 or p.shape[1] != enc.dimension:
             raise ValueError(f"the points must be an (m, {enc.dimension}) array of encoded points")
-        return _sealed(write_table(enc.decode(p), desc.schema, info), kind)
+        return _sealed(write_table(enc.decode(p), desc.schema, info), info.kind)
 
     return function
 
 
-def make_table_decoding(domain: Domain, kind: str = "pandas") -> Function:
+def make_table_decoding(domain: Domain, kind: str | FrameInfo = "pandas") -> Function:
     """Post-processing: released points of ``[0, 1]^D`` back into a table under the schema.
 
     Any point decodes (it is clipped into the cube; every coordinate of a categorical column
@@ -212,7 +236,10 @@ def make_table_decoding(domain: Domain, kind: str = "pandas") -> Function:
 
     :param domain: the :func:`~opendp_wasserstein.tables.table_domain` the points were encoded from
     :param kind: the output type: ``"pandas"`` (default), ``"polars"``, ``"polars-lazy"``,
-        ``"arrow"`` or ``"numpy"``
+        ``"arrow"`` or ``"numpy"``, in the natural dtypes; or a
+        :class:`~opendp_wasserstein.tables.FrameInfo` (public: a type, names, dtype kinds, e.g.
+        :func:`~opendp_wasserstein.tables.frames.table_info` of an input), to write its type,
+        column order and dtypes
     :return: a ``Function`` from an ``(m, D)`` float array to a table, to chain after a
         measurement (``meas >> make_table_decoding(dom)``); for points released already, e.g.
         by a Context query, call :func:`decode_points`

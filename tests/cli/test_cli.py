@@ -714,7 +714,7 @@ def test_synth_score_option(data, capsys):
         ]
     )
     assert rc == 2
-    assert "score applies only to mechanism='adaptive'" in capsys.readouterr().err
+    assert "--score applies only to mechanism='adaptive'" in capsys.readouterr().err
 
 
 def test_synth_privtree(data, capsys):

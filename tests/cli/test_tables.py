@@ -1,5 +1,6 @@
 import datetime as dt
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -754,3 +755,74 @@ def test_schema_refuses_a_header_that_reads_as_numbers(tmp_path, capsys):
     assert not out.exists()
     p.write_text("height,weight,kind\n1.8125,29.5,compact\n")
     assert main(["schema", str(p), "-o", str(out), "--quiet"]) == 0
+
+
+def _synth_table(tmp, csv_path, schema_path, extra):
+    return main(
+        [
+            "synth",
+            str(csv_path),
+            "-o",
+            str(tmp / "out.parquet"),
+            "--epsilon",
+            "1",
+            "--schema",
+            str(schema_path),
+            "--accept-data-derived-schema",
+            "--json",
+            "--seed",
+            "3",
+            *extra,
+        ]
+    )
+
+
+@pytest.mark.parametrize("mechanism", [None, "adaptive", "pruned", "pmm"])
+def test_synth_schema_with_delta_certifies_the_pair(files, capsys, mechanism):
+    """``--delta`` with ``--schema`` (issue 22, item 7): the one-tree chain's zCDP variant,
+    converted by OpenDP; the certificate is the chain's map, (1.0, 1e-9) exactly."""
+    tmp, csv_path, _, original = files
+    schema_path, _ = _draft(tmp, csv_path)
+    extra = ["--delta", "1e-9"] + ([] if mechanism is None else ["--mechanism", mechanism])
+    assert _synth_table(tmp, csv_path, schema_path, extra) == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["mechanism"] == (mechanism or "adaptive")  # --delta picks a one-tree default
+    assert summary["epsilon_certified"] == 1.0
+    assert summary["epsilon_release"] == 1.0
+    assert summary["delta_certified"] == 1e-9
+    assert summary["details"]["rho"] > 0
+    assert read_file(str(tmp / "out.parquet")).num_rows == original.num_rows
+
+
+@pytest.mark.parametrize("mechanism", ["structured", "adaptive", "pruned", "pmm", "privtree"])
+def test_synth_schema_every_mechanism_choice_applies(files, capsys, mechanism):
+    """Every ``--mechanism`` choice of ``synth`` works with ``--schema`` (docs/tables.rst)."""
+    tmp, csv_path, _, original = files
+    schema_path, _ = _draft(tmp, csv_path)
+    assert _synth_table(tmp, csv_path, schema_path, ["--mechanism", mechanism]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["mechanism"] == mechanism
+    assert 1.0 - 1e-12 <= summary["epsilon_certified"] <= 1.0
+    assert summary["delta_certified"] is None
+    assert read_file(str(tmp / "out.parquet")).num_rows == original.num_rows
+
+
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        (["--delta", "1e-9", "--mechanism", "structured"], "--mechanism structured is pure DP"),
+        (["--delta", "1e-9", "--mechanism", "privtree"], "--mechanism privtree is pure DP"),
+        (["--delta", "1e-9", "--private-size"], "--delta needs a public row count"),
+        (["--mechanism", "structured", "--private-size"], "--private-size apply to the one-tree"),
+        (["--mechanism", "structured", "--split-order", "cyclic"], "--split-order apply"),
+        (["--mechanism", "pmm", "--marginal-share", "0.3"], "--marginal-share applies only"),
+        (["--mechanism", "pmm", "--epsilon-select", "0.1"], "--epsilon-select applies only"),
+    ],
+)
+def test_synth_schema_option_errors_name_the_option(files, capsys, extra, match):
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    assert _synth_table(tmp, csv_path, schema_path, extra) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err), err
+    assert not (tmp / "out.parquet").exists()

@@ -967,7 +967,7 @@ CLI_ERRORS = [
     ("eps-negative", None, None, ["--epsilon", "-1"], "--epsilon"),
     ("eps-nan", None, None, ["--epsilon", "nan"], "--epsilon"),
     ("eps-inf", None, None, ["--epsilon", "inf"], "--epsilon"),
-    ("eps-select-too-big", None, None, ["--epsilon-select", "1"], "epsilon_select"),
+    ("eps-select-too-big", None, None, ["--epsilon-select", "1"], "--epsilon-select"),
     ("seed-negative", None, None, ["--seed", "-1"], "seed"),
 ]
 

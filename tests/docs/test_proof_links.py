@@ -12,6 +12,7 @@ import pytest
 
 from opendp_wasserstein import measurements, postprocessing, transformations
 from opendp_wasserstein.tables import joint, marginals, pipeline
+from opendp_wasserstein.tables import measurement as table_measurement
 from opendp_wasserstein.tables import transformation as table_transformation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ def constructors() -> list[tuple[str, object]]:
     out = []
     for mod in (measurements, transformations, postprocessing):
         out += [(name, getattr(mod, name)) for name in mod.__all__ if name.startswith("make_")]
-    for mod in (marginals, joint, pipeline, table_transformation):
+    for mod in (marginals, joint, pipeline, table_transformation, table_measurement):
         out += [
             (name, obj)
             for name, obj in vars(mod).items()
