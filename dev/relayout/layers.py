@@ -18,7 +18,7 @@ LAYERS = (
     ("release", ("release",)),
     ("front ends", ("tables", "distributed")),
     ("evaluation", ("evaluation",)),
-    ("doors", ("api", "cli", "")),
+    ("doors", ("api", "cli", "__main__", "")),
 )
 
 def main() -> int:

@@ -1,8 +1,9 @@
 """What every subcommand of the command line shares: its error, its file readers and writers,
-``--seed``, the unit of the certified epsilon and the progress bar.
+``--seed``, the unit of the certified epsilon and the progress bar (the parser, ``--seed``'s help
+included, is :mod:`opendp_wasserstein_cli.parser`).
 
-Imports here are light (the standard library, numpy, OpenDP's feature check), so ``--help``
-stays fast; each subcommand module imports what its release needs.
+Each subcommand module imports what its release needs; ``--help`` and ``--version`` never get
+here (the console script answers them before the package is imported).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ __all__ = [
     "tree_em_features",
     "NoProgress",
     "progress",
-    "SEED_HELP",
 ]
 
 
@@ -216,9 +216,6 @@ def progress(total: int, quiet: bool, desc: str) -> Any:
             self.update(done - self.n)
 
     return _Bar(total=total, desc=desc, file=stream, leave=False)
-
-
-SEED_HELP = "NOT private: makes the output reproducible, for tests and figures only"
 
 
 def tree_em_features(args: argparse.Namespace) -> None:

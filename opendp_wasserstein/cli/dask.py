@@ -39,32 +39,7 @@ from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.distributed import local_client, select_on_dask, synthesize_on_dask
 from opendp_wasserstein.distributed._source import parquet_files
 
-__all__ = ["add_options", "run_synth", "run_select", "client_for"]
-
-
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The distributed options of a command."""
-    parser.add_argument(
-        "--scheduler",
-        default=None,
-        metavar="ADDRESS",
-        help="run on Dask: 'local:N' (N local worker processes) or a scheduler address such as "
-        "tcp://host:8786; the input is then a Parquet file or directory (read by the workers) "
-        "and, for synth, -o names the output directory of Parquet parts",
-    )
-    parser.add_argument(
-        "--parts",
-        type=int,
-        default=None,
-        help="with --scheduler: output parts (default: one per input block; with --private-size a "
-        "public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))",
-    )
-    parser.add_argument(
-        "--memory-limit",
-        default=None,
-        metavar="BYTES",
-        help="with --scheduler local:N: memory limit per worker, e.g. 4GB",
-    )
+__all__ = ["run_synth", "run_select", "client_for"]
 
 
 @contextmanager

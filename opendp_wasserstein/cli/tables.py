@@ -1,9 +1,8 @@
 """The command-line pieces for tables: ``schema`` and the table paths of ``synth`` and ``select``.
 
-:func:`register` adds the ``schema`` subcommand, :func:`add_synth_options` and
-:func:`add_select_options` the table options of ``synth`` and ``select`` to the package's parser
-(``opendp_wasserstein.cli``); :func:`run_schema`, :func:`run_synth_table` and
-:func:`run_select_table` carry them out.
+The ``schema`` subcommand and the table options of ``synth`` and ``select`` are declared in the
+standard-library parser (:mod:`opendp_wasserstein_cli.parser`); :func:`run_schema`,
+:func:`run_synth_table` and :func:`run_select_table` carry them out.
 """
 
 from __future__ import annotations
@@ -32,135 +31,18 @@ from opendp_wasserstein.tables.io import (
 from opendp_wasserstein.tables.pipeline import StructuredOptions
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
+from opendp_wasserstein_cli.parser import DERIVED_FLAG
 
 __all__ = [
-    "register",
-    "add_synth_options",
-    "add_select_options",
     "run_schema",
     "run_synth_table",
     "run_select_table",
     "DERIVED_FLAG",
 ]
 
-DERIVED_FLAG = "--accept-data-derived-schema"
-
 
 def _columns(text: str | None) -> list[str] | None:
     return [c.strip() for c in text.split(",") if c.strip()] if text else None
-
-
-def register(sub: Any) -> None:
-    """Add the ``schema`` subcommand."""
-    sc = sub.add_parser(
-        "schema", help="draft a schema (types, bounds, categories) from a table file"
-    )
-    sc.add_argument("input", help="CSV (delimiter detected), TSV or Parquet file with a header")
-    sc.add_argument(
-        "-o", "--output", default=None, help="write the schema JSON here (default: print it)"
-    )
-    sc.add_argument("--columns", help="comma-separated subset of columns (default all)")
-    sc.add_argument(
-        "--delimiter", default=None, help="force the delimiter of a text file (e.g. ';' or '\\t')"
-    )
-    sc.add_argument(
-        "--max-categories",
-        type=int,
-        default=50,
-        help="a text column with more distinct values (an identifier?) is drafted with its "
-        "categories "
-        "left null, to fill in with a public list (default 50); no column is ever left out "
-        "for its values",
-    )
-    sc.add_argument(
-        "--estimate-bounds",
-        type=float,
-        default=None,
-        metavar="EPS",
-        help="find numeric and datetime bounds with OpenDP's private quantile at this total "
-        "epsilon "
-        "(recorded in the schema and added to the epsilon of any release that uses it; a DP "
-        "count of "
-        "each column's values, bought with a tenth of its share, says whether the estimate "
-        "is reliable)",
-    )
-    sc.add_argument(
-        "--nullable",
-        default=None,
-        metavar="COLUMNS",
-        help="comma-separated columns to declare nullable (a public choice); with "
-        "--estimate-bounds no "
-        "other column is nullable, without it also those that hold missing values",
-    )
-    sc.add_argument("--json", action="store_true", help="print a machine-readable JSON summary")
-    sc.add_argument("--quiet", action="store_true", help="print nothing but errors")
-
-
-def add_synth_options(syn: Any, source: Any = None) -> None:
-    """Add the table options of ``synth``; ``--schema`` goes into ``source`` (the required
-    either-``--bounds``-or-``--schema`` group) when given."""
-    (syn if source is None else source).add_argument(
-        "--schema",
-        metavar="SCHEMA.json",
-        help="schema JSON (see the 'schema' command); mixed column types, nulls",
-    )
-    syn.add_argument(
-        "--delimiter",
-        default=None,
-        help="force the input's delimiter (default: detected; output uses the same)",
-    )
-    syn.add_argument(
-        "--split-order",
-        choices=["discrete-first", "cyclic"],
-        default=None,
-        help="the order in which the hierarchy splits the columns: discrete-first (default: "
-        "is-missing, categorical and bool columns first, then numeric ones cyclically; the cell "
-        "diameter falls fastest) or cyclic (one column after the other); public, no privacy cost",
-    )
-    syn.add_argument(
-        "--marginal-share",
-        type=float,
-        default=None,
-        help="structured: the share of epsilon for the DP first look at every column (default "
-        "0.4); "
-        "a larger share gives better 1-way marginals, a smaller one more joint structure",
-    )
-    syn.add_argument(
-        "--joint",
-        choices=["auto", "pairs", "tree", "never"],
-        default=None,
-        help="structured: the joint release after the first look: auto (default: the tree of noisy "
-        "2-way marginals, pairs, when n * epsilon / columns >= 400, else never), pairs (a tree of "
-        "noisy 2-way marginals chosen by the exponential mechanism), tree (the joint hierarchy) "
-        "or never (columns released independently, the whole budget on the first look); public, "
-        "no privacy cost",
-    )
-    syn.add_argument(
-        DERIVED_FLAG,
-        action="store_true",
-        help="release even though the schema still has bounds or categories read off the data "
-        "(derived_from_data: true); those are NOT private",
-    )
-
-
-def add_select_options(sel: Any) -> None:
-    """Add the table options of ``select``."""
-    sel.add_argument(
-        "--schema",
-        help="schema JSON: data and candidates are then tables of any column types, "
-        "matched by column name, and the nearest candidate is taken under the table metric",
-    )
-    sel.add_argument(
-        "--columns", help="with --schema: comma-separated subset of columns of both files"
-    )
-    sel.add_argument(
-        "--delimiter", default=None, help="force the delimiter of text inputs (default: detected)"
-    )
-    sel.add_argument(
-        DERIVED_FLAG,
-        action="store_true",
-        help="release even though the schema still has bounds or categories read off the data",
-    )
 
 
 def _check_derived(schema: Any, names: list[str], accept: bool) -> list[str]:

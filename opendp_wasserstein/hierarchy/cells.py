@@ -88,6 +88,9 @@ MAX_BITS_PER_COORD = 52
 _ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
 _ONE = np.uint64(1)
 _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
+# multi-word codes: radix passes over every row (_lsd_order) when more than this share of the
+# rows is still tied after the first sort, else refinement of the tied rows (CountTree._refine)
+_LSD_TIED_SHARE = 0.6
 
 
 def max_depth(d: int) -> int:
@@ -629,6 +632,46 @@ def _bits_of(words: np.ndarray, rows: np.ndarray, start: int, count: int) -> np.
     return top >> np.uint64(64 - count) if count < 64 else top
 
 
+def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
+    """The positions of the multi-word codes ``words`` (rows in input order) in lexicographic
+    order: least-significant-digit radix passes, each one ``np.sort`` of ``(64 - i)`` code bits
+    above the ``i``-bit rank of the row in the previous pass's order (so every pass is stable),
+    from the last code bits to the first.  ``ceil(depth / (64 - i))`` sorts of ``n`` keys, what
+    :meth:`CountTree._refine` costs when nearly every row is tied over most of the code (points on
+    a curve, duplicated rows), without its per-round bookkeeping."""
+    n = words.shape[1]
+    c = 64 - i
+    mask = np.uint64((1 << i) - 1)
+    rank = np.arange(n, dtype=np.uint64)
+    order = np.arange(n, dtype=np.int64)
+    for start in reversed(range(0, depth, c)):
+        key = _bits_of(words, order, start, min(c, depth - start))
+        key <<= np.uint64(i)
+        key |= rank
+        key.sort()
+        key &= mask
+        order = order[key.view(np.int64)]
+        del key
+    return order
+
+
+def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
+    """The lcp (uint16, at most ``depth``) of neighbours of sorted multi-word codes: from the
+    first word (:func:`_sorted_lcp`), then, for the pairs equal on the words so far, from the
+    next word's XOR."""
+    lcp = _sorted_lcp(words[0], depth)  # depth > 64: 1086 marks the pairs tied on word 0
+    tied = np.flatnonzero(lcp > 64)
+    for w in range(1, words.shape[0]):
+        if not tied.size:
+            break
+        xor = words[w, tied + 1] ^ words[w, tied]
+        hit = xor != 0
+        lcp[tied[hit]] = 64 * (w + 1) - bit_length_u64(xor[hit], overwrite=True)
+        tied = tied[~hit]
+    np.minimum(lcp, np.uint16(depth), out=lcp)
+    return lcp
+
+
 class CountTree:
     """The exact hierarchical counts of a dataset, held lazily (private).
 
@@ -742,10 +785,18 @@ class CountTree:
             keys, depth
         )  # depth > 64: 1086 marks the pairs tied on the key's code bits
         del keys
+        tied = np.flatnonzero(lcp > 64)
+        if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
+            del tied, lcp, order
+            order = _lsd_order(words, depth, i)
+            for w in range(words.shape[0]):
+                words[w] = words[w][order]
+            del order
+            return words, _sorted_words_lcp(words, depth)
         for w in range(words.shape[0]):  # one word at a time: one word of temporary memory
             words[w] = words[w][order]
         del order
-        self._refine(words, lcp, np.flatnonzero(lcp > 64), 64 - i)
+        self._refine(words, lcp, tied, 64 - i)
         np.minimum(lcp, np.uint16(depth), out=lcp)
         return words, lcp
 

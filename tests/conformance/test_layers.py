@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("release", ("release",)),
     ("front ends", ("tables", "distributed")),
     ("evaluation", ("evaluation",)),
-    ("doors", ("api", "cli", "")),
+    ("doors", ("api", "cli", "__main__", "")),
 )
 
 MAX_ROOT_MODULES = 8

@@ -163,9 +163,15 @@ def test_tree_from_box_rows_matches_unit_points_and_leaves_input():
     assert np.array_equal(x, keep)
 
 
+@pytest.mark.parametrize("share", [0.0, 2.0], ids=["radix-passes", "refine"])
 @pytest.mark.parametrize("depth", [70, 140, 200])
-def test_deep_ties_are_refined(depth):
-    # every point shares the first 64 code bits; they differ only far below (several passes)
+def test_deep_ties_are_refined(depth, share, monkeypatch):
+    # every point shares the first 64 code bits; they differ only far below (several passes).
+    # share: the multi-word sort's choice between radix passes over every row and the
+    # refinement of the tied rows (both must give the sorted codes)
+    from opendp_wasserstein.hierarchy import cells
+
+    monkeypatch.setattr(cells, "_LSD_TIED_SHARE", share)
     d = 4
     B = -(-depth // d)
     rng = np.random.default_rng(depth)
@@ -191,6 +197,25 @@ def test_deep_ties_are_refined(depth):
                 break
     assert np.array_equal(tree.lcp, ref)
     assert np.array_equal(tree._words, sw)  # the codes, in sorted order
+
+
+@pytest.mark.parametrize("d,depth", [(10, 196), (5, 89), (3, 150)])
+def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
+    """Radix passes (most rows tied after the first sort) and refinement (few tied) are two
+    ways to the same sorted codes and lcp, on points of a curve with duplicated rows."""
+    from opendp_wasserstein.hierarchy import cells
+
+    t = np.random.default_rng(d).uniform(size=4000)
+    u = 0.5 + 0.4 * np.sin(2 * np.pi * np.outer(t, 1 + np.arange(d) % 3) + np.arange(d))
+    u[:800] = u[800:1600]
+    trees = []
+    for share in (0.0, 2.0):
+        monkeypatch.setattr(cells, "_LSD_TIED_SHARE", share)
+        trees.append(build_count_tree(u, depth))
+    assert np.array_equal(trees[0]._words, trees[1]._words)
+    assert np.array_equal(trees[0].lcp, trees[1].lcp)
+    assert trees[0].lcp.dtype == trees[1].lcp.dtype == np.uint16
+    assert np.array_equal(trees[0].occupancy(), trees[1].occupancy())
 
 
 @pytest.mark.parametrize("d,depth,r", [(3, 58, 20), (2, 100, 64), (10, 150, 70), (10, 150, 20)])

@@ -1,0 +1,123 @@
+"""The console script's start-up (issue 24, item 5): ``--help``, ``--version`` and a usage error
+are answered by the launcher :mod:`opendp_wasserstein_cli` without importing numpy, OpenDP or the
+package; any other command is handed to :func:`opendp_wasserstein.cli.console_main`.  No timing
+here: ``benchmarks/bench_startup.py`` prints the times."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import opendp_wasserstein
+import opendp_wasserstein_cli
+from opendp_wasserstein.cli import _parser
+from opendp_wasserstein.evaluation.shapes import SHAPES
+from opendp_wasserstein_cli.parser import SHAPE_NAMES, build_parser, package_version
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: top-level modules the launcher must not import for --help / --version / a usage error
+HEAVY = ["numpy", "opendp", "opendp_wasserstein", "scipy", "pandas", "pyarrow", "polars"]
+
+_PROBE = """
+import contextlib, io, json, sys
+from opendp_wasserstein_cli import console_main
+runs = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = console_main(argv)
+    runs.append([code, out.getvalue(), err.getvalue()])
+loaded = sorted({m.partition(".")[0] for m in sys.modules} & set(json.loads(sys.argv[2])))
+print(json.dumps({"runs": runs, "loaded": loaded}))
+"""
+
+
+def _probe(*argvs: list[str]) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(list(argvs)), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_help_version_and_usage_errors_import_neither_numpy_nor_opendp():
+    probe = _probe(
+        ["--version"],
+        ["--help"],
+        ["synth", "--help"],
+        ["select", "--help"],
+        ["schema", "--help"],
+        ["demo", "--help"],
+        ["synth", "data.csv"],  # -o, --epsilon and --bounds/--schema missing: a usage error
+    )
+    assert probe["loaded"] == []
+    (version, top, synth, select, schema, demo, usage) = probe["runs"]
+    assert version[0] == 0
+    assert version[1].startswith(f"opendp-wasserstein {opendp_wasserstein.__version__} (opendp ")
+    assert top[0] == 0 and top[1].startswith("usage: opendp-wasserstein ")
+    for (code, out, _), name in zip(
+        (synth, select, schema, demo), ("synth", "select", "schema", "demo"), strict=True
+    ):
+        assert code == 0 and out.startswith(f"usage: opendp-wasserstein {name}")
+    assert usage[0] == 2
+    assert "the following arguments are required: -o/--output, --epsilon" in usage[2]
+
+
+def test_the_probe_would_see_the_package():
+    """The check above is not vacuous: a command that runs imports the package and OpenDP."""
+    probe = _probe(["schema", "no-such-file.csv"])
+    ((code, _, err),) = probe["runs"]
+    assert code == 2 and "no-such-file.csv" in err
+    assert {"numpy", "opendp", "opendp_wasserstein"} <= set(probe["loaded"])
+
+
+def test_the_launcher_answers_as_the_command_line(tmp_path, capsys):
+    """Same parser, same exit codes and texts as :func:`opendp_wasserstein.cli.main`."""
+    assert _parser is build_parser
+    for argv in (["--version"], ["synth", "--help"], ["select", "x.csv"]):
+        codes = []
+        texts = []
+        for run in (opendp_wasserstein_cli.console_main, opendp_wasserstein.cli.main):
+            codes.append(run(argv))
+            texts.append(capsys.readouterr())
+        assert codes[0] == codes[1] and texts[0] == texts[1], argv
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b\n1,x\n2,y\n")
+    assert opendp_wasserstein_cli.console_main(["schema", str(csv), "--quiet"]) == 0
+
+
+def test_the_parser_literals_match_the_package():
+    assert SHAPE_NAMES == tuple(SHAPES)
+    assert package_version() == opendp_wasserstein.__version__
+
+
+def test_the_console_script_is_the_launcher():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["scripts"] == {
+        "opendp-wasserstein": "opendp_wasserstein_cli:console_main"
+    }
+    found = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert "opendp_wasserstein_cli" in found
+
+
+@pytest.mark.parametrize("module", ["opendp_wasserstein_cli", "opendp_wasserstein"])
+def test_python_dash_m_runs_the_program(module):
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith(f"opendp-wasserstein {opendp_wasserstein.__version__} ")
