@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from opendp_wasserstein.distributed._output import ParquetSink
 from opendp_wasserstein.distributed._pmm import Driver, default_parts, run_adaptive, run_pmm
 from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
 
-__all__ = ["release_on_dask", "DistributedRelease", "local_client"]
+__all__ = ["release_on_dask", "DistributedRelease", "local_client", "default_progress"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,19 @@ def _client(client: Any) -> Iterator[Any]:
         yield c
 
 
+def default_progress(progress: bool | None, private_size: bool) -> bool:
+    """Whether a release shows its progress bars: never with a private size (a bar counts the
+    input blocks, whose number may follow the source's layout); otherwise ``progress``, or with
+    None (the default of the Python API, as on the command line) when standard error is a
+    terminal."""
+    if private_size:
+        return False
+    if progress is not None:
+        return bool(progress)
+    isatty = getattr(sys.stderr, "isatty", None)
+    return callable(isatty) and bool(isatty())
+
+
 def _size_is_private(plan: Any) -> bool:
     """Whether the plan's input size is private (no public ``size``, or a DP count first)."""
     if isinstance(plan, NoisySizePlan):
@@ -103,7 +117,7 @@ def release_on_dask(
     parts: int | None = None,
     rows_per_block: int = ROWS_PER_BLOCK,
     overwrite: bool = False,
-    progress: bool = False,
+    progress: bool | None = None,
     _hook: Any = None,
 ) -> DistributedRelease:
     """Run the release of ``meas`` on a Dask cluster: the same measurement, an execution plan.
@@ -133,8 +147,9 @@ def release_on_dask(
         of the DP count, or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
     :param rows_per_block: target rows per input block (public size only)
     :param overwrite: replace an existing ``out``
-    :param progress: show a progress bar over the tasks (``tqdm``); not with a private size (the
-        bars count input blocks, whose number may follow the source's layout)
+    :param progress: show a progress bar per pass, moving per task (``tqdm``); None (default):
+        when standard error is a terminal; never with a private size (the bars count input
+        blocks, whose number may follow the source's layout): :func:`default_progress`
     :return: a :class:`DistributedRelease`
     """
     plan = plan_of(meas)
@@ -142,8 +157,7 @@ def release_on_dask(
     private = _size_is_private(plan)
     # with a private size, the number of blocks (tasks of a pass) is independent of n
     blocks, names = blocks_of(source, d, columns, rows_per_block, private_size=private)
-    if progress and private:
-        progress = False  # a bar counts the input blocks, whose number may follow the private n
+    progress = default_progress(progress, private)
     if isinstance(plan, HistogramPlan):
         with _client(client) as c:
             drv = Driver(c, blocks, progress, _hook)

@@ -1,0 +1,145 @@
+"""The structured table release on Dask (:mod:`opendp_wasserstein.distributed._tables`): the
+in-memory release under the same key, from a CSV converted to Parquet with several row groups."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein.distributed import synthesize_on_dask
+from opendp_wasserstein.distributed._tables import synthesize_table_on_dask, table_blocks
+from opendp_wasserstein.tables import Schema, TableEncoding
+from opendp_wasserstein.tables.io import read_file
+from opendp_wasserstein.tables.pipeline import StructuredOptions
+from opendp_wasserstein.tables.release import synthesize_table
+
+SCHEMA = {
+    "columns": {
+        "region": {"type": "categorical", "categories": ["n", "e", "s", "w", "c"]},
+        "smoker": {"type": "bool"},
+        "age": {"type": "int", "bounds": [0, 100]},
+        "income": {"type": "float", "bounds": [0, 200000], "nullable": True},
+    }
+}
+
+
+def _csv(path: Any, n: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    region = rng.choice(list("neswc"), n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    smoker = rng.uniform(size=n) < 0.25
+    age = np.clip(rng.normal(45 + 8 * (region == "s"), 12, n), 18, 90).astype(int)
+    income = np.clip(np.exp(rng.normal(10 + 0.01 * age - 0.3 * smoker, 0.4)), 0, 2e5)
+    missing = rng.uniform(size=n) < 0.1
+    lines = ["region,smoker,age,income"] + [
+        f"{r},{'true' if s else 'false'},{a},{'' if m else f'{v:.2f}'}"
+        for r, s, a, v, m in zip(region, smoker, age, income, missing, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def table_files(tmp_path_factory: Any) -> Any:
+    """A CSV of 6,000 rows converted to Parquet in row groups of 1,000 (6 row groups)."""
+    d = tmp_path_factory.mktemp("tables")
+    _csv(d / "t.csv", 6000)
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(d / "t.csv"), schema=schema)
+    pq.write_table(table, d / "t.parquet", row_group_size=1000)
+    (d / "schema.json").write_text(json.dumps(SCHEMA))
+    return d
+
+
+def _in_memory(d: Any, epsilon: float, seed: int, options: Any = None) -> Any:
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(d / "t.parquet"), schema=schema)
+    with runtime.reproducible(seed):
+        out, report = synthesize_table(
+            table, epsilon, schema, structured=options or StructuredOptions()
+        )
+    return out, report
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "joint"), [(2.0, "pairs"), (0.05, "independent")], ids=["pairs", "independent"]
+)
+def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
+    table_files: Any, cluster: Any, epsilon: float, joint: str
+) -> None:
+    schema = Schema.from_json(SCHEMA)
+    blocks, n = table_blocks(str(table_files / "t.parquet"), TableEncoding(schema), 1000)
+    assert (len(blocks), n) == (6, 6000)  # one part per row group
+    expected, report = _in_memory(table_files, epsilon, 7)
+    assert report.details["joint_kind"] == joint
+    out = table_files / f"out-{joint}"
+    with runtime.reproducible(7):
+        rel, dreport = synthesize_on_dask(
+            str(table_files / "t.parquet"),
+            epsilon,
+            out,
+            schema=schema,
+            client=cluster,
+            progress=False,
+        )
+    got = pq.read_table(out)
+    assert rel.rows == 6000 and rel.parts == len(list(out.glob("*.parquet")))
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    assert dreport.epsilon == report.epsilon
+    assert dreport.details["joint_kind"] == joint
+    for key in ("pair_edges", "pair_bins", "quality", "epsilon_marginals"):
+        assert dreport.details.get(key) == report.details.get(key)
+
+
+def test_dask_table_release_with_small_row_groups_and_parts(table_files: Any, inline: Any) -> None:
+    """The inline client; row groups merged into blocks of 2,000 rows, 4 output parts."""
+    schema = Schema.from_json(SCHEMA)
+    expected, _ = _in_memory(table_files, 2.0, 3)
+    out = table_files / "out-inline"
+    with runtime.reproducible(3):
+        n, parts, _ = synthesize_table_on_dask(
+            str(table_files / "t.parquet"), 2.0, out, schema, inline, parts=4, rows_per_block=2000
+        )
+    assert (n, parts) == (6000, 4)
+    assert pq.read_table(out).equals(expected)
+
+
+def test_dask_table_release_refusals(table_files: Any, inline: Any) -> None:
+    schema = Schema.from_json(SCHEMA)
+    src = str(table_files / "t.parquet")
+    with pytest.raises(ValueError, match="public_size=True"):
+        synthesize_on_dask(src, 1.0, table_files / "x", schema=schema, public_size=False)
+    with pytest.raises(ValueError, match="do not apply"):
+        synthesize_on_dask(src, 1.0, table_files / "x", schema=schema, depth=3)
+    with pytest.raises(ValueError, match="not both"):
+        synthesize_on_dask(src, 1.0, table_files / "x", (0, 1), schema=schema)
+    with pytest.raises(ValueError, match="no Dask plan"):
+        synthesize_on_dask(
+            src,
+            1.0,
+            table_files / "x",
+            schema=schema,
+            structured=StructuredOptions(joint="tree"),
+            client=inline,
+        )
+    assert not (table_files / "x").exists()
+
+
+def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None:
+    """Without a seed: OpenDP's discrete Laplace and exponential selection on the driver (no
+    equality to expect; the output has the public size and the in-memory column types)."""
+    schema = Schema.from_json(SCHEMA)
+    expected, _ = _in_memory(table_files, 2.0, 3)
+    out = table_files / "out-secure"
+    n, parts, report = synthesize_table_on_dask(
+        str(table_files / "t.parquet"), 2.0, out, schema, inline
+    )
+    got = pq.read_table(out)
+    assert (n, got.num_rows, parts) == (6000, 6000, 1)
+    assert got.schema == expected.schema
+    assert report.details["joint_kind"] == "pairs" and len(report.details["pair_edges"]) == 3
+    assert set(got.column("region").to_pylist()) <= set("neswc")
