@@ -24,7 +24,7 @@ from opendp_wasserstein.core.plan import (
 from opendp_wasserstein.distributed._histogram import run_histogram
 from opendp_wasserstein.distributed._output import ParquetSink
 from opendp_wasserstein.distributed._pmm import Driver, default_parts, run_adaptive, run_pmm
-from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
+from opendp_wasserstein.distributed._source import blocks_of, parquet_files
 
 __all__ = ["release_on_dask", "DistributedRelease", "local_client", "default_progress"]
 
@@ -115,7 +115,7 @@ def release_on_dask(
     client: Any = None,
     columns: Sequence[str] | None = None,
     parts: int | None = None,
-    rows_per_block: int = ROWS_PER_BLOCK,
+    rows_per_block: int | None = None,
     overwrite: bool = False,
     progress: bool | None = None,
     _hook: Any = None,
@@ -145,7 +145,9 @@ def release_on_dask(
     :param parts: the number of output parts (default: the number of input blocks; when the size
         is private, since the number of blocks may follow the source's layout: one per 2^22 rows
         of the DP count, or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
-    :param rows_per_block: target rows per input block (public size only)
+    :param rows_per_block: rows per input block (public size only; default: a Parquet source
+        one block per row group of at least 2^16 rows, a numpy array blocks of 2^21 rows:
+        :func:`~opendp_wasserstein.distributed._source.blocks_of`)
     :param overwrite: replace an existing ``out``
     :param progress: show a progress bar per pass, moving per task (``tqdm``); None (default):
         when standard error is a terminal; never with a private size (the bars count input

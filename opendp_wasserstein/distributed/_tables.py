@@ -53,7 +53,7 @@ from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.distributed._executor import _client
 from opendp_wasserstein.distributed._output import ParquetSink
 from opendp_wasserstein.distributed._pmm import Driver
-from opendp_wasserstein.distributed._source import parquet_files
+from opendp_wasserstein.distributed._source import PARQUET_ROWS_PER_BLOCK, parquet_files
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
 from opendp_wasserstein.noise._source import (
@@ -98,8 +98,8 @@ from opendp_wasserstein.tables.schema import Schema
 __all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask"]
 
 #: a block holds consecutive row groups of one file until it has at least this many rows (a
-#: file of ``k`` row groups of at least this many rows gives ``k`` blocks)
-TABLE_ROWS_PER_BLOCK = 1 << 16
+#: file of ``k`` row groups of at least this many rows gives ``k`` blocks), as for arrays
+TABLE_ROWS_PER_BLOCK = PARQUET_ROWS_PER_BLOCK
 
 
 @dataclass(frozen=True)

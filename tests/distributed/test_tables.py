@@ -76,17 +76,12 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
     expected, report = _in_memory(table_files, epsilon, 7)
     assert report.details["joint_kind"] == joint
     out = table_files / f"out-{joint}"
-    with runtime.reproducible(7):
-        rel, dreport = synthesize_on_dask(
-            str(table_files / "t.parquet"),
-            epsilon,
-            out,
-            schema=schema,
-            client=cluster,
-            progress=False,
+    with runtime.reproducible(7):  # one block per row group: 6 tasks a pass, 6 output parts
+        rows, parts, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"), epsilon, out, schema, cluster, rows_per_block=1000
         )
     got = pq.read_table(out)
-    assert rel.rows == 6000 and rel.parts == len(list(out.glob("*.parquet")))
+    assert (rows, parts) == (6000, 6) and len(list(out.glob("*.parquet"))) == 6
     assert got.schema == expected.schema
     assert got.equals(expected)
     assert dreport.epsilon == report.epsilon
@@ -143,3 +138,43 @@ def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None
     assert got.schema == expected.schema
     assert report.details["joint_kind"] == "pairs" and len(report.details["pair_edges"]) == 3
     assert set(got.column("region").to_pylist()) <= set("neswc")
+
+
+def test_cli_synth_schema_on_a_scheduler_is_the_in_memory_synth(
+    table_files: Any, cluster: Any, capsys: Any
+) -> None:
+    from opendp_wasserstein.cli import main
+
+    src, schema = str(table_files / "t.parquet"), str(table_files / "schema.json")
+    common = ["--epsilon", "2", "--schema", schema, "--seed", "11", "--json"]
+    mem = table_files / "cli-mem.parquet"
+    assert main(["synth", src, "-o", str(mem), *common]) == 0
+    capsys.readouterr()
+    out = table_files / "cli-dask"
+    address = cluster.scheduler.address
+    assert main(["synth", src, "-o", str(out), *common, "--scheduler", address]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows_out"] == 6000 and summary["mechanism"] == "structured"
+    assert pq.read_table(out).equals(pq.read_table(mem))
+    bad = ["synth", src, "-o", str(table_files / "cli-x"), *common, "--scheduler", address]
+    assert main([*bad, "--private-size"]) == 2
+    assert "--private-size" in capsys.readouterr().err
+    assert main([*bad, "--mechanism", "adaptive"]) == 2
+    assert not (table_files / "cli-x").exists()
+
+
+def test_dask_table_release_bars_move_per_part(table_files: Any, cluster: Any, capsys: Any) -> None:
+    pytest.importorskip("tqdm")
+    schema = Schema.from_json(SCHEMA)
+    with runtime.reproducible(5):
+        synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            2.0,
+            table_files / "out-bars",
+            schema,
+            cluster,
+            rows_per_block=1000,
+            progress=True,
+        )
+    err = capsys.readouterr().err
+    assert "first look" in err and "pairs" in err and "6/6" in err
