@@ -7,14 +7,15 @@ reads its input only through exact integer statistics of the encoded table:
 1. **the first look**: every column's level counts
    (:func:`~opendp_wasserstein.tables.marginals.make_level_counts`);
 2. **the pair tree** (``joint_kind == "pairs"``): the 2-way code tables of every pair of columns
-   (:func:`~opendp_wasserstein.tables.pairs.make_pair_counts`) under the codes built from the
-   first look's release (public).  Every round's scores
+   (the function of :func:`~opendp_wasserstein.tables.pairs.make_pair_counts`) under the codes
+   built from the first look's release (public).  Every round's scores
    (:func:`~opendp_wasserstein.tables.pairs.make_pair_scores`) are a function of these tables:
    ``||C_ij - C_i C_j^T / n||_1`` with ``C_i`` the row sums of ``C_ij``, integers, so the float
    scores equal the in-memory ones bit for bit.
 
 Each part (:class:`TableBlock`: row groups of a Parquet file, read under the schema and encoded
-on the worker) computes them with the package's own transformations; the driver sums them
+on the worker) computes them (the level counts by the package's own transformations, the 2-way
+tables by their function with each column coded once); the driver sums them
 (exact: integers), checks the sum of rows against the public ``n``, and runs the in-memory
 release's noise on the sums: OpenDP's discrete Laplace (``make_laplace``, the law of the
 in-memory ``then_laplace``) and exponential selection on the CSPRNG by default, and inside
@@ -78,7 +79,6 @@ from opendp_wasserstein.tables.marginals import (
 )
 from opendp_wasserstein.tables.pairs import (
     PairCoding,
-    make_pair_counts,
     pair_score_sensitivity,
     sample_tree,
 )
@@ -172,13 +172,17 @@ def marginal_counts_task(
 def pair_counts_task(
     block: TableBlock, coding: PairCoding, pairs: Sequence[tuple[int, int]]
 ) -> list[np.ndarray]:
-    """The exact 2-way code tables of ``pairs`` on one block (:func:`make_pair_counts`)."""
-    _contrib()
+    """The exact 2-way code tables of ``pairs`` on one block: the function of
+    :func:`~opendp_wasserstein.tables.pairs.make_pair_counts` (``bincount(code_i * k_j +
+    code_j)``, a test checks them equal) with every column's codes computed once, not once per
+    pair (``k - 1`` times fewer searches)."""
     x = block()
-    dom, met = _part_domain(x.shape[1]), dp.symmetric_distance()
-    return [
-        np.asarray(make_pair_counts(dom, met, coding, i, j)(x), dtype=np.int64) for i, j in pairs
-    ]
+    codes = {c: coding.codes(x, c) for c in sorted({c for p in pairs for c in p})}
+    out = []
+    for i, j in pairs:  # pairs of columns (public)
+        ki, kj = coding.sizes[i], coding.sizes[j]
+        out.append(np.bincount(codes[i] * kj + codes[j], minlength=ki * kj).astype(np.int64))
+    return out
 
 
 def _laplace(raw: np.ndarray, scale: float, rng: Any) -> np.ndarray:

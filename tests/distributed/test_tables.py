@@ -7,14 +7,21 @@ import json
 from typing import Any
 
 import numpy as np
+import opendp.prelude as dp
 import pyarrow.parquet as pq
 import pytest
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein.distributed import synthesize_on_dask
-from opendp_wasserstein.distributed._tables import synthesize_table_on_dask, table_blocks
+from opendp_wasserstein.distributed._tables import (
+    pair_counts_task,
+    synthesize_table_on_dask,
+    table_blocks,
+)
 from opendp_wasserstein.tables import Schema, TableEncoding
 from opendp_wasserstein.tables.io import read_file
+from opendp_wasserstein.tables.marginals import column_plans
+from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts
 from opendp_wasserstein.tables.pipeline import StructuredOptions
 from opendp_wasserstein.tables.release import synthesize_table
 
@@ -178,3 +185,25 @@ def test_dask_table_release_bars_move_per_part(table_files: Any, cluster: Any, c
         )
     err = capsys.readouterr().err
     assert "first look" in err and "pairs" in err and "6/6" in err
+
+
+def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
+    """The workers' 2-way tables are make_pair_counts' on the block's rows, pair by pair."""
+
+    schema = Schema.from_json(SCHEMA)
+    enc = TableEncoding(schema)
+    blocks, _ = table_blocks(str(table_files / "t.parquet"), enc, 1000)
+    x = blocks[2]()
+    plans = column_plans(enc)
+    edges = [None if p.kind == "category" else np.array([0.0, 0.3, 0.5, 1.0]) for p in plans]
+    sizes = tuple(
+        p.cells if e is None else 3 + (p.missing_axis is not None)
+        for p, e in zip(plans, edges, strict=True)
+    )
+    coding = PairCoding(plans, tuple(edges), sizes)
+    pairs = [(i, j) for i in range(len(plans)) for j in range(i + 1, len(plans))]
+    got = pair_counts_task(blocks[2], coding, pairs)
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
+    for (i, j), g in zip(pairs, got, strict=True):
+        want = make_pair_counts(dom, dp.symmetric_distance(), coding, i, j)(x)
+        assert g.tolist() == list(want) and sum(want) == 1000
