@@ -96,7 +96,7 @@ def synthesize_on_dask(
             progress=default_progress(progress, not public_size),
             accept=accept_data_derived_schema,
             given={
-                "mechanism": mechanism != "adaptive",
+                "mechanism": mechanism not in ("adaptive", "structured"),
                 "epsilon_select": epsilon_select is not None,
                 "depth": depth is not None,
                 "placement": placement != "uniform",
