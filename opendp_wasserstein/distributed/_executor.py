@@ -23,7 +23,13 @@ from opendp_wasserstein.core.plan import (
 )
 from opendp_wasserstein.distributed._histogram import run_histogram
 from opendp_wasserstein.distributed._output import ParquetSink
-from opendp_wasserstein.distributed._pmm import Driver, default_parts, run_adaptive, run_pmm
+from opendp_wasserstein.distributed._pmm import (
+    Driver,
+    default_parts,
+    public_parts,
+    run_adaptive,
+    run_pmm,
+)
 from opendp_wasserstein.distributed._source import blocks_of, parquet_files
 
 __all__ = ["release_on_dask", "DistributedRelease", "local_client", "default_progress"]
@@ -142,7 +148,8 @@ def release_on_dask(
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)
     :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
     :param columns: the source columns, in order (default all)
-    :param parts: the number of output parts (default: the number of input blocks; when the size
+    :param parts: the number of output parts (default with a public size: one per 2^20 rows, at
+        least two per worker, at most one per input block (:func:`~._pmm.public_parts`); when the size
         is private, since the number of blocks may follow the source's layout: one per 2^22 rows
         of the DP count, or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
     :param rows_per_block: rows per input block (public size only; default: a Parquet source
@@ -204,6 +211,10 @@ def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dic
         parts = parts or default_parts(n_hat)
     elif parts is None and _size_is_private(plan):
         parts = drv.split_groups()  # a private size and no DP count: a public number
+    elif parts is None:  # a public size: parts of at least 2^20 rows, at most one per block
+        size = plan.scores.size if isinstance(plan, AdaptivePlan) else plan.size
+        if size is not None:
+            parts = public_parts(size, drv.parts, drv.workers())
     if isinstance(plan, PmmPlan):
         return first | run_pmm(plan, drv, sink.writer, parts)
     if isinstance(plan, AdaptivePlan):

@@ -53,7 +53,7 @@ from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.distributed._executor import _client
 from opendp_wasserstein.distributed._output import ParquetSink
-from opendp_wasserstein.distributed._pmm import Driver
+from opendp_wasserstein.distributed._pmm import Driver, public_parts
 from opendp_wasserstein.distributed._source import PARQUET_ROWS_PER_BLOCK, parquet_files
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
@@ -374,6 +374,7 @@ def synthesize_table_on_dask(
         with _client(client) as c:
             drv = Driver(c, blocks, progress)
             try:
+                workers = drv.workers()
                 t0 = time.perf_counter()
                 info, points = _release(
                     drv,
@@ -392,7 +393,7 @@ def synthesize_table_on_dask(
             finally:
                 drv.close()
         table = write_table(enc.decode(points), sub, info_frame)
-        written = _write_parts(sink, table, max(1, parts or len(blocks)))
+        written = _write_parts(sink, table, parts or public_parts(n, len(blocks), workers))
         sink.commit()
     except BaseException:
         sink.abort()

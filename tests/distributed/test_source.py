@@ -387,3 +387,13 @@ def test_progress_default_follows_the_terminal_and_never_shows_with_a_private_si
 
     monkeypatch.setattr(sys, "stderr", Stream())
     assert default_progress(given, private) is shown
+
+
+def test_public_parts_hold_at_least_2_20_rows_at_most_one_per_block():
+    from opendp_wasserstein.distributed._pmm import public_parts
+
+    assert public_parts(10**7, 40, 2) == 10  # 40 row groups of 2^18 rows: 10 parts
+    assert public_parts(10**6, 4, 2) == 4  # two per worker, within the blocks
+    assert public_parts(10**6, 1, 2) == 1  # never more parts than blocks
+    assert public_parts(10**8, 400, 2) == 96
+    assert public_parts(5000, 6, 0) == 2  # a client without workers counts as one

@@ -88,7 +88,8 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
             str(table_files / "t.parquet"), epsilon, out, schema, cluster, rows_per_block=1000
         )
     got = pq.read_table(out)
-    assert (rows, parts) == (6000, 6) and len(list(out.glob("*.parquet"))) == 6
+    # 6 input blocks, 4 output parts (public_parts: two per worker)
+    assert (rows, parts) == (6000, 4) and len(list(out.glob("*.parquet"))) == 4
     assert got.schema == expected.schema
     assert got.equals(expected)
     assert dreport.epsilon == report.epsilon
@@ -141,7 +142,7 @@ def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None
         str(table_files / "t.parquet"), 2.0, out, schema, inline
     )
     got = pq.read_table(out)
-    assert (n, got.num_rows, parts) == (6000, 6000, 1)
+    assert (n, got.num_rows, parts) == (6000, 6000, 1)  # one input block
     assert got.schema == expected.schema
     assert report.details["joint_kind"] == "pairs" and len(report.details["pair_edges"]) == 3
     assert set(got.column("region").to_pylist()) <= set("neswc")
@@ -207,3 +208,22 @@ def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
     for (i, j), g in zip(pairs, got, strict=True):
         want = make_pair_counts(dom, dp.symmetric_distance(), coding, i, j)(x)
         assert g.tolist() == list(want) and sum(want) == 1000
+
+
+def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) -> None:
+    """``columns=``: the in-memory release of the same columns, under the same key."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    cols = ["age", "region", "income"]
+    with runtime.reproducible(9):
+        expected, _ = synthesize_table(
+            table, 2.0, schema, columns=cols, structured=StructuredOptions()
+        )
+    out = table_files / "out-subset"
+    with runtime.reproducible(9):
+        synthesize_table_on_dask(
+            str(table_files / "t.parquet"), 2.0, out, schema, inline, columns=cols
+        )
+    got = pq.read_table(out)
+    assert got.column_names == cols
+    assert got.equals(expected)
