@@ -148,10 +148,11 @@ def release_on_dask(
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)
     :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
     :param columns: the source columns, in order (default all)
-    :param parts: the number of output parts (default with a public size: one per 2^20 rows, at
-        least two per worker, at most one per input block (:func:`~._pmm.public_parts`); when the size
-        is private, since the number of blocks may follow the source's layout: one per 2^22 rows
-        of the DP count, or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
+    :param parts: the number of output parts (default with a public size: one per 2^20 rows,
+        at least two per worker, at most one per input block (:func:`~._pmm.public_parts`);
+        when the size is private, since the number of blocks may follow the source's layout:
+        one per 2^22 rows of the DP count, or with no DP count (a fixed depth),
+        ``max(16, 2 x workers)``)
     :param rows_per_block: rows per input block (public size only; default: a Parquet source
         one block per row group of at least 2^16 rows, a numpy array blocks of 2^21 rows:
         :func:`~opendp_wasserstein.distributed._source.blocks_of`)

@@ -423,7 +423,7 @@ def _write_leaves(leaves: LeafMasses, rel: Release, q: int, start: int) -> int:
 
 def default_parts(n_hat: int) -> int:
     """Output parts for a release whose size is private: one per :data:`ROWS_PER_PART` rows of
-    the DP count ``n_hat`` (with a public size the default is one per input block)."""
+    the DP count ``n_hat`` (with a public size the default is :func:`public_parts`)."""
     return max(1, -(-int(n_hat) // ROWS_PER_PART))
 
 
