@@ -218,8 +218,9 @@ def add_distributed_options(parser: argparse.ArgumentParser) -> None:
         "--parts",
         type=int,
         default=None,
-        help="with --scheduler: output parts (default: one per input block; with --private-size "
-        "a public number: one per 2^22 rows of the DP count, or max(16, 2 x workers))",
+        help="with --scheduler: output parts (default: one per 2^20 rows, at least two per "
+        "worker, at most one per input block; with --private-size a public number: one per 2^22 "
+        "rows of the DP count, or max(16, 2 x workers))",
     )
     parser.add_argument(
         "--memory-limit",

@@ -10,8 +10,11 @@ into ``out_dir/`` (atomically: a temporary directory renamed when the release ha
 ``--scheduler tcp://host:8786`` uses a running Dask scheduler; ``local:N`` starts ``N`` local
 worker processes for the call.  ``select`` reads its data the same way (the candidates and the
 output are small files on the driver; the output is CSV, TSV or Parquet by its extension).  An
-output that is an input, or inside an input directory, is refused.  A progress bar over the
-tasks is shown on a terminal.
+output that is an input, or inside an input directory, is refused.  A progress bar per pass,
+moving per part, is shown on a terminal.  With ``--schema`` (instead of ``--bounds``) the input
+is a table read under the schema on the workers and released by the structured release of
+``synth --schema`` (:func:`opendp_wasserstein.distributed.synthesize_on_dask` with ``schema``):
+under the same ``--seed`` the same rows as in memory, written as Parquet parts.
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ from opendp_wasserstein.cli._common import (
     unit,
     write_numeric,
 )
+from opendp_wasserstein.cli.tables import _check_derived, _release_columns
 from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.distributed import local_client, select_on_dask, synthesize_on_dask
 from opendp_wasserstein.distributed._source import parquet_files
+from opendp_wasserstein.tables.pipeline import StructuredOptions
+from opendp_wasserstein.tables.schema import Schema
 
-__all__ = ["run_synth", "run_select", "client_for"]
+__all__ = ["run_synth", "run_synth_table", "run_select", "client_for"]
 
 
 @contextmanager
@@ -75,9 +81,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
     """``synth --scheduler``: Parquet in, Parquet parts out."""
 
     if getattr(args, "schema", None):
-        raise CliError(
-            "--scheduler takes --bounds (numeric columns); --schema tables run in memory"
-        )
+        return run_synth_table(args)
     if getattr(args, "split_order", None):
         raise CliError(
             "--split-order applies to in-memory releases; with --scheduler the hierarchy "
@@ -142,6 +146,101 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
             f"mechanism {report.mechanism}: depth {report.depth}{extra}, "
             f"{report.visited_nodes} noisy nodes"
         )
+        print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
+    return summary
+
+
+def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
+    """``synth --schema --scheduler``: the structured table release on Dask (the in-memory
+    release of ``synth --schema``, :func:`synthesize_on_dask` with ``schema``)."""
+
+    if args.bounds:
+        raise CliError("give either --schema or --bounds, not both")
+    if args.mechanism not in (None, "structured"):
+        raise CliError(
+            f"--mechanism {args.mechanism} with --schema runs in memory; with --scheduler a "
+            "table is released by the structured release (leave --mechanism unset)"
+        )
+    flags = {
+        "--epsilon-select": args.epsilon_select,
+        "--split-order": getattr(args, "split_order", None),
+        "--consistency": args.consistency,
+        "--score": args.score,
+        "--private-size": args.private_size or None,
+        "--placement": None if args.placement == "uniform" else args.placement,
+    }
+    given = [k for k, v in flags.items() if v is not None]
+    if given:
+        raise CliError(
+            f"{', '.join(given)} apply to the one-tree mechanisms, not to the structured table "
+            "release that --schema runs with --scheduler"
+        )
+    schema = Schema.from_json(args.schema)
+    try:
+        header = list(pq.ParquetFile(parquet_files(args.input)[0]).schema_arrow.names)
+    except (OSError, ValueError) as e:
+        raise CliError(
+            f"cannot read the Parquet input {args.input!r}: {str(e).splitlines()[0]}"
+        ) from None
+    if os.path.exists(args.output):
+        raise CliError(f"output {args.output!r} exists: choose a new directory")
+    chosen = _columns(args)
+    names = _release_columns(schema, header, args.input, "input", chosen)
+    derived = _check_derived(schema, names, args.accept_data_derived_schema)
+    share = getattr(args, "marginal_share", None)
+    joint = getattr(args, "joint", None)
+    try:
+        options = StructuredOptions(
+            **({} if share is None else {"marginal_share": share}),
+            **({} if joint is None else {"joint": joint}),
+        )
+    except ValueError as e:
+        raise CliError(f"--{str(e).replace('_', '-')}") from None
+    with client_for(args.scheduler, args.memory_limit) as client, seeded(args.seed):
+        rel, report = synthesize_on_dask(
+            args.input,
+            args.epsilon,
+            args.output,
+            schema=schema,
+            structured=options,
+            client=client,
+            columns=names,
+            parts=args.parts,
+            progress=_show_progress(args),
+            accept_data_derived_schema=bool(derived),  # checked above, by name
+        )
+    summary = {
+        "command": "synth",
+        "input": args.input,
+        "output": rel.path,
+        "scheduler": args.scheduler,
+        "rows_in": rel.rows,
+        "rows_out": rel.rows,
+        "parts": rel.parts,
+        "columns": names,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "epsilon_release": report.details["epsilon_release"],
+        "epsilon_schema": report.details["epsilon_schema"],
+        "data_derived_schema": derived,
+        "split_order": report.details["split_order"],
+        "quality": report.details.get("quality"),
+        "details": dict(report.details),
+    }
+    if not (args.quiet or args.json):
+        print(f"certified epsilon ({unit(False)}): {report.epsilon}")
+        if derived:
+            print(
+                f"WARNING: bounds/categories of {derived} were read off the data; this release is "
+                "not private with respect to them",
+                file=sys.stderr,
+            )
+        print(f"mechanism structured: {report.details['split_order']}")
+        if report.details.get("quality") is not None:
+            print(
+                f"quality (no privacy cost): {report.details['quality']:.3f} TVD from the DP "
+                "marginals, mean over columns"
+            )
         print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
     return summary
 

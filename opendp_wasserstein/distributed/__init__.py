@@ -2,8 +2,9 @@
 
 Importing this package does not import Dask; a release does (a missing extra is named).
 :func:`synthesize_on_dask` and :func:`select_on_dask` are the front ends (the in-memory
-release's options and measurement), :func:`release_on_dask` the executor of any measurement
-with a plan.
+release's options and measurement; ``synthesize_on_dask(..., schema=...)`` the structured table
+release, :mod:`opendp_wasserstein.distributed._tables`), :func:`release_on_dask` the executor of
+any measurement with a plan.
 """
 
 from opendp_wasserstein.distributed._executor import (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,10 +23,16 @@ from opendp_wasserstein.core.plan import (
 )
 from opendp_wasserstein.distributed._histogram import run_histogram
 from opendp_wasserstein.distributed._output import ParquetSink
-from opendp_wasserstein.distributed._pmm import Driver, default_parts, run_adaptive, run_pmm
-from opendp_wasserstein.distributed._source import ROWS_PER_BLOCK, blocks_of, parquet_files
+from opendp_wasserstein.distributed._pmm import (
+    Driver,
+    default_parts,
+    public_parts,
+    run_adaptive,
+    run_pmm,
+)
+from opendp_wasserstein.distributed._source import blocks_of, parquet_files
 
-__all__ = ["release_on_dask", "DistributedRelease", "local_client"]
+__all__ = ["release_on_dask", "DistributedRelease", "local_client", "default_progress"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,19 @@ def _client(client: Any) -> Iterator[Any]:
         yield c
 
 
+def default_progress(progress: bool | None, private_size: bool) -> bool:
+    """Whether a release shows its progress bars: never with a private size (a bar counts the
+    input blocks, whose number may follow the source's layout); otherwise ``progress``, or with
+    None (the default of the Python API, as on the command line) when standard error is a
+    terminal."""
+    if private_size:
+        return False
+    if progress is not None:
+        return bool(progress)
+    isatty = getattr(sys.stderr, "isatty", None)
+    return callable(isatty) and bool(isatty())
+
+
 def _size_is_private(plan: Any) -> bool:
     """Whether the plan's input size is private (no public ``size``, or a DP count first)."""
     if isinstance(plan, NoisySizePlan):
@@ -101,9 +121,9 @@ def release_on_dask(
     client: Any = None,
     columns: Sequence[str] | None = None,
     parts: int | None = None,
-    rows_per_block: int = ROWS_PER_BLOCK,
+    rows_per_block: int | None = None,
     overwrite: bool = False,
-    progress: bool = False,
+    progress: bool | None = None,
     _hook: Any = None,
 ) -> DistributedRelease:
     """Run the release of ``meas`` on a Dask cluster: the same measurement, an execution plan.
@@ -128,13 +148,18 @@ def release_on_dask(
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)
     :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
     :param columns: the source columns, in order (default all)
-    :param parts: the number of output parts (default: the number of input blocks; when the size
-        is private, since the number of blocks may follow the source's layout: one per 2^22 rows
-        of the DP count, or with no DP count (a fixed depth), ``max(16, 2 x workers)``)
-    :param rows_per_block: target rows per input block (public size only)
+    :param parts: the number of output parts (default with a public size: one per 2^20 rows,
+        at least two per worker, at most one per input block (:func:`~._pmm.public_parts`);
+        when the size is private, since the number of blocks may follow the source's layout:
+        one per 2^22 rows of the DP count, or with no DP count (a fixed depth),
+        ``max(16, 2 x workers)``)
+    :param rows_per_block: rows per input block (public size only; default: a Parquet source
+        one block per row group of at least 2^16 rows, a numpy array blocks of 2^21 rows:
+        :func:`~opendp_wasserstein.distributed._source.blocks_of`)
     :param overwrite: replace an existing ``out``
-    :param progress: show a progress bar over the tasks (``tqdm``); not with a private size (the
-        bars count input blocks, whose number may follow the source's layout)
+    :param progress: show a progress bar per pass, moving per task (``tqdm``); None (default):
+        when standard error is a terminal; never with a private size (the bars count input
+        blocks, whose number may follow the source's layout): :func:`default_progress`
     :return: a :class:`DistributedRelease`
     """
     plan = plan_of(meas)
@@ -142,8 +167,7 @@ def release_on_dask(
     private = _size_is_private(plan)
     # with a private size, the number of blocks (tasks of a pass) is independent of n
     blocks, names = blocks_of(source, d, columns, rows_per_block, private_size=private)
-    if progress and private:
-        progress = False  # a bar counts the input blocks, whose number may follow the private n
+    progress = default_progress(progress, private)
     if isinstance(plan, HistogramPlan):
         with _client(client) as c:
             drv = Driver(c, blocks, progress, _hook)
@@ -188,6 +212,10 @@ def _synthesis(plan: Any, drv: Any, sink: ParquetSink, parts: int | None) -> dic
         parts = parts or default_parts(n_hat)
     elif parts is None and _size_is_private(plan):
         parts = drv.split_groups()  # a private size and no DP count: a public number
+    elif parts is None:  # a public size: parts of at least 2^20 rows, at most one per block
+        size = plan.scores.size if isinstance(plan, AdaptivePlan) else plan.size
+        if size is not None:
+            parts = public_parts(size, drv.parts, drv.workers())
     if isinstance(plan, PmmPlan):
         return first | run_pmm(plan, drv, sink.writer, parts)
     if isinstance(plan, AdaptivePlan):

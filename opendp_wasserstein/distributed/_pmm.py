@@ -425,8 +425,21 @@ def _write_leaves(leaves: LeafMasses, rel: Release, q: int, start: int) -> int:
 
 def default_parts(n_hat: int) -> int:
     """Output parts for a release whose size is private: one per :data:`ROWS_PER_PART` rows of
-    the DP count ``n_hat`` (with a public size the default is one per input block)."""
+    the DP count ``n_hat`` (with a public size the default is :func:`public_parts`)."""
     return max(1, -(-int(n_hat) // ROWS_PER_PART))
+
+
+#: with a public size, the default output parts hold at least this many rows each (never more
+#: parts than input blocks, at least two per worker when the blocks allow): measured on 2
+#: workers, 10^7 rows read as 40 row groups took 81.6 s in 40 parts, 17.3-24.7 s in 10 parts
+MIN_ROWS_PER_PART = 1 << 20
+
+
+def public_parts(n: int, blocks: int, workers: int) -> int:
+    """The default number of output parts of a release whose size ``n`` is public: one per
+    :data:`MIN_ROWS_PER_PART` rows, at least two per worker, at most one per input block."""
+    want = max(-(-int(n) // MIN_ROWS_PER_PART), 2 * max(1, workers))
+    return max(1, min(int(blocks), want))
 
 
 def split_level(parts: int, depth: int) -> int:
@@ -535,11 +548,14 @@ class Driver:
     def parts(self) -> int:
         return len(self._blocks)
 
+    def workers(self) -> int:
+        """The number of workers of the cluster (0 for a client that has none)."""
+        info = getattr(self.client, "scheduler_info", None)
+        return len(info().get("workers", {})) if callable(info) else 0
+
     def split_groups(self) -> int:
         """How many groups of blocks are cut by part: :data:`SPLIT_GROUPS`, or two per worker."""
-        info = getattr(self.client, "scheduler_info", None)
-        workers = len(info().get("workers", {})) if callable(info) else 0
-        return max(SPLIT_GROUPS, 2 * workers)
+        return max(SPLIT_GROUPS, 2 * self.workers())
 
     def run(self, futures: list[Any], label: str) -> list[Any]:
         """Results of ``futures`` in order (a bar over them on a terminal)."""

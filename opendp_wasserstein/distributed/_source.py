@@ -39,12 +39,18 @@ __all__ = [
     "blocks_of",
     "parquet_files",
     "ARRAY_CHUNKS",
+    "ROWS_PER_BLOCK",
+    "PARQUET_ROWS_PER_BLOCK",
     "QuietRows",
     "PublishedBlock",
 ]
 
-#: target rows per Parquet block (row groups are never split)
+#: rows per block of a numpy source (public size)
 ROWS_PER_BLOCK = 1 << 21
+#: a Parquet block holds consecutive row groups of one file until it has at least this many
+#: rows (row groups are never split): a file of ``k`` row groups of at least this many rows is
+#: read by ``k`` tasks, smaller row groups are read a few at a time
+PARQUET_ROWS_PER_BLOCK = 1 << 16
 #: the number of chunks of a numpy source when the size is private (a constant: the number of
 #: tasks of a pass, and of published chunks, is then independent of n)
 ARRAY_CHUNKS = 16
@@ -218,7 +224,7 @@ def blocks_of(
     source: Any,
     d: int,
     columns: Sequence[str] | None = None,
-    rows_per_block: int = ROWS_PER_BLOCK,
+    rows_per_block: int | None = None,
     private_size: bool = False,
 ) -> tuple[list[Block], list[str]]:
     """The blocks of ``source`` and the output column names.
@@ -226,13 +232,16 @@ def blocks_of(
     :param source: a Parquet path, a Dask DataFrame or Array, or a numpy ``(n, d)`` array
     :param d: the number of columns the measurement expects
     :param columns: the source columns to use, in order (default: all)
-    :param rows_per_block: target rows per block (Parquet row groups are never split; a numpy
-        array is cut into blocks of this many rows); not used when ``private_size``
+    :param rows_per_block: a Parquet block holds consecutive row groups of one file until it has
+        this many rows (row groups are never split; default :data:`PARQUET_ROWS_PER_BLOCK`: one
+        block per row group of at least that many rows); a numpy array is cut into blocks of
+        this many rows (default :data:`ROWS_PER_BLOCK`); not used when ``private_size``
     :param private_size: the release's ``n`` is private: the number of blocks must not depend on
         it (a numpy array gives :data:`ARRAY_CHUNKS` blocks, a Parquet source one per row group)
     """
     if isinstance(source, (str, os.PathLike)):
-        return _parquet_blocks(os.fspath(source), columns, d, rows_per_block, private_size)
+        per = PARQUET_ROWS_PER_BLOCK if rows_per_block is None else rows_per_block
+        return _parquet_blocks(os.fspath(source), columns, d, per, private_size)
     if isinstance(source, np.ndarray):
         if source.ndim != 2 or source.shape[1] != d:
             raise ValueError(f"source must be a 2-dimensional array with {d} columns")
@@ -241,7 +250,7 @@ def blocks_of(
         names = [f"x{i}" for i in range(d)] if columns is None else list(columns)
         if private_size:  # a fixed number of chunks (some empty when n < ARRAY_CHUNKS)
             return [ArrayBlock(c) for c in np.array_split(source, ARRAY_CHUNKS)], names
-        step = max(1, int(rows_per_block))
+        step = max(1, int(ROWS_PER_BLOCK if rows_per_block is None else rows_per_block))
         parts: list[Block] = [
             ArrayBlock(source[i : i + step]) for i in range(0, source.shape[0], step)
         ]

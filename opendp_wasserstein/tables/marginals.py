@@ -220,7 +220,7 @@ def level_scales(epsilon: float, levels: int) -> tuple[float, ...]:
     return (fine,) * (levels - 1) + (round_up(2 / (TOP_SHARE * eps)),)
 
 
-def _column_trees(
+def column_trees(
     enc: TableEncoding, n: int, epsilon: float, max_levels: int = MAX_LEVELS
 ) -> list[tuple[ColumnPlan, int, tuple[int, ...], tuple[float, ...]]]:
     """Per column: its plan, leaves, level sizes and Laplace scales (public values only)."""
@@ -283,7 +283,7 @@ def make_table_marginals(
     check_epsilon(epsilon)
     counts = [
         (make_level_counts(input_domain, input_metric, p, leaves, j), scales[j])
-        for p, leaves, levels, scales in _column_trees(enc, n, epsilon, max_levels)
+        for p, leaves, levels, scales in column_trees(enc, n, epsilon, max_levels)
         for j in range(len(levels))
     ]
     return dp.c.make_composition([seeded_laplace(t, s, tag) for tag, (t, s) in enumerate(counts)])
@@ -399,7 +399,7 @@ class TableMarginals:
         ``epsilon`` and ``max_levels``) releases."""
         masses, missing = [], []
         pos = 0
-        for p, _leaves, levels, scales in _column_trees(enc, size, epsilon, max_levels):
+        for p, _leaves, levels, scales in column_trees(enc, size, epsilon, max_levels):
             noisy = [np.asarray(release[pos + j], dtype=np.float64) for j in range(len(levels))]
             pos += len(levels)
             miss = 0.0

@@ -344,3 +344,59 @@ def test_published_chunks_are_removed_after_a_release_and_after_a_failure(thread
         )
     assert threads.list_datasets() == []
     assert not (tmp_path / "failed").exists()
+
+
+def test_a_parquet_file_gives_one_block_per_row_group_of_public_size(tmp_path):
+    """A single file of k row groups is read by k tasks (parts) once its row groups hold at least
+    PARQUET_ROWS_PER_BLOCK rows; smaller row groups are read a few at a time."""
+    from opendp_wasserstein.distributed._source import PARQUET_ROWS_PER_BLOCK
+
+    x = np.random.default_rng(0).uniform(size=(4 * PARQUET_ROWS_PER_BLOCK, 2))
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), path, row_group_size=x.shape[0] // 4)
+    blocks, _ = blocks_of(str(path), 2)
+    assert [b.row_groups for b in blocks] == [(0,), (1,), (2,), (3,)]
+    small = tmp_path / "small.parquet"
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), small, row_group_size=1 << 14)
+    blocks, _ = blocks_of(str(small), 2)  # 16 row groups of 2^14 rows: 4 per block
+    assert [len(b.row_groups) for b in blocks] == [4, 4, 4, 4]
+    assert len(blocks_of(x, 2)[0]) == 1  # a numpy source: blocks of ROWS_PER_BLOCK rows
+
+
+@pytest.mark.parametrize(
+    ("tty", "given", "private", "shown"),
+    [
+        (True, None, False, True),
+        (False, None, False, False),
+        (True, None, True, False),
+        (True, True, True, False),
+        (False, True, False, True),
+        (True, False, False, False),
+    ],
+)
+def test_progress_default_follows_the_terminal_and_never_shows_with_a_private_size(
+    monkeypatch, tty, given, private, shown
+):
+    import sys
+
+    from opendp_wasserstein.distributed._executor import default_progress
+
+    class Stream:
+        def isatty(self) -> bool:
+            return tty
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+    monkeypatch.setattr(sys, "stderr", Stream())
+    assert default_progress(given, private) is shown
+
+
+def test_public_parts_hold_at_least_2_20_rows_at_most_one_per_block():
+    from opendp_wasserstein.distributed._pmm import public_parts
+
+    assert public_parts(10**7, 40, 2) == 10  # 40 row groups of 2^18 rows: 10 parts
+    assert public_parts(10**6, 4, 2) == 4  # two per worker, within the blocks
+    assert public_parts(10**6, 1, 2) == 1  # never more parts than blocks
+    assert public_parts(10**8, 400, 2) == 96
+    assert public_parts(5000, 6, 0) == 2  # a client without workers counts as one

@@ -1,0 +1,483 @@
+r"""The structured table release on a Dask cluster: the in-memory release's statistics summed
+over the parts, the same noise and the same post-processing on the driver.
+
+The structured release (:func:`~opendp_wasserstein.tables.pipeline.make_structured_synthesis`)
+reads its input only through exact integer statistics of the encoded table:
+
+1. **the first look**: every column's level counts
+   (:func:`~opendp_wasserstein.tables.marginals.make_level_counts`);
+2. **the pair tree** (``joint_kind == "pairs"``): the 2-way code tables of every pair of columns
+   (the function of :func:`~opendp_wasserstein.tables.pairs.make_pair_counts`) under the codes
+   built from the first look's release (public).  Every round's scores
+   (:func:`~opendp_wasserstein.tables.pairs.make_pair_scores`) are a function of these tables:
+   ``||C_ij - C_i C_j^T / n||_1`` with ``C_i`` the row sums of ``C_ij``, integers, so the float
+   scores equal the in-memory ones bit for bit.
+
+Each part (:class:`TableBlock`: row groups of a Parquet file, read under the schema and encoded
+on the worker) computes them (the level counts by the package's own transformations, the 2-way
+tables by their function with each column coded once); the driver sums them
+(exact: integers), checks the sum of rows against the public ``n``, and runs the in-memory
+release's noise on the sums: OpenDP's discrete Laplace (``make_laplace``, the law of the
+in-memory ``then_laplace``) and exponential selection on the CSPRNG by default, and inside
+:func:`opendp_wasserstein.runtime.reproducible` the very draws of the in-memory release (the same
+derived streams, in the same order), so the release under a seed is the in-memory release.
+Everything after the noise (:class:`~opendp_wasserstein.tables.marginals.TableMarginals`, the
+codes, :func:`~opendp_wasserstein.tables.pairs.sample_tree`,
+:func:`~opendp_wasserstein.tables.calibration.calibrate`, the quality figure) reads no row: it
+is the in-memory code on the DP releases and the public ``n``.  The ``n`` synthetic rows are
+drawn on the driver (one stream, as in memory; ``O(n D)`` floats on the driver) and written as
+Parquet parts.  The certified map is the in-memory measurement's (built here for the same
+arguments).
+
+Not on Dask: ``joint="tree"`` (the joint hierarchy: Adaptive Pruned-PMM over a family of split
+orders after the quantile encoding; refused, naming the in-memory path) and a private size (the
+structured release needs a public ``n``, in memory too).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein.core import dp
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.distributed._executor import _client
+from opendp_wasserstein.distributed._output import ParquetSink
+from opendp_wasserstein.distributed._pmm import Driver, public_parts
+from opendp_wasserstein.distributed._source import PARQUET_ROWS_PER_BLOCK, parquet_files
+from opendp_wasserstein.measurements._adaptive_common import softmax_choice
+from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
+from opendp_wasserstein.noise._source import (
+    NOISE_STREAM,
+    PLACEMENT_STREAM,
+    SELECTION_STREAM,
+    as_random_source,
+)
+from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.release.reports import SynthesisReport
+from opendp_wasserstein.tables.calibration import calibrate
+from opendp_wasserstein.tables.encoding import TableEncoding
+from opendp_wasserstein.tables.frames import FrameInfo, read_table, write_table
+from opendp_wasserstein.tables.io import typed_by_schema
+from opendp_wasserstein.tables.marginals import (
+    MAX_LEVELS,
+    ColumnPlan,
+    TableMarginals,
+    column_plans,
+    column_trees,
+    make_level_counts,
+)
+from opendp_wasserstein.tables.pairs import (
+    PairCoding,
+    pair_score_sensitivity,
+    sample_tree,
+)
+from opendp_wasserstein.tables.pipeline import (
+    StructuredOptions,
+    fit_marginals,
+    fit_pairs,
+    independent_join,
+    joint_kind,
+    make_structured_synthesis,
+    quality_warning,
+)
+from opendp_wasserstein.tables.quality import QUALITY_WARNING, marginal_agreement
+from opendp_wasserstein.tables.release import check_derived
+from opendp_wasserstein.tables.schema import Schema
+
+__all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask"]
+
+#: a block holds consecutive row groups of one file until it has at least this many rows (a
+#: file of ``k`` row groups of at least this many rows gives ``k`` blocks), as for arrays
+TABLE_ROWS_PER_BLOCK = PARQUET_ROWS_PER_BLOCK
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    """Row groups ``row_groups`` of the Parquet file ``path``, read under the schema of ``enc``
+    (typed record by record, as :func:`~opendp_wasserstein.tables.io.read_file` reads a file)
+    and encoded: ``block()`` is the ``(rows, D)`` float64 array of encoded points."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    enc: TableEncoding
+
+    def table(self) -> Any:
+        names = list(self.enc.schema.names)
+        t = pq.ParquetFile(self.path).read_row_groups(list(self.row_groups), columns=names)
+        return typed_by_schema(t, self.enc.schema)
+
+    def __call__(self) -> np.ndarray:
+        cols, _ = read_table(self.table(), self.enc.schema, list(self.enc.schema.names))
+        return np.asarray(self.enc.encode(cols), dtype=np.float64)
+
+
+def table_blocks(
+    path: str, enc: TableEncoding, rows_per_block: int = TABLE_ROWS_PER_BLOCK
+) -> tuple[list[TableBlock], int]:
+    """The blocks of a Parquet source and its public row count (the footers)."""
+    blocks: list[TableBlock] = []
+    n = 0
+    for f in parquet_files(path):
+        meta = pq.ParquetFile(f).metadata
+        group: list[int] = []
+        rows = 0
+        for g in range(meta.num_row_groups):
+            group.append(g)
+            rows += meta.row_group(g).num_rows
+            if rows >= rows_per_block:
+                blocks.append(TableBlock(f, tuple(group), enc))
+                n, group, rows = n + rows, [], 0
+        if group:
+            blocks.append(TableBlock(f, tuple(group), enc))
+            n += rows
+    return blocks, n
+
+
+def _contrib() -> None:
+    # the driver built the release's measurement (contrib asserted there); a worker process
+    # builds the same counting transformations on the rows it reads
+    dp.enable_features("contrib")
+
+
+def _part_domain(d: int) -> Any:
+    return dp.numpy.array2_domain(num_columns=d, T=float, nan=False)
+
+
+def marginal_counts_task(
+    block: TableBlock, trees: Sequence[tuple[ColumnPlan, int, int]]
+) -> tuple[int, list[np.ndarray]]:
+    """Rows and the first look's exact level counts of one block (``trees``: per count, the
+    column, its leaves and the level), by :func:`make_level_counts` on the block's rows."""
+    _contrib()
+    x = block()
+    dom, met = _part_domain(x.shape[1]), dp.symmetric_distance()
+    out = [
+        np.asarray(make_level_counts(dom, met, p, leaves, j)(x), dtype=np.int64)
+        for p, leaves, j in trees
+    ]
+    return int(x.shape[0]), out
+
+
+def pair_counts_task(
+    block: TableBlock, coding: PairCoding, pairs: Sequence[tuple[int, int]]
+) -> list[np.ndarray]:
+    """The exact 2-way code tables of ``pairs`` on one block: the function of
+    :func:`~opendp_wasserstein.tables.pairs.make_pair_counts` (``bincount(code_i * k_j +
+    code_j)``, a test checks them equal) with every column's codes computed once, not once per
+    pair (``k - 1`` times fewer searches)."""
+    x = block()
+    codes = {c: coding.codes(x, c) for c in sorted({c for p in pairs for c in p})}
+    out = []
+    for i, j in pairs:  # pairs of columns (public)
+        ki, kj = coding.sizes[i], coding.sizes[j]
+        out.append(np.bincount(codes[i] * kj + codes[j], minlength=ki * kj).astype(np.int64))
+    return out
+
+
+def _laplace(raw: np.ndarray, scale: float, rng: Any) -> np.ndarray:
+    """The discrete Laplace noise of a count vector: OpenDP's on the CSPRNG, or (seeded) the
+    in-memory release's draw from ``rng``."""
+    if rng is None:
+        meas = dp.m.make_laplace(
+            dp.vector_domain(dp.atom_domain(T="i64"), size=len(raw)),
+            dp.l1_distance(T="i64"),
+            scale,
+        )
+        return np.asarray(meas(raw.tolist()), dtype=np.int64)
+    return raw + sample_discrete_laplace(np.full(len(raw), float(scale)), rng, "fast")
+
+
+def _noisy_marginals(raw: Sequence[np.ndarray], scales: Sequence[float]) -> list[list[int]]:
+    """The first look's release from its exact counts (``seeded_laplace`` of each count, tag by
+    tag, as :func:`~opendp_wasserstein.tables.marginals.make_table_marginals` composes them)."""
+    src = as_random_source()
+    out = []
+    for tag, (r, s) in enumerate(zip(raw, scales, strict=True)):
+        rng = None if src.secure else src.derive(NOISE_STREAM + 64).derive(tag)
+        out.append(_laplace(r, s, rng).tolist())
+    return out
+
+
+def _find(parent: list[int], a: int) -> int:
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
+
+
+def _pair_tree(
+    coding: PairCoding,
+    tables: dict[tuple[int, int], np.ndarray],
+    n: int,
+    epsilon_select: float,
+    epsilon_counts: float,
+) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
+    """:func:`~opendp_wasserstein.tables.pairs.make_pair_tree`'s release from the exact 2-way
+    tables of every pair: the same scores, selections and noise, in the same order."""
+    k = len(coding.plans)
+    rounds = k - 1
+    eps_round = round_down(Fraction(epsilon_select) / rounds)
+    sel_sens = round_up(pair_score_sensitivity(n))
+    sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+    count_scale = round_up(Fraction(2 * rounds) / Fraction(epsilon_counts))
+    all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    ones: dict[int, np.ndarray] = {}
+    for (i, j), t in tables.items():  # a column's 1-way counts: the row sums of its tables
+        m = t.reshape(coding.sizes[i], coding.sizes[j])
+        ones.setdefault(i, m.sum(axis=1).astype(np.float64))
+        ones.setdefault(j, m.sum(axis=0).astype(np.float64))
+    src = as_random_source()
+    sel_rng, noise_rng = src.derive(SELECTION_STREAM + 32), src.derive(NOISE_STREAM + 32)
+    parent = list(range(k))
+    edges: list[tuple[int, int]] = []
+    for _ in range(rounds):  # k - 1 rounds (public)
+        cand = [(i, j) for i, j in all_pairs if _find(parent, i) != _find(parent, j)]
+        scores = [
+            float(np.abs(tables[p] - np.outer(ones[p[0]], ones[p[1]]).reshape(-1) / n).sum())
+            for p in cand
+        ]
+        if src.secure:
+            v = make_exponential_selection(
+                dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cand)),
+                dp.linf_distance(T=float),
+                eps_round,
+                sel_sens,
+                negate=False,
+            )
+            a = int(v(scores))
+        else:
+            a = softmax_choice(np.asarray(scores) / float(sel_scale), sel_rng)
+        i, j = cand[a]
+        edges.append((i, j))
+        parent[_find(parent, i)] = _find(parent, j)
+    out = []
+    for i, j in edges:
+        t = _laplace(tables[(i, j)], count_scale, None if src.secure else noise_rng)
+        out.append(t.reshape(coding.sizes[i], coding.sizes[j]))
+    runtime.record(
+        {
+            "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
+            "pair_scale": float(count_scale),
+        }
+    )
+    return edges, out
+
+
+def _frame_info(block: TableBlock) -> FrameInfo:
+    """The output's frame info from the source's column types (public: the schema and the
+    dtypes' kinds), as an in-memory read of the same file gives it."""
+    names = list(block.enc.schema.names)
+    empty = pq.ParquetFile(block.path).schema_arrow.empty_table().select(names)
+    _, info = read_table(typed_by_schema(empty, block.enc.schema), block.enc.schema, names)
+    return info
+
+
+def _write_parts(sink: ParquetSink, table: Any, parts: int) -> int:
+    """The rows of ``table`` in ``parts`` Parquet parts of consecutive rows."""
+    cuts = np.linspace(0, table.num_rows, parts + 1).astype(np.int64)
+    for q in range(parts):
+        piece = table.slice(int(cuts[q]), int(cuts[q + 1] - cuts[q]))
+        final = sink.writer.path(q)
+        tmp = f"{final}.tmp"
+        pq.write_table(piece, tmp)
+        os.replace(tmp, final)
+    return parts
+
+
+def synthesize_table_on_dask(
+    source: str | os.PathLike[str],
+    epsilon: float,
+    out: str | os.PathLike[str],
+    schema: Schema,
+    client: Any = None,
+    *,
+    columns: Sequence[str] | None = None,
+    options: StructuredOptions | None = None,
+    parts: int | None = None,
+    overwrite: bool = False,
+    accept_data_derived_schema: bool = False,
+    rows_per_block: int = TABLE_ROWS_PER_BLOCK,
+    progress: bool = False,
+) -> tuple[int, int, SynthesisReport]:
+    """The structured release of the Parquet table ``source`` on ``client``'s cluster (module
+    docstring; default a 2-worker ``LocalCluster`` for the call); ``(rows, parts, report)``, the
+    report as :func:`~opendp_wasserstein.tables.synthesize_table` gives it (``seconds``: the
+    release, from the first task to the last part written)."""
+    if not isinstance(schema, Schema):
+        raise TypeError(
+            "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
+        )
+    opts = StructuredOptions() if options is None else options
+    if not isinstance(opts, StructuredOptions):
+        raise TypeError("options must be a StructuredOptions")
+    eps = check_epsilon(epsilon)
+    files = parquet_files(os.fspath(source))
+    header = list(pq.ParquetFile(files[0]).schema_arrow.names)
+    names = list(columns) if columns is not None else header
+    unknown = [c for c in names if c not in schema]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in the schema")
+    absent = [c for c in names if c not in header]
+    if absent:
+        raise ValueError(f"columns {absent} are not columns of the source")
+    if columns is None:
+        why, _ = schema.header_mismatch(header, "column name(s)", "(not shown)")
+        if why:
+            raise ValueError(
+                f"the source's columns do not match the schema: {'; '.join(why)} "
+                "(pass columns=... to release a subset)"
+            )
+    sub = schema.select(names)
+    check_derived(sub, accept_data_derived_schema)
+    enc = TableEncoding(sub)
+    blocks, n = table_blocks(os.fspath(source), enc, rows_per_block)
+    if n < 1:
+        raise ValueError("the table must have at least one row (the size is public)")
+    plans = column_plans(enc)
+    kind_joint = joint_kind(opts, n, eps, len(plans))
+    if kind_joint == "tree":
+        raise ValueError(
+            "joint='tree' (the joint hierarchy) has no Dask plan: use synthesize_table in "
+            "memory, or joint='auto'/'pairs'/'never'"
+        )
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
+    met = dp.change_one_distance()
+    meas = make_structured_synthesis(dom, met, enc, eps, opts)  # the certificate
+    certified = meas.map(1)
+    joint = kind_joint != "independent"
+    # the in-memory release's parameters, from the same public values by the same functions
+    target = round_down(Fraction(eps) * Fraction(opts.marginal_share)) if joint else eps
+    levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
+    marg_eps, m_marg = fit_marginals(dom, met, enc, target, 1, levels)
+    marg_map = m_marg.map(1)
+    trees = column_trees(enc, n, marg_eps, levels)
+    counts = [(p, leaves, j) for p, leaves, lv, _ in trees for j in range(len(lv))]
+    scales = [s for _, _, _, sc in trees for s in sc]
+    budgets = None
+    if joint:
+        e_sel, e_cnt, bins, _ = fit_pairs(dom, met, enc, n, eps, marg_map, 1)
+        budgets = (e_sel, e_cnt, bins)
+    info_frame = _frame_info(blocks[0])
+    sink = ParquetSink(out, names, overwrite)
+    try:
+        with _client(client) as c:
+            drv = Driver(c, blocks, progress)
+            try:
+                workers = drv.workers()
+                t0 = time.perf_counter()
+                info, points = _release(
+                    drv,
+                    enc,
+                    n,
+                    opts,
+                    kind_joint,
+                    counts,
+                    scales,
+                    marg_eps,
+                    marg_map,
+                    levels,
+                    budgets,
+                )
+                seconds = time.perf_counter() - t0
+            finally:
+                drv.close()
+        table = write_table(enc.decode(points), sub, info_frame)
+        written = _write_parts(sink, table, parts or public_parts(n, len(blocks), workers))
+        sink.commit()
+    except BaseException:
+        sink.abort()
+        raise
+    runtime.record(info)
+    if info.get("quality_poor"):
+        warnings.warn(str(info["quality_warning"]), UserWarning, stacklevel=3)
+    total = round_up(Fraction(certified) + Fraction(schema.epsilon_spent))
+    details = dict(info)
+    details |= {
+        "epsilon_release": certified,
+        "epsilon_schema": schema.epsilon_spent,
+        "axes": [f"{a.column}:{a.role}" for a in enc.axes],
+        "split_order": "tree of 2-way marginals" if joint else "independent columns",
+        "parts": written,
+    }
+    report = SynthesisReport(
+        mechanism="structured",
+        epsilon=total,
+        depth=int(details.pop("depth", 0)),
+        scales=tuple(details.pop("scales", ())),
+        visited_nodes=int(details.pop("visited_nodes", 0)),
+        size=int(n),
+        seconds=seconds,
+        details=details,
+    )
+    return int(n), written, report
+
+
+def _release(
+    drv: Driver,
+    enc: TableEncoding,
+    n: int,
+    opts: StructuredOptions,
+    kind_joint: str,
+    counts: Sequence[tuple[ColumnPlan, int, int]],
+    scales: Sequence[float],
+    marg_eps: float,
+    marg_map: Any,
+    levels: int,
+    pair_budgets: tuple[float, float, int] | None,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """The release's statistics on the cluster, its noise and post-processing on the driver:
+    the in-memory function of :func:`make_structured_synthesis` step by step."""
+    c = drv.client
+    futures = [c.submit(marginal_counts_task, b, counts, pure=False) for b in drv.blocks]
+    rows, raw = 0, None
+    for r, vecs in drv.run(futures, "first look"):
+        rows += r
+        raw = vecs if raw is None else [a + v for a, v in zip(raw, vecs, strict=True)]
+    if rows != n or raw is None:
+        raise ValueError(f"data must have exactly {n} rows (the Parquet footers' count)")
+    release = _noisy_marginals(raw, scales)
+    marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels)
+    rng = as_random_source().derive(PLACEMENT_STREAM + 16)
+    joint = kind_joint != "independent"
+    info: dict[str, Any] = {"structured": True, "joint": joint, "joint_kind": kind_joint}
+    info["epsilon_marginals"] = float(marg_map)
+    if pair_budgets is None:
+        info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
+        return info, independent_join(marginals, enc, n, rng)
+    e_sel, e_cnt, bins = pair_budgets
+    with runtime.diagnostics() as inner:
+        coding = PairCoding.from_marginals(marginals, bins)
+        k = len(coding.plans)
+        pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+        futures = [c.submit(pair_counts_task, b, coding, pairs, pure=False) for b in drv.blocks]
+        sums: list[np.ndarray] | None = None
+        for vecs in drv.run(futures, "pairs"):
+            sums = vecs if sums is None else [a + v for a, v in zip(sums, vecs, strict=True)]
+        if sums is None:  # pragma: no cover - at least one block (n >= 1)
+            raise ValueError("the source has no blocks")
+        edges, tables = _pair_tree(coding, dict(zip(pairs, sums, strict=True)), n, e_sel, e_cnt)
+        y = sample_tree(coding, marginals, edges, tables, n, rng, opts.within)
+        info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
+    agreement = marginal_agreement(y, enc, marginals)
+    points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
+    for r in inner:
+        info |= r
+    info |= {
+        "quality": agreement.mean,
+        "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
+        "quality_worst": agreement.worst(),
+        "quality_poor": agreement.mean > QUALITY_WARNING,
+        "quality_warning": quality_warning(agreement.mean, agreement.worst()),
+    }
+    return info, points

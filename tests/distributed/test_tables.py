@@ -1,0 +1,229 @@
+"""The structured table release on Dask (:mod:`opendp_wasserstein.distributed._tables`): the
+in-memory release under the same key, from a CSV converted to Parquet with several row groups."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+import pyarrow.parquet as pq
+import pytest
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein.distributed import synthesize_on_dask
+from opendp_wasserstein.distributed._tables import (
+    pair_counts_task,
+    synthesize_table_on_dask,
+    table_blocks,
+)
+from opendp_wasserstein.tables import Schema, TableEncoding
+from opendp_wasserstein.tables.io import read_file
+from opendp_wasserstein.tables.marginals import column_plans
+from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts
+from opendp_wasserstein.tables.pipeline import StructuredOptions
+from opendp_wasserstein.tables.release import synthesize_table
+
+SCHEMA = {
+    "columns": {
+        "region": {"type": "categorical", "categories": ["n", "e", "s", "w", "c"]},
+        "smoker": {"type": "bool"},
+        "age": {"type": "int", "bounds": [0, 100]},
+        "income": {"type": "float", "bounds": [0, 200000], "nullable": True},
+    }
+}
+
+
+def _csv(path: Any, n: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    region = rng.choice(list("neswc"), n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    smoker = rng.uniform(size=n) < 0.25
+    age = np.clip(rng.normal(45 + 8 * (region == "s"), 12, n), 18, 90).astype(int)
+    income = np.clip(np.exp(rng.normal(10 + 0.01 * age - 0.3 * smoker, 0.4)), 0, 2e5)
+    missing = rng.uniform(size=n) < 0.1
+    lines = ["region,smoker,age,income"] + [
+        f"{r},{'true' if s else 'false'},{a},{'' if m else f'{v:.2f}'}"
+        for r, s, a, v, m in zip(region, smoker, age, income, missing, strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def table_files(tmp_path_factory: Any) -> Any:
+    """A CSV of 6,000 rows converted to Parquet in row groups of 1,000 (6 row groups)."""
+    d = tmp_path_factory.mktemp("tables")
+    _csv(d / "t.csv", 6000)
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(d / "t.csv"), schema=schema)
+    pq.write_table(table, d / "t.parquet", row_group_size=1000)
+    (d / "schema.json").write_text(json.dumps(SCHEMA))
+    return d
+
+
+def _in_memory(d: Any, epsilon: float, seed: int, options: Any = None) -> Any:
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(d / "t.parquet"), schema=schema)
+    with runtime.reproducible(seed):
+        out, report = synthesize_table(
+            table, epsilon, schema, structured=options or StructuredOptions()
+        )
+    return out, report
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "joint"), [(2.0, "pairs"), (0.05, "independent")], ids=["pairs", "independent"]
+)
+def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
+    table_files: Any, cluster: Any, epsilon: float, joint: str
+) -> None:
+    schema = Schema.from_json(SCHEMA)
+    blocks, n = table_blocks(str(table_files / "t.parquet"), TableEncoding(schema), 1000)
+    assert (len(blocks), n) == (6, 6000)  # one part per row group
+    expected, report = _in_memory(table_files, epsilon, 7)
+    assert report.details["joint_kind"] == joint
+    out = table_files / f"out-{joint}"
+    with runtime.reproducible(7):  # one block per row group: 6 tasks a pass, 6 output parts
+        rows, parts, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"), epsilon, out, schema, cluster, rows_per_block=1000
+        )
+    got = pq.read_table(out)
+    # 6 input blocks, 4 output parts (public_parts: two per worker)
+    assert (rows, parts) == (6000, 4) and len(list(out.glob("*.parquet"))) == 4
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    assert dreport.epsilon == report.epsilon
+    assert dreport.details["joint_kind"] == joint
+    for key in ("pair_edges", "pair_bins", "quality", "epsilon_marginals"):
+        assert dreport.details.get(key) == report.details.get(key)
+
+
+def test_dask_table_release_with_small_row_groups_and_parts(table_files: Any, inline: Any) -> None:
+    """The inline client; row groups merged into blocks of 2,000 rows, 4 output parts."""
+    schema = Schema.from_json(SCHEMA)
+    expected, _ = _in_memory(table_files, 2.0, 3)
+    out = table_files / "out-inline"
+    with runtime.reproducible(3):
+        n, parts, _ = synthesize_table_on_dask(
+            str(table_files / "t.parquet"), 2.0, out, schema, inline, parts=4, rows_per_block=2000
+        )
+    assert (n, parts) == (6000, 4)
+    assert pq.read_table(out).equals(expected)
+
+
+def test_dask_table_release_refusals(table_files: Any, inline: Any) -> None:
+    schema = Schema.from_json(SCHEMA)
+    src = str(table_files / "t.parquet")
+    with pytest.raises(ValueError, match="public_size=True"):
+        synthesize_on_dask(src, 1.0, table_files / "x", schema=schema, public_size=False)
+    with pytest.raises(ValueError, match="do not apply"):
+        synthesize_on_dask(src, 1.0, table_files / "x", schema=schema, depth=3)
+    with pytest.raises(ValueError, match="not both"):
+        synthesize_on_dask(src, 1.0, table_files / "x", (0, 1), schema=schema)
+    with pytest.raises(ValueError, match="no Dask plan"):
+        synthesize_on_dask(
+            src,
+            1.0,
+            table_files / "x",
+            schema=schema,
+            structured=StructuredOptions(joint="tree"),
+            client=inline,
+        )
+    assert not (table_files / "x").exists()
+
+
+def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None:
+    """Without a seed: OpenDP's discrete Laplace and exponential selection on the driver (no
+    equality to expect; the output has the public size and the in-memory column types)."""
+    schema = Schema.from_json(SCHEMA)
+    expected, _ = _in_memory(table_files, 2.0, 3)
+    out = table_files / "out-secure"
+    n, parts, report = synthesize_table_on_dask(
+        str(table_files / "t.parquet"), 2.0, out, schema, inline
+    )
+    got = pq.read_table(out)
+    assert (n, got.num_rows, parts) == (6000, 6000, 1)  # one input block
+    assert got.schema == expected.schema
+    assert report.details["joint_kind"] == "pairs" and len(report.details["pair_edges"]) == 3
+    assert set(got.column("region").to_pylist()) <= set("neswc")
+
+
+def test_cli_synth_schema_on_a_scheduler_is_the_in_memory_synth(
+    table_files: Any, cluster: Any, capsys: Any
+) -> None:
+    from opendp_wasserstein.cli import main
+
+    src, schema = str(table_files / "t.parquet"), str(table_files / "schema.json")
+    common = ["--epsilon", "2", "--schema", schema, "--seed", "11", "--json"]
+    mem = table_files / "cli-mem.parquet"
+    assert main(["synth", src, "-o", str(mem), *common]) == 0
+    capsys.readouterr()
+    out = table_files / "cli-dask"
+    address = cluster.scheduler.address
+    assert main(["synth", src, "-o", str(out), *common, "--scheduler", address]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows_out"] == 6000 and summary["mechanism"] == "structured"
+    assert pq.read_table(out).equals(pq.read_table(mem))
+    bad = ["synth", src, "-o", str(table_files / "cli-x"), *common, "--scheduler", address]
+    assert main([*bad, "--private-size"]) == 2
+    assert "--private-size" in capsys.readouterr().err
+    assert main([*bad, "--mechanism", "adaptive"]) == 2
+    assert not (table_files / "cli-x").exists()
+
+
+def test_dask_table_release_bars_move_per_part(table_files: Any, cluster: Any, capsys: Any) -> None:
+    pytest.importorskip("tqdm")
+    schema = Schema.from_json(SCHEMA)
+    with runtime.reproducible(5):
+        synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            2.0,
+            table_files / "out-bars",
+            schema,
+            cluster,
+            rows_per_block=1000,
+            progress=True,
+        )
+    err = capsys.readouterr().err
+    assert "first look" in err and "pairs" in err and "6/6" in err
+
+
+def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
+    """The workers' 2-way tables are make_pair_counts' on the block's rows, pair by pair."""
+
+    schema = Schema.from_json(SCHEMA)
+    enc = TableEncoding(schema)
+    blocks, _ = table_blocks(str(table_files / "t.parquet"), enc, 1000)
+    x = blocks[2]()
+    plans = column_plans(enc)
+    edges = [None if p.kind == "category" else np.array([0.0, 0.3, 0.5, 1.0]) for p in plans]
+    sizes = tuple(
+        p.cells if e is None else 3 + (p.missing_axis is not None)
+        for p, e in zip(plans, edges, strict=True)
+    )
+    coding = PairCoding(plans, tuple(edges), sizes)
+    pairs = [(i, j) for i in range(len(plans)) for j in range(i + 1, len(plans))]
+    got = pair_counts_task(blocks[2], coding, pairs)
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
+    for (i, j), g in zip(pairs, got, strict=True):
+        want = make_pair_counts(dom, dp.symmetric_distance(), coding, i, j)(x)
+        assert g.tolist() == list(want) and sum(want) == 1000
+
+
+def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) -> None:
+    """``columns=``: the in-memory release of the same columns, under the same key."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    cols = ["age", "region", "income"]
+    with runtime.reproducible(9):
+        expected, _ = synthesize_table(
+            table, 2.0, schema, columns=cols, structured=StructuredOptions()
+        )
+    out = table_files / "out-subset"
+    with runtime.reproducible(9):
+        synthesize_table_on_dask(
+            str(table_files / "t.parquet"), 2.0, out, schema, inline, columns=cols
+        )
+    got = pq.read_table(out)
+    assert got.column_names == cols
+    assert got.equals(expected)
