@@ -176,6 +176,33 @@ def seeded(seed: int | None) -> Any:
     return nullcontext() if seed is None else reproducible(seed)
 
 
+def selection_summary(
+    args: argparse.Namespace, report: Any, chosen: np.ndarray, **extra: Any
+) -> dict[str, Any]:
+    """The ``select`` summary of a numeric release (in memory or on Dask, ``extra`` keys after
+    the files), printed unless ``--quiet`` or ``--json``."""
+    summary = {
+        "command": "select",
+        "data": args.data,
+        "candidates": args.candidates,
+        "output": args.output,
+        **extra,
+        "mechanism": report.mechanism,
+        "epsilon_certified": report.epsilon,
+        "m": report.m,
+        "k": report.k,
+        "distinct_chosen": int(chosen.size),
+    }
+    if not (args.quiet or args.json):
+        print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
+        print(
+            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} "
+            "candidates"
+        )
+        print(f"wrote {args.output}")
+    return summary
+
+
 def unit(private_size: bool) -> str:
     """What ``epsilon`` is certified for: one replacement (public size) or one added or removed
     record (private size; a replacement then costs twice as much)."""

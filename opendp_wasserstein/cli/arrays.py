@@ -14,6 +14,7 @@ from opendp_wasserstein.cli._common import (
     read_bounds,
     read_numeric_csv,
     seeded,
+    selection_summary,
     tree_em_features,
     unit,
     write_numeric,
@@ -126,22 +127,4 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
     write_numeric(args.output, header, c[chosen], counts[chosen])
     steps.update(1)
     steps.close()
-    summary = {
-        "command": "select",
-        "data": args.data,
-        "candidates": args.candidates,
-        "output": args.output,
-        "mechanism": report.mechanism,
-        "epsilon_certified": report.epsilon,
-        "m": report.m,
-        "k": report.k,
-        "distinct_chosen": int(chosen.size),
-    }
-    if not (args.quiet or args.json):
-        print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
-        print(
-            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} "
-            "candidates"
-        )
-        print(f"wrote {args.output}")
-    return summary
+    return selection_summary(args, report, chosen)

@@ -34,6 +34,7 @@ from opendp_wasserstein.cli._common import (
     read_bounds,
     read_numeric_csv,
     seeded,
+    selection_summary,
     tree_em_features,
     unit,
     write_numeric,
@@ -279,23 +280,4 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
         )
     chosen = np.flatnonzero(counts)
     write_numeric(args.output, c_header, c[chosen], counts[chosen])
-    summary = {
-        "command": "select",
-        "data": args.data,
-        "candidates": args.candidates,
-        "output": args.output,
-        "scheduler": args.scheduler,
-        "mechanism": report.mechanism,
-        "epsilon_certified": report.epsilon,
-        "m": report.m,
-        "k": report.k,
-        "distinct_chosen": int(chosen.size),
-    }
-    if not (args.quiet or args.json):
-        print(f"certified epsilon (measurement map, {unit(args.private_size)}): {report.epsilon}")
-        print(
-            f"mechanism {report.mechanism}: {report.m} points on {chosen.size} of {report.k} "
-            "candidates"
-        )
-        print(f"wrote {args.output}")
-    return summary
+    return selection_summary(args, report, chosen, scheduler=args.scheduler)
