@@ -32,13 +32,15 @@ def dom(d, n):
 
 
 def report(name, claim, worst):
+    ratio = worst / claim if claim else float("nan")
     print(
-        f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} ({worst / claim if claim else float('nan'):.3f} of the map)"
+        f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} ({ratio:.3f} of the map)"
     )
 
 
 def _dyadic_vector(t, x, depth, scales, sq=False):
-    """The exact count vector of ``t(x)`` (the package's CountTree), level by level, with weights."""
+    """The exact count vector of ``t(x)`` (the package's CountTree), level by level, with
+    weights."""
     tree = t(x)
     counter = pkg.tree_counter(tree)
     state = (np.zeros(1, dtype=np.int64), np.full(1, tree.n, dtype=np.int64))
@@ -151,8 +153,8 @@ def _pruned_check(d, depth, n, metric, scales, W, delta_max=Fraction(1, 10**6)):
             key = z.tobytes()
             if key not in laws:
                 laws[key] = B.pruned_law(t(z), scales, n, W)
-        (px, tx), (py, _) = laws[x.tobytes()], laws[y.tobytes()]
-        cert = B.certify(px, tx, py, claim)
+        (px, tx), (py, ty) = laws[x.tobytes()], laws[y.tobytes()]
+        cert = B.certify(px, tx, py, claim, p2_tail=ty)
         worst, worst_delta = max(worst, cert.certified_loss), max(worst_delta, cert.delta)
     return claim, worst, worst_delta, delta_max
 
