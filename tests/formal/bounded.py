@@ -62,10 +62,11 @@ ZERO, ONE = Iv(Fraction(0), Fraction(0)), Iv(Fraction(1), Fraction(1))
 
 @functools.cache
 def exp_iv(x: Fraction, terms: int = 60) -> Iv:
-    """``e^x`` for rational ``0 <= x <= 60``."""
+    """``e^x`` for rational ``0 <= x <= 60`` (at least ``3x + 60`` terms, so that the remainder
+    bound stays far below the value)."""
     assert 0 <= x <= 60
     s, t = Fraction(0), Fraction(1)
-    for k in range(terms):
+    for k in range(max(terms, math.ceil(3 * x) + 60)):
         s += t
         t = t * x / (k + 1)
     rem = t * 3 ** math.ceil(x)  # the tail is at most x^K/K! e^x
