@@ -106,8 +106,8 @@ def _privtree_structures(run, meas, x):
         _, leaves, counts = run(meas, x, table)
         asked = run.decisions.asked
         todo = [k for k in asked if k not in table]
-        if not todo:
-            out.append((table, leaves, counts, prob))
+        if not todo:  # the leaves drew their count noise at the scales in run.counts.asked
+            out.append((table, leaves, counts, prob, dict(run.counts.asked)))
             return
         node, scale = todo[0], asked[todo[0]]
 
@@ -140,13 +140,13 @@ PRIVTREE_CASES = [  # (d, max_depth, n, metric, epsilon_tree, epsilon_counts, th
 def test_privtree_structure_and_counts_exact_law(case, monkeypatch):
     """The law of what PrivTree releases before its placement, the structure ``S`` and the noisy
     leaf counts ``r``: ``P_x(S, r) = P_x(S) prod_v LapZ(r_v - c_v(x))``, so the loss between
-    ``x`` and ``x'`` is ``max_S log(P_x(S) / P_x'(S)) + sum_v |c_v(x) - c_v(x')| / sigma_c``
-    exactly (attained), over the whole infinite support; checked against ``e^map``."""
+    ``x`` and ``x'`` is ``max_S log(P_x(S) / P_x'(S)) + sum_v |c_v(x) - c_v(x')| / sigma_v``
+    exactly (attained), over the whole infinite support, with ``sigma_v`` the scale the code
+    draws leaf ``v``'s count at; checked against ``e^map``."""
     d, depth, n, metric, e_tree, e_counts, theta = case
     meas = pkg.M.make_privtree(
         dom(d, n), metric, e_tree, e_counts, depth, placement="center", theta=theta
     )
-    _, _, sigma_c = pkg.privtree_parameters(e_tree, e_counts)
     claim = meas.map(d_in_of(metric, n))
     e_claim = B.exp_iv(Fraction(claim))
     run = _PrivTreeRun(monkeypatch)
@@ -160,9 +160,10 @@ def test_privtree_structure_and_counts_exact_law(case, monkeypatch):
         assert set(lx) == set(ly)  # every structure has positive probability on both
         total = sum((s[3].lo for s in lx.values()), Fraction(0))
         assert 1 - Fraction(1, 10**30) <= total <= 1  # the structures' law sums to 1
-        for S, (_, _, cx, px) in lx.items():
-            cy, py = ly[S][2], ly[S][3]
-            counts_loss = sum(Fraction(abs(cx[v] - cy[v])) for v in S) / Fraction(sigma_c)
+        for S, (_, _, cx, px, sx) in lx.items():
+            cy, py, sy = ly[S][2], ly[S][3], ly[S][4]
+            assert sx == sy and set(sx) == S  # every leaf draws, at a data-independent scale
+            counts_loss = sum(Fraction(abs(cx[v] - cy[v])) / Fraction(sx[v]) for v in S)
             # P_x(S) e^{counts loss} <= e^map P_y(S): the supremum over the noisy counts
             assert px.hi * B.exp_iv(counts_loss).hi <= e_claim.lo * py.lo
             worst = max(worst, B._log_ratio(px.lo, py.hi) + float(counts_loss))
@@ -192,7 +193,7 @@ def test_privtree_released_points_exact_law(case, monkeypatch):
     def law(x):
         out_law: dict = {}
         tail = Fraction(0)
-        for table, leaves, counts, p_s in _privtree_structures(run, meas, x):
+        for table, leaves, counts, p_s, _ in _privtree_structures(run, meas, x):
             _, _, _ = run(meas, x, table)  # which leaves draw count noise, at which scale
             asked = dict(run.counts.asked)
             keys = sorted(asked)
