@@ -392,7 +392,8 @@ def _projection_check(monkeypatch, n, metric, eps, pts, m=2):
     share = B.Iv.exact(Fraction(1, len(perms)))
 
     def law(x):
-        counts = tree.subtree_sums(np.bincount(np.asarray(near(x)), minlength=len(cands)))
+        hist = np.bincount(np.asarray(near(x), dtype=np.int64), minlength=len(cands))
+        counts = tree.subtree_sums(hist)
         out: dict = {}
         for combo in itertools.product(*(w for w, _ in windows)):
             box["z"] = [z for z, _ in combo]
