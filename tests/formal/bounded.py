@@ -62,10 +62,11 @@ ZERO, ONE = Iv(Fraction(0), Fraction(0)), Iv(Fraction(1), Fraction(1))
 
 @functools.cache
 def exp_iv(x: Fraction, terms: int = 60) -> Iv:
-    """``e^x`` for rational ``0 <= x <= 60``."""
+    """``e^x`` for rational ``0 <= x <= 60`` (at least ``3x + 60`` terms, so that the remainder
+    bound stays far below the value)."""
     assert 0 <= x <= 60
     s, t = Fraction(0), Fraction(1)
-    for k in range(terms):
+    for k in range(max(terms, math.ceil(3 * x) + 60)):
         s += t
         t = t * x / (k + 1)
     rem = t * 3 ** math.ceil(x)  # the tail is at most x^K/K! e^x
@@ -107,17 +108,26 @@ class Certificate:
 
 
 def certify(
-    p: Law, p_tail: Fraction, p2: Law, claim: float, floor: Fraction = Fraction(1, 10**12)
+    p: Law,
+    p_tail: Fraction,
+    p2: Law,
+    claim: float,
+    floor: Fraction = Fraction(1, 10**12),
+    p2_tail: Fraction = Fraction(0),
 ) -> Certificate:
-    """Check ``P <= e^claim P' + delta`` over all events; the delta and the certified loss."""
+    """Check ``P <= e^claim P' + delta`` over all events; the delta and the certified loss.
+
+    ``p_tail`` / ``p2_tail`` bound the mass each law leaves out (outside its window): the loss
+    at an outcome is certified against ``P'_hi(o) + p2_tail``, so that it stays a lower bound
+    when the window of ``P'`` misses part of the outcome's mass."""
     e = exp_iv(Fraction(claim)).lo
     delta = p_tail
     loss = -math.inf
     for o, iv in p.items():
         other = p2.get(o, ZERO)
         delta += max(Fraction(0), iv.hi - e * other.lo)
-        if iv.lo > floor and other.hi > 0:
-            loss = max(loss, _log_ratio(iv.lo, other.hi))
+        if iv.lo > floor and other.hi + p2_tail > 0:
+            loss = max(loss, _log_ratio(iv.lo, other.hi + p2_tail))
     return Certificate(claim, delta, loss)
 
 
@@ -285,3 +295,82 @@ def add_remove_pairs(points: np.ndarray, n_max: int) -> list[tuple[np.ndarray, n
                 y = np.vstack([x, p[None, :]])
                 out += [(x, y), (y, x)]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# discrete Laplace on a window, scripted node noise, and push-forward laws
+
+
+def lapz_pmf(z: int, scale: float) -> Iv:
+    """``P(Z = z) = (1 - q) q^|z| / (1 + q)`` for ``Z ~ LapZ(scale)``."""
+    q = q_iv(scale)
+    k = abs(z)
+    return Iv(_down((1 - q.hi) * q.lo**k / (1 + q.hi)), _up((1 - q.lo) * q.hi**k / (1 + q.lo)))
+
+
+def lapz_window(scale: float, W: int) -> tuple[list[tuple[int, Iv]], Fraction]:
+    """The atoms ``z = -W .. W`` of ``LapZ(scale)`` and an upper bound of the mass outside."""
+    q = q_iv(scale)
+    return [(z, lapz_pmf(z, scale)) for z in range(-W, W + 1)], _up(
+        2 * q.hi ** (W + 1) / (1 + q.lo)
+    )
+
+
+def lapz_at_least(t: int, scale: float) -> Iv:
+    """``P(Z >= t)`` for ``Z ~ LapZ(scale)``: ``q^t / (1 + q)`` for ``t >= 1``, else
+    ``1 - q^(1-t) / (1 + q)``."""
+    q = q_iv(scale)
+    if t >= 1:
+        return Iv(_down(q.lo**t / (1 + q.hi)), _up(q.hi**t / (1 + q.lo)))
+    k = 1 - t
+    return Iv(_down(1 - q.hi**k / (1 + q.lo)), _up(1 - q.lo**k / (1 + q.hi)))
+
+
+def complement(p: Iv) -> Iv:
+    return Iv(1 - p.hi, 1 - p.lo)
+
+
+class TableNoise:
+    """Node noise from a table ``{(level, cell): z}`` (``default`` elsewhere); records the nodes
+    asked for, in order, with the scale the code asked for."""
+
+    def __init__(self, table: dict[tuple[int, tuple[int, ...]], int], default: int = 0) -> None:
+        self.table, self.default = table, default
+        self.asked: dict[tuple[int, tuple[int, ...]], float] = {}
+
+    def laplace(self, level: int, cells: np.ndarray, scale: float) -> np.ndarray:
+        keys = [(int(level), tuple(int(v) for v in c)) for c in np.asarray(cells)]
+        for k in keys:
+            self.asked[k] = float(scale)
+        return np.array([self.table.get(k, self.default) for k in keys], dtype=np.int64)
+
+    gaussian = laplace
+
+
+class FixedPermutation:
+    """A tie-break source whose ``permutation(k)`` is a given permutation."""
+
+    def __init__(self, perm: tuple[int, ...]) -> None:
+        self.perm = perm
+
+    def permutation(self, k: int) -> np.ndarray:
+        assert k == len(self.perm), (k, self.perm)
+        return np.array(self.perm, dtype=np.int64)
+
+    def derive(self, _namespace: int) -> FixedPermutation:
+        return self
+
+
+def add_to(law: dict[Any, Iv], key: Any, p: Iv) -> None:
+    law[key] = law.get(key, ZERO) + p
+
+
+def points_key(points: np.ndarray) -> tuple:
+    """A released point array as a multiset (the rows' order is a uniform shuffle)."""
+    return tuple(sorted(tuple(float(v) for v in row) for row in np.asarray(points)))
+
+
+def window_for(scale: float, mass: float = 1e-8) -> int:
+    """The smallest ``W`` whose LapZ tail ``2 q^(W+1) / (1 + q)`` is below ``mass`` (a float
+    estimate; the exact tail is what the checks charge)."""
+    return max(1, math.ceil(scale * math.log(2 / mass)))

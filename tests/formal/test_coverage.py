@@ -1,6 +1,7 @@
 """Every registry constructor is in formal/coverage.json, and what the manifest names exists:
-its Coq theorems (in formal/theories/), its extracted map (in Extract.v and the driver) and its
-bounded check (a test function in tests/formal/)."""
+its Coq theorems (in formal/theories/), its extracted map (in Extract.v and the driver), its
+bounded check (a test function in tests/formal/), what that check checks and its figure (map
+and certified loss)."""
 
 from __future__ import annotations
 
@@ -43,5 +44,8 @@ def test_the_manifest_names_what_exists(name):
             coq, _, query = part.strip().partition(" ")
             assert re.search(rf"\b{coq}\b", EXTRACT), coq
             assert f'"{query.strip("()")}"' in DRIVER, query
+    assert rec.get("bounded_kind") and rec.get("bounded_figure"), (
+        f"{name}: the manifest says what its bounded check checks and its figure"
+    )
     path, _, fn = rec["bounded_check"].partition("::")
     assert re.search(rf"^def {fn}\(", (ROOT / path).read_text(), re.M), rec["bounded_check"]

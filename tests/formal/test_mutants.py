@@ -102,8 +102,8 @@ def test_mutant_halved_noise_scale_same_claim(monkeypatch):
 
     def cert():
         px, tx = B.pruned_law(t(x), scales, n, 12)
-        py, _ = B.pruned_law(t(y), scales, n, 12)
-        return B.certify(px, tx, py, claim)
+        py, ty = B.pruned_law(t(y), scales, n, 12)
+        return B.certify(px, tx, py, claim, p2_tail=ty)
 
     honest_cert = cert()
     assert honest_cert.delta <= Fraction(1, 10**6)
