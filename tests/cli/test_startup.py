@@ -63,11 +63,13 @@ def test_help_version_and_usage_errors_import_neither_numpy_nor_opendp():
     (version, top, synth, select, schema, demo, usage) = probe["runs"]
     assert version[0] == 0
     assert version[1].startswith(f"opendp-wasserstein {opendp_wasserstein.__version__} (opendp ")
-    assert top[0] == 0 and top[1].startswith("usage: opendp-wasserstein ")
+    assert top[0] == 0
+    assert top[1].startswith("usage: opendp-wasserstein ")
     for (code, out, _), name in zip(
         (synth, select, schema, demo), ("synth", "select", "schema", "demo"), strict=True
     ):
-        assert code == 0 and out.startswith(f"usage: opendp-wasserstein {name}")
+        assert code == 0
+        assert out.startswith(f"usage: opendp-wasserstein {name}")
     assert usage[0] == 2
     assert "the following arguments are required: -o/--output, --epsilon" in usage[2]
 
@@ -76,7 +78,8 @@ def test_the_probe_would_see_the_package():
     """The check above is not vacuous: a command that runs imports the package and OpenDP."""
     probe = _probe(["schema", "no-such-file.csv"])
     ((code, _, err),) = probe["runs"]
-    assert code == 2 and "no-such-file.csv" in err
+    assert code == 2
+    assert "no-such-file.csv" in err
     assert {"numpy", "opendp", "opendp_wasserstein"} <= set(probe["loaded"])
 
 
@@ -89,7 +92,8 @@ def test_the_launcher_answers_as_the_command_line(tmp_path, capsys):
         for run in (opendp_wasserstein_cli.console_main, opendp_wasserstein.cli.main):
             codes.append(run(argv))
             texts.append(capsys.readouterr())
-        assert codes[0] == codes[1] and texts[0] == texts[1], argv
+        assert codes[0] == codes[1], argv
+        assert texts[0] == texts[1], argv
     csv = tmp_path / "t.csv"
     csv.write_text("a,b\n1,x\n2,y\n")
     assert opendp_wasserstein_cli.console_main(["schema", str(csv), "--quiet"]) == 0

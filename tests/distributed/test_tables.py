@@ -89,7 +89,8 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
         )
     got = pq.read_table(out)
     # 6 input blocks, 4 output parts (public_parts: two per worker)
-    assert (rows, parts) == (6000, 4) and len(list(out.glob("*.parquet"))) == 4
+    assert (rows, parts) == (6000, 4)
+    assert len(list(out.glob("*.parquet"))) == 4
     assert got.schema == expected.schema
     assert got.equals(expected)
     assert dreport.epsilon == report.epsilon
@@ -144,7 +145,8 @@ def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None
     got = pq.read_table(out)
     assert (n, got.num_rows, parts) == (6000, 6000, 1)  # one input block
     assert got.schema == expected.schema
-    assert report.details["joint_kind"] == "pairs" and len(report.details["pair_edges"]) == 3
+    assert report.details["joint_kind"] == "pairs"
+    assert len(report.details["pair_edges"]) == 3
     assert set(got.column("region").to_pylist()) <= set("neswc")
 
 
@@ -162,7 +164,8 @@ def test_cli_synth_schema_on_a_scheduler_is_the_in_memory_synth(
     address = cluster.scheduler.address
     assert main(["synth", src, "-o", str(out), *common, "--scheduler", address]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["rows_out"] == 6000 and summary["mechanism"] == "structured"
+    assert summary["rows_out"] == 6000
+    assert summary["mechanism"] == "structured"
     assert pq.read_table(out).equals(pq.read_table(mem))
     bad = ["synth", src, "-o", str(table_files / "cli-x"), *common, "--scheduler", address]
     assert main([*bad, "--private-size"]) == 2
@@ -185,7 +188,9 @@ def test_dask_table_release_bars_move_per_part(table_files: Any, cluster: Any, c
             progress=True,
         )
     err = capsys.readouterr().err
-    assert "first look" in err and "pairs" in err and "6/6" in err
+    assert "first look" in err
+    assert "pairs" in err
+    assert "6/6" in err
 
 
 def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
@@ -207,7 +212,8 @@ def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
     dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
     for (i, j), g in zip(pairs, got, strict=True):
         want = make_pair_counts(dom, dp.symmetric_distance(), coding, i, j)(x)
-        assert g.tolist() == list(want) and sum(want) == 1000
+        assert g.tolist() == list(want)
+        assert sum(want) == 1000
 
 
 def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) -> None:

@@ -116,7 +116,8 @@ def _privtree_structures(run, meas, x):
             return node not in lv
 
         lo, hi = -(2**12), 2**12
-        assert not splits(lo) and splits(hi)
+        assert not splits(lo)
+        assert splits(hi)
         while hi - lo > 1:  # splits(hi) and not splits(lo)
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if splits(mid) else (mid, hi)
@@ -162,7 +163,8 @@ def test_privtree_structure_and_counts_exact_law(case, monkeypatch):
         assert 1 - Fraction(1, 10**30) <= total <= 1  # the structures' law sums to 1
         for S, (_, _, cx, px, sx) in lx.items():
             cy, py, sy = ly[S][2], ly[S][3], ly[S][4]
-            assert sx == sy and set(sx) == S  # every leaf draws, at a data-independent scale
+            assert sx == sy
+            assert set(sx) == S
             counts_loss = sum(Fraction(abs(cx[v] - cy[v])) / Fraction(sx[v]) for v in S)
             # P_x(S) e^{counts loss} <= e^map P_y(S): the supremum over the noisy counts
             assert px.hi * B.exp_iv(counts_loss).hi <= e_claim.lo * py.lo
@@ -314,7 +316,8 @@ def _full_tree_laws(monkeypatch, n, metric, scales, size=None):
             leaves = to_ls(x)
             ls = (tuple(map(tuple, leaves.cells.tolist())), tuple(int(v) for v in leaves.masses))
             pts = B.points_key(whole(x))
-            assert stat_ls.setdefault(stat, ls) == ls and stat_pts.setdefault(stat, pts) == pts
+            assert stat_ls.setdefault(stat, ls) == ls
+            assert stat_pts.setdefault(stat, pts) == pts
             p = B.ONE
             for _, pz in combo:
                 p = p * pz

@@ -44,7 +44,10 @@ def test_the_manifest_names_what_exists(name):
             coq, _, query = part.strip().partition(" ")
             assert re.search(rf"\b{coq}\b", EXTRACT), coq
             assert f'"{query.strip("()")}"' in DRIVER, query
-    assert rec.get("bounded_kind") and rec.get("bounded_figure"), (
+    assert rec.get("bounded_kind"), (
+        f"{name}: the manifest says what its bounded check checks and its figure"
+    )
+    assert rec.get("bounded_figure"), (
         f"{name}: the manifest says what its bounded check checks and its figure"
     )
     path, _, fn = rec["bounded_check"].partition("::")
