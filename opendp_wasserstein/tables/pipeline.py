@@ -67,13 +67,16 @@ from opendp_wasserstein.tables.marginals import (
     QuantileMaps,
     TableMarginals,
     column_plans,
+    column_trees,
     make_quantile_encoding,
     make_table_marginals,
 )
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
     WITHIN_KINDS,
+    FirstLookNoise,
     PairCoding,
+    combine_margins,
     make_pair_tree,
     pair_bins,
     sample_tree,
@@ -136,6 +139,9 @@ class StructuredOptions:
         ``n epsilon / k`` within that)
     :param within: the pair tree's placement inside bins
         (:data:`~opendp_wasserstein.tables.pairs.WITHIN_KINDS`, default ``"copula"``)
+    :param combine: the pair tree's 1-way targets combine the first look with the margins of
+        the released pair tables by inverse variance
+        (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)
     """
 
     marginal_share: float = DEFAULT_MARGINAL_SHARE
@@ -149,6 +155,7 @@ class StructuredOptions:
     consistency: str = "least_squares"
     marginal_levels: int | None = None
     within: str = "copula"
+    combine: bool = True
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -282,6 +289,18 @@ def _joint(
     return make_quantile_encoding(input_domain, input_metric, maps) >> m
 
 
+def first_look_noise(enc: TableEncoding, n: int, epsilon: float, max_levels: int) -> FirstLookNoise:
+    """The noise of the first look's coarsest level per column (public: the schema, ``n``, the
+    first look's budget and levels; :class:`~opendp_wasserstein.tables.pairs.FirstLookNoise`)."""
+    nodes, var, miss = [], [], []
+    for p, _leaves, sizes, scales in column_trees(enc, n, epsilon, max_levels):
+        nodes.append(int(sizes[-1]))
+        var.append(2.0 * float(scales[-1]) ** 2)
+        v = sum(2.0 * float(sc) ** 2 for sc in scales) / len(scales) ** 2
+        miss.append(v if p.missing_axis is not None else 0.0)
+    return FirstLookNoise(tuple(nodes), tuple(var), tuple(miss))
+
+
 def independent_join(marginals: TableMarginals, enc: TableEncoding, n: int, rng: Any) -> np.ndarray:
     """``n`` rows whose columns are independent with the DP marginals: uniform random points
     calibrated to them (every column matched; post-processing)."""
@@ -366,6 +385,10 @@ def make_structured_synthesis(
                 edges, tables = queryable(
                     make_pair_tree(input_domain, input_metric, coding, marginals, eps_sel, eps_main)
                 )
+                if opts.combine:
+                    noise = first_look_noise(enc, n, marg_eps, levels)
+                    scale = round_up(Fraction(2 * (len(plans) - 1)) / Fraction(eps_main))
+                    marginals = combine_margins(coding, marginals, edges, tables, scale, noise)
                 y = sample_tree(coding, marginals, edges, tables, n, rng, opts.within)
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
