@@ -102,7 +102,10 @@ JOINT_MIN_NEPS = 1500.0
 #: ``n eps / k`` of 195 (seattle-weather, eps 1) and 254 (credit, eps 1) the pair tree's 1-way
 #: TVD was 1.15-1.65x the independent columns' (its first look has 40% of the budget), at 860
 #: (txhousing) 0.96x with correlation error 0.22 against 0.26; the joint hierarchy lost to
-#: the pair tree on 2-way TVD, correlations and models on diamonds and nyc-weather at eps 1, 4
+#: the pair tree on 2-way TVD, correlations and models on diamonds and nyc-weather at eps 1, 4.
+#: Re-measured (``bench_tables_switch``, 4 small tables, n eps / k 9-779): the pair tree's 1-way
+#: TVD is worse at every point (1.03-1.80x), its 2-way TVD better from 150-300, correlations,
+#: models and Gower W1 better from 40-80; kept at 400 (docs/tables_compare.rst)
 PAIRS_MIN_NEPS = 400.0
 
 #: the share of the joint release's budget spent on its selection
