@@ -80,7 +80,7 @@ def plot(rows: list[dict[str, Any]], path: str, threshold: float) -> None:
     for ax, m in zip(axes, METRICS, strict=True):
         for t in tables:
             pts = sorted(
-                (float(p["neps_k"]), _ratio(m, float(p[m]), float(by[(t, float(p["eps"]), "never")][m])))
+                (float(p["neps_k"]), _ratio(m, float(p[m]), float(_never(by, t, p)[m])))
                 for p in rows
                 if p["table"] == t and p["mode"] == "pairs" and (t, float(p["eps"]), "never") in by
             )  # fmt: skip
@@ -97,6 +97,10 @@ def plot(rows: list[dict[str, Any]], path: str, threshold: float) -> None:
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def _never(by: dict[Any, dict[str, Any]], t: str, p: dict[str, Any]) -> dict[str, Any]:
+    return by[(t, float(p["eps"]), "never")]
 
 
 def _ratio(m: str, pairs: float, never: float) -> float:
