@@ -65,7 +65,6 @@ from opendp_wasserstein.noise._source import (
 )
 from opendp_wasserstein.noise.samplers import sample_discrete_laplace
 from opendp_wasserstein.release.reports import SynthesisReport
-from opendp_wasserstein.tables.calibration import calibrate
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import FrameInfo, read_table, write_table
 from opendp_wasserstein.tables.io import typed_by_schema
@@ -80,18 +79,17 @@ from opendp_wasserstein.tables.marginals import (
 from opendp_wasserstein.tables.pairs import (
     PairCoding,
     pair_score_sensitivity,
-    sample_tree,
 )
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
+    finish,
     fit_marginals,
     fit_pairs,
     independent_join,
     joint_kind,
     make_structured_synthesis,
-    quality_warning,
+    pair_points,
 )
-from opendp_wasserstein.tables.quality import QUALITY_WARNING, marginal_agreement
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
 
@@ -467,17 +465,12 @@ def _release(
         if sums is None:  # pragma: no cover - at least one block (n >= 1)
             raise ValueError("the source has no blocks")
         edges, tables = _pair_tree(coding, dict(zip(pairs, sums, strict=True)), n, e_sel, e_cnt)
-        y = sample_tree(coding, marginals, edges, tables, n, rng, opts.within)
+        y, marginals = pair_points(
+            enc, n, marg_eps, levels, e_cnt, coding, marginals, edges, tables, rng, opts
+        )
         info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
-    agreement = marginal_agreement(y, enc, marginals)
-    points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
+    points, quality = finish(y, enc, marginals, rng, opts)
     for r in inner:
         info |= r
-    info |= {
-        "quality": agreement.mean,
-        "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
-        "quality_worst": agreement.worst(),
-        "quality_poor": agreement.mean > QUALITY_WARNING,
-        "quality_warning": quality_warning(agreement.mean, agreement.worst()),
-    }
+    info |= quality
     return info, points

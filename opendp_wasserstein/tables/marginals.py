@@ -45,6 +45,7 @@ __all__ = [
     "column_plans",
     "column_leaves",
     "tree_levels",
+    "column_trees",
     "make_level_counts",
     "level_scales",
     "make_table_marginals",
@@ -339,8 +340,36 @@ def project_groups(values: np.ndarray, groups: np.ndarray, totals: np.ndarray) -
     return out
 
 
+def shrink_children(
+    z: np.ndarray, var: np.ndarray, parent: np.ndarray, mass: np.ndarray
+) -> np.ndarray:
+    """Each group's children ``z`` (noise variance ``var``) shrunk toward the even split of their
+    parent's ``mass`` (positive-part James-Stein, one factor per group): ``mass / p + lambda
+    (z - mean z)`` with ``lambda = max(0, 1 - (p - 3) var / S)``, ``S`` the group's sum of squared
+    deviations from its mean, ``p`` its size (groups of at most 3 are kept as they are).  Where
+    the children's spread is no larger than their noise (a sparse fine level: a few rows per
+    cell against a noise scale of many) the split stays even inside the parent, instead of the
+    few largest noisy counts taking all of it; an atom (one child far above its noise) keeps
+    ``lambda`` near 1.  Post-processing."""
+    k = len(mass)
+    size = np.bincount(parent, minlength=k).astype(np.float64)
+    mean = np.bincount(parent, weights=z, minlength=k) / np.maximum(size, 1.0)
+    dev = z - mean[parent]
+    ss = np.bincount(parent, weights=dev * dev, minlength=k)
+    v = np.bincount(parent, weights=var, minlength=k) / np.maximum(size, 1.0)
+    lam = np.where(
+        size > 3, np.clip(1.0 - (size - 3.0) * v / np.where(ss > 0, ss, 1.0), 0.0, 1.0), 1.0
+    )
+    lam = np.where((size > 3) & ~(ss > 0), 0.0, lam)
+    out: np.ndarray = mass[parent] / np.maximum(size, 1.0)[parent] + lam[parent] * dev
+    return out
+
+
 def tree_estimate(
-    noisy: Sequence[np.ndarray], total: float, variances: Sequence[float] | None = None
+    noisy: Sequence[np.ndarray],
+    total: float,
+    variances: Sequence[float] | None = None,
+    shrink: bool = False,
 ) -> np.ndarray:
     """Consistent, non-negative leaf masses summing to ``total`` from a tree's noisy levels
     (finest first, groups of :data:`BRANCHING`; ``variances``: each level's noise variance,
@@ -350,7 +379,10 @@ def tree_estimate(
     counts go to 0), and top down each node's children are projected onto the simplex of the
     node's mass (the least-squares consistent split: a sparse level's noisy empty cells go to 0,
     where a split in proportion to the clipped counts would give each about half a noise scale,
-    spreading an atom's mass over its empty neighbours).  Post-processing of the release."""
+    spreading an atom's mass over its empty neighbours).  With ``shrink``, each node's children
+    are first shrunk toward the even split of its mass (:func:`shrink_children`), so a level whose
+    counts are mostly noise does not pile the node's mass onto a few cells.  Post-processing of the
+    release."""
     levels = [np.asarray(v, dtype=np.float64) for v in noisy]
     v = [1.0] * len(levels) if variances is None else [float(x) for x in variances]
     z = [levels[0]]
@@ -366,8 +398,14 @@ def tree_estimate(
     h = project_groups(top, np.zeros(len(top), dtype=np.int64), np.array([float(total)]))
     for j in range(len(levels) - 1, 0, -1):  # down
         parent = np.arange(len(z[j - 1])) // BRANCHING
-        h = project_groups(z[j - 1], parent, h)
+        child = shrink_children(z[j - 1], var[j - 1], parent, h) if shrink else z[j - 1]
+        h = project_groups(child, parent, h)
     return h
+
+
+#: :meth:`TableMarginals.from_release` shrinks each node's children toward an even split of its
+#: mass before the simplex projection (:func:`shrink_children`)
+SHRINK = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -407,7 +445,8 @@ class TableMarginals:
                 miss = float(np.clip(np.mean([v[-1] for v in noisy]) / size, 0.0, 1.0))
                 noisy = [v[:-1] for v in noisy]
             present = max(size * (1.0 - miss), 1.0)  # the tree's root, in rows
-            masses.append(tree_estimate(noisy, present, [2.0 * sc * sc for sc in scales]) / present)
+            var = [2.0 * sc * sc for sc in scales]
+            masses.append(tree_estimate(noisy, present, var, shrink=SHRINK) / present)
             missing.append(miss)
         return cls(column_plans(enc), tuple(masses), tuple(missing), size)
 

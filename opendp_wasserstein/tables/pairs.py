@@ -522,3 +522,83 @@ def tree_template(
             sizes.append(bins + (1 if p.missing_axis is not None else 0))
     coding = PairCoding(plans, tuple(edges), tuple(sizes))
     return make_pair_tree(input_domain, input_metric, coding, None, epsilon_select, epsilon_counts)
+
+
+@dataclass(frozen=True)
+class FirstLookNoise:
+    """Per column, the noise of the first look's coarsest released level (public: the schema,
+    ``n`` and the budget): ``nodes`` counts over the column's present range (its categories for
+    a categorical column) with noise variance ``var`` each, and ``missing_var`` the variance of
+    its missing count (0 if not nullable)."""
+
+    nodes: tuple[int, ...]
+    var: tuple[float, ...]
+    missing_var: tuple[float, ...]
+
+
+def combine_margins(
+    coding: PairCoding,
+    marginals: TableMarginals,
+    edges: Sequence[tuple[int, int]],
+    tables: Sequence[np.ndarray],
+    count_scale: float,
+    noise: FirstLookNoise,
+) -> TableMarginals:
+    r"""The first look's marginals combined with the 1-way margins of the noisy pair tables
+    (post-processing of DP releases: no privacy cost).
+
+    Per column ``c`` and code ``b``: the first look's count ``n p_b`` (its variance: the coarsest
+    level's per node, times the nodes the code spans, at least one) and, from every released
+    table holding ``c``, the table's sum over the other column (variance ``2 s^2`` times the
+    other column's codes, ``s`` the tables' discrete Laplace scale), averaged by inverse variance
+    and projected onto the simplex of mass ``n``.  A numeric column's leaf masses are then moved
+    code by code onto the combined masses, keeping the first look's shape inside each code
+    (its CDF rescaled between consecutive code edges), so every quantile edge keeps its place
+    and the column's missing share is the combined one."""
+    n = float(marginals.size)
+    two_s2 = 2.0 * float(count_scale) ** 2
+    masses = list(marginals.masses)
+    missing = list(marginals.missing)
+    for c, p in enumerate(coding.plans):  # columns (public)
+        first = coding.marginal(marginals, c) * n
+        e = coding.edges[c]
+        if e is None:
+            v_first = np.full(len(first), noise.var[c])
+        else:
+            span = np.maximum(np.diff(e) * noise.nodes[c], 1.0) * noise.var[c]
+            v_first = np.append(span, noise.missing_var[c]) if p.missing_axis is not None else span
+        num = first / v_first
+        den = 1.0 / v_first
+        for (i, j), t in zip(edges, tables, strict=True):  # the k - 1 tables (public)
+            if c not in (i, j):
+                continue
+            tab = np.asarray(t, dtype=np.float64)
+            other = coding.sizes[j] if c == i else coding.sizes[i]
+            x = tab.sum(axis=1) if c == i else tab.sum(axis=0)
+            num = num + x / (other * two_s2)
+            den = den + 1.0 / (other * two_s2)
+        comb = project_groups(num / den, np.zeros(len(num), dtype=np.int64), np.array([n])) / n
+        if e is None:
+            masses[c] = comb
+            continue
+        miss = float(comb[-1]) if p.missing_axis is not None else 0.0
+        present = comb[: len(e) - 1]
+        if not present.sum() > 0:
+            continue
+        g = np.concatenate(([0.0], np.cumsum(present / present.sum())))
+        x, f = marginals.cdf_knots(c)
+        leaf = np.linspace(0.0, 1.0, len(marginals.masses[c]) + 1)
+        f_leaf = np.interp(leaf, x, f)
+        f_edge = np.interp(e, x, f)
+        b = np.clip(np.searchsorted(e, leaf, side="right") - 1, 0, len(e) - 2)
+        width = f_edge[b + 1] - f_edge[b]
+        frac = np.where(
+            width > 0,
+            (f_leaf - f_edge[b]) / np.where(width > 0, width, 1.0),
+            (leaf - e[b]) / np.maximum(e[b + 1] - e[b], 1e-300),
+        )
+        f_new = g[b] + np.clip(frac, 0.0, 1.0) * (g[b + 1] - g[b])
+        f_new[0], f_new[-1] = 0.0, 1.0
+        masses[c] = np.clip(np.diff(np.maximum.accumulate(f_new)), 0.0, None)
+        missing[c] = miss
+    return TableMarginals(marginals.plans, tuple(masses), tuple(missing), marginals.size)

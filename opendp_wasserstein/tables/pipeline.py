@@ -68,13 +68,16 @@ from opendp_wasserstein.tables.marginals import (
     QuantileMaps,
     TableMarginals,
     column_plans,
+    column_trees,
     make_quantile_encoding,
     make_table_marginals,
 )
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
     WITHIN_KINDS,
+    FirstLookNoise,
     PairCoding,
+    combine_margins,
     make_pair_tree,
     pair_bins,
     sample_tree,
@@ -100,7 +103,10 @@ JOINT_MIN_NEPS = 1500.0
 #: ``n eps / k`` of 195 (seattle-weather, eps 1) and 254 (credit, eps 1) the pair tree's 1-way
 #: TVD was 1.15-1.65x the independent columns' (its first look has 40% of the budget), at 860
 #: (txhousing) 0.96x with correlation error 0.22 against 0.26; the joint hierarchy lost to
-#: the pair tree on 2-way TVD, correlations and models on diamonds and nyc-weather at eps 1, 4
+#: the pair tree on 2-way TVD, correlations and models on diamonds and nyc-weather at eps 1, 4.
+#: Re-measured (``bench_tables_switch``, 4 small tables, n eps / k 9-779): the pair tree's 1-way
+#: TVD is worse at every point (1.03-1.80x), its 2-way TVD better from 150-300, correlations,
+#: models and Gower W1 better from 40-80; kept at 400 (docs/tables_compare.rst)
 PAIRS_MIN_NEPS = 400.0
 
 #: the share of the joint release's budget spent on its selection
@@ -138,6 +144,9 @@ class StructuredOptions:
         ``n epsilon / k`` within that)
     :param within: the pair tree's placement inside bins
         (:data:`~opendp_wasserstein.tables.pairs.WITHIN_KINDS`, default ``"copula"``)
+    :param combine: the pair tree's 1-way targets combine the first look with the margins of
+        the released pair tables by inverse variance
+        (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)
     """
 
     marginal_share: float = DEFAULT_MARGINAL_SHARE
@@ -151,6 +160,7 @@ class StructuredOptions:
     consistency: str = "least_squares"
     marginal_levels: int | None = None
     within: str = "copula"
+    combine: bool = True
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -284,6 +294,18 @@ def _joint(
     return make_quantile_encoding(input_domain, input_metric, maps) >> m
 
 
+def first_look_noise(enc: TableEncoding, n: int, epsilon: float, max_levels: int) -> FirstLookNoise:
+    """The noise of the first look's coarsest level per column (public: the schema, ``n``, the
+    first look's budget and levels; :class:`~opendp_wasserstein.tables.pairs.FirstLookNoise`)."""
+    nodes, var, miss = [], [], []
+    for p, _leaves, sizes, scales in column_trees(enc, n, epsilon, max_levels):
+        nodes.append(int(sizes[-1]))
+        var.append(2.0 * float(scales[-1]) ** 2)
+        v = sum(2.0 * float(sc) ** 2 for sc in scales) / len(scales) ** 2
+        miss.append(v if p.missing_axis is not None else 0.0)
+    return FirstLookNoise(tuple(nodes), tuple(var), tuple(miss))
+
+
 def independent_join(marginals: TableMarginals, enc: TableEncoding, n: int, rng: Any) -> np.ndarray:
     """``n`` rows whose columns are independent with the DP marginals: uniform random points
     calibrated to them (every column matched; post-processing)."""
@@ -368,7 +390,9 @@ def make_structured_synthesis(
                 edges, tables = queryable(
                     make_pair_tree(input_domain, input_metric, coding, marginals, eps_sel, eps_main)
                 )
-                y = sample_tree(coding, marginals, edges, tables, n, rng, opts.within)
+                y, marginals = pair_points(
+                    enc, n, marg_eps, levels, eps_main, coding, marginals, edges, tables, rng, opts
+                )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             else:
@@ -380,20 +404,13 @@ def make_structured_synthesis(
                 y = np.asarray(queryable(m_joint), dtype=np.float64)
                 if maps is not None:
                     y = maps.inverse(y)
-        agreement = marginal_agreement(y, enc, marginals)
-        points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
+        points, quality = finish(y, enc, marginals, rng, opts)
         for r in inner:
             info |= r
         if orders:
             o = orders[int(info.get("order_index", 0))]
             info["order_axes"] = o.axes[: int(info.get("depth", 0))]
-        info |= {
-            "quality": agreement.mean,
-            "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
-            "quality_worst": agreement.worst(),
-            "quality_poor": agreement.mean > QUALITY_WARNING,
-            "quality_warning": quality_warning(agreement.mean, agreement.worst()),
-        }
+        info |= quality
         runtime.record(info)
         return points
 
@@ -404,6 +421,45 @@ def make_structured_synthesis(
         return round_up(total)
 
     return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+
+
+def pair_points(
+    enc: TableEncoding,
+    n: int,
+    marg_eps: float,
+    levels: int,
+    eps_counts: float,
+    coding: PairCoding,
+    marginals: TableMarginals,
+    edges: Sequence[tuple[int, int]],
+    tables: Sequence[np.ndarray],
+    rng: Any,
+    opts: StructuredOptions,
+) -> tuple[np.ndarray, TableMarginals]:
+    """The pair tree's post-processing (in memory and on Dask): the first look combined with the
+    released tables' margins (``opts.combine``), then the rows sampled along the tree; returns
+    the points and the 1-way targets they were drawn to."""
+    if opts.combine:
+        noise = first_look_noise(enc, n, marg_eps, levels)
+        scale = round_up(Fraction(2 * (len(coding.plans) - 1)) / Fraction(eps_counts))
+        marginals = combine_margins(coding, marginals, list(edges), list(tables), scale, noise)
+    return sample_tree(coding, marginals, list(edges), list(tables), n, rng, opts.within), marginals
+
+
+def finish(
+    y: np.ndarray, enc: TableEncoding, marginals: TableMarginals, rng: Any, opts: StructuredOptions
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The joint release's last post-processing (in memory and on Dask): the calibration to the
+    DP 1-way marginals and the quality figure of the drawn rows against them (no privacy cost)."""
+    agreement = marginal_agreement(y, enc, marginals)
+    points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
+    return points, {
+        "quality": agreement.mean,
+        "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
+        "quality_worst": agreement.worst(),
+        "quality_poor": agreement.mean > QUALITY_WARNING,
+        "quality_warning": quality_warning(agreement.mean, agreement.worst()),
+    }
 
 
 def quality_warning(mean: float, worst: Sequence[str]) -> str:

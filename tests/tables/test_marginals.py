@@ -25,6 +25,7 @@ from opendp_wasserstein.tables.marginals import (
     make_quantile_encoding,
     make_table_marginals,
     project_groups,
+    shrink_children,
     tree_estimate,
     tree_levels,
 )
@@ -232,3 +233,34 @@ def test_quantiles_are_the_inverse_cdf_and_skip_empty_cells():
     assert np.allclose(q, [0.0, 0.125, 0.75, 0.875, 1.0])
     dense = tm.quantiles(c, np.linspace(0, 1, 1001))
     assert not np.any((dense > 0.25) & (dense < 0.75))  # never inside the empty cells
+
+
+def test_shrink_children_evens_out_noise_and_keeps_an_atom():
+    """Children whose spread is no larger than their noise are split evenly (lambda = 0); an
+    atom far above the noise keeps lambda = 1 - (p - 3) var / S, exactly."""
+    parent = np.zeros(16, dtype=np.int64)
+    flat = np.array([1.0, -1.0] * 8)  # S = 16 <= 13 * var: lambda 0
+    np.testing.assert_allclose(
+        shrink_children(flat, np.full(16, 4.0), parent, np.array([32.0])), np.full(16, 2.0)
+    )
+    atom = np.array([160.0] + [0.0] * 15)  # mean 10, S = 150^2 + 15 * 10^2 = 24000
+    out = shrink_children(atom, np.full(16, 24000.0 / 26.0), parent, np.array([160.0]))
+    lam = 1.0 - 13.0 * (24000.0 / 26.0) / 24000.0  # = 1/2
+    np.testing.assert_allclose(out, 10.0 + lam * (atom - 10.0))
+    small = np.array([5.0, 0.0, 1.0])  # groups of at most 3 are kept
+    out = shrink_children(small, np.full(3, 100.0), np.zeros(3, dtype=np.int64), np.array([6.0]))
+    np.testing.assert_allclose(out, small)
+
+
+def test_tree_estimate_with_shrink_keeps_the_mass_and_an_atom():
+    rng = np.random.default_rng(3)
+    fine = np.zeros(256)
+    fine[37] = 500.0
+    fine[208:224] = 20.0
+    levels = [fine + rng.laplace(0, 8, 256), np.bincount(np.arange(256) // 16, weights=fine)]
+    est = tree_estimate(levels, fine.sum(), [128.0, 2.0], shrink=True)
+    assert est.min() >= 0
+    assert est.sum() == pytest.approx(fine.sum())
+    assert est[37] > 450
+    # the flat group: an even split, not a few noisy cells holding it
+    assert np.ptp(est[208:224]) < 10
