@@ -13,6 +13,7 @@ from opendp_wasserstein import measurements as M  # noqa: F401  (re-exported)
 from opendp_wasserstein import postprocessing as P  # noqa: F401
 from opendp_wasserstein import transformations as T  # noqa: F401
 from opendp_wasserstein.core.exact import round_down, round_up, spent, tighten_budget  # noqa: F401
+from opendp_wasserstein.core.plan import plan_of  # noqa: F401
 from opendp_wasserstein.hierarchy.cells import count_tree  # noqa: F401, E402
 from opendp_wasserstein.hierarchy.traversal import (  # noqa: F401, E402
     Frontier,

@@ -1,0 +1,206 @@
+"""Layer 4, continued: exact laws of the composed measurements (a selection or a noisy size,
+then a measurement chosen from it), and the Renyi divergence of the whole Gaussian noisy trees.
+
+* ``make_adaptive_pruned_pmm``: the release's law is the mixture ``P(a, o | x) = P(select a | x)
+  P_a(o | x)``; the selection probabilities are the exponential mechanism's on the package's own
+  scores ``t_scores(x)`` at the scale the constructor's selection uses (read from its plan's
+  ``choose_from_scores``), in interval arithmetic; ``P_a`` is the chosen candidate's
+  Pruned-PMM law (:func:`tests.formal.bounded.pruned_law`) at the scales of the constructor's
+  own ``mains[a]``.  The outcome is keyed by ``(a, leaf masses)``: the released points are a
+  function of it (post-processing), so a certificate on it bounds the release.
+* ``make_noisy_size_then``: ``P(k, o | x) = P(n_hat = k | x) P_{build(k)}(o | x)`` with
+  ``n_hat = max(1, n + LapZ(scale))`` at the scale of the constructor's own ``noisy_size``, on a
+  window of ``k`` (the rest bounded exactly), and ``build(k)`` a Pruned-PMM releasing ``k`` rows
+  (so that ``o`` determines ``k``: the keyed law is the release's).
+* ``make_pruned_tree_gaussian`` / ``make_tree_count_gaussian``: ``exp((alpha - 1) D_alpha)`` of
+  the whole noisy tree (a product over the nodes: independent noise) for integer ``alpha``, with
+  each node's ``sigma`` the one the code asks its sampler for, against ``exp((alpha - 1) alpha
+  rho)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from fractions import Fraction
+
+import opendp.prelude as dp
+import pytest
+
+from tests.formal import bounded as B
+from tests.formal import package as pkg
+
+dp.enable_features("contrib", "idealized-numerics")
+
+SYM, CO = dp.symmetric_distance(), dp.change_one_distance()
+DELTA_MAX = Fraction(1, 10**6)
+
+
+def dom(d, n):
+    return dp.numpy.array2_domain(num_columns=d, size=n, T=float)
+
+
+def report(name, claim, worst):
+    ratio = worst / claim if claim else float("nan")
+    print(
+        f"[bounded] {name}: map {claim:.6g}, worst exact loss {worst:.6g} ({ratio:.3f} of the map)"
+    )
+
+
+def _pairs(pts, n, n_max=2):
+    return B.replacement_pairs(pts, n) if n is not None else B.add_remove_pairs(pts, n_max)
+
+
+def _d_in(metric, n):
+    return (2 if metric == SYM else 1) if n is not None else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Adaptive Pruned-PMM: the mixture over the selected candidate
+
+_PRUNED: dict = {}
+
+
+def _pruned_law(t, x, scales, size, W):
+    """:func:`tests.formal.bounded.pruned_law` of ``t(x)``, memoised across the checks."""
+    key = (x.tobytes(), x.shape, scales, size, W)
+    if key not in _PRUNED:
+        _PRUNED[key] = B.pruned_law(t(x), scales, size, W)
+    return _PRUNED[key]
+
+
+def _selection_law(scores, scale) -> list[B.Iv]:
+    """``P(a) = exp(-B_a / scale) / sum_b exp(-B_b / scale)`` (the exponential mechanism on the
+    utilities ``-B_a / scale``), each weight ``exp(-(B_a - min B) / scale)`` bracketed."""
+    u = [Fraction(float(s)) for s in scores]
+    lo = min(u)
+    ws = [B.exp_iv((a - lo) / Fraction(scale)) for a in u]  # 1 / weight
+    inv = [B.Iv(B._down(1 / w.hi), B._up(1 / w.lo)) for w in ws]
+    tot_lo, tot_hi = sum(w.lo for w in inv), sum(w.hi for w in inv)
+    return [B.Iv(B._down(w.lo / tot_hi), B._up(w.hi / tot_lo)) for w in inv]
+
+
+def _permute_and_flip_law(scores, scale) -> list[B.Iv]:
+    """McKenna-Sheldon's law: a uniform order, ``a`` accepted w.p. ``p_a = exp(-(B_a - min B) /
+    scale)`` (the best always), the first accepted released: ``P(a) = (1/k!) sum_order p_a
+    prod_{b before a} (1 - p_b)``, over every order."""
+    u = [Fraction(float(s)) for s in scores]
+    lo = min(u)
+    ps = []
+    for a in u:
+        w = B.exp_iv((a - lo) / Fraction(scale))
+        ps.append(B.Iv(B._down(1 / w.hi), B._up(1 / w.lo)))
+    k = len(u)
+    perms = list(itertools.permutations(range(k)))
+    out = [B.ZERO] * k
+    for order in perms:
+        reach = B.ONE
+        for a in order:
+            out[a] = out[a] + reach * ps[a] * B.Iv.exact(Fraction(1, len(perms)))
+            reach = reach * B.complement(ps[a])
+    return out
+
+
+def _adaptive_check(
+    n, metric, cands, eps_sel, eps_main, W, scale_factor=1.0, selection="exponential", size=None
+):
+    """Certify the adaptive release's mixture law on every pair; ``scale_factor`` scales the
+    selection's scale (a planted bug when below 1: the code would select at it, claiming the
+    same map).  Without a public ``n``, ``size`` is the public estimate the release uses
+    (the root unnoised; pairs are additions and removals)."""
+    d = 1
+    meas = pkg.M.make_adaptive_pruned_pmm(
+        dom(d, n),
+        metric,
+        eps_sel,
+        eps_main,
+        candidates=cands,
+        score="paper",
+        selection=selection,
+        size=size,
+    )
+    plan = pkg.plan_of(meas)
+    scale = inspect.getclosurevars(plan.choose_from_scores).nonlocals["scale"]
+    assert inspect.getclosurevars(plan.choose_from_scores).nonlocals["selection"] == selection
+    t_scores = pkg.T.make_schedule_scores(
+        dom(d, n), metric, cands, eps_main, score="paper", size=size
+    )
+    root = n if n is not None else size
+    scales = [tuple(c.scales) if n is not None else (math.inf, *c.scales[1:]) for c in cands]
+    counts = []
+    for c, sc, main in zip(cands, scales, plan.mains, strict=True):  # the stages the release runs
+        assert (main.depth, main.scales, main.threshold, main.root_size) == (c.depth, sc, 0.0, root)
+        counts.append(pkg.T.make_dyadic_counts(dom(d, n), metric, c.depth, sc))
+    claim = meas.map(_d_in(metric, n))
+    laws: dict[bytes, tuple[dict, Fraction]] = {}
+    sels: dict[bytes, list[B.Iv]] = {}
+
+    def law(x):
+        key = x.tobytes()
+        if key not in laws:
+            rule = _selection_law if selection == "exponential" else _permute_and_flip_law
+            sel = sels[key] = rule(t_scores(x), scale * scale_factor)
+            out: dict = {}
+            tail = Fraction(0)
+            for a, (sc, t) in enumerate(zip(scales, counts, strict=True)):
+                pa, ta = _pruned_law(t, x, sc, root, W)
+                tail += sel[a].hi * ta
+                for o, p in pa.items():
+                    out[(a, o)] = sel[a] * p
+            laws[key] = (out, tail)
+        return laws[key]
+
+    worst, worst_delta, worst_sel = -math.inf, Fraction(0), -math.inf
+    for x, y in _pairs(B.grid_points(d, max(c.depth for c in cands)), n):
+        (px, tx), (py, ty) = law(x), law(y)
+        cert = B.certify(px, tx, py, claim, p2_tail=ty)
+        worst, worst_delta = max(worst, cert.certified_loss), max(worst_delta, cert.delta)
+        for a, b in zip(sels[x.tobytes()], sels[y.tobytes()], strict=True):
+            worst_sel = max(worst_sel, B._log_ratio(a.lo, b.hi))
+    print(f"[bounded] adaptive: the selection alone, worst loss {worst_sel:.6g}")
+    return claim, worst, worst_delta
+
+
+ADAPTIVE_CANDS = (  # each spends epsilon_main = 8 per replacement: 2 sum_j 1 / sigma_j
+    pkg.ScheduleCandidate(1, 1, (1.0, 0.25)),
+    pkg.ScheduleCandidate(1, 2, (1.0, 0.5, 0.5)),
+)
+
+
+@pytest.mark.parametrize("selection", ["exponential", "permute_and_flip"])
+def test_adaptive_pruned_pmm_mixture_law(selection):
+    claim, worst, delta = _adaptive_check(
+        2, SYM, ADAPTIVE_CANDS, 4.0, 8.0, W=10, selection=selection
+    )
+    report(f"adaptive Pruned-PMM ({selection} mixture, n=2, 2 candidates)", claim, worst)
+    assert delta <= DELTA_MAX, f"certificate failed: delta <= {float(delta):.3g}"
+    assert worst <= claim
+
+
+@pytest.mark.formal_long
+@pytest.mark.parametrize("case", [(2, CO, None), (None, SYM, 2)], ids=["change-one", "unsized"])
+def test_adaptive_pruned_pmm_mixture_law_full(case):
+    n, metric, size = case
+    claim, worst, delta = _adaptive_check(n, metric, ADAPTIVE_CANDS, 4.0, 8.0, W=10, size=size)
+    report(f"adaptive Pruned-PMM (mixture, n={n}, size={size})", claim, worst)
+    assert delta <= DELTA_MAX
+    assert worst <= claim
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.25])
+def test_adaptive_mixture_planted_selection_scale(factor):
+    """Mutants: the selection drawn at ``factor`` times the constructor's scale, the same map.
+    A quarter fails the check.  A half passes it, and must: the paper's scores move in one
+    direction on every pair (a replacement changes the occupancy ``O_j`` by ``+1`` on a run of
+    levels or by ``-1`` on one, never both; the weights are positive), so the exponential
+    mechanism's loss is at most ``Delta / scale = epsilon_select / 2``, and the map's factor 2
+    is slack that no exact law on these grids can expose."""
+    claim, worst, delta = _adaptive_check(
+        2, SYM, ADAPTIVE_CANDS, 4.0, 8.0, W=10, scale_factor=factor
+    )
+    print(f"[mutant] adaptive, selection scale x{factor}: loss {worst:.6g}, map {claim:.6g}")
+    if factor == 0.25:
+        assert delta > DELTA_MAX and worst > claim
+    else:
+        assert delta <= DELTA_MAX and worst <= claim
