@@ -204,3 +204,81 @@ def test_adaptive_mixture_planted_selection_scale(factor):
         assert delta > DELTA_MAX and worst > claim
     else:
         assert delta <= DELTA_MAX and worst <= claim
+
+
+# ---------------------------------------------------------------------------------------------
+# the noisy size, then a measurement built from it
+
+
+def _size_law(n: int, scale: float, K: int) -> tuple[dict[int, B.Iv], Fraction]:
+    """``n_hat = max(1, n + Z)``, ``Z ~ LapZ(scale)``: ``P(n_hat = 1) = P(Z <= 1 - n)``,
+    ``P(n_hat = k) = P(Z = k - n)`` for ``2 <= k <= K``, and the mass above ``K``."""
+    law = {1: B.complement(B.lapz_at_least(2 - n, scale))}
+    for k in range(2, K + 1):
+        law[k] = B.lapz_pmf(k - n, scale)
+    return law, B.lapz_at_least(K + 1 - n, scale).hi
+
+
+def _noisy_size_check(eps_size, inner_scale, K, W, count_factor=1.0):
+    """Certify ``make_noisy_size_then(eps_size, build)`` with ``build(k)`` a depth-1 Pruned-PMM
+    releasing ``k`` rows (the root unnoised), on every add/remove pair of data sets of 0 .. 2
+    rows of a 2-cell grid; ``count_factor`` scales the count's scale (a planted bug when below
+    1: the code would draw the count at it, claiming the same map)."""
+    d, depth = 1, 1
+    scales = (math.inf, inner_scale)
+    domain = dom(d, None)
+
+    def build(k):
+        return pkg.M.make_pruned_pmm(domain, SYM, depth, scales, output_size=k)
+
+    unit = build(1).map(1)  # the levels, whatever k is (the root is not released)
+    meas = pkg.M.make_noisy_size_then(domain, SYM, eps_size, build, lambda d_in: d_in * unit)
+    plan = pkg.plan_of(meas)
+    count_scale = inspect.getclosurevars(plan.noisy_size).nonlocals["count_scale"]
+    t = pkg.T.make_dyadic_counts(domain, SYM, depth, scales)
+    claim = meas.map(1)
+    laws: dict[bytes, tuple[dict, Fraction]] = {}
+
+    def law(x):
+        key = (x.shape, x.tobytes())
+        if key not in laws:
+            sizes, tail = _size_law(x.shape[0], count_scale * count_factor, K)
+            out: dict = {}
+            for k, pk in sizes.items():
+                main = pkg.plan_of(plan.inner(k))  # the measurement the release builds for k
+                assert (main.depth, main.scales, main.root_size) == (depth, scales, k)
+                pa, ta = _pruned_law(t, x, scales, k, W)
+                tail += pk.hi * ta
+                for o, p in pa.items():
+                    out[(k, o)] = pk * p
+            laws[key] = (out, tail)
+        return laws[key]
+
+    worst, worst_delta = -math.inf, Fraction(0)
+    for x, y in B.add_remove_pairs(B.grid_points(d, depth), 3):
+        (px, tx), (py, ty) = law(x), law(y)
+        cert = B.certify(px, tx, py, claim, p2_tail=ty)
+        worst, worst_delta = max(worst, cert.certified_loss), max(worst_delta, cert.delta)
+    return claim, worst, worst_delta
+
+
+def test_noisy_size_then_pruned_pmm_exact_law():
+    claim, worst, delta = _noisy_size_check(2.0, 0.5, K=9, W=8)
+    report("noisy size then Pruned-PMM (mixture over n_hat)", claim, worst)
+    assert delta <= DELTA_MAX, f"certificate failed: delta <= {float(delta):.3g}"
+    assert worst <= claim
+
+
+@pytest.mark.formal_long
+def test_noisy_size_then_pruned_pmm_exact_law_full():
+    claim, worst, delta = _noisy_size_check(1.0, 0.5, K=24, W=9)
+    report("noisy size (eps 1) then Pruned-PMM (mixture over n_hat)", claim, worst)
+    assert delta <= DELTA_MAX
+    assert worst <= claim
+
+
+def test_noisy_size_catches_a_halved_count_scale():
+    """Mutant: the count drawn at half its scale, the same map: fails."""
+    claim, worst, delta = _noisy_size_check(2.0, 0.5, K=9, W=8, count_factor=0.5)
+    print(f"[mutant] noisy size, halved count scale: loss {worst:.6g}, map {claim:.6g}")
+    assert delta > DELTA_MAX and worst > claim
