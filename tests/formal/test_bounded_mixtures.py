@@ -25,6 +25,7 @@ import itertools
 import math
 from fractions import Fraction
 
+import numpy as np
 import opendp.prelude as dp
 import pytest
 
@@ -282,3 +283,131 @@ def test_noisy_size_catches_a_halved_count_scale():
     claim, worst, delta = _noisy_size_check(2.0, 0.5, K=9, W=8, count_factor=0.5)
     print(f"[mutant] noisy size, halved count scale: loss {worst:.6g}, map {claim:.6g}")
     assert delta > DELTA_MAX and worst > claim
+
+
+# ---------------------------------------------------------------------------------------------
+# the Gaussian trees: Renyi divergence of the whole noisy tree at the scales the code asks for
+
+ALPHAS = (2, 3, 4)
+
+
+class _RecordingNoise:
+    """Node noise that records ``(level, cell) -> scale`` and reads every child as positive
+    (``big``), so that the pruned traversal reaches every node of the tree; coins are 0."""
+
+    def __init__(self, big: int = 2**10) -> None:
+        self.asked: dict[tuple[int, tuple[int, ...]], float] = {}
+        self.big = big
+
+    def gaussian(self, level, cells, scale):
+        for c in np.asarray(cells):
+            self.asked[(int(level), tuple(int(v) for v in c))] = float(scale)
+        return np.full(len(cells), self.big, dtype=np.int64)
+
+    laplace = gaussian
+
+    def coins(self, level, cells):
+        return np.zeros(len(cells), dtype=np.int64)
+
+
+def _renyi_worst(pairs_counts, sigmas, rho, sigma_factor=1.0):
+    """``max over pairs and alpha of log(prod_v S_alpha(u_v, v_v, sigma_v)) / ((alpha - 1)
+    alpha)`` (an upper bound of ``D_alpha / alpha``), asserting ``prod <= exp((alpha - 1)
+    alpha rho)`` unless ``sigma_factor`` plants a bug (then the failures are counted)."""
+    worst, failures = 0.0, 0
+    for u, v in pairs_counts:
+        for alpha in ALPHAS:
+            prod = Fraction(1)
+            for a, b, s in zip(u, v, sigmas, strict=True):
+                prod *= B.dgauss_renyi(int(a), int(b), s * sigma_factor, alpha, W=60)
+            bound = B.exp_iv((alpha - 1) * alpha * Fraction(rho)).lo
+            if sigma_factor == 1.0:
+                assert prod <= bound
+            failures += prod > bound
+            worst = max(worst, B._log_ratio(prod, Fraction(1)) / ((alpha - 1) * alpha))
+    return worst, failures
+
+
+def _pruned_gaussian_case(metric, n, monkeypatch):
+    d, depth, scales = 1, 2, (1.0, 1.5, 2.0)
+    t = pkg.T.make_dyadic_counts(dom(d, n), metric, depth, scales, output_metric="l2sq")
+    meas = t >> pkg.M.make_pruned_tree_gaussian(t.output_domain, t.output_metric)
+    rho = meas.map(_d_in(metric, n))
+    rec = _RecordingNoise()
+    monkeypatch.setattr(pkg.tree_noise_module, "_release_noise", lambda _dist: rec)
+    pairs = B.replacement_pairs(B.grid_points(d, depth), n)
+    meas(pairs[0][0])  # the release, run once with the recording noise: every node reached
+    nodes = sorted(rec.asked)
+    assert [lv for lv, _ in nodes] == [lv for lv in range(1, depth + 1) for _ in range(2**lv)]
+    sigmas = [rec.asked[k] for k in nodes]  # the scale of each node, as the code asks for it
+
+    def counts(x):  # the exact count of each node, in the order of ``nodes``
+        tree = t(x)
+        counter = pkg.tree_counter(tree)
+        state = (np.zeros(1, dtype=np.int64), np.full(1, tree.n, dtype=np.int64))
+        out = []
+        for level in range(depth):
+            kids, state = counter(level, state)
+            out += [int(c) for c in np.asarray(kids).reshape(-1)]
+        return out
+
+    return rho, [(counts(x), counts(y)) for x, y in pairs], sigmas
+
+
+@pytest.mark.parametrize("metric", [SYM, CO], ids=["symmetric", "change-one"])
+def test_pruned_tree_gaussian_renyi_whole_tree(metric, monkeypatch):
+    """make_pruned_tree_gaussian: its release is a function of the complete noisy tree (and
+    coins), so ``D_alpha(release) <= sum_v D_alpha(node v)``; every node's ``sigma`` is the one
+    the release asks its noise for (recorded on a run that reaches every node)."""
+    rho, pc, sigmas = _pruned_gaussian_case(metric, 2, monkeypatch)
+    worst, _ = _renyi_worst(pc, sigmas, rho)
+    name = "symmetric" if metric == SYM else "change-one"
+    report(f"pruned tree gaussian (Renyi D_alpha/alpha, alpha 2..4, {name})", rho, worst)
+
+
+def test_pruned_tree_gaussian_catches_a_halved_sigma(monkeypatch):
+    rho, pc, sigmas = _pruned_gaussian_case(SYM, 2, monkeypatch)
+    worst, failures = _renyi_worst(pc, sigmas, rho, sigma_factor=0.5)
+    print(f"[mutant] pruned tree gaussian, sigma / 2: D_alpha/alpha {worst:.6g} > rho {rho:.6g}")
+    assert failures > 0
+
+
+def _tree_count_gaussian_case(metric, n, monkeypatch):
+    tree = pkg.Tree(parent=[-1, 0, 0, 1, 1, 2, 2], weight=[0, 1.0, 2.0, 0.5, 0.5, 1.0, 1.0])
+    cands = np.array([[0.0], [1.0], [2.0], [3.0]])
+    asked = []
+
+    def sampler(node_scales, _rng):
+        asked.append(np.asarray(node_scales, dtype=float).copy())
+        return np.zeros(len(node_scales), dtype=np.int64)
+
+    monkeypatch.setattr(pkg.tree_count_noise_module, "sample_discrete_gaussian", sampler)
+    near = pkg.T.make_nearest_candidate(dom(1, n), metric, cands)
+    t = pkg.T.make_tree_counts(
+        near.output_domain, near.output_metric, tree, (1.0, 1.5, 2.0), output_metric="l2sq"
+    )
+    meas = near >> t >> pkg.M.make_tree_count_gaussian(t.output_domain, t.output_metric)
+    rho = meas.map(_d_in(metric, n))
+    pairs = B.replacement_pairs(cands, n) if n is not None else B.add_remove_pairs(cands, 2)
+    meas(pairs[0][0])  # the release, run once: the scale of every node as the code asks for it
+    (sigmas,) = asked
+    assert len(sigmas) == len(tree.depth)
+    pc = [((near >> t)(x).counts, (near >> t)(y).counts) for x, y in pairs]
+    return rho, pc, [float(s) for s in sigmas]
+
+
+@pytest.mark.parametrize("case", [(2, SYM), (2, CO), (None, SYM)], ids=str)
+def test_tree_count_gaussian_renyi_whole_tree(case, monkeypatch):
+    """make_tree_count_gaussian: every node of the public tree noised independently at the
+    sigma the release hands its sampler; the whole tree's Renyi sum on every pair."""
+    n, metric = case
+    rho, pc, sigmas = _tree_count_gaussian_case(metric, n, monkeypatch)
+    worst, _ = _renyi_worst(pc, sigmas, rho)
+    report(f"tree count gaussian (Renyi D_alpha/alpha, alpha 2..4, n={n})", rho, worst)
+
+
+def test_tree_count_gaussian_catches_a_halved_sigma(monkeypatch):
+    rho, pc, sigmas = _tree_count_gaussian_case(SYM, 2, monkeypatch)
+    worst, failures = _renyi_worst(pc, sigmas, rho, sigma_factor=0.5)
+    print(f"[mutant] tree count gaussian, sigma / 2: D_alpha/alpha {worst:.6g} > rho {rho:.6g}")
+    assert failures > 0
