@@ -104,12 +104,23 @@ def _permute_and_flip_law(scores, scale) -> list[B.Iv]:
 
 
 def _adaptive_check(
-    n, metric, cands, eps_sel, eps_main, W, scale_factor=1.0, selection="exponential", size=None
+    n,
+    metric,
+    cands,
+    eps_sel,
+    eps_main,
+    W,
+    scale_factor=1.0,
+    selection="exponential",
+    size=None,
+    monkeypatch=None,
 ):
     """Certify the adaptive release's mixture law on every pair; ``scale_factor`` scales the
     selection's scale (a planted bug when below 1: the code would select at it, claiming the
     same map).  Without a public ``n``, ``size`` is the public estimate the release uses
-    (the root unnoised; pairs are additions and removals)."""
+    (the root unnoised; pairs are additions and removals).  With ``monkeypatch`` (and the
+    exponential mechanism), the release itself is run on every data set (a seeded run) and the
+    utilities it hands its sampler are required to be ``-t_scores(x) / scale`` exactly."""
     d = 1
     meas = pkg.M.make_adaptive_pruned_pmm(
         dom(d, n),
@@ -140,6 +151,15 @@ def _adaptive_check(
     def law(x):
         key = x.tobytes()
         if key not in laws:
+            if monkeypatch is not None and selection == "exponential":
+                fed = []
+                monkeypatch.setattr(
+                    pkg.adaptive_module, "softmax_choice", lambda z, _rng: fed.append(z) or 0
+                )
+                with pkg.reproducible(0):
+                    meas(x)
+                want = -np.asarray(t_scores(x)) / scale
+                assert len(fed) == 1 and np.array_equal(fed[0], want), (fed, want)
             rule = _selection_law if selection == "exponential" else _permute_and_flip_law
             sel = sels[key] = rule(t_scores(x), scale * scale_factor)
             out: dict = {}
@@ -170,9 +190,9 @@ ADAPTIVE_CANDS = (  # each spends epsilon_main = 8 per replacement: 2 sum_j 1 / 
 
 
 @pytest.mark.parametrize("selection", ["exponential", "permute_and_flip"])
-def test_adaptive_pruned_pmm_mixture_law(selection):
+def test_adaptive_pruned_pmm_mixture_law(selection, monkeypatch):
     claim, worst, delta = _adaptive_check(
-        2, SYM, ADAPTIVE_CANDS, 4.0, 8.0, W=10, selection=selection
+        2, SYM, ADAPTIVE_CANDS, 4.0, 8.0, W=10, selection=selection, monkeypatch=monkeypatch
     )
     report(f"adaptive Pruned-PMM ({selection} mixture, n=2, 2 candidates)", claim, worst)
     assert delta <= DELTA_MAX, f"certificate failed: delta <= {float(delta):.3g}"
@@ -181,9 +201,11 @@ def test_adaptive_pruned_pmm_mixture_law(selection):
 
 @pytest.mark.formal_long
 @pytest.mark.parametrize("case", [(2, CO, None), (None, SYM, 2)], ids=["change-one", "unsized"])
-def test_adaptive_pruned_pmm_mixture_law_full(case):
+def test_adaptive_pruned_pmm_mixture_law_full(case, monkeypatch):
     n, metric, size = case
-    claim, worst, delta = _adaptive_check(n, metric, ADAPTIVE_CANDS, 4.0, 8.0, W=10, size=size)
+    claim, worst, delta = _adaptive_check(
+        n, metric, ADAPTIVE_CANDS, 4.0, 8.0, W=10, size=size, monkeypatch=monkeypatch
+    )
     report(f"adaptive Pruned-PMM (mixture, n={n}, size={size})", claim, worst)
     assert delta <= DELTA_MAX
     assert worst <= claim
