@@ -165,7 +165,8 @@ def _adaptive_check(
             out: dict = {}
             tail = Fraction(0)
             for a, (sc, t) in enumerate(zip(scales, counts, strict=True)):
-                pa, ta = _pruned_law(t, x, sc, root, W)
+                w = W if W is not None else B.window_for(max(sc[1:]), 1e-9)
+                pa, ta = _pruned_law(t, x, sc, root, w)
                 tail += sel[a].hi * ta
                 for o, p in pa.items():
                     out[(a, o)] = sel[a] * p
@@ -207,6 +208,22 @@ def test_adaptive_pruned_pmm_mixture_law_full(case, monkeypatch):
         n, metric, ADAPTIVE_CANDS, 4.0, 8.0, W=10, size=size, monkeypatch=monkeypatch
     )
     report(f"adaptive Pruned-PMM (mixture, n={n}, size={size})", claim, worst)
+    assert delta <= DELTA_MAX
+    assert worst <= claim
+
+
+ADAPTIVE_CANDS_3 = (*ADAPTIVE_CANDS, pkg.ScheduleCandidate(1, 2, (1.0, 0.3125, 1.25)))
+
+
+@pytest.mark.formal_long
+@pytest.mark.parametrize("selection", ["exponential", "permute_and_flip"])
+def test_adaptive_pruned_pmm_mixture_law_three_candidates(selection, monkeypatch):
+    """Three candidates (the third spends 8 as 16/5 + 4/5), each candidate's window from its
+    own largest scale."""
+    claim, worst, delta = _adaptive_check(
+        2, SYM, ADAPTIVE_CANDS_3, 4.0, 8.0, W=None, selection=selection, monkeypatch=monkeypatch
+    )
+    report(f"adaptive Pruned-PMM ({selection} mixture, n=2, 3 candidates)", claim, worst)
     assert delta <= DELTA_MAX
     assert worst <= claim
 
