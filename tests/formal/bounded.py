@@ -374,3 +374,39 @@ def window_for(scale: float, mass: float = 1e-8) -> int:
     """The smallest ``W`` whose LapZ tail ``2 q^(W+1) / (1 + q)`` is below ``mass`` (a float
     estimate; the exact tail is what the checks charge)."""
     return max(1, math.ceil(scale * math.log(2 / mass)))
+
+
+# ---------------------------------------------------------------------------------------------
+# the discrete Gaussian's Renyi sums
+
+
+def exp_neg_hi(x: Fraction) -> Fraction:
+    """An upper bound of ``e^{-x}`` for rational ``x >= 0`` (``e^{-60}`` beyond 60)."""
+    return 1 / exp_iv(min(x, Fraction(60))).lo
+
+
+@functools.cache
+def dgauss_renyi(u: int, v: int, s: float, alpha: int, W: int) -> Fraction:
+    """An upper bound of ``sum_y p(y-u)^alpha p(y-v)^(1-alpha)`` for the discrete Gaussian
+    ``p(z) = exp(-z^2 / (2 s^2)) / Z``, over all integers ``y``.
+
+    The normaliser cancels to ``1/Z``; ``Z`` is at least the window's sum.  The numerator's
+    terms are ``exp(A - (y - c)^2 / (2 s^2))`` with ``c = alpha u + (1 - alpha) v`` and
+    ``A = alpha (alpha - 1) (u - v)^2 / (2 s^2)``; outside the window ``|y - c| >= m`` and
+    ``sum_{k >= m} exp(-k^2 / (2 s^2)) <= exp(-m^2 / (2 s^2)) / (1 - exp(-m / s^2))``
+    (consecutive ratios are at most ``exp(-m / s^2)``), twice for the two sides."""
+    s2 = Fraction(s) ** 2
+    lo_y, hi_y = min(u, v) - W, max(u, v) + W
+    num = Fraction(0)
+    den = Fraction(0)
+    for y in range(lo_y, hi_y + 1):
+        e = Fraction(alpha * (y - u) ** 2 + (1 - alpha) * (y - v) ** 2) / (2 * s2)
+        num += exp_neg_hi(e) if e >= 0 else exp_iv(-e).hi
+        den += 1 / exp_iv(Fraction(y - u) ** 2 / (2 * s2)).hi if (y - u) ** 2 <= 120 * s2 else 0
+    c = alpha * u + (1 - alpha) * v
+    m = min(c - lo_y + 1, hi_y + 1 - c)  # the nearest integers outside the window
+    assert m >= 1, "the window must hold the centre of the numerator's terms"
+    big_a = Fraction(alpha * (alpha - 1) * (u - v) ** 2) / (2 * s2)
+    tail = 2 * exp_iv(big_a).hi * exp_neg_hi(Fraction(m * m) / (2 * s2))
+    tail /= 1 - exp_neg_hi(Fraction(m) / s2)
+    return (num + tail) / den

@@ -13,6 +13,7 @@ from opendp_wasserstein import measurements as M  # noqa: F401  (re-exported)
 from opendp_wasserstein import postprocessing as P  # noqa: F401
 from opendp_wasserstein import transformations as T  # noqa: F401
 from opendp_wasserstein.core.exact import round_down, round_up, spent, tighten_budget  # noqa: F401
+from opendp_wasserstein.core.plan import plan_of  # noqa: F401
 from opendp_wasserstein.hierarchy.cells import count_tree  # noqa: F401, E402
 from opendp_wasserstein.hierarchy.traversal import (  # noqa: F401, E402
     Frontier,
@@ -20,6 +21,7 @@ from opendp_wasserstein.hierarchy.traversal import (  # noqa: F401, E402
     tree_counter,
     zero_respecting_split,
 )
+from opendp_wasserstein.measurements import _adaptive as adaptive_module  # noqa: F401
 from opendp_wasserstein.measurements import _nn_histogram as nn_module  # noqa: F401
 from opendp_wasserstein.measurements import _privtree as privtree_module  # noqa: F401
 from opendp_wasserstein.measurements import _tree_count_noise as tree_count_noise_module  # noqa
@@ -29,6 +31,7 @@ from opendp_wasserstein.measurements._nn_histogram import largest_remainder  # n
 from opendp_wasserstein.measurements._privtree import grow, privtree_parameters  # noqa: F401
 from opendp_wasserstein.public_candidates.trees import Tree, frt_tree  # noqa: F401
 from opendp_wasserstein.release.measurement import split_budget as api_split  # noqa: F401, E402
+from opendp_wasserstein.runtime import reproducible  # noqa: F401
 from opendp_wasserstein.schedules.pure import (  # noqa: F401
     ScheduleCandidate,
     paper_schedule,

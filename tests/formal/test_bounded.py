@@ -292,38 +292,6 @@ def test_nearest_candidate_ties_move_one_unit():
     assert _hist(unsized, np.array([[0.375], [0.375]]), 3).tolist() == [1, 1, 0]
 
 
-def _exp_neg_hi(x: Fraction) -> Fraction:
-    """An upper bound of ``e^{-x}`` for rational ``x >= 0`` (``e^{-60}`` beyond 60)."""
-    return 1 / B.exp_iv(min(x, Fraction(60))).lo
-
-
-@functools.cache
-def _dgauss_renyi(u: int, v: int, s: float, alpha: int, W: int) -> Fraction:
-    """An upper bound of ``sum_y p(y-u)^alpha p(y-v)^(1-alpha)`` for the discrete Gaussian
-    ``p(z) = exp(-z^2 / (2 s^2)) / Z``, over all integers ``y``.
-
-    The normaliser cancels to ``1/Z``; ``Z`` is at least the window's sum.  The numerator's
-    terms are ``exp(A - (y - c)^2 / (2 s^2))`` with ``c = alpha u + (1 - alpha) v`` and
-    ``A = alpha (alpha - 1) (u - v)^2 / (2 s^2)``; outside the window ``|y - c| >= m`` and
-    ``sum_{k >= m} exp(-k^2 / (2 s^2)) <= exp(-m^2 / (2 s^2)) / (1 - exp(-m / s^2))``
-    (consecutive ratios are at most ``exp(-m / s^2)``), twice for the two sides."""
-    s2 = Fraction(s) ** 2
-    lo_y, hi_y = min(u, v) - W, max(u, v) + W
-    num = Fraction(0)
-    den = Fraction(0)
-    for y in range(lo_y, hi_y + 1):
-        e = Fraction(alpha * (y - u) ** 2 + (1 - alpha) * (y - v) ** 2) / (2 * s2)
-        num += _exp_neg_hi(e) if e >= 0 else B.exp_iv(-e).hi
-        den += 1 / B.exp_iv(Fraction(y - u) ** 2 / (2 * s2)).hi if (y - u) ** 2 <= 120 * s2 else 0
-    c = alpha * u + (1 - alpha) * v
-    m = min(c - lo_y + 1, hi_y + 1 - c)  # the nearest integers outside the window
-    assert m >= 1, "the window must hold the centre of the numerator's terms"
-    big_a = Fraction(alpha * (alpha - 1) * (u - v) ** 2) / (2 * s2)
-    tail = 2 * B.exp_iv(big_a).hi * _exp_neg_hi(Fraction(m * m) / (2 * s2))
-    tail /= 1 - _exp_neg_hi(Fraction(m) / s2)
-    return (num + tail) / den
-
-
 def test_gaussian_renyi_integer_orders():
     """make_tree_gaussian per coordinate: ``exp((alpha - 1) D_alpha) <= exp((alpha - 1) alpha
     rho)`` for alpha = 2, 3, 4, in rationals, with the exact counts of every neighbour pair: the
@@ -340,7 +308,7 @@ def test_gaussian_renyi_integer_orders():
         for alpha in (2, 3, 4):
             prod = Fraction(1)
             for (j, a), (_, b) in zip(u[1:], v[1:], strict=True):
-                prod *= _dgauss_renyi(int(a), int(b), scales[j], alpha, W=60)
+                prod *= B.dgauss_renyi(int(a), int(b), scales[j], alpha, W=60)
             assert prod <= B.exp_iv((alpha - 1) * alpha * Fraction(rho)).lo
             worst = max(worst, B._log_ratio(prod, Fraction(1)) / ((alpha - 1) * alpha))
     report("tree gaussian (Renyi, alpha 2..4)", rho, worst)
