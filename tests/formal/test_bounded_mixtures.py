@@ -159,7 +159,8 @@ def _adaptive_check(
                 with pkg.reproducible(0):
                     meas(x)
                 want = -np.asarray(t_scores(x)) / scale
-                assert len(fed) == 1 and np.array_equal(fed[0], want), (fed, want)
+                assert len(fed) == 1, (fed, want)
+                assert np.array_equal(fed[0], want), (fed, want)
             rule = _selection_law if selection == "exponential" else _permute_and_flip_law
             sel = sels[key] = rule(t_scores(x), scale * scale_factor)
             out: dict = {}
@@ -241,9 +242,11 @@ def test_adaptive_mixture_planted_selection_scale(factor):
     )
     print(f"[mutant] adaptive, selection scale x{factor}: loss {worst:.6g}, map {claim:.6g}")
     if factor == 0.25:
-        assert delta > DELTA_MAX and worst > claim
+        assert delta > DELTA_MAX
+        assert worst > claim
     else:
-        assert delta <= DELTA_MAX and worst <= claim
+        assert delta <= DELTA_MAX
+        assert worst <= claim
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,7 +324,8 @@ def test_noisy_size_catches_a_halved_count_scale():
     """Mutant: the count drawn at half its scale, the same map: fails."""
     claim, worst, delta = _noisy_size_check(2.0, 0.5, K=9, W=8, count_factor=0.5)
     print(f"[mutant] noisy size, halved count scale: loss {worst:.6g}, map {claim:.6g}")
-    assert delta > DELTA_MAX and worst > claim
+    assert delta > DELTA_MAX
+    assert worst > claim
 
 
 # ---------------------------------------------------------------------------------------------
