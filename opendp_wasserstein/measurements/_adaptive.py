@@ -21,6 +21,7 @@ from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements._adaptive_common import (
     adaptive_setup,
     candidate_releases,
+    shared_options,
     softmax_choice,
 )
 from opendp_wasserstein.measurements._adaptive_zcdp import make_adaptive_pruned_pmm_zcdp
@@ -149,47 +150,21 @@ def make_adaptive_pruned_pmm(
     (0.5, (2000, 3))
     """
     assert_features("contrib")
+    shared = shared_options(locals())
     if check_output_measure(output_measure) == "gaussian":
         return make_adaptive_pruned_pmm_zcdp(
-            input_domain,
-            input_metric,
-            rho_select=epsilon_select,
-            rho_main=epsilon_main,
-            bounds=bounds,
-            placement=placement,
-            candidates=candidates,
-            selection=selection,
-            c_abs=c_abs,
-            size=size,
-            split_order=split_order,
-            consistency=consistency,
-            threshold=threshold,
-            score=score,
+            input_domain, input_metric, rho_select=epsilon_select, rho_main=epsilon_main, **shared
         )
     setup = adaptive_setup(
         input_domain,
         input_metric,
         budget_select=epsilon_select,
         budget_main=epsilon_main,
-        bounds=bounds,
-        placement=placement,
-        candidates=candidates,
-        selection=selection,
-        c_abs=c_abs,
-        size=size,
-        split_order=split_order,
-        consistency=consistency,
-        threshold=threshold,
-        score=score,
         output_measure=None,
+        **shared,
     )
-    n, eps_sel, eps_main, cands, kind = (
-        setup.n,
-        setup.select,
-        setup.main,
-        setup.candidates,
-        setup.kind,
-    )
+    n, cands, kind = setup.n, setup.candidates, setup.kind
+    eps_sel, eps_main = setup.select, setup.main
     score, t_scores = setup.score, setup.scores
     # the score sensitivity Delta_A the transformation's map is calibrated to: its map of one unit
     # (one replacement, d_in = 2 under a sized symmetric_distance; one record without a size)

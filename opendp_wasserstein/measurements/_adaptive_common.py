@@ -5,7 +5,7 @@ syntheses, and the seeded softmax of reproducible runs."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,26 @@ class AdaptiveSetup:
     candidates: tuple[ScheduleCandidate, ...]
     kind: str
     scores: Transformation
+
+
+#: the options both branches (pure and zCDP) pass unchanged to :func:`adaptive_setup`
+SHARED_OPTIONS = (
+    "bounds",
+    "placement",
+    "candidates",
+    "selection",
+    "c_abs",
+    "size",
+    "split_order",
+    "consistency",
+    "threshold",
+    "score",
+)
+
+
+def shared_options(scope: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`SHARED_OPTIONS` of a constructor's arguments (its ``locals()`` on entry)."""
+    return {k: scope[k] for k in SHARED_OPTIONS}
 
 
 def adaptive_setup(

@@ -39,6 +39,7 @@ from opendp_wasserstein.hierarchy.split_order import SplitOrder
 from opendp_wasserstein.measurements._adaptive_common import (
     adaptive_setup,
     candidate_releases,
+    shared_options,
     softmax_choice,
 )
 from opendp_wasserstein.noise._source import SELECTION_STREAM, as_random_source
@@ -91,25 +92,11 @@ def make_adaptive_pruned_pmm_zcdp(
         input_metric,
         budget_select=rho_select,
         budget_main=rho_main,
-        bounds=bounds,
-        placement=placement,
-        candidates=candidates,
-        selection=selection,
-        c_abs=c_abs,
-        size=size,
-        split_order=split_order,
-        consistency=consistency,
-        threshold=threshold,
-        score=score,
         output_measure=_ZCDP,
+        **shared_options(locals()),
     )
-    n, rho_sel, rho_main_, cands, kind = (
-        setup.n,
-        setup.select,
-        setup.main,
-        setup.candidates,
-        setup.kind,
-    )
+    n, cands, kind = setup.n, setup.candidates, setup.kind
+    rho_sel, rho_main_ = setup.select, setup.main
     score, t_scores = setup.score, setup.scores
     # exact synthesis cost of one replacement (sized: m^2 sum w, m = 1) or one record (unsized,
     # sigma_0 = inf: k^2 sum w / 2, k = 1), largest over the candidates
