@@ -26,6 +26,7 @@ from opendp_wasserstein.release.options import (
     SELECTION_MECHANISMS,
     check_public_size,
 )
+from opendp_wasserstein.release.progress import check_progress
 from opendp_wasserstein.release.reports import SelectionReport, SynthesisReport
 from opendp_wasserstein.tables.measurement import SYNTHESIS_MECHANISMS
 from opendp_wasserstein.tables.release import select_table_candidates, synthesize_table
@@ -66,6 +67,14 @@ _TREE_OPTIONS = (
 )
 
 
+def _no_table_progress(progress: Any) -> None:
+    if check_progress(progress):
+        raise ValueError(
+            "progress=True applies to array releases: a release with a schema shows no bar "
+            "(leave progress unset)"
+        )
+
+
 def _schema(schema: Any) -> Schema:
     return schema if isinstance(schema, Schema) else Schema.from_json(schema)
 
@@ -90,6 +99,7 @@ def synthesize(
     score: str | None = None,
     accept_data_derived_schema: bool = False,
     structured: Any = None,
+    progress: bool | None = None,
 ) -> tuple[Any, SynthesisReport]:
     """Release a differentially private synthetic copy of ``X`` with small W1 distance.
 
@@ -169,6 +179,12 @@ def synthesize(
         were read off the data (``derived_from_data``: not private); refused by default
     :param structured: with ``schema`` and ``mechanism="structured"``: a
         :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions` (default: its defaults)
+    :param progress: a progress bar on standard error over the release's stages (data checked,
+        measurement built, released; ``tqdm``): None (default) shows it when standard error is a
+        terminal, the size is public and ``len(X) >=``
+        :data:`~opendp_wasserstein.release.progress.LONG_RELEASE_ROWS`; never with a private
+        size (``n`` is then not read for the choice); array releases only (with a ``schema``
+        leave it None or False)
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -188,6 +204,7 @@ def synthesize(
     (True, 1e-09, True)
     """
     if schema is not None:
+        _no_table_progress(progress)
         public = check_public_size(public_size)  # the structured default depends on it
         if bounds is not None:
             raise ValueError("give either bounds or schema, not both (a schema holds the bounds)")
@@ -269,6 +286,7 @@ def synthesize(
         threshold=threshold,
         delta=delta,
         score=score,
+        progress=progress,
     )
 
 
@@ -284,6 +302,7 @@ def select_candidates(
     schema: Any = None,
     columns: Any = None,
     accept_data_derived_schema: bool = False,
+    progress: bool | None = None,
 ) -> tuple[np.ndarray, SelectionReport]:
     """Privately choose a size-``m`` multiset of public candidates ``C`` close in W1 to ``D``.
 
@@ -315,6 +334,7 @@ def select_candidates(
         (:func:`~opendp_wasserstein.tables.release.select_table_candidates`)
     :param columns: with ``schema``: use only these columns of ``D`` and ``C``
     :param accept_data_derived_schema: with ``schema``: as for :func:`synthesize`
+    :param progress: the progress bar, as for :func:`synthesize` (rule on ``len(D)``)
     :return: ``k`` int64 multiplicities summing to ``m`` (one per candidate row), and a
         :class:`SelectionReport`
 
@@ -330,6 +350,7 @@ def select_candidates(
     (20, 1.0)
     """
     if schema is not None:
+        _no_table_progress(progress)
         if metric not in (None, "table"):
             raise ValueError(
                 "with a schema the metric is the table metric: leave metric unset (or 'table')"
@@ -351,5 +372,12 @@ def select_candidates(
         raise ValueError("columns applies only with a schema")
     metric = "l2" if metric is None else metric
     return select_array_candidates(
-        D, C, m, epsilon, mechanism=mechanism, metric=metric, public_size=public_size
+        D,
+        C,
+        m,
+        epsilon,
+        mechanism=mechanism,
+        metric=metric,
+        public_size=public_size,
+        progress=progress,
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any
@@ -20,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 from opendp.mod import OpenDPException, assert_features
 
-from opendp_wasserstein.core.optional import import_optional
+from opendp_wasserstein.release.progress import NoProgress
+from opendp_wasserstein.release.progress import progress_bar as progress
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.tables.io import write_file
 
@@ -207,42 +207,6 @@ def unit(private_size: bool) -> str:
     """What ``epsilon`` is certified for: one replacement (public size) or one added or removed
     record (private size; a replacement then costs twice as much)."""
     return "one added or removed record" if private_size else "one replacement"
-
-
-class NoProgress:
-    """Stands in for a progress bar where none is shown."""
-
-    total: int | None = None
-
-    def update(self, k: int = 1) -> None: ...
-
-    def step(self, done: int, total: int) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def progress(total: int, quiet: bool, desc: str) -> Any:
-    """A progress bar on standard error, shown only on a terminal and only if tqdm is installed.
-
-    Nothing is shown when ``quiet``, when standard error is not a terminal (pipes, files, CI
-    logs) or when tqdm (the ``progress`` extra) is missing.  The bar has ``update(k)``,
-    ``step(done, total)`` (for steps whose count is known only as they run) and ``close()``.
-    """
-    stream = sys.stderr
-    isatty = getattr(stream, "isatty", None)
-    if quiet or not (callable(isatty) and isatty()):
-        return NoProgress()
-    try:
-        tqdm = import_optional("tqdm", "the progress bar").tqdm
-    except ImportError:
-        return NoProgress()
-
-    class _Bar(tqdm):  # type: ignore[misc,valid-type]
-        def step(self, done: int, total: int) -> None:
-            self.total = total
-            self.update(done - self.n)
-
-    return _Bar(total=total, desc=desc, file=stream, leave=False)
 
 
 def tree_em_features(args: argparse.Namespace) -> None:

@@ -48,6 +48,7 @@ def run_synth(args: argparse.Namespace) -> dict[str, Any]:
             delta=args.delta,
             consistency=args.consistency,
             score=args.score,
+            progress=False,  # the command's own bar covers reading, the release and writing
         )
     steps.update(1)
     write_numeric(args.output, header, y)
@@ -121,6 +122,7 @@ def run_select(args: argparse.Namespace) -> dict[str, Any]:
             mechanism=args.mechanism,
             metric=args.metric or "l2",
             public_size=not args.private_size,
+            progress=False,  # the command's own bar covers reading, the release and writing
         )
     steps.update(1)
     chosen = np.flatnonzero(counts)

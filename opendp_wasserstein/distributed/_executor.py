@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from opendp_wasserstein.distributed._pmm import (
     run_pmm,
 )
 from opendp_wasserstein.distributed._source import blocks_of, parquet_files
+from opendp_wasserstein.release.progress import default_progress
 
 __all__ = ["release_on_dask", "DistributedRelease", "local_client", "default_progress"]
 
@@ -91,19 +91,6 @@ def _client(client: Any) -> Iterator[Any]:
         return
     with local_client() as c:
         yield c
-
-
-def default_progress(progress: bool | None, private_size: bool) -> bool:
-    """Whether a release shows its progress bars: never with a private size (a bar counts the
-    input blocks, whose number may follow the source's layout); otherwise ``progress``, or with
-    None (the default of the Python API, as on the command line) when standard error is a
-    terminal."""
-    if private_size:
-        return False
-    if progress is not None:
-        return bool(progress)
-    isatty = getattr(sys.stderr, "isatty", None)
-    return callable(isatty) and bool(isatty())
 
 
 def _size_is_private(plan: Any) -> bool:

@@ -17,10 +17,22 @@ import numpy as np
 from opendp_wasserstein import runtime
 from opendp_wasserstein.release.measurement import selection_measurement, synthesis_measurement
 from opendp_wasserstein.release.options import SelectionOptions, SynthesisOptions, as_bounds
+from opendp_wasserstein.release.progress import default_progress, progress_bar
 from opendp_wasserstein.release.reports import SelectionReport, SynthesisReport, synthesis_report
 from opendp_wasserstein.transformations._schedule_scores import check_split_order
 
 __all__ = ["as_data", "synthesize_array", "select_array_candidates"]
+
+
+def _bar(opts: SynthesisOptions | SelectionOptions, x: np.ndarray, desc: str) -> Any:
+    """The release's bar over its three stages (data checked, measurement built, released):
+    :func:`~opendp_wasserstein.release.progress.default_progress` decides, on the row count only
+    when it is public (with a private size no bar is shown and ``n`` is not read here)."""
+    rows = int(x.shape[0]) if opts.public_size else None
+    shown = default_progress(opts.progress, not opts.public_size, rows)
+    steps = progress_bar(3, not shown, desc)
+    steps.update(1)
+    return steps
 
 
 def as_data(x: Any, name: str = "X", public_size: bool = True) -> np.ndarray:
@@ -81,13 +93,17 @@ def synthesize_array(
     n, d = x.shape
     box = as_bounds(bounds, d)
     order = check_split_order(split_order, d)
+    steps = _bar(opts, x, "synthesize")
     meas, rho = synthesis_measurement(
         opts, d=d, n=n if opts.public_size else None, box=box, order=order
     )
+    steps.update(1)
     t0 = time.perf_counter()
     with runtime.diagnostics() as records:
         y = meas(x)
     seconds = time.perf_counter() - t0
+    steps.update(1)
+    steps.close()
     certified_delta = None
     if opts.delta is not None:
         certified, certified_delta = meas.map(1)
@@ -120,10 +136,14 @@ def select_array_candidates(
     opts = SelectionOptions(epsilon=epsilon, **options)
     x = as_data(D, "D", public_size=opts.public_size)
     n, p = x.shape
+    steps = _bar(opts, x, "select")
     meas = selection_measurement(opts, p=p, n=n if opts.public_size else None, candidates=C, m=m)
+    steps.update(1)
     t0 = time.perf_counter()
     counts = np.asarray(meas(x), dtype=np.int64)
     seconds = time.perf_counter() - t0
+    steps.update(1)
+    steps.close()
     certified = meas.map(1)
     return counts, SelectionReport(
         opts.mechanism, certified, int(m), int(counts.size), seconds if opts.public_size else None

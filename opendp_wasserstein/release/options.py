@@ -21,6 +21,7 @@ import numpy as np
 from opendp_wasserstein.core.box import Box, as_box
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.hierarchy.least_squares import check_postprocessing
+from opendp_wasserstein.release.progress import check_progress
 from opendp_wasserstein.transformations._schedule_scores import check_score
 
 __all__ = [
@@ -115,6 +116,8 @@ class SynthesisOptions:
     :param delta: ``None`` (pure DP) or ``delta`` in ``(0, 1)``: ``(epsilon, delta)``-DP through
         the zCDP variant (public size only)
     :param score: adaptive only: ``"capped"`` (default, :data:`DEFAULT_SCORE`) or ``"paper"``
+    :param progress: the in-memory release's progress bar: None (default:
+        :func:`~opendp_wasserstein.release.progress.default_progress`), True or False
 
     :example:
 
@@ -138,6 +141,7 @@ class SynthesisOptions:
     threshold: float | None = None
     delta: float | None = None
     score: str | None = None
+    progress: bool | None = None
     #: the pruned traversal's checked ``(consistency, threshold)``
     post: tuple[str, float] = field(init=False)
     #: the checked score (:data:`DEFAULT_SCORE` when ``score`` is None)
@@ -145,6 +149,7 @@ class SynthesisOptions:
 
     def __post_init__(self) -> None:
         public = check_public_size(self.public_size)
+        check_progress(self.progress)
         if self.delta is not None:
             object.__setattr__(self, "delta", check_delta(self.delta))
             if not public:
@@ -210,6 +215,7 @@ class SelectionOptions:
     :param mechanism: one of :data:`SELECTION_MECHANISMS`
     :param metric: the ground metric, ``"l2"``, ``"l1"`` or ``"linf"``
     :param public_size: whether ``n`` is public (Tree-EM needs it)
+    :param progress: the in-memory release's progress bar, as in :class:`SynthesisOptions`
 
     :example:
 
@@ -223,8 +229,10 @@ class SelectionOptions:
     mechanism: str = "projection"
     metric: str = "l2"
     public_size: bool = True
+    progress: bool | None = None
 
     def __post_init__(self) -> None:
+        check_progress(self.progress)
         if self.mechanism not in SELECTION_MECHANISMS:
             raise ValueError(
                 f"mechanism must be one of {SELECTION_MECHANISMS}, got {self.mechanism!r}"
