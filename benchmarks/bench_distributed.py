@@ -11,8 +11,10 @@ of Gaussians clipped to the unit cube, generated file by file, seeded).  For eve
 
 Printed per ``n``: seconds, rows/s, the driver's peak RSS (``ru_maxrss`` of the driver process,
 which also runs the scheduler) and each worker's peak RSS (``ru_maxrss`` of the worker
-processes), the chosen depth and the number of noisy nodes; then the per-row cost and an
-extrapolation to ``10^10`` rows on 100 workers with its assumptions.
+processes), the chosen depth and the number of noisy nodes; the scheduler's measured cost per
+task (``--sched-tasks`` trivial tasks, default 3000, submitted one by one and gathered on the same
+cluster after the release); then, with two sizes or more, the per-row cost and an extrapolation
+to ``10^10`` rows on 100 workers with its assumptions, its scheduler time from the measured cost.
 
 ``--kind mixed`` (or ``both``): a mixed table of ``--columns`` columns (default 12: categorical,
 bool, int, nullable float in turn, dependent through a latent factor), released by the
@@ -37,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -114,6 +117,18 @@ def write_mixed(root: str, n: int, k: int, per_file: int, row_group: int) -> Non
         os.replace(tmp, path)
 
 
+def scheduler_ms_per_task(client: Any, tasks: int) -> float:
+    """Milliseconds per task of the scheduler round trip on ``client``: ``tasks`` trivial tasks
+    (``abs(i)``) submitted one by one as the release's driver does (``client.submit(...,
+    pure=False)``), then gathered; after a warm-up of 100 such tasks."""
+    warm = [client.submit(abs, -i, pure=False) for i in range(100)]
+    client.gather(warm)
+    t0 = time.perf_counter()
+    futures = [client.submit(abs, -i, pure=False) for i in range(tasks)]
+    client.gather(futures)
+    return (time.perf_counter() - t0) * 1e3 / tasks
+
+
 def child(args: argparse.Namespace) -> None:
     """One release in this (fresh) process; prints one JSON line."""
     import opendp.prelude as dp
@@ -156,6 +171,7 @@ def child(args: argparse.Namespace) -> None:
                     progress=False,
                 )
             seconds = time.perf_counter() - t0
+            sched_ms = scheduler_ms_per_task(client, args.sched_tasks)
             workers = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -173,6 +189,8 @@ def child(args: argparse.Namespace) -> None:
                 "depth": report.depth,
                 "visited": report.visited_nodes,
                 "joint": report.details.get("joint_kind", ""),
+                "sched_ms": sched_ms,
+                "sched_tasks": args.sched_tasks,
             }
         )
     )
@@ -224,6 +242,8 @@ def run_kind(a: argparse.Namespace, kind: str, ns: list[int]) -> int:
             a.mechanism,
             "--d",
             str(a.d),
+            "--sched-tasks",
+            str(a.sched_tasks),
         ]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode:
@@ -239,6 +259,17 @@ def run_kind(a: argparse.Namespace, kind: str, ns: list[int]) -> int:
             f"{n:>12,} {r['seconds']:>9.1f} {n / r['seconds']:>11,.0f} {r['parts']:>6} "
             f"{r['driver_rss'] / 2**20:>10.0f} {wmb:>16} {depth:>6} {r['visited']:>12,}"
         )
+    if rows:
+        sched_ms = float(np.median([r["sched_ms"] for r in rows]))
+        each = ", ".join(f"{r['sched_ms']:.3f}" for r in rows)
+        print(
+            f"\nscheduler: {sched_ms:.3f} ms per task (median over {len(rows)} cluster(s): "
+            f"{each}; {a.sched_tasks:,} trivial tasks "
+            f"submitted one by one and gathered on the same {a.workers}-worker LocalCluster, "
+            "after each release)"
+        )
+    if kind == "numeric" and len(rows) < 2:
+        print("extrapolation to 10^10 rows: needs two sizes in --ns (the marginal cost per row)")
     if kind == "numeric" and len(rows) >= 2:
         a_, b_ = rows[-2], rows[-1]
         per_row = (b_["seconds"] - a_["seconds"]) / (b_["n"] - a_["n"])  # marginal cost, 2 workers
@@ -252,17 +283,20 @@ def run_kind(a: argparse.Namespace, kind: str, ns: list[int]) -> int:
         compute = per_row * a.workers * n10 / w10
         network = n10 * a.d * 8 / 1e9 / w10  # GB per worker at 1 GB/s
         tasks = 2 * n10 // a.rows_per_file + groups10 * parts10 + 3 * parts10
-        sched = tasks * 1e-3
+        sched = tasks * sched_ms * 1e-3
         total = compute + network + sched + fixed
         print(
             f"extrapolation, 10^10 rows on {w10} workers: ~{total / 60:.0f} min = "
             f"{compute / 60:.0f} min of per-row work (this machine's per-worker cost, linear "
             "in n / workers) "
             f"+ {network:.0f} s moving {n10 * a.d * 8 / 1e9:,.0f} GB once at 1 GB/s per worker "
-            f"+ {sched / 60:.0f} min of scheduler time for {tasks:,} tasks at 1 ms each "
+            f"+ {sched / 60:.1f} min of scheduler time for {tasks:,} tasks at the measured "
+            f"{sched_ms:.3f} ms each "
             f"({parts10:,} parts of 10^7 rows, {groups10} split groups, input files of "
             f"{a.rows_per_file:,} rows) "
-            f"+ {fixed:.0f} s fixed.  Assumed: workers like these cores with >= 4 GB each "
+            f"+ {fixed:.0f} s fixed.  Assumed: the scheduler's cost per task measured here on "
+            f"{a.workers} local workers holds on {w10} (one scheduler; not measured at that "
+            "scale), workers like these cores with >= 4 GB each "
             f"(a part's rows and tree: ~0.5 GB), a shared file system or object store, and the "
             f"driver's memory is the level-j0 histogram (<= 2^20 counts)"
         )
@@ -282,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kind", choices=["numeric", "mixed", "both"], default="numeric")
     p.add_argument("--columns", type=int, default=12, help="columns of the mixed table")
     p.add_argument("--row-group", type=int, default=1 << 18, help="rows per Parquet row group")
+    p.add_argument(
+        "--sched-tasks",
+        type=int,
+        default=3000,
+        help="trivial tasks timed on each cluster for the scheduler's cost per task",
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
