@@ -39,13 +39,15 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
+from opendp.mod import GLOBAL_FEATURES, disable_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein.core import dp
@@ -142,10 +144,19 @@ def table_blocks(
     return blocks, n
 
 
-def _contrib() -> None:
-    # the driver built the release's measurement (contrib asserted there); a worker process
-    # builds the same counting transformations on the rows it reads
-    dp.enable_features("contrib")
+@contextmanager
+def _contrib() -> Iterator[None]:
+    """The driver built the release's measurement (contrib asserted there); a worker builds the
+    same counting transformations on the rows it reads.  A worker may be a thread of the
+    caller's own process, so the caller's OpenDP features are left as they were."""
+    added = "contrib" not in GLOBAL_FEATURES
+    if added:
+        dp.enable_features("contrib")
+    try:
+        yield
+    finally:
+        if added:
+            disable_features("contrib")
 
 
 def _part_domain(d: int) -> Any:
@@ -157,13 +168,13 @@ def marginal_counts_task(
 ) -> tuple[int, list[np.ndarray]]:
     """Rows and the first look's exact level counts of one block (``trees``: per count, the
     column, its leaves and the level), by :func:`make_level_counts` on the block's rows."""
-    _contrib()
     x = block()
-    dom, met = _part_domain(x.shape[1]), dp.symmetric_distance()
-    out = [
-        np.asarray(make_level_counts(dom, met, p, leaves, j)(x), dtype=np.int64)
-        for p, leaves, j in trees
-    ]
+    with _contrib():
+        dom, met = _part_domain(x.shape[1]), dp.symmetric_distance()
+        out = [
+            np.asarray(make_level_counts(dom, met, p, leaves, j)(x), dtype=np.int64)
+            for p, leaves, j in trees
+        ]
     return int(x.shape[0]), out
 
 
