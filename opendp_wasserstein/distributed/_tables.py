@@ -37,6 +37,7 @@ structured release needs a public ``n``, in memory too).
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -144,19 +145,30 @@ def table_blocks(
     return blocks, n
 
 
+_CONTRIB_LOCK = threading.Lock()
+_CONTRIB_USERS = 0
+_CONTRIB_ADDED = False
+
+
 @contextmanager
 def _contrib() -> Iterator[None]:
     """The driver built the release's measurement (contrib asserted there); a worker builds the
     same counting transformations on the rows it reads.  A worker may be a thread of the
     caller's own process, so the caller's OpenDP features are left as they were."""
-    added = "contrib" not in GLOBAL_FEATURES
-    if added:
-        dp.enable_features("contrib")
+    global _CONTRIB_USERS, _CONTRIB_ADDED
+    with _CONTRIB_LOCK:  # worker threads share the process's features: count the users
+        if _CONTRIB_USERS == 0:
+            _CONTRIB_ADDED = "contrib" not in GLOBAL_FEATURES
+            if _CONTRIB_ADDED:
+                dp.enable_features("contrib")
+        _CONTRIB_USERS += 1
     try:
         yield
     finally:
-        if added:
-            disable_features("contrib")
+        with _CONTRIB_LOCK:
+            _CONTRIB_USERS -= 1
+            if _CONTRIB_USERS == 0 and _CONTRIB_ADDED:
+                disable_features("contrib")
 
 
 def _part_domain(d: int) -> Any:
