@@ -67,14 +67,6 @@ _TREE_OPTIONS = (
 )
 
 
-def _no_table_progress(progress: Any) -> None:
-    if check_progress(progress):
-        raise ValueError(
-            "progress=True applies to array releases: a release with a schema shows no bar "
-            "(leave progress unset)"
-        )
-
-
 def _schema(schema: Any) -> Schema:
     return schema if isinstance(schema, Schema) else Schema.from_json(schema)
 
@@ -183,8 +175,8 @@ def synthesize(
         measurement built, released; ``tqdm``): None (default) shows it when standard error is a
         terminal, the size is public and ``len(X) >=``
         :data:`~opendp_wasserstein.release.progress.LONG_RELEASE_ROWS`; never with a private
-        size (``n`` is then not read for the choice); array releases only (with a ``schema``
-        leave it None or False)
+        size (``n`` is then not read for the choice); with a ``schema`` the same rule on the
+        table's row count
     :return: the synthetic array (or table) and a :class:`SynthesisReport`
 
     :example:
@@ -204,7 +196,7 @@ def synthesize(
     (True, 1e-09, True)
     """
     if schema is not None:
-        _no_table_progress(progress)
+        check_progress(progress)
         public = check_public_size(public_size)  # the structured default depends on it
         if bounds is not None:
             raise ValueError("give either bounds or schema, not both (a schema holds the bounds)")
@@ -253,6 +245,7 @@ def synthesize(
                 columns,
                 accept_data_derived_schema=accept_data_derived_schema,
                 structured=True if structured is None else structured,
+                progress=progress,
             )
         if structured is not None:
             raise ValueError("structured applies only to mechanism='structured'")
@@ -265,6 +258,7 @@ def synthesize(
             placement=placement,
             public_size=public,
             accept_data_derived_schema=accept_data_derived_schema,
+            progress=progress,
             **tree_options,
         )
     if accept_data_derived_schema:
@@ -350,7 +344,7 @@ def select_candidates(
     (20, 1.0)
     """
     if schema is not None:
-        _no_table_progress(progress)
+        check_progress(progress)
         if metric not in (None, "table"):
             raise ValueError(
                 "with a schema the metric is the table metric: leave metric unset (or 'table')"
@@ -365,6 +359,7 @@ def select_candidates(
             accept_data_derived_schema,
             mechanism=mechanism,
             public_size=public_size,
+            progress=progress,
         )
     if accept_data_derived_schema:
         raise ValueError("accept_data_derived_schema applies only with a schema")

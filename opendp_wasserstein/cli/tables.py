@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from opendp_wasserstein.api import select_candidates, synthesize
-from opendp_wasserstein.cli._common import CliError, seeded, tree_em_features, unit
+from opendp_wasserstein.cli._common import CliError, progress, seeded, tree_em_features, unit
 from opendp_wasserstein.tables.drafting import RELIABLE_N_EPSILON, draft_schema
 from opendp_wasserstein.tables.io import (
     atomic_output,
@@ -285,6 +285,10 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             "score": args.score,
             "delta": delta,
         }
+    # the command's bar over reading, the release and writing (as for arrays); none with a
+    # private size, whose timing follows n
+    steps = progress(3, args.quiet or args.json or private_size, "synth")
+    steps.update(1)
     with seeded(args.seed):
         try:
             out, report = synthesize(
@@ -294,14 +298,19 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
                 columns=names,
                 mechanism=mechanism,
                 accept_data_derived_schema=bool(derived),  # checked above, by name
+                progress=False,
                 **kwargs,
             )
         except ValueError as e:  # an option refused by the release: named as the flag
+            steps.close()
             raise _fail(_as_flags(str(e))) from None
+    steps.update(1)
     delim = None
     if file_format(args.output) == "csv" and file_format(args.input) == "csv":
         delim = args.delimiter or detect_delimiter(args.input)
     write_file(out, args.output, delimiter=delim)
+    steps.update(1)
+    steps.close()
     summary = {
         "command": "synth",
         "input": args.input,
@@ -402,6 +411,8 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
 
     tree_em_features(args)
 
+    steps = progress(3, args.quiet or args.json or args.private_size, "select")
+    steps.update(1)
     with seeded(args.seed):
         counts, report = select_candidates(
             data,
@@ -413,7 +424,9 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
             columns=names,
             public_size=not args.private_size,
             accept_data_derived_schema=bool(derived),  # checked above
+            progress=False,
         )
+    steps.update(1)
 
     chosen = np.flatnonzero(counts)
     out = cand.take(pa.array(chosen)).append_column(
@@ -423,6 +436,8 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
     if file_format(args.output) == "csv" and file_format(args.candidates) == "csv":
         delim = args.delimiter or detect_delimiter(args.candidates)
     write_file(out, args.output, delimiter=delim)
+    steps.update(1)
+    steps.close()
     summary = {
         "command": "select",
         "data": args.data,

@@ -35,6 +35,7 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.exact import round_up
 from opendp_wasserstein.release.options import check_public_size
+from opendp_wasserstein.release.progress import check_progress, default_progress, progress_bar
 from opendp_wasserstein.release.reports import SelectionReport, SynthesisReport, synthesis_report
 from opendp_wasserstein.tables.domain import table_domain, table_rows
 from opendp_wasserstein.tables.encoding import TableEncoding
@@ -86,6 +87,18 @@ def _prepare(
     return x, sub, info, table_domain(sub, size)
 
 
+def _bar(progress: Any, public: bool, x: Any, desc: str) -> Any:
+    """The release's bar over its three stages (data checked, chain built, released), as for
+    the array releases, made once the chain is built (a refused option leaves no bar):
+    :func:`~opendp_wasserstein.release.progress.default_progress` decides on the row count only
+    when the size is public (with a private size no bar is shown and the row count is not read
+    here)."""
+    rows = table_rows(x) if public else None
+    steps = progress_bar(3, not default_progress(check_progress(progress), not public, rows), desc)
+    steps.update(2)
+    return steps
+
+
 def _total(release: Any, schema: Schema) -> float:
     """The loss of the release composed with the schema's earlier one (module docstring)."""
     return round_up(Fraction(release) + Fraction(schema.epsilon_spent))
@@ -119,16 +132,19 @@ def synthesize_table(
         else ``mechanism``, ``public_size``, ``delta``, ``split_order`` (``"discrete-first"``,
         the default, or ``"cyclic"``) and the one-tree options of
         :func:`~opendp_wasserstein.synthesize` (``epsilon_select``, ``depth``, ``placement``,
-        ``epsilon_size``, ``consistency``, ``threshold``, ``score``)
+        ``epsilon_size``, ``consistency``, ``threshold``, ``score``), and ``progress`` (None, the
+        default, True or False: a bar over the release's stages, as for
+        :func:`~opendp_wasserstein.synthesize`; never with a private size)
     :return: the synthetic table and the :class:`~opendp_wasserstein.api.SynthesisReport`,
         whose ``epsilon`` is the chain's map composed with the schema's ``epsilon_spent``
         (``details["epsilon_release"]`` and ``details["epsilon_schema"]``: the two parts)
     """
     structured = kwargs.pop("structured", None)
+    progress = check_progress(kwargs.pop("progress", None))
     if structured is not None and structured is not False:
         options = None if structured is True else structured
         return _structured(
-            data, epsilon, schema, columns, accept_data_derived_schema, options, kwargs
+            data, epsilon, schema, columns, accept_data_derived_schema, options, kwargs, progress
         )
     mechanism = kwargs.pop("mechanism", None) or "adaptive"
     public = check_public_size(kwargs.pop("public_size", True))
@@ -138,10 +154,13 @@ def synthesize_table(
     x, sub, info, domain = _prepare(data, schema, columns, accept_data_derived_schema, public)
     metric = dp.change_one_distance() if public else dp.symmetric_distance()
     meas, rho = table_synthesis(domain, metric, epsilon, mechanism, delta, options, order, info)
+    steps = _bar(progress, public, x, "synth")
     t0 = time.perf_counter()
     with runtime.diagnostics() as records:
         out = unsealed(meas(x))
     seconds = time.perf_counter() - t0
+    steps.update(1)
+    steps.close()
     certified_delta = None
     if delta is not None:
         certified, certified_delta = meas.map(1)
@@ -177,6 +196,7 @@ def _structured(
     accept: bool,
     options: Any,
     kwargs: dict[str, Any],
+    progress: bool | None = None,
 ) -> tuple[Any, Any]:
     """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) as one chain."""
 
@@ -199,10 +219,13 @@ def _structured(
     meas, _ = table_synthesis(
         domain, dp.change_one_distance(), epsilon, "structured", options=options, kind=info
     )
+    steps = _bar(progress, True, x, "synth")
     t0 = time.perf_counter()
     with runtime.diagnostics() as records:
         out = unsealed(meas(x))
     seconds = time.perf_counter() - t0
+    steps.update(1)
+    steps.close()
     details: dict[str, Any] = {}
     for r in records:
         details |= r
@@ -265,13 +288,13 @@ def select_table_candidates(
     :param schema: the public schema
     :param columns: use only these columns of both tables
     :param accept_data_derived_schema: as for :func:`synthesize_table`
-    :param kwargs: ``mechanism`` (``"projection"``, ``"tree-em"``, ``"nn"``) and
-        ``public_size``
+    :param kwargs: ``mechanism`` (``"projection"``, ``"tree-em"``, ``"nn"``), ``public_size``
+        and ``progress`` (as for :func:`synthesize_table`)
     :return: one int64 multiplicity per candidate row (summing to ``m``) and the
         :class:`~opendp_wasserstein.api.SelectionReport`, whose ``epsilon`` includes the
         schema's ``epsilon_spent``
     """
-    unknown = sorted(k for k in kwargs if k not in ("mechanism", "public_size"))
+    unknown = sorted(k for k in kwargs if k not in ("mechanism", "public_size", "progress"))
     if unknown:
         raise TypeError(f"select_table_candidates got unexpected option(s) {unknown}")
     mechanism = kwargs.get("mechanism") or "projection"
@@ -294,9 +317,12 @@ def select_table_candidates(
     cands = select_columns(candidates, schema, cand_info.names)
     metric = dp.change_one_distance() if public else dp.symmetric_distance()
     meas = make_table_selection(domain, metric, cands, m, epsilon, mechanism)
+    steps = _bar(kwargs.get("progress"), public, x, "select")
     t0 = time.perf_counter()
     counts = np.asarray(meas(x), dtype=np.int64)
     seconds = time.perf_counter() - t0
+    steps.update(1)
+    steps.close()
     certified = meas.map(1)
     return counts, SelectionReport(
         mechanism,

@@ -1,4 +1,5 @@
 import datetime as dt
+import io
 import json
 import re
 
@@ -826,3 +827,41 @@ def test_synth_schema_option_errors_name_the_option(files, capsys, extra, match)
     err = capsys.readouterr().err
     assert re.search(match, err), err
     assert not (tmp / "out.parquet").exists()
+
+
+class _Terminal(io.StringIO):
+    """A standard error stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("extra", "shown"), [((), True), (("--quiet",), False)])
+def test_table_synth_shows_its_bar_on_a_terminal(files, monkeypatch, extra, shown):
+    pytest.importorskip("tqdm")
+    import sys
+
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    stream = _Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    out = tmp / "out.csv"
+    argv = ["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--seed", "0"]
+    argv += ["--schema", str(schema_path), "--accept-data-derived-schema", *extra]
+    assert main(argv) == 0
+    assert ("synth:" in stream.getvalue()) is shown  # the bar's label
+
+
+def test_table_synth_with_a_private_size_shows_no_bar(files, monkeypatch):
+    pytest.importorskip("tqdm")
+    import sys
+
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    stream = _Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    out = tmp / "out.csv"
+    argv = ["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--seed", "0"]
+    argv += ["--schema", str(schema_path), "--accept-data-derived-schema", "--private-size"]
+    assert main(argv) == 0
+    assert "synth:" not in stream.getvalue()

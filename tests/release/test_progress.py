@@ -62,9 +62,9 @@ def test_progress_must_be_a_flag_or_none():
         SelectionOptions(epsilon=1.0, progress=1)
 
 
-def test_progress_with_a_schema_is_refused_when_asked_for():
-    with pytest.raises(ValueError, match="progress=True applies to array releases"):
-        synthesize(np.zeros((4, 1)), 1.0, schema={"columns": []}, progress=True)
+def test_progress_with_a_schema_must_be_a_flag_or_none():
+    with pytest.raises(TypeError, match="progress"):
+        synthesize(np.zeros((4, 1)), 1.0, schema={"columns": []}, progress="yes")
 
 
 def _spy(monkeypatch) -> list[tuple]:

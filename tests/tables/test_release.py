@@ -228,3 +228,81 @@ def test_a_data_derived_schema_is_refused_unless_accepted():
     assert counts.sum() == 2
     with pytest.raises(ValueError, match="only with a schema"):
         synthesize(np.zeros((3, 1)), 1.0, bounds=(0, 1), accept_data_derived_schema=True)
+
+
+class _Stream:
+    """Standard error that says it is a terminal and keeps what is written."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None: ...
+
+
+def _bars(monkeypatch):
+    """Spy on the table release's bars and on the rule's arguments."""
+    import sys
+
+    from opendp_wasserstein.release import progress
+    from opendp_wasserstein.tables import release
+
+    stream = _Stream()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(progress, "LONG_RELEASE_ROWS", 100)  # a long release, made small
+    calls: list[tuple] = []
+    bars: list = []
+
+    def rule(given, private, rows=None):
+        calls.append((given, private, rows))
+        return progress.default_progress(given, private, rows)
+
+    def keep(total, quiet, desc):
+        bars.append(progress.progress_bar(total, quiet, desc))
+        return bars[-1]
+
+    monkeypatch.setattr(release, "default_progress", rule)
+    monkeypatch.setattr(release, "progress_bar", keep)
+    return stream, calls, bars
+
+
+@pytest.mark.parametrize("mechanism", [None, "adaptive"])
+def test_a_long_public_table_release_on_a_terminal_shows_its_stages(monkeypatch, mechanism):
+    pytest.importorskip("tqdm")
+    from opendp_wasserstein import synthesize
+
+    stream, calls, bars = _bars(monkeypatch)
+    with reproducible(2):
+        synthesize(_data(300), 1.0, schema=SCHEMA, mechanism=mechanism)
+    assert calls == [(None, False, 300)]
+    assert "synth" in stream.text
+    assert [(b.n, b.total) for b in bars] == [(3, 3)]  # data checked, chain built, released
+
+
+def test_a_table_selection_shows_its_stages(monkeypatch):
+    pytest.importorskip("tqdm")
+    stream, calls, bars = _bars(monkeypatch)
+    with reproducible(2):
+        select_candidates(_data(300), CANDIDATES, 5, 1.0, schema=SCHEMA)
+    assert calls == [(None, False, 300)]
+    assert "select" in stream.text
+    assert [(b.n, b.total) for b in bars] == [(3, 3)]
+
+
+@pytest.mark.parametrize("given", [None, True])
+def test_a_private_size_table_release_never_shows_a_bar_nor_reads_n(monkeypatch, given):
+    from opendp_wasserstein import synthesize
+
+    stream, calls, _ = _bars(monkeypatch)
+    with reproducible(2):
+        synthesize(
+            _data(300), 1.0, schema=SCHEMA, mechanism="adaptive", public_size=False, progress=given
+        )
+    assert calls == [(given, True, None)]
+    assert stream.text == ""
