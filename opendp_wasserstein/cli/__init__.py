@@ -137,7 +137,7 @@ def _synth(args: argparse.Namespace) -> dict[str, Any]:
                 "--delta needs a public row count; it is not supported with --scheduler or "
                 "--private-size"
             )
-        if args.mechanism in ("structured", "privtree"):
+        if args.mechanism == "privtree" or (args.mechanism == "structured" and not args.schema):
             raise CliError(
                 f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
                 "--mechanism adaptive, pruned or pmm"
