@@ -30,6 +30,7 @@ import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
+from opendp_wasserstein.combinators import make_approx_dp
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_metric
 from opendp_wasserstein.release.measurement import selection_measurement, synthesis_measurement
@@ -43,7 +44,6 @@ from opendp_wasserstein.release.options import (
 from opendp_wasserstein.tables.domain import check_table_domain
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import FrameInfo, read_table
-from opendp_wasserstein.combinators import make_approx_dp
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
     make_structured_synthesis,
@@ -202,10 +202,11 @@ def make_table_synthesis(
     :func:`~opendp_wasserstein.tables.pipeline.make_structured_synthesis` (a DP first look at
     every column, then the pair tree, the joint hierarchy or independent columns; sized domain;
     pure DP, or with ``delta`` its zCDP variant, discrete Gaussian noise, at ``rho =
-    rho_for_approx_dp(epsilon, delta)`` converted by OpenDP); otherwise the one-tree mechanism of :func:`opendp_wasserstein.synthesize` of that
-    name on the table's split order (``epsilon`` per replacement on a sized domain, per added or
-    removed record without a size; with ``delta`` the zCDP variant at ``rho =
-    rho_for_approx_dp(epsilon, delta)`` converted by OpenDP, sized domains only).
+    rho_for_approx_dp(epsilon, delta)`` converted by OpenDP); otherwise the one-tree mechanism
+    of :func:`opendp_wasserstein.synthesize` of that name on the table's split order
+    (``epsilon`` per replacement on a sized domain, per added or removed record without a size;
+    with ``delta`` the zCDP variant at ``rho = rho_for_approx_dp(epsilon, delta)`` converted by
+    OpenDP, sized domains only).
 
     :param input_domain: :func:`~opendp_wasserstein.tables.table_domain` ``(schema, size)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
