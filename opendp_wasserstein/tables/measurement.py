@@ -154,10 +154,10 @@ def table_synthesis(
                 "use mechanism='adaptive' for a private size"
             )
         if delta is not None:  # the zCDP release, restated in (epsilon, delta) by OpenDP
-            zcdp, rho = structured_zcdp(
+            zcdp, rho_zcdp = structured_zcdp(
                 encoding.output_domain, encoding.output_metric, enc, epsilon, delta, options
             )
-            return encoding >> make_approx_dp(zcdp, delta) >> decoding, rho
+            return encoding >> make_approx_dp(zcdp, delta) >> decoding, rho_zcdp
         inner = make_structured_synthesis(
             encoding.output_domain, encoding.output_metric, enc, epsilon, options
         )

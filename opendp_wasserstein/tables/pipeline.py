@@ -36,6 +36,15 @@ projected onto the simplex level by level
 (:func:`~opendp_wasserstein.tables.marginals.tree_estimate`), values placed by the inverse of the
 released CDF, never inside a cell the release left empty.
 
+**Under** ``(epsilon, delta)`` (``delta`` given): the same chain in zCDP
+(:func:`make_structured_synthesis_zcdp`): discrete Gaussian noise (OpenDP's ``then_gaussian``)
+on the first look's levels and the pair tables, the pair choices by OpenDP's noisy max in zCDP,
+composed by ``make_adaptive_composition`` in ``zero_concentrated_divergence`` at the largest
+``rho`` that OpenDP's ``make_zCDP_to_approxDP`` + ``make_fix_delta`` turn into at most
+``epsilon`` at ``delta`` (the pure release's shares, of ``rho``), then converted by them; the
+post-processing uses the Gaussian's variance.  The joint hierarchy (``joint="tree"``) is pure
+DP only.
+
 **Privacy map.**  Sequential composition of the two queries: the first look's map plus the joint
 release's, whose map does not depend on the marginals (the quantile encoding is 1-stable and
 every order's candidates spend ``epsilon_main`` with the same selection budget), summed over the

@@ -115,7 +115,8 @@ def synthesize_table(
     :param accept_data_derived_schema: release even if the schema has bounds or categories read
         off the data (``derived_from_data``; not private): refused by default
     :param kwargs: ``structured`` (True or a
-        :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions`: the structured release),
+        :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions`: the structured release;
+        with ``delta`` its discrete Gaussian, zCDP variant restated in ``(epsilon, delta)``),
         else ``mechanism``, ``public_size``, ``delta``, ``split_order`` (``"discrete-first"``,
         the default, or ``"cyclic"``) and the one-tree options of
         :func:`~opendp_wasserstein.synthesize` (``epsilon_select``, ``depth``, ``placement``,
