@@ -63,7 +63,6 @@ _TREE_OPTIONS = (
     "consistency",
     "threshold",
     "score",
-    "delta",
 )
 
 
@@ -125,9 +124,10 @@ def synthesize(
         :class:`~opendp_wasserstein.core.box.Box`, ``{"lower": ..., "upper": ...}`` or one
         ``(low, high)`` per column as ``{0: (low, high), 1: ...}``; rows outside are clamped.
         Required, never inferred from the data.  An ambiguous pair is refused.
-    :param mechanism: with a ``schema``, ``"structured"`` (the default with a public size, pure
-        DP, uniform placement and none of the one-tree options ``epsilon_select``, ``depth``,
-        ``epsilon_size``, ``split_order``, ``consistency``, ``threshold``, ``score``:
+    :param mechanism: with a ``schema``, ``"structured"`` (the default with a public size,
+        uniform placement and none of the one-tree options ``epsilon_select``, ``depth``,
+        ``epsilon_size``, ``split_order``, ``consistency``, ``threshold``, ``score``; pure DP, or
+        with ``delta`` discrete Gaussian noise in zCDP:
         :mod:`opendp_wasserstein.tables.pipeline`, options in ``structured``) or one of the
         following on the table's one hierarchy (``"adaptive"`` when the default does not apply);
         ``"adaptive"`` (the default otherwise: Adaptive Pruned-PMM), ``"pruned"`` (Pruned-PMM at
@@ -161,8 +161,10 @@ def synthesize(
         ``"least_squares"`` an estimate at most ``threshold`` standard errors (default 3)
     :param delta: ``None`` (default: pure ``epsilon``-DP) or a ``delta`` in ``(0, 1)``: an
         ``(epsilon, delta)``-DP release through the zCDP variant and OpenDP's conversion (see
-        above); needs ``public_size=True``; with a ``schema`` it runs on the table's hierarchy
-        (``mechanism="adaptive"``, ``"pruned"`` or ``"pmm"``: the structured release is pure DP)
+        above); needs ``public_size=True``; with a ``schema`` the structured release runs with
+        discrete Gaussian noise on its first look and pair tables and its pair choices in zCDP
+        (:func:`~opendp_wasserstein.tables.pipeline.make_structured_synthesis`), or
+        ``mechanism="adaptive"``, ``"pruned"`` or ``"pmm"`` on the table's hierarchy
     :param score: adaptive only: the selection's score, ``"capped"`` (default,
         :data:`DEFAULT_SCORE`: the capped-count estimate, a selection that finds the good
         candidate) or ``"paper"`` (the paper's bound ``B_a``); the privacy map is the same
@@ -210,10 +212,10 @@ def synthesize(
             score=score,
             delta=delta,
         )
-        given = sorted(k for k, v in tree_options.items() if v is not None)
+        given = sorted(k for k, v in tree_options.items() if v is not None and k != "delta")
         if mechanism is None:
-            # the structured release needs a public size and is pure DP, and has none of the
-            # one-tree options; otherwise one tree (Adaptive Pruned-PMM)
+            # the structured release needs a public size (pure DP, or zCDP with delta) and has
+            # none of the one-tree options; otherwise one tree (Adaptive Pruned-PMM)
             mechanism = (
                 "structured" if public and not given and placement == "uniform" else "adaptive"
             )
@@ -246,6 +248,7 @@ def synthesize(
                 accept_data_derived_schema=accept_data_derived_schema,
                 structured=True if structured is None else structured,
                 progress=progress,
+                delta=delta,
             )
         if structured is not None:
             raise ValueError("structured applies only to mechanism='structured'")

@@ -336,8 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="release (epsilon, delta)-DP through the zCDP variant and OpenDP's conversion "
-        "(public row count; with --schema on the table's one hierarchy, --mechanism adaptive, "
-        "pruned or pmm; default: pure epsilon-DP)",
+        "(public row count; with --schema the structured release with discrete Gaussian noise, "
+        "or --mechanism adaptive, pruned or pmm on the table's one hierarchy; default: pure "
+        "epsilon-DP)",
     )
     syn.add_argument("--columns", help="comma-separated subset of columns (default all)")
     syn.add_argument("--seed", type=int, default=None, help=SEED_HELP)

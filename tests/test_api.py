@@ -410,12 +410,14 @@ def test_synthesize_delta_unsupported_paths(kwargs, match):
 
 
 def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
-    """``delta`` with a schema was refused; it now runs the zCDP one-tree mechanisms on the
-    table's split order (the structured release is pure DP and refuses it by name)."""
+    """``delta`` with a schema: the structured release with discrete Gaussian noise by default,
+    or the zCDP one-tree mechanisms on the table's split order (the joint hierarchy of the
+    structured release is pure DP and refuses it by name)."""
     import pandas as pd
 
     from opendp_wasserstein.hierarchy.split_order import SplitOrder
     from opendp_wasserstein.tables import Schema
+    from opendp_wasserstein.tables.pipeline import StructuredOptions
 
     schema = Schema.from_json(
         {
@@ -431,11 +433,14 @@ def test_synthesize_delta_with_schema_runs_on_the_tables_hierarchy():
         out, report = synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism=mech)
         assert report.delta == 1e-9
         assert report.epsilon <= 1.0
-        assert report.mechanism == (mech or "adaptive")
+        assert report.mechanism == (mech or "structured")
         assert set(out["c"]) <= {"x", "y", "z"}
         assert out["a"].between(0, 1).all()
-    with pytest.raises(ValueError, match="structured"):
-        synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism="structured")
+    _, report = synthesize(df, 1.0, schema=schema, delta=1e-9, mechanism="structured")
+    assert report.delta == 1e-9
+    assert report.details["noise"] == "gaussian"
+    with pytest.raises(ValueError, match="joint='tree'"):
+        synthesize(df, 1.0, schema=schema, delta=1e-9, structured=StructuredOptions(joint="tree"))
     # and a split order with delta on plain arrays
     x = rng.uniform(size=(300, 2))
     _, report = synthesize(

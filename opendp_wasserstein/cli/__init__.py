@@ -132,17 +132,17 @@ def _synth(args: argparse.Namespace) -> dict[str, Any]:
     if args.delta is not None:
         if not (math.isfinite(args.delta) and 0 < args.delta < 1):
             raise CliError("--delta must be in (0, 1)")
-        if args.scheduler or args.private_size:
+        if (args.scheduler and not args.schema) or args.private_size:
             raise CliError(
-                "--delta needs a public row count; it is not supported with --scheduler or "
-                "--private-size"
+                "--delta needs a public row count; it is not supported with --private-size, nor "
+                "with --scheduler for arrays (--bounds; with --schema it is)"
             )
-        if args.mechanism in ("structured", "privtree"):
+        if args.mechanism == "privtree" or (args.mechanism == "structured" and not args.schema):
             raise CliError(
                 f"--mechanism {args.mechanism} is pure DP only: leave --delta unset, or use "
                 "--mechanism adaptive, pruned or pmm"
             )
-    if args.scheduler:  # never with --delta (refused above)
+    if args.scheduler:  # --delta only with --schema (refused above)
         from opendp_wasserstein.cli.dask import run_synth as run_synth_dask
 
         return run_synth_dask(args)

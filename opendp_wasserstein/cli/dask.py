@@ -209,6 +209,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             parts=args.parts,
             progress=_show_progress(args),
             accept_data_derived_schema=bool(derived),  # checked above, by name
+            delta=args.delta,
         )
     summary = {
         "command": "synth",
@@ -225,11 +226,13 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         "epsilon_schema": report.details["epsilon_schema"],
         "data_derived_schema": derived,
         "split_order": report.details["split_order"],
+        "delta_certified": report.delta,
         "quality": report.details.get("quality"),
         "details": dict(report.details),
     }
     if not (args.quiet or args.json):
-        print(f"certified epsilon ({unit(False)}): {report.epsilon}")
+        pair = f", delta {report.delta}" if report.delta is not None else ""
+        print(f"certified epsilon ({unit(False)}): {report.epsilon}{pair}")
         if derived:
             print(
                 f"WARNING: bounds/categories of {derived} were read off the data; this release is "

@@ -248,7 +248,6 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         "--split-order": args.split_order,
         "--consistency": args.consistency,
         "--score": args.score,
-        "--delta": delta,
     }
     given = [k for k, v in tree_flags.items() if v is not None]
     if args.placement != "uniform":
@@ -274,7 +273,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             options = StructuredOptions(**given_opts, **({} if joint is None else {"joint": joint}))
         except ValueError as e:
             raise _fail(f"--{str(e).replace('_', '-')}") from None
-        kwargs: dict[str, Any] = {"structured": options}
+        kwargs: dict[str, Any] = {"structured": options, "delta": delta}
     else:
         kwargs = {
             "epsilon_select": args.epsilon_select,

@@ -6,7 +6,15 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-__all__ = ["round_up", "round_down", "exact_epsilon", "inverse_squares", "spent", "tighten_budget"]
+__all__ = [
+    "round_up",
+    "round_down",
+    "sqrt_up",
+    "exact_epsilon",
+    "inverse_squares",
+    "spent",
+    "tighten_budget",
+]
 
 
 def round_up(value: Fraction | int) -> float:
@@ -27,6 +35,20 @@ def round_down(value: Fraction | int) -> float:
     if Fraction(f) > value:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+def sqrt_up(value: Fraction | int) -> float:
+    """The smallest float ``x >= 0`` with ``x^2 >= value`` (exact rational; a stability or noise
+    scale bounded by a square root, never below it)."""
+    q = Fraction(value)
+    if q < 0:
+        raise ValueError("sqrt_up needs a non-negative value")
+    x = round_down(Fraction(math.sqrt(float(q))))
+    while x > 0 and Fraction(x) ** 2 >= q:
+        x = math.nextafter(x, -math.inf)
+    while Fraction(x) ** 2 < q:
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 def exact_epsilon(weight: Fraction | int, scales: Sequence[float]) -> float:

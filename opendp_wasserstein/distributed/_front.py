@@ -53,6 +53,7 @@ def synthesize_on_dask(
     schema: Any = None,
     structured: Any = None,
     accept_data_derived_schema: bool = False,
+    delta: float | None = None,
 ) -> tuple[DistributedRelease, SynthesisReport]:
     """:func:`opendp_wasserstein.synthesize` on a Dask cluster, output written as Parquet.
 
@@ -74,7 +75,9 @@ def synthesize_on_dask(
     column types as an in-memory release of the same file; under the same key
     (:func:`opendp_wasserstein.runtime.reproducible`) the same rows as in memory
     (:mod:`opendp_wasserstein.distributed._tables`).  ``bounds`` and the one-tree options do not
-    apply; the size is public (the Parquet footers), as in memory.
+    apply; the size is public (the Parquet footers), as in memory.  With ``delta`` the release
+    is the in-memory one's ``(epsilon, delta)`` variant (discrete Gaussian noise in zCDP), the
+    same rows under the same key; arrays on Dask are pure DP only (``delta`` is refused).
 
     ``progress``: a bar per pass that moves per part; ``None`` (default) shows it when standard
     error is a terminal and the size is public (never with a private size: the bars count input
@@ -107,9 +110,15 @@ def synthesize_on_dask(
                 "score": score is not None,
             },
             public_size=public_size,
+            delta=delta,
         )
     if structured is not None:
         raise ValueError("structured applies to tables: pass schema=...")
+    if delta is not None:
+        raise ValueError(
+            "delta: synthesize_on_dask releases arrays in pure DP only; use synthesize(..., "
+            "delta=...) in memory, or schema=... for the structured table release"
+        )
     opts = SynthesisOptions(
         epsilon=epsilon,
         mechanism=mechanism,
@@ -163,6 +172,7 @@ def _synthesize_table(
     accept: bool,
     given: dict[str, bool],
     public_size: bool,
+    delta: float | None = None,
 ) -> tuple[DistributedRelease, SynthesisReport]:
     """:func:`synthesize_on_dask` with a schema: the structured table release."""
     if bounds is not None:
@@ -188,6 +198,7 @@ def _synthesize_table(
         overwrite=overwrite,
         accept_data_derived_schema=accept,
         progress=progress,
+        delta=delta,
     )
     path = os.path.abspath(os.fspath(out))
     return DistributedRelease(path, rows, written, dict(report.details)), report

@@ -51,9 +51,10 @@ import pyarrow.parquet as pq
 from opendp.mod import GLOBAL_FEATURES, disable_features
 
 from opendp_wasserstein import runtime
+from opendp_wasserstein.combinators import rho_for_approx_dp
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.exact import round_down, round_up
-from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.distributed._executor import _client
 from opendp_wasserstein.distributed._output import ParquetSink
 from opendp_wasserstein.distributed._pmm import Driver, public_parts
@@ -66,7 +67,7 @@ from opendp_wasserstein.noise._source import (
     SELECTION_STREAM,
     as_random_source,
 )
-from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.release.reports import SynthesisReport
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import FrameInfo, read_table, write_table
@@ -81,7 +82,9 @@ from opendp_wasserstein.tables.marginals import (
 )
 from opendp_wasserstein.tables.pairs import (
     PairCoding,
+    pair_count_scale,
     pair_score_sensitivity,
+    zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
@@ -206,27 +209,35 @@ def pair_counts_task(
     return out
 
 
-def _laplace(raw: np.ndarray, scale: float, rng: Any) -> np.ndarray:
-    """The discrete Laplace noise of a count vector: OpenDP's on the CSPRNG, or (seeded) the
-    in-memory release's draw from ``rng``."""
+def _laplace(raw: np.ndarray, scale: float, rng: Any, noise: str = "laplace") -> np.ndarray:
+    """The discrete Laplace (``noise="gaussian"``: discrete Gaussian) noise of a count vector:
+    OpenDP's on the CSPRNG (``make_laplace`` / ``make_gaussian``, the laws of the in-memory
+    ``then_laplace`` / ``then_gaussian``), or (seeded) the in-memory release's draw from
+    ``rng``."""
+    gauss = noise == "gaussian"
     if rng is None:
-        meas = dp.m.make_laplace(
-            dp.vector_domain(dp.atom_domain(T="i64"), size=len(raw)),
-            dp.l1_distance(T="i64"),
-            scale,
+        dom = dp.vector_domain(dp.atom_domain(T="i64"), size=len(raw))
+        meas = (
+            dp.m.make_gaussian(dom, dp.l2_distance(T=float), scale)
+            if gauss
+            else dp.m.make_laplace(dom, dp.l1_distance(T="i64"), scale)
         )
         return np.asarray(meas(raw.tolist()), dtype=np.int64)
-    return raw + sample_discrete_laplace(np.full(len(raw), float(scale)), rng, "fast")
+    sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
+    return raw + sampler(np.full(len(raw), float(scale)), rng, "fast")
 
 
-def _noisy_marginals(raw: Sequence[np.ndarray], scales: Sequence[float]) -> list[list[int]]:
-    """The first look's release from its exact counts (``seeded_laplace`` of each count, tag by
-    tag, as :func:`~opendp_wasserstein.tables.marginals.make_table_marginals` composes them)."""
+def _noisy_marginals(
+    raw: Sequence[np.ndarray], scales: Sequence[float], noise: str = "laplace"
+) -> list[list[int]]:
+    """The first look's release from its exact counts (``seeded_laplace`` or ``seeded_gaussian``
+    of each count, tag by tag, as :func:`~opendp_wasserstein.tables.marginals.make_table_marginals`
+    composes them)."""
     src = as_random_source()
     out = []
     for tag, (r, s) in enumerate(zip(raw, scales, strict=True)):
         rng = None if src.secure else src.derive(NOISE_STREAM + 64).derive(tag)
-        out.append(_laplace(r, s, rng).tolist())
+        out.append(_laplace(r, s, rng, noise).tolist())
     return out
 
 
@@ -243,16 +254,23 @@ def _pair_tree(
     n: int,
     epsilon_select: float,
     epsilon_counts: float,
+    noise: str = "laplace",
 ) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
     """:func:`~opendp_wasserstein.tables.pairs.make_pair_tree`'s release from the exact 2-way
-    tables of every pair: the same scores, selections and noise, in the same order."""
+    tables of every pair: the same scores, selections and noise, in the same order
+    (``noise="gaussian"``: the budgets are ``rho``, the selections OpenDP's zCDP noisy max at
+    the in-memory scale, the tables' noise discrete Gaussian)."""
     k = len(coding.plans)
     rounds = k - 1
+    gauss = noise == "gaussian"
     eps_round = round_down(Fraction(epsilon_select) / rounds)
     sel_sens = round_up(pair_score_sensitivity(n))
-    sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
-    count_scale = round_up(Fraction(2 * rounds) / Fraction(epsilon_counts))
     all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    if gauss:
+        _, sel_scale = zcdp_selection(len(all_pairs), eps_round, sel_sens)
+    else:
+        sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+    count_scale = pair_count_scale(rounds, epsilon_counts, noise)
     ones: dict[int, np.ndarray] = {}
     for (i, j), t in tables.items():  # a column's 1-way counts: the row sums of its tables
         m = t.reshape(coding.sizes[i], coding.sizes[j])
@@ -268,13 +286,15 @@ def _pair_tree(
             float(np.abs(tables[p] - np.outer(ones[p[0]], ones[p[1]]).reshape(-1) / n).sum())
             for p in cand
         ]
-        if src.secure:
+        vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cand))
+        if src.secure and gauss:
+            g = dp.m.make_noisy_max(
+                vec, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), sel_scale, False
+            )
+            a = int(g(scores))
+        elif src.secure:
             v = make_exponential_selection(
-                dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cand)),
-                dp.linf_distance(T=float),
-                eps_round,
-                sel_sens,
-                negate=False,
+                vec, dp.linf_distance(T=float), eps_round, sel_sens, negate=False
             )
             a = int(v(scores))
         else:
@@ -284,7 +304,7 @@ def _pair_tree(
         parent[_find(parent, i)] = _find(parent, j)
     out = []
     for i, j in edges:
-        t = _laplace(tables[(i, j)], count_scale, None if src.secure else noise_rng)
+        t = _laplace(tables[(i, j)], count_scale, None if src.secure else noise_rng, noise)
         out.append(t.reshape(coding.sizes[i], coding.sizes[j]))
     runtime.record(
         {
@@ -330,11 +350,14 @@ def synthesize_table_on_dask(
     accept_data_derived_schema: bool = False,
     rows_per_block: int = TABLE_ROWS_PER_BLOCK,
     progress: bool = False,
+    delta: float | None = None,
 ) -> tuple[int, int, SynthesisReport]:
     """The structured release of the Parquet table ``source`` on ``client``'s cluster (module
     docstring; default a 2-worker ``LocalCluster`` for the call); ``(rows, parts, report)``, the
     report as :func:`~opendp_wasserstein.tables.synthesize_table` gives it (``seconds``: the
-    release, from the first task to the last part written)."""
+    release, from the first task to the last part written).  With ``delta``: the in-memory
+    release's zCDP variant (discrete Gaussian noise at ``rho = rho_for_approx_dp(epsilon,
+    delta)``), certified by ``make_structured_synthesis(..., delta=delta)``."""
     if not isinstance(schema, Schema):
         raise TypeError(
             "schema must be an opendp_wasserstein.tables.Schema (Schema.from_json reads a file)"
@@ -343,6 +366,9 @@ def synthesize_table_on_dask(
     if not isinstance(opts, StructuredOptions):
         raise TypeError("options must be a StructuredOptions")
     eps = check_epsilon(epsilon)
+    noise = "laplace" if delta is None else "gaussian"
+    # the budget of the parts: epsilon, or the zCDP rho that converts to at most epsilon
+    budget = eps if delta is None else rho_for_approx_dp(eps, check_delta(delta))
     files = parquet_files(os.fspath(source))
     header = list(pq.ParquetFile(files[0]).schema_arrow.names)
     names = list(columns) if columns is not None else header
@@ -374,20 +400,24 @@ def synthesize_table_on_dask(
         )
     dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
     met = dp.change_one_distance()
-    meas = make_structured_synthesis(dom, met, enc, eps, opts)  # the certificate
-    certified = meas.map(1)
+    meas = make_structured_synthesis(dom, met, enc, eps, opts, delta)  # the certificate
+    certified_delta = None
+    if delta is None:
+        certified = meas.map(1)
+    else:
+        certified, certified_delta = meas.map(1)
     joint = kind_joint != "independent"
     # the in-memory release's parameters, from the same public values by the same functions
-    target = round_down(Fraction(eps) * Fraction(opts.marginal_share)) if joint else eps
+    target = round_down(Fraction(budget) * Fraction(opts.marginal_share)) if joint else budget
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
-    marg_eps, m_marg = fit_marginals(dom, met, enc, target, 1, levels)
+    marg_eps, m_marg = fit_marginals(dom, met, enc, target, 1, levels, noise)
     marg_map = m_marg.map(1)
-    trees = column_trees(enc, n, marg_eps, levels)
+    trees = column_trees(enc, n, marg_eps, levels, noise)
     counts = [(p, leaves, j) for p, leaves, lv, _ in trees for j in range(len(lv))]
     scales = [s for _, _, _, sc in trees for s in sc]
     budgets = None
     if joint:
-        e_sel, e_cnt, bins, _ = fit_pairs(dom, met, enc, n, eps, marg_map, 1)
+        e_sel, e_cnt, bins, _ = fit_pairs(dom, met, enc, n, budget, marg_map, 1, noise)
         budgets = (e_sel, e_cnt, bins)
     info_frame = _frame_info(blocks[0])
     sink = ParquetSink(out, names, overwrite)
@@ -409,6 +439,7 @@ def synthesize_table_on_dask(
                     marg_map,
                     levels,
                     budgets,
+                    noise,
                 )
                 seconds = time.perf_counter() - t0
             finally:
@@ -424,6 +455,8 @@ def synthesize_table_on_dask(
         warnings.warn(str(info["quality_warning"]), UserWarning, stacklevel=3)
     total = round_up(Fraction(certified) + Fraction(schema.epsilon_spent))
     details = dict(info)
+    if delta is not None:
+        details["rho"] = budget
     details |= {
         "epsilon_release": certified,
         "epsilon_schema": schema.epsilon_spent,
@@ -434,6 +467,7 @@ def synthesize_table_on_dask(
     report = SynthesisReport(
         mechanism="structured",
         epsilon=total,
+        delta=certified_delta,
         depth=int(details.pop("depth", 0)),
         scales=tuple(details.pop("scales", ())),
         visited_nodes=int(details.pop("visited_nodes", 0)),
@@ -456,6 +490,7 @@ def _release(
     marg_map: Any,
     levels: int,
     pair_budgets: tuple[float, float, int] | None,
+    noise: str = "laplace",
 ) -> tuple[dict[str, Any], np.ndarray]:
     """The release's statistics on the cluster, its noise and post-processing on the driver:
     the in-memory function of :func:`make_structured_synthesis` step by step."""
@@ -467,12 +502,15 @@ def _release(
         raw = vecs if raw is None else [a + v for a, v in zip(raw, vecs, strict=True)]
     if rows != n or raw is None:
         raise ValueError(f"data must have exactly {n} rows (the Parquet footers' count)")
-    release = _noisy_marginals(raw, scales)
-    marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels)
+    release = _noisy_marginals(raw, scales, noise)
+    marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels, noise)
     rng = as_random_source().derive(PLACEMENT_STREAM + 16)
     joint = kind_joint != "independent"
     info: dict[str, Any] = {"structured": True, "joint": joint, "joint_kind": kind_joint}
-    info["epsilon_marginals"] = float(marg_map)
+    if noise == "gaussian":
+        info |= {"noise": "gaussian", "rho_marginals": float(marg_map)}
+    else:
+        info["epsilon_marginals"] = float(marg_map)
     if pair_budgets is None:
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
         return info, independent_join(marginals, enc, n, rng)
@@ -487,9 +525,11 @@ def _release(
             sums = vecs if sums is None else [a + v for a, v in zip(sums, vecs, strict=True)]
         if sums is None:  # pragma: no cover - at least one block (n >= 1)
             raise ValueError("the source has no blocks")
-        edges, tables = _pair_tree(coding, dict(zip(pairs, sums, strict=True)), n, e_sel, e_cnt)
+        edges, tables = _pair_tree(
+            coding, dict(zip(pairs, sums, strict=True)), n, e_sel, e_cnt, noise
+        )
         y, marginals = pair_points(
-            enc, n, marg_eps, levels, e_cnt, coding, marginals, edges, tables, rng, opts
+            enc, n, marg_eps, levels, e_cnt, coding, marginals, edges, tables, rng, opts, noise
         )
         info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
     points, quality = finish(y, enc, marginals, rng, opts)

@@ -33,11 +33,16 @@ from opendp.mod import Domain, Measurement, Metric, Transformation, assert_featu
 
 from opendp_wasserstein._compat import make_measurement, make_transformation
 from opendp_wasserstein.core import dp
-from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
-from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.data import (
+    check_data_domain,
+    check_metric,
+    validate_data,
+    whole_replacements,
+)
+from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.noise._source import NOISE_STREAM, as_random_source
-from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 
 __all__ = [
@@ -48,6 +53,9 @@ __all__ = [
     "column_trees",
     "make_level_counts",
     "level_scales",
+    "level_scales_zcdp",
+    "NOISES",
+    "noise_variance",
     "make_table_marginals",
     "tree_estimate",
     "project_groups",
@@ -63,6 +71,37 @@ BRANCHING = 16
 
 #: the most levels of a numeric column's count tree (16^3 = 4096 leaves)
 MAX_LEVELS = 3
+
+#: the noises of the structured release: ``"laplace"`` (pure DP: discrete Laplace, budgets in
+#: epsilon) and ``"gaussian"`` (zCDP: discrete Gaussian, budgets in rho)
+NOISES = ("laplace", "gaussian")
+
+
+def check_noise(noise: str) -> str:
+    """``noise`` if it is one of :data:`NOISES`."""
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
+    return noise
+
+
+def noise_variance(scale: float, noise: str) -> float:
+    """The variance of one count's noise at ``scale``: ``2 s^2`` for discrete Laplace (the
+    continuous law's, as the post-processing has always used), ``s^2`` for the discrete
+    Gaussian (at most ``s^2``)."""
+    s = float(scale)
+    return 2.0 * s * s if check_noise(noise) == "laplace" else s * s
+
+
+def l2_count_stability(kind: str, sized: bool, d_in: Any) -> float:
+    """The ``l2`` stability of counts where every record is in exactly one entry, as a float
+    never below it: a replacement moves two entries by one, ``sqrt(2)`` in ``l2``, so ``m``
+    replacements ``sqrt(2) m`` (``m = d_in`` under ``change_one_distance``, ``d_in // 2`` under
+    ``symmetric_distance`` on a sized domain); without a size, ``d_in`` added or removed records
+    move the vector by at most ``d_in`` (``l2 <= l1``)."""
+    if not sized:
+        return float(_identity(d_in))
+    m = whole_replacements(kind, _identity(d_in))
+    return sqrt_up(2 * m * m)
 
 
 @dataclass(frozen=True)
@@ -150,7 +189,12 @@ def _leaf_index(values: np.ndarray, leaves: int) -> np.ndarray:
 
 
 def make_level_counts(
-    input_domain: Domain, input_metric: Metric, plan: ColumnPlan, leaves: int, level: int
+    input_domain: Domain,
+    input_metric: Metric,
+    plan: ColumnPlan,
+    leaves: int,
+    level: int,
+    output_metric: str = "l1",
 ) -> Transformation:
     r"""The counts of one level of a column's tree: a Transformation from the encoded points to
     an ``i64`` vector in ``l1_distance`` (the level's node counts, then, for a nullable numeric
@@ -159,6 +203,9 @@ def make_level_counts(
     Every record is counted in exactly one entry (a node of the level, or the missing count), so
     replacing a record changes the vector by at most 2 in ``l1`` and adding or removing one by
     1: stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.
+    With ``output_metric="l2"`` the vector is in ``l2_distance(T=float)`` (for the discrete
+    Gaussian): a replacement moves two entries by one, ``sqrt(2)``, so the stability is
+    ``sqrt(2) m`` for ``m`` replacements, rounded up (:func:`l2_count_stability`).
 
     **Proof Definition:** :doc:`/proofs/table_marginals`
 
@@ -167,10 +214,14 @@ def make_level_counts(
     :param plan: the column
     :param leaves: the tree's leaves (:func:`column_leaves`)
     :param level: ``0`` (the leaves) .. ``len(tree_levels(leaves)) - 1``
+    :param output_metric: ``"l1"`` (default, ``l1_distance(T="i64")``) or ``"l2"``
+        (``l2_distance(T=float)``)
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
     kind = check_metric(input_metric, n)
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     sizes = tree_levels(leaves, plan.kind)
     if not 0 <= level < len(sizes):
         raise ValueError(f"level must be in [0, {len(sizes) - 1}]")
@@ -194,13 +245,17 @@ def make_level_counts(
     def stability(d_in: Any) -> int:
         return 2 * _identity(d_in) if kind == "change_one" else _identity(d_in)
 
+    def l2_stability(d_in: Any) -> float:
+        return l2_count_stability(kind, n is not None, d_in)
+
+    l2 = output_metric == "l2"
     return make_transformation(
         input_domain,
         input_metric,
         dp.vector_domain(dp.atom_domain(T="i64"), size=width),
-        dp.l1_distance(T="i64"),
+        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
         function,
-        stability,
+        l2_stability if l2 else stability,
     )
 
 
@@ -221,17 +276,41 @@ def level_scales(epsilon: float, levels: int) -> tuple[float, ...]:
     return (fine,) * (levels - 1) + (round_up(2 / (TOP_SHARE * eps)),)
 
 
+def level_scales_zcdp(rho: float, levels: int) -> tuple[float, ...]:
+    """The discrete Gaussian scales of a column's ``levels`` levels, finest first, at zCDP
+    budget ``rho``: the shares of :func:`level_scales` in ``rho`` (a level at scale ``sigma``
+    costs ``1 / sigma^2`` per replacement, its vector moving by ``sqrt(2)`` in ``l2``): with one
+    level ``sqrt(1 / rho)``; otherwise ``sqrt(1 / (TOP_SHARE rho))`` on the coarsest and
+    ``sqrt((levels - 1) / ((1 - TOP_SHARE) rho))`` on each finer one, each rounded up."""
+    r = Fraction(rho)
+    if levels == 1:
+        return (sqrt_up(1 / r),)
+    fine = sqrt_up(Fraction(levels - 1) / ((1 - TOP_SHARE) * r))
+    return (fine,) * (levels - 1) + (sqrt_up(1 / (TOP_SHARE * r)),)
+
+
 def column_trees(
-    enc: TableEncoding, n: int, epsilon: float, max_levels: int = MAX_LEVELS
+    enc: TableEncoding, n: int, epsilon: float, max_levels: int = MAX_LEVELS, noise: str = "laplace"
 ) -> list[tuple[ColumnPlan, int, tuple[int, ...], tuple[float, ...]]]:
-    """Per column: its plan, leaves, level sizes and Laplace scales (public values only)."""
+    """Per column: its plan, leaves, level sizes and noise scales (public values only).  With
+    ``noise="gaussian"`` the budget ``epsilon`` is a zCDP ``rho``: the scales are
+    :func:`level_scales_zcdp` of ``rho / k`` and the leaves :func:`column_leaves` at
+    ``sqrt(8 rho / k)`` (the loss in epsilon of the exponential mechanism at the same zCDP
+    cost, as the package's zCDP candidates use)."""
     plans = column_plans(enc)
     per_column = round_down(Fraction(epsilon) / len(plans))
+    gauss = check_noise(noise) == "gaussian"
+    rule = float(np.sqrt(8.0 * per_column)) if gauss else per_column
     out = []
     for p in plans:
-        leaves = column_leaves(p, enc.schema[p.name], n, per_column, max_levels)
+        leaves = column_leaves(p, enc.schema[p.name], n, rule, max_levels)
         levels = tree_levels(leaves, p.kind)
-        out.append((p, leaves, levels, level_scales(per_column, len(levels))))
+        scales = (
+            level_scales_zcdp(per_column, len(levels))
+            if gauss
+            else level_scales(per_column, len(levels))
+        )
+        out.append((p, leaves, levels, scales))
     return out
 
 
@@ -241,6 +320,7 @@ def make_table_marginals(
     enc: TableEncoding,
     epsilon: float,
     max_levels: int = MAX_LEVELS,
+    noise: str = "laplace",
 ) -> Measurement:
     r"""Construct the private first look: every column's 1-D marginal at ``epsilon / k``.
 
@@ -259,6 +339,10 @@ def make_table_marginals(
     :param epsilon: the budget of the whole first look per replacement
     :param max_levels: the most levels of a numeric column's tree (1: 16 cells, as the
         independent-columns release uses: its marginals are read at that resolution)
+    :param noise: ``"laplace"`` (default: ``max_divergence``, budget ``epsilon``) or
+        ``"gaussian"``: ``epsilon`` is a zCDP ``rho``, every level ``make_level_counts(...,
+        "l2") >> then_gaussian`` at :func:`level_scales_zcdp`, composed by ``make_composition``
+        in ``zero_concentrated_divergence`` (the map: the sum of the levels' ``rho``)
     :return: a Measurement releasing the list of noisy count vectors, column by column, finest
         level first (:meth:`TableMarginals.from_release` reads it)
 
@@ -282,6 +366,15 @@ def make_table_marginals(
     if d != enc.dimension:
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     check_epsilon(epsilon)
+    if check_noise(noise) == "gaussian":
+        gauss = [
+            (make_level_counts(input_domain, input_metric, p, leaves, j, "l2"), scales[j])
+            for p, leaves, levels, scales in column_trees(enc, n, epsilon, max_levels, noise)
+            for j in range(len(levels))
+        ]
+        return dp.c.make_composition(
+            [seeded_gaussian(t, s, tag) for tag, (t, s) in enumerate(gauss)]
+        )
     counts = [
         (make_level_counts(input_domain, input_metric, p, leaves, j), scales[j])
         for p, leaves, levels, scales in column_trees(enc, n, epsilon, max_levels)
@@ -309,6 +402,34 @@ def seeded_laplace(counts: Transformation, scale: float, tag: int) -> Measuremen
 
     return make_measurement(
         counts.input_domain, counts.input_metric, dp.max_divergence(), function, secure.map
+    )
+
+
+def seeded_gaussian(counts: Transformation, scale: float, tag: int) -> Measurement:
+    """``counts >> dp.m.then_gaussian(scale)`` (``counts`` in ``l2_distance``): OpenDP's discrete
+    Gaussian on the CSPRNG (secure, the default); inside
+    :func:`opendp_wasserstein.runtime.reproducible` the same law
+    (:func:`~opendp_wasserstein.noise.samplers.sample_discrete_gaussian`) drawn from the seeded
+    stream ``tag`` (NOT private; tests and figures).  The map is OpenDP's map of the chain, in
+    ``zero_concentrated_divergence``."""
+    secure = counts >> dp.m.then_gaussian(scale)
+
+    def function(x: Any) -> list[int]:
+        src = as_random_source()
+        if src.secure:
+            return secure(x)  # type: ignore[no-any-return]
+        raw = np.asarray(counts(x), dtype=np.int64)
+        z = sample_discrete_gaussian(
+            np.full(len(raw), float(scale)), src.derive(NOISE_STREAM + 64).derive(tag), "fast"
+        )
+        return (raw + z).tolist()  # type: ignore[no-any-return]
+
+    return make_measurement(
+        counts.input_domain,
+        counts.input_metric,
+        dp.zero_concentrated_divergence(),
+        function,
+        secure.map,
     )
 
 
@@ -432,12 +553,14 @@ class TableMarginals:
         size: int,
         epsilon: float,
         max_levels: int = MAX_LEVELS,
+        noise: str = "laplace",
     ) -> TableMarginals:
         """Post-process the list that :func:`make_table_marginals` (built with ``size``,
-        ``epsilon`` and ``max_levels``) releases."""
+        ``epsilon``, ``max_levels`` and ``noise``) releases (the levels' noise variances:
+        :func:`noise_variance`)."""
         masses, missing = [], []
         pos = 0
-        for p, _leaves, levels, scales in column_trees(enc, size, epsilon, max_levels):
+        for p, _leaves, levels, scales in column_trees(enc, size, epsilon, max_levels, noise):
             noisy = [np.asarray(release[pos + j], dtype=np.float64) for j in range(len(levels))]
             pos += len(levels)
             miss = 0.0
@@ -445,7 +568,7 @@ class TableMarginals:
                 miss = float(np.clip(np.mean([v[-1] for v in noisy]) / size, 0.0, 1.0))
                 noisy = [v[:-1] for v in noisy]
             present = max(size * (1.0 - miss), 1.0)  # the tree's root, in rows
-            var = [2.0 * sc * sc for sc in scales]
+            var = [noise_variance(sc, noise) for sc in scales]
             masses.append(tree_estimate(noisy, present, var, shrink=SHRINK) / present)
             missing.append(miss)
         return cls(column_plans(enc), tuple(masses), tuple(missing), size)

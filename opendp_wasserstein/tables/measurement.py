@@ -30,6 +30,7 @@ import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation, register, to_then
+from opendp_wasserstein.combinators import make_approx_dp
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_metric
 from opendp_wasserstein.release.measurement import selection_measurement, synthesis_measurement
@@ -43,7 +44,11 @@ from opendp_wasserstein.release.options import (
 from opendp_wasserstein.tables.domain import check_table_domain
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.frames import FrameInfo, read_table
-from opendp_wasserstein.tables.pipeline import StructuredOptions, make_structured_synthesis
+from opendp_wasserstein.tables.pipeline import (
+    StructuredOptions,
+    make_structured_synthesis,
+    structured_zcdp,
+)
 from opendp_wasserstein.tables.schema import Schema
 from opendp_wasserstein.tables.transformation import make_table_decoding, make_table_encoding
 
@@ -136,11 +141,6 @@ def table_synthesis(
     encoding = make_table_encoding(input_domain, input_metric)
     decoding = make_table_decoding(input_domain, kind)
     if mechanism == "structured":
-        if delta is not None:
-            raise ValueError(
-                "delta: mechanism='structured' is pure DP only (its epsilon-DP certificate holds "
-                "at every delta): leave delta unset, or use mechanism='adaptive', 'pruned' or 'pmm'"
-            )
         if split_order is not None:
             raise ValueError(
                 "split_order applies to the one-tree mechanisms: the structured release chooses "
@@ -153,6 +153,11 @@ def table_synthesis(
                 "mechanism='structured' needs a sized input_domain (a public number of rows); "
                 "use mechanism='adaptive' for a private size"
             )
+        if delta is not None:  # the zCDP release, restated in (epsilon, delta) by OpenDP
+            zcdp, rho_zcdp = structured_zcdp(
+                encoding.output_domain, encoding.output_metric, enc, epsilon, delta, options
+            )
+            return encoding >> make_approx_dp(zcdp, delta) >> decoding, rho_zcdp
         inner = make_structured_synthesis(
             encoding.output_domain, encoding.output_metric, enc, epsilon, options
         )
@@ -195,11 +200,13 @@ def make_table_synthesis(
 
     With ``mechanism="structured"`` the synthesis is
     :func:`~opendp_wasserstein.tables.pipeline.make_structured_synthesis` (a DP first look at
-    every column, then the pair tree, the joint hierarchy or independent columns; pure DP, sized
-    domain); otherwise the one-tree mechanism of :func:`opendp_wasserstein.synthesize` of that
-    name on the table's split order (``epsilon`` per replacement on a sized domain, per added or
-    removed record without a size; with ``delta`` the zCDP variant at ``rho =
-    rho_for_approx_dp(epsilon, delta)`` converted by OpenDP, sized domains only).
+    every column, then the pair tree, the joint hierarchy or independent columns; sized domain;
+    pure DP, or with ``delta`` its zCDP variant, discrete Gaussian noise, at ``rho =
+    rho_for_approx_dp(epsilon, delta)`` converted by OpenDP); otherwise the one-tree mechanism
+    of :func:`opendp_wasserstein.synthesize` of that name on the table's split order
+    (``epsilon`` per replacement on a sized domain, per added or removed record without a size;
+    with ``delta`` the zCDP variant at ``rho = rho_for_approx_dp(epsilon, delta)`` converted by
+    OpenDP, sized domains only).
 
     :param input_domain: :func:`~opendp_wasserstein.tables.table_domain` ``(schema, size)``
     :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
@@ -208,7 +215,8 @@ def make_table_synthesis(
         (``symmetric_distance`` d_in = 1) without a size
     :param mechanism: one of :data:`SYNTHESIS_MECHANISMS` (default ``"structured"``)
     :param delta: ``None`` (pure DP) or a ``delta`` in ``(0, 1)``: ``(epsilon, delta)``-DP,
-        mechanisms ``"adaptive"``, ``"pruned"``, ``"pmm"`` on a sized domain
+        mechanisms ``"structured"`` (not with ``joint="tree"``), ``"adaptive"``, ``"pruned"``,
+        ``"pmm"`` on a sized domain
     :param options: ``"structured"``: a
         :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions` (default its defaults);
         the one-tree mechanisms: a mapping of ``epsilon_select``, ``depth``, ``placement``,

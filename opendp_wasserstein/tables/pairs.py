@@ -55,7 +55,7 @@ from opendp_wasserstein.core.data import (
     replacements,
     validate_data,
 )
-from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
@@ -65,13 +65,16 @@ from opendp_wasserstein.noise._source import (
     RandomSource,
     as_random_source,
 )
-from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 from opendp_wasserstein.tables.marginals import (
     ColumnPlan,
     TableMarginals,
+    check_noise,
     column_plans,
+    l2_count_stability,
+    noise_variance,
     project_groups,
 )
 
@@ -82,6 +85,8 @@ __all__ = [
     "make_pair_scores",
     "pair_score_sensitivity",
     "make_pair_tree",
+    "pair_count_scale",
+    "zcdp_selection",
     "sample_tree",
     "grade_correlation",
     "WITHIN_KINDS",
@@ -96,12 +101,27 @@ PAIR_BINS_MAX = 16
 PAIR_CELL_NOISE = 4.0
 
 
-def pair_bins(n: int, epsilon_counts: float, columns: int) -> int:
+def pair_count_scale(rounds: int, budget: float, noise: str = "laplace") -> float:
+    """The noise scale of each of the ``rounds`` count tables at the tables' budget: discrete
+    Laplace ``2 rounds / epsilon`` (each table moves by 2 in ``l1`` per replacement), discrete
+    Gaussian ``sqrt(rounds / rho)`` (by ``sqrt(2)`` in ``l2``: ``1 / sigma^2`` each), rounded up."""
+    if check_noise(noise) == "gaussian":
+        return sqrt_up(Fraction(rounds) / Fraction(budget))
+    return round_up(Fraction(2 * rounds) / Fraction(budget))
+
+
+def pair_bins(n: int, epsilon_counts: float, columns: int, noise: str = "laplace") -> int:
     """The bins ``B`` of a numeric column's code, from public values: the largest ``B`` in
     ``[2, PAIR_BINS_MAX]`` with ``n / B^2 >= PAIR_CELL_NOISE * s``, where ``s = 2 (k - 1) /
     epsilon_counts`` is the scale of each of the ``k - 1`` tables' noise (a ``B x B`` table's
-    cells then hold more rows, on average, than a few noise scales)."""
+    cells then hold more rows, on average, than a few noise scales); with ``noise="gaussian"``
+    ``epsilon_counts`` is a ``rho`` and ``s`` the Gaussian's standard deviation over
+    ``sqrt(2)`` (the Laplace rule at the same noise variance, :func:`pair_count_scale`)."""
     k = max(2, int(columns))
+    if check_noise(noise) == "gaussian":
+        s = float(pair_count_scale(k - 1, epsilon_counts, noise)) / np.sqrt(2.0)
+        b = int(np.floor(np.sqrt(max(n, 1) / (PAIR_CELL_NOISE * s))))
+        return int(np.clip(b, 2, PAIR_BINS_MAX))
     s = 2.0 * (k - 1) / float(epsilon_counts)
     b = int(np.floor(np.sqrt(max(n, 1) / (PAIR_CELL_NOISE * s))))
     return int(np.clip(b, 2, PAIR_BINS_MAX))
@@ -203,28 +223,41 @@ def _stability(kind: str) -> Any:
 
 
 def make_pair_counts(
-    input_domain: Domain, input_metric: Metric, coding: PairCoding, i: int, j: int
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: PairCoding,
+    i: int,
+    j: int,
+    output_metric: str = "l1",
 ) -> Transformation:
     r"""The 2-way count table of columns ``i`` and ``j`` (row-major, ``sizes[i] x sizes[j]``
     entries) as an ``i64`` vector in ``l1_distance``.  Every record is in exactly one cell, so a
     replacement moves the vector by at most 2 in ``l1`` and an addition or removal by 1:
-    stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``."""
+    stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.
+    With ``output_metric="l2"``: in ``l2_distance(T=float)``, stability ``sqrt(2)`` per
+    replacement, rounded up (:func:`~opendp_wasserstein.tables.marginals.l2_count_stability`)."""
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
     kind = check_metric(input_metric, n)
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     ki, kj = coding.sizes[i], coding.sizes[j]
 
     def function(x: np.ndarray) -> list[int]:
         x = validate_data(x, d, n, nan=False)
         return np.bincount(coding.codes(x, i) * kj + coding.codes(x, j), minlength=ki * kj).tolist()  # type: ignore[no-any-return]
 
+    def l2_stability(d_in: Any) -> float:
+        return l2_count_stability(kind, n is not None, d_in)
+
+    l2 = output_metric == "l2"
     return make_transformation(
         input_domain,
         input_metric,
         dp.vector_domain(dp.atom_domain(T="i64"), size=ki * kj),
-        dp.l1_distance(T="i64"),
+        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
         function,
-        _stability(kind),
+        l2_stability if l2 else _stability(kind),
     )
 
 
@@ -291,6 +324,30 @@ def _find(parent: list[int], a: int) -> int:
     return a
 
 
+def zcdp_selection(size: int, rho: float, sensitivity: float) -> tuple[Measurement, float]:
+    r"""The exponential mechanism in zCDP: OpenDP's ``make_noisy_max`` with
+    ``zero_concentrated_divergence()`` on ``size`` float scores in ``linf_distance`` (Gumbel
+    noise: the released index is exactly the softmax of ``score / scale``, the highest score
+    favoured), at a scale whose OpenDP map at ``sensitivity`` is at most ``rho``:
+    ``sensitivity / sqrt(2 rho)`` (OpenDP's map is ``(d_in / scale)^2 / 2``), raised float by
+    float until OpenDP's rounded map fits.  The pure exponential mechanism at the same scale
+    would be ``eps = 2 d_in / scale``-DP, ``eps^2 / 2`` after ``make_pureDP_to_zCDP``: four
+    times this map.
+
+    :return: the measurement and its scale (the scale does not depend on ``size``)"""
+    r = check_epsilon(rho, "rho_select")
+    dom = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(size))
+    met = dp.linf_distance(T=float)
+    zcdp = dp.zero_concentrated_divergence()
+    scale = float(sensitivity) / float(np.sqrt(2.0 * r))
+    for _ in range(4096):
+        meas = dp.m.make_noisy_max(dom, met, zcdp, scale, negate=False)
+        if Fraction(meas.map(float(sensitivity))) <= Fraction(r):
+            return meas, scale
+        scale = float(np.nextafter(scale, np.inf))
+    raise RuntimeError("could not calibrate the selection scale")  # pragma: no cover
+
+
 def make_pair_tree(
     input_domain: Domain,
     input_metric: Metric,
@@ -298,6 +355,7 @@ def make_pair_tree(
     marginals: TableMarginals | None,
     epsilon_select: float,
     epsilon_counts: float,
+    noise: str = "laplace",
 ) -> Measurement:
     r"""Construct the tree of noisy 2-way marginals (module docstring).
 
@@ -311,6 +369,10 @@ def make_pair_tree(
         used (invoking it raises)
     :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
     :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally
+    :param noise: ``"laplace"`` (default: pure DP) or ``"gaussian"``: the two budgets are zCDP
+        ``rho``, every round :func:`zcdp_selection` (OpenDP's zCDP noisy max, Gumbel), every
+        table ``make_pair_counts(..., "l2") >> then_gaussian`` at :func:`pair_count_scale`; the
+        measurement is in ``zero_concentrated_divergence``
     :return: a Measurement releasing ``(edges, tables)``: the chosen pairs in the order chosen
         and their noisy count tables (int64 arrays of shape ``sizes[i] x sizes[j]``); map at
         most ``epsilon_select + epsilon_counts`` per replacement
@@ -326,18 +388,28 @@ def make_pair_tree(
     if k < 2:
         raise ValueError("make_pair_tree needs at least two columns")
     rounds = k - 1
+    gauss = check_noise(noise) == "gaussian"
+    measure = dp.zero_concentrated_divergence() if gauss else dp.max_divergence()
     eps_round = round_down(Fraction(e_sel) / rounds)
     sel_sens = round_up(pair_score_sensitivity(n))  # a score's move per replacement
-    sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
-    count_scale = round_up(Fraction(2 * rounds) / Fraction(e_cnt))
+    count_scale = pair_count_scale(rounds, e_cnt, noise)
     all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(all_pairs))
-    select_template = make_exponential_selection(
-        vec, dp.linf_distance(T=float), eps_round, sel_sens
-    )
-    count_templates = [
-        make_pair_counts(input_domain, input_metric, coding, 0, 1) >> dp.m.then_laplace(count_scale)
-    ]
+    if gauss:
+        select_template, sel_scale = zcdp_selection(len(all_pairs), eps_round, sel_sens)
+        count_templates = [
+            make_pair_counts(input_domain, input_metric, coding, 0, 1, "l2")
+            >> dp.m.then_gaussian(count_scale)
+        ]
+    else:
+        sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+        vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(all_pairs))
+        select_template = make_exponential_selection(
+            vec, dp.linf_distance(T=float), eps_round, sel_sens
+        )
+        count_templates = [
+            make_pair_counts(input_domain, input_metric, coding, 0, 1)
+            >> dp.m.then_laplace(count_scale)
+        ]
 
     def round_map(d_in: Any) -> Fraction:
         # a round: the scores (stability r sel_sens) >> the selection (map 2 d / scale)
@@ -356,7 +428,16 @@ def make_pair_tree(
         for _ in range(rounds):  # k - 1 rounds (public)
             cand = [(i, j) for i, j in all_pairs if _find(parent, i) != _find(parent, j)]
             scores = make_pair_scores(input_domain, input_metric, coding, cand)
-            if src.secure:
+            if src.secure and gauss:
+                g = dp.m.make_noisy_max(
+                    scores.output_domain,
+                    scores.output_metric,
+                    measure,
+                    sel_scale,
+                    negate=False,
+                )
+                a = int((scores >> g)(x))
+            elif src.secure:
                 v = make_exponential_selection(
                     scores.output_domain, scores.output_metric, eps_round, sel_sens, negate=False
                 )
@@ -367,15 +448,17 @@ def make_pair_tree(
             edges.append((i, j))
             parent[_find(parent, i)] = _find(parent, j)
         tables = []
+        then = dp.m.then_gaussian if gauss else dp.m.then_laplace
+        sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
         for i, j in edges:
-            counts = make_pair_counts(input_domain, input_metric, coding, i, j)
+            counts = make_pair_counts(
+                input_domain, input_metric, coding, i, j, "l2" if gauss else "l1"
+            )
             if src.secure:
-                t = np.asarray((counts >> dp.m.then_laplace(count_scale))(x), dtype=np.int64)
+                t = np.asarray((counts >> then(count_scale))(x), dtype=np.int64)
             else:
                 raw = np.asarray(counts(x), dtype=np.int64)
-                t = raw + sample_discrete_laplace(
-                    np.full(len(raw), float(count_scale)), noise_rng, "fast"
-                )
+                t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
             tables.append(t.reshape(coding.sizes[i], coding.sizes[j]))
         runtime.record(
             {
@@ -389,7 +472,7 @@ def make_pair_tree(
         per_count = Fraction(count_templates[0].map(d_in))
         return round_up(rounds * round_map(d_in) + rounds * per_count)
 
-    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+    return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 
 
 def _conditional(
@@ -506,6 +589,7 @@ def tree_template(
     bins: int,
     epsilon_select: float,
     epsilon_counts: float,
+    noise: str = "laplace",
 ) -> Measurement:
     """A :func:`make_pair_tree` built from the schema alone (uniform codes): its map is the
     released one's (the map does not depend on the codes)."""
@@ -521,7 +605,9 @@ def tree_template(
             edges.append(np.linspace(0.0, 1.0, bins + 1))
             sizes.append(bins + (1 if p.missing_axis is not None else 0))
     coding = PairCoding(plans, tuple(edges), tuple(sizes))
-    return make_pair_tree(input_domain, input_metric, coding, None, epsilon_select, epsilon_counts)
+    return make_pair_tree(
+        input_domain, input_metric, coding, None, epsilon_select, epsilon_counts, noise
+    )
 
 
 @dataclass(frozen=True)
@@ -543,6 +629,7 @@ def combine_margins(
     tables: Sequence[np.ndarray],
     count_scale: float,
     noise: FirstLookNoise,
+    count_noise: str = "laplace",
 ) -> TableMarginals:
     r"""The first look's marginals combined with the 1-way margins of the noisy pair tables
     (post-processing of DP releases: no privacy cost).
@@ -550,13 +637,15 @@ def combine_margins(
     Per column ``c`` and code ``b``: the first look's count ``n p_b`` (its variance: the coarsest
     level's per node, times the nodes the code spans, at least one) and, from every released
     table holding ``c``, the table's sum over the other column (variance ``2 s^2`` times the
-    other column's codes, ``s`` the tables' discrete Laplace scale), averaged by inverse variance
+    other column's codes, ``s`` the tables' discrete Laplace scale; ``s^2`` with
+    ``count_noise="gaussian"``, :func:`~opendp_wasserstein.tables.marginals.noise_variance`),
+    averaged by inverse variance
     and projected onto the simplex of mass ``n``.  A numeric column's leaf masses are then moved
     code by code onto the combined masses, keeping the first look's shape inside each code
     (its CDF rescaled between consecutive code edges), so every quantile edge keeps its place
     and the column's missing share is the combined one."""
     n = float(marginals.size)
-    two_s2 = 2.0 * float(count_scale) ** 2
+    two_s2 = noise_variance(count_scale, count_noise)
     masses = list(marginals.masses)
     missing = list(marginals.missing)
     for c, p in enumerate(coding.plans):  # columns (public)

@@ -36,6 +36,15 @@ projected onto the simplex level by level
 (:func:`~opendp_wasserstein.tables.marginals.tree_estimate`), values placed by the inverse of the
 released CDF, never inside a cell the release left empty.
 
+**Under** ``(epsilon, delta)`` (``delta`` given): the same chain in zCDP
+(:func:`make_structured_synthesis_zcdp`): discrete Gaussian noise (OpenDP's ``then_gaussian``)
+on the first look's levels and the pair tables, the pair choices by OpenDP's noisy max in zCDP,
+composed by ``make_adaptive_composition`` in ``zero_concentrated_divergence`` at the largest
+``rho`` that OpenDP's ``make_zCDP_to_approxDP`` + ``make_fix_delta`` turn into at most
+``epsilon`` at ``delta`` (the pure release's shares, of ``rho``), then converted by them; the
+post-processing uses the Gaussian's variance.  The joint hierarchy (``joint="tree"``) is pure
+DP only.
+
 **Privacy map.**  Sequential composition of the two queries: the first look's map plus the joint
 release's, whose map does not depend on the marginals (the quantile encoding is 1-stable and
 every order's candidates spend ``epsilon_main`` with the same selection budget), summed over the
@@ -55,10 +64,11 @@ from opendp.mod import Domain, Measurement, Metric, assert_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement
+from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
 from opendp_wasserstein.core.exact import round_down, round_up
-from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.noise._source import PLACEMENT_STREAM, as_random_source
 from opendp_wasserstein.tables.calibration import CALIBRATE_KINDS, calibrate
 from opendp_wasserstein.tables.encoding import TableEncoding
@@ -67,10 +77,12 @@ from opendp_wasserstein.tables.marginals import (
     MAX_LEVELS,
     QuantileMaps,
     TableMarginals,
+    check_noise,
     column_plans,
     column_trees,
     make_quantile_encoding,
     make_table_marginals,
+    noise_variance,
 )
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
@@ -80,6 +92,7 @@ from opendp_wasserstein.tables.pairs import (
     combine_margins,
     make_pair_tree,
     pair_bins,
+    pair_count_scale,
     sample_tree,
     tree_template,
 )
@@ -88,6 +101,7 @@ from opendp_wasserstein.tables.quality import QUALITY_WARNING, marginal_agreemen
 __all__ = [
     "StructuredOptions",
     "make_structured_synthesis",
+    "make_structured_synthesis_zcdp",
     "DEFAULT_MARGINAL_SHARE",
     "JOINT_MIN_NEPS",
 ]
@@ -194,15 +208,17 @@ def fit_marginals(
     target: float,
     unit: int,
     max_levels: int = 3,
+    noise: str = "laplace",
 ) -> tuple[float, Measurement]:
     """The first look at the largest budget (at most ``target``) whose certified map is at most
     ``target``: OpenDP's composition adds the levels' float maps rounding up, which can pass the
     budget by a few ulps, so the budget is lowered by a relative ``2^-52``, then twice that, and
-    so on, until it fits (the certified map then falls short of ``target`` by a few ulps)."""
+    so on, until it fits (the certified map then falls short of ``target`` by a few ulps).
+    ``noise="gaussian"``: the same in zCDP (``target`` a ``rho``)."""
     budget = target
     step = Fraction(1, 2**52)
     for _ in range(40):
-        meas = make_table_marginals(input_domain, input_metric, enc, budget, max_levels)
+        meas = make_table_marginals(input_domain, input_metric, enc, budget, max_levels, noise)
         if Fraction(meas.map(unit)) <= Fraction(target):
             return budget, meas
         budget = round_down(Fraction(target) * (1 - step))
@@ -245,16 +261,18 @@ def fit_pairs(
     eps: float,
     marg_map: Any,
     unit: int,
+    noise: str = "laplace",
 ) -> tuple[float, float, int, Measurement]:
     """The pair tree's budgets, bins and template at the largest rest of the budget whose exact
     sum with the first look's map is at most ``eps``: the rest itself, then lowered by a relative
-    ``2^-52``, twice that, and so on (the float rounding of its ``2 (k - 1)`` maps)."""
+    ``2^-52``, twice that, and so on (the float rounding of its ``2 (k - 1)`` maps).
+    ``noise="gaussian"``: the same in zCDP (``eps`` and the maps are ``rho``)."""
     shrink = Fraction(0)
     k = len(column_plans(enc))
     for _ in range(60):
         e_sel, e_cnt = _pair_budgets(eps, marg_map, shrink)
-        bins = pair_bins(n, e_cnt, k)
-        template = tree_template(input_domain, input_metric, enc, n, bins, e_sel, e_cnt)
+        bins = pair_bins(n, e_cnt, k, noise)
+        template = tree_template(input_domain, input_metric, enc, n, bins, e_sel, e_cnt, noise)
         if Fraction(marg_map) + Fraction(template.map(unit)) <= Fraction(eps):
             return e_sel, e_cnt, bins, template
         shrink = Fraction(1, 2**52) if shrink == 0 else 2 * shrink
@@ -294,14 +312,17 @@ def _joint(
     return make_quantile_encoding(input_domain, input_metric, maps) >> m
 
 
-def first_look_noise(enc: TableEncoding, n: int, epsilon: float, max_levels: int) -> FirstLookNoise:
+def first_look_noise(
+    enc: TableEncoding, n: int, epsilon: float, max_levels: int, noise: str = "laplace"
+) -> FirstLookNoise:
     """The noise of the first look's coarsest level per column (public: the schema, ``n``, the
-    first look's budget and levels; :class:`~opendp_wasserstein.tables.pairs.FirstLookNoise`)."""
+    first look's budget, levels and noise; :class:`~opendp_wasserstein.tables.pairs.FirstLookNoise`,
+    variances :func:`~opendp_wasserstein.tables.marginals.noise_variance`)."""
     nodes, var, miss = [], [], []
-    for p, _leaves, sizes, scales in column_trees(enc, n, epsilon, max_levels):
+    for p, _leaves, sizes, scales in column_trees(enc, n, epsilon, max_levels, noise):
         nodes.append(int(sizes[-1]))
-        var.append(2.0 * float(scales[-1]) ** 2)
-        v = sum(2.0 * float(sc) ** 2 for sc in scales) / len(scales) ** 2
+        var.append(noise_variance(scales[-1], noise))
+        v = sum(noise_variance(sc, noise) for sc in scales) / len(scales) ** 2
         miss.append(v if p.missing_axis is not None else 0.0)
     return FirstLookNoise(tuple(nodes), tuple(var), tuple(miss))
 
@@ -318,6 +339,7 @@ def make_structured_synthesis(
     enc: TableEncoding,
     epsilon: float,
     options: StructuredOptions | None = None,
+    delta: float | None = None,
 ) -> Measurement:
     r"""Construct the structured release of a table's encoded points (module docstring).
 
@@ -329,9 +351,79 @@ def make_structured_synthesis(
     :param enc: the table's encoding (public: the schema)
     :param epsilon: the budget per replacement
     :param options: :class:`StructuredOptions` (default: the defaults)
+    :param delta: ``None`` (default: pure DP, discrete Laplace) or a ``delta`` in ``(0, 1)``:
+        the zCDP release of :func:`make_structured_synthesis_zcdp` at ``rho =
+        rho_for_approx_dp(epsilon, delta)`` restated by OpenDP's ``make_zCDP_to_approxDP`` and
+        ``make_fix_delta`` (:func:`~opendp_wasserstein.combinators.make_approx_dp`)
     :return: a Measurement releasing ``(n, D)`` encoded points of ``enc``; map at most
-        ``epsilon`` per replacement
+        ``epsilon`` per replacement (``max_divergence``), or ``(epsilon', delta)`` with
+        ``epsilon' <= epsilon`` (``approximate(max_divergence)``)
     """
+    if delta is None:
+        return _make_structured(input_domain, input_metric, enc, epsilon, options, "laplace", None)
+    meas, _rho = structured_zcdp(input_domain, input_metric, enc, epsilon, delta, options)
+    return make_approx_dp(meas, delta)
+
+
+def structured_zcdp(
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    epsilon: float,
+    delta: float,
+    options: StructuredOptions | None = None,
+) -> tuple[Measurement, float]:
+    """The zCDP release behind ``make_structured_synthesis(..., delta=delta)`` and its ``rho``:
+    :func:`make_structured_synthesis_zcdp` at the largest ``rho`` whose conversion at ``delta``
+    is at most ``epsilon`` (:func:`~opendp_wasserstein.combinators.rho_for_approx_dp`), with the
+    public rules (:func:`joint_kind`) read at ``epsilon``."""
+    eps = check_epsilon(epsilon)
+    rho = rho_for_approx_dp(eps, check_delta(delta))
+    meas = _make_structured(input_domain, input_metric, enc, rho, options, "gaussian", eps)
+    return meas, rho
+
+
+def make_structured_synthesis_zcdp(
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    rho: float,
+    options: StructuredOptions | None = None,
+    rule_epsilon: float | None = None,
+) -> Measurement:
+    r"""The structured release in zCDP: the same chain as :func:`make_structured_synthesis` with
+    discrete Gaussian noise (OpenDP's ``then_gaussian``) on the first look's levels and the pair
+    tables, the pair choices by OpenDP's noisy max in zCDP
+    (:func:`~opendp_wasserstein.tables.pairs.zcdp_selection`), composed by
+    ``make_adaptive_composition`` in ``zero_concentrated_divergence``; the shares of ``rho``
+    are the pure release's shares of epsilon.  ``joint="tree"`` is refused (the joint hierarchy
+    is pure DP here).
+
+    **Proof Definition:** :doc:`/proofs/table_marginals`
+
+    :param rho: the zCDP budget per replacement
+    :param rule_epsilon: the epsilon of the public rules (:func:`joint_kind`; default
+        ``sqrt(8 rho)``); :func:`structured_zcdp` passes the target ``epsilon``
+    :return: a Measurement into ``zero_concentrated_divergence()``; map at most ``rho`` per
+        replacement
+    """
+    r = check_epsilon(rho, "rho")
+    rule = float(np.sqrt(8.0 * r)) if rule_epsilon is None else check_epsilon(rule_epsilon)
+    return _make_structured(input_domain, input_metric, enc, r, options, "gaussian", rule)
+
+
+def _make_structured(
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    epsilon: float,
+    options: StructuredOptions | None,
+    noise: str,
+    rule_epsilon: float | None,
+) -> Measurement:
+    """:func:`make_structured_synthesis` (``noise="laplace"``, budget ``epsilon``) or
+    :func:`make_structured_synthesis_zcdp` (``"gaussian"``, ``epsilon`` a ``rho``, the public
+    rules read at ``rule_epsilon``)."""
     assert_features("contrib")
     opts = StructuredOptions() if options is None else options
     if not isinstance(opts, StructuredOptions):
@@ -341,15 +433,22 @@ def make_structured_synthesis(
         raise ValueError("make_structured_synthesis needs a sized input_domain (a public n)")
     kind = check_metric(input_metric, n)
     eps = check_epsilon(epsilon)
+    gauss = check_noise(noise) == "gaussian"
+    measure = dp.zero_concentrated_divergence() if gauss else dp.max_divergence()
     if d != enc.dimension:
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     plans = column_plans(enc)
-    kind_joint = joint_kind(opts, n, eps, len(plans))
+    kind_joint = joint_kind(opts, n, eps if rule_epsilon is None else rule_epsilon, len(plans))
+    if gauss and kind_joint == "tree":
+        raise ValueError(
+            "delta: joint='tree' (the joint hierarchy) is pure DP only: leave delta unset, or "
+            "use joint='auto', 'pairs' or 'never'"
+        )
     joint = kind_joint != "independent"
     unit = 2 if kind == "symmetric" else 1
     target = round_down(Fraction(eps) * Fraction(opts.marginal_share)) if joint else eps
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
-    marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels)
+    marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels, noise)
     marg_map = m_marg.map(unit)
     template: Measurement | None = None
     if kind_joint == "tree":
@@ -360,25 +459,26 @@ def make_structured_synthesis(
         template = _joint(input_domain, input_metric, None, orders, eps_sel, eps_main, opts)
     elif kind_joint == "pairs":
         eps_sel, eps_main, bins, template = fit_pairs(
-            input_domain, input_metric, enc, n, eps, marg_map, unit
+            input_domain, input_metric, enc, n, eps, marg_map, unit, noise
         )
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
-    comp = dp.c.make_adaptive_composition(
-        input_domain, input_metric, dp.max_divergence(), unit, d_mids
-    )
+    comp = dp.c.make_adaptive_composition(input_domain, input_metric, measure, unit, d_mids)
 
     def function(x: np.ndarray) -> np.ndarray:
         x = validate_data(x, d, n, nan=False)
         queryable = comp(x)
         release = queryable(m_marg)
-        marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels)
+        marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels, noise)
         rng = as_random_source().derive(PLACEMENT_STREAM + 16)
         info: dict[str, Any] = {
             "structured": True,
             "joint": joint,
             "joint_kind": kind_joint,
-            "epsilon_marginals": float(marg_map),
         }
+        if gauss:
+            info |= {"noise": "gaussian", "rho_marginals": float(marg_map)}
+        else:
+            info["epsilon_marginals"] = float(marg_map)
         if not joint:
             points = independent_join(marginals, enc, n, rng)
             info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
@@ -388,10 +488,23 @@ def make_structured_synthesis(
             if kind_joint == "pairs":
                 coding = PairCoding.from_marginals(marginals, bins)
                 edges, tables = queryable(
-                    make_pair_tree(input_domain, input_metric, coding, marginals, eps_sel, eps_main)
+                    make_pair_tree(
+                        input_domain, input_metric, coding, marginals, eps_sel, eps_main, noise
+                    )
                 )
                 y, marginals = pair_points(
-                    enc, n, marg_eps, levels, eps_main, coding, marginals, edges, tables, rng, opts
+                    enc,
+                    n,
+                    marg_eps,
+                    levels,
+                    eps_main,
+                    coding,
+                    marginals,
+                    edges,
+                    tables,
+                    rng,
+                    opts,
+                    noise,
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
@@ -420,7 +533,7 @@ def make_structured_synthesis(
             total += Fraction(template.map(d_in))
         return round_up(total)
 
-    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+    return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 
 
 def pair_points(
@@ -435,14 +548,17 @@ def pair_points(
     tables: Sequence[np.ndarray],
     rng: Any,
     opts: StructuredOptions,
+    noise: str = "laplace",
 ) -> tuple[np.ndarray, TableMarginals]:
     """The pair tree's post-processing (in memory and on Dask): the first look combined with the
-    released tables' margins (``opts.combine``), then the rows sampled along the tree; returns
-    the points and the 1-way targets they were drawn to."""
+    released tables' margins (``opts.combine``, with the variances of ``noise``), then the rows
+    sampled along the tree; returns the points and the 1-way targets they were drawn to."""
     if opts.combine:
-        noise = first_look_noise(enc, n, marg_eps, levels)
-        scale = round_up(Fraction(2 * (len(coding.plans) - 1)) / Fraction(eps_counts))
-        marginals = combine_margins(coding, marginals, list(edges), list(tables), scale, noise)
+        first = first_look_noise(enc, n, marg_eps, levels, noise)
+        scale = pair_count_scale(len(coding.plans) - 1, eps_counts, noise)
+        marginals = combine_margins(
+            coding, marginals, list(edges), list(tables), scale, first, noise
+        )
     return sample_tree(coding, marginals, list(edges), list(tables), n, rng, opts.within), marginals
 
 

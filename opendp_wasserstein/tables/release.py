@@ -128,7 +128,8 @@ def synthesize_table(
     :param accept_data_derived_schema: release even if the schema has bounds or categories read
         off the data (``derived_from_data``; not private): refused by default
     :param kwargs: ``structured`` (True or a
-        :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions`: the structured release),
+        :class:`~opendp_wasserstein.tables.pipeline.StructuredOptions`: the structured release;
+        with ``delta`` its discrete Gaussian, zCDP variant restated in ``(epsilon, delta)``),
         else ``mechanism``, ``public_size``, ``delta``, ``split_order`` (``"discrete-first"``,
         the default, or ``"cyclic"``) and the one-tree options of
         :func:`~opendp_wasserstein.synthesize` (``epsilon_select``, ``depth``, ``placement``,
@@ -198,12 +199,14 @@ def _structured(
     kwargs: dict[str, Any],
     progress: bool | None = None,
 ) -> tuple[Any, Any]:
-    """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) as one chain."""
+    """The structured release (:mod:`~opendp_wasserstein.tables.pipeline`) as one chain; with
+    ``delta`` in ``kwargs`` its zCDP variant restated in ``(epsilon, delta)`` (the report's
+    ``delta`` and ``details["rho"]``)."""
 
     unknown = {
         k: v
         for k, v in kwargs.items()
-        if v is not None and k not in ("mechanism", "public_size", "placement")
+        if v is not None and k not in ("mechanism", "public_size", "placement", "delta")
     }
     if unknown:
         raise ValueError(
@@ -215,9 +218,10 @@ def _structured(
         )
     if kwargs.get("public_size", True) is not True:
         raise ValueError("the structured table release needs public_size=True")
+    delta = kwargs.get("delta")
     x, sub, info, domain = _prepare(data, schema, columns, accept, True)
-    meas, _ = table_synthesis(
-        domain, dp.change_one_distance(), epsilon, "structured", options=options, kind=info
+    meas, rho = table_synthesis(
+        domain, dp.change_one_distance(), epsilon, "structured", delta, options=options, kind=info
     )
     steps = _bar(progress, True, x, "synth")
     t0 = time.perf_counter()
@@ -229,7 +233,12 @@ def _structured(
     details: dict[str, Any] = {}
     for r in records:
         details |= r
-    certified = meas.map(1)
+    certified_delta = None
+    if delta is not None:
+        certified, certified_delta = meas.map(1)
+        details["rho"] = rho
+    else:
+        certified = meas.map(1)
     details |= {
         "epsilon_release": certified,
         "epsilon_schema": schema.epsilon_spent,
@@ -248,6 +257,7 @@ def _structured(
     report = SynthesisReport(
         mechanism="structured",
         epsilon=_total(certified, schema),
+        delta=certified_delta,
         depth=int(details.pop("depth", 0)),
         scales=tuple(details.pop("scales", ())),
         visited_nodes=int(details.pop("visited_nodes", 0)),

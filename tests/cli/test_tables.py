@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from opendp_wasserstein.cli import main
+from opendp_wasserstein.combinators import rho_for_approx_dp
 from opendp_wasserstein.tables import Schema
 from opendp_wasserstein.tables.drafting import draft_schema
 from opendp_wasserstein.tables.io import read_file, write_file
@@ -778,21 +779,29 @@ def _synth_table(tmp, csv_path, schema_path, extra):
     )
 
 
-@pytest.mark.parametrize("mechanism", [None, "adaptive", "pruned", "pmm"])
+@pytest.mark.parametrize("mechanism", [None, "structured", "adaptive", "pruned", "pmm"])
 def test_synth_schema_with_delta_certifies_the_pair(files, capsys, mechanism):
-    """``--delta`` with ``--schema`` (issue 22, item 7): the one-tree chain's zCDP variant,
-    converted by OpenDP; the certificate is the chain's map, (1.0, 1e-9) exactly."""
+    """``--delta`` with ``--schema`` (issue 22, item 7): the structured release with discrete
+    Gaussian noise by default, or a one-tree chain's zCDP variant, converted by OpenDP; the
+    certificate is the chain's map: (1.0, 1e-9) exactly for the one-tree chains, at most 1.0
+    for the structured one (its first look's fit falls short by a few ulps)."""
     tmp, csv_path, _, original = files
     schema_path, _ = _draft(tmp, csv_path)
     extra = ["--delta", "1e-9"] + ([] if mechanism is None else ["--mechanism", mechanism])
     assert _synth_table(tmp, csv_path, schema_path, extra) == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
-    assert summary["mechanism"] == (mechanism or "adaptive")  # --delta picks a one-tree default
-    assert summary["epsilon_certified"] == 1.0
-    assert summary["epsilon_release"] == 1.0
+    assert summary["mechanism"] == (mechanism or "structured")
     assert summary["delta_certified"] == 1e-9
-    assert summary["details"]["rho"] > 0
-    assert read_file(str(tmp / "out.parquet")).num_rows == original.num_rows
+    assert summary["details"]["rho"] == rho_for_approx_dp(1.0, 1e-9)
+    if summary["mechanism"] == "structured":
+        assert 1.0 - 1e-12 <= summary["epsilon_certified"] <= 1.0
+        assert summary["details"]["noise"] == "gaussian"
+    else:
+        assert summary["epsilon_certified"] == 1.0
+    assert summary["epsilon_release"] == summary["epsilon_certified"]
+    out = read_file(str(tmp / "out.parquet"))
+    assert out.num_rows == original.num_rows
+    assert out.column_names == original.column_names
 
 
 @pytest.mark.parametrize("mechanism", ["structured", "adaptive", "pruned", "pmm", "privtree"])
@@ -811,7 +820,6 @@ def test_synth_schema_every_mechanism_choice_applies(files, capsys, mechanism):
 @pytest.mark.parametrize(
     "extra,match",
     [
-        (["--delta", "1e-9", "--mechanism", "structured"], "--mechanism structured is pure DP"),
         (["--delta", "1e-9", "--mechanism", "privtree"], "--mechanism privtree is pure DP"),
         (["--delta", "1e-9", "--private-size"], "--delta needs a public row count"),
         (["--mechanism", "structured", "--private-size"], "--private-size apply to the one-tree"),

@@ -233,3 +233,74 @@ def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) ->
     got = pq.read_table(out)
     assert got.column_names == cols
     assert got.equals(expected)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "joint"), [(2.0, "pairs"), (0.05, "independent")], ids=["pairs", "independent"]
+)
+def test_dask_delta_release_is_the_in_memory_release_under_the_same_key(
+    table_files: Any, inline: Any, epsilon: float, joint: str
+) -> None:
+    """With delta: discrete Gaussian noise and zCDP selections, the very draws of the in-memory
+    release (the same derived streams), the same certificate (epsilon', delta)."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    with runtime.reproducible(11):
+        expected, report = synthesize_table(
+            table, epsilon, schema, structured=StructuredOptions(), delta=1e-9
+        )
+    assert report.details["joint_kind"] == joint
+    assert report.details["noise"] == "gaussian"
+    out = table_files / f"out-delta-{joint}"
+    with runtime.reproducible(11):
+        _, _, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            epsilon,
+            out,
+            schema,
+            inline,
+            rows_per_block=1000,
+            delta=1e-9,
+        )
+    assert pq.read_table(out).equals(expected)
+    assert dreport.epsilon == report.epsilon
+    assert dreport.delta == report.delta
+    assert dreport.delta == 1e-9
+    for key in ("pair_edges", "pair_bins", "pair_scale", "quality", "rho", "rho_marginals"):
+        assert dreport.details.get(key) == report.details.get(key)
+
+
+def test_dask_delta_on_the_csprng_and_refused_for_arrays(table_files: Any, inline: Any) -> None:
+    schema = Schema.from_json(SCHEMA)
+    src = str(table_files / "t.parquet")
+    rel, report = synthesize_on_dask(
+        src, 2.0, table_files / "out-delta-secure", schema=schema, client=inline, delta=1e-9
+    )
+    assert rel.rows == 6000
+    assert report.delta == 1e-9
+    assert report.epsilon <= 2.0
+    assert len(report.details["pair_edges"]) == 3
+    with pytest.raises(ValueError, match="delta: synthesize_on_dask releases arrays in pure DP"):
+        synthesize_on_dask(src, 1.0, table_files / "y", (0, 1), delta=1e-9)
+    assert not (table_files / "y").exists()
+
+
+def test_cli_synth_schema_delta_on_a_scheduler_is_the_in_memory_synth(
+    table_files: Any, cluster: Any, capsys: Any
+) -> None:
+    from opendp_wasserstein.cli import main
+
+    src, schema = str(table_files / "t.parquet"), str(table_files / "schema.json")
+    common = ["--epsilon", "2", "--schema", schema, "--seed", "12", "--json", "--delta", "1e-9"]
+    mem = table_files / "cli-delta-mem.parquet"
+    assert main(["synth", src, "-o", str(mem), *common]) == 0
+    mem_summary = json.loads(capsys.readouterr().out)
+    out = table_files / "cli-delta-dask"
+    assert (
+        main(["synth", src, "-o", str(out), *common, "--scheduler", cluster.scheduler.address]) == 0
+    )
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["delta_certified"] == 1e-9
+    assert summary["epsilon_certified"] == mem_summary["epsilon_certified"]
+    assert summary["details"]["noise"] == "gaussian"
+    assert pq.read_table(out).equals(pq.read_table(mem))

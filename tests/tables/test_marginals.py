@@ -20,10 +20,13 @@ from opendp_wasserstein.tables.marginals import (
     TableMarginals,
     column_leaves,
     column_plans,
+    column_trees,
     level_scales,
+    level_scales_zcdp,
     make_level_counts,
     make_quantile_encoding,
     make_table_marginals,
+    noise_variance,
     project_groups,
     shrink_children,
     tree_estimate,
@@ -264,3 +267,128 @@ def test_tree_estimate_with_shrink_keeps_the_mass_and_an_atom():
     assert est[37] > 450
     # the flat group: an even split, not a few noisy cells holding it
     assert np.ptp(est[208:224]) < 10
+
+
+# ---------------------------------------------------------------------------------------------
+# the first look in zCDP (discrete Gaussian; the structured release with delta)
+
+
+@pytest.mark.parametrize(
+    "metric, sized, unit, expect",
+    [
+        (dp.change_one_distance(), True, 1, 1.4142135623730951),
+        (dp.change_one_distance(), True, 3, 4.242640687119286),
+        (dp.symmetric_distance(), True, 2, 1.4142135623730951),
+        (dp.symmetric_distance(), True, 3, 1.4142135623730951),
+        (dp.symmetric_distance(), False, 3, 3.0),
+    ],
+)
+def test_level_counts_l2_stability_is_sqrt2_per_replacement_rounded_up(metric, sized, unit, expect):
+    plan = column_plans(ENC)[0]
+    t = make_level_counts(_domain(50 if sized else None), metric, plan, 16, 0, "l2")
+    assert t.output_metric == dp.l2_distance(T=float)
+    got = t.map(unit)
+    assert got == expect
+    m = unit if metric == dp.change_one_distance() else unit // 2
+    if sized:
+        assert Fraction(got) ** 2 >= 2 * m * m
+        assert Fraction(float(np.nextafter(got, 0))) ** 2 < 2 * m * m
+    # a replacement moves two counts by one: l2 change exactly sqrt(2)
+    x = _points(50)
+    y = x.copy()
+    row = int(np.flatnonzero(x[:, 0] < 0.5)[0])
+    y[row, 0], y[row, 1] = 0.75, 0.5
+    assert np.square(np.subtract(t(x), t(y))).sum() == 2
+
+
+def test_level_counts_refuse_an_unknown_metric():
+    with pytest.raises(ValueError, match="output_metric must be 'l1' or 'l2'"):
+        make_level_counts(_domain(50), dp.change_one_distance(), column_plans(ENC)[0], 16, 0, "l3")
+
+
+def test_gaussian_level_map_is_opendps_exact_value():
+    t = make_level_counts(_domain(50), dp.change_one_distance(), column_plans(ENC)[0], 16, 0, "l2")
+    meas = t >> dp.m.then_gaussian(2.0)
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    # (sqrt(2) rounded up / 2)^2 / 2 in OpenDP's float arithmetic, rounded up: 1/4 and 1 ulp
+    assert meas.map(1) == 0.25000000000000006
+    assert meas.check(1, 0.25000000000000006)
+    assert not meas.check(1, 0.25)
+
+
+@pytest.mark.parametrize("levels", [1, 2, 3])
+def test_level_scales_zcdp_spend_the_shares_of_rho_rounded_up(levels):
+    rho = 0.01
+    sc = level_scales_zcdp(rho, levels)
+    assert len(sc) == levels
+    shares = [Fraction(1)] if levels == 1 else [Fraction(1, 4 * (levels - 1))] * (levels - 1)
+    if levels > 1:
+        shares.append(Fraction(3, 4))
+    for s, share in zip(sc, shares, strict=True):
+        need = 1 / (share * Fraction(rho))  # sigma^2 >= 1 / (share rho): the smallest float
+        assert Fraction(s) ** 2 >= need
+        assert Fraction(float(np.nextafter(s, 0))) ** 2 < need
+    assert sum(1 / Fraction(s) ** 2 for s in sc) <= Fraction(rho)
+
+
+def test_noise_variance_of_each_law():
+    assert noise_variance(3.0, "laplace") == 18.0
+    assert noise_variance(3.0, "gaussian") == 9.0
+    with pytest.raises(ValueError, match="noise must be one of"):
+        noise_variance(3.0, "cauchy")
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_gaussian_marginals_map_is_the_sum_of_the_levels_rho(metric, unit):
+    n, rho = 200, 0.05
+    meas = make_table_marginals(_domain(n), metric, ENC, rho, noise="gaussian")
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    expected = Fraction(0)
+    for _p, _leaves, _levels, scales in column_trees(ENC, n, rho, noise="gaussian"):
+        expected += sum(1 / Fraction(sc) ** 2 for sc in scales)
+    got = Fraction(meas.map(unit))
+    assert expected <= got <= expected * (1 + Fraction(1, 10**12))
+    assert got <= Fraction(rho) * (1 + Fraction(1, 10**12))
+    assert meas.check(unit, meas.map(unit))
+    assert not meas.check(unit, float(np.nextafter(meas.map(unit), 0)))
+    # two replacements: four times (zCDP is quadratic in the l2 distance)
+    assert Fraction(meas.map(2 * unit)) >= 4 * expected
+
+
+def test_gaussian_trees_read_the_leaves_at_sqrt_8_rho():
+    n, rho = 3000, 0.02
+    per_column = float(Fraction(rho) / 3)
+    for (p, leaves, _lv, _sc), (_q, pure_leaves, _l2, _s2) in zip(
+        column_trees(ENC, n, rho, noise="gaussian"),
+        column_trees(ENC, n, float(np.sqrt(8.0 * per_column)) * 3),
+        strict=True,
+    ):
+        assert leaves == column_leaves(p, SCHEMA[p.name], n, float(np.sqrt(8.0 * per_column)))
+        assert leaves == pure_leaves
+
+
+def test_gaussian_release_is_post_processed_with_the_gaussian_variance():
+    n, rho = 3000, 0.05
+    x = _points(n)
+    meas = make_table_marginals(_domain(n), dp.change_one_distance(), ENC, rho, noise="gaussian")
+    with reproducible(0):
+        release = meas(x)
+    with reproducible(0):
+        again = meas(x)
+    assert release == again
+    tm = TableMarginals.from_release(ENC, release, n, rho, noise="gaussian")
+    pos = 0
+    for c, (p, _leaves, levels, scales) in enumerate(column_trees(ENC, n, rho, noise="gaussian")):
+        noisy = [np.asarray(release[pos + j], dtype=np.float64) for j in range(len(levels))]
+        pos += len(levels)
+        miss = 0.0
+        if p.missing_axis is not None:
+            miss = float(np.clip(np.mean([v[-1] for v in noisy]) / n, 0.0, 1.0))
+            noisy = [v[:-1] for v in noisy]
+        present = max(n * (1.0 - miss), 1.0)
+        var = [sc * sc for sc in scales]  # the Gaussian's variance, not 2 s^2
+        expect = tree_estimate(noisy, present, var, shrink=True) / present
+        np.testing.assert_array_equal(tm.masses[c], expect)
+    assert abs(tm.missing[0] - 0.2) < 0.05

@@ -120,7 +120,10 @@ def test_delta_map_is_the_pair(mechanism):
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"mechanism": "structured", "delta": 1e-9}, "delta: mechanism='structured' is pure DP"),
+        (
+            {"mechanism": "structured", "delta": 1e-9, "options": StructuredOptions(joint="tree")},
+            "delta: joint='tree' \\(the joint hierarchy\\) is pure DP only",
+        ),
         ({"mechanism": "privtree", "delta": 1e-9}, "privtree.*pure DP"),
         ({"mechanism": "structured", "split_order": "cyclic"}, "split_order applies"),
         ({"mechanism": "adaptive", "split_order": "random"}, "split_order must be one of"),

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opendp_wasserstein import synthesize
-from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.tables import (
@@ -23,6 +23,7 @@ from opendp_wasserstein.tables import (
     TableEncoding,
 )
 from opendp_wasserstein.tables.calibration import calibrate
+from opendp_wasserstein.tables.frames import read_table
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.pairs import (
     PAIR_BINS_MAX,
@@ -33,9 +34,11 @@ from opendp_wasserstein.tables.pairs import (
     make_pair_scores,
     make_pair_tree,
     pair_bins,
+    pair_count_scale,
     pair_score_sensitivity,
     sample_tree,
     tree_template,
+    zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
     PAIRS_MIN_NEPS,
@@ -400,3 +403,118 @@ def test_combining_is_post_processing_the_map_is_unchanged(combine):
     assert meas.map(1) == ref.map(1)
     assert meas.check(1, 1.0)
     assert not meas.check(1, float(np.nextafter(meas.map(1), 0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# the pair tree in zCDP (discrete Gaussian tables, OpenDP's zCDP noisy max)
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_pair_counts_l2_stability_is_exact(metric, unit):
+    t = make_pair_counts(_domain(50), metric, _coding(), 0, 1, "l2")
+    assert t.output_metric == dp.l2_distance(T=float)
+    assert t.map(unit) == 1.4142135623730951
+    assert t.map(3 * unit) == sqrt_up(18)
+
+
+def test_pair_count_scale_of_each_law():
+    assert pair_count_scale(2, 0.5) == 8.0
+    sigma = pair_count_scale(2, 0.5, "gaussian")  # sqrt(2 / 0.5) = 2
+    assert sigma == 2.0
+    s = pair_count_scale(3, 0.1, "gaussian")
+    assert Fraction(s) ** 2 >= Fraction(3) / Fraction(0.1)
+    assert Fraction(float(np.nextafter(s, 0))) ** 2 < Fraction(3) / Fraction(0.1)
+
+
+def test_gaussian_pair_bins_use_the_laplace_rule_at_the_same_variance():
+    # rho 0.02 over k - 1 = 2 tables: sigma = 10, Laplace-equivalent s = 10 / sqrt(2);
+    # n / B^2 >= 4 s: n = 10^4 -> B <= sqrt(10^4 / 28.28) = 18.8 -> 16; n = 2000 -> 8.4 -> 8
+    assert pair_bins(10**4, 0.02, 3, "gaussian") == PAIR_BINS_MAX
+    assert pair_bins(2000, 0.02, 3, "gaussian") == 8
+    assert pair_bins(2000, 0.02, 3, "gaussian") != pair_bins(2000, 0.02, 3)
+
+
+def test_zcdp_selection_map_is_within_rho_and_its_law_is_the_softmax():
+    sens = round_up(pair_score_sensitivity(500))
+    meas, scale = zcdp_selection(3, 0.05, sens)
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    got = meas.map(sens)
+    assert Fraction(got) <= Fraction(0.05)
+    assert Fraction(got) >= Fraction(0.05) * (1 - Fraction(1, 10**12))
+    assert scale == pytest.approx(sens / np.sqrt(0.1), rel=1e-12)
+    # OpenDP's map is (d / scale)^2 / 2: a pure exponential mechanism at this scale would cost
+    # eps = 2 sens / scale, eps^2 / 2 after make_pureDP_to_zCDP, four times as much
+    eps = 2 * sens / scale
+    assert eps * eps / 2 == pytest.approx(4 * got, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_gaussian_pair_tree_map_is_exact_and_within_its_budget(metric, unit):
+    n, r_sel, r_cnt = 500, 0.01, 0.02
+    coding = _coding()
+    meas = make_pair_tree(
+        _domain(n), metric, coding, _uniform_marginals(n), r_sel, r_cnt, "gaussian"
+    )
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    k = 3
+    sens = round_up(pair_score_sensitivity(n))
+    sel, _ = zcdp_selection(3, round_down(Fraction(r_sel) / (k - 1)), sens)
+    count = make_pair_counts(_domain(n), metric, coding, 0, 1, "l2") >> dp.m.then_gaussian(
+        pair_count_scale(k - 1, r_cnt, "gaussian")
+    )
+    per_round = Fraction(sel.map(sens))  # one replacement moves a score by sens
+    expect = round_up((k - 1) * per_round + (k - 1) * Fraction(count.map(unit)))
+    got = meas.map(unit)
+    assert got == expect
+    assert Fraction(got) <= (Fraction(r_sel) + Fraction(r_cnt)) * (1 + Fraction(1, 10**12))
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    assert tree_template(_domain(n), metric, ENC, n, 4, r_sel, r_cnt, "gaussian").map(unit) == got
+
+
+def test_gaussian_pair_tree_is_reproducible_and_keeps_dependence():
+    n = 4000
+    df = _frame(n)
+    cols, _ = read_table(df, SCHEMA)
+    enc_points = ENC.encode(cols)
+    marg = _uniform_marginals(n)
+    coding = _coding(4)
+    meas = make_pair_tree(_domain(n), dp.change_one_distance(), coding, marg, 0.05, 0.1, "gaussian")
+    with reproducible(5):
+        edges, tables = meas(enc_points)
+    with reproducible(5):
+        edges2, tables2 = meas(enc_points)
+    assert edges == edges2
+    for a, b in zip(tables, tables2, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert len(edges) == 2
+    assert (0, 2) in edges  # x and k are the dependent pair
+    secure_edges, secure_tables = meas(enc_points)
+    assert len(secure_edges) == 2
+    assert secure_tables[0].dtype == np.int64
+
+
+def test_combine_margins_weighs_gaussian_tables_by_s_squared():
+    """The inverse-variance weights depend on the ratio of the variances only: Gaussian tables
+    at scale s (variance s^2) against a first look at variance v weigh as Laplace tables at the
+    same s (variance 2 s^2) against 2 v."""
+    n = 300
+    coding = _coding(4)
+    marg = _uniform_marginals(n)
+    t01 = np.zeros((5, 3))
+    t01[0] = [120, 90, 90]
+    t12 = np.zeros((3, 4))
+    t12[:, 0] = [60, 120, 120]
+    g = combine_margins(
+        coding, marg, [(0, 1), (1, 2)], [t01, t12], 4.0, _noise(100.0, 16, 50.0), "gaussian"
+    )
+    lap = combine_margins(coding, marg, [(0, 1), (1, 2)], [t01, t12], 4.0, _noise(200.0, 16, 100.0))
+    for a, b in zip(g.masses, lap.masses, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    w = np.array([1 / 100, 1 / 80, 1 / 64])  # Gaussian: variance 16 times the other's codes
+    est = (w[0] * 100 + w[1] * np.array([120, 90, 90]) + w[2] * np.array([60, 120, 120])) / w.sum()
+    np.testing.assert_allclose(g.masses[1] * n, est)

@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from opendp_wasserstein import synthesize
+from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
+from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.tables import (
     BoolColumn,
@@ -24,7 +26,10 @@ from opendp_wasserstein.tables.marginals import column_plans
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
     fit_marginals,
+    fit_pairs,
     make_structured_synthesis,
+    make_structured_synthesis_zcdp,
+    structured_zcdp,
     uses_joint,
 )
 
@@ -367,3 +372,99 @@ def test_small_tables_are_never_much_worse_than_independent_marginals():
     # tree fixes: 0.233, 0.205, 0.174, which fails both checks)
     assert np.mean(ours) <= 1.05 * np.mean(base), (ours, base)
     assert all(o <= 1.25 * b for o, b in zip(ours, base, strict=True)), (ours, base)
+
+
+# ---------------------------------------------------------------------------------------------
+# the structured release under (epsilon, delta): discrete Gaussian noise, composed in zCDP
+
+
+@pytest.mark.parametrize("joint", ["pairs", "never"])
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_delta_map_is_opendps_conversion_of_the_zcdp_map(joint, metric, unit):
+    eps, delta = 1.0, 1e-9
+    opts = StructuredOptions(joint=joint)
+    meas = make_structured_synthesis(_domain(3000), metric, ENC, eps, opts, delta=delta)
+    assert meas.output_measure == dp.approximate(dp.max_divergence())
+    zcdp, rho = structured_zcdp(_domain(3000), metric, ENC, eps, delta, opts)
+    assert rho == rho_for_approx_dp(eps, delta)
+    assert zcdp.output_measure == dp.zero_concentrated_divergence()
+    got_rho = zcdp.map(unit)
+    assert got_rho <= rho
+    assert got_rho >= rho * (1 - 1e-9)
+    got_eps, got_delta = meas.map(unit)
+    assert got_delta == delta
+    assert got_eps <= eps
+    assert (got_eps, got_delta) == make_approx_dp(zcdp, delta).map(unit)
+    assert meas.check(unit, (got_eps, delta))
+    assert not meas.check(unit, (float(np.nextafter(got_eps, 0)), delta))
+
+
+def test_delta_map_at_the_default_pairs_is_exactly_epsilon():
+    meas = make_structured_synthesis(
+        _domain(3000), dp.change_one_distance(), ENC, 1.0, StructuredOptions(joint="pairs"), 1e-9
+    )
+    assert meas.map(1) == (1.0, 1e-9)
+    assert meas.check(1, (1.0, 1e-9))
+    assert not meas.check(1, (float(np.nextafter(1.0, 0)), 1e-9))
+
+
+def test_zcdp_parts_spend_the_pure_shares_of_rho():
+    """The first look's rho is the largest at most 0.4 rho (fit_marginals), the pair tree's the
+    rest (a third on the choices), and the composition's map is their exact sum."""
+    n, eps, delta = 3000, 1.0, 1e-9
+    dom, met = _domain(n), dp.change_one_distance()
+    zcdp, rho = structured_zcdp(dom, met, ENC, eps, delta, StructuredOptions(joint="pairs"))
+    target = round_down(Fraction(rho) * Fraction(0.4))
+    marg_rho, m_marg = fit_marginals(dom, met, ENC, target, 1, 3, "gaussian")
+    assert m_marg.output_measure == dp.zero_concentrated_divergence()
+    first = m_marg.map(1)
+    assert first <= target
+    assert first >= target * (1 - 1e-12)
+    r_sel, r_cnt, _bins, template = fit_pairs(dom, met, ENC, n, rho, first, 1, "gaussian")
+    rest = Fraction(rho) - Fraction(first)
+    assert Fraction(r_sel) == pytest.approx(rest / 3, rel=1e-12)
+    assert Fraction(r_cnt) == pytest.approx(rest * 2 / 3, rel=1e-12)
+    assert zcdp.map(1) == round_up(Fraction(first) + Fraction(template.map(1)))
+    assert Fraction(zcdp.map(1)) <= Fraction(rho)
+
+
+def test_zcdp_release_runs_on_the_zcdp_rule_epsilon():
+    # no delta: the zCDP measurement on its own, rules at sqrt(8 rho)
+    meas = make_structured_synthesis_zcdp(_domain(2000), dp.change_one_distance(), ENC, 0.02)
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    assert meas.map(1) <= 0.02
+    assert meas.map(1) >= 0.02 * (1 - 1e-9)
+
+
+def test_delta_refuses_the_joint_hierarchy_and_a_bad_delta():
+    with pytest.raises(ValueError, match="delta: joint='tree' .* is pure DP only"):
+        make_structured_synthesis(
+            _domain(2000), dp.change_one_distance(), ENC, 1.0, StructuredOptions(joint="tree"), 1e-9
+        )
+    with pytest.raises(ValueError, match="delta"):
+        make_structured_synthesis(_domain(2000), dp.change_one_distance(), ENC, 1.0, None, 1.5)
+
+
+def test_delta_release_is_reproducible_gaussian_and_keeps_the_pure_release():
+    df = _frame(3000)
+    opts = StructuredOptions(joint="pairs")
+    with reproducible(4):
+        a, ra = synthesize(df, 1.0, schema=SCHEMA, structured=opts, delta=1e-9)
+    with reproducible(4):
+        b, _ = synthesize(df, 1.0, schema=SCHEMA, structured=opts, delta=1e-9)
+    with reproducible(4):
+        pure, rp = synthesize(df, 1.0, schema=SCHEMA, structured=opts)
+    assert a.equals(b)
+    assert not a.equals(pure)
+    assert ra.mechanism == "structured"
+    assert ra.delta == 1e-9
+    assert ra.epsilon == 1.0
+    assert ra.details["noise"] == "gaussian"
+    assert ra.details["rho"] == rho_for_approx_dp(1.0, 1e-9)
+    assert ra.details["rho_marginals"] <= 0.4 * ra.details["rho"]
+    assert rp.delta is None
+    assert "noise" not in rp.details
+    assert list(a.columns) == list(df.columns)
+    assert a["region"].isin(["n", "e", "s", "w"]).all()
