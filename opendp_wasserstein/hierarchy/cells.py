@@ -740,6 +740,20 @@ def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     return out
 
 
+def _tied_share_of_sample(word: np.ndarray, mask: np.uint64) -> float:
+    """The share of the rows of an evenly strided sample (at most ``2^14`` rows) whose code bits
+    above ``mask`` equal another sampled row's: a sample ties less than the whole (fewer rows
+    share each value), so a share above :data:`_LSD_TIED_SHARE` sends the rows to the radix
+    passes without the first sort that would measure it exactly.  A choice of path only: both
+    give the same sorted codes and lcp."""
+    n = word.size
+    if n < 1 << 16:
+        return 0.0
+    sample = word[:: n >> 14] & ~mask
+    sample.sort()
+    return float(np.count_nonzero(sample[1:] == sample[:-1])) / sample.size
+
+
 class CountTree:
     """The exact hierarchical counts of a dataset, held lazily (private).
 
@@ -844,6 +858,12 @@ class CountTree:
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
+        if _tied_share_of_sample(words[0], mask) > _LSD_TIED_SHARE:
+            # most rows of a sample already tie: the radix passes, without the first sort
+            order = _lsd_order(words, depth, i)
+            _permute_words(words, order)
+            del order
+            return words, _sorted_words_lcp(words, depth)
         keys = words[0] & ~mask
         keys |= np.arange(n, dtype=np.uint64)
         keys.sort()

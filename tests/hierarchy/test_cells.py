@@ -218,6 +218,25 @@ def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
     assert np.array_equal(trees[0].occupancy(), trees[1].occupancy())
 
 
+def test_a_sample_that_ties_takes_the_radix_passes_to_the_same_tree(monkeypatch):
+    """From 2^16 rows a strided sample can send the rows to the radix passes before the first
+    sort: the same sorted codes and lcp as the refinement of the tied rows."""
+    from opendp_wasserstein.hierarchy import cells
+
+    d, depth, n = 6, 100, 1 << 16
+    t = np.random.default_rng(7).uniform(size=n)
+    u = 0.5 + 0.4 * np.sin(2 * np.pi * np.outer(t, 1 + np.arange(d) % 3) + np.arange(d))
+    words = cells.row_codes(u, None, depth, [0, 1])
+    mask = np.uint64((1 << 16) - 1)
+    assert cells._tied_share_of_sample(words[0], mask) > cells._LSD_TIED_SHARE
+    assert cells._tied_share_of_sample(words[0][: n - 1], mask) == 0.0  # below 2^16 rows: no
+    sampled = build_count_tree(u, depth)
+    monkeypatch.setattr(cells, "_LSD_TIED_SHARE", 2.0)  # never the radix passes
+    refined = build_count_tree(u, depth)
+    assert np.array_equal(sampled._words, refined._words)
+    assert np.array_equal(sampled.lcp, refined.lcp)
+
+
 @pytest.mark.parametrize("d,depth,r", [(3, 58, 20), (2, 100, 64), (10, 150, 70), (10, 150, 20)])
 def test_truncated_tree_equals_a_direct_tree(d, depth, r):
     rng = np.random.default_rng(r)
