@@ -699,6 +699,68 @@ def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
     return order
 
 
+#: the least code bits a pass of :func:`_run_radix_order` must sort (else :func:`_lsd_order`)
+_MIN_RUN_DIGIT = 32
+
+
+def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """The runs of sorted rows tied on their first ``start`` code bits (``lcp > 64`` marks a
+    tied pair, :func:`_sorted_lcp` of the first sort's keys), for :func:`_run_radix_order`:
+    ``(frame, first, ir, c)`` with ``frame[p] = (run of p) << (c + ir) | (p - first[p])`` and
+    ``first[p]`` the position where the run of ``p`` starts, ``ir`` bits for an index in a run
+    and ``c = 64 - (run bits) - ir`` code bits a pass; None when ``c`` would be below
+    :data:`_MIN_RUN_DIGIT`."""
+    n = lcp.size + 1
+    heads = np.flatnonzero(lcp <= 64)
+    heads += 1
+    starts = np.concatenate(([0], heads))  # where each run starts
+    del heads
+    lengths = np.diff(np.append(starts, n))
+    r = int(starts.size - 1).bit_length()
+    ir = max(1, int(lengths.max() - 1).bit_length())
+    c = 64 - r - ir
+    if c < _MIN_RUN_DIGIT:
+        return None
+    first = np.repeat(starts, lengths)
+    frame = np.repeat(np.arange(starts.size, dtype=np.uint64) << np.uint64(c + ir), lengths)
+    frame |= (np.arange(n, dtype=np.int64) - first).view(np.uint64)
+    return frame, first, ir, c
+
+
+def _run_radix_order(
+    words: np.ndarray, depth: int, start: int, frame: np.ndarray, first: np.ndarray, ir: int, c: int
+) -> np.ndarray:
+    """The lexicographic order of codes whose first ``start`` bits are already sorted (rows in
+    that order, in runs of equal first bits described by :func:`_run_frame`): least-significant
+    digit radix passes over the code bits from ``start`` on, ``c`` bits a pass, each one
+    ``np.sort`` of ``(run, digit, index in the run in the previous pass's order)`` keys.  The
+    run above the digit keeps every run in its own positions, so every gather moves rows inside
+    their runs (near each other in memory: several times cheaper than :func:`_lsd_order`'s
+    gathers across the whole array), and the first sort is not repeated."""
+    n = words.shape[1]
+    low = np.uint64((1 << ir) - 1)
+    digit = np.empty(n, dtype=np.uint64)
+    key = np.empty(n, dtype=np.uint64)
+    order = np.empty(n, dtype=np.int64)
+    spare = np.empty(n, dtype=np.int64)
+    for p, lo in enumerate(reversed(range(start, depth, c))):
+        _bits_in_order(words, lo, min(c, depth - lo), digit if p else key)
+        if p:
+            _take(digit, order, key)  # the digit of the rows in the current order
+        key <<= np.uint64(ir)
+        key |= frame
+        key.sort()
+        key &= low
+        src = key.view(np.int64)
+        src += first  # the position in the previous pass's order
+        if p:
+            _take(order, src, spare)
+            order, spare = spare, order
+        else:
+            np.copyto(order, src)
+    return order
+
+
 def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     """The lcp (uint16, at most ``depth``) of neighbours of sorted multi-word codes, chunk by
     chunk: from the first word's XOR of neighbours, then, for the pairs equal on the words so
@@ -738,20 +800,6 @@ def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
                 break
     np.minimum(out, np.uint16(depth), out=out)
     return out
-
-
-def _tied_share_of_sample(word: np.ndarray, mask: np.uint64) -> float:
-    """The share of the rows of an evenly strided sample (at most ``2^14`` rows) whose code bits
-    above ``mask`` equal another sampled row's: a sample ties less than the whole (fewer rows
-    share each value), so a share above :data:`_LSD_TIED_SHARE` sends the rows to the radix
-    passes without the first sort that would measure it exactly.  A choice of path only: both
-    give the same sorted codes and lcp."""
-    n = word.size
-    if n < 1 << 16:
-        return 0.0
-    sample = word[:: n >> 14] & ~mask
-    sample.sort()
-    return float(np.count_nonzero(sample[1:] == sample[:-1])) / sample.size
 
 
 class CountTree:
@@ -858,12 +906,6 @@ class CountTree:
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        if _tied_share_of_sample(words[0], mask) > _LSD_TIED_SHARE:
-            # most rows of a sample already tie: the radix passes, without the first sort
-            order = _lsd_order(words, depth, i)
-            _permute_words(words, order)
-            del order
-            return words, _sorted_words_lcp(words, depth)
         keys = words[0] & ~mask
         keys |= np.arange(n, dtype=np.uint64)
         keys.sort()
@@ -875,10 +917,17 @@ class CountTree:
         del keys
         tied = np.flatnonzero(lcp > 64)
         if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
-            del tied, lcp, order
-            order = _lsd_order(words, depth, i)
-            _permute_words(words, order)
-            del order
+            del tied
+            local = _run_frame(lcp, 64 - i)
+            del lcp
+            if local is None:  # too many runs or too long ones: passes over the input order
+                del order
+                order = _lsd_order(words, depth, i)
+                _permute_words(words, order)
+            else:  # the first sort's runs kept, radix passes inside them
+                _permute_words(words, order)
+                del order
+                _permute_words(words, _run_radix_order(words, depth, 64 - i, *local))
             return words, _sorted_words_lcp(words, depth)
         _permute_words(words, order)  # one word at a time: one word of temporary memory
         del order
