@@ -201,21 +201,34 @@ def test_deep_ties_are_refined(depth, share, monkeypatch):
 
 @pytest.mark.parametrize("d,depth", [(10, 196), (5, 89), (3, 150)])
 def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
-    """Radix passes (most rows tied after the first sort) and refinement (few tied) are two
-    ways to the same sorted codes and lcp, on points of a curve with duplicated rows."""
+    """Radix passes inside the first sort's runs, radix passes over the input order (when the
+    runs leave too few bits a pass) and refinement (few tied) are three ways to the same sorted
+    codes and lcp, on points of a curve with duplicated rows."""
     from opendp_wasserstein.hierarchy import cells
 
     t = np.random.default_rng(d).uniform(size=4000)
     u = 0.5 + 0.4 * np.sin(2 * np.pi * np.outer(t, 1 + np.arange(d) % 3) + np.arange(d))
     u[:800] = u[800:1600]
     trees = []
-    for share in (0.0, 2.0):
+    calls = {"runs": 0, "lsd": 0}
+    for name in ("_run_radix_order", "_lsd_order"):
+        inner = getattr(cells, name)
+
+        def counted(*args, _inner=inner, _key="runs" if "run" in name else "lsd"):
+            calls[_key] += 1
+            return _inner(*args)
+
+        monkeypatch.setattr(cells, name, counted)
+    for share, min_digit in ((0.0, 32), (0.0, 65), (2.0, 32)):
         monkeypatch.setattr(cells, "_LSD_TIED_SHARE", share)
+        monkeypatch.setattr(cells, "_MIN_RUN_DIGIT", min_digit)
         trees.append(build_count_tree(u, depth))
-    assert np.array_equal(trees[0]._words, trees[1]._words)
-    assert np.array_equal(trees[0].lcp, trees[1].lcp)
+    assert calls == {"runs": 1, "lsd": 1}  # each radix path ran once
+    for other in trees[1:]:
+        assert np.array_equal(trees[0]._words, other._words)
+        assert np.array_equal(trees[0].lcp, other.lcp)
+        assert np.array_equal(trees[0].occupancy(), other.occupancy())
     assert trees[0].lcp.dtype == trees[1].lcp.dtype == np.uint16
-    assert np.array_equal(trees[0].occupancy(), trees[1].occupancy())
 
 
 @pytest.mark.parametrize("d,depth,r", [(3, 58, 20), (2, 100, 64), (10, 150, 70), (10, 150, 20)])
