@@ -71,7 +71,9 @@ def test_levels_and_leaves_are_public_functions():
     assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16
     assert column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
     assert tree_levels(4096, "numeric") == (4096, 256, 16)
-    assert tree_levels(300, "numeric") == (300, 19, 2)
+    assert tree_levels(300, "numeric") == (300, 19)
+    assert tree_levels(73, "numeric") == (73,)
+    assert tree_levels(256, "numeric") == (256, 16)
     assert tree_levels(7, "category") == (7,)
 
 
