@@ -406,5 +406,18 @@ def test_tables_compare_target_check() -> None:
     assert state[("mpg", "model >= marginals")] == "MISSED"
     assert state[("mpg", "gower <= marginals")] == "met"
     assert (met, missed) == (7, 4)
+    sig = {(r["table"], r["target"]): r["beyond 2 se"] for r in structured}
+    assert sig[("mpg", "tvd2 <= marginals")] == "—"  # one run each: no standard error
+    two = [
+        row("mpg", 200, "ours", tvd1=0.30, seed=0),
+        row("mpg", 200, "ours", tvd1=0.32, seed=1),
+        row("mpg", 200, "marginals", tvd1=0.20, seed=0),
+        row("mpg", 200, "marginals", tvd1=0.22, seed=1),
+    ]
+    more: list[dict] = []
+    bc.check_targets(two, "ours", structured=more)
+    sig = {r["target"]: r["beyond 2 se"] for r in more}
+    assert sig["tvd1 <= marginals"] == "yes"  # 0.31 vs 0.21, se of the difference 0.014
+    assert sig["tvd2 <= marginals"] == "no"  # equal means
     assert all(r["eps"] == "1" for r in structured)
     assert lines[0].startswith("Targets for `ours` (issue 22): 7 met, 4 missed")

@@ -31,8 +31,9 @@ joined independently (each column's release permuted at random), which is the
 independent-marginals release made with the package's 1-D hierarchy: the same budget per
 column as independent noisy 1-way marginals (``epsilon / k``), read on the same public tree as
 the joint modes (16 cells, 256 once ``n epsilon / k >= 256``, 4096 from 4096, or one leaf per
-value of an int column that has few enough), the tree's levels combined by least squares and
-projected onto the simplex level by level
+value of an int column that has few enough, with no coarse level of fewer than 16 nodes:
+:func:`~opendp_wasserstein.tables.marginals.tree_levels`), the tree's levels combined by least
+squares and projected onto the simplex level by level
 (:func:`~opendp_wasserstein.tables.marginals.tree_estimate`), values placed by the inverse of the
 released CDF, never inside a cell the release left empty.
 

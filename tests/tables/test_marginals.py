@@ -74,7 +74,9 @@ def test_levels_and_leaves_are_public_functions():
     assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16
     assert column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
     assert tree_levels(4096, "numeric") == (4096, 256, 16)
-    assert tree_levels(300, "numeric") == (300, 19, 2)
+    assert tree_levels(300, "numeric") == (300, 19)
+    assert tree_levels(73, "numeric") == (73,)
+    assert tree_levels(256, "numeric") == (256, 16)
     assert tree_levels(7, "category") == (7,)
 
 
@@ -392,3 +394,49 @@ def test_gaussian_release_is_post_processed_with_the_gaussian_variance():
         expect = tree_estimate(noisy, present, var, shrink=True) / present
         np.testing.assert_array_equal(tm.masses[c], expect)
     assert abs(tm.missing[0] - 0.2) < 0.05
+
+
+def test_int_column_of_73_values_spends_its_budget_on_its_leaves():
+    """An int column of 73 values at ``n eps / k >= 256``: one level of 73 per-value leaves (no
+    top level of 5 nodes), discrete Laplace at ``2 / (eps / k)``; the map is exact."""
+    schema = Schema({"t": IntColumn(bounds=(0, 72)), "c": CategoricalColumn(categories=("a", "b"))})
+    enc = TableEncoding(schema)
+    n, eps = 4000, 1.0
+    trees = dict((p.name, (leaves, sizes, sc)) for p, leaves, sizes, sc in _trees(enc, n, eps))
+    assert trees["t"][0] == 73
+    assert trees["t"][1] == (73,)
+    assert trees["t"][2] == level_scales(0.5, 1)
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
+    meas = make_table_marginals(dom, dp.change_one_distance(), enc, eps)
+    assert Fraction(meas.map(1)) <= Fraction(eps)
+    assert meas.check(1, meas.map(1))
+    assert not meas.check(1, float(np.nextafter(meas.map(1), 0)))
+
+
+def test_int_column_atoms_stay_on_their_values():
+    """Seeded: a 73-value int column with atoms at 12, 24, 36, 48, 60 (800 rows each) keeps
+    at least 90% of its released mass on the atoms at ``n eps / k = 2000`` (the former 5-node
+    top level read the values from a level at a quarter of the budget)."""
+    from opendp_wasserstein.tables import RawColumn
+
+    schema = Schema({"t": IntColumn(bounds=(0, 72)), "c": CategoricalColumn(categories=("a", "b"))})
+    enc = TableEncoding(schema)
+    n, eps = 4000, 1.0
+    vals = np.repeat([12.0, 24.0, 36.0, 48.0, 60.0], n // 5)
+    pts = enc.encode(
+        {
+            "t": RawColumn(vals, np.zeros(n, bool)),
+            "c": RawColumn(np.zeros(n, dtype=np.int64), np.zeros(n, bool)),
+        }
+    )
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
+    meas = make_table_marginals(dom, dp.change_one_distance(), enc, eps)
+    with reproducible(3):
+        m = TableMarginals.from_release(enc, meas(pts), n, eps)
+    assert float(m.masses[0][[12, 24, 36, 48, 60]].sum()) >= 0.9
+
+
+def _trees(enc, n, eps):
+    from opendp_wasserstein.tables.marginals import column_trees
+
+    return column_trees(enc, n, eps)
