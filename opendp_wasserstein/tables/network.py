@@ -77,8 +77,10 @@ from opendp_wasserstein.tables.encoding import TableEncoding, category_boundarie
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans, project_groups
 from opendp_wasserstein.tables.pairs import (
     PAIR_BINS_MAX,
+    FirstLookNoise,
     PairCoding,
     _stability,
+    combine_margins,
     grade_correlation,
     pair_bins,
     pair_score_sensitivity,
@@ -566,18 +568,32 @@ def network_points(
     epsilon_select: float,
     epsilon_counts: float,
     rng: RandomSource,
-) -> np.ndarray:
+    noise: FirstLookNoise | None = None,
+) -> tuple[np.ndarray, TableMarginals]:
     """The network's query of the pipeline's compositor (``queryable``) and its
-    post-processing: ``n`` encoded points (before the calibration)."""
+    post-processing: ``n`` encoded points (before the calibration) and the 1-way targets they
+    were drawn to: with ``noise`` (the first look's, public), the first look combined with the
+    margins of the released 2-way tables by inverse variance
+    (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)."""
     coding = network_codings(marginals, n, epsilon_counts)
     cliques, tables = queryable(
         make_network(input_domain, input_metric, coding, marginals, epsilon_select, epsilon_counts)
     )
     scale = _count_scale(len(coding.fine.plans), epsilon_counts)
+    if noise is not None:
+        two = [(q, t) for q, t in zip(cliques, tables, strict=True) if len(q.parents) == 1]
+        marginals = combine_margins(
+            coding.fine,
+            marginals,
+            [(q.parents[0], q.child) for q, _ in two],
+            [t for _, t in two],
+            scale,
+            noise,
+        )
     runtime.record(
         {
             "network_bins": (int(max(coding.fine.sizes)), int(max(coding.coarse.sizes))),
             "network_cells": coding.max_cells,
         }
     )
-    return sample_network(coding, marginals, cliques, tables, n, rng, scale)
+    return sample_network(coding, marginals, cliques, tables, n, rng, scale), marginals

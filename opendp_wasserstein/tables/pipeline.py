@@ -404,8 +404,17 @@ def make_structured_synthesis(
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             elif kind_joint == "network":
-                y = network_points(
-                    input_domain, input_metric, queryable, marginals, n, eps_sel, eps_main, rng
+                noise = first_look_noise(enc, n, marg_eps, levels) if opts.combine else None
+                y, marginals = network_points(
+                    input_domain,
+                    input_metric,
+                    queryable,
+                    marginals,
+                    n,
+                    eps_sel,
+                    eps_main,
+                    rng,
+                    noise,
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
                 orders = ()
