@@ -104,6 +104,7 @@ from opendp_wasserstein.evaluation.tables import encode_table
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.tables import TableEncoding, write_table
 from opendp_wasserstein.tables.frames import FrameInfo
+from opendp_wasserstein.tables.pipeline import StructuredOptions
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -216,6 +217,8 @@ def points_to_frame(schema: Schema, points: np.ndarray) -> pd.DataFrame:
 def run_ours(
     t: RealTable, train: pd.DataFrame, eps: float, seed: int, kwargs: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict]:
+    if isinstance(kwargs.get("structured"), dict):  # a variant's StructuredOptions as JSON
+        kwargs = kwargs | {"structured": StructuredOptions(**kwargs["structured"])}
     with reproducible(seed):
         t0, c0 = time.perf_counter(), time.process_time()
         out, report = synthesize(train, eps, schema=t.schema, **kwargs)

@@ -168,11 +168,12 @@ def add_synth_table_options(syn: Any, source: Any = None) -> None:
     )
     syn.add_argument(
         "--joint",
-        choices=["auto", "pairs", "tree", "never"],
+        choices=["auto", "pairs", "network", "tree", "never"],
         default=None,
         help="structured: the joint release after the first look: auto (default: the tree of noisy "
         "2-way marginals, pairs, when n * epsilon / columns >= 400, else never), pairs (a tree of "
-        "noisy 2-way marginals chosen by the exponential mechanism), tree (the joint hierarchy) "
+        "noisy 2-way marginals chosen by the exponential mechanism), network (a degree-2 network "
+        "of noisy 2- and 3-way tables), tree (the joint hierarchy) "
         "or never (columns released independently, the whole budget on the first look); public, "
         "no privacy cost",
     )

@@ -393,9 +393,9 @@ def synthesize_table_on_dask(
         raise ValueError("the table must have at least one row (the size is public)")
     plans = column_plans(enc)
     kind_joint = joint_kind(opts, n, eps, len(plans))
-    if kind_joint == "tree":
+    if kind_joint in ("tree", "network"):
         raise ValueError(
-            "joint='tree' (the joint hierarchy) has no Dask plan: use synthesize_table in "
+            f"joint={kind_joint!r} has no Dask plan: use synthesize_table in "
             "memory, or joint='auto'/'pairs'/'never'"
         )
     dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)

@@ -85,6 +85,7 @@ from opendp_wasserstein.tables.marginals import (
     make_table_marginals,
     noise_variance,
 )
+from opendp_wasserstein.tables.network import network_points, network_template
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
     WITHIN_KINDS,
@@ -132,7 +133,7 @@ DEFAULT_JOINT_SELECT_SHARE = 0.1
 PAIR_SELECT_SHARE = Fraction(1, 3)
 
 #: the values of :attr:`StructuredOptions.joint`
-JOINT_KINDS = ("auto", "tree", "always", "pairs", "never")
+JOINT_KINDS = ("auto", "tree", "always", "pairs", "network", "never")
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,9 @@ class StructuredOptions:
     :param quantile: encode the numeric axes by their DP CDFs
     :param joint: ``"auto"`` (the public rule of :func:`joint_kind`), ``"tree"`` (the joint
         hierarchy; ``"always"`` is the same), ``"pairs"`` (the tree of noisy 2-way marginals,
-        :mod:`~opendp_wasserstein.tables.pairs`) or ``"never"`` (independent columns)
+        :mod:`~opendp_wasserstein.tables.pairs`), ``"network"`` (the degree-2 network of noisy
+        2- and 3-way tables, :mod:`~opendp_wasserstein.tables.network`) or ``"never"``
+        (independent columns)
     :param placement: the joint release's placement within cells
     :param consistency: the joint release's post-processing
     :param marginal_levels: the most levels of a numeric column's first-look tree, 1 to
@@ -236,8 +239,8 @@ def joint_kind(options: StructuredOptions, n: int, epsilon: float, columns: int)
         return "independent"
     if options.joint in ("tree", "always"):
         return "tree"
-    if options.joint == "pairs":
-        return "pairs"
+    if options.joint in ("pairs", "network"):
+        return options.joint
     return "pairs" if n * epsilon / max(1, columns) >= PAIRS_MIN_NEPS else "independent"
 
 
@@ -440,9 +443,10 @@ def _make_structured(
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     plans = column_plans(enc)
     kind_joint = joint_kind(opts, n, eps if rule_epsilon is None else rule_epsilon, len(plans))
-    if gauss and kind_joint == "tree":
+    if gauss and kind_joint in ("tree", "network"):
+        what = "the joint hierarchy" if kind_joint == "tree" else "the network of 3-way tables"
         raise ValueError(
-            "delta: joint='tree' (the joint hierarchy) is pure DP only: leave delta unset, or "
+            f"delta: joint='{kind_joint}' ({what}) is pure DP only: leave delta unset, or "
             "use joint='auto', 'pairs' or 'never'"
         )
     joint = kind_joint != "independent"
@@ -462,6 +466,11 @@ def _make_structured(
         eps_sel, eps_main, bins, template = fit_pairs(
             input_domain, input_metric, enc, n, eps, marg_map, unit, noise
         )
+    elif kind_joint == "network":  # the pair tree's budgets: the same map (tables/network.py)
+        eps_sel, eps_main, _, _ = fit_pairs(input_domain, input_metric, enc, n, eps, marg_map, unit)
+        template = network_template(input_domain, input_metric, enc, eps_sel, eps_main)
+        if Fraction(marg_map) + Fraction(template.map(unit)) > Fraction(eps):
+            raise ValueError("the network's map passes epsilon")  # pragma: no cover
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
     comp = dp.c.make_adaptive_composition(input_domain, input_metric, measure, unit, d_mids)
 
@@ -509,6 +518,21 @@ def _make_structured(
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
+            elif kind_joint == "network":
+                noise = first_look_noise(enc, n, marg_eps, levels) if opts.combine else None
+                y, marginals = network_points(
+                    input_domain,
+                    input_metric,
+                    queryable,
+                    marginals,
+                    n,
+                    eps_sel,
+                    eps_main,
+                    rng,
+                    noise,
+                )
+                info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
+                orders = ()
             else:
                 maps = QuantileMaps.from_marginals(marginals) if opts.quantile else None
                 orders = order_family(

@@ -443,6 +443,15 @@ def test_delta_refuses_the_joint_hierarchy_and_a_bad_delta():
         make_structured_synthesis(
             _domain(2000), dp.change_one_distance(), ENC, 1.0, StructuredOptions(joint="tree"), 1e-9
         )
+    with pytest.raises(ValueError, match="delta: joint='network' .* is pure DP only"):
+        make_structured_synthesis(
+            _domain(2000),
+            dp.change_one_distance(),
+            ENC,
+            1.0,
+            StructuredOptions(joint="network"),
+            1e-9,
+        )
     with pytest.raises(ValueError, match="delta"):
         make_structured_synthesis(_domain(2000), dp.change_one_distance(), ENC, 1.0, None, 1.5)
 

@@ -1,0 +1,599 @@
+r"""A degree-2 Bayesian network of noisy 2- and 3-way tables (PrivBayes-style joint release).
+
+A tree of pairs (:mod:`~opendp_wasserstein.tables.pairs`) cannot carry a relation that needs
+three columns at once (a column that is the ratio of two others); PrivBayes (Zhang et al. 2017)
+and AIM measure 3-way marginals.  This module releases a network in which every column after the
+first two has one or two parents, on the pair tree's public-after-DP codes
+(:class:`~opendp_wasserstein.tables.pairs.PairCoding`) at two resolutions:
+
+* **fine codes** (:func:`~opendp_wasserstein.tables.pairs.pair_bins` bins per numeric column)
+  for a table of a child and one parent;
+* **coarse codes** (:func:`network_bins` bins per numeric column, the cube root of
+  :func:`network_cells`) for a table of a child and two parents, whose size must be at most
+  :func:`network_cells` (a public function of ``n``, the counts' budget and ``k``: the tables'
+  cells then hold, on average, :data:`NETWORK_CELL_NOISE` noise scales of rows).
+
+**The structure** (:func:`make_network`): ``k - 1`` rounds of the exponential mechanism.  The
+first chooses a pair of columns (both join the network); every later round chooses a column
+not yet in the network and its parents among the columns in it (one parent at fine codes, or
+two at coarse codes when the table fits :func:`network_cells`), the candidate of the largest
+score ``||C_{P,c} - C_P C_c^T / n||_1`` (the ``l1`` distance of the parents-by-child count
+table to the product of its margins, :func:`make_clique_scores`; the parents' joint code is one
+categorical column, so the sensitivity is the pair score's, ``6 + 4/n``,
+:func:`~opendp_wasserstein.tables.pairs.pair_score_sensitivity`).  The candidate set of a round
+is a function of the earlier rounds' releases and of public values.
+
+**The measurements**: each chosen clique's count table (:func:`make_clique_counts`, ``l1``
+stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``, at the pair tree's scale.
+
+**Post-processing** (:func:`sample_network`): the columns drawn in the order chosen, the first
+from its DP marginal, every other from the conditional law of its table given its parents' codes
+(computed from the values already drawn); a 3-way table's rows shrink toward the mean of its two
+2-way conditionals (the table summed over one parent) in proportion to the noise
+(:func:`conditional_rows`); positions inside bins follow a Gaussian copula with the numeric
+parent of the largest released rank correlation; the pipeline calibrates every column to the DP
+marginals.
+
+**Privacy map.**  The pair tree's: ``(k - 1) epsilon_round`` for the rounds plus ``(k - 1) 2 /
+s`` for the counts, summed over the rationals and rounded up; neither the candidate sets, the
+chosen cliques nor the codes change it (:doc:`/proofs/table_marginals`), so the pair tree's
+budget search (:func:`~opendp_wasserstein.tables.pipeline.fit_pairs`) fits it too
+(:func:`fit_network` checks the network's own template against it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
+from scipy.special import ndtr, ndtri
+
+from opendp_wasserstein import runtime
+from opendp_wasserstein._compat import make_measurement, make_transformation
+from opendp_wasserstein.core import dp
+from opendp_wasserstein.core.data import (
+    check_data_domain,
+    check_metric,
+    replacements,
+    validate_data,
+)
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.parameters import check_epsilon
+from opendp_wasserstein.measurements._adaptive_common import softmax_choice
+from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
+from opendp_wasserstein.noise._source import (
+    NOISE_STREAM,
+    SELECTION_STREAM,
+    RandomSource,
+    as_random_source,
+)
+from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.tables.calibration import largest_remainder
+from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
+from opendp_wasserstein.tables.marginals import TableMarginals, column_plans, project_groups
+from opendp_wasserstein.tables.pairs import (
+    PAIR_BINS_MAX,
+    FirstLookNoise,
+    PairCoding,
+    _stability,
+    combine_margins,
+    grade_correlation,
+    pair_bins,
+    pair_score_sensitivity,
+)
+
+__all__ = [
+    "NetworkCoding",
+    "Clique",
+    "network_cells",
+    "network_bins",
+    "make_clique_counts",
+    "make_clique_scores",
+    "make_network",
+    "network_template",
+    "sample_network",
+    "conditional_rows",
+    "NETWORK_CELL_NOISE",
+]
+
+#: :func:`network_cells` keeps ``n / cells`` at least this many times the counts' noise scale
+NETWORK_CELL_NOISE = 2.0
+
+#: score every candidate after the first round at the coarse codes (comparable scores)
+NETWORK_SCORE_COARSE = True
+
+
+def _count_scale(columns: int, epsilon_counts: float) -> float:
+    k = max(2, int(columns))
+    return float(round_up(Fraction(2 * (k - 1)) / Fraction(epsilon_counts)))
+
+
+def network_cells(n: int, epsilon_counts: float, columns: int) -> int:
+    """The most cells of a 3-way table, from public values: ``floor(n / (NETWORK_CELL_NOISE
+    s))`` with ``s = 2 (k - 1) / epsilon_counts`` the scale of each table's noise, at least 8."""
+    s = _count_scale(columns, epsilon_counts)
+    return max(8, int(np.floor(max(n, 1) / (NETWORK_CELL_NOISE * s))))
+
+
+def network_bins(n: int, epsilon_counts: float, columns: int) -> int:
+    """The coarse bins of a numeric column (its codes in a 3-way table): the cube root of
+    :func:`network_cells`, in ``[2, PAIR_BINS_MAX]``."""
+    c = network_cells(n, epsilon_counts, columns)
+    b = int(np.floor(c ** (1.0 / 3.0) + 1e-9))
+    return int(np.clip(b, 2, PAIR_BINS_MAX))
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkCoding:
+    """The codes of the network (public: the schema and the DP first look).
+
+    :param fine: the codes of a 2-way table (:class:`~opendp_wasserstein.tables.pairs.PairCoding`)
+    :param coarse: the codes of a 3-way table
+    :param max_cells: the most cells of a 3-way table (:func:`network_cells`)
+    """
+
+    fine: PairCoding
+    coarse: PairCoding
+    max_cells: int
+
+    @classmethod
+    def from_marginals(
+        cls, marginals: TableMarginals, fine_bins: int, coarse_bins: int, max_cells: int
+    ) -> NetworkCoding:
+        """Both codings cut at the DP quantiles."""
+        return cls(
+            PairCoding.from_marginals(marginals, fine_bins),
+            PairCoding.from_marginals(marginals, coarse_bins),
+            int(max_cells),
+        )
+
+    def level(self, parents: int) -> PairCoding:
+        """The coding of a table with ``parents`` parents."""
+        return self.fine if parents < 2 else self.coarse
+
+
+@dataclass(frozen=True)
+class Clique:
+    """A child and its parents (column indices); its table is parents-major, child last."""
+
+    child: int
+    parents: tuple[int, ...]
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        """The table's columns in order: the parents, then the child."""
+        return (*self.parents, self.child)
+
+
+def _joint_codes(coding: PairCoding, codes: dict[int, np.ndarray], cols: Sequence[int]) -> Any:
+    out = np.zeros(len(codes[cols[0]]), dtype=np.int64)
+    for c in cols:  # at most 3 columns (public)
+        out = out * coding.sizes[c] + codes[c]
+    return out
+
+
+def _cells(coding: PairCoding, cols: Sequence[int]) -> int:
+    return int(np.prod([coding.sizes[c] for c in cols]))
+
+
+def make_clique_counts(
+    input_domain: Domain, input_metric: Metric, coding: PairCoding, clique: Clique
+) -> Transformation:
+    r"""The count table of a clique's columns (row-major over ``clique.columns``) as an ``i64``
+    vector in ``l1_distance``: every record is in exactly one cell, so stability ``2 d_in``
+    under ``change_one_distance``, ``d_in`` under ``symmetric_distance``."""
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    kind = check_metric(input_metric, n)
+    cols = clique.columns
+    size = _cells(coding, cols)
+
+    def function(x: np.ndarray) -> list[int]:
+        x = validate_data(x, d, n, nan=False)
+        codes = {c: coding.codes(x, c) for c in cols}
+        return np.bincount(_joint_codes(coding, codes, cols), minlength=size).tolist()  # type: ignore[no-any-return]
+
+    return make_transformation(
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T="i64"), size=size),
+        dp.l1_distance(T="i64"),
+        function,
+        _stability(kind),
+    )
+
+
+def make_clique_scores(
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: NetworkCoding,
+    cliques: Sequence[Clique],
+    coarse: bool = False,
+) -> Transformation:
+    r"""Per clique, ``||C_{P,c} - C_P C_c^T / n||_1`` (its count table against the product of
+    the parents' joint counts and the child's, at the clique's coding): a float vector in
+    ``linf_distance``, stability ``round_up(r (6 + 4/n))`` for ``r`` replacements (the parents'
+    joint code is one column: :func:`~opendp_wasserstein.tables.pairs.pair_score_sensitivity`)."""
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("make_clique_scores needs a sized input_domain (a public n)")
+    kind = check_metric(input_metric, n)
+    if not cliques:
+        raise ValueError("cliques must not be empty")
+    sens = pair_score_sensitivity(n)
+
+    def function(x: np.ndarray) -> list[float]:
+        x = validate_data(x, d, n, nan=False)
+        codes: dict[int, dict[int, np.ndarray]] = {1: {}, 2: {}}
+        out = []
+        for q in cliques:  # candidates (public)
+            lv = 2 if coarse else min(2, len(q.parents))
+            cd = coding.level(lv)
+            have = codes[lv]
+            for c in q.columns:
+                if c not in have:
+                    have[c] = cd.codes(x, c)
+            kp = _cells(cd, q.parents)
+            kc = cd.sizes[q.child]
+            pc = _joint_codes(cd, have, q.parents)
+            t = np.bincount(pc * kc + have[q.child], minlength=kp * kc).astype(np.float64)
+            a = np.bincount(pc, minlength=kp).astype(np.float64)
+            b = np.bincount(have[q.child], minlength=kc).astype(np.float64)
+            out.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()))
+        return out
+
+    def stability(d_in: Any) -> float:
+        return round_up(replacements(kind, d_in) * sens)
+
+    return make_transformation(
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cliques)),
+        dp.linf_distance(T=float),
+        function,
+        stability,
+    )
+
+
+def candidates(coding: NetworkCoding, inside: Sequence[int], k: int) -> list[Clique]:
+    """A round's candidates (public: the earlier rounds' choices and the codes' sizes): with no
+    column inside, every pair (the larger index as child); else every column outside with one
+    parent inside, or two inside when the coarse table has at most ``max_cells`` cells."""
+    ins = sorted(inside)
+    if not ins:
+        return [Clique(j, (i,)) for i in range(k) for j in range(i + 1, k)]
+    out = []
+    for c in (c for c in range(k) if c not in set(ins)):  # columns (public)
+        out += [Clique(c, (p,)) for p in ins]
+        out += [
+            Clique(c, (p, q))
+            for a, p in enumerate(ins)
+            for q in ins[a + 1 :]
+            if _cells(coding.coarse, (p, q, c)) <= coding.max_cells
+        ]
+    return out
+
+
+def make_network(
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: NetworkCoding,
+    marginals: TableMarginals | None,
+    epsilon_select: float,
+    epsilon_counts: float,
+) -> Measurement:
+    r"""Construct the network of noisy 2- and 3-way tables (module docstring).
+
+    **Proof Definition:** :doc:`/proofs/table_marginals`
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=D, size=n, T=float)``: encoded
+        points with a public size
+    :param input_metric: ``dp.symmetric_distance()`` or ``dp.change_one_distance()``
+    :param coding: the public codes (:meth:`NetworkCoding.from_marginals`)
+    :param marginals: the DP first look; None only for a template (invoking it raises)
+    :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
+    :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally
+    :return: a Measurement releasing ``(cliques, tables)``: the chosen cliques in the order
+        chosen and their noisy count tables (int64 arrays, one axis per column of
+        ``clique.columns``); map at most ``epsilon_select + epsilon_counts`` per replacement
+    """
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    if n is None:
+        raise ValueError("make_network needs a sized input_domain (a public n)")
+    kind = check_metric(input_metric, n)
+    e_sel = check_epsilon(epsilon_select, "epsilon_select")
+    e_cnt = check_epsilon(epsilon_counts, "epsilon_counts")
+    k = len(coding.fine.plans)
+    if k < 2:
+        raise ValueError("make_network needs at least two columns")
+    rounds = k - 1
+    eps_round = round_down(Fraction(e_sel) / rounds)
+    sel_sens = round_up(pair_score_sensitivity(n))
+    sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+    count_scale = round_up(Fraction(2 * rounds) / Fraction(e_cnt))
+    vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=1)
+    select_template = make_exponential_selection(
+        vec, dp.linf_distance(T=float), eps_round, sel_sens
+    )
+    count_template = make_clique_counts(
+        input_domain, input_metric, coding.fine, Clique(1, (0,))
+    ) >> dp.m.then_laplace(count_scale)
+
+    def round_map(d_in: Any) -> Fraction:
+        return Fraction(
+            select_template.map(round_up(replacements(kind, d_in) * Fraction(sel_sens)))
+        )
+
+    def function(x: np.ndarray) -> tuple[list[Clique], list[np.ndarray]]:
+        if marginals is None:
+            raise ValueError("make_network: a template (marginals=None) cannot be invoked")
+        x = validate_data(x, d, n, nan=False)
+        src = as_random_source()
+        sel_rng, noise_rng = src.derive(SELECTION_STREAM + 48), src.derive(NOISE_STREAM + 48)
+        inside: list[int] = []
+        chosen: list[Clique] = []
+        for _ in range(rounds):  # k - 1 rounds (public)
+            cand = candidates(coding, inside, k)
+            scores = make_clique_scores(
+                input_domain, input_metric, coding, cand, NETWORK_SCORE_COARSE and bool(inside)
+            )
+            if src.secure:
+                v = make_exponential_selection(
+                    scores.output_domain, scores.output_metric, eps_round, sel_sens, negate=False
+                )
+                a = int((scores >> v)(x))
+            else:  # reproducible (NOT private) runs: the same law from the seeded stream
+                a = softmax_choice(np.asarray(scores(x)) / float(sel_scale), sel_rng)
+            q = cand[a]
+            chosen.append(q)
+            inside += [c for c in q.columns if c not in inside]
+        tables = []
+        for q in chosen:
+            cd = coding.level(len(q.parents))
+            counts = make_clique_counts(input_domain, input_metric, cd, q)
+            if src.secure:
+                t = np.asarray((counts >> dp.m.then_laplace(count_scale))(x), dtype=np.int64)
+            else:
+                raw = np.asarray(counts(x), dtype=np.int64)
+                t = raw + sample_discrete_laplace(
+                    np.full(len(raw), float(count_scale)), noise_rng, "fast"
+                )
+            tables.append(t.reshape([cd.sizes[c] for c in q.columns]))
+        names = [p.name for p in coding.fine.plans]
+        runtime.record(
+            {
+                "network_cliques": [
+                    (names[q.child], tuple(names[p] for p in q.parents)) for q in chosen
+                ],
+                "network_scale": float(count_scale),
+            }
+        )
+        return chosen, tables
+
+    def privacy_map(d_in: Any) -> float:
+        per_count = Fraction(count_template.map(d_in))
+        return round_up(rounds * round_map(d_in) + rounds * per_count)
+
+    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+
+
+def _uniform_coding(enc: TableEncoding, bins: int) -> PairCoding:
+    plans = column_plans(enc)
+    edges: list[np.ndarray | None] = []
+    sizes = []
+    for p in plans:
+        if p.kind == "category":
+            edges.append(None)
+            sizes.append(p.cells)
+        else:
+            edges.append(np.linspace(0.0, 1.0, bins + 1))
+            sizes.append(bins + (1 if p.missing_axis is not None else 0))
+    return PairCoding(plans, tuple(edges), tuple(sizes))
+
+
+def network_template(
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    epsilon_select: float,
+    epsilon_counts: float,
+) -> Measurement:
+    """A :func:`make_network` built from the schema alone (uniform codes): its map is the
+    released one's (the map does not depend on the codes)."""
+    c = _uniform_coding(enc, 2)
+    return make_network(
+        input_domain, input_metric, NetworkCoding(c, c, 8), None, epsilon_select, epsilon_counts
+    )
+
+
+def network_codings(marginals: TableMarginals, n: int, epsilon_counts: float) -> NetworkCoding:
+    """The network's codes from the DP first look and public values."""
+    k = len(marginals.plans)
+    return NetworkCoding.from_marginals(
+        marginals,
+        pair_bins(n, epsilon_counts, k),
+        network_bins(n, epsilon_counts, k),
+        network_cells(n, epsilon_counts, k),
+    )
+
+
+def conditional_rows(table: np.ndarray, mass: np.ndarray, prior: np.ndarray, lam: float) -> Any:
+    """Rows ``P(child | parents = a)`` from a noisy table (``(A, K)``, parents' joint code on
+    rows): row ``a`` projected onto the simplex of mass ``mass[a]`` (the parents' rows), then
+    mixed with the row ``prior[a]`` at weight ``lam`` (rows of little mass follow the prior)."""
+    ka, kb = table.shape
+    groups = np.repeat(np.arange(ka), kb)
+    h = project_groups(
+        table.reshape(-1).astype(np.float64), groups, np.clip(mass, 0.0, None)
+    ).reshape(ka, kb)
+    s = h.sum(axis=1, keepdims=True)
+    out = (h + lam * prior) / (s + lam)
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def _place_column(
+    coding: PairCoding, c: int, code: np.ndarray, u: np.ndarray, out: np.ndarray
+) -> None:
+    """Write column ``c``'s encoded values of its codes into ``out`` (as
+    :meth:`~opendp_wasserstein.tables.pairs.PairCoding.place`, one column)."""
+    p = coding.plans[c]
+    e = coding.edges[c]
+    if e is None:
+        b = category_boundaries(p.cells)
+        out[:, p.value_axis] = ((b[:-1] + b[1:]) / 2)[code]
+        return
+    nb = len(e) - 1
+    cb = np.minimum(code, nb - 1)
+    out[:, p.value_axis] = e[cb] + np.clip(u, 0.0, 1.0) * (e[cb + 1] - e[cb])
+    if p.missing_axis is not None:
+        miss = code == nb
+        out[:, p.axes[p.missing_axis]] = np.where(miss, 0.75, 0.25)
+        out[miss, p.value_axis] = 0.5
+
+
+def _relative(coding: PairCoding, c: int, code: np.ndarray, out: np.ndarray) -> Any:
+    """Column ``c``'s relative position inside its bin of ``coding`` (1/2 when missing)."""
+    e = coding.edges[c]
+    assert e is not None
+    nb = len(e) - 1
+    cb = np.minimum(code, nb - 1)
+    w = e[cb + 1] - e[cb]
+    x = out[:, coding.plans[c].value_axis]
+    r = np.where(w > 0, (x - e[cb]) / np.where(w > 0, w, 1.0), 0.5)
+    return np.where(code == nb, 0.5, np.clip(r, 0.0, 1.0))
+
+
+def _draw(cond: np.ndarray, rows: np.ndarray, rng: RandomSource) -> Any:
+    cum = np.cumsum(cond, axis=1)
+    cum[:, -1] = 1.0
+    u = rng.uniform(len(rows))
+    return np.minimum((cum[rows] <= u[:, None]).sum(axis=1), cond.shape[1] - 1)
+
+
+def sample_network(
+    coding: NetworkCoding,
+    marginals: TableMarginals,
+    cliques: Sequence[Clique],
+    tables: Sequence[np.ndarray],
+    m: int,
+    rng: RandomSource,
+    count_scale: float,
+) -> np.ndarray:
+    r"""``m`` encoded points drawn from the network (post-processing of DP releases).
+
+    The first clique's parent from its DP marginal (counts by largest remainder, random order),
+    then every clique's child given its parents' codes at the clique's coding (read from the
+    values drawn so far): a 2-way table's rows shrink toward the child's DP marginal, a 3-way
+    table's toward the mean of its two 2-way conditionals (the table summed over one parent,
+    each shrunk toward the child's marginal), at weight ``count_scale`` rows
+    (:func:`conditional_rows`; the parents' mass is the rows drawn, scaled to ``n``).  Inside
+    a bin, a numeric child's position follows a Gaussian copula with its numeric parent of the
+    largest released rank correlation (``r = 2 sin(pi rho_s / 6)``, as
+    :func:`~opendp_wasserstein.tables.pairs.sample_tree`), else it is uniform."""
+    k = len(coding.fine.plans)
+    d = sum(len(p.axes) for p in coding.fine.plans)
+    out = np.full((m, d), 0.5)
+    n = float(marginals.size)
+    scale = n / max(m, 1)
+    lam = float(count_scale)
+    done: set[int] = set()
+    if cliques:
+        root = cliques[0].parents[0]
+        probs = coding.fine.marginal(marginals, root)
+        cnt = largest_remainder(probs, m)
+        code = np.repeat(np.arange(len(cnt)), cnt)[rng.permutation(m)]
+        _place_column(coding.fine, root, code, rng.uniform(m), out)
+        done.add(root)
+    for q, tab in zip(cliques, tables, strict=True):  # the k - 1 cliques (public)
+        cd = coding.level(len(q.parents))
+        t = np.asarray(tab, dtype=np.float64)
+        kc = cd.sizes[q.child]
+        child = cd.marginal(marginals, q.child)
+        pcodes = {p: cd.codes(out, p) for p in q.parents}
+        two: list[np.ndarray] = []  # per parent, P(child | parent)
+        for a, p in enumerate(q.parents):
+            t2 = t.sum(axis=1 - a) if len(q.parents) == 2 else t
+            mass = np.bincount(pcodes[p], minlength=cd.sizes[p]) * scale
+            two.append(conditional_rows(t2, mass, np.broadcast_to(child, t2.shape), lam))
+        if len(q.parents) == 1:
+            cond, rows = two[0], pcodes[q.parents[0]]
+        else:
+            p1, p2 = q.parents
+            rows = pcodes[p1] * cd.sizes[p2] + pcodes[p2]
+            prior = (two[0][:, None, :] + two[1][None, :, :]).reshape(-1, kc) / 2
+            mass = np.bincount(rows, minlength=prior.shape[0]) * scale
+            cond = conditional_rows(t.reshape(-1, kc), mass, prior, lam)
+        code = _draw(cond, rows, rng)
+        u = rng.uniform(m)
+        if cd.edges[q.child] is not None:
+            best, r = None, 0.0
+            for a, p in enumerate(q.parents):
+                if cd.edges[p] is None:
+                    continue
+                np_, nc = cd.sizes[p] - (cd.plans[p].missing_axis is not None), kc
+                nc -= cd.plans[q.child].missing_axis is not None
+                pm = np.bincount(pcodes[p], minlength=cd.sizes[p]).astype(np.float64)
+                rho = grade_correlation((pm[:, None] * two[a])[:np_, :nc])
+                if abs(rho) > abs(r):
+                    best, r = p, rho
+            if best is not None:
+                rr = float(np.clip(2.0 * np.sin(np.pi * r / 6.0), -0.999, 0.999))
+                up = _relative(cd, best, pcodes[best], out)
+                z = rr * ndtri(np.clip(up, 1e-12, 1 - 1e-12)) + np.sqrt(1 - rr * rr) * ndtri(
+                    np.clip(u, 1e-12, 1 - 1e-12)
+                )
+                u = ndtr(z)
+        _place_column(cd, q.child, code, u, out)
+        done |= set(q.columns)
+    for c in range(k):  # a column no clique reaches (not with k - 1 rounds): its marginal
+        if c not in done:
+            cnt = largest_remainder(coding.fine.marginal(marginals, c), m)
+            code = np.repeat(np.arange(len(cnt)), cnt)[rng.permutation(m)]
+            _place_column(coding.fine, c, code, rng.uniform(m), out)
+    return out
+
+
+def network_points(
+    input_domain: Domain,
+    input_metric: Metric,
+    queryable: Any,
+    marginals: TableMarginals,
+    n: int,
+    epsilon_select: float,
+    epsilon_counts: float,
+    rng: RandomSource,
+    noise: FirstLookNoise | None = None,
+) -> tuple[np.ndarray, TableMarginals]:
+    """The network's query of the pipeline's compositor (``queryable``) and its
+    post-processing: ``n`` encoded points (before the calibration) and the 1-way targets they
+    were drawn to: with ``noise`` (the first look's, public), the first look combined with the
+    margins of the released 2-way tables by inverse variance
+    (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)."""
+    coding = network_codings(marginals, n, epsilon_counts)
+    cliques, tables = queryable(
+        make_network(input_domain, input_metric, coding, marginals, epsilon_select, epsilon_counts)
+    )
+    scale = _count_scale(len(coding.fine.plans), epsilon_counts)
+    if noise is not None:
+        two = [(q, t) for q, t in zip(cliques, tables, strict=True) if len(q.parents) == 1]
+        marginals = combine_margins(
+            coding.fine,
+            marginals,
+            [(q.parents[0], q.child) for q, _ in two],
+            [t for _, t in two],
+            scale,
+            noise,
+        )
+    runtime.record(
+        {
+            "network_bins": (int(max(coding.fine.sizes)), int(max(coding.coarse.sizes))),
+            "network_cells": coding.max_cells,
+        }
+    )
+    return sample_network(coding, marginals, cliques, tables, n, rng, scale), marginals

@@ -1,0 +1,279 @@
+"""The network of noisy 2- and 3-way tables: exact maps, the score's sensitivity by enumeration,
+the public sizes, the candidates, the seeded sampler and a 3-way relation a tree cannot hold."""
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import opendp.prelude as dp
+import pandas as pd
+import pytest
+
+from opendp_wasserstein import synthesize
+from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.noise._source import RandomSource
+from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.tables import (
+    CategoricalColumn,
+    FloatColumn,
+    IntColumn,
+    Schema,
+    TableEncoding,
+)
+from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
+from opendp_wasserstein.tables.network import (
+    Clique,
+    NetworkCoding,
+    candidates,
+    conditional_rows,
+    make_clique_counts,
+    make_clique_scores,
+    make_network,
+    network_bins,
+    network_cells,
+    network_template,
+    sample_network,
+)
+from opendp_wasserstein.tables.pairs import PairCoding, pair_score_sensitivity, tree_template
+from opendp_wasserstein.tables.pipeline import (
+    StructuredOptions,
+    joint_kind,
+    make_structured_synthesis,
+)
+
+SCHEMA = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+        "k": IntColumn(bounds=(0, 9)),
+    }
+)
+ENC = TableEncoding(SCHEMA)
+PLANS = column_plans(ENC)
+
+
+def _pair_coding(bins):
+    edges, sizes = [], []
+    for p in PLANS:
+        if p.kind == "category":
+            edges.append(None)
+            sizes.append(p.cells)
+        else:
+            edges.append(np.linspace(0, 1, bins + 1))
+            sizes.append(bins + (1 if p.missing_axis is not None else 0))
+    return PairCoding(PLANS, tuple(edges), tuple(sizes))
+
+
+def _coding(max_cells=64):
+    return NetworkCoding(_pair_coding(4), _pair_coding(2), max_cells)
+
+
+def _uniform_marginals(n):
+    masses = tuple(
+        np.full(
+            p.cells if p.kind == "category" else 16, 1.0 / (p.cells if p.kind == "category" else 16)
+        )
+        for p in PLANS
+    )
+    missing = tuple(0.25 if p.missing_axis is not None else 0.0 for p in PLANS)
+    return TableMarginals(PLANS, masses, missing, n)
+
+
+def _domain(n, d=ENC.dimension):
+    return dp.numpy.array2_domain(num_columns=d, size=n, T=float, nan=False)
+
+
+def _frame(n, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    return pd.DataFrame(
+        {
+            "x": np.where(rng.uniform(size=n) < 0.2, np.nan, np.clip(5 + 2 * z, 0, 10)),
+            "c": np.where(z > 0.5, "a", np.where(z > -0.5, "b", "c")).astype(object),
+            "k": np.clip(np.round(4.5 + 2 * z + rng.normal(0, 0.5, n)), 0, 9).astype(np.int64),
+        }
+    )
+
+
+def test_network_sizes_are_public_functions_at_their_bounds():
+    # s = 2 (k - 1) / eps = 4 at k = 3, eps 1: cells = floor(n / (2 * 4))
+    assert network_cells(800, 1.0, 3) == 100
+    assert network_cells(799, 1.0, 3) == 99
+    assert network_cells(10, 1.0, 3) == 8
+    # the cube root: 125 cells -> 5 bins, 124 -> 4
+    assert network_bins(1000, 1.0, 3) == 5
+    assert network_bins(992, 1.0, 3) == 4
+    assert network_bins(10, 1.0, 3) == 2
+
+
+def test_candidates_first_pairs_then_parents_within_the_cells():
+    coding = _coding(max_cells=16)
+    first = candidates(coding, [], 3)
+    assert first == [Clique(1, (0,)), Clique(2, (0,)), Clique(2, (1,))]
+    # x coarse has 3 codes (2 bins and missing), c 3 categories, k 2 bins: 3 * 3 * 2 = 18 > 16
+    later = candidates(coding, [0, 1], 3)
+    assert later == [Clique(2, (0,)), Clique(2, (1,))]
+    wide = candidates(_coding(max_cells=18), [0, 1], 3)
+    assert wide == [Clique(2, (0,)), Clique(2, (1,)), Clique(2, (0, 1))]
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_clique_counts_stability_is_exact(metric, unit):
+    t = make_clique_counts(_domain(50), metric, _pair_coding(2), Clique(2, (0, 1)))
+    assert t.map(unit) == 2
+    assert t.map(3 * unit) == 6
+
+
+def test_clique_counts_are_the_three_way_histogram():
+    x = np.random.default_rng(1).uniform(size=(200, ENC.dimension))
+    coding = _pair_coding(2)
+    t = make_clique_counts(_domain(200), dp.change_one_distance(), coding, Clique(2, (0, 1)))
+    got = np.asarray(t(x)).reshape(3, 3, 2)
+    codes = [coding.codes(x, c) for c in range(3)]
+    want = np.zeros((3, 3, 2), dtype=np.int64)
+    np.add.at(want, (codes[0], codes[1], codes[2]), 1)
+    assert np.array_equal(got, want)
+
+
+def test_clique_score_map_is_exact():
+    t = make_clique_scores(
+        _domain(50), dp.change_one_distance(), _coding(), [Clique(2, (0, 1)), Clique(1, (0,))]
+    )
+    assert t.map(1) == round_up(Fraction(6) + Fraction(4, 50))
+    assert t.map(2) == round_up(2 * (Fraction(6) + Fraction(4, 50)))
+
+
+def test_two_parent_score_sensitivity_holds_on_every_replacement_of_small_tables():
+    """Every table of n = 3 records over a 2 x 2 x 2 code grid, every replacement of one
+    record: the score of the clique (child c, parents a and b) moves by at most 6 + 4/n."""
+    schema = Schema({v: CategoricalColumn(categories=("p", "q")) for v in ("a", "b", "c")})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    pc = PairCoding(plans, (None, None, None), (2, 2, 2))
+    coding = NetworkCoding(pc, pc, 8)
+    n = 3
+    pts = enc._cell_points(2)
+    cells = [(pts[i], pts[j], pts[h]) for i in range(2) for j in range(2) for h in range(2)]
+    scores = make_clique_scores(
+        _domain(n, 3), dp.change_one_distance(), coding, [Clique(2, (0, 1))]
+    )
+    bound = float(pair_score_sensitivity(n))
+    worst = 0.0
+    for rows in itertools.combinations_with_replacement(range(8), n):
+        x = np.array([cells[r] for r in rows])
+        s0 = scores(x)[0]
+        for pos, new in itertools.product(range(n), range(8)):
+            y = x.copy()
+            y[pos] = cells[new]
+            worst = max(worst, abs(scores(y)[0] - s0))
+    assert worst <= bound
+    assert worst > 0
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_network_map_is_exact_and_the_pair_trees(metric, unit):
+    n, e_sel, e_cnt = 500, 0.3, 0.6
+    meas = make_network(_domain(n), metric, _coding(), _uniform_marginals(n), e_sel, e_cnt)
+    k = 3
+    eps_round = round_down(Fraction(e_sel) / (k - 1))
+    sens = round_up(pair_score_sensitivity(n))
+    sel_scale = round_up(2 * Fraction(sens) / Fraction(eps_round))
+    cnt_scale = round_up(Fraction(2 * (k - 1)) / Fraction(e_cnt))
+    expect = round_up(
+        (k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
+        + (k - 1) * Fraction(round_up(Fraction(2) / Fraction(cnt_scale)))
+    )
+    got = meas.map(unit)
+    assert got == expect
+    assert got <= (e_sel + e_cnt) * (1 + 1e-12)
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    assert network_template(_domain(n), metric, ENC, e_sel, e_cnt).map(unit) == got
+    assert tree_template(_domain(n), metric, ENC, n, 4, e_sel, e_cnt).map(unit) == got
+
+
+def test_network_template_cannot_be_invoked():
+    t = network_template(_domain(20), dp.change_one_distance(), ENC, 0.3, 0.6)
+    with pytest.raises(Exception, match="cannot be invoked"):
+        t(np.full((20, ENC.dimension), 0.5))
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_structured_network_map_never_above_epsilon(metric, unit):
+    meas = make_structured_synthesis(
+        _domain(3000), metric, ENC, 1.0, StructuredOptions(joint="network")
+    )
+    got = meas.map(unit)
+    assert 1.0 * (1 - 1e-9) <= got <= 1.0
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    pairs = make_structured_synthesis(
+        _domain(3000), metric, ENC, 1.0, StructuredOptions(joint="pairs")
+    )
+    assert got == pairs.map(unit)
+
+
+def test_network_is_an_option_and_auto_keeps_the_pair_tree():
+    assert joint_kind(StructuredOptions(joint="network"), 10, 1.0, 3) == "network"
+    assert joint_kind(StructuredOptions(), 10**6, 1.0, 3) == "pairs"
+
+
+def test_conditional_rows_exact_values():
+    table = np.array([[6.0, 2.0], [-1.0, -1.0]])
+    prior = np.array([[0.5, 0.5], [0.25, 0.75]])
+    got = conditional_rows(table, np.array([8.0, 0.0]), prior, 2.0)
+    # row 0: projected (6, 2), mixed with 2 * (0.5, 0.5): (7, 3) / 10; row 1: empty, the prior
+    assert np.allclose(got, [[0.7, 0.3], [0.25, 0.75]])
+
+
+def test_network_release_is_reproducible_with_a_seed_and_keeps_dependence():
+    df = _frame(4000)
+    opts = StructuredOptions(joint="network")
+    with reproducible(7):
+        a, ra = synthesize(df, 2.0, schema=SCHEMA, structured=opts)
+    with reproducible(7):
+        b, _ = synthesize(df, 2.0, schema=SCHEMA, structured=opts)
+    with reproducible(8):
+        c, _ = synthesize(df, 2.0, schema=SCHEMA, structured=opts)
+    assert a.equals(b)
+    assert not a.equals(c)
+    assert ra.details["joint_kind"] == "network"
+    assert ra.epsilon <= 2.0
+    assert len(ra.details["network_cliques"]) == 2
+    assert df["x"].corr(df["k"], method="spearman") > 0.8
+    assert a["x"].corr(a["k"], method="spearman") > 0.5
+    assert set(a["c"]) <= {"a", "b", "c"}
+    assert a["k"].between(0, 9).all()
+    assert a["x"].dropna().between(0.0, 10.0).all()
+
+
+def test_sampler_keeps_a_three_way_relation_no_pair_holds():
+    """c = a xor b with a, b independent fair bits: every pair is independent, the triple is
+    not.  From the exact 3-way table the seeded sampler draws rows with c = a xor b."""
+    schema = Schema({v: CategoricalColumn(categories=("0", "1")) for v in ("a", "b", "c")})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    pc = PairCoding(plans, (None, None, None), (2, 2, 2))
+    coding = NetworkCoding(pc, pc, 8)
+    n = 4000
+    half = np.array([0.5, 0.5])
+    marg = TableMarginals(plans, (half, half, half), (0.0, 0.0, 0.0), n)
+    t_ab = np.full((2, 2), n // 4, dtype=np.int64)
+    t_abc = np.zeros((2, 2, 2), dtype=np.int64)
+    for i, j in itertools.product(range(2), range(2)):
+        t_abc[i, j, i ^ j] = n // 4
+    cliques = [Clique(1, (0,)), Clique(2, (0, 1))]
+    pts = sample_network(coding, marg, cliques, [t_ab, t_abc], n, RandomSource(3), 1.0)
+    again = sample_network(coding, marg, cliques, [t_ab, t_abc], n, RandomSource(3), 1.0)
+    assert np.array_equal(pts, again)
+    codes = np.stack([pc.codes(pts, c) for c in range(3)], axis=1)
+    xor = np.mean(codes[:, 2] == (codes[:, 0] ^ codes[:, 1]))
+    assert xor > 0.99
+    assert abs(np.mean(codes[:, 0]) - 0.5) < 0.01
+    assert abs(np.mean(codes[:, 1]) - 0.5) < 0.05
