@@ -519,7 +519,7 @@ def _make_structured(
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             elif kind_joint == "network":
-                noise = first_look_noise(enc, n, marg_eps, levels) if opts.combine else None
+                look = first_look_noise(enc, n, marg_eps, levels) if opts.combine else None
                 y, marginals = network_points(
                     input_domain,
                     input_metric,
@@ -529,7 +529,7 @@ def _make_structured(
                     eps_sel,
                     eps_main,
                     rng,
-                    noise,
+                    look,
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
                 orders = ()
