@@ -397,21 +397,7 @@ def seeded_laplace(counts: Transformation, scale: float, tag: int) -> Measuremen
     the default); inside :func:`opendp_wasserstein.runtime.reproducible` the same law
     (:func:`~opendp_wasserstein.noise.samplers.sample_discrete_laplace`) drawn from the seeded
     stream ``tag`` (NOT private; tests and figures).  The map is OpenDP's map of the chain."""
-    secure = counts >> dp.m.then_laplace(scale)
-
-    def function(x: Any) -> list[int]:
-        src = as_random_source()
-        if src.secure:
-            return secure(x)  # type: ignore[no-any-return]
-        raw = np.asarray(counts(x), dtype=np.int64)
-        z = sample_discrete_laplace(
-            np.full(len(raw), float(scale)), src.derive(NOISE_STREAM + 64).derive(tag), "fast"
-        )
-        return (raw + z).tolist()  # type: ignore[no-any-return]
-
-    return make_measurement(
-        counts.input_domain, counts.input_metric, dp.max_divergence(), function, secure.map
-    )
+    return _seeded(counts >> dp.m.then_laplace(scale), counts, scale, tag, "laplace")
 
 
 def seeded_gaussian(counts: Transformation, scale: float, tag: int) -> Measurement:
@@ -421,24 +407,29 @@ def seeded_gaussian(counts: Transformation, scale: float, tag: int) -> Measureme
     (:func:`~opendp_wasserstein.noise.samplers.sample_discrete_gaussian`) drawn from the seeded
     stream ``tag`` (NOT private; tests and figures).  The map is OpenDP's map of the chain, in
     ``zero_concentrated_divergence``."""
-    secure = counts >> dp.m.then_gaussian(scale)
+    return _seeded(counts >> dp.m.then_gaussian(scale), counts, scale, tag, "gaussian")
+
+
+def _seeded(
+    secure: Measurement, counts: Transformation, scale: float, tag: int, noise: str
+) -> Measurement:
+    """``secure`` (OpenDP's noise on ``counts``) on the CSPRNG; inside a reproducible run the
+    package's sampler of the same law (``noise``) on the seeded stream ``tag``; ``secure``'s
+    output measure and map."""
+    sample = sample_discrete_gaussian if noise == "gaussian" else sample_discrete_laplace
 
     def function(x: Any) -> list[int]:
         src = as_random_source()
         if src.secure:
             return secure(x)  # type: ignore[no-any-return]
         raw = np.asarray(counts(x), dtype=np.int64)
-        z = sample_discrete_gaussian(
+        z = sample(
             np.full(len(raw), float(scale)), src.derive(NOISE_STREAM + 64).derive(tag), "fast"
         )
         return (raw + z).tolist()  # type: ignore[no-any-return]
 
     return make_measurement(
-        counts.input_domain,
-        counts.input_metric,
-        dp.zero_concentrated_divergence(),
-        function,
-        secure.map,
+        counts.input_domain, counts.input_metric, secure.output_measure, function, secure.map
     )
 
 
