@@ -30,10 +30,13 @@ budget from the marginals: the whole budget then goes to the first look and the 
 joined independently (each column's release permuted at random), which is the
 independent-marginals release made with the package's 1-D hierarchy: the same budget per
 column as independent noisy 1-way marginals (``epsilon / k``), read on the same public tree as
-the joint modes (16 cells, 256 once ``n epsilon / k >= 256``, 4096 from 4096, or one leaf per
-value of an int column that has few enough, with no coarse level of fewer than 16 nodes:
+the joint modes (one flat level of 16 cells, of 32 once ``n epsilon / k >= 256``, a tree of 256
+leaves from 512, 4096 from 4096, or one leaf per value of an int column that has
+few enough, with no coarse level of fewer than 16 nodes:
+:func:`~opendp_wasserstein.tables.marginals.column_leaves`,
 :func:`~opendp_wasserstein.tables.marginals.tree_levels`), the tree's levels combined by least
-squares and projected onto the simplex level by level
+squares and projected onto the simplex level by level, a categorical column's counts shrunk
+toward the even split first
 (:func:`~opendp_wasserstein.tables.marginals.tree_estimate`), values placed by the inverse of the
 released CDF, never inside a cell the release left empty.
 

@@ -66,13 +66,24 @@ def test_levels_and_leaves_are_public_functions():
     assert plans[0].missing_axis == 0
     assert column_leaves(plans[1], SCHEMA["k"], 100, 1.0) == 5  # one leaf per int value
     wide = IntColumn(bounds=(0, 999))
-    assert column_leaves(plans[1], wide, 300, 1.0) == 256
+    assert column_leaves(plans[1], wide, 300, 1.0) == 32  # one flat level from n eps 256
+    assert column_leaves(plans[1], wide, 512, 1.0) == 256
     assert column_leaves(plans[1], wide, 200, 1.0) == 16
     assert column_leaves(plans[1], wide, 10**6, 1.0) == 1000
     assert column_leaves(plans[0], SCHEMA["x"], 10, 0.1) == 16
     assert column_leaves(plans[0], SCHEMA["x"], 10**6, 1.0) == 4096
     assert column_leaves(plans[0], SCHEMA["x"], 255, 1.0) == 16
-    assert column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 256
+    assert column_leaves(plans[0], SCHEMA["x"], 256, 1.0) == 32
+    assert column_leaves(plans[0], SCHEMA["x"], 511, 1.0) == 32
+    assert column_leaves(plans[0], SCHEMA["x"], 512, 1.0) == 256
+    assert column_leaves(plans[0], SCHEMA["x"], 4095, 1.0) == 256
+    assert column_leaves(plans[0], SCHEMA["x"], 4096, 1.0) == 4096
+    assert column_leaves(plans[0], SCHEMA["x"], 400, 1.0, max_levels=1) == 16
+    assert column_leaves(plans[1], IntColumn(bounds=(0, 40)), 600, 1.0) == 41
+    assert column_leaves(plans[1], IntColumn(bounds=(0, 72)), 400, 1.0) == 73
+    assert column_leaves(plans[1], IntColumn(bounds=(0, 255)), 400, 1.0) == 256
+    assert column_leaves(plans[1], IntColumn(bounds=(0, 256)), 400, 1.0) == 32
+    assert tree_levels(32, "numeric") == (32,)
     assert tree_levels(4096, "numeric") == (4096, 256, 16)
     assert tree_levels(300, "numeric") == (300, 19)
     assert tree_levels(73, "numeric") == (73,)
@@ -255,6 +266,35 @@ def test_shrink_children_evens_out_noise_and_keeps_an_atom():
     small = np.array([5.0, 0.0, 1.0])  # groups of at most 3 are kept
     out = shrink_children(small, np.full(3, 100.0), np.zeros(3, dtype=np.int64), np.array([6.0]))
     np.testing.assert_allclose(out, small)
+
+
+def test_tree_estimate_shrinks_the_top_level_only_when_asked():
+    noisy = np.array([30.0, -10.0, 25.0, 5.0, -12.0, 22.0])
+    plain = tree_estimate([noisy], 60.0, [200.0])
+    shrunk = tree_estimate([noisy], 60.0, [200.0], shrink_top=True)
+    assert shrunk.sum() == pytest.approx(60.0)
+    assert shrunk.min() >= 0
+    # one group of 6: lambda = 1 - (6 - 3) 200 / S, S = 1678 the squared deviations from 10
+    lam = 1 - 3 * 200 / 1678
+    expect = project_groups(10.0 + lam * (noisy - 10.0), np.zeros(6, np.int64), np.array([60.0]))
+    np.testing.assert_allclose(shrunk, expect)
+    assert np.ptp(shrunk) < np.ptp(plain)
+
+
+def test_categorical_columns_are_shrunk_toward_the_even_split():
+    one = Schema({"c": CategoricalColumn(categories=("a", "b", "c", "d", "e"))})
+    enc = TableEncoding(one)
+    release = [[40, -6, 30, 8, 28]]
+    m = TableMarginals.from_release(enc, release, 100, 1.0)
+    z = np.array(release[0], dtype=float)
+    expect = (
+        tree_estimate(
+            [z], 100.0, [noise_variance(level_scales(1.0, 1)[0], "laplace")], shrink_top=True
+        )
+        / 100.0
+    )
+    np.testing.assert_allclose(m.masses[0], expect)
+    assert not np.allclose(m.masses[0], tree_estimate([z], 100.0, [8.0]) / 100.0)
 
 
 def test_tree_estimate_with_shrink_keeps_the_mass_and_an_atom():
