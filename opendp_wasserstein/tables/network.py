@@ -26,6 +26,15 @@ is a function of the earlier rounds' releases and of public values.
 **The measurements**: each chosen clique's count table (:func:`make_clique_counts`, ``l1``
 stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``, at the pair tree's scale.
 
+**In zCDP** (``noise="gaussian"``, the release under ``delta``): the pair tree's zCDP parts
+unchanged: every round OpenDP's ``make_noisy_max`` in ``zero_concentrated_divergence``
+(:func:`~opendp_wasserstein.tables.pairs.zcdp_selection`, at the score's sensitivity), every
+table ``make_clique_counts(..., "l2")`` (``l2`` stability ``sqrt(2)`` per replacement, rounded
+up) ``>>`` OpenDP's ``then_gaussian`` at
+:func:`~opendp_wasserstein.tables.pairs.pair_count_scale`; the sizes' rule reads the Gaussian's
+``sigma / sqrt 2`` (the Laplace scale of the same variance), as
+:func:`~opendp_wasserstein.tables.pairs.pair_bins` does.
+
 **Post-processing** (:func:`sample_network`): the columns drawn in the order chosen, the first
 from its DP marginal, every other from the conditional law of its table given its parents' codes
 (computed from the values already drawn); a 3-way table's rows shrink toward the mean of its two
@@ -35,10 +44,12 @@ parent of the largest released rank correlation; the pipeline calibrates every c
 marginals.
 
 **Privacy map.**  The pair tree's: ``(k - 1) epsilon_round`` for the rounds plus ``(k - 1) 2 /
-s`` for the counts, summed over the rationals and rounded up; neither the candidate sets, the
-chosen cliques nor the codes change it (:doc:`/proofs/table_marginals`), so the pair tree's
-budget search (:func:`~opendp_wasserstein.tables.pipeline.fit_pairs`) fits it too
-(:func:`fit_network` checks the network's own template against it).
+s`` for the counts (in zCDP: ``(k - 1)`` times OpenDP's noisy-max map plus ``(k - 1)`` times
+its Gaussian map ``(sqrt(2) / sigma)^2 / 2``), summed over the rationals and rounded up;
+neither the candidate sets, the chosen cliques nor the codes change it
+(:doc:`/proofs/table_marginals`), so the pair tree's budget search
+(:func:`~opendp_wasserstein.tables.pipeline.fit_pairs`) fits it too (the pipeline checks the
+network's own template, :func:`network_template`, against it).
 """
 
 from __future__ import annotations
@@ -71,10 +82,16 @@ from opendp_wasserstein.noise._source import (
     RandomSource,
     as_random_source,
 )
-from opendp_wasserstein.noise.samplers import sample_discrete_laplace
+from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
-from opendp_wasserstein.tables.marginals import TableMarginals, column_plans, project_groups
+from opendp_wasserstein.tables.marginals import (
+    TableMarginals,
+    check_noise,
+    column_plans,
+    l2_count_stability,
+    project_groups,
+)
 from opendp_wasserstein.tables.pairs import (
     PAIR_BINS_MAX,
     FirstLookNoise,
@@ -83,7 +100,9 @@ from opendp_wasserstein.tables.pairs import (
     combine_margins,
     grade_correlation,
     pair_bins,
+    pair_count_scale,
     pair_score_sensitivity,
+    zcdp_selection,
 )
 
 __all__ = [
@@ -107,22 +126,28 @@ NETWORK_CELL_NOISE = 2.0
 NETWORK_SCORE_COARSE = True
 
 
-def _count_scale(columns: int, epsilon_counts: float) -> float:
+def _count_scale(columns: int, epsilon_counts: float, noise: str = "laplace") -> float:
+    """The Laplace scale of each table's noise, or (``noise="gaussian"``) the Laplace scale of
+    the Gaussian's variance, ``sigma / sqrt 2`` (:func:`~opendp_wasserstein.tables.pairs.pair_bins`'
+    rule)."""
     k = max(2, int(columns))
-    return float(round_up(Fraction(2 * (k - 1)) / Fraction(epsilon_counts)))
+    s = float(pair_count_scale(k - 1, epsilon_counts, noise))
+    return s / float(np.sqrt(2.0)) if check_noise(noise) == "gaussian" else s
 
 
-def network_cells(n: int, epsilon_counts: float, columns: int) -> int:
+def network_cells(n: int, epsilon_counts: float, columns: int, noise: str = "laplace") -> int:
     """The most cells of a 3-way table, from public values: ``floor(n / (NETWORK_CELL_NOISE
-    s))`` with ``s = 2 (k - 1) / epsilon_counts`` the scale of each table's noise, at least 8."""
-    s = _count_scale(columns, epsilon_counts)
+    s))`` with ``s = 2 (k - 1) / epsilon_counts`` the scale of each table's noise, at least 8;
+    with ``noise="gaussian"`` ``epsilon_counts`` is a ``rho`` and ``s = sigma / sqrt 2``
+    (``sigma`` of :func:`~opendp_wasserstein.tables.pairs.pair_count_scale`)."""
+    s = _count_scale(columns, epsilon_counts, noise)
     return max(8, int(np.floor(max(n, 1) / (NETWORK_CELL_NOISE * s))))
 
 
-def network_bins(n: int, epsilon_counts: float, columns: int) -> int:
+def network_bins(n: int, epsilon_counts: float, columns: int, noise: str = "laplace") -> int:
     """The coarse bins of a numeric column (its codes in a 3-way table): the cube root of
     :func:`network_cells`, in ``[2, PAIR_BINS_MAX]``."""
-    c = network_cells(n, epsilon_counts, columns)
+    c = network_cells(n, epsilon_counts, columns, noise)
     b = int(np.floor(c ** (1.0 / 3.0) + 1e-9))
     return int(np.clip(b, 2, PAIR_BINS_MAX))
 
@@ -181,14 +206,23 @@ def _cells(coding: PairCoding, cols: Sequence[int]) -> int:
 
 
 def make_clique_counts(
-    input_domain: Domain, input_metric: Metric, coding: PairCoding, clique: Clique
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: PairCoding,
+    clique: Clique,
+    output_metric: str = "l1",
 ) -> Transformation:
     r"""The count table of a clique's columns (row-major over ``clique.columns``) as an ``i64``
     vector in ``l1_distance``: every record is in exactly one cell, so stability ``2 d_in``
-    under ``change_one_distance``, ``d_in`` under ``symmetric_distance``."""
+    under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.  With
+    ``output_metric="l2"``: in ``l2_distance(T=float)``, stability ``sqrt(2)`` per replacement,
+    rounded up (:func:`~opendp_wasserstein.tables.marginals.l2_count_stability`, as
+    :func:`~opendp_wasserstein.tables.pairs.make_pair_counts`)."""
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
     kind = check_metric(input_metric, n)
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     cols = clique.columns
     size = _cells(coding, cols)
 
@@ -197,13 +231,17 @@ def make_clique_counts(
         codes = {c: coding.codes(x, c) for c in cols}
         return np.bincount(_joint_codes(coding, codes, cols), minlength=size).tolist()  # type: ignore[no-any-return]
 
+    def l2_stability(d_in: Any) -> float:
+        return l2_count_stability(kind, n is not None, d_in)
+
+    l2 = output_metric == "l2"
     return make_transformation(
         input_domain,
         input_metric,
         dp.vector_domain(dp.atom_domain(T="i64"), size=size),
-        dp.l1_distance(T="i64"),
+        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
         function,
-        _stability(kind),
+        l2_stability if l2 else _stability(kind),
     )
 
 
@@ -286,6 +324,7 @@ def make_network(
     marginals: TableMarginals | None,
     epsilon_select: float,
     epsilon_counts: float,
+    noise: str = "laplace",
 ) -> Measurement:
     r"""Construct the network of noisy 2- and 3-way tables (module docstring).
 
@@ -298,6 +337,11 @@ def make_network(
     :param marginals: the DP first look; None only for a template (invoking it raises)
     :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
     :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally
+    :param noise: ``"laplace"`` (default: pure DP) or ``"gaussian"``: the two budgets are zCDP
+        ``rho``, every round :func:`~opendp_wasserstein.tables.pairs.zcdp_selection` (OpenDP's
+        zCDP noisy max), every table ``make_clique_counts(..., "l2") >> then_gaussian`` at
+        :func:`~opendp_wasserstein.tables.pairs.pair_count_scale`; the measurement is in
+        ``zero_concentrated_divergence``
     :return: a Measurement releasing ``(cliques, tables)``: the chosen cliques in the order
         chosen and their noisy count tables (int64 arrays, one axis per column of
         ``clique.columns``); map at most ``epsilon_select + epsilon_counts`` per replacement
@@ -313,17 +357,25 @@ def make_network(
     if k < 2:
         raise ValueError("make_network needs at least two columns")
     rounds = k - 1
+    gauss = check_noise(noise) == "gaussian"
+    measure = dp.zero_concentrated_divergence() if gauss else dp.max_divergence()
     eps_round = round_down(Fraction(e_sel) / rounds)
     sel_sens = round_up(pair_score_sensitivity(n))
-    sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
-    count_scale = round_up(Fraction(2 * rounds) / Fraction(e_cnt))
-    vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=1)
-    select_template = make_exponential_selection(
-        vec, dp.linf_distance(T=float), eps_round, sel_sens
-    )
+    count_scale = pair_count_scale(rounds, e_cnt, noise)
+    metric = "l2" if gauss else "l1"
+    then = dp.m.then_gaussian if gauss else dp.m.then_laplace
+    sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
+    if gauss:  # the map of OpenDP's zCDP noisy max does not depend on the candidates' number
+        select_template, sel_scale = zcdp_selection(1, eps_round, sel_sens)
+    else:
+        sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+        vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=1)
+        select_template = make_exponential_selection(
+            vec, dp.linf_distance(T=float), eps_round, sel_sens
+        )
     count_template = make_clique_counts(
-        input_domain, input_metric, coding.fine, Clique(1, (0,))
-    ) >> dp.m.then_laplace(count_scale)
+        input_domain, input_metric, coding.fine, Clique(1, (0,)), metric
+    ) >> then(count_scale)
 
     def round_map(d_in: Any) -> Fraction:
         return Fraction(
@@ -343,7 +395,12 @@ def make_network(
             scores = make_clique_scores(
                 input_domain, input_metric, coding, cand, NETWORK_SCORE_COARSE and bool(inside)
             )
-            if src.secure:
+            if src.secure and gauss:
+                g = dp.m.make_noisy_max(
+                    scores.output_domain, scores.output_metric, measure, sel_scale, negate=False
+                )
+                a = int((scores >> g)(x))
+            elif src.secure:
                 v = make_exponential_selection(
                     scores.output_domain, scores.output_metric, eps_round, sel_sens, negate=False
                 )
@@ -356,14 +413,12 @@ def make_network(
         tables = []
         for q in chosen:
             cd = coding.level(len(q.parents))
-            counts = make_clique_counts(input_domain, input_metric, cd, q)
+            counts = make_clique_counts(input_domain, input_metric, cd, q, metric)
             if src.secure:
-                t = np.asarray((counts >> dp.m.then_laplace(count_scale))(x), dtype=np.int64)
+                t = np.asarray((counts >> then(count_scale))(x), dtype=np.int64)
             else:
                 raw = np.asarray(counts(x), dtype=np.int64)
-                t = raw + sample_discrete_laplace(
-                    np.full(len(raw), float(count_scale)), noise_rng, "fast"
-                )
+                t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
             tables.append(t.reshape([cd.sizes[c] for c in q.columns]))
         names = [p.name for p in coding.fine.plans]
         runtime.record(
@@ -380,7 +435,7 @@ def make_network(
         per_count = Fraction(count_template.map(d_in))
         return round_up(rounds * round_map(d_in) + rounds * per_count)
 
-    return make_measurement(input_domain, input_metric, dp.max_divergence(), function, privacy_map)
+    return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 
 
 def _uniform_coding(enc: TableEncoding, bins: int) -> PairCoding:
@@ -403,23 +458,28 @@ def network_template(
     enc: TableEncoding,
     epsilon_select: float,
     epsilon_counts: float,
+    noise: str = "laplace",
 ) -> Measurement:
     """A :func:`make_network` built from the schema alone (uniform codes): its map is the
     released one's (the map does not depend on the codes)."""
     c = _uniform_coding(enc, 2)
+    coding = NetworkCoding(c, c, 8)
     return make_network(
-        input_domain, input_metric, NetworkCoding(c, c, 8), None, epsilon_select, epsilon_counts
+        input_domain, input_metric, coding, None, epsilon_select, epsilon_counts, noise
     )
 
 
-def network_codings(marginals: TableMarginals, n: int, epsilon_counts: float) -> NetworkCoding:
-    """The network's codes from the DP first look and public values."""
+def network_codings(
+    marginals: TableMarginals, n: int, epsilon_counts: float, noise: str = "laplace"
+) -> NetworkCoding:
+    """The network's codes from the DP first look and public values (``noise``: the tables'
+    law, ``epsilon_counts`` a ``rho`` when Gaussian)."""
     k = len(marginals.plans)
     return NetworkCoding.from_marginals(
         marginals,
-        pair_bins(n, epsilon_counts, k),
-        network_bins(n, epsilon_counts, k),
-        network_cells(n, epsilon_counts, k),
+        pair_bins(n, epsilon_counts, k, noise),
+        network_bins(n, epsilon_counts, k, noise),
+        network_cells(n, epsilon_counts, k, noise),
     )
 
 
@@ -569,17 +629,28 @@ def network_points(
     epsilon_counts: float,
     rng: RandomSource,
     noise: FirstLookNoise | None = None,
+    count_noise: str = "laplace",
 ) -> tuple[np.ndarray, TableMarginals]:
     """The network's query of the pipeline's compositor (``queryable``) and its
     post-processing: ``n`` encoded points (before the calibration) and the 1-way targets they
     were drawn to: with ``noise`` (the first look's, public), the first look combined with the
     margins of the released 2-way tables by inverse variance
-    (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)."""
-    coding = network_codings(marginals, n, epsilon_counts)
+    (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing).
+    ``count_noise="gaussian"``: the zCDP network (both budgets ``rho``), the tables' variance
+    ``sigma^2`` in the combination, the shrinkage at the Laplace scale of that variance."""
+    coding = network_codings(marginals, n, epsilon_counts, count_noise)
+    k = len(coding.fine.plans)
     cliques, tables = queryable(
-        make_network(input_domain, input_metric, coding, marginals, epsilon_select, epsilon_counts)
+        make_network(
+            input_domain,
+            input_metric,
+            coding,
+            marginals,
+            epsilon_select,
+            epsilon_counts,
+            count_noise,
+        )
     )
-    scale = _count_scale(len(coding.fine.plans), epsilon_counts)
     if noise is not None:
         two = [(q, t) for q, t in zip(cliques, tables, strict=True) if len(q.parents) == 1]
         marginals = combine_margins(
@@ -587,8 +658,9 @@ def network_points(
             marginals,
             [(q.parents[0], q.child) for q, _ in two],
             [t for _, t in two],
-            scale,
+            float(pair_count_scale(k - 1, epsilon_counts, count_noise)),
             noise,
+            count_noise,
         )
     runtime.record(
         {
@@ -596,4 +668,5 @@ def network_points(
             "network_cells": coding.max_cells,
         }
     )
-    return sample_network(coding, marginals, cliques, tables, n, rng, scale), marginals
+    lam = _count_scale(k, epsilon_counts, count_noise)
+    return sample_network(coding, marginals, cliques, tables, n, rng, lam), marginals

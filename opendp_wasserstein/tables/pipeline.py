@@ -42,7 +42,8 @@ released CDF, never inside a cell the release left empty.
 
 **Under** ``(epsilon, delta)`` (``delta`` given): the same chain in zCDP
 (:func:`make_structured_synthesis_zcdp`): discrete Gaussian noise (OpenDP's ``then_gaussian``)
-on the first look's levels and the pair tables, the pair choices by OpenDP's noisy max in zCDP,
+on the first look's levels and the pair (or network) tables, the choices by OpenDP's noisy max
+in zCDP,
 composed by ``make_adaptive_composition`` in ``zero_concentrated_divergence`` at the largest
 ``rho`` that OpenDP's ``make_zCDP_to_approxDP`` + ``make_fix_delta`` turn into at most
 ``epsilon`` at ``delta`` (the pure release's shares, of ``rho``), then converted by them; the
@@ -400,7 +401,7 @@ def make_structured_synthesis_zcdp(
 ) -> Measurement:
     r"""The structured release in zCDP: the same chain as :func:`make_structured_synthesis` with
     discrete Gaussian noise (OpenDP's ``then_gaussian``) on the first look's levels and the pair
-    tables, the pair choices by OpenDP's noisy max in zCDP
+    (or network) tables, the choices by OpenDP's noisy max in zCDP
     (:func:`~opendp_wasserstein.tables.pairs.zcdp_selection`), composed by
     ``make_adaptive_composition`` in ``zero_concentrated_divergence``; the shares of ``rho``
     are the pure release's shares of epsilon.  ``joint="tree"`` is refused (the joint hierarchy
@@ -446,11 +447,10 @@ def _make_structured(
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     plans = column_plans(enc)
     kind_joint = joint_kind(opts, n, eps if rule_epsilon is None else rule_epsilon, len(plans))
-    if gauss and kind_joint in ("tree", "network"):
-        what = "the joint hierarchy" if kind_joint == "tree" else "the network of 3-way tables"
+    if gauss and kind_joint == "tree":
         raise ValueError(
-            f"delta: joint='{kind_joint}' ({what}) is pure DP only: leave delta unset, or "
-            "use joint='auto', 'pairs' or 'never'"
+            "delta: joint='tree' (the joint hierarchy) is pure DP only: leave delta unset, or "
+            "use joint='auto', 'pairs', 'network' or 'never'"
         )
     joint = kind_joint != "independent"
     unit = 2 if kind == "symmetric" else 1
@@ -470,8 +470,10 @@ def _make_structured(
             input_domain, input_metric, enc, n, eps, marg_map, unit, noise
         )
     elif kind_joint == "network":  # the pair tree's budgets: the same map (tables/network.py)
-        eps_sel, eps_main, _, _ = fit_pairs(input_domain, input_metric, enc, n, eps, marg_map, unit)
-        template = network_template(input_domain, input_metric, enc, eps_sel, eps_main)
+        eps_sel, eps_main, _, _ = fit_pairs(
+            input_domain, input_metric, enc, n, eps, marg_map, unit, noise
+        )
+        template = network_template(input_domain, input_metric, enc, eps_sel, eps_main, noise)
         if Fraction(marg_map) + Fraction(template.map(unit)) > Fraction(eps):
             raise ValueError("the network's map passes epsilon")  # pragma: no cover
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
@@ -522,7 +524,7 @@ def _make_structured(
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             elif kind_joint == "network":
-                look = first_look_noise(enc, n, marg_eps, levels) if opts.combine else None
+                look = first_look_noise(enc, n, marg_eps, levels, noise) if opts.combine else None
                 y, marginals = network_points(
                     input_domain,
                     input_metric,
@@ -533,6 +535,7 @@ def _make_structured(
                     eps_main,
                     rng,
                     look,
+                    noise,
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
                 orders = ()

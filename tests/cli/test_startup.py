@@ -125,3 +125,43 @@ def test_python_dash_m_runs_the_program(module):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith(f"opendp-wasserstein {opendp_wasserstein.__version__} ")
+
+
+_SYNTH_PROBE = """
+import json, sys
+from opendp_wasserstein_cli import console_main
+code = console_main(json.loads(sys.argv[1]))
+before = "sklearn" in sys.modules
+import opendp.prelude as dp
+dp.sklearn.decomposition  # an attribute access loads the deferred extra in full
+print(json.dumps({"code": code, "before": before, "after": "sklearn" in sys.modules}))
+"""
+
+
+def test_a_synth_run_defers_the_sklearn_extra_until_it_is_used(tmp_path):
+    """The program's ``synth`` runs OpenDP's ``array2_domain`` (which imports ``opendp.prelude``,
+    which imports ``opendp.extras.sklearn``) without importing scikit-learn; the extra still
+    works on first use."""
+    pytest.importorskip("sklearn")
+    csv, out = tmp_path / "x.csv", tmp_path / "y.csv"
+    csv.write_text("a,b\n" + "".join(f"{i / 50},{(i * 7 % 50) / 50}\n" for i in range(50)))
+    bounds = tmp_path / "b.json"
+    bounds.write_text('{"a": [0, 1], "b": [0, 1]}')
+    argv = ["synth", str(csv), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds)]
+    proc = subprocess.run(
+        [sys.executable, "-c", _SYNTH_PROBE, json.dumps([*argv, "--quiet"])],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout)
+    assert got == {"code": 0, "before": False, "after": True}
+    assert out.read_text().startswith("a,b\n")
+
+
+def test_deferring_is_a_no_op_once_the_extra_is_imported():
+    import opendp.extras.sklearn  # noqa: F401
+
+    assert opendp_wasserstein_cli.defer_sklearn_extra() is False

@@ -804,6 +804,24 @@ def test_synth_schema_with_delta_certifies_the_pair(files, capsys, mechanism):
     assert out.column_names == original.column_names
 
 
+def test_synth_schema_network_with_delta_certifies_the_pair(files, capsys):
+    """``--joint network --delta``: the network of 2- and 3-way tables in zCDP (discrete
+    Gaussian tables, OpenDP's zCDP noisy max), converted by OpenDP."""
+    tmp, csv_path, _, original = files
+    schema_path, _ = _draft(tmp, csv_path)
+    extra = ["--delta", "1e-9", "--joint", "network"]
+    assert _synth_table(tmp, csv_path, schema_path, extra) == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["delta_certified"] == 1e-9
+    assert 1.0 - 1e-12 <= summary["epsilon_certified"] <= 1.0
+    assert summary["details"]["noise"] == "gaussian"
+    assert summary["details"]["rho"] == rho_for_approx_dp(1.0, 1e-9)
+    assert summary["details"]["joint_kind"] == "network"
+    out = read_file(str(tmp / "out.parquet"))
+    assert out.num_rows == original.num_rows
+    assert out.column_names == original.column_names
+
+
 @pytest.mark.parametrize("mechanism", ["structured", "adaptive", "pruned", "pmm", "privtree"])
 def test_synth_schema_every_mechanism_choice_applies(files, capsys, mechanism):
     """Every ``--mechanism`` choice of ``synth`` works with ``--schema`` (docs/tables.rst)."""

@@ -1,5 +1,6 @@
-"""The network of noisy 2- and 3-way tables: exact maps, the score's sensitivity by enumeration,
-the public sizes, the candidates, the seeded sampler and a 3-way relation a tree cannot hold."""
+"""The network of noisy 2- and 3-way tables: exact maps (pure DP and zCDP), the score's
+sensitivity by enumeration, the public sizes, the candidates, the seeded sampler and a 3-way
+relation a tree cannot hold."""
 
 import itertools
 from fractions import Fraction
@@ -10,7 +11,8 @@ import pandas as pd
 import pytest
 
 from opendp_wasserstein import synthesize
-from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
+from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.runtime import reproducible
 from opendp_wasserstein.tables import (
@@ -34,11 +36,18 @@ from opendp_wasserstein.tables.network import (
     network_template,
     sample_network,
 )
-from opendp_wasserstein.tables.pairs import PairCoding, pair_score_sensitivity, tree_template
+from opendp_wasserstein.tables.pairs import (
+    PairCoding,
+    pair_count_scale,
+    pair_score_sensitivity,
+    tree_template,
+    zcdp_selection,
+)
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
     joint_kind,
     make_structured_synthesis,
+    structured_zcdp,
 )
 
 SCHEMA = Schema(
@@ -106,6 +115,20 @@ def test_network_sizes_are_public_functions_at_their_bounds():
     assert network_bins(10, 1.0, 3) == 2
 
 
+def test_gaussian_network_sizes_read_the_laplace_scale_of_the_same_variance():
+    # rho 0.5 over k - 1 = 2 tables: sigma = sqrt(2 / 0.5) = 2, s = sigma / sqrt(2) = sqrt(2):
+    # cells = floor(n / (2 sqrt(2))): 2829 / 2.8284 = 1000.2 -> 1000, 2828 -> 999.85 -> 999
+    assert pair_count_scale(2, 0.5, "gaussian") == 2.0
+    assert network_cells(2829, 0.5, 3, "gaussian") == 1000
+    assert network_cells(2828, 0.5, 3, "gaussian") == 999
+    assert network_cells(10, 0.5, 3, "gaussian") == 8
+    # the cube root: 1000 cells -> 10 bins, 999 -> 9
+    assert network_bins(2829, 0.5, 3, "gaussian") == 10
+    assert network_bins(2828, 0.5, 3, "gaussian") == 9
+    # the Laplace rule at rho read as an epsilon differs: s = 2 * 2 / 0.5 = 8, 2829 / 16 -> 176
+    assert network_cells(2829, 0.5, 3) == 176
+
+
 def test_candidates_first_pairs_then_parents_within_the_cells():
     coding = _coding(max_cells=16)
     first = candidates(coding, [], 3)
@@ -124,6 +147,20 @@ def test_clique_counts_stability_is_exact(metric, unit):
     t = make_clique_counts(_domain(50), metric, _pair_coding(2), Clique(2, (0, 1)))
     assert t.map(unit) == 2
     assert t.map(3 * unit) == 6
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_clique_counts_l2_stability_is_exact(metric, unit):
+    t = make_clique_counts(_domain(50), metric, _pair_coding(2), Clique(2, (0, 1)), "l2")
+    assert t.output_metric == dp.l2_distance(T=float)
+    assert t.map(unit) == 1.4142135623730951
+    assert Fraction(t.map(unit)) ** 2 >= 2
+    assert Fraction(float(np.nextafter(t.map(unit), 0))) ** 2 < 2
+    assert t.map(3 * unit) == sqrt_up(18)
+    with pytest.raises(ValueError, match="output_metric"):
+        make_clique_counts(_domain(50), metric, _pair_coding(2), Clique(2, (0, 1)), "linf")
 
 
 def test_clique_counts_are_the_three_way_histogram():
@@ -196,6 +233,68 @@ def test_network_map_is_exact_and_the_pair_trees(metric, unit):
     assert tree_template(_domain(n), metric, ENC, n, 4, e_sel, e_cnt).map(unit) == got
 
 
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_gaussian_network_map_is_exact_and_the_pair_trees(metric, unit):
+    n, r_sel, r_cnt = 500, 0.01, 0.02
+    meas = make_network(
+        _domain(n), metric, _coding(), _uniform_marginals(n), r_sel, r_cnt, "gaussian"
+    )
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    k = 3
+    sens = round_up(pair_score_sensitivity(n))
+    rho_round = round_down(Fraction(r_sel) / (k - 1))
+    sel, scale = zcdp_selection(3, rho_round, sens)
+    sigma = pair_count_scale(k - 1, r_cnt, "gaussian")
+    count = make_clique_counts(
+        _domain(n), metric, _pair_coding(4), Clique(2, (0, 1)), "l2"
+    ) >> dp.m.then_gaussian(sigma)
+    # OpenDP's maps: the noisy max (sens / scale)^2 / 2, the Gaussian (sqrt(2) / sigma)^2 / 2
+    per_round = Fraction(sel.map(sens))
+    per_table = Fraction(count.map(unit))
+    assert per_round <= Fraction(rho_round)
+    assert per_table == pytest.approx((2 / sigma**2) / 2, rel=1e-12)
+    expect = round_up((k - 1) * per_round + (k - 1) * per_table)
+    got = meas.map(unit)
+    assert got == expect
+    assert Fraction(got) <= (Fraction(r_sel) + Fraction(r_cnt)) * (1 + Fraction(1, 10**12))
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    assert meas.map(2 * unit) >= 4 * got * (1 - 1e-12)  # zCDP: rho grows as the square
+    assert network_template(_domain(n), metric, ENC, r_sel, r_cnt, "gaussian").map(unit) == got
+    assert tree_template(_domain(n), metric, ENC, n, 4, r_sel, r_cnt, "gaussian").map(unit) == got
+
+
+def test_gaussian_network_release_is_reproducible_and_keeps_dependence():
+    n = 4000
+    x = np.random.default_rng(2).uniform(size=(n, ENC.dimension))
+    x[:, PLANS[2].value_axis] = x[:, PLANS[0].value_axis]  # k follows x
+    meas = make_network(
+        _domain(n),
+        dp.change_one_distance(),
+        _coding(),
+        _uniform_marginals(n),
+        0.05,
+        0.1,
+        "gaussian",
+    )
+    with reproducible(5):
+        cliques, tables = meas(x)
+    with reproducible(5):
+        cliques2, tables2 = meas(x)
+    assert cliques == cliques2
+    for a, b in zip(tables, tables2, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert len(cliques) == 2
+    assert set(cliques[0].columns) == {0, 2}  # the dependent pair comes first
+    secure_cliques, secure_tables = meas(x)  # OpenDP's noisy max and then_gaussian
+    assert len(secure_cliques) == 2
+    assert set(secure_cliques[0].columns) == {0, 2}
+    assert secure_tables[0].dtype == np.int64
+    assert secure_tables[0].shape == tuple(_coding().fine.sizes[c] for c in (0, 2))
+
+
 def test_network_template_cannot_be_invoked():
     t = network_template(_domain(20), dp.change_one_distance(), ENC, 0.3, 0.6)
     with pytest.raises(Exception, match="cannot be invoked"):
@@ -217,6 +316,55 @@ def test_structured_network_map_never_above_epsilon(metric, unit):
         _domain(3000), metric, ENC, 1.0, StructuredOptions(joint="pairs")
     )
     assert got == pairs.map(unit)
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_structured_network_with_delta_is_opendps_conversion_of_the_zcdp_map(metric, unit):
+    eps, delta, n = 1.0, 1e-9, 3000
+    opts = StructuredOptions(joint="network")
+    meas = make_structured_synthesis(_domain(n), metric, ENC, eps, opts, delta=delta)
+    assert meas.output_measure == dp.approximate(dp.max_divergence())
+    zcdp, rho = structured_zcdp(_domain(n), metric, ENC, eps, delta, opts)
+    assert rho == rho_for_approx_dp(eps, delta)
+    assert zcdp.output_measure == dp.zero_concentrated_divergence()
+    got_rho = zcdp.map(unit)
+    assert got_rho <= rho
+    assert got_rho >= rho * (1 - 1e-9)
+    # the pair tree's budgets: the same zCDP map, so the same certificate
+    pairs, _ = structured_zcdp(
+        _domain(n), metric, ENC, eps, delta, StructuredOptions(joint="pairs")
+    )
+    assert got_rho == pairs.map(unit)
+    got_eps, got_delta = meas.map(unit)
+    assert got_delta == delta
+    assert got_eps <= eps
+    assert (got_eps, got_delta) == make_approx_dp(zcdp, delta).map(unit)
+    assert meas.check(unit, (got_eps, delta))
+    assert not meas.check(unit, (float(np.nextafter(got_eps, 0)), delta))
+
+
+def test_network_release_with_delta_is_gaussian_reproducible_and_keeps_dependence():
+    df = _frame(4000)
+    opts = StructuredOptions(joint="network")
+    with reproducible(7):
+        a, ra = synthesize(df, 2.0, schema=SCHEMA, structured=opts, delta=1e-9)
+    with reproducible(7):
+        b, _ = synthesize(df, 2.0, schema=SCHEMA, structured=opts, delta=1e-9)
+    with reproducible(7):
+        pure, _ = synthesize(df, 2.0, schema=SCHEMA, structured=opts)
+    assert a.equals(b)
+    assert not a.equals(pure)
+    assert ra.details["joint_kind"] == "network"
+    assert ra.details["noise"] == "gaussian"
+    assert ra.delta == 1e-9
+    assert ra.epsilon <= 2.0
+    assert ra.details["rho"] == rho_for_approx_dp(2.0, 1e-9)
+    assert len(ra.details["network_cliques"]) == 2
+    assert a["x"].corr(a["k"], method="spearman") > 0.5
+    assert set(a["c"]) <= {"a", "b", "c"}
+    assert a["k"].between(0, 9).all()
 
 
 def test_network_is_an_option_and_auto_keeps_the_pair_tree():

@@ -378,7 +378,7 @@ def test_small_tables_are_never_much_worse_than_independent_marginals():
 # the structured release under (epsilon, delta): discrete Gaussian noise, composed in zCDP
 
 
-@pytest.mark.parametrize("joint", ["pairs", "never"])
+@pytest.mark.parametrize("joint", ["pairs", "network", "never"])
 @pytest.mark.parametrize(
     "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
 )
@@ -443,15 +443,12 @@ def test_delta_refuses_the_joint_hierarchy_and_a_bad_delta():
         make_structured_synthesis(
             _domain(2000), dp.change_one_distance(), ENC, 1.0, StructuredOptions(joint="tree"), 1e-9
         )
-    with pytest.raises(ValueError, match="delta: joint='network' .* is pure DP only"):
-        make_structured_synthesis(
-            _domain(2000),
-            dp.change_one_distance(),
-            ENC,
-            1.0,
-            StructuredOptions(joint="network"),
-            1e-9,
-        )
+    # the network runs in zCDP (tests/tables/test_network.py): no refusal, the converted map
+    net = make_structured_synthesis(
+        _domain(2000), dp.change_one_distance(), ENC, 1.0, StructuredOptions(joint="network"), 1e-9
+    )
+    assert net.output_measure == dp.approximate(dp.max_divergence())
+    assert net.map(1)[1] == 1e-9
     with pytest.raises(ValueError, match="delta"):
         make_structured_synthesis(_domain(2000), dp.change_one_distance(), ENC, 1.0, None, 1.5)
 
