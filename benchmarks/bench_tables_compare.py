@@ -13,9 +13,17 @@ is split 80 / 20 at random (seed 0, public): releases are made from the training
 - ``ours``: ``opendp_wasserstein.synthesize(train, eps, schema=...)`` with its defaults (pure
   eps-DP, one replacement, public size), and ``ours:NAME`` for every ``--variant
   'NAME={"kwarg": value}'`` (JSON keyword arguments of ``synthesize``), in process.
+- ``ours:delta`` (``--with-delta``, on by default; ``--no-with-delta`` drops it):
+  ``synthesize(train, eps, schema=..., delta=--delta)``, the zCDP chain converted by OpenDP to
+  ``(eps, delta)`` for one replacement: the peers' ``(eps, delta)``.
 - ``marginals``: independent noisy 1-way marginals through OpenDP (``bench_tables_real``:
   ``make_count_by_categories >> then_laplace`` per column at ``eps / D``; pure eps-DP, one
   replacement), each column coded from the public schema (below).
+- ``marginals:delta``: the same coding and sampling at ``(eps, --delta)`` (``bench_tables_real.
+  run_marginals_delta``): every column's counts (L2) ``>> then_gaussian(scale)``, the ``D``
+  columns composed in zCDP by ``make_composition`` and converted by ``make_zCDP_to_approxDP`` +
+  ``make_fix_delta``, one measurement on the whole coded table whose ``map(2)`` (one
+  replacement) is at most ``(eps, delta)``, the scale found by bisection on that map.
 - ``sn-mst``, ``sn-aim``: smartnoise-synth's MST and AIM at ``(eps, delta)``.
 - ``odp-mst``, ``odp-aim``: OpenDP's own ``opendp.extras.mbi`` MST and AIM (zCDP at the largest
   ``rho`` OpenDP converts to ``(eps, delta)``), every column's keys given.
@@ -66,14 +74,18 @@ ones that failed.  Synthetic tables are kept in
 **Output**: ``results.csv`` (every row), ``results.md`` and ``summary.csv`` (means per table,
 eps, mechanism, of the tables and eps of the run; ``--no-run``: of everything stored) in
 ``--out-dir`` (``docs/_static/tables_compare``, which ``docs/tables_compare.rst`` includes);
-``--check-targets`` prints (and writes ``targets.md``, ``targets.csv``) the issue's targets per
-table and eps: on tables with >= 5,000 training rows, at eps 1 and 4, ``tvd1 <= 1.25 x marginals``,
-``tvd2``, ``corr`` and ``gower <= the best peer``, ``model >= 0.9 x the best peer``,
-``seconds x 20 <= the fastest peer``; on the smaller ones no metric (tvd1, tvd2, corr, model, gower)
-worse than the marginals.  "Peers" are the seven MST / AIM / PrivBayes runs, not the marginals.
+``--check-targets`` prints (and writes) the issue's targets per table and eps: on tables with
+>= 5,000 training rows, at eps 1 and 4, ``tvd1 <= 1.25 x marginals``, ``tvd2``, ``corr`` and
+``gower <= the best peer``, ``model >= 0.9 x the best peer``, ``seconds x 20 <= the fastest
+peer``; on the smaller ones no metric (tvd1, tvd2, corr, model, gower) worse than the marginals.
+"Peers" are the seven MST / AIM / PrivBayes runs, not the marginals.  "Marginals" is the
+baseline of the checked release's guarantee: ``marginals`` for a pure release (``targets.md``,
+``targets.csv``), ``marginals:delta`` for one at ``(eps, delta)`` (``ours:delta``, or a variant
+with a ``delta``: ``targets_delta.md``, ``targets_delta.csv``).  ``--targets-of NAMES`` checks
+only the releases named (default every ``ours`` row shown).
 
 ``python benchmarks/bench_tables_compare.py [--quick] [--ours-only | --refs-only]
-[--check-targets]``
+[--check-targets [--targets-of ours:delta]] [--no-with-delta]``
 """
 
 from __future__ import annotations
@@ -96,7 +108,7 @@ import opendp.prelude as dp
 import pandas as pd
 from _common import PeerError, run_runner, write_csv
 from _tables_data import COMPARE_NAMES, RealTable, load
-from bench_tables_real import Codes, run_marginals
+from bench_tables_real import Codes, run_marginals, run_marginals_delta
 
 from opendp_wasserstein import synthesize
 from opendp_wasserstein.evaluation import correlation_error, gower_w1, marginal_tvd, model_score
@@ -131,7 +143,9 @@ PEERS = {
     "odp-aim": ("opendp-mbi", "run_opendp_mbi.py", "aim"),
     "dpmm-aim": ("dpmm", "run_dpmm.py", "aim"),
 }
-REFERENCES = ("holdout", "marginals", *PEERS)
+#: the independent-marginals baselines, by guarantee: pure eps-DP and (eps, --delta)
+MARGINALS = ("marginals", "marginals:delta")
+REFERENCES = ("holdout", *MARGINALS, *PEERS)
 EPSILONS = (0.5, 1.0, 4.0)
 TARGET_EPSILONS = (1.0, 4.0)
 LARGE = 5000  # training rows from which the issue's peer targets apply
@@ -225,6 +239,10 @@ def run_ours(
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     if report.epsilon > eps * (1 + 1e-12):
         raise AssertionError(f"certified epsilon {report.epsilon} exceeds {eps}")
+    if kwargs.get("delta") is not None and not (
+        report.delta is not None and report.delta <= kwargs["delta"]
+    ):
+        raise AssertionError(f"certified delta {report.delta} exceeds {kwargs['delta']}")
     priv = (
         f"pure eps={report.epsilon:.6g}"
         if report.delta is None
@@ -432,9 +450,9 @@ def config_of(mech: str, args: argparse.Namespace) -> str:
         "tvd_bins": 20,
         "gower_points": args.gower_points,
     }
-    if mech == "marginals" or mech.startswith(("sn-", "odp-")):
+    if mech in MARGINALS or mech.startswith(("sn-", "odp-")):
         cfg["bins"] = args.bins
-    if mech in PEERS:
+    if mech in PEERS or mech == "marginals:delta":
         cfg["delta"] = args.delta
     if mech.startswith("dpmm-"):
         cfg["proc_share"] = args.dpmm_proc_share
@@ -551,7 +569,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         if r.get("status") != "ok" and k not in agg:
             failed[k] = f"{r['status']}: {r.get('note', '')}"[:80]
     order = {n: i for i, n in enumerate(COMPARE_NAMES)}
-    mech_rank = {m: i for i, m in enumerate(("holdout", "marginals", *PEERS))}
+    mech_rank = {m: i for i, m in enumerate(REFERENCES)}
     keys = sorted(
         set(agg) | set(failed),
         key=lambda k: (
@@ -624,9 +642,19 @@ def check_targets(
     ours: str = "ours",
     epsilons: Sequence[float] = TARGET_EPSILONS,
     structured: list[dict[str, Any]] | None = None,
+    baseline: str = "marginals",
 ) -> tuple[list[str], int, int]:
-    """The issue's targets for ``ours`` per table and eps: markdown lines, met, missed (and one
-    dict per check appended to ``structured`` when given)."""
+    """The issue's targets for ``ours`` per table and eps.
+
+    :param rows: result rows (ours and the references).
+    :param ours: the mechanism checked (``ours`` or ``ours:NAME``).
+    :param epsilons: the epsilons checked.
+    :param structured: when given, one dict per check is appended to it.
+    :param baseline: the independent-marginals row of the tvd1 target and of the small
+        tables' targets (``marginals``, or ``marginals:delta`` for a release at ``(eps,
+        delta)``); the peer targets are against the peers whatever the baseline.
+    :return: markdown lines, the number of targets met, the number missed.
+    """
     agg = means(rows)
     lines: list[str] = []
     met = missed = beyond = 0
@@ -639,7 +667,7 @@ def check_targets(
             o = agg.get((table, eps, ours))
             if o is None:
                 continue
-            base = agg.get((table, eps, "marginals"))
+            base = agg.get((table, eps, baseline))
             peers = {m: agg[(table, eps, m)] for m in PEERS if (table, eps, m) in agg}
             large = o["n_train"] >= LARGE
             # (label, ok, figures[, beyond 2 standard errors of the difference])
@@ -648,13 +676,13 @@ def check_targets(
                 if base is not None:
                     checks.append(
                         (
-                            "tvd1 <= 1.25x marginals",
+                            f"tvd1 <= 1.25x {baseline}",
                             o["tvd1"] <= 1.25 * base["tvd1"],
                             f"{o['tvd1']:.3f} vs {1.25 * base['tvd1']:.3f}",
                         )
                     )
                 else:
-                    checks.append(("tvd1 <= 1.25x marginals", None, "no marginals row"))
+                    checks.append((f"tvd1 <= 1.25x {baseline}", None, f"no {baseline} row"))
                 for key, label in (("tvd2", "tvd2"), ("corr", "corr MAE"), ("gower", "Gower W1")):
                     vals = {m: p[key] for m, p in peers.items() if not math.isnan(p[key])}
                     if not vals:
@@ -700,7 +728,7 @@ def check_targets(
                     checks.append(("20x faster than fastest peer", None, "no peer rows"))
             else:
                 if base is None:
-                    checks.append(("no metric worse than marginals", None, "no marginals row"))
+                    checks.append((f"no metric worse than {baseline}", None, f"no {baseline} row"))
                 else:
                     for key in ("tvd1", "tvd2", "corr", "model", "gower"):
                         if math.isnan(o[key]) or math.isnan(base[key]):
@@ -714,7 +742,7 @@ def check_targets(
                         )
                         checks.append(
                             (
-                                f"{key} {'<=' if LOWER_IS_BETTER[key] else '>='} marginals",
+                                f"{key} {'<=' if LOWER_IS_BETTER[key] else '>='} {baseline}",
                                 ok,
                                 f"{o[key]:.3f} ± {_fmt(o[key + '_se'])} vs {base[key]:.3f} ± "
                                 f"{_fmt(base[key + '_se'])} ({o['runs']} vs {base['runs']} runs)",
@@ -744,8 +772,8 @@ def check_targets(
                         }
                     )
     head = [
-        f"Targets for `{ours}` (issue 22): {met} met, {missed} missed ({beyond} of them by more "
-        "than 2 standard errors of the difference of the means)",
+        f"Targets for `{ours}` (issue 22, baseline `{baseline}`): {met} met, {missed} missed "
+        f"({beyond} of them by more than 2 standard errors of the difference of the means)",
         "",
         "| table | n train | eps | target | state | beyond 2 se | figures (ours vs threshold; "
         "small tables: mean ± standard error over the runs) |",
@@ -775,6 +803,52 @@ def parse_variants(specs: Sequence[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def at_delta(rows: Sequence[dict[str, Any]], mech: str) -> bool:
+    """Whether the rows of ``mech`` (ours or a variant) are releases at ``(eps, delta)``: a
+    ``delta`` among its ``synthesize`` keyword arguments."""
+    for r in rows:
+        if r["mechanism"] == mech and r.get("variant"):
+            if json.loads(r["variant"]).get("delta") is not None:
+                return True
+    return False
+
+
+#: the target files, by the guarantee of the checked release: (stem, baseline)
+TARGET_FILES = {False: ("targets", "marginals"), True: ("targets_delta", "marginals:delta")}
+
+
+def write_targets(rows: Sequence[dict[str, Any]], names: Sequence[str], out_dir: str) -> list[str]:
+    """Check the targets of every release in ``names`` against the baseline of its guarantee and
+    write them, pure ones to ``targets.md`` / ``targets.csv`` (against ``marginals``), those at
+    ``(eps, delta)`` to ``targets_delta.md`` / ``targets_delta.csv`` (against
+    ``marginals:delta``); a file with no release is not written.
+
+    :param rows: result rows (ours and the references).
+    :param names: the releases checked (``ours``, ``ours:NAME``).
+    :param out_dir: where the files go.
+    :return: the markdown lines of every file written, one after another.
+    """
+    printed: list[str] = []
+    for delta, (stem, baseline) in TARGET_FILES.items():
+        chosen = [o for o in names if at_delta(rows, o) is delta]
+        if not chosen:
+            continue
+        lines: list[str] = []
+        structured: list[dict[str, Any]] = []
+        for o in chosen:
+            part, _, _ = check_targets(rows, o, structured=structured, baseline=baseline)
+            lines += part + [""]
+        with open(os.path.join(out_dir, stem + ".md"), "w") as f:
+            f.write("\n".join(lines))
+        write_csv(
+            os.path.join(out_dir, stem + ".csv"),
+            structured,
+            ["variant", "table", "n train", "eps", "target", "state", "beyond 2 se", "figures"],
+        )
+        printed += [f"{stem}.md:", ""] + lines
+    return printed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", default=",".join(COMPARE_NAMES))
@@ -791,6 +865,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--no-default", action="store_true", help="with --variant: skip ours with the defaults"
+    )
+    ap.add_argument(
+        "--with-delta",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run ours:delta, ours with delta=--delta (the peers' delta; default on)",
     )
     ap.add_argument(
         "--ours-only",
@@ -815,6 +895,14 @@ def main(argv: list[str] | None = None) -> int:
         help="run nothing: rebuild the tables / targets from results.csv and the cache",
     )
     ap.add_argument("--check-targets", action="store_true")
+    ap.add_argument(
+        "--targets-of",
+        default=None,
+        metavar="NAMES",
+        help="with --check-targets: the releases checked, e.g. 'ours:delta' (default every ours "
+        "row shown); pure ones go to targets.md against marginals, those at (eps, delta) to "
+        "targets_delta.md against marginals:delta",
+    )
     ap.add_argument(
         "--bins", type=int, default=32, help="bins per numeric column of the coded mechanisms"
     )
@@ -846,11 +934,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown tables {unknown}; choose from {list(COMPARE_NAMES)}")
     epsilons = [float(e) for e in args.epsilons.split(",")]
     variants: dict[str, dict[str, Any]] = {} if args.no_default else {"ours": {}}
+    if args.with_delta:
+        variants["ours:delta"] = {"delta": args.delta}
     variants |= parse_variants(args.variant)
     mechs = list(variants) + list(REFERENCES)
     if args.mechanisms:
         wanted = args.mechanisms.split(",")
-        bad = [m for m in wanted if m not in ("ours", *REFERENCES)]
+        bad = [m for m in wanted if m not in ("ours", *variants, *REFERENCES)]
         if bad:
             raise SystemExit(f"unknown mechanisms {bad}")
         mechs = [m for m in mechs if m in wanted or (m.startswith("ours:") and "ours" in wanted)]
@@ -884,7 +974,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 # the marginals run in process and are cheap: as many seeds as ours, so the
                 # small tables' targets compare means of equal numbers of runs
-                n_seeds = seeds if not is_ref or mech == "marginals" else peer_seeds
+                n_seeds = seeds if not is_ref or mech in MARGINALS else peer_seeds
                 for seed in range(n_seeds):
                     row: dict[str, Any] = {
                         "table": name,
@@ -949,6 +1039,12 @@ def main(argv: list[str] | None = None) -> int:
                         elif mech == "marginals":
                             c0 = time.process_time()
                             synth, info = run_marginals(ctx.codes, ctx.train, eps, seed)
+                            info["cpu_seconds"] = time.process_time() - c0
+                        elif mech == "marginals:delta":
+                            c0 = time.process_time()
+                            synth, info = run_marginals_delta(
+                                ctx.codes, ctx.train, eps, args.delta, seed
+                            )
                             info["cpu_seconds"] = time.process_time() - c0
                         elif why.get(mech):
                             raise PeerError(why[mech])
@@ -1039,21 +1135,15 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(md))
     print(f"\nwrote {results_path}, {os.path.join(out_dir, 'results.md')}, cache {cache.path}")
     if args.check_targets:
-        all_lines: list[str] = []
-        structured: list[dict[str, Any]] = []
         ours_names = sorted({r["mechanism"] for r in shown if r["mechanism"].startswith("ours")})
-        for o in ours_names:
-            lines, met, missed = check_targets(shown, o, structured=structured)
-            all_lines += lines + [""]
-        with open(os.path.join(out_dir, "targets.md"), "w") as f:
-            f.write("\n".join(all_lines))
-        write_csv(
-            os.path.join(out_dir, "targets.csv"),
-            structured,
-            ["variant", "table", "n train", "eps", "target", "state", "beyond 2 se", "figures"],
-        )
+        if args.targets_of:
+            wanted = [o for o in args.targets_of.split(",") if o]
+            absent = [o for o in wanted if o not in ours_names]
+            if absent:
+                raise SystemExit(f"--targets-of: no rows of {absent} (rows of {ours_names})")
+            ours_names = wanted
         print()
-        print("\n".join(all_lines))
+        print("\n".join(write_targets(shown, ours_names, out_dir)))
     sys.stdout.flush()
     return 0
 

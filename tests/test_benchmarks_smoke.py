@@ -297,7 +297,14 @@ def test_tables_compare_quick(tmp_path: Path) -> None:
         "cpu_seconds",
     } <= set(rows[0])
     by = {r["mechanism"]: r for r in rows}
-    assert set(by) == {"ours", "ours:sel20", "holdout", "marginals"}  # --quick runs no peer
+    assert set(by) == {
+        "ours",
+        "ours:sel20",
+        "ours:delta",
+        "holdout",
+        "marginals",
+        "marginals:delta",
+    }
     for r in rows:
         assert r["status"] == "ok"
         assert r["table"] == "penguins"
@@ -313,6 +320,10 @@ def test_tables_compare_quick(tmp_path: Path) -> None:
     assert "Targets for `ours:sel20`" in targets
     assert "tvd1 <= marginals" in targets
     assert {r["state"] for r in _rows(out / "targets.csv")} <= {"met", "MISSED"}
+    delta_targets = (out / "targets_delta.md").read_text()
+    assert "Targets for `ours:delta` (issue 22, baseline `marginals:delta`)" in delta_targets
+    assert "Targets for `ours:delta`" not in targets
+    assert by["marginals:delta"]["privacy"].startswith("(eps=1, delta=1e-09)")
     # the references are cached: a second run reuses them and runs nothing but ours
     again = subprocess.run(
         [*cmd[:2], "--no-run", "--check-targets", "--out-dir", str(out)],
@@ -420,4 +431,37 @@ def test_tables_compare_target_check() -> None:
     assert sig["tvd1 <= marginals"] == "yes"  # 0.31 vs 0.21, se of the difference 0.014
     assert sig["tvd2 <= marginals"] == "no"  # equal means
     assert all(r["eps"] == "1" for r in structured)
-    assert lines[0].startswith("Targets for `ours` (issue 22): 7 met, 4 missed")
+    assert lines[0].startswith(
+        "Targets for `ours` (issue 22, baseline `marginals`): 7 met, 4 missed"
+    )
+    # against another baseline row: the same checks, labelled with it
+    delta_rows = [
+        dict(r, mechanism="marginals:delta") for r in rows if r["mechanism"] == "marginals"
+    ]
+    other: list[dict] = []
+    bc.check_targets(rows + delta_rows, "ours", structured=other, baseline="marginals:delta")
+    assert {r["target"] for r in other} >= {
+        "tvd1 <= 1.25x marginals:delta",
+        "tvd2 <= marginals:delta",
+    }
+
+
+def test_gaussian_marginals_map() -> None:
+    """The (eps, delta) marginals: OpenDP's map of the whole release is within (eps, delta), the
+    search is deterministic, and a larger eps gets a smaller scale."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_tables_real as br
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    meas, scale = br.gaussian_marginals([3, 4, 5], 1.0, 1e-9)
+    eps, delta = meas.map(2)
+    assert eps <= 1.0
+    assert delta == 1e-9
+    below, _ = br.gaussian_marginals([3, 4, 5], 1.0, 1e-9)
+    assert below.map(2) == (eps, delta)  # deterministic: public values only
+    tighter = br.gaussian_marginals([3, 4, 5], 1.01, 1e-9)[1]
+    assert tighter < scale
