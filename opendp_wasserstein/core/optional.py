@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
-__all__ = ["import_optional", "OptionalDependencyError", "EXTRAS"]
+__all__ = ["import_optional", "lazy_module", "OptionalDependencyError", "EXTRAS"]
 
 #: the pip name and the package extra that installs each optional module
 EXTRAS: dict[str, tuple[str, str]] = {
@@ -59,3 +60,38 @@ def import_optional(name: str, purpose: str | None = None) -> ModuleType:
             f" (or pip install 'opendp-wasserstein[{extra}]')" if extra else ""
         )
         raise OptionalDependencyError(f"{purpose or name} needs {pip}: {hint}") from e
+
+
+class _LazyModule:
+    """A stand-in for a required module that imports it on the first attribute read."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
+
+
+def lazy_module(name: str) -> Any:
+    """A stand-in for the required module ``name`` that imports it when an attribute is first
+    read (``pd = lazy_module("pandas")``; ``pd.Series`` imports pandas), so that a module whose
+    functions use a heavy dependency does not pay its import where those functions never run
+    (pandas is 0.3 s of a numeric ``synth``'s start-up).  Unlike :func:`importlib.util.LazyLoader`
+    it never puts a half-loaded module into :data:`sys.modules`; each read costs one dictionary
+    look-up in :data:`sys.modules` once the module is loaded.
+
+    :param name: the module's dotted name
+    :return: an object whose attributes are the module's
+
+    :example:
+
+    >>> from opendp_wasserstein.core.optional import lazy_module
+    >>> lazy_module("json").dumps([1])
+    '[1]'
+    """
+    return _LazyModule(name)

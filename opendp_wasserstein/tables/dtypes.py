@@ -44,13 +44,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from opendp_wasserstein.core.optional import import_optional
+from opendp_wasserstein.core.optional import import_optional, lazy_module
 from opendp_wasserstein.tables.schema import (
     BoolColumn,
     CategoricalColumn,
@@ -59,6 +58,11 @@ from opendp_wasserstein.tables.schema import (
     FloatColumn,
     IntColumn,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")  # imported on first use: a numeric release never reads it
 
 __all__ = [
     "public_dtype",

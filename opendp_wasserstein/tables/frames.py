@@ -30,14 +30,13 @@ import datetime as _dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from opendp_wasserstein.core.optional import import_optional
+from opendp_wasserstein.core.optional import import_optional, lazy_module
 from opendp_wasserstein.tables.dtypes import (
     natural_dtype,
     natural_numpy_dtype,
@@ -55,6 +54,11 @@ from opendp_wasserstein.tables.schema import (
     Schema,
     SchemaError,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_module("pandas")  # imported on first use: a numeric release never reads it
 
 __all__ = [
     "FrameInfo",

@@ -57,11 +57,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
-from scipy.special import ndtr, ndtri
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, make_transformation
@@ -73,6 +72,7 @@ from opendp_wasserstein.core.data import (
     validate_data,
 )
 from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.optional import lazy_module
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
@@ -104,6 +104,11 @@ from opendp_wasserstein.tables.pairs import (
     pair_score_sensitivity,
     zcdp_selection,
 )
+
+if TYPE_CHECKING:
+    from scipy import special
+else:
+    special = lazy_module("scipy.special")  # imported on first use: 0.2 s of start-up
 
 __all__ = [
     "NetworkCoding",
@@ -605,10 +610,10 @@ def sample_network(
             if best is not None:
                 rr = float(np.clip(2.0 * np.sin(np.pi * r / 6.0), -0.999, 0.999))
                 up = _relative(cd, best, pcodes[best], out)
-                z = rr * ndtri(np.clip(up, 1e-12, 1 - 1e-12)) + np.sqrt(1 - rr * rr) * ndtri(
-                    np.clip(u, 1e-12, 1 - 1e-12)
-                )
-                u = ndtr(z)
+                z = rr * special.ndtri(np.clip(up, 1e-12, 1 - 1e-12)) + np.sqrt(
+                    1 - rr * rr
+                ) * special.ndtri(np.clip(u, 1e-12, 1 - 1e-12))
+                u = special.ndtr(z)
         _place_column(cd, q.child, code, u, out)
         done |= set(q.columns)
     for c in range(k):  # a column no clique reaches (not with k - 1 rounds): its marginal

@@ -40,11 +40,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
-from scipy.special import ndtr, ndtri
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein._compat import make_measurement, make_transformation
@@ -56,6 +55,7 @@ from opendp_wasserstein.core.data import (
     validate_data,
 )
 from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
+from opendp_wasserstein.core.optional import lazy_module
 from opendp_wasserstein.core.parameters import check_epsilon
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
 from opendp_wasserstein.measurements._exponential_selection import make_exponential_selection
@@ -77,6 +77,11 @@ from opendp_wasserstein.tables.marginals import (
     noise_variance,
     project_groups,
 )
+
+if TYPE_CHECKING:
+    from scipy import special
+else:
+    special = lazy_module("scipy.special")  # imported on first use: 0.2 s of start-up
 
 __all__ = [
     "PairCoding",
@@ -568,10 +573,10 @@ def sample_tree(
                 rho = grade_correlation((probs[a][:, None] * cond)[:na, :nb])
                 r = 2.0 * np.sin(np.pi * rho / 6.0)
                 r = float(np.clip(r, -0.999, 0.999))
-                z = r * ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12)) + np.sqrt(1 - r * r) * ndtri(
-                    np.clip(pos[:, b], 1e-12, 1 - 1e-12)
-                )
-                pos[:, b] = ndtr(z)
+                z = r * special.ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12)) + np.sqrt(
+                    1 - r * r
+                ) * special.ndtri(np.clip(pos[:, b], 1e-12, 1 - 1e-12))
+                pos[:, b] = special.ndtr(z)
             seen.add(b)
             queue.append(b)
     for c in range(k):  # a column no edge reaches (not with k - 1 rounds): its marginal

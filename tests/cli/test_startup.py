@@ -165,3 +165,34 @@ def test_deferring_is_a_no_op_once_the_extra_is_imported():
     import opendp.extras.sklearn  # noqa: F401
 
     assert opendp_wasserstein_cli.defer_sklearn_extra() is False
+
+
+_IMPORT_PROBE = """
+import json, sys
+import opendp_wasserstein
+print(json.dumps([m for m in ("pandas", "scipy.spatial", "scipy.special") if m in sys.modules]))
+"""
+
+
+def test_the_package_import_defers_pandas_and_scipy_submodules():
+    # pandas (0.3 s) and scipy.spatial / scipy.special (0.36 s, 0.2 s) load on first use
+    # (core.optional.lazy_module), not when the package is imported
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout) == []
+
+
+def test_lazy_module_loads_on_first_attribute_read():
+    from opendp_wasserstein.core.optional import lazy_module
+
+    probe = "import sys\nfrom opendp_wasserstein.core.optional import lazy_module\n"
+    probe += "m = lazy_module('colorsys')\nbefore = 'colorsys' in sys.modules\n"
+    probe += "y = m.rgb_to_yiq(0.0, 0.0, 0.0)[0]\nprint(before, 'colorsys' in sys.modules, y)\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["False", "True", "0.0"]
+    assert repr(lazy_module("json")) == "<lazy module 'json'>"

@@ -4,16 +4,21 @@ measurement uses."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
+from opendp_wasserstein.core.optional import lazy_module
 from opendp_wasserstein.noise._source import RandomSource, as_random_source
 from opendp_wasserstein.public_candidates.sets import GROUND_METRICS, check_candidates
 from opendp_wasserstein.public_candidates.trees._builder import _SLACK, _Builder
 from opendp_wasserstein.public_candidates.trees._distortion import _pair_distance
 from opendp_wasserstein.public_candidates.trees._tree import Tree
+
+if TYPE_CHECKING:
+    from scipy import spatial
+else:
+    spatial = lazy_module("scipy.spatial")  # imported on first use: 0.36 s of start-up
 
 __all__ = ["TREE_STREAM", "frt_tree", "resolve_tree"]
 
@@ -66,7 +71,7 @@ class _MinRankOracle:
         while True:
             size = min(size, k)
             self.sizes.append(size)
-            self.trees.append(cKDTree(pts[perm[:size]]))
+            self.trees.append(spatial.cKDTree(pts[perm[:size]]))
             if size == k:
                 break
             size *= 2
@@ -184,7 +189,7 @@ def frt_tree(points: Any, metric: str = "l2", seed: int | RandomSource | None = 
         oracle = None
     else:
         p = GROUND_METRICS[metric]
-        kd = cKDTree(pts)
+        kd = spatial.cKDTree(pts)
         nn, _ = kd.query(pts, k=2, p=p)
         delta = float(nn[:, 1].min())
         diam_ub = 2.0 * float(_pair_distance(pts, pts[:1], metric).max())
