@@ -84,6 +84,9 @@ from opendp_wasserstein.tables.pairs import (
     PairCoding,
     pair_count_scale,
     pair_score_sensitivity,
+    pair_tables,
+    pattern_codes,
+    pattern_columns,
     zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
@@ -206,6 +209,9 @@ def pair_counts_task(
     for i, j in pairs:  # pairs of columns (public)
         ki, kj = coding.sizes[i], coding.sizes[j]
         out.append(np.bincount(codes[i] * kj + codes[j], minlength=ki * kj).astype(np.int64))
+    cols = pattern_columns(coding)
+    if cols:  # the missingness pattern counts (make_pattern_counts' function), last
+        out.append(np.bincount(pattern_codes(coding, x), minlength=2 ** len(cols)).astype(np.int64))
     return out
 
 
@@ -255,9 +261,12 @@ def _pair_tree(
     epsilon_select: float,
     epsilon_counts: float,
     noise: str = "laplace",
-) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
+    pattern: np.ndarray | None = None,
+) -> tuple[list[tuple[int, int]], list[np.ndarray], np.ndarray | None]:
     """:func:`~opendp_wasserstein.tables.pairs.make_pair_tree`'s release from the exact 2-way
-    tables of every pair: the same scores, selections and noise, in the same order
+    tables of every pair (and the exact missingness pattern counts, ``pattern``, when
+    :func:`~opendp_wasserstein.tables.pairs.pattern_columns` is not empty): the same scores,
+    selections and noise, in the same order
     (``noise="gaussian"``: the budgets are ``rho``, the selections OpenDP's zCDP noisy max at
     the in-memory scale, the tables' noise discrete Gaussian)."""
     k = len(coding.plans)
@@ -270,7 +279,7 @@ def _pair_tree(
         _, sel_scale = zcdp_selection(len(all_pairs), eps_round, sel_sens)
     else:
         sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
-    count_scale = pair_count_scale(rounds, epsilon_counts, noise)
+    count_scale = pair_count_scale(pair_tables(coding), epsilon_counts, noise)
     ones: dict[int, np.ndarray] = {}
     for (i, j), t in tables.items():  # a column's 1-way counts: the row sums of its tables
         m = t.reshape(coding.sizes[i], coding.sizes[j])
@@ -306,13 +315,19 @@ def _pair_tree(
     for i, j in edges:
         t = _laplace(tables[(i, j)], count_scale, None if src.secure else noise_rng, noise)
         out.append(t.reshape(coding.sizes[i], coding.sizes[j]))
+    noisy = None
+    if pattern_columns(coding):
+        if pattern is None:
+            raise ValueError("the coding has a missingness pattern: give its exact counts")
+        noisy = _laplace(pattern, count_scale, None if src.secure else noise_rng, noise)
     runtime.record(
         {
             "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
             "pair_scale": float(count_scale),
+            "pair_pattern": [coding.plans[c].name for c in pattern_columns(coding)],
         }
     )
-    return edges, out
+    return edges, out, noisy
 
 
 def _frame_info(block: TableBlock) -> FrameInfo:
@@ -525,11 +540,30 @@ def _release(
             sums = vecs if sums is None else [a + v for a, v in zip(sums, vecs, strict=True)]
         if sums is None:  # pragma: no cover - at least one block (n >= 1)
             raise ValueError("the source has no blocks")
-        edges, tables = _pair_tree(
-            coding, dict(zip(pairs, sums, strict=True)), n, e_sel, e_cnt, noise
+        pattern = sums[len(pairs)] if pattern_columns(coding) else None
+        edges, tables, noisy = _pair_tree(
+            coding,
+            dict(zip(pairs, sums[: len(pairs)], strict=True)),
+            n,
+            e_sel,
+            e_cnt,
+            noise,
+            pattern,
         )
         y, marginals = pair_points(
-            enc, n, marg_eps, levels, e_cnt, coding, marginals, edges, tables, rng, opts, noise
+            enc,
+            n,
+            marg_eps,
+            levels,
+            e_cnt,
+            coding,
+            marginals,
+            edges,
+            tables,
+            rng,
+            opts,
+            noise,
+            noisy,
         )
         info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
     points, quality = finish(y, enc, marginals, rng, opts)

@@ -266,6 +266,130 @@ def make_pair_counts(
     )
 
 
+#: the sweeps of :func:`rake` (iterative proportional fitting) in :func:`_conditional`
+RAKE_SWEEPS = 50
+
+#: the weight, relative to the table's mass, of the product of the margins that :func:`rake`
+#: starts from (so a margin's code that the projected table left empty can be reached)
+RAKE_PRIOR = 1e-3
+
+
+def rake(
+    table: np.ndarray, rows: np.ndarray, cols: np.ndarray, sweeps: int = RAKE_SWEEPS
+) -> np.ndarray:
+    """A non-negative table with row sums ``rows`` and column sums ``cols`` (equal totals) by
+    iterative proportional fitting (Deming and Stephan 1940) from ``table`` plus
+    :data:`RAKE_PRIOR` of the product of the margins; ``sweeps`` of row then column scaling,
+    ending on the rows (their sums exact, the columns' within the fit's convergence)."""
+    r = np.clip(np.asarray(rows, dtype=np.float64), 0.0, None)
+    c = np.clip(np.asarray(cols, dtype=np.float64), 0.0, None)
+    total = r.sum()
+    if not total > 0 or not c.sum() > 0:
+        return np.zeros((len(r), len(c)))
+    c = c * (total / c.sum())
+    h = np.clip(np.asarray(table, dtype=np.float64), 0.0, None)
+    h = h + RAKE_PRIOR * max(h.sum(), total) * np.outer(r, c) / total**2
+    for _ in range(sweeps):  # a fixed number of sweeps (public)
+        h *= (c / np.maximum(h.sum(axis=0), 1e-300))[None, :]
+        h *= (r / np.maximum(h.sum(axis=1), 1e-300))[:, None]
+    return h
+
+
+#: the most nullable numeric columns of the missingness pattern table (``2^m`` cells)
+PATTERN_MAX_COLUMNS = 10
+
+
+def pattern_columns(coding: PairCoding) -> tuple[int, ...]:
+    """The columns of the missingness pattern table (public: the schema): the nullable numeric
+    columns, the first :data:`PATTERN_MAX_COLUMNS` of them, when there are at least two (else
+    none: one column's missing share is in its own codes)."""
+    cols = tuple(c for c, p in enumerate(coding.plans) if p.missing_axis is not None)
+    return cols[:PATTERN_MAX_COLUMNS] if len(cols) >= 2 else ()
+
+
+def pair_tables(coding: PairCoding) -> int:
+    """The count tables :func:`make_pair_tree` releases: ``k - 1`` pair tables, and the
+    missingness pattern table when :func:`pattern_columns` is not empty (public: the schema)."""
+    return len(coding.plans) - 1 + (1 if pattern_columns(coding) else 0)
+
+
+def pattern_codes(coding: PairCoding, points: np.ndarray) -> np.ndarray:
+    """Every encoded point's missingness pattern over :func:`pattern_columns`: the bits of its
+    is-missing flags, the first column the most significant (int64)."""
+    out = np.zeros(points.shape[0], dtype=np.int64)
+    for c in pattern_columns(coding):  # at most PATTERN_MAX_COLUMNS columns (public)
+        p = coding.plans[c]
+        assert p.missing_axis is not None
+        out = 2 * out + (points[:, p.axes[p.missing_axis]] >= 0.5)
+    return out
+
+
+def make_pattern_counts(
+    input_domain: Domain,
+    input_metric: Metric,
+    coding: PairCoding,
+    output_metric: str = "l1",
+) -> Transformation:
+    r"""The count table of the missingness patterns over :func:`pattern_columns` (``2^m``
+    entries, :func:`pattern_codes`) as an ``i64`` vector in ``l1_distance``: every record is in
+    exactly one cell, so the stability of :func:`make_pair_counts` (``2 d_in`` under
+    ``change_one_distance``, ``d_in`` under ``symmetric_distance``; with ``output_metric="l2"``
+    ``sqrt(2)`` per replacement, rounded up)."""
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    kind = check_metric(input_metric, n)
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
+    cols = pattern_columns(coding)
+    if not cols:
+        raise ValueError("the coding has fewer than two nullable numeric columns")
+    size = 2 ** len(cols)
+
+    def function(x: np.ndarray) -> list[int]:
+        x = validate_data(x, d, n, nan=False)
+        return np.bincount(pattern_codes(coding, x), minlength=size).tolist()  # type: ignore[no-any-return]
+
+    def l2_stability(d_in: Any) -> float:
+        return l2_count_stability(kind, n is not None, d_in)
+
+    l2 = output_metric == "l2"
+    return make_transformation(
+        input_domain,
+        input_metric,
+        dp.vector_domain(dp.atom_domain(T="i64"), size=size),
+        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
+        function,
+        l2_stability if l2 else _stability(kind),
+    )
+
+
+def pattern_law(table: np.ndarray, missing: np.ndarray, sweeps: int = RAKE_SWEEPS) -> np.ndarray:
+    """The law of the missingness patterns (post-processing): the noisy pattern counts
+    projected onto the simplex, then raked (iterative proportional fitting, from it plus
+    :data:`RAKE_PRIOR` of the independent law) to the columns' missing shares ``missing`` (the
+    DP marginals'), so every column's missing share is its target's."""
+    miss = np.clip(np.asarray(missing, dtype=np.float64), 0.0, 1.0)
+    m = len(miss)
+    t = np.asarray(table, dtype=np.float64).reshape(-1)
+    if len(t) != 2**m:
+        raise ValueError(f"the pattern table has {len(t)} cells, expected 2^{m}")
+    total = max(float(t.sum()), 1.0)
+    h = project_groups(t, np.zeros(len(t), dtype=np.int64), np.array([total])) / total
+    ind = np.ones(1)
+    for q in miss:  # columns (public), the first most significant
+        ind = np.outer(ind, [1.0 - q, q]).reshape(-1)
+    h = (h + RAKE_PRIOR * ind).reshape((2,) * m)
+    for _ in range(sweeps):  # a fixed number of sweeps (public)
+        for a, q in enumerate(miss):  # columns (public)
+            marg = h.sum(axis=tuple(b for b in range(m) if b != a))
+            f = np.where(marg > 0, np.array([1.0 - q, q]) / np.where(marg > 0, marg, 1.0), 0.0)
+            shape = [1] * m
+            shape[a] = 2
+            h = h * f.reshape(shape)
+    out = h.reshape(-1)
+    return out / out.sum() if out.sum() > 0 else ind
+
+
 def pair_score_sensitivity(n: int) -> Fraction:
     r"""How far one replacement moves a score of :func:`make_pair_scores`, exactly: ``6 + 4/n``.
 
@@ -373,14 +497,18 @@ def make_pair_tree(
     :param marginals: the DP first look; None only for a template, whose map is all that is
         used (invoking it raises)
     :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
-    :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally
+    :param epsilon_counts: the budget of the count tables (:func:`pair_tables`: the ``k - 1``
+        pair tables and the missingness pattern table when the schema has two nullable numeric
+        columns or more), shared equally
     :param noise: ``"laplace"`` (default: pure DP) or ``"gaussian"``: the two budgets are zCDP
         ``rho``, every round :func:`zcdp_selection` (OpenDP's zCDP noisy max, Gumbel), every
         table ``make_pair_counts(..., "l2") >> then_gaussian`` at :func:`pair_count_scale`; the
         measurement is in ``zero_concentrated_divergence``
-    :return: a Measurement releasing ``(edges, tables)``: the chosen pairs in the order chosen
-        and their noisy count tables (int64 arrays of shape ``sizes[i] x sizes[j]``); map at
-        most ``epsilon_select + epsilon_counts`` per replacement
+    :return: a Measurement releasing ``(edges, tables, pattern)``: the chosen pairs in the
+        order chosen, their noisy count tables (int64 arrays of shape ``sizes[i] x sizes[j]``)
+        and the noisy pattern counts (:func:`make_pattern_counts`, ``2^m`` int64, or None when
+        :func:`pattern_columns` is empty); map at most ``epsilon_select + epsilon_counts`` per
+        replacement
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
@@ -397,7 +525,8 @@ def make_pair_tree(
     measure = dp.zero_concentrated_divergence() if gauss else dp.max_divergence()
     eps_round = round_down(Fraction(e_sel) / rounds)
     sel_sens = round_up(pair_score_sensitivity(n))  # a score's move per replacement
-    count_scale = pair_count_scale(rounds, e_cnt, noise)
+    n_tables = pair_tables(coding)
+    count_scale = pair_count_scale(n_tables, e_cnt, noise)
     all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     if gauss:
         select_template, sel_scale = zcdp_selection(len(all_pairs), eps_round, sel_sens)
@@ -422,7 +551,9 @@ def make_pair_tree(
             select_template.map(round_up(replacements(kind, d_in) * Fraction(sel_sens)))
         )
 
-    def function(x: np.ndarray) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
+    def function(
+        x: np.ndarray,
+    ) -> tuple[list[tuple[int, int]], list[np.ndarray], np.ndarray | None]:
         if marginals is None:
             raise ValueError("make_pair_tree: a template (marginals=None) cannot be invoked")
         x = validate_data(x, d, n, nan=False)
@@ -465,33 +596,94 @@ def make_pair_tree(
                 raw = np.asarray(counts(x), dtype=np.int64)
                 t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
             tables.append(t.reshape(coding.sizes[i], coding.sizes[j]))
+        pattern = None
+        if n_tables > rounds:
+            counts = make_pattern_counts(
+                input_domain, input_metric, coding, "l2" if gauss else "l1"
+            )
+            if src.secure:
+                pattern = np.asarray((counts >> then(count_scale))(x), dtype=np.int64)
+            else:
+                raw = np.asarray(counts(x), dtype=np.int64)
+                pattern = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
         runtime.record(
             {
                 "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
                 "pair_scale": float(count_scale),
+                "pair_pattern": [coding.plans[c].name for c in pattern_columns(coding)],
             }
         )
-        return edges, tables
+        return edges, tables, pattern
 
     def privacy_map(d_in: Any) -> float:
         per_count = Fraction(count_templates[0].map(d_in))
-        return round_up(rounds * round_map(d_in) + rounds * per_count)
+        return round_up(rounds * round_map(d_in) + n_tables * per_count)
 
     return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 
 
 def _conditional(
-    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int
+    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int, sweeps: int = 0
 ) -> np.ndarray:
     """Rows ``P(child | parent = a)`` from a noisy table (parent on rows): row ``a`` projected
-    onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``."""
+    onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``.  With
+    ``sweeps``: the projected table then raked (:func:`rake`) to the margins ``n *
+    parent_mass`` and ``n * child``, so the child drawn from parents of law ``parent_mass``
+    has law ``child``."""
     ka, kb = table.shape
     groups = np.repeat(np.arange(ka), kb)
     h = project_groups(table.reshape(-1).astype(np.float64), groups, n * parent_mass).reshape(
         ka, kb
     )
+    if sweeps:
+        h = rake(h, n * parent_mass, n * child, sweeps)
     s = h.sum(axis=1, keepdims=True)
     return np.where(s > 0, h / np.where(s > 0, s, 1.0), child[None, :])
+
+
+def _present_rows(cond: np.ndarray, child: np.ndarray) -> np.ndarray:
+    """``cond``'s rows restricted to the present codes (all but the last, the missing code) and
+    renormalised, the missing code given no mass; a row of no present mass takes the child's
+    present law ``child[:-1]`` (even if that is empty too)."""
+    pres = cond[:, :-1]
+    s = pres.sum(axis=1, keepdims=True)
+    c = np.clip(child[:-1], 0.0, None)
+    c = c / c.sum() if c.sum() > 0 else np.full(len(c), 1.0 / max(len(c), 1))
+    out = np.where(s > 0, pres / np.where(s > 0, s, 1.0), c[None, :])
+    return np.concatenate([out, np.zeros((len(out), 1))], axis=1)
+
+
+def _pattern_missing(
+    law: np.ndarray,
+    axes: Sequence[int],
+    flags: np.ndarray,
+    axis: int,
+    tree: np.ndarray,
+    rng: RandomSource,
+) -> np.ndarray:
+    """Per row, whether a column of the pattern (``axis`` of ``law``, the pattern law as a
+    ``(2,) * m`` array) is missing, drawn from two experts: the tree's probability ``tree``
+    (given the row's parent code) and the pattern's, given the row's flags ``flags`` (``(m_rows,
+    len(axes))`` booleans) of the pattern columns drawn already (``axes``), combined as
+    ``P(miss) ~ tree * pattern / p`` against ``(1 - tree) (1 - pattern) / (1 - p)`` (``p`` the
+    column's missing share: the product of experts of two conditionals of one marginal)."""
+    keep = sorted({*axes, axis})
+    t = law.sum(axis=tuple(x for x in range(law.ndim) if x not in keep))
+    t = np.transpose(t, [keep.index(x) for x in axes] + [keep.index(axis)]).reshape(-1, 2)
+    idx = np.zeros(len(flags), dtype=np.int64)
+    for j in range(len(axes)):  # at most PATTERN_MAX_COLUMNS columns (public)
+        idx = 2 * idx + flags[:, j]
+    joint = t[idx]
+    tot = joint.sum(axis=1)
+    p = float(law.sum(axis=tuple(x for x in range(law.ndim) if x != axis))[1])
+    if not 0.0 < p < 1.0:
+        return np.full(len(flags), p >= 1.0)
+    pat = np.where(tot > 0, joint[:, 1] / np.where(tot > 0, tot, 1.0), p)
+    wm = np.clip(tree, 0.0, 1.0) * pat / p
+    wp = (1.0 - np.clip(tree, 0.0, 1.0)) * (1.0 - pat) / (1.0 - p)
+    w = wm + wp
+    prob = np.where(w > 0, wm / np.where(w > 0, w, 1.0), pat)
+    return rng.uniform(len(flags)) < prob  # type: ignore[no-any-return]
 
 
 def grade_correlation(joint: np.ndarray) -> float:
@@ -524,10 +716,21 @@ def sample_tree(
     m: int,
     rng: RandomSource,
     within: str = "copula",
+    pattern: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
     (the column with the most edges) with its DP marginal's counts by largest remainder in random
-    order, then every column given its parent by the conditional law of the edge's noisy table.
+    order, then every column given its parent by the conditional law of the edge's noisy table,
+    raked to the parent's and the child's DP marginals (:func:`rake`: the child drawn from
+    parents of the parent's law has the child's law).
+
+    **Missingness** (``pattern``, the noisy counts of :func:`make_pattern_counts`): a tree
+    carries the missingness of two columns together only along an edge joining them; the
+    pattern carries it for all of :func:`pattern_columns` at once.  A column of the pattern
+    drawn after others of it is missing with the probability combining its tree conditional
+    (given its parent's code) and the pattern law (:func:`pattern_law`) given the flags drawn
+    so far (:func:`_pattern_missing`); where present, its code is drawn from its conditional
+    law restricted to its present codes.
 
     **Inside bins** (``within="copula"``): a value's position between its bin's edges is not
     drawn independently of its parent's: along an edge of two numeric columns the child's
@@ -549,6 +752,12 @@ def sample_tree(
     codes = np.zeros((m, k), dtype=np.int64)
     counts = largest_remainder(probs[root], m)
     codes[:, root] = np.repeat(np.arange(len(counts)), counts)[rng.permutation(m)]
+    law = None
+    place: dict[int, int] = {}  # a pattern column's axis in the pattern law
+    if pattern is not None:
+        cols = pattern_columns(coding)
+        law = pattern_law(pattern, np.array([probs[c][-1] for c in cols])).reshape((2,) * len(cols))
+        place = {c: a for a, c in enumerate(cols)}
     seen = {root}
     queue = [root]
     n = marginals.size
@@ -560,13 +769,25 @@ def sample_tree(
                 continue
             i, _ = edges[t]
             tab = tables[t] if i == a else tables[t].T
-            cond = _conditional(np.asarray(tab), probs[a], probs[b], n)
-            cum = np.cumsum(cond, axis=1)
-            cum[:, -1] = 1.0
-            u = rng.uniform(m)
-            codes[:, b] = np.minimum(
-                (cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1
-            )
+            cond = _conditional(np.asarray(tab), probs[a], probs[b], n, RAKE_SWEEPS)
+            drawn = [c for c in place if c in seen]
+            if law is None or b not in place or not drawn:
+                cum = np.cumsum(cond, axis=1)
+                cum[:, -1] = 1.0
+                u = rng.uniform(m)
+                codes[:, b] = np.minimum(
+                    (cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1
+                )
+            else:
+                flags = codes[:, drawn] == np.array([coding.sizes[c] - 1 for c in drawn])
+                tree = cond[codes[:, a], -1]
+                miss = _pattern_missing(law, [place[c] for c in drawn], flags, place[b], tree, rng)
+                cum = np.cumsum(_present_rows(cond, probs[b]), axis=1)
+                cum[:, -1] = 1.0
+                u = rng.uniform(m)
+                top = cond.shape[1] - 2  # the last present code
+                codes[:, b] = np.minimum((cum[codes[:, a]] <= u[:, None]).sum(axis=1), top)
+                codes[miss, b] = cond.shape[1] - 1
             ea, eb = coding.edges[a], coding.edges[b]
             if within == "copula" and ea is not None and eb is not None:
                 na, nb = len(ea) - 1, len(eb) - 1

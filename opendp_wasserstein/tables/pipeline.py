@@ -99,6 +99,7 @@ from opendp_wasserstein.tables.pairs import (
     make_pair_tree,
     pair_bins,
     pair_count_scale,
+    pair_tables,
     sample_tree,
     tree_template,
 )
@@ -502,7 +503,7 @@ def _make_structured(
         with runtime.diagnostics() as inner:
             if kind_joint == "pairs":
                 coding = PairCoding.from_marginals(marginals, bins)
-                edges, tables = queryable(
+                edges, tables, pattern = queryable(
                     make_pair_tree(
                         input_domain, input_metric, coding, marginals, eps_sel, eps_main, noise
                     )
@@ -520,6 +521,7 @@ def _make_structured(
                     rng,
                     opts,
                     noise,
+                    pattern,
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
@@ -580,17 +582,20 @@ def pair_points(
     rng: Any,
     opts: StructuredOptions,
     noise: str = "laplace",
+    pattern: np.ndarray | None = None,
 ) -> tuple[np.ndarray, TableMarginals]:
     """The pair tree's post-processing (in memory and on Dask): the first look combined with the
     released tables' margins (``opts.combine``, with the variances of ``noise``), then the rows
-    sampled along the tree; returns the points and the 1-way targets they were drawn to."""
+    sampled along the tree (their missingness by the released ``pattern``); returns the points
+    and the 1-way targets they were drawn to."""
     if opts.combine:
         first = first_look_noise(enc, n, marg_eps, levels, noise)
-        scale = pair_count_scale(len(coding.plans) - 1, eps_counts, noise)
+        scale = pair_count_scale(pair_tables(coding), eps_counts, noise)
         marginals = combine_margins(
             coding, marginals, list(edges), list(tables), scale, first, noise
         )
-    return sample_tree(coding, marginals, list(edges), list(tables), n, rng, opts.within), marginals
+    y = sample_tree(coding, marginals, list(edges), list(tables), n, rng, opts.within, pattern)
+    return y, marginals
 
 
 def finish(

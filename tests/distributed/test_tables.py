@@ -21,7 +21,7 @@ from opendp_wasserstein.distributed._tables import (
 from opendp_wasserstein.tables import Schema, TableEncoding
 from opendp_wasserstein.tables.io import read_file
 from opendp_wasserstein.tables.marginals import column_plans
-from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts
+from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts, make_pattern_counts
 from opendp_wasserstein.tables.pipeline import StructuredOptions
 from opendp_wasserstein.tables.release import synthesize_table
 
@@ -31,6 +31,7 @@ SCHEMA = {
         "smoker": {"type": "bool"},
         "age": {"type": "int", "bounds": [0, 100]},
         "income": {"type": "float", "bounds": [0, 200000], "nullable": True},
+        "spend": {"type": "float", "bounds": [0, 50000], "nullable": True},
     }
 }
 
@@ -42,9 +43,13 @@ def _csv(path: Any, n: int, seed: int = 0) -> None:
     age = np.clip(rng.normal(45 + 8 * (region == "s"), 12, n), 18, 90).astype(int)
     income = np.clip(np.exp(rng.normal(10 + 0.01 * age - 0.3 * smoker, 0.4)), 0, 2e5)
     missing = rng.uniform(size=n) < 0.1
-    lines = ["region,smoker,age,income"] + [
-        f"{r},{'true' if s else 'false'},{a},{'' if m else f'{v:.2f}'}"
-        for r, s, a, v, m in zip(region, smoker, age, income, missing, strict=True)
+    spend = np.clip(income * rng.uniform(0.1, 0.4, n), 0, 5e4)
+    gone = missing | (rng.uniform(size=n) < 0.05)  # two nullable columns: a pattern table
+    lines = ["region,smoker,age,income,spend"] + [
+        f"{r},{'true' if s else 'false'},{a},{'' if m else f'{v:.2f}'},{'' if g else f'{w:.2f}'}"
+        for r, s, a, v, m, w, g in zip(
+            region, smoker, age, income, missing, spend, gone, strict=True
+        )
     ]
     path.write_text("\n".join(lines) + "\n")
 
@@ -95,7 +100,7 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
     assert got.equals(expected)
     assert dreport.epsilon == report.epsilon
     assert dreport.details["joint_kind"] == joint
-    for key in ("pair_edges", "pair_bins", "quality", "epsilon_marginals"):
+    for key in ("pair_edges", "pair_bins", "pair_pattern", "quality", "epsilon_marginals"):
         assert dreport.details.get(key) == report.details.get(key)
 
 
@@ -146,7 +151,8 @@ def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None
     assert (n, got.num_rows, parts) == (6000, 6000, 1)  # one input block
     assert got.schema == expected.schema
     assert report.details["joint_kind"] == "pairs"
-    assert len(report.details["pair_edges"]) == 3
+    assert len(report.details["pair_edges"]) == 4  # k - 1 for 5 columns
+    assert report.details["pair_pattern"] == ["income", "spend"]
     assert set(got.column("region").to_pylist()) <= set("neswc")
 
 
@@ -210,10 +216,14 @@ def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
     pairs = [(i, j) for i in range(len(plans)) for j in range(i + 1, len(plans))]
     got = pair_counts_task(blocks[2], coding, pairs)
     dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
-    for (i, j), g in zip(pairs, got, strict=True):
+    assert len(got) == len(pairs) + 1  # the missingness pattern counts last
+    for (i, j), g in zip(pairs, got[:-1], strict=True):
         want = make_pair_counts(dom, dp.symmetric_distance(), coding, i, j)(x)
         assert g.tolist() == list(want)
         assert sum(want) == 1000
+    want = make_pattern_counts(dom, dp.symmetric_distance(), coding)(x)
+    assert got[-1].tolist() == list(want)
+    assert len(want) == 4 and sum(want) == 1000 and want[3] > 0  # both missing in some rows
 
 
 def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) -> None:
@@ -279,7 +289,7 @@ def test_dask_delta_on_the_csprng_and_refused_for_arrays(table_files: Any, inlin
     assert rel.rows == 6000
     assert report.delta == 1e-9
     assert report.epsilon <= 2.0
-    assert len(report.details["pair_edges"]) == 3
+    assert len(report.details["pair_edges"]) == 4
     with pytest.raises(ValueError, match="delta: synthesize_on_dask releases arrays in pure DP"):
         synthesize_on_dask(src, 1.0, table_files / "y", (0, 1), delta=1e-9)
     assert not (table_files / "y").exists()

@@ -485,15 +485,16 @@ def test_gaussian_pair_tree_is_reproducible_and_keeps_dependence():
     coding = _coding(4)
     meas = make_pair_tree(_domain(n), dp.change_one_distance(), coding, marg, 0.05, 0.1, "gaussian")
     with reproducible(5):
-        edges, tables = meas(enc_points)
+        edges, tables, pattern = meas(enc_points)
     with reproducible(5):
-        edges2, tables2 = meas(enc_points)
+        edges2, tables2, pattern2 = meas(enc_points)
+    assert pattern is None and pattern2 is None  # one nullable column: no pattern table
     assert edges == edges2
     for a, b in zip(tables, tables2, strict=True):
         np.testing.assert_array_equal(a, b)
     assert len(edges) == 2
     assert (0, 2) in edges  # x and k are the dependent pair
-    secure_edges, secure_tables = meas(enc_points)
+    secure_edges, secure_tables, _ = meas(enc_points)
     assert len(secure_edges) == 2
     assert secure_tables[0].dtype == np.int64
 
