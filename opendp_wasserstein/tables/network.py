@@ -47,9 +47,10 @@ marginals.
 s`` for the counts (in zCDP: ``(k - 1)`` times OpenDP's noisy-max map plus ``(k - 1)`` times
 its Gaussian map ``(sqrt(2) / sigma)^2 / 2``), summed over the rationals and rounded up;
 neither the candidate sets, the chosen cliques nor the codes change it
-(:doc:`/proofs/table_marginals`), so the pair tree's budget search
-(:func:`~opendp_wasserstein.tables.pipeline.fit_pairs`) fits it too (the pipeline checks the
-network's own template, :func:`network_template`, against it).
+(:doc:`/proofs/table_marginals`), so the pipeline fits the budget to the map of a template
+built from the schema alone (:func:`network_template`, :func:`fit_network`: the pair tree's
+split and search, :func:`~opendp_wasserstein.tables.pipeline.fit_pairs`; without a
+missingness pattern table the two maps are equal at the same budgets).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ __all__ = [
     "make_clique_scores",
     "make_network",
     "network_template",
+    "fit_network",
     "sample_network",
     "conditional_rows",
     "NETWORK_CELL_NOISE",
@@ -472,6 +474,33 @@ def network_template(
     return make_network(
         input_domain, input_metric, coding, None, epsilon_select, epsilon_counts, noise
     )
+
+
+def fit_network(
+    input_domain: Domain,
+    input_metric: Metric,
+    enc: TableEncoding,
+    epsilon: float,
+    marg_map: Any,
+    unit: int,
+    select_share: Fraction,
+    noise: str = "laplace",
+) -> tuple[float, float, Measurement]:
+    """The network's budgets (the rest of ``epsilon`` after the first look's map ``marg_map``,
+    the share ``select_share`` of it on the choices, as the pair tree's) and template at the
+    largest rest whose exact sum with ``marg_map`` is at most ``epsilon``: the rest itself,
+    then lowered by a relative ``2^-52``, twice that, and so on (the float rounding of its
+    ``2 (k - 1)`` maps; ``noise="gaussian"``: the same in zCDP, ``epsilon`` and maps ``rho``)."""
+    shrink = Fraction(0)
+    for _ in range(60):
+        rest = (Fraction(epsilon) - Fraction(marg_map)) * (1 - shrink)
+        e_sel = round_down(rest * select_share)
+        e_cnt = round_down(rest - Fraction(e_sel))
+        template = network_template(input_domain, input_metric, enc, e_sel, e_cnt, noise)
+        if Fraction(marg_map) + Fraction(template.map(unit)) <= Fraction(epsilon):
+            return e_sel, e_cnt, template
+        shrink = Fraction(1, 2**52) if shrink == 0 else 2 * shrink
+    raise ValueError("epsilon is too small to represent the network's budget")  # pragma: no cover
 
 
 def network_codings(

@@ -93,6 +93,12 @@ __all__ = [
     "pair_count_scale",
     "zcdp_selection",
     "sample_tree",
+    "pattern_columns",
+    "pair_tables",
+    "pattern_codes",
+    "make_pattern_counts",
+    "pattern_law",
+    "pattern_missing_probability",
     "grade_correlation",
     "WITHIN_KINDS",
     "PAIR_BINS_MAX",
@@ -266,33 +272,12 @@ def make_pair_counts(
     )
 
 
-#: the sweeps of :func:`rake` (iterative proportional fitting) in :func:`_conditional`
+#: the sweeps of iterative proportional fitting in :func:`pattern_law`
 RAKE_SWEEPS = 50
 
-#: the weight, relative to the table's mass, of the product of the margins that :func:`rake`
-#: starts from (so a margin's code that the projected table left empty can be reached)
+#: the weight of the independent law that :func:`pattern_law` adds before its fitting (so a
+#: missing share the projected table left at 0 can be reached)
 RAKE_PRIOR = 1e-3
-
-
-def rake(
-    table: np.ndarray, rows: np.ndarray, cols: np.ndarray, sweeps: int = RAKE_SWEEPS
-) -> np.ndarray:
-    """A non-negative table with row sums ``rows`` and column sums ``cols`` (equal totals) by
-    iterative proportional fitting (Deming and Stephan 1940) from ``table`` plus
-    :data:`RAKE_PRIOR` of the product of the margins; ``sweeps`` of row then column scaling,
-    ending on the rows (their sums exact, the columns' within the fit's convergence)."""
-    r = np.clip(np.asarray(rows, dtype=np.float64), 0.0, None)
-    c = np.clip(np.asarray(cols, dtype=np.float64), 0.0, None)
-    total = r.sum()
-    if not total > 0 or not c.sum() > 0:
-        return np.zeros((len(r), len(c)))
-    c = c * (total / c.sum())
-    h = np.clip(np.asarray(table, dtype=np.float64), 0.0, None)
-    h = h + RAKE_PRIOR * max(h.sum(), total) * np.outer(r, c) / total**2
-    for _ in range(sweeps):  # a fixed number of sweeps (public)
-        h *= (c / np.maximum(h.sum(axis=0), 1e-300))[None, :]
-        h *= (r / np.maximum(h.sum(axis=1), 1e-300))[:, None]
-    return h
 
 
 #: the most nullable numeric columns of the missingness pattern table (``2^m`` cells)
@@ -365,9 +350,10 @@ def make_pattern_counts(
 
 def pattern_law(table: np.ndarray, missing: np.ndarray, sweeps: int = RAKE_SWEEPS) -> np.ndarray:
     """The law of the missingness patterns (post-processing): the noisy pattern counts
-    projected onto the simplex, then raked (iterative proportional fitting, from it plus
-    :data:`RAKE_PRIOR` of the independent law) to the columns' missing shares ``missing`` (the
-    DP marginals'), so every column's missing share is its target's."""
+    projected onto the simplex, then raked (iterative proportional fitting, Deming and Stephan
+    1940, ``sweeps`` times over the columns, from it plus :data:`RAKE_PRIOR` of the independent
+    law) to the columns' missing shares ``missing`` (the DP marginals'), so every column's
+    missing share is its target's."""
     miss = np.clip(np.asarray(missing, dtype=np.float64), 0.0, 1.0)
     m = len(miss)
     t = np.asarray(table, dtype=np.float64).reshape(-1)
@@ -623,20 +609,15 @@ def make_pair_tree(
 
 
 def _conditional(
-    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int, sweeps: int = 0
+    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int
 ) -> np.ndarray:
     """Rows ``P(child | parent = a)`` from a noisy table (parent on rows): row ``a`` projected
-    onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``.  With
-    ``sweeps``: the projected table then raked (:func:`rake`) to the margins ``n *
-    parent_mass`` and ``n * child``, so the child drawn from parents of law ``parent_mass``
-    has law ``child``."""
+    onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``."""
     ka, kb = table.shape
     groups = np.repeat(np.arange(ka), kb)
     h = project_groups(table.reshape(-1).astype(np.float64), groups, n * parent_mass).reshape(
         ka, kb
     )
-    if sweeps:
-        h = rake(h, n * parent_mass, n * child, sweeps)
     s = h.sum(axis=1, keepdims=True)
     return np.where(s > 0, h / np.where(s > 0, s, 1.0), child[None, :])
 
@@ -653,16 +634,15 @@ def _present_rows(cond: np.ndarray, child: np.ndarray) -> np.ndarray:
     return np.concatenate([out, np.zeros((len(out), 1))], axis=1)
 
 
-def _pattern_missing(
+def pattern_missing_probability(
     law: np.ndarray,
     axes: Sequence[int],
     flags: np.ndarray,
     axis: int,
     tree: np.ndarray,
-    rng: RandomSource,
 ) -> np.ndarray:
-    """Per row, whether a column of the pattern (``axis`` of ``law``, the pattern law as a
-    ``(2,) * m`` array) is missing, drawn from two experts: the tree's probability ``tree``
+    """Per row, the probability that a column of the pattern (``axis`` of ``law``, the pattern
+    law as a ``(2,) * m`` array) is missing, from two experts: the tree's probability ``tree``
     (given the row's parent code) and the pattern's, given the row's flags ``flags`` (``(m_rows,
     len(axes))`` booleans) of the pattern columns drawn already (``axes``), combined as
     ``P(miss) ~ tree * pattern / p`` against ``(1 - tree) (1 - pattern) / (1 - p)`` (``p`` the
@@ -677,13 +657,12 @@ def _pattern_missing(
     tot = joint.sum(axis=1)
     p = float(law.sum(axis=tuple(x for x in range(law.ndim) if x != axis))[1])
     if not 0.0 < p < 1.0:
-        return np.full(len(flags), p >= 1.0)
+        return np.full(len(flags), 1.0 if p >= 1.0 else 0.0)
     pat = np.where(tot > 0, joint[:, 1] / np.where(tot > 0, tot, 1.0), p)
     wm = np.clip(tree, 0.0, 1.0) * pat / p
     wp = (1.0 - np.clip(tree, 0.0, 1.0)) * (1.0 - pat) / (1.0 - p)
     w = wm + wp
-    prob = np.where(w > 0, wm / np.where(w > 0, w, 1.0), pat)
-    return rng.uniform(len(flags)) < prob  # type: ignore[no-any-return]
+    return np.where(w > 0, wm / np.where(w > 0, w, 1.0), pat)  # type: ignore[no-any-return]
 
 
 def grade_correlation(joint: np.ndarray) -> float:
@@ -720,17 +699,15 @@ def sample_tree(
 ) -> np.ndarray:
     r"""``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
     (the column with the most edges) with its DP marginal's counts by largest remainder in random
-    order, then every column given its parent by the conditional law of the edge's noisy table,
-    raked to the parent's and the child's DP marginals (:func:`rake`: the child drawn from
-    parents of the parent's law has the child's law).
+    order, then every column given its parent by the conditional law of the edge's noisy table.
 
     **Missingness** (``pattern``, the noisy counts of :func:`make_pattern_counts`): a tree
     carries the missingness of two columns together only along an edge joining them; the
     pattern carries it for all of :func:`pattern_columns` at once.  A column of the pattern
     drawn after others of it is missing with the probability combining its tree conditional
     (given its parent's code) and the pattern law (:func:`pattern_law`) given the flags drawn
-    so far (:func:`_pattern_missing`); where present, its code is drawn from its conditional
-    law restricted to its present codes.
+    so far (:func:`pattern_missing_probability`); where present, its code is drawn from its
+    conditional law restricted to its present codes.
 
     **Inside bins** (``within="copula"``): a value's position between its bin's edges is not
     drawn independently of its parent's: along an edge of two numeric columns the child's
@@ -769,7 +746,7 @@ def sample_tree(
                 continue
             i, _ = edges[t]
             tab = tables[t] if i == a else tables[t].T
-            cond = _conditional(np.asarray(tab), probs[a], probs[b], n, RAKE_SWEEPS)
+            cond = _conditional(np.asarray(tab), probs[a], probs[b], n)
             drawn = [c for c in place if c in seen]
             if law is None or b not in place or not drawn:
                 cum = np.cumsum(cond, axis=1)
@@ -781,7 +758,10 @@ def sample_tree(
             else:
                 flags = codes[:, drawn] == np.array([coding.sizes[c] - 1 for c in drawn])
                 tree = cond[codes[:, a], -1]
-                miss = _pattern_missing(law, [place[c] for c in drawn], flags, place[b], tree, rng)
+                prob = pattern_missing_probability(
+                    law, [place[c] for c in drawn], flags, place[b], tree
+                )
+                miss = rng.uniform(m) < prob
                 cum = np.cumsum(_present_rows(cond, probs[b]), axis=1)
                 cum[:, -1] = 1.0
                 u = rng.uniform(m)

@@ -89,7 +89,7 @@ from opendp_wasserstein.tables.marginals import (
     make_table_marginals,
     noise_variance,
 )
-from opendp_wasserstein.tables.network import network_points, network_template
+from opendp_wasserstein.tables.network import fit_network, network_points
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
     WITHIN_KINDS,
@@ -470,13 +470,10 @@ def _make_structured(
         eps_sel, eps_main, bins, template = fit_pairs(
             input_domain, input_metric, enc, n, eps, marg_map, unit, noise
         )
-    elif kind_joint == "network":  # the pair tree's budgets: the same map (tables/network.py)
-        eps_sel, eps_main, _, _ = fit_pairs(
-            input_domain, input_metric, enc, n, eps, marg_map, unit, noise
+    elif kind_joint == "network":  # the pair tree's split, fitted to the network's own map
+        eps_sel, eps_main, template = fit_network(
+            input_domain, input_metric, enc, eps, marg_map, unit, PAIR_SELECT_SHARE, noise
         )
-        template = network_template(input_domain, input_metric, enc, eps_sel, eps_main, noise)
-        if Fraction(marg_map) + Fraction(template.map(unit)) > Fraction(eps):
-            raise ValueError("the network's map passes epsilon")  # pragma: no cover
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
     comp = dp.c.make_adaptive_composition(input_domain, input_metric, measure, unit, d_mids)
 
