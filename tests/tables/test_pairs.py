@@ -519,3 +519,230 @@ def test_combine_margins_weighs_gaussian_tables_by_s_squared():
     w = np.array([1 / 100, 1 / 80, 1 / 64])  # Gaussian: variance 16 times the other's codes
     est = (w[0] * 100 + w[1] * np.array([120, 90, 90]) + w[2] * np.array([60, 120, 120])) / w.sum()
     np.testing.assert_allclose(g.masses[1] * n, est)
+
+
+# ----------------------------------------------------------------------------------------------
+# the missingness pattern table (two nullable numeric columns or more)
+
+SCHEMA2 = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+        "y": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+    }
+)
+ENC2 = TableEncoding(SCHEMA2)
+PLANS2 = column_plans(ENC2)
+
+
+def _coding2(bins=4):
+    edges = tuple(None if p.kind == "category" else np.linspace(0, 1, bins + 1) for p in PLANS2)
+    sizes = tuple(p.cells if p.kind == "category" else bins + 1 for p in PLANS2)
+    return PairCoding(PLANS2, edges, sizes)
+
+
+def _marginals2(n, miss=0.3):
+    masses = tuple(np.full(p.cells or 16, 1.0 / (p.cells or 16)) for p in PLANS2)
+    missing = tuple(miss if p.missing_axis is not None else 0.0 for p in PLANS2)
+    return TableMarginals(PLANS2, masses, missing, n)
+
+
+def _domain2(n):
+    return dp.numpy.array2_domain(num_columns=ENC2.dimension, size=n, T=float, nan=False)
+
+
+def _frame2(n, seed=0):
+    """x and y missing together in 30% of the rows, c independent of both flags."""
+    rng = np.random.default_rng(seed)
+    gone = rng.uniform(size=n) < 0.3
+    z = rng.uniform(0, 10, n)
+    return pd.DataFrame(
+        {
+            "x": np.where(gone, np.nan, z),
+            "c": rng.choice(["a", "b", "c"], n).astype(object),
+            "y": np.where(gone, np.nan, np.clip(z + rng.normal(0, 1, n), 0, 10)),
+        }
+    )
+
+
+def test_pattern_columns_the_public_rule():
+    from opendp_wasserstein.tables.pairs import PATTERN_MAX_COLUMNS, pair_tables, pattern_columns
+
+    assert pattern_columns(_coding()) == ()  # one nullable column: its codes hold its share
+    assert pair_tables(_coding()) == 2
+    assert pattern_columns(_coding2()) == (0, 2)
+    assert pair_tables(_coding2()) == 3  # k - 1 pair tables and the pattern table
+    many = Schema({f"v{i}": FloatColumn(bounds=(0.0, 1.0), nullable=True) for i in range(12)})
+    plans = column_plans(TableEncoding(many))
+    coding = PairCoding(plans, tuple(np.linspace(0, 1, 3) for _ in plans), (3,) * 12)
+    assert pattern_columns(coding) == tuple(range(PATTERN_MAX_COLUMNS))
+
+
+def test_pattern_counts_exact_values_and_stability():
+    from opendp_wasserstein.tables.pairs import make_pattern_counts
+
+    df = pd.DataFrame(
+        {
+            "x": [1.0, np.nan, np.nan, 2.0, 3.0],
+            "c": ["a", "b", "c", "a", "b"],
+            "y": [np.nan, np.nan, 4.0, 5.0, 6.0],
+        }
+    )
+    cols, _ = read_table(df, SCHEMA2)
+    pts = ENC2.encode(cols)
+    # patterns (x missing, y missing) as bits, x the most significant: 01, 11, 10, 00, 00
+    t = make_pattern_counts(_domain2(5), dp.change_one_distance(), _coding2())
+    assert t(pts) == [2, 1, 1, 1]
+    assert t.map(1) == 2 and t.map(3) == 6
+    sym = make_pattern_counts(_domain2(5), dp.symmetric_distance(), _coding2())
+    assert sym.map(2) == 2
+    l2 = make_pattern_counts(_domain2(5), dp.change_one_distance(), _coding2(), "l2")
+    assert l2.map(1) == sqrt_up(Fraction(2))
+    with pytest.raises(ValueError, match="fewer than two nullable"):
+        make_pattern_counts(_domain(5), dp.change_one_distance(), _coding())
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_pair_tree_map_with_the_pattern_table_is_exact(metric, unit):
+    """k - 1 rounds and k count tables (the pattern's too) at the scale 2 k / eps_cnt."""
+    n, e_sel, e_cnt = 500, 0.3, 0.6
+    meas = make_pair_tree(_domain2(n), metric, _coding2(), _marginals2(n), e_sel, e_cnt)
+    k = 3
+    eps_round = round_down(Fraction(e_sel) / (k - 1))
+    sens = round_up(pair_score_sensitivity(n))
+    sel_scale = round_up(2 * Fraction(sens) / Fraction(eps_round))
+    cnt_scale = round_up(Fraction(2 * k) / Fraction(e_cnt))
+    expect = round_up(
+        (k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
+        + k * Fraction(round_up(Fraction(2) / Fraction(cnt_scale)))
+    )
+    got = meas.map(unit)
+    assert got == expect
+    assert got <= (e_sel + e_cnt) * (1 + 1e-12)
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    assert tree_template(_domain2(n), metric, ENC2, n, 4, e_sel, e_cnt).map(unit) == got
+
+
+def test_gaussian_pair_tree_map_with_the_pattern_table_is_exact():
+    n, r_sel, r_cnt = 500, 0.01, 0.02
+    coding = _coding2()
+    meas = make_pair_tree(
+        _domain2(n), dp.change_one_distance(), coding, _marginals2(n), r_sel, r_cnt, "gaussian"
+    )
+    k = 3
+    sens = round_up(pair_score_sensitivity(n))
+    sel, _ = zcdp_selection(3, round_down(Fraction(r_sel) / (k - 1)), sens)
+    sigma = pair_count_scale(k, r_cnt, "gaussian")  # k tables: sqrt(3 / 0.02)
+    assert sigma == sqrt_up(Fraction(3) / Fraction(r_cnt))
+    count = make_pair_counts(
+        _domain2(n), dp.change_one_distance(), coding, 0, 1, "l2"
+    ) >> dp.m.then_gaussian(sigma)
+    expect = round_up((k - 1) * Fraction(sel.map(sens)) + k * Fraction(count.map(1)))
+    got = meas.map(1)
+    assert got == expect
+    assert Fraction(got) <= (Fraction(r_sel) + Fraction(r_cnt)) * (1 + Fraction(1, 10**12))
+    assert meas.check(1, got)
+    assert not meas.check(1, float(np.nextafter(got, 0)))
+
+
+def test_pair_tree_releases_the_pattern_and_reproduces_it():
+    n = 3000
+    cols, _ = read_table(_frame2(n), SCHEMA2)
+    pts = ENC2.encode(cols)
+    meas = make_pair_tree(_domain2(n), dp.change_one_distance(), _coding2(), _marginals2(n), 1, 4)
+    with reproducible(3):
+        edges, tables, pattern = meas(pts)
+    with reproducible(3):
+        _, _, again = meas(pts)
+    np.testing.assert_array_equal(pattern, again)
+    assert pattern.dtype == np.int64 and pattern.shape == (4,)
+    exact = np.bincount(2 * cols["x"].missing + cols["y"].missing, minlength=4)
+    assert exact[1] == exact[2] == 0  # x and y missing together only
+    assert np.abs(pattern - exact).max() < 60  # discrete Laplace at scale 2 * 3 / 4
+    _, _, secure = meas(pts)
+    assert secure.dtype == np.int64 and secure.shape == (4,)
+
+
+def test_pattern_law_fits_the_missing_shares():
+    from opendp_wasserstein.tables.pairs import RAKE_PRIOR, pattern_law
+
+    law = pattern_law(np.array([70, -3, 2, 30]), np.array([0.3, 0.3]))
+    assert law.sum() == pytest.approx(1.0, abs=1e-12)
+    g = law.reshape(2, 2)
+    assert g.sum(axis=1)[1] == pytest.approx(0.3, abs=1e-3)  # x's missing share
+    assert g.sum(axis=0)[1] == pytest.approx(0.3, abs=1e-12)  # y's (fitted last): exact
+    assert law[3] > 0.29 and law[1] < 0.01 and law[2] < 0.01  # together, as the counts say
+    # no counts: the independent law
+    flat = pattern_law(np.zeros(4), np.array([0.2, 0.5]))
+    np.testing.assert_allclose(flat, [0.4, 0.4, 0.1, 0.1], atol=1e-12)
+    assert RAKE_PRIOR > 0
+    with pytest.raises(ValueError, match="expected 2"):
+        pattern_law(np.zeros(3), np.array([0.2, 0.5]))
+
+
+def test_pattern_missing_probability_exact_values():
+    from opendp_wasserstein.tables.pairs import pattern_missing_probability
+
+    # x, y missing together in 30% of the rows: P(y missing | x missing) = 1, | x present = 0
+    law = np.array([[0.7, 0.0], [0.0, 0.3]])
+    flags = np.array([[True], [False]])
+    tree = np.array([0.3, 0.3])  # the tree says nothing beyond the share
+    got = pattern_missing_probability(law, [0], flags, 1, tree)
+    np.testing.assert_allclose(got, [1.0, 0.0], atol=1e-12)
+    # independent pattern: the tree's probability is kept
+    ind = np.outer([0.5, 0.5], [0.8, 0.2])
+    got = pattern_missing_probability(ind, [0], flags, 1, np.array([0.6, 0.1]))
+    np.testing.assert_allclose(got, [0.6, 0.1], atol=1e-12)
+    # both experts: P ~ t q / p against (1 - t)(1 - q)/(1 - p), p = 0.5, q = 0.75, t = 0.75
+    law = np.array([[0.25, 0.25], [0.125, 0.375]])
+    got = pattern_missing_probability(law, [0], np.array([[True]]), 1, np.array([0.75]))
+    p, q, t = 0.625, 0.75, 0.75
+    wm, wp = t * q / p, (1 - t) * (1 - q) / (1 - p)
+    assert got[0] == pytest.approx(wm / (wm + wp), abs=1e-12)
+    # a column never missing
+    never = np.array([[0.5, 0.0], [0.5, 0.0]])
+    assert pattern_missing_probability(never, [0], flags, 1, tree).tolist() == [0.0, 0.0]
+
+
+def test_sample_tree_keeps_the_joint_missingness_of_the_pattern():
+    """x and y joined only through c (independent of the flags): without the pattern their
+    flags are drawn independently; with it they agree."""
+    coding = _coding2()
+    n = 4000
+    marg = _marginals2(n)
+    t_xc = np.full((coding.sizes[0], 3), n // 15, dtype=np.int64)  # 5 x 3 cells
+    t_cy = np.full((3, coding.sizes[2]), n // 15, dtype=np.int64)
+    t_xc[4, :] = t_cy[:, 4] = int(0.3 * n / 3)  # 30% missing
+    edges, tables = [(0, 1), (1, 2)], [t_xc, t_cy]
+    pattern = np.array([int(0.7 * n), 0, 0, int(0.3 * n)])
+    agree = {}
+    for with_pattern in (False, True):
+        y = sample_tree(
+            coding,
+            marg,
+            edges,
+            tables,
+            n,
+            RandomSource(2),
+            pattern=pattern if with_pattern else None,
+        )
+        mx = y[:, PLANS2[0].axes[0]] >= 0.5
+        my = y[:, PLANS2[2].axes[0]] >= 0.5
+        agree[with_pattern] = float(np.mean(mx == my))
+        assert abs(my.mean() - 0.3) < 0.03
+    assert agree[True] == 1.0
+    assert agree[False] < 0.7  # independent flags at 30%: 0.7^2 + 0.3^2 = 0.58
+
+
+def test_structured_release_with_two_nullable_columns_records_the_pattern():
+    n = 3000
+    df = _frame2(n)
+    with reproducible(4):
+        out, rep = synthesize(df, 4.0, schema=SCHEMA2, structured=StructuredOptions(joint="pairs"))
+    assert rep.details["pair_pattern"] == ["x", "y"]
+    assert rep.epsilon <= 4.0
+    both = out["x"].isna() == out["y"].isna()
+    assert both.mean() > 0.9  # the real rows: always together
