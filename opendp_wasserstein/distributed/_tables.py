@@ -81,6 +81,7 @@ from opendp_wasserstein.tables.marginals import (
     make_level_counts,
 )
 from opendp_wasserstein.tables.pairs import (
+    PATTERN_SCALE,
     PairCoding,
     pair_count_scale,
     pair_score_sensitivity,
@@ -279,7 +280,7 @@ def _pair_tree(
         _, sel_scale = zcdp_selection(len(all_pairs), eps_round, sel_sens)
     else:
         sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
-    count_scale = pair_count_scale(pair_tables(coding), epsilon_counts, noise)
+    count_scale = pair_count_scale(pair_tables(coding, noise), epsilon_counts, noise)
     ones: dict[int, np.ndarray] = {}
     for (i, j), t in tables.items():  # a column's 1-way counts: the row sums of its tables
         m = t.reshape(coding.sizes[i], coding.sizes[j])
@@ -319,7 +320,8 @@ def _pair_tree(
     if pattern_columns(coding):
         if pattern is None:
             raise ValueError("the coding has a missingness pattern: give its exact counts")
-        noisy = _laplace(pattern, count_scale, None if src.secure else noise_rng, noise)
+        scale = PATTERN_SCALE * count_scale  # the in-memory pattern scale
+        noisy = _laplace(pattern, scale, None if src.secure else noise_rng, noise)
     runtime.record(
         {
             "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],

@@ -20,17 +20,24 @@ Liu (1968) trees and of MST (McKenna, Miklau, Sheldon 2021), on public-after-DP 
   marginals' product instead, as MST does, the error of a column's DP marginal (an atom split
   across a bin edge) won every round and the tree became a star around that column);
 * **the measurements**: each chosen pair's 2-way count table (:func:`make_pair_counts`, ``l1``
-  stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``;
+  stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``; with two nullable numeric
+  columns or more (:func:`pattern_columns`, public), also the counts of the rows' missingness
+  patterns (:func:`make_pattern_counts`) at :data:`PATTERN_SCALE` times the tables' scale: a
+  tree carries two columns' missingness together only along an edge joining them, and real
+  tables often miss several columns in the same rows;
 
 then post-processing (:func:`sample_tree`): each noisy table projected row by row onto the
 simplex of the parent's DP marginal mass gives the child's conditional law; rows are drawn down
 the tree from a root's DP marginal, codes are placed uniformly inside their bins, and the
-pipeline calibrates every column to the DP marginals.
+pipeline calibrates every column to the DP marginals; with the pattern table, a column's
+missingness combines its tree conditional with the pattern's given the flags drawn so far
+(:func:`pattern_missing_probability`).
 
 **Privacy map.**  Sequential composition: per replacement ``(k - 1) epsilon_round`` for the
 rounds (each an exponential mechanism at scale ``2 Delta / epsilon_round``, ``Delta = 6 + 4/n``,
 :data:`pair_score_sensitivity`) plus
-``(k - 1) 2 / s`` for the counts (discrete Laplace scale ``s``), summed over the rationals and
+``(k - 1) 2 / s`` for the counts (discrete Laplace scale ``s``) and ``2 / (4 s)`` for the
+pattern table if any (:func:`pair_tables`), summed over the rationals and
 rounded up; ``r`` replacements cost ``r`` times that.  Neither the candidate sets' sizes nor the
 chosen pairs change the map (:doc:`/proofs/table_marginals`).
 """
@@ -95,6 +102,7 @@ __all__ = [
     "sample_tree",
     "pattern_columns",
     "pair_tables",
+    "PATTERN_SCALE",
     "pattern_codes",
     "make_pattern_counts",
     "pattern_law",
@@ -112,10 +120,11 @@ PAIR_BINS_MAX = 16
 PAIR_CELL_NOISE = 4.0
 
 
-def pair_count_scale(rounds: int, budget: float, noise: str = "laplace") -> float:
-    """The noise scale of each of the ``rounds`` count tables at the tables' budget: discrete
-    Laplace ``2 rounds / epsilon`` (each table moves by 2 in ``l1`` per replacement), discrete
-    Gaussian ``sqrt(rounds / rho)`` (by ``sqrt(2)`` in ``l2``: ``1 / sigma^2`` each), rounded up."""
+def pair_count_scale(rounds: int | Fraction, budget: float, noise: str = "laplace") -> float:
+    """The noise scale of each of the ``rounds`` count tables at the tables' budget (``rounds``
+    may be a fraction: :func:`pair_tables`): discrete Laplace ``2 rounds / epsilon`` (each table
+    moves by 2 in ``l1`` per replacement), discrete Gaussian ``sqrt(rounds / rho)`` (by
+    ``sqrt(2)`` in ``l2``: ``1 / sigma^2`` each), rounded up."""
     if check_noise(noise) == "gaussian":
         return sqrt_up(Fraction(rounds) / Fraction(budget))
     return round_up(Fraction(2 * rounds) / Fraction(budget))
@@ -292,10 +301,23 @@ def pattern_columns(coding: PairCoding) -> tuple[int, ...]:
     return cols[:PATTERN_MAX_COLUMNS] if len(cols) >= 2 else ()
 
 
-def pair_tables(coding: PairCoding) -> int:
-    """The count tables :func:`make_pair_tree` releases: ``k - 1`` pair tables, and the
-    missingness pattern table when :func:`pattern_columns` is not empty (public: the schema)."""
-    return len(coding.plans) - 1 + (1 if pattern_columns(coding) else 0)
+#: the missingness pattern table's noise scale over the pair tables' (a power of 2: the product
+#: is exact): its few patterns hold many rows each, so it takes ``1 / PATTERN_SCALE`` of a pair
+#: table's budget (``1 / PATTERN_SCALE^2`` in zCDP)
+PATTERN_SCALE = 4
+
+
+def pair_tables(coding: PairCoding, noise: str = "laplace") -> Fraction:
+    """The count tables :func:`make_pair_tree` releases, in pair tables' budgets: the ``k - 1``
+    pair tables, plus the missingness pattern table's share when :func:`pattern_columns` is not
+    empty (public: the schema): ``1 / PATTERN_SCALE`` under discrete Laplace noise (the map
+    ``2 / s`` is inverse in the scale), ``1 / PATTERN_SCALE^2`` under discrete Gaussian noise
+    (``1 / sigma^2``)."""
+    extra = Fraction(0)
+    if pattern_columns(coding):
+        power = 2 if check_noise(noise) == "gaussian" else 1
+        extra = Fraction(1, PATTERN_SCALE**power)
+    return len(coding.plans) - 1 + extra
 
 
 def pattern_codes(coding: PairCoding, points: np.ndarray) -> np.ndarray:
@@ -484,9 +506,10 @@ def make_pair_tree(
     :param marginals: the DP first look; None only for a template, whose map is all that is
         used (invoking it raises)
     :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
-    :param epsilon_counts: the budget of the count tables (:func:`pair_tables`: the ``k - 1``
-        pair tables and the missingness pattern table when the schema has two nullable numeric
-        columns or more), shared equally
+    :param epsilon_counts: the budget of the count tables: the ``k - 1`` pair tables, shared
+        equally, and the missingness pattern table (:func:`make_pattern_counts`, when the
+        schema has two nullable numeric columns or more) at :data:`PATTERN_SCALE` times their
+        noise scale (:func:`pair_tables`)
     :param noise: ``"laplace"`` (default: pure DP) or ``"gaussian"``: the two budgets are zCDP
         ``rho``, every round :func:`zcdp_selection` (OpenDP's zCDP noisy max, Gumbel), every
         table ``make_pair_counts(..., "l2") >> then_gaussian`` at :func:`pair_count_scale`; the
@@ -512,8 +535,9 @@ def make_pair_tree(
     measure = dp.zero_concentrated_divergence() if gauss else dp.max_divergence()
     eps_round = round_down(Fraction(e_sel) / rounds)
     sel_sens = round_up(pair_score_sensitivity(n))  # a score's move per replacement
-    n_tables = pair_tables(coding)
-    count_scale = pair_count_scale(n_tables, e_cnt, noise)
+    with_pattern = bool(pattern_columns(coding))
+    count_scale = pair_count_scale(pair_tables(coding, noise), e_cnt, noise)
+    pattern_scale = PATTERN_SCALE * count_scale  # exact: a power of 2
     all_pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     if gauss:
         select_template, sel_scale = zcdp_selection(len(all_pairs), eps_round, sel_sens)
@@ -521,6 +545,11 @@ def make_pair_tree(
             make_pair_counts(input_domain, input_metric, coding, 0, 1, "l2")
             >> dp.m.then_gaussian(count_scale)
         ]
+        if with_pattern:
+            count_templates.append(
+                make_pattern_counts(input_domain, input_metric, coding, "l2")
+                >> dp.m.then_gaussian(pattern_scale)
+            )
     else:
         sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
         vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(all_pairs))
@@ -531,6 +560,11 @@ def make_pair_tree(
             make_pair_counts(input_domain, input_metric, coding, 0, 1)
             >> dp.m.then_laplace(count_scale)
         ]
+        if with_pattern:
+            count_templates.append(
+                make_pattern_counts(input_domain, input_metric, coding)
+                >> dp.m.then_laplace(pattern_scale)
+            )
 
     def round_map(d_in: Any) -> Fraction:
         # a round: the scores (stability r sel_sens) >> the selection (map 2 d / scale)
@@ -584,15 +618,16 @@ def make_pair_tree(
                 t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
             tables.append(t.reshape(coding.sizes[i], coding.sizes[j]))
         pattern = None
-        if n_tables > rounds:
+        if with_pattern:
             counts = make_pattern_counts(
                 input_domain, input_metric, coding, "l2" if gauss else "l1"
             )
             if src.secure:
-                pattern = np.asarray((counts >> then(count_scale))(x), dtype=np.int64)
+                pattern = np.asarray((counts >> then(pattern_scale))(x), dtype=np.int64)
             else:
                 raw = np.asarray(counts(x), dtype=np.int64)
-                pattern = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
+                z = sampler(np.full(len(raw), float(pattern_scale)), noise_rng, "fast")
+                pattern = raw + z
         runtime.record(
             {
                 "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
@@ -604,7 +639,10 @@ def make_pair_tree(
 
     def privacy_map(d_in: Any) -> float:
         per_count = Fraction(count_templates[0].map(d_in))
-        return round_up(rounds * round_map(d_in) + n_tables * per_count)
+        total = rounds * round_map(d_in) + rounds * per_count
+        if with_pattern:
+            total += Fraction(count_templates[1].map(d_in))
+        return round_up(total)
 
     return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 

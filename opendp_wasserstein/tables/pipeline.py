@@ -587,7 +587,7 @@ def pair_points(
     and the 1-way targets they were drawn to."""
     if opts.combine:
         first = first_look_noise(enc, n, marg_eps, levels, noise)
-        scale = pair_count_scale(pair_tables(coding), eps_counts, noise)
+        scale = pair_count_scale(pair_tables(coding, noise), eps_counts, noise)
         marginals = combine_margins(
             coding, marginals, list(edges), list(tables), scale, first, noise
         )

@@ -570,8 +570,12 @@ def test_pattern_columns_the_public_rule():
 
     assert pattern_columns(_coding()) == ()  # one nullable column: its codes hold its share
     assert pair_tables(_coding()) == 2
+    assert pair_tables(_coding(), "gaussian") == 2
     assert pattern_columns(_coding2()) == (0, 2)
-    assert pair_tables(_coding2()) == 3  # k - 1 pair tables and the pattern table
+    # k - 1 pair tables and the pattern table at 4 times their scale: a quarter of a table's
+    # budget under Laplace noise (2 / s), a sixteenth in zCDP (1 / sigma^2)
+    assert pair_tables(_coding2()) == Fraction(9, 4)
+    assert pair_tables(_coding2(), "gaussian") == Fraction(33, 16)
     many = Schema({f"v{i}": FloatColumn(bounds=(0.0, 1.0), nullable=True) for i in range(12)})
     plans = column_plans(TableEncoding(many))
     coding = PairCoding(plans, tuple(np.linspace(0, 1, 3) for _ in plans), (3,) * 12)
@@ -606,17 +610,19 @@ def test_pattern_counts_exact_values_and_stability():
     "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
 )
 def test_pair_tree_map_with_the_pattern_table_is_exact(metric, unit):
-    """k - 1 rounds and k count tables (the pattern's too) at the scale 2 k / eps_cnt."""
+    """k - 1 rounds, k - 1 pair tables at s = 2 (k - 1 + 1/4) / eps_cnt and the pattern table
+    at 4 s."""
     n, e_sel, e_cnt = 500, 0.3, 0.6
     meas = make_pair_tree(_domain2(n), metric, _coding2(), _marginals2(n), e_sel, e_cnt)
     k = 3
     eps_round = round_down(Fraction(e_sel) / (k - 1))
     sens = round_up(pair_score_sensitivity(n))
     sel_scale = round_up(2 * Fraction(sens) / Fraction(eps_round))
-    cnt_scale = round_up(Fraction(2 * k) / Fraction(e_cnt))
+    cnt_scale = round_up(Fraction(2) * Fraction(9, 4) / Fraction(e_cnt))
     expect = round_up(
         (k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
-        + k * Fraction(round_up(Fraction(2) / Fraction(cnt_scale)))
+        + (k - 1) * Fraction(round_up(Fraction(2) / Fraction(cnt_scale)))
+        + Fraction(round_up(Fraction(2) / Fraction(4 * cnt_scale)))
     )
     got = meas.map(unit)
     assert got == expect
@@ -627,6 +633,8 @@ def test_pair_tree_map_with_the_pattern_table_is_exact(metric, unit):
 
 
 def test_gaussian_pair_tree_map_with_the_pattern_table_is_exact():
+    from opendp_wasserstein.tables.pairs import make_pattern_counts
+
     n, r_sel, r_cnt = 500, 0.01, 0.02
     coding = _coding2()
     meas = make_pair_tree(
@@ -635,12 +643,14 @@ def test_gaussian_pair_tree_map_with_the_pattern_table_is_exact():
     k = 3
     sens = round_up(pair_score_sensitivity(n))
     sel, _ = zcdp_selection(3, round_down(Fraction(r_sel) / (k - 1)), sens)
-    sigma = pair_count_scale(k, r_cnt, "gaussian")  # k tables: sqrt(3 / 0.02)
-    assert sigma == sqrt_up(Fraction(3) / Fraction(r_cnt))
-    count = make_pair_counts(
-        _domain2(n), dp.change_one_distance(), coding, 0, 1, "l2"
-    ) >> dp.m.then_gaussian(sigma)
-    expect = round_up((k - 1) * Fraction(sel.map(sens)) + k * Fraction(count.map(1)))
+    sigma = pair_count_scale(Fraction(33, 16), r_cnt, "gaussian")
+    assert sigma == sqrt_up(Fraction(33, 16) / Fraction(r_cnt))
+    dom, met = _domain2(n), dp.change_one_distance()
+    count = make_pair_counts(dom, met, coding, 0, 1, "l2") >> dp.m.then_gaussian(sigma)
+    pat = make_pattern_counts(dom, met, coding, "l2") >> dp.m.then_gaussian(4 * sigma)
+    expect = round_up(
+        (k - 1) * Fraction(sel.map(sens)) + (k - 1) * Fraction(count.map(1)) + Fraction(pat.map(1))
+    )
     got = meas.map(1)
     assert got == expect
     assert Fraction(got) <= (Fraction(r_sel) + Fraction(r_cnt)) * (1 + Fraction(1, 10**12))
@@ -661,7 +671,7 @@ def test_pair_tree_releases_the_pattern_and_reproduces_it():
     assert pattern.dtype == np.int64 and pattern.shape == (4,)
     exact = np.bincount(2 * cols["x"].missing + cols["y"].missing, minlength=4)
     assert exact[1] == exact[2] == 0  # x and y missing together only
-    assert np.abs(pattern - exact).max() < 60  # discrete Laplace at scale 2 * 3 / 4
+    assert np.abs(pattern - exact).max() < 60  # discrete Laplace at scale 4 * 2 * (9/4) / 4
     _, _, secure = meas(pts)
     assert secure.dtype == np.int64 and secure.shape == (4,)
 
