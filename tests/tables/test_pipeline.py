@@ -27,6 +27,7 @@ from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
+    first_look_share,
     first_primes,
     fit_marginals,
     fit_pairs,
@@ -127,6 +128,39 @@ def test_small_tables_go_independent_by_a_public_rule():
     assert report.epsilon <= 1.0
     assert report.mechanism == "structured"
     assert len(out) == 300
+
+
+def test_first_look_share_is_a_public_rule_from_the_switch_to_1600():
+    o = StructuredOptions()
+    assert o.marginal_share is None
+    # n eps / k: 400 (the switch), 800, 1600 and above; 5 columns
+    assert first_look_share(o, 2000, 1.0, 5) == Fraction(3, 5)
+    assert first_look_share(o, 4000, 1.0, 5) == Fraction(1, 2)
+    assert first_look_share(o, 2000, 4.0, 5) == Fraction(2, 5)
+    assert first_look_share(o, 10**6, 1.0, 5) == Fraction(2, 5)
+    assert first_look_share(o, 100, 1.0, 5) == Fraction(3, 5)  # below the switch (unused)
+    # the geometric middle of 800 and 1600 (1131.37): 0.45 just below it, and just above it
+    # the rule's position (0.2499...) rounded down to 0.249 thousandths
+    assert first_look_share(o, 5656, 1.0, 5) == Fraction(9, 20)
+    assert first_look_share(o, 5657, 1.0, 5) == Fraction(2, 5) + Fraction(249, 1000) / 5
+    assert first_look_share(StructuredOptions(marginal_share=0.25), 2000, 1.0, 5) == 0.25
+    with pytest.raises(ValueError, match="marginal_share"):
+        StructuredOptions(marginal_share=0.0)
+
+
+def test_the_first_look_spends_the_rules_share_and_the_map_stays_exact():
+    n, eps = 4000, 1.0  # n eps / k = 800 with 5 columns: share 1/2
+    meas = make_structured_synthesis(_domain(n), dp.change_one_distance(), ENC, eps)
+    got = meas.map(1)
+    assert eps * (1 - 1e-9) <= got <= eps
+    assert meas.check(1, got)
+    assert not meas.check(1, float(np.nextafter(got, 0)))
+    x = make_table_encoding(table_domain(SCHEMA, size=n), dp.change_one_distance())(_frame(n))
+    with reproducible(0), diagnostics() as rec:
+        meas(x)
+    info = [r for r in rec if r.get("structured")][-1]
+    assert info["joint_kind"] == "pairs"
+    assert 0.5 * (1 - 1e-9) <= info["epsilon_marginals"] <= 0.5
 
 
 def test_first_primes():
@@ -548,7 +582,10 @@ def test_delta_release_is_reproducible_gaussian_and_keeps_the_pure_release():
     assert ra.epsilon == 1.0
     assert ra.details["noise"] == "gaussian"
     assert ra.details["rho"] == rho_for_approx_dp(1.0, 1e-9)
-    assert ra.details["rho_marginals"] <= 0.4 * ra.details["rho"]
+    share = float(first_look_share(opts, 3000, 1.0, 5))  # n eps / k = 600
+    assert share == 0.5414
+    assert share * (1 - 1e-9) * ra.details["rho"] <= ra.details["rho_marginals"]
+    assert ra.details["rho_marginals"] <= share * ra.details["rho"]
     assert rp.delta is None
     assert "noise" not in rp.details
     assert list(a.columns) == list(df.columns)
