@@ -275,13 +275,13 @@ def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns
     (``bench_tables_compare``, share 0.5 against 0.4): seattle-weather at epsilon 4 (``n
     epsilon / k`` 779, 8 seeds) 1-way TVD 0.059 -> 0.054 (the marginals 0.055), 2-way 0.223 ->
     0.219, Gower W1 0.043 -> 0.041, correlations 0.090 -> 0.088, model 0.414 -> 0.402 (within
-    noise); txhousing at epsilon 1 (764, 3 seeds) 1-way 0.052 -> 0.041, 2-way 0.209 -> 0.202,
+    noise); txhousing at epsilon 1 (860, 3 seeds) 1-way 0.052 -> 0.041, 2-way 0.209 -> 0.202,
     correlations 0.196 -> 0.192; at credit's 1296 share 0.5 and 0.6 lost correlations and models
     (0.086 -> 0.094, 0.100; 0.589 -> 0.577, 0.549), so the share is back to 0.4 by 1600.
     The rule against 0.4 (load 9-12): seattle-weather at epsilon 4 (6 seeds) 1-way 0.056 ->
     0.053, correlations 0.095 -> 0.090, model 0.409 -> 0.379 (a loss, 1.7 standard errors);
     credit at epsilon 4 (1296: 0.43) unchanged within noise; txhousing at epsilon 0.5 (430: 0.59,
-    3 seeds) 1-way 0.117 -> 0.098, at epsilon 1 (764: 0.50, 8 seeds) 0.049 -> 0.042, 2-way,
+    3 seeds) 1-way 0.117 -> 0.098, at epsilon 1 (860: 0.49, 8 seeds) 0.049 -> 0.042, 2-way,
     correlations and Gower W1 within noise, model 0.05 +- 0.12 -> 0.17 +- 0.08.
 
     >>> o = StructuredOptions()
