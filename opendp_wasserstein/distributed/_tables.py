@@ -93,6 +93,7 @@ from opendp_wasserstein.tables.pairs import (
 from opendp_wasserstein.tables.pipeline import (
     StructuredOptions,
     finish,
+    first_look_share,
     fit_marginals,
     fit_pairs,
     independent_join,
@@ -425,7 +426,8 @@ def synthesize_table_on_dask(
         certified, certified_delta = meas.map(1)
     joint = kind_joint != "independent"
     # the in-memory release's parameters, from the same public values by the same functions
-    target = round_down(Fraction(budget) * Fraction(opts.marginal_share)) if joint else budget
+    share = first_look_share(opts, n, eps, len(plans))
+    target = round_down(Fraction(budget) * share) if joint else budget
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
     marg_eps, m_marg = fit_marginals(dom, met, enc, target, 1, levels, noise)
     marg_map = m_marg.map(1)
