@@ -87,6 +87,7 @@ MAX_BITS_PER_COORD = 52
 
 _ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
 # multi-word codes: radix passes over every row (_lsd_order) when more than this share of the
 # rows is still tied after the first sort, else refinement of the tied rows (CountTree._refine)
@@ -763,10 +764,11 @@ def _run_radix_order(
 
 def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     """The lcp (uint16, at most ``depth``) of neighbours of sorted multi-word codes, chunk by
-    chunk: from the first word's XOR of neighbours, then, for the pairs equal on the words so
-    far, from the next word's (the float exponent of the XOR, as in :func:`_sorted_lcp`);
-    sequential passes in cache, a chunk's later words read only while it has pairs tied so
-    far."""
+    chunk: the XOR of neighbours' first word, replaced, for the pairs equal so far, by the XOR
+    of their next word (with ``64 w`` bits counted as common), until no pair of the chunk is
+    equal so far; then one bit length of that first differing word's XOR per pair (the float
+    exponent, as in :func:`_sorted_lcp`).  Sequential passes in cache, a chunk's later words
+    read only while it has pairs tied so far."""
     W, n = words.shape
     out = np.empty(max(n - 1, 0), dtype=np.uint16)
     R = max(1, min(_ROWS, n - 1))
@@ -774,30 +776,30 @@ def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     y = np.empty(R, dtype=np.uint64)
     fl = np.empty(R, dtype=np.float64)
     fbits = fl.view(np.uint64)
-    z = np.empty(R, dtype=np.uint16)
+    base = np.empty(R, dtype=np.uint16)
     tied = np.empty(R, dtype=bool)
     for a in range(0, n - 1, R):
         b = min(n - 1, a + R)
         k = b - a
-        xx, yy, zz, tt, o = x[:k], y[:k], z[:k], tied[:k], out[a:b]
-        for w in range(W):
-            np.bitwise_xor(words[w, a + 1 : b + 1], words[w, a:b], out=xx)
-            np.right_shift(xx, np.uint64(53), out=yy)
-            np.invert(yy, out=yy)
-            xx &= yy  # no rounding up to the next power of two (see _sorted_lcp)
-            np.copyto(fl[:k], xx, casting="unsafe")
-            np.right_shift(fbits[:k], np.uint64(52), out=yy)  # 1022 + bit length, 0 for 0
-            np.copyto(zz, yy, casting="unsafe")
-            np.subtract(np.uint16(1086), zz, out=zz)  # 64 - bit length; 1086 where equal
-            np.minimum(zz, np.uint16(64), out=zz)
-            zz += np.uint16(64 * w)
-            if w == 0:
-                np.copyto(o, zz)
-            else:
-                np.copyto(o, zz, where=tt)
-            np.equal(o, np.uint16(64 * (w + 1)), out=tt)  # equal on the words so far
-            if w + 1 < W and not tt.any():
+        xx, yy, bb, tt, o = x[:k], y[:k], base[:k], tied[:k], out[a:b]
+        np.bitwise_xor(words[0, a + 1 : b + 1], words[0, a:b], out=xx)
+        bb.fill(0)
+        for w in range(1, W):
+            np.equal(xx, _ZERO, out=tt)  # equal on the words so far
+            if not tt.any():
                 break
+            np.bitwise_xor(words[w, a + 1 : b + 1], words[w, a:b], out=yy)
+            np.copyto(xx, yy, where=tt)
+            np.add(bb, np.uint16(64), out=bb, where=tt)
+        np.right_shift(xx, np.uint64(53), out=yy)
+        np.invert(yy, out=yy)
+        xx &= yy  # no rounding up to the next power of two (see _sorted_lcp)
+        np.copyto(fl[:k], xx, casting="unsafe")
+        np.right_shift(fbits[:k], np.uint64(52), out=yy)  # 1022 + bit length, 0 for 0
+        np.copyto(o, yy, casting="unsafe")
+        np.subtract(np.uint16(1086), o, out=o)  # 64 - bit length; 1086 where equal
+        np.minimum(o, np.uint16(64), out=o)
+        o += bb
     np.minimum(out, np.uint16(depth), out=out)
     return out
 
