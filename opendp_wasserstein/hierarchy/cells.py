@@ -92,6 +92,12 @@ _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their to
 # multi-word codes: radix passes over every row (_lsd_order) when more than this share of the
 # rows is still tied after the first sort, else refinement of the tied rows (CountTree._refine)
 _LSD_TIED_SHARE = 0.6
+# multi-word codes: the deeper words of the rows in tied runs only (CountTree._sort_first_word)
+# when a sample of _LAZY_SAMPLE rows has at most _LAZY_SAMPLE_TIED of its neighbours tied and
+# then at most _LAZY_ROWS_SHARE of all rows are in tied runs; else of every row, up front
+_LAZY_SAMPLE = 1 << 14
+_LAZY_SAMPLE_TIED = 0.2
+_LAZY_ROWS_SHARE = 0.25
 
 
 def max_depth(d: int) -> int:
@@ -804,6 +810,20 @@ def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     return out
 
 
+def _few_ties(x: np.ndarray, box: Any, depth: int, axes: Sequence[int] | None) -> bool:
+    """Whether a sample of the rows (every ``k``-th, about :data:`_LAZY_SAMPLE` of them) has
+    at most :data:`_LAZY_SAMPLE_TIED` of its sorted neighbours tied on the first word's bits
+    above the row index (the bits :meth:`CountTree._first_sort` sorts).  Only the speed
+    depends on it (the deeper words of few rows, or of all, up front), never the tree."""
+    n = x.shape[0]
+    i = max(1, (n - 1).bit_length())
+    sample = x[:: max(1, n // _LAZY_SAMPLE)]
+    word = row_codes(sample, box, depth, [0], axes=axes)[0]
+    word >>= np.uint64(i)
+    word.sort()
+    return int(np.count_nonzero(word[1:] == word[:-1])) <= _LAZY_SAMPLE_TIED * word.size
+
+
 class CountTree:
     """The exact hierarchical counts of a dataset, held lazily (private).
 
@@ -836,16 +856,29 @@ class CountTree:
         self._axes_full = check_axes(axes, self.d, self.depth)
         self.axes = self._axes_full
         W = _words(depth)
-        words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
-        del x
-        if W == 1 or n <= 1:
-            words[0].sort()
-            lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
-        elif depth <= 64 + _BUCKET_BITS:
-            words, lcp = self._sort_two_words(words)
+        # the deeper words of the rows that no tie needs are computed on first read (from the
+        # kept input): {"order": the input row of each sorted position, "runs": the positions
+        # whose deeper words are computed}, empty when every word is
+        self._lazy: dict[str, np.ndarray] = {}
+        if (
+            W > 1
+            and n > 1
+            and depth > 64 + _BUCKET_BITS
+            and keep_input
+            and _few_ties(x, box, depth, self._axes_full)
+        ):
+            words, lcp = self._sort_first_word(x)
         else:
-            words, lcp = self._sort_words(words)
-        self._words = words
+            words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
+            if W == 1 or n <= 1:
+                words[0].sort()
+                lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
+            elif depth <= 64 + _BUCKET_BITS:
+                words, lcp = self._sort_two_words(words)
+            else:
+                words, lcp = self._sort_words(words)
+        del x
+        self._buffer = words
         self.lcp = lcp
         hist = _lcp_histogram(lcp, depth)
         self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
@@ -863,7 +896,8 @@ class CountTree:
         back."""
         for tree in [self, *(r() for r in self._views)]:
             if tree is not None:
-                tree._words = tree.lcp = tree._x = None  # type: ignore[assignment]
+                tree._buffer = tree.lcp = tree._x = None  # type: ignore[assignment]
+        self._lazy.clear()
         self._grouped_cache.clear()
         self._views.clear()
         _UNRELEASED.discard(self)
@@ -898,26 +932,90 @@ class CountTree:
             lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
         return words, lcp
 
-    def _sort_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
-
-        ``np.sort`` of packed keys throughout, never ``np.argsort`` (several times slower on
-        uint64 here): first the top ``64 - i`` code bits above the row index (``i`` bits), the
-        words gathered once in that order, then :meth:`_refine` for the rows still tied.
-        """
+    def _first_sort(self, word: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The first sort of multi-word codes: one ``np.sort`` of the top ``64 - i`` bits of
+        the first words ``word`` (rows in input order) above the row index (``i`` bits).
+        Returns ``(order, lcp, tied, i)``: the input row of each sorted position, the lcp of
+        neighbours (1086 where tied on those bits), the tied pairs' positions, and ``i``."""
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        keys = words[0] & ~mask
+        keys = word & ~mask
         keys |= np.arange(n, dtype=np.uint64)
         keys.sort()
         order = (keys & mask).view(np.int64)
         keys &= ~mask
-        lcp = _sorted_lcp(
-            keys, depth
-        )  # depth > 64: 1086 marks the pairs tied on the key's code bits
+        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
         del keys
-        tied = np.flatnonzero(lcp > 64)
+        return order, lcp, np.flatnonzero(lcp > 64), i
+
+    def _sort_first_word(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Multi-word codes in lexicographic order, and their lcp, computing the first word of
+        every row but the deeper words only of the rows in runs tied after the first sort (the
+        others' are computed from the kept input when read: :attr:`_words`).  When more than
+        :data:`_LAZY_ROWS_SHARE` of the rows are tied, the deeper words of every row are
+        computed and :meth:`_sort_words` goes on from the first sort."""
+        n, depth, box, axes = self.n, self._full_depth, self._box, self._axes_full
+        W = _words(depth)
+        word = row_codes(x, box, depth, [0], axes=axes)[0]
+        order, lcp, tied, i = self._first_sort(word)
+        runs = np.union1d(tied, tied + 1)  # the positions in runs of tied rows, increasing
+        if runs.size > n * _LAZY_ROWS_SHARE:
+            del runs
+            words = np.empty((W, n), dtype=np.uint64)
+            words[0] = word
+            del word
+            words[1:] = row_codes(x, box, depth, list(range(1, W)), axes=axes)
+            return self._sort_words(words, (order, lcp, tied, i))
+        words = np.empty((W, n), dtype=np.uint64)
+        _take(word, order, words[0])
+        del word
+        if runs.size:
+            words[1:, runs] = row_codes(x, box, depth, list(range(1, W)), order[runs], axes)
+            perm = self._refine(words, lcp, tied, 64 - i, runs)
+            if perm is not None:
+                order[runs] = order[perm[runs]]
+        np.minimum(lcp, np.uint16(depth), out=lcp)
+        self._lazy["order"] = order
+        self._lazy["runs"] = runs  # the positions whose deeper words are computed
+        return words, lcp
+
+    def _input(self) -> np.ndarray:
+        """The kept input rows (a tree with lazily computed words keeps them)."""
+        if self._x is None:  # pragma: no cover - released trees are not read
+            raise ValueError("this tree's input is no longer held")
+        return self._x
+
+    @property
+    def _words(self) -> np.ndarray:
+        """The sorted code words, ``(W, n)`` uint64 (the deeper words of the rows no tie needed
+        are computed here on first read)."""
+        words, runs = self._buffer, self._lazy.pop("runs", None)
+        if runs is not None and words is not None and runs.size < self.n:
+            pending = np.ones(self.n, dtype=bool)
+            pending[runs] = False
+            rows = self._lazy["order"][pending]
+            deeper = list(range(1, words.shape[0]))
+            words[1:, pending] = row_codes(
+                self._input(), self._box, self._full_depth, deeper, rows, self._axes_full
+            )
+        return words
+
+    def _sort_words(
+        self,
+        words: np.ndarray,
+        first: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
+
+        ``np.sort`` of packed keys throughout, never ``np.argsort`` (several times slower on
+        uint64 here): first the top ``64 - i`` code bits above the row index (``i`` bits),
+        :meth:`_first_sort` (or ``first``, its result), the words gathered once in that order,
+        then :meth:`_refine` for the rows still tied.
+        """
+        n, depth = self.n, self._full_depth
+        order, lcp, tied, i = self._first_sort(words[0]) if first is None else first
+        del first
         if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
             del tied
             local = _run_frame(lcp, 64 - i)
@@ -937,7 +1035,14 @@ class CountTree:
         np.minimum(lcp, np.uint16(depth), out=lcp)
         return words, lcp
 
-    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray, start: int) -> None:
+    def _refine(
+        self,
+        words: np.ndarray,
+        lcp: np.ndarray,
+        tied: np.ndarray,
+        start: int,
+        runs: np.ndarray | None = None,
+    ) -> np.ndarray | None:
         """Sort the rows tied on their first ``start`` code bits by their further bits; set
         their lcp.  Each round sorts ``(run, next bits, index in the run)`` keys of the tied
         rows (the run above keeps every run in its slots; as many next bits as the key has
@@ -990,8 +1095,13 @@ class CountTree:
             lcp[tied[hit]] = start + count - bit_length_u64(xor[hit])
             tied = tied[~hit]
             start += count
-        if perm is not None:
+        if perm is not None and runs is None:
             _permute_words(words, perm, first_word)  # one word at a time
+        elif perm is not None:  # only the positions in runs hold codes that move
+            src = perm[runs]
+            for w in range(first_word, words.shape[0]):
+                words[w, runs] = words[w, src]
+        return perm
 
     # ------------------------------------------------------------------ views
 
@@ -1034,7 +1144,14 @@ class CountTree:
 
     def _first_bits(self, level: int, pos: np.ndarray) -> np.ndarray:
         """The level-``level`` code bit of the points at sorted positions ``pos`` (int64 0/1)."""
-        word = self._words[level // 64, pos]
+        if level >= 64 and "runs" in self._lazy:  # the rows' word, from the kept input
+            rows = self._lazy["order"][pos]
+            full = self._full_depth
+            word = row_codes(self._input(), self._box, full, [level // 64], rows, self._axes_full)[
+                0
+            ]
+        else:
+            word = self._buffer[level // 64, pos]
         return ((word >> np.uint64(63 - level % 64)) & _ONE).astype(np.int64)
 
     def _grouped(self) -> np.ndarray:
