@@ -39,8 +39,14 @@ Kernel
   bits above the row index, then, for the rows still tied, ``(run, next bits, index in the
   run)`` keys of the tied rows only, until no ties are left or the depth is reached (the runs
   read off the sorted tied positions, the rounds' moves composed into one permutation applied
-  to the words once).  It keeps the sorted words, the lcp (``uint16``) and the positions grouped
-  by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input.  An adaptive release
+  to the words once).  When a sample of the rows shows few of them tied on the first word's
+  sorted bits, only the first word of every row is computed up front: after the first sort the
+  deeper words are computed for the rows in tied runs only (from the input rows, gathered), and
+  those of the other rows when first read (:attr:`CountTree._words`; a split reads single rows'
+  words from the input), which spares most of the codes and the gathers of the deeper words on
+  data with few deep ties.  It keeps the sorted words, the lcp (``uint16``) and the positions
+  grouped by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input (plus the
+  sorted rows' input indices, ``8 n``, where the deeper words wait to be read).  An adaptive release
   frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
