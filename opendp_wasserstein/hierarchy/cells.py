@@ -102,8 +102,8 @@ _LSD_TIED_SHARE = 0.6
 # when a sample of _LAZY_SAMPLE rows has at most _LAZY_SAMPLE_TIED of its neighbours tied and
 # then at most _LAZY_ROWS_SHARE of all rows are in tied runs; else of every row, up front
 _LAZY_SAMPLE = 1 << 14
-_LAZY_SAMPLE_TIED = 0.2
-_LAZY_ROWS_SHARE = 0.25
+_LAZY_SAMPLE_TIED = 0.05
+_LAZY_ROWS_SHARE = 0.05
 
 
 def max_depth(d: int) -> int:

@@ -213,9 +213,9 @@ def test_deeper_words_of_untied_rows_computed_on_first_read(
     monkeypatch.setattr(cells, "_LAZY_SAMPLE", 64)  # every 46th row
     rng = np.random.default_rng(d)
     u = rng.uniform(-1.0, 2.0, size=(3000, d))
-    if case == "tied-runs":  # 10% of the rows in a tiny cluster, 5% duplicated
-        u[:300] = 0.3 + 1e-12 * rng.uniform(size=(300, d))
-        u[300:450] = u[450:600]
+    if case == "tied-runs":  # 2% of the rows in a tiny cluster, 1% duplicated
+        u[:60] = 0.3 + 1e-12 * rng.uniform(size=(60, d))
+        u[60:90] = u[90:120]
     elif case == "too-many-tied":  # each row twice: a sample rarely sees both copies
         u[1500:] = u[:1500]
     box = as_box((-1.0, 2.0), d)
@@ -236,7 +236,7 @@ def test_deeper_words_of_untied_rows_computed_on_first_read(
         keep = hi > lo
         lo, hi, e_lo, e_hi = lo[keep], hi[keep], e_lo[keep], e_hi[keep]
     assert np.array_equal(lo, e_lo) and np.array_equal(hi, e_hi)
-    assert lo.size == {"few-ties": 3000, "tied-runs": 3000 - 299 - 150, "too-many-tied": 1500}[case]
+    assert lo.size == {"few-ties": 3000, "tied-runs": 3000 - 59 - 30, "too-many-tied": 1500}[case]
     view = lazy.truncated(depth // 2)
     assert np.array_equal(view._words, eager._words)  # computed on this first read
     assert "runs" not in lazy._lazy and np.array_equal(lazy._words, eager._words)
