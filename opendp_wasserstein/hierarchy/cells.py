@@ -39,8 +39,14 @@ Kernel
   bits above the row index, then, for the rows still tied, ``(run, next bits, index in the
   run)`` keys of the tied rows only, until no ties are left or the depth is reached (the runs
   read off the sorted tied positions, the rounds' moves composed into one permutation applied
-  to the words once).  It keeps the sorted words, the lcp (``uint16``) and the positions grouped
-  by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input.  An adaptive release
+  to the words once).  When a sample of the rows shows few of them tied on the first word's
+  sorted bits, only the first word of every row is computed up front: after the first sort the
+  deeper words are computed for the rows in tied runs only (from the input rows, gathered), and
+  those of the other rows when first read (:attr:`CountTree._words`; a split reads single rows'
+  words from the input), which spares most of the codes and the gathers of the deeper words on
+  data with few deep ties.  It keeps the sorted words, the lcp (``uint16``) and the positions
+  grouped by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input (plus the
+  sorted rows' input indices, ``8 n``, where the deeper words wait to be read).  An adaptive release
   frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
@@ -87,10 +93,17 @@ MAX_BITS_PER_COORD = 52
 
 _ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
 # multi-word codes: radix passes over every row (_lsd_order) when more than this share of the
 # rows is still tied after the first sort, else refinement of the tied rows (CountTree._refine)
 _LSD_TIED_SHARE = 0.6
+# multi-word codes: the deeper words of the rows in tied runs only (CountTree._sort_first_word)
+# when a sample of _LAZY_SAMPLE rows has at most _LAZY_SAMPLE_TIED of its neighbours tied and
+# then at most _LAZY_ROWS_SHARE of all rows are in tied runs; else of every row, up front
+_LAZY_SAMPLE = 1 << 14
+_LAZY_SAMPLE_TIED = 0.05
+_LAZY_ROWS_SHARE = 0.05
 
 
 def max_depth(d: int) -> int:
@@ -763,10 +776,11 @@ def _run_radix_order(
 
 def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     """The lcp (uint16, at most ``depth``) of neighbours of sorted multi-word codes, chunk by
-    chunk: from the first word's XOR of neighbours, then, for the pairs equal on the words so
-    far, from the next word's (the float exponent of the XOR, as in :func:`_sorted_lcp`);
-    sequential passes in cache, a chunk's later words read only while it has pairs tied so
-    far."""
+    chunk: the XOR of neighbours' first word, replaced, for the pairs equal so far, by the XOR
+    of their next word (with ``64 w`` bits counted as common), until no pair of the chunk is
+    equal so far; then one bit length of that first differing word's XOR per pair (the float
+    exponent, as in :func:`_sorted_lcp`).  Sequential passes in cache, a chunk's later words
+    read only while it has pairs tied so far."""
     W, n = words.shape
     out = np.empty(max(n - 1, 0), dtype=np.uint16)
     R = max(1, min(_ROWS, n - 1))
@@ -774,32 +788,46 @@ def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     y = np.empty(R, dtype=np.uint64)
     fl = np.empty(R, dtype=np.float64)
     fbits = fl.view(np.uint64)
-    z = np.empty(R, dtype=np.uint16)
+    base = np.empty(R, dtype=np.uint16)
     tied = np.empty(R, dtype=bool)
     for a in range(0, n - 1, R):
         b = min(n - 1, a + R)
         k = b - a
-        xx, yy, zz, tt, o = x[:k], y[:k], z[:k], tied[:k], out[a:b]
-        for w in range(W):
-            np.bitwise_xor(words[w, a + 1 : b + 1], words[w, a:b], out=xx)
-            np.right_shift(xx, np.uint64(53), out=yy)
-            np.invert(yy, out=yy)
-            xx &= yy  # no rounding up to the next power of two (see _sorted_lcp)
-            np.copyto(fl[:k], xx, casting="unsafe")
-            np.right_shift(fbits[:k], np.uint64(52), out=yy)  # 1022 + bit length, 0 for 0
-            np.copyto(zz, yy, casting="unsafe")
-            np.subtract(np.uint16(1086), zz, out=zz)  # 64 - bit length; 1086 where equal
-            np.minimum(zz, np.uint16(64), out=zz)
-            zz += np.uint16(64 * w)
-            if w == 0:
-                np.copyto(o, zz)
-            else:
-                np.copyto(o, zz, where=tt)
-            np.equal(o, np.uint16(64 * (w + 1)), out=tt)  # equal on the words so far
-            if w + 1 < W and not tt.any():
+        xx, yy, bb, tt, o = x[:k], y[:k], base[:k], tied[:k], out[a:b]
+        np.bitwise_xor(words[0, a + 1 : b + 1], words[0, a:b], out=xx)
+        bb.fill(0)
+        for w in range(1, W):
+            np.equal(xx, _ZERO, out=tt)  # equal on the words so far
+            if not tt.any():
                 break
+            np.bitwise_xor(words[w, a + 1 : b + 1], words[w, a:b], out=yy)
+            np.copyto(xx, yy, where=tt)
+            np.add(bb, np.uint16(64), out=bb, where=tt)
+        np.right_shift(xx, np.uint64(53), out=yy)
+        np.invert(yy, out=yy)
+        xx &= yy  # no rounding up to the next power of two (see _sorted_lcp)
+        np.copyto(fl[:k], xx, casting="unsafe")
+        np.right_shift(fbits[:k], np.uint64(52), out=yy)  # 1022 + bit length, 0 for 0
+        np.copyto(o, yy, casting="unsafe")
+        np.subtract(np.uint16(1086), o, out=o)  # 64 - bit length; 1086 where equal
+        np.minimum(o, np.uint16(64), out=o)
+        o += bb
     np.minimum(out, np.uint16(depth), out=out)
     return out
+
+
+def _few_ties(x: np.ndarray, box: Any, depth: int, axes: Sequence[int] | None) -> bool:
+    """Whether a sample of the rows (every ``k``-th, about :data:`_LAZY_SAMPLE` of them) has
+    at most :data:`_LAZY_SAMPLE_TIED` of its sorted neighbours tied on the first word's bits
+    above the row index (the bits :meth:`CountTree._first_sort` sorts).  Only the speed
+    depends on it (the deeper words of few rows, or of all, up front), never the tree."""
+    n = x.shape[0]
+    i = max(1, (n - 1).bit_length())
+    sample = x[:: max(1, n // _LAZY_SAMPLE)]
+    word = row_codes(sample, box, depth, [0], axes=axes)[0]
+    word >>= np.uint64(i)
+    word.sort()
+    return int(np.count_nonzero(word[1:] == word[:-1])) <= _LAZY_SAMPLE_TIED * word.size
 
 
 class CountTree:
@@ -834,16 +862,29 @@ class CountTree:
         self._axes_full = check_axes(axes, self.d, self.depth)
         self.axes = self._axes_full
         W = _words(depth)
-        words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
-        del x
-        if W == 1 or n <= 1:
-            words[0].sort()
-            lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
-        elif depth <= 64 + _BUCKET_BITS:
-            words, lcp = self._sort_two_words(words)
+        # the deeper words of the rows that no tie needs are computed on first read (from the
+        # kept input): {"order": the input row of each sorted position, "runs": the positions
+        # whose deeper words are computed}, empty when every word is
+        self._lazy: dict[str, np.ndarray] = {}
+        if (
+            W > 1
+            and n > 1
+            and depth > 64 + _BUCKET_BITS
+            and keep_input
+            and _few_ties(x, box, depth, self._axes_full)
+        ):
+            words, lcp = self._sort_first_word(x)
         else:
-            words, lcp = self._sort_words(words)
-        self._words = words
+            words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
+            if W == 1 or n <= 1:
+                words[0].sort()
+                lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
+            elif depth <= 64 + _BUCKET_BITS:
+                words, lcp = self._sort_two_words(words)
+            else:
+                words, lcp = self._sort_words(words)
+        del x
+        self._buffer = words
         self.lcp = lcp
         hist = _lcp_histogram(lcp, depth)
         self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
@@ -861,7 +902,8 @@ class CountTree:
         back."""
         for tree in [self, *(r() for r in self._views)]:
             if tree is not None:
-                tree._words = tree.lcp = tree._x = None  # type: ignore[assignment]
+                tree._buffer = tree.lcp = tree._x = None  # type: ignore[assignment]
+        self._lazy.clear()
         self._grouped_cache.clear()
         self._views.clear()
         _UNRELEASED.discard(self)
@@ -896,26 +938,90 @@ class CountTree:
             lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
         return words, lcp
 
-    def _sort_words(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
-
-        ``np.sort`` of packed keys throughout, never ``np.argsort`` (several times slower on
-        uint64 here): first the top ``64 - i`` code bits above the row index (``i`` bits), the
-        words gathered once in that order, then :meth:`_refine` for the rows still tied.
-        """
+    def _first_sort(self, word: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The first sort of multi-word codes: one ``np.sort`` of the top ``64 - i`` bits of
+        the first words ``word`` (rows in input order) above the row index (``i`` bits).
+        Returns ``(order, lcp, tied, i)``: the input row of each sorted position, the lcp of
+        neighbours (1086 where tied on those bits), the tied pairs' positions, and ``i``."""
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        keys = words[0] & ~mask
+        keys = word & ~mask
         keys |= np.arange(n, dtype=np.uint64)
         keys.sort()
         order = (keys & mask).view(np.int64)
         keys &= ~mask
-        lcp = _sorted_lcp(
-            keys, depth
-        )  # depth > 64: 1086 marks the pairs tied on the key's code bits
+        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
         del keys
-        tied = np.flatnonzero(lcp > 64)
+        return order, lcp, np.flatnonzero(lcp > 64), i
+
+    def _sort_first_word(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Multi-word codes in lexicographic order, and their lcp, computing the first word of
+        every row but the deeper words only of the rows in runs tied after the first sort (the
+        others' are computed from the kept input when read: :attr:`_words`).  When more than
+        :data:`_LAZY_ROWS_SHARE` of the rows are tied, the deeper words of every row are
+        computed and :meth:`_sort_words` goes on from the first sort."""
+        n, depth, box, axes = self.n, self._full_depth, self._box, self._axes_full
+        W = _words(depth)
+        word = row_codes(x, box, depth, [0], axes=axes)[0]
+        order, lcp, tied, i = self._first_sort(word)
+        runs = np.union1d(tied, tied + 1)  # the positions in runs of tied rows, increasing
+        if runs.size > n * _LAZY_ROWS_SHARE:
+            del runs
+            words = np.empty((W, n), dtype=np.uint64)
+            words[0] = word
+            del word
+            words[1:] = row_codes(x, box, depth, list(range(1, W)), axes=axes)
+            return self._sort_words(words, (order, lcp, tied, i))
+        words = np.empty((W, n), dtype=np.uint64)
+        _take(word, order, words[0])
+        del word
+        if runs.size:
+            words[1:, runs] = row_codes(x, box, depth, list(range(1, W)), order[runs], axes)
+            perm = self._refine(words, lcp, tied, 64 - i, runs)
+            if perm is not None:
+                order[runs] = order[perm[runs]]
+        np.minimum(lcp, np.uint16(depth), out=lcp)
+        self._lazy["order"] = order
+        self._lazy["runs"] = runs  # the positions whose deeper words are computed
+        return words, lcp
+
+    def _input(self) -> np.ndarray:
+        """The kept input rows (a tree with lazily computed words keeps them)."""
+        if self._x is None:  # pragma: no cover - released trees are not read
+            raise ValueError("this tree's input is no longer held")
+        return self._x
+
+    @property
+    def _words(self) -> np.ndarray:
+        """The sorted code words, ``(W, n)`` uint64 (the deeper words of the rows no tie needed
+        are computed here on first read)."""
+        words, runs = self._buffer, self._lazy.pop("runs", None)
+        if runs is not None and words is not None and runs.size < self.n:
+            pending = np.ones(self.n, dtype=bool)
+            pending[runs] = False
+            rows = self._lazy["order"][pending]
+            deeper = list(range(1, words.shape[0]))
+            words[1:, pending] = row_codes(
+                self._input(), self._box, self._full_depth, deeper, rows, self._axes_full
+            )
+        return words
+
+    def _sort_words(
+        self,
+        words: np.ndarray,
+        first: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Multi-word codes (rows in input order) in lexicographic order, and their lcp.
+
+        ``np.sort`` of packed keys throughout, never ``np.argsort`` (several times slower on
+        uint64 here): first the top ``64 - i`` code bits above the row index (``i`` bits),
+        :meth:`_first_sort` (or ``first``, its result), the words gathered once in that order,
+        then :meth:`_refine` for the rows still tied.
+        """
+        n, depth = self.n, self._full_depth
+        order, lcp, tied, i = self._first_sort(words[0]) if first is None else first
+        del first
         if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
             del tied
             local = _run_frame(lcp, 64 - i)
@@ -935,7 +1041,14 @@ class CountTree:
         np.minimum(lcp, np.uint16(depth), out=lcp)
         return words, lcp
 
-    def _refine(self, words: np.ndarray, lcp: np.ndarray, tied: np.ndarray, start: int) -> None:
+    def _refine(
+        self,
+        words: np.ndarray,
+        lcp: np.ndarray,
+        tied: np.ndarray,
+        start: int,
+        runs: np.ndarray | None = None,
+    ) -> np.ndarray | None:
         """Sort the rows tied on their first ``start`` code bits by their further bits; set
         their lcp.  Each round sorts ``(run, next bits, index in the run)`` keys of the tied
         rows (the run above keeps every run in its slots; as many next bits as the key has
@@ -988,8 +1101,13 @@ class CountTree:
             lcp[tied[hit]] = start + count - bit_length_u64(xor[hit])
             tied = tied[~hit]
             start += count
-        if perm is not None:
+        if perm is not None and runs is None:
             _permute_words(words, perm, first_word)  # one word at a time
+        elif perm is not None:  # only the positions in runs hold codes that move
+            src = perm[runs]
+            for w in range(first_word, words.shape[0]):
+                words[w, runs] = words[w, src]
+        return perm
 
     # ------------------------------------------------------------------ views
 
@@ -1032,7 +1150,14 @@ class CountTree:
 
     def _first_bits(self, level: int, pos: np.ndarray) -> np.ndarray:
         """The level-``level`` code bit of the points at sorted positions ``pos`` (int64 0/1)."""
-        word = self._words[level // 64, pos]
+        if level >= 64 and "runs" in self._lazy:  # the rows' word, from the kept input
+            rows = self._lazy["order"][pos]
+            full = self._full_depth
+            word = row_codes(self._input(), self._box, full, [level // 64], rows, self._axes_full)[
+                0
+            ]
+        else:
+            word = self._buffer[level // 64, pos]
         return ((word >> np.uint64(63 - level % 64)) & _ONE).astype(np.int64)
 
     def _grouped(self) -> np.ndarray:

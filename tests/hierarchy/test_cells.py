@@ -199,6 +199,49 @@ def test_deep_ties_are_refined(depth, share, monkeypatch):
     assert np.array_equal(tree._words, sw)  # the codes, in sorted order
 
 
+@pytest.mark.parametrize("case", ["few-ties", "tied-runs", "too-many-tied"])
+@pytest.mark.parametrize("d,depth,split_order", [(10, 196, False), (5, 89, False), (4, 90, True)])
+def test_deeper_words_of_untied_rows_computed_on_first_read(
+    case, d, depth, split_order, monkeypatch
+):
+    """A tree whose first sort leaves few rows tied computes the deeper words of the tied runs
+    only (the others on first read, or per row where a split reads them): the same splits,
+    lcp, occupancy and sorted words as the tree that computes every word up front."""
+    from opendp_wasserstein.core.box import as_box
+    from opendp_wasserstein.hierarchy import cells
+
+    monkeypatch.setattr(cells, "_LAZY_SAMPLE", 64)  # every 46th row
+    rng = np.random.default_rng(d)
+    u = rng.uniform(-1.0, 2.0, size=(3000, d))
+    if case == "tied-runs":  # 2% of the rows in a tiny cluster, 1% duplicated
+        u[:60] = 0.3 + 1e-12 * rng.uniform(size=(60, d))
+        u[60:90] = u[90:120]
+    elif case == "too-many-tied":  # each row twice: a sample rarely sees both copies
+        u[1500:] = u[:1500]
+    box = as_box((-1.0, 2.0), d)
+    axes = [(j * 7) % d for j in range(depth)] if split_order else None
+    lazy = build_count_tree(u, depth, box, axes)
+    assert bool(lazy._lazy) == (case != "too-many-tied")
+    assert cells._few_ties(u, box, depth, lazy.axes)
+    eager = cells.CountTree(u, depth, box, axes, keep_input=False)
+    assert not eager._lazy
+    assert np.array_equal(lazy.lcp, eager.lcp)
+    assert np.array_equal(lazy.occupancy(), eager.occupancy())
+    lo, hi = np.zeros(1, dtype=np.int64), np.full(1, u.shape[0], dtype=np.int64)
+    e_lo, e_hi = lo, hi
+    for level in range(depth):  # the splits read the deeper words of single rows
+        assert np.array_equal(lazy.split(level, lo, hi), eager.split(level, e_lo, e_hi))
+        lo, hi = lazy.children(level, lo, hi)
+        e_lo, e_hi = eager.children(level, e_lo, e_hi)
+        keep = hi > lo
+        lo, hi, e_lo, e_hi = lo[keep], hi[keep], e_lo[keep], e_hi[keep]
+    assert np.array_equal(lo, e_lo) and np.array_equal(hi, e_hi)
+    assert lo.size == {"few-ties": 3000, "tied-runs": 3000 - 59 - 30, "too-many-tied": 1500}[case]
+    view = lazy.truncated(depth // 2)
+    assert np.array_equal(view._words, eager._words)  # computed on this first read
+    assert "runs" not in lazy._lazy and np.array_equal(lazy._words, eager._words)
+
+
 @pytest.mark.parametrize("d,depth", [(10, 196), (5, 89), (3, 150)])
 def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
     """Radix passes inside the first sort's runs, radix passes over the input order (when the
