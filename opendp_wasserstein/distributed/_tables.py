@@ -98,6 +98,7 @@ from opendp_wasserstein.tables.pipeline import (
 )
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
+from opendp_wasserstein_cli import defer_sklearn_extra
 
 __all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask"]
 
@@ -175,6 +176,13 @@ def _contrib() -> Iterator[None]:
 
 
 def _part_domain(d: int) -> Any:
+    """The blocks' domain, on a worker.  OpenDP's ``array2_domain`` imports ``opendp.prelude``,
+    which imports scikit-learn through ``opendp.extras.sklearn``: seconds of the first pass in
+    every worker process, and a worker that has imported it outlives the 4 s its nanny gives
+    it to close (the cluster's close then kills it), so the extra is deferred here as the
+    program defers it (:func:`opendp_wasserstein_cli.defer_sklearn_extra`: a lazy module, loaded
+    in full on its first use; nothing if it is imported already)."""
+    defer_sklearn_extra()
     return dp.numpy.array2_domain(num_columns=d, T=float, nan=False)
 
 
