@@ -332,11 +332,21 @@ def _frame_info(block: TableBlock) -> FrameInfo:
     return info
 
 
-def _write_parts(sink: ParquetSink, table: Any, parts: int) -> int:
-    """The rows of ``table`` in ``parts`` Parquet parts of consecutive rows."""
-    cuts = np.linspace(0, table.num_rows, parts + 1).astype(np.int64)
+def _write_parts(
+    sink: ParquetSink,
+    points: np.ndarray,
+    enc: TableEncoding,
+    schema: Schema,
+    info: FrameInfo,
+    parts: int,
+) -> int:
+    """The decoded rows of ``points`` in ``parts`` Parquet parts of consecutive rows, each part
+    decoded and converted on its own (decoding is row by row, so the parts hold the rows of the
+    whole table's decoding; the driver holds one part's decoded table at a time, not ``n``
+    rows')."""
+    cuts = np.linspace(0, len(points), parts + 1).astype(np.int64)
     for q in range(parts):
-        piece = table.slice(int(cuts[q]), int(cuts[q + 1] - cuts[q]))
+        piece = write_table(enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
         final = sink.writer.path(q)
         tmp = f"{final}.tmp"
         pq.write_table(piece, tmp)
@@ -452,8 +462,9 @@ def synthesize_table_on_dask(
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()
-        table = write_table(enc.decode(points), sub, info_frame)
-        written = _write_parts(sink, table, parts or public_parts(n, len(blocks), workers))
+        want = parts or public_parts(n, len(blocks), workers)
+        written = _write_parts(sink, points, enc, sub, info_frame, want)
+        del points
         sink.commit()
     except BaseException:
         sink.abort()
