@@ -41,11 +41,7 @@ from opendp_wasserstein.cli._common import (
 )
 from opendp_wasserstein.cli.tables import _check_derived, _release_columns
 from opendp_wasserstein.core.optional import import_optional
-from opendp_wasserstein.distributed import (
-    local_client_in_background,
-    select_on_dask,
-    synthesize_on_dask,
-)
+from opendp_wasserstein.distributed import local_client, select_on_dask, synthesize_on_dask
 from opendp_wasserstein.distributed._source import parquet_files
 from opendp_wasserstein.tables.pipeline import StructuredOptions
 from opendp_wasserstein.tables.schema import Schema
@@ -55,9 +51,7 @@ __all__ = ["run_synth", "run_synth_table", "run_select", "client_for"]
 
 @contextmanager
 def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]:
-    """A Dask client for ``--scheduler``: ``local`` / ``local:N`` (a Future of the client of a
-    local cluster started in the background, :func:`local_client_in_background`) or a scheduler
-    address (a client, connected before the release)."""
+    """A Dask client for ``--scheduler``: ``local`` / ``local:N`` or a scheduler address."""
 
     try:
         Client = import_optional("distributed", "--scheduler").Client
@@ -68,8 +62,9 @@ def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]
         text = scheduler.partition(":")[2] or "2"
         if not text.isdigit() or int(text) < 1:
             raise CliError("--scheduler local:N needs a positive number of workers N")
-        # started in a thread: the release builds its measurement meanwhile
-        with local_client_in_background(workers=int(text), memory_limit=memory_limit) as client:
+        # started before the release (in the background it did not pay on 2 cores:
+        # docs/distributed.rst, local_client_in_background)
+        with local_client(workers=int(text), memory_limit=memory_limit) as client:
             yield client
         return
     with Client(scheduler) as client:

@@ -187,25 +187,3 @@ def test_scheduler_outputs_that_are_inputs_are_refused_before_any_work(files, ca
     assert "is the candidates file" in capsys.readouterr().err
     assert (ds / "part-0.parquet").read_bytes() == before
     assert sorted(p.name for p in ds.iterdir()) == ["part-0.parquet"]
-
-
-def test_scheduler_local_starts_the_cluster_in_the_background(monkeypatch):
-    """``--scheduler local:N`` hands the release a Future of the client (the cluster starts
-    while the release builds its measurement); an address gives a connected client."""
-    from contextlib import contextmanager
-
-    import opendp_wasserstein.cli.dask as cli_dask
-
-    calls = []
-
-    @contextmanager
-    def fake(workers, memory_limit=None):
-        calls.append((workers, memory_limit))
-        yield "future"
-
-    monkeypatch.setattr(cli_dask, "local_client_in_background", fake)
-    with cli_dask.client_for("local:3", "1GB") as c:
-        assert c == "future"
-    with cli_dask.client_for("local") as c:
-        assert c == "future"
-    assert calls == [(3, "1GB"), (2, None)]
