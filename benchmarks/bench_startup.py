@@ -1,6 +1,8 @@
 """Start-up of the ``opendp-wasserstein`` program (issue 24, item 5): wall and CPU seconds of
 ``--help``, ``--version`` and a small ``synth`` started as the console script starts them, and
-the same ``synth`` in process, each the median of ``--repeats`` runs (default 5).
+the same ``synth`` in process, each the median of ``--repeats`` runs (default 5); the program's
+``synth`` also from a copy of the package with its bytecode compiled, as ``pip install`` leaves
+it (a checkout run with ``PYTHONDONTWRITEBYTECODE`` set compiles the package on every run).
 
     python benchmarks/bench_startup.py [--repeats 5] [--n 3000] [--d 2] [--importtime] [--csv F]
 
@@ -21,8 +23,10 @@ the release is seeded (``--seed``: NOT private; a benchmark only).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,19 +57,37 @@ print(json.dumps({"import": imported, "times": times}))
 """
 
 
-def _env() -> dict[str, str]:
+def _env(root: str = ROOT) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
-def run_once(code: str, argv: list[str], cwd: str, extra: list[str] | None = None) -> tuple:
-    """(wall s, CPU s, stderr) of ``python [extra] -c code argv`` in ``cwd``."""
+def compiled_copy(tmp: str) -> str:
+    """A copy of the checkout's two packages with their bytecode compiled, as ``pip install``
+    leaves them: where ``PYTHONDONTWRITEBYTECODE`` is set (as on the project's machine) a
+    checkout has no ``__pycache__`` and every run compiles the package's modules again."""
+    dest = os.path.join(tmp, "installed")
+    for pkg in ("opendp_wasserstein", "opendp_wasserstein_cli"):
+        shutil.copytree(
+            os.path.join(ROOT, pkg),
+            os.path.join(dest, pkg),
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    compileall.compile_dir(dest, quiet=1)  # py_compile writes whatever the flag says
+    return dest
+
+
+def run_once(
+    code: str, argv: list[str], cwd: str, extra: list[str] | None = None, root: str = ROOT
+) -> tuple:
+    """(wall s, CPU s, stderr) of ``python [extra] -c code argv`` in ``cwd``, with ``root``
+    first on the path."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, *(extra or []), "-c", code, *argv],
         cwd=cwd,
-        env=_env(),
+        env=_env(root),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -79,8 +101,10 @@ def run_once(code: str, argv: list[str], cwd: str, extra: list[str] | None = Non
     return wall, usage.ru_utime + usage.ru_stime, err.decode()
 
 
-def median_of(code: str, argv: list[str], cwd: str, repeats: int) -> dict[str, float]:
-    runs = [run_once(code, argv, cwd)[:2] for _ in range(repeats)]
+def median_of(
+    code: str, argv: list[str], cwd: str, repeats: int, root: str = ROOT
+) -> dict[str, float]:
+    runs = [run_once(code, argv, cwd, root=root)[:2] for _ in range(repeats)]
     return {
         "wall_s": statistics.median(r[0] for r in runs),
         "cpu_s": statistics.median(r[1] for r in runs),
@@ -119,16 +143,18 @@ def main() -> None:
             json.dump({c: [0, 1] for c in names}, f)
         synth = ["synth", "data.csv", "-o", "out.csv", "--epsilon", "1", "--bounds", "bounds.json"]
         synth += ["--seed", "1", "--quiet"]
+        installed = compiled_copy(tmp)
         cases = [
-            ("--help", LAUNCHER, ["--help"]),
-            ("--version", LAUNCHER, ["--version"]),
-            ("synth --help", LAUNCHER, ["synth", "--help"]),
-            (f"synth n={a.n} d={a.d}", LAUNCHER, synth),
-            ("--help (package entry)", PACKAGE, ["--help"]),
-            ("--version (package entry)", PACKAGE, ["--version"]),
+            ("--help", LAUNCHER, ["--help"], ROOT),
+            ("--version", LAUNCHER, ["--version"], ROOT),
+            ("synth --help", LAUNCHER, ["synth", "--help"], ROOT),
+            (f"synth n={a.n} d={a.d}", LAUNCHER, synth, ROOT),
+            (f"synth n={a.n} d={a.d}, bytecode", LAUNCHER, synth, installed),
+            ("--help (package entry)", PACKAGE, ["--help"], ROOT),
+            ("--version (package entry)", PACKAGE, ["--version"], ROOT),
         ]
-        for label, code, argv in cases:
-            rows.append({"case": label, **median_of(code, argv, tmp, a.repeats)})
+        for label, code, argv, root in cases:
+            rows.append({"case": label, **median_of(code, argv, tmp, a.repeats, root)})
         proc = subprocess.run(
             [sys.executable, "-c", IN_PROCESS, json.dumps(synth), str(a.repeats)],
             cwd=tmp,
@@ -153,13 +179,20 @@ def main() -> None:
     for r in rows:
         print(f"{r['case']:36s} {r['wall_s']:8.3f} {r['cpu_s']:8.3f}")
     by = {r["case"]: r for r in rows}
-    prog = by[f"synth n={a.n} d={a.d}"]
-    for kind in ("first call", "later calls"):
-        inner_row = by[f"synth in process, {kind}"]
-        print(
-            f"synth: program - in process ({kind}): {prog['wall_s'] - inner_row['wall_s']:.3f} s "
-            f"wall, {prog['cpu_s'] - inner_row['cpu_s']:.3f} s CPU (target <= 1 s)"
-        )
+    for how in ("", ", bytecode"):
+        prog = by[f"synth n={a.n} d={a.d}{how}"]
+        for kind in ("first call", "later calls"):
+            inner_row = by[f"synth in process, {kind}"]
+            print(
+                f"synth{how}: program - in process ({kind}): "
+                f"{prog['wall_s'] - inner_row['wall_s']:.3f} s wall, "
+                f"{prog['cpu_s'] - inner_row['cpu_s']:.3f} s CPU (target <= 1 s)"
+            )
+    print(
+        "(bytecode: the package copied and compiled as pip installs it; without: this "
+        "checkout, PYTHONDONTWRITEBYTECODE="
+        f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
+    )
     for case in ("--help", "--version"):
         met = "met" if by[case]["wall_s"] < 0.3 else "missed"
         print(f"target {case} < 0.3 s wall: {met} ({by[case]['wall_s']:.3f} s)")

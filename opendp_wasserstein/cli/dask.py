@@ -62,6 +62,8 @@ def client_for(scheduler: str, memory_limit: str | None = None) -> Iterator[Any]
         text = scheduler.partition(":")[2] or "2"
         if not text.isdigit() or int(text) < 1:
             raise CliError("--scheduler local:N needs a positive number of workers N")
+        # started before the release (in the background it did not pay on 2 cores:
+        # docs/distributed.rst, local_client_in_background)
         with local_client(workers=int(text), memory_limit=memory_limit) as client:
             yield client
         return

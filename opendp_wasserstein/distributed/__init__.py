@@ -10,6 +10,7 @@ any measurement with a plan.
 from opendp_wasserstein.distributed._executor import (
     DistributedRelease,
     local_client,
+    local_client_in_background,
     release_on_dask,
 )
 from opendp_wasserstein.distributed._front import select_on_dask, synthesize_on_dask
@@ -20,4 +21,5 @@ __all__ = [
     "select_on_dask",
     "DistributedRelease",
     "local_client",
+    "local_client_in_background",
 ]

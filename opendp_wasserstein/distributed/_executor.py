@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +34,13 @@ from opendp_wasserstein.distributed._pmm import (
 from opendp_wasserstein.distributed._source import blocks_of, parquet_files
 from opendp_wasserstein.release.progress import default_progress
 
-__all__ = ["release_on_dask", "DistributedRelease", "local_client", "default_progress"]
+__all__ = [
+    "release_on_dask",
+    "DistributedRelease",
+    "local_client",
+    "local_client_in_background",
+    "default_progress",
+]
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,42 @@ def local_client(
 
 
 @contextmanager
+def local_client_in_background(
+    workers: int = 2, threads: int = 1, processes: bool = True, memory_limit: str | None = None
+) -> Iterator[Future[Any]]:
+    """:func:`local_client` started in a thread: a :class:`concurrent.futures.Future` of the
+    client, to pass as ``client=`` to a release, which builds its measurement and reads the
+    footers while the workers start (a 2-worker cluster takes seconds) and waits for the client
+    only when its first task is due.  On exit the cluster is closed once it has started (an
+    error before the release used it still waits for the start, then closes it)."""
+    opened: Future[Any] = Future()
+    done = threading.Event()
+
+    def start() -> None:
+        try:
+            with local_client(workers, threads, processes, memory_limit) as client:
+                opened.set_result(client)
+                done.wait()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+            if not opened.done():
+                opened.set_exception(e)
+
+    thread = threading.Thread(target=start, name="opendp-wasserstein-cluster", daemon=True)
+    thread.start()
+    try:
+        yield opened
+    finally:
+        done.set()
+        thread.join()
+
+
+@contextmanager
 def _client(client: Any) -> Iterator[Any]:
+    """``client``; the client of a Future of one (:func:`local_client_in_background`), waited
+    for here; None: a 2-worker :func:`local_client` for the call."""
+    if isinstance(client, Future):
+        yield client.result()
+        return
     if client is not None:
         yield client
         return
@@ -133,7 +176,9 @@ def release_on_dask(
         private size in :data:`~opendp_wasserstein.distributed._source.ARRAY_CHUNKS` chunks
         whatever its length, and a Parquet source is read one row group per task)
     :param out: the output directory (synthesis; must not exist unless ``overwrite``)
-    :param client: a :class:`distributed.Client`; default a 2-worker ``LocalCluster`` for the call
+    :param client: a :class:`distributed.Client`, or a :class:`concurrent.futures.Future` of
+        one (:func:`local_client_in_background`: waited for when the first task is due); default
+        a 2-worker ``LocalCluster`` for the call
     :param columns: the source columns, in order (default all)
     :param parts: the number of output parts (default with a public size: one per 2^20 rows,
         at least two per worker, at most one per input block (:func:`~._pmm.public_parts`);

@@ -103,6 +103,7 @@ from opendp_wasserstein.tables.pipeline import (
 )
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
+from opendp_wasserstein_cli import defer_sklearn_extra
 
 __all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask"]
 
@@ -180,6 +181,13 @@ def _contrib() -> Iterator[None]:
 
 
 def _part_domain(d: int) -> Any:
+    """The blocks' domain, on a worker.  OpenDP's ``array2_domain`` imports ``opendp.prelude``,
+    which imports scikit-learn through ``opendp.extras.sklearn``: seconds of the first pass in
+    every worker process, and a worker that has imported it outlives the 4 s its nanny gives
+    it to close (the cluster's close then kills it), so the extra is deferred here as the
+    program defers it (:func:`opendp_wasserstein_cli.defer_sklearn_extra`: a lazy module, loaded
+    in full on its first use; nothing if it is imported already)."""
+    defer_sklearn_extra()
     return dp.numpy.array2_domain(num_columns=d, T=float, nan=False)
 
 
@@ -342,11 +350,21 @@ def _frame_info(block: TableBlock) -> FrameInfo:
     return info
 
 
-def _write_parts(sink: ParquetSink, table: Any, parts: int) -> int:
-    """The rows of ``table`` in ``parts`` Parquet parts of consecutive rows."""
-    cuts = np.linspace(0, table.num_rows, parts + 1).astype(np.int64)
+def _write_parts(
+    sink: ParquetSink,
+    points: np.ndarray,
+    enc: TableEncoding,
+    schema: Schema,
+    info: FrameInfo,
+    parts: int,
+) -> int:
+    """The decoded rows of ``points`` in ``parts`` Parquet parts of consecutive rows, each part
+    decoded and converted on its own (decoding is row by row, so the parts hold the rows of the
+    whole table's decoding; the driver holds one part's decoded table at a time, not ``n``
+    rows')."""
+    cuts = np.linspace(0, len(points), parts + 1).astype(np.int64)
     for q in range(parts):
-        piece = table.slice(int(cuts[q]), int(cuts[q + 1] - cuts[q]))
+        piece = write_table(enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
         final = sink.writer.path(q)
         tmp = f"{final}.tmp"
         pq.write_table(piece, tmp)
@@ -463,8 +481,9 @@ def synthesize_table_on_dask(
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()
-        table = write_table(enc.decode(points), sub, info_frame)
-        written = _write_parts(sink, table, parts or public_parts(n, len(blocks), workers))
+        want = parts or public_parts(n, len(blocks), workers)
+        written = _write_parts(sink, points, enc, sub, info_frame, want)
+        del points
         sink.commit()
     except BaseException:
         sink.abort()

@@ -70,12 +70,23 @@ def _relabel(codes: np.ndarray, target: np.ndarray, rng: RandomSource) -> np.nda
     return out
 
 
+def _rank_order(u: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``np.lexsort((key, u))``: ``u``'s order, ties broken by ``key`` (then by position).
+    Without a tie in ``u`` that is ``u``'s stable order alone: one sort, about a third of the
+    time of ``lexsort``'s two-key sort (the calibration's rank matching is its largest cost)."""
+    order = np.argsort(u, kind="stable")
+    s = u[order]
+    if len(s) and (np.any(s[1:] == s[:-1]) or np.isnan(s[-1])):  # ties (NaNs sort last)
+        return np.lexsort((key, u))
+    return order
+
+
 def _rank_match(u: np.ndarray, marginals: TableMarginals, c: int, rng: RandomSource) -> np.ndarray:
     """``u``'s ranks (random ties) mapped onto column ``c``'s released quantiles."""
     m = len(u)
     if m == 0:
         return u
-    order = np.lexsort((rng.uniform(m), u))
+    order = _rank_order(u, rng.uniform(m))
     out = np.empty(m)
     out[order] = marginals.quantiles(c, (np.arange(m) + 0.5) / m)
     return out

@@ -276,7 +276,12 @@ def read_table(
             # (Polars cannot export a name holding NUL)
             series = data.get_column(name).alias("column").to_pandas()
         elif kind == "arrow":
-            series = _arrow_to_pandas(data.column(name))
+            col = data.column(name)
+            number = _read_arrow_number(col) if isinstance(spec, (FloatColumn, IntColumn)) else None
+            if number is not None:
+                out[name] = number
+                continue
+            series = _arrow_to_pandas(col)
         else:
             series = pd.Series(data[:, schema.names.index(name)])
         out[name] = _read_column(series, name, spec)
@@ -334,6 +339,55 @@ def _temporal_us(col: Any) -> np.ndarray:
 def _is_temporal(t: Any) -> bool:
 
     return bool(pa.types.is_date(t) or pa.types.is_timestamp(t))
+
+
+def _read_arrow_number(col: Any) -> RawColumn | None:
+    """An Arrow column of a numeric schema column read without pandas, where that gives the same
+    values and missing mask as :func:`_arrow_to_pandas` then :func:`_read_column` (a null or a
+    NaN is missing; integers convert to float64 as numpy converts them); None where it may not,
+    to be read through pandas.  Pandas is a third of a small ``synth``'s start-up, and a CSV's
+    columns are read as text (:func:`~opendp_wasserstein.tables.io.typed_by_schema`).
+
+    Integer and floating columns convert directly.  A text column is parsed by Arrow's cast,
+    which takes a subset of what ``pandas.to_numeric`` takes (no padding blanks, no ``snan``)
+    and parses it to the same correctly rounded double; what it refuses goes to pandas, record
+    by record as before.  The one difference on what both take is a zero's sign: pandas reads
+    a column of integers as int64, so ``-0`` becomes ``0.0`` there, ``-0.0`` here, and a column
+    holding a negative zero goes to pandas too.  Whether this path is taken depends on the
+    data, but its result never does: the same columns either way, and no time, message or
+    output tells the two apart beyond the time of the read, which was data-dependent before.
+    """
+
+    t = col.type
+    try:
+        if pa.types.is_integer(t) or pa.types.is_floating(t):  # int64 -> float64 as numpy's
+            values = _float64_values(pc.cast(col, pa.float64(), safe=False))
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            values = _float64_values(pc.cast(col, pa.float64()))
+            if np.signbit(values[values == 0]).any():
+                return None
+        else:
+            return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return RawColumn(values, np.isnan(values))
+
+
+def _float64_values(col: Any) -> np.ndarray:
+    """A float64 Arrow column as a new numpy array, NaN where null, read from its buffers (the
+    Arrow columnar format: a validity bitmap, then the values): ``to_numpy`` and ``fill_null``
+    import pandas."""
+
+    parts = [np.empty(0)]
+    for chunk in col.chunks:
+        validity, data = chunk.buffers()[:2]
+        n, offset = len(chunk), chunk.offset
+        vals = np.frombuffer(data, dtype=np.float64, count=n, offset=8 * offset).copy()
+        if validity is not None and chunk.null_count:
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+            vals[~bits[offset : offset + n].astype(bool)] = np.nan
+        parts.append(vals)
+    return np.concatenate(parts)
 
 
 def _arrow_to_pandas(col: Any) -> Any:
@@ -466,27 +520,42 @@ def _public_info(info: FrameInfo, schema: Schema) -> FrameInfo:
     )
 
 
+def _from_numpy(values: np.ndarray, t: Any, mask: np.ndarray) -> Any:
+    """A pyarrow array of the fixed-width type ``t`` (or ``bool``) from a numpy array of its
+    width, null where ``mask``: built from buffers (the Arrow columnar format), as
+    ``pa.array(values, type=t, mask=mask)`` builds it but without importing pandas, which
+    ``pa.array`` does to check its argument's type (a third of a small ``synth``'s start-up)."""
+
+    if pa.types.is_boolean(t):
+        data = pa.py_buffer(np.packbits(np.asarray(values, dtype=bool), bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values))
+    nulls = int(np.count_nonzero(mask))
+    validity = pa.py_buffer(np.packbits(~mask, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(t, len(values), [validity, data], null_count=nulls)
+
+
 def _arrow_column(col: RawColumn, spec: ColumnSpec, want_date: bool, aware: bool = False) -> Any:
     """A pyarrow array of the column's natural type, nulls where missing (timestamps in
     microseconds, in UTC when ``aware``)."""
 
     mask = np.asarray(col.missing, dtype=bool)
     if isinstance(spec, FloatColumn):
-        return pa.array(np.asarray(col.values, dtype=np.float64), mask=mask)
+        return _from_numpy(np.asarray(col.values, dtype=np.float64), pa.float64(), mask)
     if isinstance(spec, IntColumn):
         # decoded values are integers in bounds already; values read from a file may not be
         # (io.typed_by_schema): rounded, +-inf and huge values kept on their side of int64
         v = np.asarray(col.values, dtype=np.float64)
         v = np.clip(np.rint(np.where(np.isnan(v), 0.0, v)), -(2.0**62), 2.0**62)
-        return pa.array(v.astype(np.int64), mask=mask)
+        return _from_numpy(v.astype(np.int64), pa.int64(), mask)
     if isinstance(spec, DatetimeColumn):
         us = np.asarray(col.values, dtype=np.int64)
         if want_date:
             days = np.floor_divide(us, 86_400_000_000).astype(np.int32)
-            return pa.array(days, type=pa.date32(), mask=mask)
-        return pa.array(us, type=pa.timestamp("us", tz="UTC" if aware else None), mask=mask)
+            return _from_numpy(days, pa.date32(), mask)
+        return _from_numpy(us, pa.timestamp("us", tz="UTC" if aware else None), mask)
     if isinstance(spec, BoolColumn):
-        return pa.array(np.asarray(col.values, dtype=np.int64) == 1, mask=mask)
+        return _from_numpy(np.asarray(col.values, dtype=np.int64) == 1, pa.bool_(), mask)
     labels = np.asarray(list(spec.categories), dtype=object)
     codes = np.asarray(col.values, dtype=np.int64)
     if isinstance(spec.categories[0], str):

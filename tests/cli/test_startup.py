@@ -132,9 +132,12 @@ import json, sys
 from opendp_wasserstein_cli import console_main
 code = console_main(json.loads(sys.argv[1]))
 before = "sklearn" in sys.modules
+deferred = sorted(m for m in ("pandas", "scipy") if m in sys.modules)
 import opendp.prelude as dp
 dp.sklearn.decomposition  # an attribute access loads the deferred extra in full
-print(json.dumps({"code": code, "before": before, "after": "sklearn" in sys.modules}))
+print(json.dumps(
+    {"code": code, "before": before, "after": "sklearn" in sys.modules, "loaded": deferred}
+))
 """
 
 
@@ -157,8 +160,39 @@ def test_a_synth_run_defers_the_sklearn_extra_until_it_is_used(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout)
-    assert got == {"code": 0, "before": False, "after": True}
+    assert got == {"code": 0, "before": False, "after": True, "loaded": []}
     assert out.read_text().startswith("a,b\n")
+
+
+def test_a_numeric_synth_imports_neither_pandas_nor_scipy(tmp_path):
+    """A ``--bounds`` ``synth`` (numbers read as text, parsed by Arrow, written back through
+    Arrow buffers) loads neither pandas (a third of its start-up) nor scipy; a table with a
+    text category still goes through pandas, so the probe can see it."""
+    csv, out = tmp_path / "x.csv", tmp_path / "y.csv"
+    csv.write_text("a,b,c\n" + "".join(f"{i / 50},{i % 7},{'xy'[i % 2]}\n" for i in range(50)))
+    bounds, schema = tmp_path / "b.json", tmp_path / "s.json"
+    bounds.write_text('{"a": [0, 1], "b": [0, 6]}')
+    schema.write_text(
+        '{"columns": {"a": {"type": "float", "bounds": [0, 1]}, '
+        '"c": {"type": "categorical", "categories": ["x", "y"]}}}'
+    )
+    loaded = []
+    for extra in (["--bounds", str(bounds), "--columns", "a,b"], ["--schema", str(schema)]):
+        argv = ["synth", str(csv), "-o", str(out), "--epsilon", "1", "--quiet", *extra]
+        if extra[0] == "--schema":
+            argv += ["--columns", "a,c"]
+        proc = subprocess.run(
+            [sys.executable, "-c", _SYNTH_PROBE, json.dumps(argv)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = json.loads(proc.stdout)
+        assert got["code"] == 0
+        loaded.append(got["loaded"])
+    assert loaded == [[], ["pandas"]]
 
 
 def test_deferring_is_a_no_op_once_the_extra_is_imported():

@@ -527,3 +527,43 @@ def test_synthesize_on_dask_checks_the_options_once_and_matches_in_memory(
     assert rel.rows == len(y) == 2000
     with pytest.raises(TypeError):
         synthesize_on_dask(x, 1.0, tmp_path / "o2", (0, 1), "pruned")  # options are keyword-only
+
+
+# ---------------------------------------------------------------------------------------------
+# a client started in the background (the command line's --scheduler local:N)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_future_of_a_client_gives_the_release_of_the_client(cluster, tmp_path):
+    from concurrent.futures import Future
+
+    x = rows(3000, 2)
+    handle: Future = Future()
+    handle.set_result(cluster)
+    got = []
+    for c in (cluster, handle):
+        with reproducible(4):
+            rel, _ = synthesize_on_dask(x, 1.0, tmp_path / f"o{len(got)}", (0, 1), client=c)
+        got.append(sorted_rows(rel.read()))
+    assert np.array_equal(got[0], got[1])
+    failed: Future = Future()
+    failed.set_exception(OSError("the cluster did not start"))
+    with pytest.raises(OSError, match="did not start"):
+        synthesize_on_dask(x, 1.0, tmp_path / "o9", (0, 1), client=failed)
+    assert not (tmp_path / "o9").exists()
+
+
+def test_local_client_in_background_starts_then_closes_the_cluster():
+    from concurrent.futures import Future
+
+    from opendp_wasserstein.distributed import local_client_in_background
+
+    with local_client_in_background(workers=1, processes=False) as handle:
+        assert isinstance(handle, Future)
+        client = handle.result(timeout=120)
+        assert client.submit(sum, [1, 2]).result() == 3
+        assert len(client.scheduler_info()["workers"]) == 1
+    assert client.status == "closed"
+    with local_client_in_background(workers=1, processes=False) as unused:
+        pass  # never waited for: closed all the same once started
+    assert unused.result().status == "closed"

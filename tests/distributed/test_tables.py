@@ -314,3 +314,37 @@ def test_cli_synth_schema_delta_on_a_scheduler_is_the_in_memory_synth(
     assert summary["epsilon_certified"] == mem_summary["epsilon_certified"]
     assert summary["details"]["noise"] == "gaussian"
     assert pq.read_table(out).equals(pq.read_table(mem))
+
+
+def test_a_worker_builds_the_blocks_domain_without_scikit_learn() -> None:
+    """``array2_domain`` imports ``opendp.prelude``, which imports scikit-learn through OpenDP's
+    sklearn extra: seconds of a worker's first pass, and a worker that imported it outlived
+    its nanny's 4 s to close.  The blocks' domain defers the extra (a fresh process stands
+    for a worker); it still loads on first use."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("sklearn")
+    probe = (
+        "import sys\n"
+        "import opendp.prelude  # noqa: F401 (would import scikit-learn)\n"
+        "print('sklearn' in sys.modules)\n"
+    )
+    worker = (
+        "import sys\n"
+        "from opendp_wasserstein.distributed._tables import _part_domain\n"
+        "dom = _part_domain(3)\n"
+        "before = 'sklearn' in sys.modules\n"
+        "import opendp.prelude as dp\n"
+        "dp.sklearn.decomposition\n"
+        "print(before, 'sklearn' in sys.modules, dom == dp.numpy.array2_domain(\n"
+        "    num_columns=3, T=float, nan=False))\n"
+    )
+    outs = []
+    for code in (probe, worker):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.split())
+    assert outs == [["True"], ["False", "True", "True"]]

@@ -129,3 +129,22 @@ def test_calibrate_refuses_unknown_kinds():
     tm = _marginals([np.ones(16), np.ones(6), np.ones(4), np.ones(2)], [0.0] * 4)
     with pytest.raises(ValueError, match="kinds"):
         calibrate(np.zeros((2, ENC.dimension)), ENC, tm, RandomSource(0), kinds=("nope",))
+
+
+@pytest.mark.parametrize(
+    "u",
+    [
+        np.random.default_rng(0).uniform(size=1000),
+        np.round(np.random.default_rng(1).uniform(size=1000), 2),  # ties
+        np.array([0.5, -0.0, 0.0, 0.25]),  # a signed zero ties with zero
+        np.array([0.5, np.nan, 0.1, np.nan]),  # NaNs: ordered by the key, as lexsort does
+        np.array([0.3]),
+        np.array([], dtype=float),
+    ],
+    ids=["continuous", "ties", "zeros", "nan", "one", "empty"],
+)
+def test_rank_order_is_lexsort(u):
+    from opendp_wasserstein.tables.calibration import _rank_order
+
+    key = np.random.default_rng(2).uniform(size=len(u))
+    assert np.array_equal(_rank_order(u, key), np.lexsort((key, u)))
