@@ -554,7 +554,7 @@ def _release(
         return info, independent_join(marginals, enc, n, rng)
     e_sel, e_cnt, bins = pair_budgets
     with runtime.diagnostics() as inner:
-        coding = PairCoding.from_marginals(marginals, bins)
+        coding = PairCoding.from_marginals(marginals, bins, enc)
         k = len(coding.plans)
         pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
         futures = [c.submit(pair_counts_task, b, coding, pairs, pure=False) for b in drv.blocks]

@@ -84,6 +84,7 @@ from opendp_wasserstein.tables.marginals import (
     noise_variance,
     project_groups,
 )
+from opendp_wasserstein.tables.schema import IntColumn
 
 if TYPE_CHECKING:
     from scipy import special
@@ -92,6 +93,7 @@ else:
 
 __all__ = [
     "PairCoding",
+    "value_leaves",
     "pair_bins",
     "make_pair_counts",
     "make_pair_scores",
@@ -163,8 +165,16 @@ class PairCoding:
     sizes: tuple[int, ...]
 
     @classmethod
-    def from_marginals(cls, marginals: TableMarginals, bins: int) -> PairCoding:
-        """Numeric columns cut at their DP quantiles ``j / bins``."""
+    def from_marginals(
+        cls, marginals: TableMarginals, bins: int, enc: TableEncoding | None = None
+    ) -> PairCoding:
+        """Numeric columns cut at their DP quantiles ``j / bins``; with ``enc``, a column whose
+        leaves are its values (:func:`value_leaves`) cut at the leaf edge nearest each quantile,
+        so a value is never split between two codes (its records all sit at its cell's centre:
+        a cut inside the cell gave the pair tables none of the value on one side while the first
+        look's quantiles put part of it there, and :func:`combine_margins` moved that part's
+        mass onto the neighbouring values)."""
+        atoms = value_leaves(enc, marginals) if enc is not None else (False,) * len(marginals.plans)
         edges: list[np.ndarray | None] = []
         sizes = []
         for c, p in enumerate(marginals.plans):
@@ -173,6 +183,9 @@ class PairCoding:
                 sizes.append(p.cells)
                 continue
             q = marginals.quantiles(c, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+            if atoms[c]:
+                leaves = len(marginals.masses[c])
+                q = np.round(q * leaves) / leaves
             e = np.unique(np.concatenate(([0.0], q[(q > 0.0) & (q < 1.0)], [1.0])))
             edges.append(e)
             sizes.append(len(e) - 1 + (1 if p.missing_axis is not None else 0))
@@ -231,6 +244,19 @@ class PairCoding:
                 out[:, p.axes[p.missing_axis]] = np.where(miss, 0.75, 0.25)
                 out[miss, p.value_axis] = 0.5
         return out
+
+
+def value_leaves(enc: TableEncoding, marginals: TableMarginals) -> tuple[bool, ...]:
+    """Per column, whether its first-look leaves are its values (public: the schema and the
+    leaves' number): an int column of one leaf per integer, whose encoded records all sit at
+    their cells' centres (the encoding's ``(x - lo + 1/2) / (hi - lo + 1)``)."""
+    out = []
+    for (_name, spec), p, m in zip(
+        enc.schema.items(), marginals.plans, marginals.masses, strict=True
+    ):
+        ints = p.kind == "numeric" and isinstance(spec, IntColumn)
+        out.append(bool(ints and len(m) == spec.upper - spec.lower + 1))
+    return tuple(out)
 
 
 def _stability(kind: str) -> Any:

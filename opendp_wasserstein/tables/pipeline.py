@@ -624,7 +624,7 @@ def _make_structured(
             return points
         with runtime.diagnostics() as inner:
             if kind_joint == "pairs":
-                coding = PairCoding.from_marginals(marginals, bins)
+                coding = PairCoding.from_marginals(marginals, bins, enc)
                 edges, tables, pattern = queryable(
                     make_pair_tree(
                         input_domain, input_metric, coding, marginals, eps_sel, eps_main, noise

@@ -38,6 +38,7 @@ from opendp_wasserstein.tables.pairs import (
     pair_score_sensitivity,
     sample_tree,
     tree_template,
+    value_leaves,
     zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
@@ -348,6 +349,54 @@ def test_combine_margins_without_noise_keeps_the_truth():
     for a, b in zip(out.masses, marg.masses, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-12)
     np.testing.assert_allclose(out.missing, marg.missing, atol=1e-12)
+
+
+def _spiky_int():
+    """96 records: ``k`` is 4 in 60 of them and each other value 0-9 in 4; the first look is
+    exact (one leaf per value of ``k``, 16 cells of ``x``, all present)."""
+    k = np.concatenate([np.full(60, 4), np.repeat([0, 1, 2, 3, 5, 6, 7, 8, 9], 4)])
+    pts = np.zeros((len(k), ENC.dimension))
+    px, pc, pk = PLANS
+    pts[:, px.axes[px.missing_axis]] = 0.25
+    pts[:, px.value_axis] = (np.arange(len(k)) % 16 + 0.5) / 16
+    pts[:, pc.value_axis] = 0.25  # category "a"
+    pts[:, pk.value_axis] = (k + 0.5) / 10
+    masses = (np.full(16, 1 / 16), np.array([1.0, 0.0, 0.0]), np.bincount(k, minlength=10) / 96)
+    return pts, TableMarginals(PLANS, masses, (0.0, 0.0, 0.0), len(k))
+
+
+def test_value_leaves_the_public_rule():
+    """An int column is its values' leaves only when it has one leaf per integer."""
+    _, marg = _spiky_int()
+    assert value_leaves(ENC, marg) == (False, False, True)
+    assert value_leaves(ENC, _uniform_marginals(96)) == (False, False, False)  # 16 leaves
+
+
+def test_int_codes_cut_at_the_leaf_edges_never_inside_a_value():
+    """Quantiles 1/4, 1/2, 3/4 all fall inside value 4's cell ``[0.4, 0.5)`` (CDF 16/96 to
+    76/96): with the encoding they move to its nearest edges, so value 4 is one code."""
+    _, marg = _spiky_int()
+    np.testing.assert_allclose(
+        PairCoding.from_marginals(marg, 4, ENC).edges[2], [0.0, 0.4, 0.5, 1.0], atol=1e-15
+    )
+    q = (np.array([24, 48, 72]) - 16) / 60  # the old cuts, inside the cell
+    np.testing.assert_allclose(
+        PairCoding.from_marginals(marg, 4).edges[2], np.r_[0.0, (4 + q) / 10, 1.0], atol=1e-15
+    )
+
+
+def test_exact_tables_leave_an_exact_spiky_int_marginal_unchanged():
+    """Noiseless first look and table: combining keeps ``k``'s marginal with the codes cut at
+    leaf edges; with cuts inside value 4's cell (every record at its centre) it moved value 4's
+    mass onto its neighbours."""
+    pts, marg = _spiky_int()
+    dom = dp.numpy.array2_domain(num_columns=ENC.dimension, size=96, T=float, nan=False)
+    for enc, same in ((ENC, True), (None, False)):
+        coding = PairCoding.from_marginals(marg, 4, enc)
+        counts = make_pair_counts(dom, dp.change_one_distance(), coding, 1, 2)
+        tab = np.asarray(counts(pts), dtype=np.float64).reshape(3, -1)
+        out = combine_margins(coding, marg, [(1, 2)], [tab], 1.0, _noise(1.0, 10))
+        assert np.allclose(out.masses[2], marg.masses[2], atol=1e-12) == same
 
 
 @settings(max_examples=40, deadline=None)
