@@ -9,9 +9,10 @@ Liu (1968) trees and of MST (McKenna, Miklau, Sheldon 2021), on public-after-DP 
 
 * **codes** (:class:`PairCoding`): every column coded from the first look alone (a DP release:
   public): a categorical column by its categories, a numeric one by ``B`` bins cut at its DP
-  quantiles (repeated cuts merged, so an atom is one bin), one more code for missing rows of a
-  nullable column; ``B`` (:func:`pair_bins`) is a function of public ``n``, ``epsilon`` and the
-  number of columns.
+  quantiles (repeated cuts merged, so an atom is one bin; an int column of one leaf per value at
+  the leaf edges nearest them, so a value is one code: :func:`value_leaves`), one more code for
+  missing rows of a nullable column; ``B`` (:func:`pair_bins`) is a function of public ``n``,
+  ``epsilon`` and the number of columns.
 * **the tree** (:func:`make_pair_tree`): ``k - 1`` rounds of the exponential mechanism, each
   choosing the pair of columns (among those that join two components of the edges chosen so
   far, Kruskal's rule: the candidate set of a round is a function of earlier releases) whose
