@@ -255,8 +255,8 @@ def value_leaves(enc: TableEncoding, marginals: TableMarginals) -> tuple[bool, .
     for (_name, spec), p, m in zip(
         enc.schema.items(), marginals.plans, marginals.masses, strict=True
     ):
-        ints = p.kind == "numeric" and isinstance(spec, IntColumn)
-        out.append(bool(ints and len(m) == spec.upper - spec.lower + 1))
+        values = spec.upper - spec.lower + 1 if isinstance(spec, IntColumn) else 0
+        out.append(p.kind == "numeric" and len(m) == values)
     return tuple(out)
 
 
