@@ -223,7 +223,9 @@ def test_pair_counts_task_is_make_pair_counts(table_files: Any) -> None:
         assert sum(want) == 1000
     want = make_pattern_counts(dom, dp.symmetric_distance(), coding)(x)
     assert got[-1].tolist() == list(want)
-    assert len(want) == 4 and sum(want) == 1000 and want[3] > 0  # both missing in some rows
+    assert len(want) == 4
+    assert sum(want) == 1000
+    assert want[3] > 0  # both missing in some rows
 
 
 def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) -> None:

@@ -235,11 +235,13 @@ def test_deeper_words_of_untied_rows_computed_on_first_read(
         e_lo, e_hi = eager.children(level, e_lo, e_hi)
         keep = hi > lo
         lo, hi, e_lo, e_hi = lo[keep], hi[keep], e_lo[keep], e_hi[keep]
-    assert np.array_equal(lo, e_lo) and np.array_equal(hi, e_hi)
+    assert np.array_equal(lo, e_lo)
+    assert np.array_equal(hi, e_hi)
     assert lo.size == {"few-ties": 3000, "tied-runs": 3000 - 59 - 30, "too-many-tied": 1500}[case]
     view = lazy.truncated(depth // 2)
     assert np.array_equal(view._words, eager._words)  # computed on this first read
-    assert "runs" not in lazy._lazy and np.array_equal(lazy._words, eager._words)
+    assert "runs" not in lazy._lazy
+    assert np.array_equal(lazy._words, eager._words)
 
 
 @pytest.mark.parametrize("d,depth", [(10, 196), (5, 89), (3, 150)])

@@ -537,7 +537,8 @@ def test_gaussian_pair_tree_is_reproducible_and_keeps_dependence():
         edges, tables, pattern = meas(enc_points)
     with reproducible(5):
         edges2, tables2, pattern2 = meas(enc_points)
-    assert pattern is None and pattern2 is None  # one nullable column: no pattern table
+    assert pattern is None
+    assert pattern2 is None  # one nullable column: no pattern table
     assert edges == edges2
     for a, b in zip(tables, tables2, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -646,7 +647,8 @@ def test_pattern_counts_exact_values_and_stability():
     # patterns (x missing, y missing) as bits, x the most significant: 01, 11, 10, 00, 00
     t = make_pattern_counts(_domain2(5), dp.change_one_distance(), _coding2())
     assert t(pts) == [2, 1, 1, 1]
-    assert t.map(1) == 2 and t.map(3) == 6
+    assert t.map(1) == 2
+    assert t.map(3) == 6
     sym = make_pattern_counts(_domain2(5), dp.symmetric_distance(), _coding2())
     assert sym.map(2) == 2
     l2 = make_pattern_counts(_domain2(5), dp.change_one_distance(), _coding2(), "l2")
@@ -717,12 +719,14 @@ def test_pair_tree_releases_the_pattern_and_reproduces_it():
     with reproducible(3):
         _, _, again = meas(pts)
     np.testing.assert_array_equal(pattern, again)
-    assert pattern.dtype == np.int64 and pattern.shape == (4,)
+    assert pattern.dtype == np.int64
+    assert pattern.shape == (4,)
     exact = np.bincount(2 * cols["x"].missing + cols["y"].missing, minlength=4)
     assert exact[1] == exact[2] == 0  # x and y missing together only
     assert np.abs(pattern - exact).max() < 60  # discrete Laplace at scale 4 * 2 * (9/4) / 4
     _, _, secure = meas(pts)
-    assert secure.dtype == np.int64 and secure.shape == (4,)
+    assert secure.dtype == np.int64
+    assert secure.shape == (4,)
 
 
 def test_pattern_law_fits_the_missing_shares():
@@ -733,7 +737,9 @@ def test_pattern_law_fits_the_missing_shares():
     g = law.reshape(2, 2)
     assert g.sum(axis=1)[1] == pytest.approx(0.3, abs=1e-3)  # x's missing share
     assert g.sum(axis=0)[1] == pytest.approx(0.3, abs=1e-12)  # y's (fitted last): exact
-    assert law[3] > 0.29 and law[1] < 0.01 and law[2] < 0.01  # together, as the counts say
+    assert law[3] > 0.29
+    assert law[1] < 0.01
+    assert law[2] < 0.01  # together, as the counts say
     # no counts: the independent law
     flat = pattern_law(np.zeros(4), np.array([0.2, 0.5]))
     np.testing.assert_allclose(flat, [0.4, 0.4, 0.1, 0.1], atol=1e-12)

@@ -181,7 +181,8 @@ def test_halton_points_stratify_every_axis_and_fill_pairs_evenly():
     fifths = np.floor(y[:, 2] * 5).astype(int)
     assert sorted(fifths[:5].tolist()) == [0, 1, 2, 3, 4]  # base 5: the first 5 points
     assert sorted(np.bincount(fifths, minlength=5).tolist()) == [1, 2, 2, 2, 2]
-    assert 0.0 <= y.min() and y.max() < 1.0
+    assert 0.0 <= y.min()
+    assert y.max() < 1.0
     np.testing.assert_array_equal(
         halton_points(50, 4, RandomSource(3)), halton_points(50, 4, RandomSource(3))
     )
