@@ -37,22 +37,20 @@ structured release needs a public ``n``, in memory too).
 from __future__ import annotations
 
 import os
-import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
-from opendp.mod import GLOBAL_FEATURES, disable_features
 
 from opendp_wasserstein import runtime
 from opendp_wasserstein.combinators import rho_for_approx_dp
 from opendp_wasserstein.core import dp
+from opendp_wasserstein.core.data import validate_data
 from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.distributed._executor import _client
@@ -78,7 +76,7 @@ from opendp_wasserstein.tables.marginals import (
     TableMarginals,
     column_plans,
     column_trees,
-    make_level_counts,
+    level_cells,
 )
 from opendp_wasserstein.tables.pairs import (
     PATTERN_SCALE,
@@ -103,7 +101,6 @@ from opendp_wasserstein.tables.pipeline import (
 )
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
-from opendp_wasserstein_cli import defer_sklearn_extra
 
 __all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask"]
 
@@ -154,55 +151,21 @@ def table_blocks(
     return blocks, n
 
 
-_CONTRIB_LOCK = threading.Lock()
-_CONTRIB_USERS = 0
-_CONTRIB_ADDED = False
-
-
-@contextmanager
-def _contrib() -> Iterator[None]:
-    """The driver built the release's measurement (contrib asserted there); a worker builds the
-    same counting transformations on the rows it reads.  A worker may be a thread of the
-    caller's own process, so the caller's OpenDP features are left as they were."""
-    global _CONTRIB_USERS, _CONTRIB_ADDED
-    with _CONTRIB_LOCK:  # worker threads share the process's features: count the users
-        if _CONTRIB_USERS == 0:
-            _CONTRIB_ADDED = "contrib" not in GLOBAL_FEATURES
-            if _CONTRIB_ADDED:
-                dp.enable_features("contrib")
-        _CONTRIB_USERS += 1
-    try:
-        yield
-    finally:
-        with _CONTRIB_LOCK:
-            _CONTRIB_USERS -= 1
-            if _CONTRIB_USERS == 0 and _CONTRIB_ADDED:
-                disable_features("contrib")
-
-
-def _part_domain(d: int) -> Any:
-    """The blocks' domain, on a worker.  OpenDP's ``array2_domain`` imports ``opendp.prelude``,
-    which imports scikit-learn through ``opendp.extras.sklearn``: seconds of the first pass in
-    every worker process, and a worker that has imported it outlives the 4 s its nanny gives
-    it to close (the cluster's close then kills it), so the extra is deferred here as the
-    program defers it (:func:`opendp_wasserstein_cli.defer_sklearn_extra`: a lazy module, loaded
-    in full on its first use; nothing if it is imported already)."""
-    defer_sklearn_extra()
-    return dp.numpy.array2_domain(num_columns=d, T=float, nan=False)
-
-
 def marginal_counts_task(
     block: TableBlock, trees: Sequence[tuple[ColumnPlan, int, int]]
 ) -> tuple[int, list[np.ndarray]]:
     """Rows and the first look's exact level counts of one block (``trees``: per count, the
-    column, its leaves and the level), by :func:`make_level_counts` on the block's rows."""
+    column, its leaves and the level): the function of
+    :func:`~opendp_wasserstein.tables.marginals.make_level_counts` on the block's rows
+    (``bincount`` of :func:`~opendp_wasserstein.tables.marginals.level_cells`, a test checks them
+    equal), which builds no OpenDP object on the worker, so it needs no feature there and leaves
+    the process's features as they were."""
     x = block()
-    with _contrib():
-        dom, met = _part_domain(x.shape[1]), dp.symmetric_distance()
-        out = [
-            np.asarray(make_level_counts(dom, met, p, leaves, j)(x), dtype=np.int64)
-            for p, leaves, j in trees
-        ]
+    x = validate_data(x, x.shape[1], None, nan=False)
+    out = []
+    for p, leaves, j in trees:  # the columns' levels (public)
+        cells, width = level_cells(p, leaves, j)
+        out.append(np.bincount(cells(x), minlength=width).astype(np.int64))
     return int(x.shape[0]), out
 
 

@@ -24,7 +24,7 @@ dyadic split halves the released mass), the column weights of the split orders
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -261,11 +261,23 @@ def make_level_counts(
     :param output_metric: ``"l1"`` (default, ``l1_distance(T="i64")``) or ``"l2"``
         (``l2_distance(T=float)``)
     """
-    assert_features("contrib")
-    d, n = check_data_domain(input_domain)
-    kind = check_metric(input_metric, n)
-    if output_metric not in ("l1", "l2"):
-        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
+    cells, width = level_cells(plan, leaves, level)
+    return make_cell_counts(input_domain, input_metric, width, cells, output_metric)
+
+
+def level_cells(
+    plan: ColumnPlan, leaves: int, level: int
+) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
+    """The entry of :func:`make_level_counts`' vector each encoded point is counted in, and the
+    vector's length: ``(cells, width)``, ``cells(x)`` an int64 array of one index in
+    ``[0, width)`` per row (plain numpy: the Dask workers count with it, building no OpenDP
+    object).
+
+    :param plan: the column
+    :param leaves: the tree's leaves (:func:`column_leaves`)
+    :param level: ``0`` (the leaves) .. ``len(tree_levels(leaves)) - 1``
+    :return: the cell function and the number of cells
+    """
     sizes = tree_levels(leaves, plan.kind)
     if not 0 <= level < len(sizes):
         raise ValueError(f"level must be in [0, {len(sizes) - 1}]")
@@ -274,8 +286,7 @@ def make_level_counts(
     width = size + (1 if plan.missing_axis is not None else 0)
     bounds = category_boundaries(plan.cells) if plan.kind == "category" else None
 
-    def function(x: np.ndarray) -> list[int]:
-        x = validate_data(x, d, n, nan=False)
+    def cells(x: np.ndarray) -> np.ndarray:
         if bounds is not None:
             idx = np.clip(
                 np.searchsorted(bounds, x[:, plan.value_axis], side="right") - 1, 0, plan.cells - 1
@@ -284,7 +295,47 @@ def make_level_counts(
             idx = _leaf_index(x[:, plan.value_axis], leaves) // group
         if plan.missing_axis is not None:
             idx = np.where(x[:, plan.axes[plan.missing_axis]] >= 0.5, size, idx)
-        return np.bincount(idx, minlength=width).tolist()  # type: ignore[no-any-return]
+        return idx  # type: ignore[no-any-return]
+
+    return cells, width
+
+
+def make_cell_counts(
+    input_domain: Domain,
+    input_metric: Metric,
+    size: int,
+    cells: Callable[[np.ndarray], np.ndarray],
+    output_metric: str = "l1",
+) -> Transformation:
+    r"""Counts of the encoded points by cell, where ``cells(x)`` puts every row in exactly one of
+    ``size`` cells: a Transformation to an ``i64`` vector of length ``size`` in ``l1_distance``
+    (``output_metric="l2"``: in ``l2_distance(T=float)``).  A replacement moves the vector by
+    at most 2 in ``l1`` and an addition or removal by 1: stability ``2 d_in`` under
+    ``change_one_distance``, ``d_in`` under ``symmetric_distance``; in ``l2``, ``sqrt(2)`` per
+    replacement, rounded up (:func:`l2_count_stability`).  The shell of the first look's level
+    counts (:func:`make_level_counts`), the pair and pattern tables
+    (:func:`~opendp_wasserstein.tables.pairs.make_pair_counts`,
+    :func:`~opendp_wasserstein.tables.pairs.make_pattern_counts`) and the network's clique
+    tables (:func:`~opendp_wasserstein.tables.network.make_clique_counts`).
+
+    **Proof Definition:** :doc:`/proofs/table_marginals`
+
+    :param input_domain: ``dp.numpy.array2_domain(num_columns=D, T=float)`` (encoded points)
+    :param input_metric: ``dp.symmetric_distance()`` or (sized) ``dp.change_one_distance()``
+    :param size: the number of cells
+    :param cells: the cell of every row (int64 in ``[0, size)``)
+    :param output_metric: ``"l1"`` (default, ``l1_distance(T="i64")``) or ``"l2"``
+        (``l2_distance(T=float)``)
+    """
+    assert_features("contrib")
+    d, n = check_data_domain(input_domain)
+    kind = check_metric(input_metric, n)
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
+
+    def function(x: np.ndarray) -> list[int]:
+        x = validate_data(x, d, n, nan=False)
+        return np.bincount(cells(x), minlength=size).tolist()  # type: ignore[no-any-return]
 
     def stability(d_in: Any) -> int:
         return 2 * _identity(d_in) if kind == "change_one" else _identity(d_in)
@@ -296,7 +347,7 @@ def make_level_counts(
     return make_transformation(
         input_domain,
         input_metric,
-        dp.vector_domain(dp.atom_domain(T="i64"), size=width),
+        dp.vector_domain(dp.atom_domain(T="i64"), size=size),
         dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
         function,
         l2_stability if l2 else stability,

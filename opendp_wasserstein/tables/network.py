@@ -90,14 +90,13 @@ from opendp_wasserstein.tables.marginals import (
     TableMarginals,
     check_noise,
     column_plans,
-    l2_count_stability,
+    make_cell_counts,
     project_groups,
 )
 from opendp_wasserstein.tables.pairs import (
     PAIR_BINS_MAX,
     FirstLookNoise,
     PairCoding,
-    _stability,
     combine_margins,
     grade_correlation,
     pair_bins,
@@ -225,31 +224,12 @@ def make_clique_counts(
     ``output_metric="l2"``: in ``l2_distance(T=float)``, stability ``sqrt(2)`` per replacement,
     rounded up (:func:`~opendp_wasserstein.tables.marginals.l2_count_stability`, as
     :func:`~opendp_wasserstein.tables.pairs.make_pair_counts`)."""
-    assert_features("contrib")
-    d, n = check_data_domain(input_domain)
-    kind = check_metric(input_metric, n)
-    if output_metric not in ("l1", "l2"):
-        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     cols = clique.columns
-    size = _cells(coding, cols)
 
-    def function(x: np.ndarray) -> list[int]:
-        x = validate_data(x, d, n, nan=False)
-        codes = {c: coding.codes(x, c) for c in cols}
-        return np.bincount(_joint_codes(coding, codes, cols), minlength=size).tolist()  # type: ignore[no-any-return]
+    def cells(x: np.ndarray) -> np.ndarray:
+        return _joint_codes(coding, {c: coding.codes(x, c) for c in cols}, cols)
 
-    def l2_stability(d_in: Any) -> float:
-        return l2_count_stability(kind, n is not None, d_in)
-
-    l2 = output_metric == "l2"
-    return make_transformation(
-        input_domain,
-        input_metric,
-        dp.vector_domain(dp.atom_domain(T="i64"), size=size),
-        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
-        function,
-        l2_stability if l2 else _stability(kind),
-    )
+    return make_cell_counts(input_domain, input_metric, _cells(coding, cols), cells, output_metric)
 
 
 def make_clique_scores(

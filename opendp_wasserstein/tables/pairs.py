@@ -81,7 +81,7 @@ from opendp_wasserstein.tables.marginals import (
     TableMarginals,
     check_noise,
     column_plans,
-    l2_count_stability,
+    make_cell_counts,
     noise_variance,
     project_groups,
 )
@@ -260,15 +260,6 @@ def value_leaves(enc: TableEncoding, marginals: TableMarginals) -> tuple[bool, .
     return tuple(out)
 
 
-def _stability(kind: str) -> Any:
-    def stability(d_in: Any) -> int:
-        if isinstance(d_in, bool) or not isinstance(d_in, (int, np.integer)) or d_in < 0:
-            raise ValueError("d_in must be a non-negative integer")
-        return 2 * int(d_in) if kind == "change_one" else int(d_in)
-
-    return stability
-
-
 def make_pair_counts(
     input_domain: Domain,
     input_metric: Metric,
@@ -283,29 +274,12 @@ def make_pair_counts(
     stability ``2 d_in`` under ``change_one_distance``, ``d_in`` under ``symmetric_distance``.
     With ``output_metric="l2"``: in ``l2_distance(T=float)``, stability ``sqrt(2)`` per
     replacement, rounded up (:func:`~opendp_wasserstein.tables.marginals.l2_count_stability`)."""
-    assert_features("contrib")
-    d, n = check_data_domain(input_domain)
-    kind = check_metric(input_metric, n)
-    if output_metric not in ("l1", "l2"):
-        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     ki, kj = coding.sizes[i], coding.sizes[j]
 
-    def function(x: np.ndarray) -> list[int]:
-        x = validate_data(x, d, n, nan=False)
-        return np.bincount(coding.codes(x, i) * kj + coding.codes(x, j), minlength=ki * kj).tolist()  # type: ignore[no-any-return]
+    def cells(x: np.ndarray) -> np.ndarray:
+        return coding.codes(x, i) * kj + coding.codes(x, j)  # type: ignore[no-any-return]
 
-    def l2_stability(d_in: Any) -> float:
-        return l2_count_stability(kind, n is not None, d_in)
-
-    l2 = output_metric == "l2"
-    return make_transformation(
-        input_domain,
-        input_metric,
-        dp.vector_domain(dp.atom_domain(T="i64"), size=ki * kj),
-        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
-        function,
-        l2_stability if l2 else _stability(kind),
-    )
+    return make_cell_counts(input_domain, input_metric, ki * kj, cells, output_metric)
 
 
 #: the sweeps of iterative proportional fitting in :func:`pattern_law`
@@ -369,31 +343,15 @@ def make_pattern_counts(
     exactly one cell, so the stability of :func:`make_pair_counts` (``2 d_in`` under
     ``change_one_distance``, ``d_in`` under ``symmetric_distance``; with ``output_metric="l2"``
     ``sqrt(2)`` per replacement, rounded up)."""
-    assert_features("contrib")
-    d, n = check_data_domain(input_domain)
-    kind = check_metric(input_metric, n)
-    if output_metric not in ("l1", "l2"):
-        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     cols = pattern_columns(coding)
     if not cols:
         raise ValueError("the coding has fewer than two nullable numeric columns")
-    size = 2 ** len(cols)
-
-    def function(x: np.ndarray) -> list[int]:
-        x = validate_data(x, d, n, nan=False)
-        return np.bincount(pattern_codes(coding, x), minlength=size).tolist()  # type: ignore[no-any-return]
-
-    def l2_stability(d_in: Any) -> float:
-        return l2_count_stability(kind, n is not None, d_in)
-
-    l2 = output_metric == "l2"
-    return make_transformation(
+    return make_cell_counts(
         input_domain,
         input_metric,
-        dp.vector_domain(dp.atom_domain(T="i64"), size=size),
-        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
-        function,
-        l2_stability if l2 else _stability(kind),
+        2 ** len(cols),
+        lambda x: pattern_codes(coding, x),
+        output_metric,
     )
 
 

@@ -14,13 +14,14 @@ import pytest
 from opendp_wasserstein import runtime
 from opendp_wasserstein.distributed import synthesize_on_dask
 from opendp_wasserstein.distributed._tables import (
+    marginal_counts_task,
     pair_counts_task,
     synthesize_table_on_dask,
     table_blocks,
 )
 from opendp_wasserstein.tables import Schema, TableEncoding
 from opendp_wasserstein.tables.io import read_file
-from opendp_wasserstein.tables.marginals import column_plans
+from opendp_wasserstein.tables.marginals import column_plans, make_level_counts, tree_levels
 from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts, make_pattern_counts
 from opendp_wasserstein.tables.pipeline import StructuredOptions
 from opendp_wasserstein.tables.release import synthesize_table
@@ -318,11 +319,45 @@ def test_cli_synth_schema_delta_on_a_scheduler_is_the_in_memory_synth(
     assert pq.read_table(out).equals(pq.read_table(mem))
 
 
-def test_a_worker_builds_the_blocks_domain_without_scikit_learn() -> None:
+def test_marginal_counts_task_is_make_level_counts_and_needs_no_feature(table_files: Any) -> None:
+    """The workers' first-look counts are make_level_counts' on the block's rows, level by
+    level, computed without OpenDP's contrib feature and leaving the process's features as
+    they were (a worker may be a thread of the caller's process)."""
+    from opendp.mod import GLOBAL_FEATURES
+
+    schema = Schema.from_json(SCHEMA)
+    enc = TableEncoding(schema)
+    blocks, _ = table_blocks(str(table_files / "t.parquet"), enc, 1000)
+    plans = column_plans(enc)
+    trees = [
+        (p, leaves, level)
+        for p in plans
+        for leaves in ((1,) if p.kind == "category" else (16, 256))
+        for level in range(len(tree_levels(leaves, p.kind)))
+    ]
+    before = set(GLOBAL_FEATURES)
+    dp.disable_features("contrib")
+    try:
+        rows, got = marginal_counts_task(blocks[2], trees)
+        assert "contrib" not in GLOBAL_FEATURES
+    finally:
+        dp.enable_features(*before)
+    assert set(GLOBAL_FEATURES) == before
+    assert rows == 1000
+    x = blocks[2]()
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
+    for (p, leaves, level), g in zip(trees, got, strict=True):
+        want = make_level_counts(dom, dp.symmetric_distance(), p, leaves, level)(x)
+        assert g.dtype == np.int64
+        assert g.tolist() == list(want)
+        assert sum(want) == 1000
+
+
+def test_a_worker_counts_without_scikit_learn(table_files: Any) -> None:
     """``array2_domain`` imports ``opendp.prelude``, which imports scikit-learn through OpenDP's
     sklearn extra: seconds of a worker's first pass, and a worker that imported it outlived
-    its nanny's 4 s to close.  The blocks' domain defers the extra (a fresh process stands
-    for a worker); it still loads on first use."""
+    its nanny's 4 s to close.  A worker's counts build no OpenDP domain (a fresh process
+    stands for a worker): scikit-learn is not imported."""
     import subprocess
     import sys
 
@@ -334,13 +369,14 @@ def test_a_worker_builds_the_blocks_domain_without_scikit_learn() -> None:
     )
     worker = (
         "import sys\n"
-        "from opendp_wasserstein.distributed._tables import _part_domain\n"
-        "dom = _part_domain(3)\n"
-        "before = 'sklearn' in sys.modules\n"
-        "import opendp.prelude as dp\n"
-        "dp.sklearn.decomposition\n"
-        "print(before, 'sklearn' in sys.modules, dom == dp.numpy.array2_domain(\n"
-        "    num_columns=3, T=float, nan=False))\n"
+        "from opendp_wasserstein.distributed._tables import marginal_counts_task, table_blocks\n"
+        "from opendp_wasserstein.tables import Schema, TableEncoding\n"
+        "from opendp_wasserstein.tables.marginals import column_plans\n"
+        f"enc = TableEncoding(Schema.from_json({SCHEMA!r}))\n"
+        f"blocks, _ = table_blocks({str(table_files / 't.parquet')!r}, enc, 1000)\n"
+        "trees = [(p, 1 if p.kind == 'category' else 16, 0) for p in column_plans(enc)]\n"
+        "rows, counts = marginal_counts_task(blocks[0], trees)\n"
+        "print(rows, 'sklearn' in sys.modules)\n"
     )
     outs = []
     for code in (probe, worker):
@@ -349,4 +385,4 @@ def test_a_worker_builds_the_blocks_domain_without_scikit_learn() -> None:
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(proc.stdout.split())
-    assert outs == [["True"], ["False", "True", "True"]]
+    assert outs == [["True"], ["1000", "False"]]
