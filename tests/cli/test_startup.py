@@ -141,6 +141,19 @@ print(json.dumps(
 """
 
 
+def _synth_probe(argv: list[str]) -> dict:
+    """Run :data:`_SYNTH_PROBE` on ``argv`` in a fresh interpreter; its JSON report."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _SYNTH_PROBE, json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
 def test_a_synth_run_defers_the_sklearn_extra_until_it_is_used(tmp_path):
     """The program's ``synth`` runs OpenDP's ``array2_domain`` (which imports ``opendp.prelude``,
     which imports ``opendp.extras.sklearn``) without importing scikit-learn; the extra still
@@ -151,15 +164,7 @@ def test_a_synth_run_defers_the_sklearn_extra_until_it_is_used(tmp_path):
     bounds = tmp_path / "b.json"
     bounds.write_text('{"a": [0, 1], "b": [0, 1]}')
     argv = ["synth", str(csv), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds)]
-    proc = subprocess.run(
-        [sys.executable, "-c", _SYNTH_PROBE, json.dumps([*argv, "--quiet"])],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout)
+    got = _synth_probe([*argv, "--quiet"])
     assert got == {"code": 0, "before": False, "after": True, "loaded": []}
     assert out.read_text().startswith("a,b\n")
 
@@ -181,15 +186,7 @@ def test_a_numeric_synth_imports_neither_pandas_nor_scipy(tmp_path):
         argv = ["synth", str(csv), "-o", str(out), "--epsilon", "1", "--quiet", *extra]
         if extra[0] == "--schema":
             argv += ["--columns", "a,c"]
-        proc = subprocess.run(
-            [sys.executable, "-c", _SYNTH_PROBE, json.dumps(argv)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        got = json.loads(proc.stdout)
+        got = _synth_probe(argv)
         assert got["code"] == 0
         loaded.append(got["loaded"])
     assert loaded == [[], ["pandas"]]
