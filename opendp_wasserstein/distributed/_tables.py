@@ -21,13 +21,19 @@ release's noise on the sums: OpenDP's discrete Laplace (``make_laplace``, the la
 in-memory ``then_laplace``) and exponential selection on the CSPRNG by default, and inside
 :func:`opendp_wasserstein.runtime.reproducible` the very draws of the in-memory release (the same
 derived streams, in the same order), so the release under a seed is the in-memory release.
-Everything after the noise (:class:`~opendp_wasserstein.tables.marginals.TableMarginals`, the
-codes, :func:`~opendp_wasserstein.tables.pairs.sample_tree`,
-:func:`~opendp_wasserstein.tables.calibration.calibrate`, the quality figure) reads no row: it
-is the in-memory code on the DP releases and the public ``n``.  The ``n`` synthetic rows are
-drawn on the driver (one stream, as in memory; ``O(n D)`` floats on the driver) and written as
-Parquet parts.  The certified map is the in-memory measurement's (built here for the same
-arguments).
+Everything after the noise reads no row: it is the in-memory code on the DP releases and the
+public ``n``.  The driver builds the model the rows are drawn from
+(:class:`~opendp_wasserstein.tables.pipeline.BlockModel`: the targets, the codes, the tree's
+noisy tables; ``O(model)`` memory, not ``O(n)``) and sends it to the workers once; the ``n``
+synthetic rows are drawn in the in-memory release's output blocks
+(:func:`~opendp_wasserstein.tables.pipeline.release_blocks` of the public ``n`` and
+``block_rows``, not of the input's row groups), each block on a worker from its own stream
+(:func:`~opendp_wasserstein.tables.pipeline.block_source`): drawn down the tree
+(:func:`~opendp_wasserstein.tables.pairs.sample_tree`), scored (the quality figure's counts,
+summed on the driver), calibrated (:func:`~opendp_wasserstein.tables.calibration.calibrate`),
+decoded and written as Parquet parts, exactly as
+:func:`~opendp_wasserstein.tables.pipeline.draw_blocks` draws them in memory.  The certified
+map is the in-memory measurement's (built here for the same arguments).
 
 Not on Dask: ``joint="tree"`` (the joint hierarchy: Adaptive Pruned-PMM over a family of split
 orders after the quantile encoding; refused, naming the in-memory path) and a private size (the
@@ -54,7 +60,7 @@ from opendp_wasserstein.core.data import validate_data
 from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.distributed._executor import _client
-from opendp_wasserstein.distributed._output import ParquetSink
+from opendp_wasserstein.distributed._output import ParquetSink, PartWriter
 from opendp_wasserstein.distributed._pmm import Driver, public_parts
 from opendp_wasserstein.distributed._source import PARQUET_ROWS_PER_BLOCK, parquet_files
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
@@ -89,16 +95,19 @@ from opendp_wasserstein.tables.pairs import (
     zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
+    BlockModel,
     StructuredOptions,
-    finish,
+    block_source,
     first_look_share,
     fit_marginals,
     fit_pairs,
-    independent_join,
     joint_kind,
     make_structured_synthesis,
-    pair_points,
+    pair_model,
+    quality_info,
+    release_blocks,
 )
+from opendp_wasserstein.tables.quality import agreement_from_counts
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
 
@@ -313,26 +322,41 @@ def _frame_info(block: TableBlock) -> FrameInfo:
     return info
 
 
-def _write_parts(
-    sink: ParquetSink,
-    points: np.ndarray,
-    enc: TableEncoding,
+def block_release_task(
+    model: BlockModel,
+    m: int,
+    rng: Any,
+    writer: PartWriter,
+    first: int,
+    parts: int,
     schema: Schema,
     info: FrameInfo,
-    parts: int,
-) -> int:
-    """The decoded rows of ``points`` in ``parts`` Parquet parts of consecutive rows, each part
-    decoded and converted on its own (decoding is row by row, so the parts hold the rows of the
-    whole table's decoding; the driver holds one part's decoded table at a time, not ``n``
-    rows')."""
-    cuts = np.linspace(0, len(points), parts + 1).astype(np.int64)
-    for q in range(parts):
-        piece = write_table(enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
-        final = sink.writer.path(q)
+) -> tuple[int, list[np.ndarray] | None]:
+    """One output block on a worker: ``m`` rows drawn from ``model`` with the block's stream
+    ``rng`` (:meth:`~opendp_wasserstein.tables.pipeline.BlockModel.draw`: sampled, scored,
+    calibrated), decoded and written as ``parts`` Parquet parts of consecutive rows numbered
+    from ``first`` (each part decoded and converted on its own); its rows and the quality
+    figure's counts."""
+    points, counts = model.draw(m, rng)
+    cuts = np.linspace(0, m, parts + 1).astype(np.int64)
+    for q in range(parts):  # the block's parts (public)
+        piece = write_table(model.enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
+        final = writer.path(first + q)
         tmp = f"{final}.tmp"
         pq.write_table(piece, tmp)
         os.replace(tmp, final)
-    return parts
+    return m, counts
+
+
+def block_parts(parts: int, blocks: int) -> list[int]:
+    """The output parts of each block: ``parts`` spread evenly over the blocks, at least one
+    each.
+
+    >>> block_parts(4, 1), block_parts(5, 2), block_parts(1, 3)
+    ([4], [3, 2], [1, 1, 1])
+    """
+    total = max(int(parts), int(blocks))
+    return [total // blocks + (1 if b < total % blocks else 0) for b in range(blocks)]
 
 
 def synthesize_table_on_dask(
@@ -427,7 +451,7 @@ def synthesize_table_on_dask(
             try:
                 workers = drv.workers()
                 t0 = time.perf_counter()
-                info, points = _release(
+                info, model, rng = _release(
                     drv,
                     enc,
                     n,
@@ -441,12 +465,39 @@ def synthesize_table_on_dask(
                     budgets,
                     noise,
                 )
+                sizes = release_blocks(n, opts.block_rows)
+                per = block_parts(parts or public_parts(n, len(blocks), workers), len(sizes))
+                firsts = np.concatenate(([0], np.cumsum(per)[:-1])).tolist()
+                shared = c.scatter(model, broadcast=True)
+                futures = [
+                    c.submit(
+                        block_release_task,
+                        shared,
+                        m,
+                        block_source(rng, b),
+                        sink.writer,
+                        firsts[b],
+                        per[b],
+                        sub,
+                        info_frame,
+                        pure=False,
+                    )
+                    for b, m in enumerate(sizes)
+                ]
+                total: list[np.ndarray] | None = None
+                for _, counts in drv.run(futures, "rows"):
+                    if counts is not None:
+                        total = (
+                            counts
+                            if total is None
+                            else [a + v for a, v in zip(total, counts, strict=True)]
+                        )
+                if total is not None:
+                    info |= quality_info(agreement_from_counts(total, model.marginals))
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()
-        want = parts or public_parts(n, len(blocks), workers)
-        written = _write_parts(sink, points, enc, sub, info_frame, want)
-        del points
+        written = sum(per)
         sink.commit()
     except BaseException:
         sink.abort()
@@ -492,9 +543,10 @@ def _release(
     levels: int,
     pair_budgets: tuple[float, float, int] | None,
     noise: str = "laplace",
-) -> tuple[dict[str, Any], np.ndarray]:
-    """The release's statistics on the cluster, its noise and post-processing on the driver:
-    the in-memory function of :func:`make_structured_synthesis` step by step."""
+) -> tuple[dict[str, Any], BlockModel, Any]:
+    """The release's statistics on the cluster, its noise and the model built from them on the
+    driver: the in-memory function of :func:`make_structured_synthesis` step by step up to the
+    rows; the model, and the stream the blocks derive theirs from."""
     c = drv.client
     futures = [c.submit(marginal_counts_task, b, counts, pure=False) for b in drv.blocks]
     rows, raw = 0, None
@@ -514,7 +566,7 @@ def _release(
         info["epsilon_marginals"] = float(marg_map)
     if pair_budgets is None:
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
-        return info, independent_join(marginals, enc, n, rng)
+        return info, BlockModel(enc, marginals, opts), rng
     e_sel, e_cnt, bins = pair_budgets
     with runtime.diagnostics() as inner:
         coding = PairCoding.from_marginals(marginals, bins, enc)
@@ -536,24 +588,10 @@ def _release(
             noise,
             pattern,
         )
-        y, marginals = pair_points(
-            enc,
-            n,
-            marg_eps,
-            levels,
-            e_cnt,
-            coding,
-            marginals,
-            edges,
-            tables,
-            rng,
-            opts,
-            noise,
-            noisy,
+        model = pair_model(
+            enc, n, marg_eps, levels, e_cnt, coding, marginals, edges, tables, opts, noise, noisy
         )
         info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
-    points, quality = finish(y, enc, marginals, rng, opts)
     for r in inner:
         info |= r
-    info |= quality
-    return info, points
+    return info, model, rng
