@@ -711,6 +711,23 @@ def grade_correlation(joint: np.ndarray) -> float:
 WITHIN_KINDS = ("copula", "uniform")
 
 
+def _inverse_cdf(cum: np.ndarray, parent: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row ``r``, how many entries of ``cum[parent[r]]`` are at most ``u[r]`` (each row of
+    ``cum`` a cumulative law: nondecreasing, its last entry ``1 > u``): ``searchsorted`` of each
+    parent code's rows, grouped by a counting sort of the codes, ``O(m log k)`` rather than the
+    ``(m, k)`` comparison matrix."""
+    k = cum.shape[0]
+    small = parent.astype(np.int16) if k <= np.iinfo(np.int16).max else parent
+    order = np.argsort(small, kind="stable")  # a radix sort of 16-bit codes
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(parent, minlength=k))))
+    out = np.empty(len(u), dtype=np.int64)
+    for p in range(k):  # the parent's codes (public)
+        rows = order[bounds[p] : bounds[p + 1]]
+        if len(rows):
+            out[rows] = np.searchsorted(cum[p], u[rows], side="right")
+    return out
+
+
 def sample_tree(
     coding: PairCoding,
     marginals: TableMarginals,
@@ -776,9 +793,7 @@ def sample_tree(
                 cum = np.cumsum(cond, axis=1)
                 cum[:, -1] = 1.0
                 u = rng.uniform(m)
-                codes[:, b] = np.minimum(
-                    (cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1
-                )
+                codes[:, b] = np.minimum(_inverse_cdf(cum, codes[:, a], u), cond.shape[1] - 1)
             else:
                 flags = codes[:, drawn] == np.array([coding.sizes[c] - 1 for c in drawn])
                 tree = cond[codes[:, a], -1]
@@ -790,7 +805,7 @@ def sample_tree(
                 cum[:, -1] = 1.0
                 u = rng.uniform(m)
                 top = cond.shape[1] - 2  # the last present code
-                codes[:, b] = np.minimum((cum[codes[:, a]] <= u[:, None]).sum(axis=1), top)
+                codes[:, b] = np.minimum(_inverse_cdf(cum, codes[:, a], u), top)
                 codes[miss, b] = cond.shape[1] - 1
             ea, eb = coding.edges[a], coding.edges[b]
             if within == "copula" and ea is not None and eb is not None:
