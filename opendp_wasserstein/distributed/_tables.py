@@ -484,16 +484,16 @@ def synthesize_table_on_dask(
                     )
                     for b, m in enumerate(sizes)
                 ]
-                total: list[np.ndarray] | None = None
+                summed: list[np.ndarray] | None = None
                 for _, counts in drv.run(futures, "rows"):
                     if counts is not None:
-                        total = (
+                        summed = (
                             counts
-                            if total is None
-                            else [a + v for a, v in zip(total, counts, strict=True)]
+                            if summed is None
+                            else [a + v for a, v in zip(summed, counts, strict=True)]
                         )
-                if total is not None:
-                    info |= quality_info(agreement_from_counts(total, model.marginals))
+                if summed is not None:
+                    info |= quality_info(agreement_from_counts(summed, model.marginals))
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()

@@ -17,6 +17,13 @@ marginals (:func:`~opendp_wasserstein.tables.calibration.calibrate`).  The quali
 (:func:`~opendp_wasserstein.tables.quality.marginal_agreement`) is recorded in
 :func:`opendp_wasserstein.runtime.diagnostics`.
 
+**Output blocks** (the pair tree and independent columns): the rows are drawn and calibrated in
+blocks of ``StructuredOptions.block_rows`` rows (public, default :data:`RELEASE_BLOCK_ROWS`),
+block ``b`` from its own stream (:func:`draw_blocks`): the release is the concatenation of
+independent samples of the block sizes from the one DP model, each calibrated to the targets
+at its own size; the quality figure sums the blocks' counts.  The Dask release draws the same
+blocks on its workers.  A table of one block is one sample of ``n`` rows, as before the blocks.
+
 **The joint release** (``joint="auto"``, :func:`joint_kind`, a function of public ``n``,
 ``epsilon`` and the schema): the tree of noisy 2-way marginals
 (:mod:`~opendp_wasserstein.tables.pairs`) when ``n * epsilon`` is at least
@@ -697,6 +704,7 @@ def _make_structured(
                     y = maps.inverse(y)
         if kind_joint == "pairs":
             points, counts = blocked
+            assert counts is not None  # the pair tree's blocks are scored
             quality = quality_info(agreement_from_counts(counts, model.marginals))
         else:
             points, quality = finish(y, enc, marginals, rng, opts)
