@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -342,7 +343,7 @@ def block_release_task(
     for q in range(parts):  # the block's parts (public)
         piece = write_table(model.enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
         final = writer.path(first + q)
-        tmp = f"{final}.tmp"
+        tmp = f"{final}.{uuid.uuid4().hex}.tmp"  # a retried task never shares a name
         pq.write_table(piece, tmp)
         os.replace(tmp, final)
     return m, counts
