@@ -229,7 +229,7 @@ class PairCoding:
         coordinate 3/4 (1/4 when present)."""
         m = codes.shape[0]
         d = sum(len(p.axes) for p in self.plans)
-        out = np.empty((m, d))
+        out = np.empty((m, d), order="F")  # column by column: each column contiguous
         u = rng.uniform((m, len(self.plans))) if within is None else np.clip(within, 0.0, 1.0)
         for c, (p, e) in enumerate(zip(self.plans, self.edges, strict=True)):  # columns (public)
             code = codes[:, c]
@@ -767,7 +767,7 @@ def sample_tree(
         adj[i].append((j, t))
         adj[j].append((i, t))
     root = max(range(k), key=lambda c: (len(adj[c]), -c))
-    codes = np.zeros((m, k), dtype=np.int64)
+    codes = np.zeros((m, k), dtype=np.int64, order="F")  # columns contiguous (read by column)
     counts = largest_remainder(probs[root], m)
     codes[:, root] = np.repeat(np.arange(len(counts)), counts)[rng.permutation(m)]
     law = None
@@ -779,7 +779,8 @@ def sample_tree(
     seen = {root}
     queue = [root]
     n = marginals.size
-    pos = rng.uniform((m, k))  # positions inside bins, independent unless an edge couples them
+    # positions inside bins, independent unless an edge couples them (stored by column)
+    pos = np.asfortranarray(rng.uniform((m, k)))
     while queue:  # breadth first over the columns (public)
         a = queue.pop(0)
         for b, t in adj[a]:
