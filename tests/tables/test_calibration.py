@@ -16,7 +16,15 @@ from opendp_wasserstein.tables import (
     Schema,
     TableEncoding,
 )
-from opendp_wasserstein.tables.calibration import _relabel, calibrate, largest_remainder
+from opendp_wasserstein.tables.calibration import (
+    ATOM_MIN_LEAVES,
+    ATOM_RATIO,
+    _relabel,
+    atom_cells,
+    calibrate,
+    largest_remainder,
+    roundest_values,
+)
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.quality import marginal_agreement
 
@@ -148,3 +156,49 @@ def test_rank_order_is_lexsort(u):
 
     key = np.random.default_rng(2).uniform(size=len(u))
     assert np.array_equal(_rank_order(u, key), np.lexsort((key, u)))
+
+
+def test_roundest_values_are_the_fewest_digit_numbers_inside():
+    lo = np.array([57.988, 0.2995, -3.7, 0.0, 1234.5, 7.77, 99.2, -0.004])
+    hi = np.array([58.003, 0.3004, -3.2, 0.01, 1299.0, 7.78, 101.0, -0.001])
+    got = roundest_values(lo, hi)
+    np.testing.assert_array_equal(got, [58.0, 0.3, -3.7, 0.0, 1240.0, 7.77, 100.0, -0.004])
+    # the float nearest the decimal, as parsed from text
+    assert roundest_values(np.array([0.29]), np.array([0.2999]))[0] == float("0.29")
+    assert roundest_values(np.array([]), np.array([])).shape == (0,)
+
+
+def test_atom_cells_at_the_ratio_and_only_at_fine_leaves():
+    m = np.full(ATOM_MIN_LEAVES, 1.0)
+    m[10] = ATOM_RATIO  # exactly the ratio times its neighbours: not an atom
+    m[20] = float(np.nextafter(ATOM_RATIO, np.inf))  # just above: an atom
+    m[30:33] = [0.0, 0.5, 0.0]  # a small mass between empty leaves: an atom
+    got = atom_cells(m)
+    assert np.flatnonzero(got).tolist() == [20, 31]
+    assert not atom_cells(m[:-1]).any()  # fewer leaves than ATOM_MIN_LEAVES: none
+    assert atom_cells(np.r_[5.0, np.ones(ATOM_MIN_LEAVES - 1)])[0]  # at the bound: 0 outside
+
+
+def test_an_atom_leaf_decodes_to_its_roundest_value_and_ranks_keep_their_order():
+    schema = Schema({"x": FloatColumn(bounds=(-5.0, 5.0))})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    leaves = ATOM_MIN_LEAVES
+    mass = np.full(leaves, 1.0)
+    at = int(np.floor((1.0 + 5.0) / 10.0 * leaves))  # the leaf holding x = 1.0
+    mass[at] = 200.0
+    tm = TableMarginals(plans, (mass / mass.sum(),), (0.0,), 1000)
+    u = np.random.default_rng(0).uniform(size=(3000, 1))
+    out = calibrate(u, enc, tm, RandomSource(0))
+    x = enc.decode(out)["x"].values
+    inside = (out[:, 0] >= at / leaves) & (out[:, 0] <= (at + 1) / leaves)
+    assert inside.sum() > 400
+    assert set(x[inside].tolist()) == {1.0}  # decodes to 1.0 exactly
+    order = np.argsort(u[:, 0])
+    assert np.all(np.diff(out[order, 0]) >= 0)  # the ranks' order is kept (ties in the atom)
+    # the other leaves are spread as before: no other repeated value
+    assert len(np.unique(x[~inside])) == (~inside).sum()
+    # fewer leaves than ATOM_MIN_LEAVES: every value spread inside its leaf, as before
+    coarse = TableMarginals(plans, (np.full(16, 1 / 16),), (0.0,), 1000)
+    spread = calibrate(u, enc, coarse, RandomSource(0))
+    assert len(np.unique(spread[:, 0])) == len(u)
