@@ -202,3 +202,34 @@ def test_an_atom_leaf_decodes_to_its_roundest_value_and_ranks_keep_their_order()
     coarse = TableMarginals(plans, (np.full(16, 1 / 16),), (0.0,), 1000)
     spread = calibrate(u, enc, coarse, RandomSource(0))
     assert len(np.unique(spread[:, 0])) == len(u)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_atom_values_stay_in_their_leaf_and_the_bounds(seed):
+    """Random spiky masses over ATOM_MIN_LEAVES leaves of odd bounds: every row of an atom leaf
+    decodes to one value inside the leaf's value interval and the bounds, one value per leaf."""
+    rng = np.random.default_rng(seed)
+    schema = Schema({"x": FloatColumn(bounds=(-3.7, 1234.5), nullable=True)})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    leaves = ATOM_MIN_LEAVES
+    mass = rng.uniform(size=leaves) * (rng.uniform(size=leaves) < 0.3)
+    mass[rng.choice(leaves, 40, replace=False)] = 50.0
+    tm = TableMarginals(plans, (mass / mass.sum(),), (0.1,), 1000)
+    pts = rng.uniform(size=(5000, enc.dimension))
+    out = calibrate(pts, enc, tm, RandomSource(seed))
+    assert np.all((out >= 0) & (out <= 1))
+    col = enc.decode(out)["x"]
+    present = ~col.missing
+    v = col.values[present]
+    assert np.all((v >= -3.7) & (v <= 1234.5))
+    u = out[present, plans[0].value_axis]
+    cell = np.minimum(np.floor(u * leaves).astype(np.int64), leaves - 1)
+    atoms = atom_cells(tm.masses[0])
+    width = (1234.5 + 3.7) / leaves
+    assert atoms[cell].sum() > 1000  # most rows sit in the 40 spikes
+    for c in np.unique(cell[atoms[cell]]):  # the atom leaves hit (a few dozen)
+        vals = np.unique(v[cell == c])
+        assert len(vals) == 1
+        lo = -3.7 + c * width
+        assert lo - 1e-9 <= vals[0] <= lo + width + 1e-9
