@@ -47,7 +47,10 @@ Kernel
   data with few deep ties.  It keeps the sorted words, the lcp (``uint16``) and the positions
   grouped by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input (plus the
   sorted rows' input indices, ``8 n``, where the deeper words wait to be read).  An adaptive release
-  frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).
+  frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).  Its tree
+  holds the words, the lcp and the multi-word sort's temporaries in one buffer of at least the
+  output's ``8 n d`` bytes, which the output then reuses (:func:`recycled_buffer`): its pages
+  are mapped once per release, not once for the tree and again for the output.
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
   release share it (:func:`shared_count_trees`).
@@ -85,6 +88,7 @@ __all__ = [
     "count_tree",
     "shared_count_trees",
     "release_if_owned",
+    "recycled_buffer",
     "unreleased_trees",
 ]
 
@@ -444,6 +448,7 @@ def row_codes(
     words: Sequence[int],
     rows: np.ndarray | None = None,
     axes: Sequence[int] | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
@@ -456,6 +461,7 @@ def row_codes(
     :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
     :param box: a :class:`~opendp_wasserstein.core.metrics.Box` (clamp and rescale) or None
     :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
+    :param out: where to write the words (``(len(words), n)`` uint64), else a new array
     """
     n = x.shape[0] if rows is None else rows.size
     d = x.shape[1]
@@ -463,8 +469,11 @@ def row_codes(
     if B > MAX_BITS_PER_COORD:
         raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
     scaling = None if axes is not None else _unit_scaling(box, B, d)
-    if scaling is None:  # a split order (one pass per level), or a very narrow box
+    if out is None:
         out = np.empty((len(words), n), dtype=np.uint64)
+    elif out.shape != (len(words), n) or out.dtype != np.uint64:
+        raise ValueError(f"out must be a ({len(words)}, {n}) uint64 array")
+    if scaling is None:  # a split order (one pass per level), or a very narrow box
         for lo in range(0, n, _ROWS):
             part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
             g = _box_grid(part, box, depth, axes).view(
@@ -486,7 +495,8 @@ def row_codes(
         for c, src, m, dst in _word_plan(depth, d, w):
             fields[c].append((i, src, m, _spread_ops(m, d, dst)))
             writer.setdefault(i, c)
-    out = (np.empty if len(writer) == len(words) else np.zeros)((len(words), n), dtype=np.uint64)
+    if len(writer) < len(words):  # a word no coordinate writes (beyond the depth) stays 0
+        out.fill(0)
     R = max(1, min(_ROWS, n))
     v = np.empty((d, R))
     g = np.empty(R, dtype=np.uint64)
@@ -537,7 +547,7 @@ def row_codes(
     return out
 
 
-def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
+def _sorted_lcp(word: np.ndarray, depth: int, out: np.ndarray | None = None) -> np.ndarray:
     """``lcp[i] = min(depth, 64 - bit_length(word[i] ^ word[i + 1]))`` (uint16) for the first
     code words of sorted rows, or 1086 where they are equal and ``depth > 64`` (ties, refined by
     the caller).  Chunk by chunk, from the float exponent of the XOR of neighbours.
@@ -549,7 +559,7 @@ def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
     and setting it in the XOR bounds the lcp by ``depth`` without a minimum.
     """
     n = word.size
-    out = np.empty(max(n - 1, 0), dtype=np.uint16)
+    out = np.empty(max(n - 1, 0), dtype=np.uint16) if out is None else out
     R = max(1, min(_ROWS, n - 1))
     x = np.empty(R, dtype=np.uint64)
     y = np.empty(R, dtype=np.uint64)
@@ -669,16 +679,27 @@ def _bits_in_order(words: np.ndarray, start: int, count: int, out: np.ndarray) -
     return out
 
 
-def _permute_words(words: np.ndarray, order: np.ndarray, first: int = 0) -> None:
-    """``words[w] = words[w][order]`` for ``w >= first``, one word of temporary memory."""
+def _buffers(scratch: Sequence[np.ndarray], k: int, n: int) -> list[np.ndarray]:
+    """``k`` uninitialised uint64 arrays of ``n`` items: those of ``scratch`` first, then new."""
+    out = [b[:n] for b in scratch[:k]]
+    return out + [np.empty(n, dtype=np.uint64) for _ in range(k - len(out))]
+
+
+def _permute_words(
+    words: np.ndarray, order: np.ndarray, first: int = 0, scratch: Sequence[np.ndarray] = ()
+) -> None:
+    """``words[w] = words[w][order]`` for ``w >= first``, one word of temporary memory (the first
+    of ``scratch`` if given)."""
     if first >= words.shape[0]:
         return
-    buf = np.empty(words.shape[1], dtype=np.uint64)
+    (buf,) = _buffers(scratch, 1, words.shape[1])
     for w in range(first, words.shape[0]):
         words[w] = _take(words[w], order, buf)
 
 
-def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
+def _lsd_order(
+    words: np.ndarray, depth: int, i: int, scratch: Sequence[np.ndarray] = ()
+) -> np.ndarray:
     """The positions of the multi-word codes ``words`` (rows in input order) in lexicographic
     order: least-significant-digit radix passes, each one ``np.sort`` of ``(64 - i)`` code bits
     above the ``i``-bit rank of the row in the previous pass's order (so every pass is stable),
@@ -686,15 +707,14 @@ def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
     :meth:`CountTree._refine` costs when nearly every row is tied over most of the code (points on
     a curve, duplicated rows), without its per-round bookkeeping.  Each pass reads its digit of
     every row in input order (sequential), then gathers it in the current order and composes the
-    order with the pass's: two gathers per pass (``np.take``), none in the first."""
+    order with the pass's: two gathers per pass (``np.take``), none in the first.  ``scratch``:
+    up to four arrays of ``n`` uint64 to work in (the result is one of them), else new ones."""
     n = words.shape[1]
     c = 64 - i
     mask = np.uint64((1 << i) - 1)
     rank = np.arange(n, dtype=np.uint64)
-    digit = np.empty(n, dtype=np.uint64)
-    key = np.empty(n, dtype=np.uint64)
-    order = np.empty(n, dtype=np.int64)
-    spare = np.empty(n, dtype=np.int64)
+    digit, key, order, spare = _buffers(scratch, 4, n)
+    order, spare = order.view(np.int64), spare.view(np.int64)
     starts = list(reversed(range(0, depth, c)))
     for p, start in enumerate(starts):
         _bits_in_order(words, start, min(c, depth - start), digit if p else key)
@@ -741,7 +761,14 @@ def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int
 
 
 def _run_radix_order(
-    words: np.ndarray, depth: int, start: int, frame: np.ndarray, first: np.ndarray, ir: int, c: int
+    words: np.ndarray,
+    depth: int,
+    start: int,
+    frame: np.ndarray,
+    first: np.ndarray,
+    ir: int,
+    c: int,
+    scratch: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """The lexicographic order of codes whose first ``start`` bits are already sorted (rows in
     that order, in runs of equal first bits described by :func:`_run_frame`): least-significant
@@ -749,13 +776,12 @@ def _run_radix_order(
     ``np.sort`` of ``(run, digit, index in the run in the previous pass's order)`` keys.  The
     run above the digit keeps every run in its own positions, so every gather moves rows inside
     their runs (near each other in memory: several times cheaper than :func:`_lsd_order`'s
-    gathers across the whole array), and the first sort is not repeated."""
+    gathers across the whole array), and the first sort is not repeated.  ``scratch``: as for
+    :func:`_lsd_order`."""
     n = words.shape[1]
     low = np.uint64((1 << ir) - 1)
-    digit = np.empty(n, dtype=np.uint64)
-    key = np.empty(n, dtype=np.uint64)
-    order = np.empty(n, dtype=np.int64)
-    spare = np.empty(n, dtype=np.int64)
+    digit, key, order, spare = _buffers(scratch, 4, n)
+    order, spare = order.view(np.int64), spare.view(np.int64)
     for p, lo in enumerate(reversed(range(start, depth, c))):
         _bits_in_order(words, lo, min(c, depth - lo), digit if p else key)
         if p:
@@ -774,7 +800,7 @@ def _run_radix_order(
     return order
 
 
-def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
+def _sorted_words_lcp(words: np.ndarray, depth: int, out: np.ndarray | None = None) -> np.ndarray:
     """The lcp (uint16, at most ``depth``) of neighbours of sorted multi-word codes, chunk by
     chunk: the XOR of neighbours' first word, replaced, for the pairs equal so far, by the XOR
     of their next word (with ``64 w`` bits counted as common), until no pair of the chunk is
@@ -782,7 +808,7 @@ def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     exponent, as in :func:`_sorted_lcp`).  Sequential passes in cache, a chunk's later words
     read only while it has pairs tied so far."""
     W, n = words.shape
-    out = np.empty(max(n - 1, 0), dtype=np.uint16)
+    out = np.empty(max(n - 1, 0), dtype=np.uint16) if out is None else out
     R = max(1, min(_ROWS, n - 1))
     x = np.empty(R, dtype=np.uint64)
     y = np.empty(R, dtype=np.uint64)
@@ -845,6 +871,10 @@ class CountTree:
     :param box: the public box, or None
     :param axes: the split order (see :func:`check_axes`), default cyclic
     :param keep_input: keep a reference to ``x`` (only :attr:`grid` reads it)
+    :param recycle: hold the sorted words and the lcp in one buffer of at least ``8 n d`` bytes
+        (what an ``(n, d)`` float output takes), which :meth:`release` hands to the release
+        that owns the tree (:func:`recycled_buffer`), so its output reuses the memory (pages
+        already mapped) instead of fresh pages
     """
 
     def __init__(
@@ -854,6 +884,7 @@ class CountTree:
         box: Any = None,
         axes: Sequence[int] | None = None,
         keep_input: bool = True,
+        recycle: bool = False,
     ) -> None:
         n, d = x.shape
         self.n, self.d, self.depth = int(n), int(d), int(depth)
@@ -862,6 +893,9 @@ class CountTree:
         self._axes_full = check_axes(axes, self.d, self.depth)
         self.axes = self._axes_full
         W = _words(depth)
+        self._arena: np.ndarray | None = None
+        if recycle and n > 1:  # float64 items: the words, then the lcp, then free room
+            self._arena = np.empty(max(W * n + -(-(n - 1) // 4), n * d), dtype=np.float64)
         # the deeper words of the rows that no tie needs are computed on first read (from the
         # kept input): {"order": the input row of each sorted position, "runs": the positions
         # whose deeper words are computed}, empty when every word is
@@ -875,10 +909,12 @@ class CountTree:
         ):
             words, lcp = self._sort_first_word(x)
         else:
-            words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
+            words = row_codes(
+                x, box, depth, list(range(W)), axes=self._axes_full, out=self._new_words()
+            )
             if W == 1 or n <= 1:
                 words[0].sort()
-                lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
+                lcp = _sorted_lcp(words[0], depth, self._new_lcp())  # uint16, at most the depth
             elif depth <= 64 + _BUCKET_BITS:
                 words, lcp = self._sort_two_words(words)
             else:
@@ -894,15 +930,43 @@ class CountTree:
         self._views: list[weakref.ref[CountTree]] = []  # shared with the truncated views
         _UNRELEASED.add(self)
 
+    def _new_words(self) -> np.ndarray:
+        """An uninitialised ``(W, n)`` uint64 array for the words (in the arena, if any)."""
+        shape = (_words(self._full_depth), self.n)
+        if self._arena is None:
+            return np.empty(shape, dtype=np.uint64)
+        return self._arena[: shape[0] * shape[1]].view(np.uint64).reshape(shape)
+
+    def _new_lcp(self) -> np.ndarray | None:
+        """The arena's room for the lcp (``n - 1`` uint16), or None (a new array)."""
+        if self._arena is None:
+            return None
+        start = _words(self._full_depth) * self.n * 4  # in uint16 items
+        return self._arena.view(np.uint16)[start : start + self.n - 1]
+
+    def _scratch(self) -> list[np.ndarray]:
+        """The arena's room past the words and the lcp, as whole arrays of ``n`` uint64 (none
+        without an arena): the sort's temporaries, in pages the output reuses."""
+        if self._arena is None:
+            return []
+        n = self.n
+        start = _words(self._full_depth) * n + -(-(n - 1) // 4)
+        room = self._arena[start:].view(np.uint64)
+        return [room[a : a + n] for a in range(0, room.size - n + 1, n)]
+
     def release(self) -> None:
         """Drop the tree's arrays, and those of its truncated views, now: the tree is unusable
         afterwards.  A release that owns its trees (:func:`shared_count_trees` with
         ``release=True``) frees them as it ends, even where OpenDP's ctypes keep-alive cycles still
         reach the tree object, so no later release needs a full garbage collection to get the memory
         back."""
+        arena = self._arena
         for tree in [self, *(r() for r in self._views)]:
             if tree is not None:
-                tree._buffer = tree.lcp = tree._x = None  # type: ignore[assignment]
+                tree._buffer = tree.lcp = tree._x = tree._arena = None  # type: ignore[assignment]
+        spare = _SPARE.get()
+        if arena is not None and spare is not None:
+            spare.append(arena)  # nothing reads the tree's arrays any more
         self._lazy.clear()
         self._grouped_cache.clear()
         self._views.clear()
@@ -931,7 +995,7 @@ class CountTree:
         words[0] |= key >> np.uint64(b)
         np.left_shift(key, shift, out=words[1])
         del key, head
-        lcp = _sorted_lcp(words[0], depth)  # depth > 64: 1086 marks the pairs tied on word 0
+        lcp = _sorted_lcp(words[0], depth, self._new_lcp())  # depth > 64: 1086 marks ties
         tied = np.flatnonzero(lcp > 64)
         if tied.size:
             xor = words[1, tied + 1] ^ words[1, tied]
@@ -951,7 +1015,7 @@ class CountTree:
         keys.sort()
         order = (keys & mask).view(np.int64)
         keys &= ~mask
-        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
+        lcp = _sorted_lcp(keys, depth, self._new_lcp())  # depth > 64: 1086 marks the ties
         del keys
         return order, lcp, np.flatnonzero(lcp > 64), i
 
@@ -968,12 +1032,12 @@ class CountTree:
         runs = np.union1d(tied, tied + 1)  # the positions in runs of tied rows, increasing
         if runs.size > n * _LAZY_ROWS_SHARE:
             del runs
-            words = np.empty((W, n), dtype=np.uint64)
+            words = self._new_words()
             words[0] = word
             del word
-            words[1:] = row_codes(x, box, depth, list(range(1, W)), axes=axes)
+            row_codes(x, box, depth, list(range(1, W)), axes=axes, out=words[1:])
             return self._sort_words(words, (order, lcp, tied, i))
-        words = np.empty((W, n), dtype=np.uint64)
+        words = self._new_words()
         _take(word, order, words[0])
         del word
         if runs.size:
@@ -1026,15 +1090,19 @@ class CountTree:
             del tied
             local = _run_frame(lcp, 64 - i)
             del lcp
+            # the arena's free room (if any) holds the passes' arrays: buffer 0 the permutation's
+            scratch = self._scratch()
             if local is None:  # too many runs or too long ones: passes over the input order
                 del order
-                order = _lsd_order(words, depth, i)
-                _permute_words(words, order)
+                order = _lsd_order(words, depth, i, scratch[1:])
+                _permute_words(words, order, scratch=scratch)
             else:  # the first sort's runs kept, radix passes inside them
-                _permute_words(words, order)
+                _permute_words(words, order, scratch=scratch)
                 del order
-                _permute_words(words, _run_radix_order(words, depth, 64 - i, *local))
-            return words, _sorted_words_lcp(words, depth)
+                order = _run_radix_order(words, depth, 64 - i, *local, scratch[1:])
+                _permute_words(words, order, scratch=scratch)
+            del order
+            return words, _sorted_words_lcp(words, depth, self._new_lcp())
         _permute_words(words, order)  # one word at a time: one word of temporary memory
         del order
         self._refine(words, lcp, tied, 64 - i)
@@ -1310,6 +1378,28 @@ _OWNED: contextvars.ContextVar[list[CountTree] | None] = contextvars.ContextVar(
 )
 
 
+#: the buffers of the count trees a release has freed (:meth:`CountTree.release`), for its output
+_SPARE: contextvars.ContextVar[list[np.ndarray] | None] = contextvars.ContextVar(
+    "opendp_wasserstein_spare_buffers", default=None
+)
+
+
+def recycled_buffer(size: int) -> np.ndarray | None:
+    """``size`` float64 items (a flat, uninitialised array) in the memory of a count tree this
+    release has freed, if one of at least ``size`` and at most ``size + size / 4`` items is
+    spare (inside :func:`shared_count_trees` with ``release=True``), else None.  Its pages are
+    already mapped: writing an output there costs no page faults (zeroing fresh pages cost as
+    much as the placement itself)."""
+    spare = _SPARE.get()
+    if not spare or size <= 0:
+        return None
+    for i, buf in enumerate(spare):
+        if size <= buf.size <= size + size // 4 + 1:
+            del spare[i]
+            return buf[:size]
+    return None
+
+
 def unreleased_trees() -> int:
     """The number of count trees whose arrays are still held (in use, or garbage in a cycle that
     only a full collection frees)."""
@@ -1327,16 +1417,20 @@ def shared_count_trees(release: bool = False) -> Iterator[None]:
 
     :param release: the block owns every tree :func:`count_tree` builds in it (none is returned
         to a caller outside): their arrays are dropped as the block ends
-        (:meth:`CountTree.release`), whatever still references the tree objects
+        (:meth:`CountTree.release`), whatever still references the tree objects; a tree freed
+        before (:func:`release_if_owned`) leaves its memory to the block's output
+        (:func:`recycled_buffer`)
     """
     token = _SHARED.set([])
     owned: list[CountTree] = []
     own = _OWNED.set(owned if release else None)
+    spare = _SPARE.set([] if release else None)
     try:
         yield
     finally:
         _OWNED.reset(own)
         _SHARED.reset(token)
+        _SPARE.reset(spare)
         for tree in owned:
             tree.release()
 
@@ -1387,10 +1481,10 @@ def count_tree(
                 if not keep:
                     del cache[i]
                 return tree if tree.depth == depth else tree.truncated(depth)
-    tree = CountTree(x, depth, box, order)
+    owned = _OWNED.get()
+    tree = CountTree(x, depth, box, order, recycle=owned is not None)
     if cache is not None and keep:
         cache.append((x, box, tree))
-    owned = _OWNED.get()
     if owned is not None:
         owned.append(tree)
     return tree

@@ -16,7 +16,11 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.core.box import Box
-from opendp_wasserstein.hierarchy.cells import coord_bits_at_level, unreleased_trees
+from opendp_wasserstein.hierarchy.cells import (
+    coord_bits_at_level,
+    recycled_buffer,
+    unreleased_trees,
+)
 from opendp_wasserstein.hierarchy.traversal import LeafMasses
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.noise.node_randomness import random_words
@@ -128,11 +132,13 @@ def shuffle_order(rng: RandomSource | _Words, k: int) -> np.ndarray:
 
 
 def _shuffled_label_keys(
-    rng: RandomSource | _Words, masses: np.ndarray
+    rng: RandomSource | _Words, masses: np.ndarray, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, int] | None:
     """:func:`shuffled_labels` as packed keys whose low ``low`` bits are the labels (their high
     bits may hold random bits), and ``low``; None when there are not two labels to shuffle or
-    too many leaves to pack."""
+    too many leaves to pack.  ``out``: where to build the keys (``masses.sum()`` uint64; with
+    ``rng`` a :class:`_Words`, its words are read chunk by chunk into it, the same words as one
+    read), else a new array."""
     k = masses.size
     low = _label_bits(k)
     m = int(masses.sum())
@@ -141,12 +147,22 @@ def _shuffled_label_keys(
     # the labels (leaf i repeated masses[i] times) are OR-ed into the random words chunk by
     # chunk: the same keys as _shuffle_packed of the repeated labels, without a full-size
     # array of them (fresh memory costs about as much to touch as the sort here)
-    keys = _random_keys(rng, m, low)
+    words = None  # a _Words source read chunk by chunk into out
+    if out is None:
+        keys = _random_keys(rng, m, low)
+    elif isinstance(rng, _Words):
+        keys, words = out, rng
+    else:  # pragma: no cover - the placement reads _Words
+        keys = out
+        np.copyto(keys, _random_keys(rng, m, low))
+    high = ~np.uint64((1 << low) - 1)
     ends = np.cumsum(masses)
     begins = ends - masses
     leaf = np.arange(k, dtype=np.uint64)
     for lo in range(0, m, _POINTS):
         hi = min(m, lo + _POINTS)
+        if words is not None:  # this chunk's random words
+            np.bitwise_and(words.uint64(hi - lo), high, out=keys[lo:hi])
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
@@ -167,13 +183,17 @@ def shuffled_labels(rng: RandomSource | _Words, masses: np.ndarray) -> np.ndarra
     return keys.view(np.int64)
 
 
-def _gather_rows(table: np.ndarray, keys: np.ndarray, low: int) -> np.ndarray:
+def _gather_rows(
+    table: np.ndarray, keys: np.ndarray, low: int, out: np.ndarray | None = None
+) -> np.ndarray:
     """``table[keys & (2^low - 1)]`` for a ``(k, d)`` float table: ``np.take`` of whole rows
     (about twice as fast as a two-dimensional fancy index), the index masked chunk by chunk in
-    cache."""
+    cache.  ``out``: an ``(m, d)`` float array to write, which may hold ``keys`` in its last
+    ``8 m`` bytes (:func:`_output`): rows ``a .. b - 1`` are written after keys ``a .. b - 1``
+    are read and end at byte ``8 d b <= 8 (d - 1) m + 8 b``, so no unread key is overwritten."""
     k, d = table.shape
     m = keys.size
-    out = np.empty((m, d), dtype=np.float64)
+    out = np.empty((m, d), dtype=np.float64) if out is None else out
     if m == 0 or d == 0:
         return out
     src = np.ascontiguousarray(table, dtype=np.float64)
@@ -247,6 +267,15 @@ class PlacementStream:
         return _Words(np.random.Generator(np.random.PCG64(self._seq(1, int(part)))))
 
 
+def _output(m: int, d: int) -> np.ndarray:
+    """An uninitialised ``(m, d)`` float output: in the memory of this release's freed count tree
+    when it fits (:func:`~opendp_wasserstein.hierarchy.cells.recycled_buffer`), else new."""
+    buf = recycled_buffer(m * d)
+    if buf is None:
+        return np.empty((m, d), dtype=np.float64)
+    return buf.reshape(m, d)
+
+
 def place_points(
     leaves: LeafMasses,
     box: Box,
@@ -293,11 +322,14 @@ def place_points(
         centers = (cells.astype(np.float64) + 0.5) * step + lower
         np.minimum(centers, upper, out=centers)
         order = stream.order(part)
-        packed = _shuffled_label_keys(order, masses)
-        if packed is None:  # at most one row, or more than 2^48 leaves
+        if m <= 1 or _label_bits(masses.size) > 48:  # at most one row, or more than 2^48 leaves
             return centers[shuffled_labels(order, masses)]
-        return _gather_rows(centers, *packed)
-    out = np.empty((m, d), dtype=np.float64)
+        out = _output(m, d)
+        # the keys in the output's last 8 m bytes (no other full-size array), see _gather_rows
+        tail = out.reshape(m * d).view(np.uint64)[(d - 1) * m :]
+        keys, low = _shuffled_label_keys(order, masses, tail) or (tail, 0)  # m > 1: never 0
+        return _gather_rows(centers, keys, low, out=out)
+    out = _output(m, d)
     if m == 0:
         return out
     dest = shuffle_order(stream.order(part), m)  # row g (leaf order) goes to row dest[g]

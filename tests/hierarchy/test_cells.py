@@ -732,3 +732,66 @@ def test_release_if_owned_drops_a_done_tree_only_in_an_owning_block():
         assert not h.release_if_owned(outside)  # not the block's tree
         assert outside._words is not None
     assert mid.shape == (1,)
+
+
+@pytest.mark.parametrize(
+    "d,depth,kind",
+    [
+        (3, 40, "curve"),
+        (5, 70, "uniform"),
+        (10, 196, "curve"),
+        (10, 196, "uniform"),
+        (7, 150, "curve"),
+    ],
+)
+def test_recycled_tree_holds_the_same_tree_in_one_buffer(d, depth, kind):
+    from opendp_wasserstein.hierarchy import cells
+
+    # one word, two words, radix passes with their arrays in the buffer, lazy deeper words
+    rng = np.random.default_rng(d)
+    n = 6000
+    if kind == "curve":
+        t = rng.uniform(size=n)
+        u = 0.5 + 0.4 * np.sin(2 * np.pi * np.outer(t, 1 + np.arange(d) % 3) + np.arange(d))
+    else:
+        u = rng.uniform(size=(n, d))
+    plain = cells.CountTree(u, depth)
+    tree = cells.CountTree(u, depth, recycle=True)
+    assert plain._arena is None
+    arena = tree._arena
+    assert arena is not None and arena.dtype == np.float64
+    assert arena.size == max(cells._words(depth) * n + -(-(n - 1) // 4), n * d)
+    assert np.shares_memory(tree._buffer, arena) and np.shares_memory(tree.lcp, arena)
+    assert not np.shares_memory(tree._buffer, tree.lcp)
+    assert np.array_equal(tree._words, plain._words)
+    assert np.array_equal(tree.lcp, plain.lcp)
+    assert np.array_equal(tree.occupancy(), plain.occupancy())
+    view = tree.truncated(depth // 2)
+    assert np.array_equal(view.occupancy(), plain.truncated(depth // 2).occupancy())
+
+
+def test_a_freed_tree_leaves_its_buffer_to_the_release_only():
+    from opendp_wasserstein.hierarchy import cells
+
+    u = np.random.default_rng(0).uniform(size=(1000, 3))
+    assert cells.recycled_buffer(3000) is None  # outside a release
+    tree = cells.CountTree(u, 30, recycle=True)
+    tree.release()  # outside a release: dropped
+    assert tree._arena is None
+    assert cells.recycled_buffer(3000) is None
+    with cells.shared_count_trees():  # a block that does not own its trees: no recycling
+        assert cells.count_tree(u, 30)._arena is None
+        assert cells.recycled_buffer(3000) is None
+    with cells.shared_count_trees(release=True):
+        tree = cells.count_tree(u, 30, keep=True)
+        arena = tree._arena
+        assert arena is not None and arena.size == 3000
+        assert not cells.release_if_owned(cells.count_tree(u, 30, keep=True))  # still kept
+        assert cells.recycled_buffer(3000) is None
+        assert cells.release_if_owned(cells.count_tree(u, 20))  # the last reader: freed
+        assert tree._arena is None and tree._words is None
+        assert cells.recycled_buffer(3001) is None  # too small
+        assert cells.recycled_buffer(2399) is None  # more than a quarter too large
+        buf = cells.recycled_buffer(2400)
+        assert buf is not None and buf.size == 2400 and np.shares_memory(buf, arena)
+        assert cells.recycled_buffer(2400) is None  # handed out once

@@ -209,3 +209,29 @@ def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(mo
     place_points(leaves, box, "center", RandomSource(0))
     assert calls == [1]
     assert own._words is not None
+
+
+@pytest.mark.parametrize("placement", ["center", "uniform"])
+@pytest.mark.parametrize("d", [1, 2, 3, 10])
+def test_placement_in_a_freed_tree_is_the_same_output(placement, d):
+    # inside a release that owns its tree, the output reuses the freed tree's buffer (the
+    # centre keys in its last 8 m bytes): the same rows as a new array gives
+    import opendp_wasserstein.hierarchy.cells as h
+
+    rng = np.random.default_rng(d)
+    k, m = 300, 4000
+    cells = rng.integers(0, 2**6, size=(k, d))
+    masses = rng.multinomial(m, np.full(k, 1 / k))
+    box = as_box((-1.0, 2.0), d)
+    leaves = leaves_of(cells, masses, 6 * d)
+    stream = PlacementStream(bytes([d]) * 32)
+    fresh = place_points(leaves, box, placement, RandomSource(0), stream=stream, part=1)
+    u = rng.uniform(size=(m, d))
+    with h.shared_count_trees(release=True):
+        tree = h.count_tree(u, 6 * d)
+        arena = tree._arena
+        assert arena is not None and arena.size >= m * d
+        assert h.release_if_owned(tree)
+        got = place_points(leaves, box, placement, RandomSource(0), stream=stream, part=1)
+    assert np.shares_memory(got, arena)
+    assert np.array_equal(got, fresh)
