@@ -736,13 +736,16 @@ def _lsd_order(
 _MIN_RUN_DIGIT = 32
 
 
-def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+def _run_frame(
+    lcp: np.ndarray, start: int, scratch: Sequence[np.ndarray] = ()
+) -> tuple[np.ndarray, np.ndarray, int, int] | None:
     """The runs of sorted rows tied on their first ``start`` code bits (``lcp > 64`` marks a
     tied pair, :func:`_sorted_lcp` of the first sort's keys), for :func:`_run_radix_order`:
     ``(frame, first, ir, c)`` with ``frame[p] = (run of p) << (c + ir) | (p - first[p])`` and
     ``first[p]`` the position where the run of ``p`` starts, ``ir`` bits for an index in a run
     and ``c = 64 - (run bits) - ir`` code bits a pass; None when ``c`` would be below
-    :data:`_MIN_RUN_DIGIT`."""
+    :data:`_MIN_RUN_DIGIT`.  ``frame`` and ``first`` are built in place (in the first two
+    arrays of ``scratch``, if given), with chunk-sized temporaries only."""
     n = lcp.size + 1
     heads = np.flatnonzero(lcp <= 64)
     heads += 1
@@ -754,9 +757,18 @@ def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int
     c = 64 - r - ir
     if c < _MIN_RUN_DIGIT:
         return None
-    first = np.repeat(starts, lengths)
-    frame = np.repeat(np.arange(starts.size, dtype=np.uint64) << np.uint64(c + ir), lengths)
-    frame |= (np.arange(n, dtype=np.int64) - first).view(np.uint64)
+    first_u, frame = _buffers(scratch, 2, n)
+    first = first_u.view(np.int64)
+    first.fill(0)
+    first[starts] = starts
+    np.maximum.accumulate(first, out=first)  # the start of each position's run
+    frame.fill(0)
+    frame[starts[1:]] = 1
+    np.cumsum(frame, out=frame)  # the run of each position
+    frame <<= np.uint64(c + ir)
+    for a in range(0, n, _ROWS):  # | the index in the run
+        b = min(n, a + _ROWS)
+        frame[a:b] |= (np.arange(a, b, dtype=np.int64) - first[a:b]).view(np.uint64)
     return frame, first, ir, c
 
 
@@ -1010,10 +1022,14 @@ class CountTree:
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        keys = word & ~mask
-        keys |= np.arange(n, dtype=np.uint64)
+        # in the arena's free arrays, if any: the keys in the first, the order in the fourth
+        # (which the radix passes of _sort_words overwrite only once the order is applied)
+        room = self._scratch()
+        keys = np.bitwise_and(word, ~mask, out=room[0] if room else None)
+        for a in range(0, n, _ROWS):  # | the row index, chunk by chunk (no full-size temporary)
+            keys[a : a + _ROWS] |= np.arange(a, min(n, a + _ROWS), dtype=np.uint64)
         keys.sort()
-        order = (keys & mask).view(np.int64)
+        order = np.bitwise_and(keys, mask, out=room[3] if len(room) > 3 else None).view(np.int64)
         keys &= ~mask
         lcp = _sorted_lcp(keys, depth, self._new_lcp())  # depth > 64: 1086 marks the ties
         del keys
@@ -1088,18 +1104,20 @@ class CountTree:
         del first
         if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
             del tied
-            local = _run_frame(lcp, 64 - i)
-            del lcp
-            # the arena's free room (if any) holds the passes' arrays: buffer 0 the permutation's
+            # the arena's free room (if any) holds the passes' arrays: the runs' frame in
+            # buffers 0 and 1 (dead once the passes end: buffer 0 is then the permutation's)
             scratch = self._scratch()
+            local = _run_frame(lcp, 64 - i, scratch[:2])
+            del lcp
             if local is None:  # too many runs or too long ones: passes over the input order
                 del order
                 order = _lsd_order(words, depth, i, scratch[1:])
                 _permute_words(words, order, scratch=scratch)
             else:  # the first sort's runs kept, radix passes inside them
-                _permute_words(words, order, scratch=scratch)
+                _permute_words(words, order, scratch=scratch[2:])
                 del order
-                order = _run_radix_order(words, depth, 64 - i, *local, scratch[1:])
+                order = _run_radix_order(words, depth, 64 - i, *local, scratch[2:])
+                del local
                 _permute_words(words, order, scratch=scratch)
             del order
             return words, _sorted_words_lcp(words, depth, self._new_lcp())

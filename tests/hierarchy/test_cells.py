@@ -740,17 +740,21 @@ def test_release_if_owned_drops_a_done_tree_only_in_an_owning_block():
         (3, 40, "curve"),
         (5, 70, "uniform"),
         (10, 196, "curve"),
+        (10, 196, "lsd"),
         (10, 196, "uniform"),
         (7, 150, "curve"),
     ],
 )
-def test_recycled_tree_holds_the_same_tree_in_one_buffer(d, depth, kind):
+def test_recycled_tree_holds_the_same_tree_in_one_buffer(d, depth, kind, monkeypatch):
     from opendp_wasserstein.hierarchy import cells
 
-    # one word, two words, radix passes with their arrays in the buffer, lazy deeper words
+    # one word, two words, radix passes (in runs, or over the input order: "lsd") with their
+    # arrays in the buffer, lazy deeper words
+    if kind == "lsd":
+        monkeypatch.setattr(cells, "_MIN_RUN_DIGIT", 65)
     rng = np.random.default_rng(d)
     n = 6000
-    if kind == "curve":
+    if kind != "uniform":
         t = rng.uniform(size=n)
         u = 0.5 + 0.4 * np.sin(2 * np.pi * np.outer(t, 1 + np.arange(d) % 3) + np.arange(d))
     else:
