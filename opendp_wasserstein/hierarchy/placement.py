@@ -339,17 +339,23 @@ def place_points(
     ends = np.cumsum(masses)
     begins = ends - masses
     chunk = max(1024, _POINTS // d)  # rows per chunk: about _POINTS floats, in cache
+    corner = cells.astype(np.float64)
+    # the chunk's points, and step, lower and upper repeated once per row: each operation is one
+    # contiguous pass over the chunk (not d strided ones), the same float operations per value
+    u = np.empty(min(chunk, m) * d)
+    tiles = [np.tile(v, min(chunk, m)) for v in (step, lower, upper)]
     for lo in range(0, m, chunk):
         hi = min(m, lo + chunk)
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
-        y = np.repeat(cells[a:b].astype(np.float64), count, axis=0)
-        y += points.random((hi - lo, d))
-        for j in range(d):  # column by column: an (r, d) op (d,) array has an inner loop of d
-            col = y[:, j]
-            col *= step[j]
-            col += lower[j]
-            np.minimum(col, upper[j], out=col)
-        rows_out[dest[lo:hi]] = y.reshape((hi - lo) * d).view(row)
+        k = (hi - lo) * d
+        y = np.repeat(corner[a:b], count, axis=0).reshape(k)
+        uu = u[:k]
+        points.random(out=uu.reshape(hi - lo, d))
+        y += uu
+        y *= tiles[0][:k]
+        y += tiles[1][:k]
+        np.minimum(y, tiles[2][:k], out=y)
+        rows_out[dest[lo:hi]] = y.view(row)
     return out
