@@ -47,10 +47,7 @@ Kernel
   data with few deep ties.  It keeps the sorted words, the lcp (``uint16``) and the positions
   grouped by lcp: about ``n (8 W + 2 + 8)`` bytes besides a reference to the input (plus the
   sorted rows' input indices, ``8 n``, where the deeper words wait to be read).  An adaptive release
-  frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).  Its tree
-  holds the words, the lcp and the multi-word sort's temporaries in one buffer of at least the
-  output's ``8 n d`` bytes, which the output then reuses (:func:`recycled_buffer`): its pages
-  are mapped once per release, not once for the tree and again for the output.
+  frees its tree as soon as the traversal has the leaf masses (:func:`release_if_owned`).
 * One tree serves every depth up to its own (:meth:`CountTree.truncated`): the first ``r`` bits
   of a depth-``L`` code are the depth-``r`` code, so the scores and the synthesis of one adaptive
   release share it (:func:`shared_count_trees`).
@@ -88,7 +85,6 @@ __all__ = [
     "count_tree",
     "shared_count_trees",
     "release_if_owned",
-    "recycled_buffer",
     "unreleased_trees",
 ]
 
@@ -547,7 +543,7 @@ def row_codes(
     return out
 
 
-def _sorted_lcp(word: np.ndarray, depth: int, out: np.ndarray | None = None) -> np.ndarray:
+def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
     """``lcp[i] = min(depth, 64 - bit_length(word[i] ^ word[i + 1]))`` (uint16) for the first
     code words of sorted rows, or 1086 where they are equal and ``depth > 64`` (ties, refined by
     the caller).  Chunk by chunk, from the float exponent of the XOR of neighbours.
@@ -559,7 +555,7 @@ def _sorted_lcp(word: np.ndarray, depth: int, out: np.ndarray | None = None) -> 
     and setting it in the XOR bounds the lcp by ``depth`` without a minimum.
     """
     n = word.size
-    out = np.empty(max(n - 1, 0), dtype=np.uint16) if out is None else out
+    out = np.empty(max(n - 1, 0), dtype=np.uint16)
     R = max(1, min(_ROWS, n - 1))
     x = np.empty(R, dtype=np.uint64)
     y = np.empty(R, dtype=np.uint64)
@@ -679,27 +675,16 @@ def _bits_in_order(words: np.ndarray, start: int, count: int, out: np.ndarray) -
     return out
 
 
-def _buffers(scratch: Sequence[np.ndarray], k: int, n: int) -> list[np.ndarray]:
-    """``k`` uninitialised uint64 arrays of ``n`` items: those of ``scratch`` first, then new."""
-    out = [b[:n] for b in scratch[:k]]
-    return out + [np.empty(n, dtype=np.uint64) for _ in range(k - len(out))]
-
-
-def _permute_words(
-    words: np.ndarray, order: np.ndarray, first: int = 0, scratch: Sequence[np.ndarray] = ()
-) -> None:
-    """``words[w] = words[w][order]`` for ``w >= first``, one word of temporary memory (the first
-    of ``scratch`` if given)."""
+def _permute_words(words: np.ndarray, order: np.ndarray, first: int = 0) -> None:
+    """``words[w] = words[w][order]`` for ``w >= first``, one word of temporary memory."""
     if first >= words.shape[0]:
         return
-    (buf,) = _buffers(scratch, 1, words.shape[1])
+    buf = np.empty(words.shape[1], dtype=np.uint64)
     for w in range(first, words.shape[0]):
         words[w] = _take(words[w], order, buf)
 
 
-def _lsd_order(
-    words: np.ndarray, depth: int, i: int, scratch: Sequence[np.ndarray] = ()
-) -> np.ndarray:
+def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
     """The positions of the multi-word codes ``words`` (rows in input order) in lexicographic
     order: least-significant-digit radix passes, each one ``np.sort`` of ``(64 - i)`` code bits
     above the ``i``-bit rank of the row in the previous pass's order (so every pass is stable),
@@ -707,14 +692,15 @@ def _lsd_order(
     :meth:`CountTree._refine` costs when nearly every row is tied over most of the code (points on
     a curve, duplicated rows), without its per-round bookkeeping.  Each pass reads its digit of
     every row in input order (sequential), then gathers it in the current order and composes the
-    order with the pass's: two gathers per pass (``np.take``), none in the first.  ``scratch``:
-    up to four arrays of ``n`` uint64 to work in (the result is one of them), else new ones."""
+    order with the pass's: two gathers per pass (``np.take``), none in the first."""
     n = words.shape[1]
     c = 64 - i
     mask = np.uint64((1 << i) - 1)
     rank = np.arange(n, dtype=np.uint64)
-    digit, key, order, spare = _buffers(scratch, 4, n)
-    order, spare = order.view(np.int64), spare.view(np.int64)
+    digit = np.empty(n, dtype=np.uint64)
+    key = np.empty(n, dtype=np.uint64)
+    order = np.empty(n, dtype=np.int64)
+    spare = np.empty(n, dtype=np.int64)
     starts = list(reversed(range(0, depth, c)))
     for p, start in enumerate(starts):
         _bits_in_order(words, start, min(c, depth - start), digit if p else key)
@@ -736,16 +722,14 @@ def _lsd_order(
 _MIN_RUN_DIGIT = 32
 
 
-def _run_frame(
-    lcp: np.ndarray, start: int, scratch: Sequence[np.ndarray] = ()
-) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int, int] | None:
     """The runs of sorted rows tied on their first ``start`` code bits (``lcp > 64`` marks a
     tied pair, :func:`_sorted_lcp` of the first sort's keys), for :func:`_run_radix_order`:
     ``(frame, first, ir, c)`` with ``frame[p] = (run of p) << (c + ir) | (p - first[p])`` and
     ``first[p]`` the position where the run of ``p`` starts, ``ir`` bits for an index in a run
     and ``c = 64 - (run bits) - ir`` code bits a pass; None when ``c`` would be below
-    :data:`_MIN_RUN_DIGIT`.  ``frame`` and ``first`` are built in place (in the first two
-    arrays of ``scratch``, if given), with chunk-sized temporaries only."""
+    :data:`_MIN_RUN_DIGIT`.  ``frame`` and ``first`` are built in place, with chunk-sized
+    temporaries only."""
     n = lcp.size + 1
     heads = np.flatnonzero(lcp <= 64)
     heads += 1
@@ -757,12 +741,10 @@ def _run_frame(
     c = 64 - r - ir
     if c < _MIN_RUN_DIGIT:
         return None
-    first_u, frame = _buffers(scratch, 2, n)
-    first = first_u.view(np.int64)
-    first.fill(0)
+    first = np.zeros(n, dtype=np.int64)
     first[starts] = starts
     np.maximum.accumulate(first, out=first)  # the start of each position's run
-    frame.fill(0)
+    frame = np.zeros(n, dtype=np.uint64)
     frame[starts[1:]] = 1
     np.cumsum(frame, out=frame)  # the run of each position
     frame <<= np.uint64(c + ir)
@@ -773,14 +755,7 @@ def _run_frame(
 
 
 def _run_radix_order(
-    words: np.ndarray,
-    depth: int,
-    start: int,
-    frame: np.ndarray,
-    first: np.ndarray,
-    ir: int,
-    c: int,
-    scratch: Sequence[np.ndarray] = (),
+    words: np.ndarray, depth: int, start: int, frame: np.ndarray, first: np.ndarray, ir: int, c: int
 ) -> np.ndarray:
     """The lexicographic order of codes whose first ``start`` bits are already sorted (rows in
     that order, in runs of equal first bits described by :func:`_run_frame`): least-significant
@@ -788,12 +763,13 @@ def _run_radix_order(
     ``np.sort`` of ``(run, digit, index in the run in the previous pass's order)`` keys.  The
     run above the digit keeps every run in its own positions, so every gather moves rows inside
     their runs (near each other in memory: several times cheaper than :func:`_lsd_order`'s
-    gathers across the whole array), and the first sort is not repeated.  ``scratch``: as for
-    :func:`_lsd_order`."""
+    gathers across the whole array), and the first sort is not repeated."""
     n = words.shape[1]
     low = np.uint64((1 << ir) - 1)
-    digit, key, order, spare = _buffers(scratch, 4, n)
-    order, spare = order.view(np.int64), spare.view(np.int64)
+    digit = np.empty(n, dtype=np.uint64)
+    key = np.empty(n, dtype=np.uint64)
+    order = np.empty(n, dtype=np.int64)
+    spare = np.empty(n, dtype=np.int64)
     for p, lo in enumerate(reversed(range(start, depth, c))):
         _bits_in_order(words, lo, min(c, depth - lo), digit if p else key)
         if p:
@@ -812,7 +788,7 @@ def _run_radix_order(
     return order
 
 
-def _sorted_words_lcp(words: np.ndarray, depth: int, out: np.ndarray | None = None) -> np.ndarray:
+def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
     """The lcp (uint16, at most ``depth``) of neighbours of sorted multi-word codes, chunk by
     chunk: the XOR of neighbours' first word, replaced, for the pairs equal so far, by the XOR
     of their next word (with ``64 w`` bits counted as common), until no pair of the chunk is
@@ -820,7 +796,7 @@ def _sorted_words_lcp(words: np.ndarray, depth: int, out: np.ndarray | None = No
     exponent, as in :func:`_sorted_lcp`).  Sequential passes in cache, a chunk's later words
     read only while it has pairs tied so far."""
     W, n = words.shape
-    out = np.empty(max(n - 1, 0), dtype=np.uint16) if out is None else out
+    out = np.empty(max(n - 1, 0), dtype=np.uint16)
     R = max(1, min(_ROWS, n - 1))
     x = np.empty(R, dtype=np.uint64)
     y = np.empty(R, dtype=np.uint64)
@@ -883,10 +859,6 @@ class CountTree:
     :param box: the public box, or None
     :param axes: the split order (see :func:`check_axes`), default cyclic
     :param keep_input: keep a reference to ``x`` (only :attr:`grid` reads it)
-    :param recycle: hold the sorted words and the lcp in one buffer of at least ``8 n d`` bytes
-        (what an ``(n, d)`` float output takes), which :meth:`release` hands to the release
-        that owns the tree (:func:`recycled_buffer`), so its output reuses the memory (pages
-        already mapped) instead of fresh pages
     """
 
     def __init__(
@@ -896,7 +868,6 @@ class CountTree:
         box: Any = None,
         axes: Sequence[int] | None = None,
         keep_input: bool = True,
-        recycle: bool = False,
     ) -> None:
         n, d = x.shape
         self.n, self.d, self.depth = int(n), int(d), int(depth)
@@ -905,9 +876,6 @@ class CountTree:
         self._axes_full = check_axes(axes, self.d, self.depth)
         self.axes = self._axes_full
         W = _words(depth)
-        self._arena: np.ndarray | None = None
-        if recycle and n > 1:  # float64 items: the words, then the lcp, then free room
-            self._arena = np.empty(max(W * n + -(-(n - 1) // 4), n * d), dtype=np.float64)
         # the deeper words of the rows that no tie needs are computed on first read (from the
         # kept input): {"order": the input row of each sorted position, "runs": the positions
         # whose deeper words are computed}, empty when every word is
@@ -921,12 +889,10 @@ class CountTree:
         ):
             words, lcp = self._sort_first_word(x)
         else:
-            words = row_codes(
-                x, box, depth, list(range(W)), axes=self._axes_full, out=self._new_words()
-            )
+            words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
             if W == 1 or n <= 1:
                 words[0].sort()
-                lcp = _sorted_lcp(words[0], depth, self._new_lcp())  # uint16, at most the depth
+                lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
             elif depth <= 64 + _BUCKET_BITS:
                 words, lcp = self._sort_two_words(words)
             else:
@@ -942,43 +908,15 @@ class CountTree:
         self._views: list[weakref.ref[CountTree]] = []  # shared with the truncated views
         _UNRELEASED.add(self)
 
-    def _new_words(self) -> np.ndarray:
-        """An uninitialised ``(W, n)`` uint64 array for the words (in the arena, if any)."""
-        shape = (_words(self._full_depth), self.n)
-        if self._arena is None:
-            return np.empty(shape, dtype=np.uint64)
-        return self._arena[: shape[0] * shape[1]].view(np.uint64).reshape(shape)
-
-    def _new_lcp(self) -> np.ndarray | None:
-        """The arena's room for the lcp (``n - 1`` uint16), or None (a new array)."""
-        if self._arena is None:
-            return None
-        start = _words(self._full_depth) * self.n * 4  # in uint16 items
-        return self._arena.view(np.uint16)[start : start + self.n - 1]
-
-    def _scratch(self) -> list[np.ndarray]:
-        """The arena's room past the words and the lcp, as whole arrays of ``n`` uint64 (none
-        without an arena): the sort's temporaries, in pages the output reuses."""
-        if self._arena is None:
-            return []
-        n = self.n
-        start = _words(self._full_depth) * n + -(-(n - 1) // 4)
-        room = self._arena[start:].view(np.uint64)
-        return [room[a : a + n] for a in range(0, room.size - n + 1, n)]
-
     def release(self) -> None:
         """Drop the tree's arrays, and those of its truncated views, now: the tree is unusable
         afterwards.  A release that owns its trees (:func:`shared_count_trees` with
         ``release=True``) frees them as it ends, even where OpenDP's ctypes keep-alive cycles still
         reach the tree object, so no later release needs a full garbage collection to get the memory
         back."""
-        arena = self._arena
         for tree in [self, *(r() for r in self._views)]:
             if tree is not None:
-                tree._buffer = tree.lcp = tree._x = tree._arena = None  # type: ignore[assignment]
-        spare = _SPARE.get()
-        if arena is not None and spare is not None:
-            spare.append(arena)  # nothing reads the tree's arrays any more
+                tree._buffer = tree.lcp = tree._x = None  # type: ignore[assignment]
         self._lazy.clear()
         self._grouped_cache.clear()
         self._views.clear()
@@ -1007,7 +945,7 @@ class CountTree:
         words[0] |= key >> np.uint64(b)
         np.left_shift(key, shift, out=words[1])
         del key, head
-        lcp = _sorted_lcp(words[0], depth, self._new_lcp())  # depth > 64: 1086 marks ties
+        lcp = _sorted_lcp(words[0], depth)  # depth > 64: 1086 marks the pairs tied on word 0
         tied = np.flatnonzero(lcp > 64)
         if tied.size:
             xor = words[1, tied + 1] ^ words[1, tied]
@@ -1022,16 +960,13 @@ class CountTree:
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        # in the arena's free arrays, if any: the keys in the first, the order in the fourth
-        # (which the radix passes of _sort_words overwrite only once the order is applied)
-        room = self._scratch()
-        keys = np.bitwise_and(word, ~mask, out=room[0] if room else None)
+        keys = word & ~mask
         for a in range(0, n, _ROWS):  # | the row index, chunk by chunk (no full-size temporary)
             keys[a : a + _ROWS] |= np.arange(a, min(n, a + _ROWS), dtype=np.uint64)
         keys.sort()
-        order = np.bitwise_and(keys, mask, out=room[3] if len(room) > 3 else None).view(np.int64)
+        order = (keys & mask).view(np.int64)
         keys &= ~mask
-        lcp = _sorted_lcp(keys, depth, self._new_lcp())  # depth > 64: 1086 marks the ties
+        lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
         del keys
         return order, lcp, np.flatnonzero(lcp > 64), i
 
@@ -1048,12 +983,12 @@ class CountTree:
         runs = np.union1d(tied, tied + 1)  # the positions in runs of tied rows, increasing
         if runs.size > n * _LAZY_ROWS_SHARE:
             del runs
-            words = self._new_words()
+            words = np.empty((W, n), dtype=np.uint64)
             words[0] = word
             del word
             row_codes(x, box, depth, list(range(1, W)), axes=axes, out=words[1:])
             return self._sort_words(words, (order, lcp, tied, i))
-        words = self._new_words()
+        words = np.empty((W, n), dtype=np.uint64)
         _take(word, order, words[0])
         del word
         if runs.size:
@@ -1104,23 +1039,17 @@ class CountTree:
         del first
         if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
             del tied
-            # the arena's free room (if any) holds the passes' arrays: the runs' frame in
-            # buffers 0 and 1 (dead once the passes end: buffer 0 is then the permutation's)
-            scratch = self._scratch()
-            local = _run_frame(lcp, 64 - i, scratch[:2])
+            local = _run_frame(lcp, 64 - i)
             del lcp
             if local is None:  # too many runs or too long ones: passes over the input order
                 del order
-                order = _lsd_order(words, depth, i, scratch[1:])
-                _permute_words(words, order, scratch=scratch)
+                order = _lsd_order(words, depth, i)
+                _permute_words(words, order)
             else:  # the first sort's runs kept, radix passes inside them
-                _permute_words(words, order, scratch=scratch[2:])
+                _permute_words(words, order)
                 del order
-                order = _run_radix_order(words, depth, 64 - i, *local, scratch[2:])
-                del local
-                _permute_words(words, order, scratch=scratch)
-            del order
-            return words, _sorted_words_lcp(words, depth, self._new_lcp())
+                _permute_words(words, _run_radix_order(words, depth, 64 - i, *local))
+            return words, _sorted_words_lcp(words, depth)
         _permute_words(words, order)  # one word at a time: one word of temporary memory
         del order
         self._refine(words, lcp, tied, 64 - i)
@@ -1396,28 +1325,6 @@ _OWNED: contextvars.ContextVar[list[CountTree] | None] = contextvars.ContextVar(
 )
 
 
-#: the buffers of the count trees a release has freed (:meth:`CountTree.release`), for its output
-_SPARE: contextvars.ContextVar[list[np.ndarray] | None] = contextvars.ContextVar(
-    "opendp_wasserstein_spare_buffers", default=None
-)
-
-
-def recycled_buffer(size: int) -> np.ndarray | None:
-    """``size`` float64 items (a flat, uninitialised array) in the memory of a count tree this
-    release has freed, if one of at least ``size`` and at most ``size + size / 4`` items is
-    spare (inside :func:`shared_count_trees` with ``release=True``), else None.  Its pages are
-    already mapped: writing an output there costs no page faults (zeroing fresh pages cost as
-    much as the placement itself)."""
-    spare = _SPARE.get()
-    if not spare or size <= 0:
-        return None
-    for i, buf in enumerate(spare):
-        if size <= buf.size <= size + size // 4 + 1:
-            del spare[i]
-            return buf[:size]
-    return None
-
-
 def unreleased_trees() -> int:
     """The number of count trees whose arrays are still held (in use, or garbage in a cycle that
     only a full collection frees)."""
@@ -1435,20 +1342,16 @@ def shared_count_trees(release: bool = False) -> Iterator[None]:
 
     :param release: the block owns every tree :func:`count_tree` builds in it (none is returned
         to a caller outside): their arrays are dropped as the block ends
-        (:meth:`CountTree.release`), whatever still references the tree objects; a tree freed
-        before (:func:`release_if_owned`) leaves its memory to the block's output
-        (:func:`recycled_buffer`)
+        (:meth:`CountTree.release`), whatever still references the tree objects
     """
     token = _SHARED.set([])
     owned: list[CountTree] = []
     own = _OWNED.set(owned if release else None)
-    spare = _SPARE.set([] if release else None)
     try:
         yield
     finally:
         _OWNED.reset(own)
         _SHARED.reset(token)
-        _SPARE.reset(spare)
         for tree in owned:
             tree.release()
 
@@ -1499,10 +1402,10 @@ def count_tree(
                 if not keep:
                     del cache[i]
                 return tree if tree.depth == depth else tree.truncated(depth)
-    owned = _OWNED.get()
-    tree = CountTree(x, depth, box, order, recycle=owned is not None)
+    tree = CountTree(x, depth, box, order)
     if cache is not None and keep:
         cache.append((x, box, tree))
+    owned = _OWNED.get()
     if owned is not None:
         owned.append(tree)
     return tree

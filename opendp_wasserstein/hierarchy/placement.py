@@ -16,11 +16,7 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.core.box import Box
-from opendp_wasserstein.hierarchy.cells import (
-    coord_bits_at_level,
-    recycled_buffer,
-    unreleased_trees,
-)
+from opendp_wasserstein.hierarchy.cells import coord_bits_at_level, unreleased_trees
 from opendp_wasserstein.hierarchy.traversal import LeafMasses
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.noise.node_randomness import random_words
@@ -189,8 +185,9 @@ def _gather_rows(
     """``table[keys & (2^low - 1)]`` for a ``(k, d)`` float table: ``np.take`` of whole rows
     (about twice as fast as a two-dimensional fancy index), the index masked chunk by chunk in
     cache.  ``out``: an ``(m, d)`` float array to write, which may hold ``keys`` in its last
-    ``8 m`` bytes (:func:`_output`): rows ``a .. b - 1`` are written after keys ``a .. b - 1``
-    are read and end at byte ``8 d b <= 8 (d - 1) m + 8 b``, so no unread key is overwritten."""
+    ``8 m`` bytes (as :func:`place_points` builds them): rows ``a .. b - 1`` are written after
+    keys ``a .. b - 1`` are read and end at byte ``8 d b <= 8 (d - 1) m + 8 b``, so no unread
+    key is overwritten."""
     k, d = table.shape
     m = keys.size
     out = np.empty((m, d), dtype=np.float64) if out is None else out
@@ -267,15 +264,6 @@ class PlacementStream:
         return _Words(np.random.Generator(np.random.PCG64(self._seq(1, int(part)))))
 
 
-def _output(m: int, d: int) -> np.ndarray:
-    """An uninitialised ``(m, d)`` float output: in the memory of this release's freed count tree
-    when it fits (:func:`~opendp_wasserstein.hierarchy.cells.recycled_buffer`), else new."""
-    buf = recycled_buffer(m * d)
-    if buf is None:
-        return np.empty((m, d), dtype=np.float64)
-    return buf.reshape(m, d)
-
-
 def place_points(
     leaves: LeafMasses,
     box: Box,
@@ -324,12 +312,12 @@ def place_points(
         order = stream.order(part)
         if m <= 1 or _label_bits(masses.size) > 48:  # at most one row, or more than 2^48 leaves
             return centers[shuffled_labels(order, masses)]
-        out = _output(m, d)
+        out = np.empty((m, d), dtype=np.float64)
         # the keys in the output's last 8 m bytes (no other full-size array), see _gather_rows
         tail = out.reshape(m * d).view(np.uint64)[(d - 1) * m :]
         keys, low = _shuffled_label_keys(order, masses, tail) or (tail, 0)  # m > 1: never 0
         return _gather_rows(centers, keys, low, out=out)
-    out = _output(m, d)
+    out = np.empty((m, d), dtype=np.float64)
     if m == 0:
         return out
     dest = shuffle_order(stream.order(part), m)  # row g (leaf order) goes to row dest[g]

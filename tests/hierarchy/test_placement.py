@@ -211,27 +211,30 @@ def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(mo
     assert own._words is not None
 
 
-@pytest.mark.parametrize("placement", ["center", "uniform"])
 @pytest.mark.parametrize("d", [1, 2, 3, 10])
-def test_placement_in_a_freed_tree_is_the_same_output(placement, d):
-    # inside a release that owns its tree, the output reuses the freed tree's buffer (the
-    # centre keys in its last 8 m bytes): the same rows as a new array gives
-    import opendp_wasserstein.hierarchy.cells as h
+def test_center_placement_builds_its_keys_in_the_output(d, monkeypatch):
+    # the shuffle keys live in the output's last 8 m bytes (no other full-size array): the rows
+    # are those that keys built in a separate array give
+    import opendp_wasserstein.hierarchy.placement as syn
 
     rng = np.random.default_rng(d)
     k, m = 300, 4000
     cells = rng.integers(0, 2**6, size=(k, d))
     masses = rng.multinomial(m, np.full(k, 1 / k))
     box = as_box((-1.0, 2.0), d)
-    leaves = leaves_of(cells, masses, 6 * d)
     stream = PlacementStream(bytes([d]) * 32)
-    fresh = place_points(leaves, box, placement, RandomSource(0), stream=stream, part=1)
-    u = rng.uniform(size=(m, d))
-    with h.shared_count_trees(release=True):
-        tree = h.count_tree(u, 6 * d)
-        arena = tree._arena
-        assert arena is not None and arena.size >= m * d
-        assert h.release_if_owned(tree)
-        got = place_points(leaves, box, placement, RandomSource(0), stream=stream, part=1)
-    assert np.shares_memory(got, arena)
-    assert np.array_equal(got, fresh)
+    got = place_points(
+        leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream
+    )
+    centers = (cells + 0.5) * (3.0 / 2**6) - 1.0
+    keys, low = syn._shuffled_label_keys(stream.order(0), masses)  # a separate key array
+    assert np.array_equal(got, centers[(keys & np.uint64((1 << low) - 1)).astype(np.int64)])
+    seen = []
+    inner = syn._shuffled_label_keys
+    monkeypatch.setattr(syn, "_shuffled_label_keys", lambda *a: seen.append(a[2]) or inner(*a))
+    again = place_points(
+        leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream
+    )
+    assert np.array_equal(again, got)
+    (tail,) = seen  # the keys were built in the output's last m words
+    assert tail.size == m and tail.ctypes.data == again.ctypes.data + 8 * (d - 1) * m
