@@ -310,13 +310,15 @@ def place_points(
         centers = (cells.astype(np.float64) + 0.5) * step + lower
         np.minimum(centers, upper, out=centers)
         order = stream.order(part)
-        if m <= 1 or _label_bits(masses.size) > 48:  # at most one row, or more than 2^48 leaves
-            return centers[shuffled_labels(order, masses)]
-        out = np.empty((m, d), dtype=np.float64)
-        # the keys in the output's last 8 m bytes (no other full-size array), see _gather_rows
-        tail = out.reshape(m * d).view(np.uint64)[(d - 1) * m :]
-        keys, low = _shuffled_label_keys(order, masses, tail) or (tail, 0)  # m > 1: never 0
-        return _gather_rows(centers, keys, low, out=out)
+        if m > 1 and _label_bits(masses.size) <= 48:
+            out = np.empty((m, d), dtype=np.float64)
+            # the keys in the output's last 8 m bytes (no other full-size array): _gather_rows
+            tail = out.reshape(m * d).view(np.uint64)[(d - 1) * m :]
+            packed = _shuffled_label_keys(order, masses, tail)
+            if packed is not None:  # always, for these m and labels
+                return _gather_rows(centers, *packed, out=out)
+        # at most one row, or more than 2^48 leaves
+        return centers[shuffled_labels(order, masses)]
     out = np.empty((m, d), dtype=np.float64)
     if m == 0:
         return out
@@ -327,7 +329,6 @@ def place_points(
     ends = np.cumsum(masses)
     begins = ends - masses
     chunk = max(1024, _POINTS // d)  # rows per chunk: about _POINTS floats, in cache
-    corner = cells.astype(np.float64)
     # the chunk's points, and step, lower and upper repeated once per row: each operation is one
     # contiguous pass over the chunk (not d strided ones), the same float operations per value
     u = np.empty(min(chunk, m) * d)
@@ -338,7 +339,7 @@ def place_points(
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
         k = (hi - lo) * d
-        y = np.repeat(corner[a:b], count, axis=0).reshape(k)
+        y = np.repeat(cells[a:b].astype(np.float64), count, axis=0).reshape(k)
         uu = u[:k]
         points.random(out=uu.reshape(hi - lo, d))
         y += uu
