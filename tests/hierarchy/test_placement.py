@@ -237,4 +237,5 @@ def test_center_placement_builds_its_keys_in_the_output(d, monkeypatch):
     )
     assert np.array_equal(again, got)
     (tail,) = seen  # the keys were built in the output's last m words
-    assert tail.size == m and tail.ctypes.data == again.ctypes.data + 8 * (d - 1) * m
+    assert tail.size == m
+    assert tail.ctypes.data == again.ctypes.data + 8 * (d - 1) * m
