@@ -11,6 +11,15 @@ them is post-processing.
   marginal becomes the DP release's (up to the ``1/m`` grid), and every joint rank relation of
   the synthetic rows is kept (a monotone map of each column).  Quantiles lie in ``[0, 1]``, so
   the values decode within the public bounds.
+* **Atoms of a float column at a fine release: at the roundest value of their cell.**  Where
+  the released leaves are fine (at least :data:`ATOM_MIN_LEAVES` over the bounds) and one leaf
+  holds more than :data:`ATOM_RATIO` times the mass of each of its neighbours (a spike: the
+  data's values repeat there, as values recorded at a fixed precision do), the rows the rank
+  matching puts in that leaf all get one value: the roundest number inside it (fewest
+  significant decimal digits, :func:`roundest_values`), where a recorded value most likely is,
+  instead of values spread across the leaf (which put part of an atom at ``58.0`` below
+  ``58.0``).  A row moves by less than a leaf's width (``1 / ATOM_MIN_LEAVES`` of the bounds at
+  most); the ranks' order is kept (ties within the leaf).  Public: the schema and the release.
 * **Categorical columns and is-missing indicators: fewest re-labels.**  The target counts are
   the released frequencies times ``m``, rounded by largest remainder; a category holding more
   rows than its target gives up the surplus (rows chosen at random), and those rows take the
@@ -31,8 +40,24 @@ import numpy as np
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 from opendp_wasserstein.tables.marginals import TableMarginals
+from opendp_wasserstein.tables.schema import FloatColumn
 
-__all__ = ["calibrate", "largest_remainder", "CALIBRATE_KINDS"]
+__all__ = [
+    "calibrate",
+    "largest_remainder",
+    "roundest_values",
+    "atom_cells",
+    "CALIBRATE_KINDS",
+    "ATOM_MIN_LEAVES",
+    "ATOM_RATIO",
+]
+
+#: a float column's atoms are placed at one value only when its release has at least this many
+#: leaves (a row then moves by at most this share of the column's range)
+ATOM_MIN_LEAVES = 1024
+
+#: a leaf is an atom when its mass is more than this many times each neighbour's
+ATOM_RATIO = 4.0
 
 #: what :func:`calibrate` may match: numeric columns, categorical columns, is-missing indicators
 CALIBRATE_KINDS = ("numeric", "category", "missing")
@@ -91,14 +116,94 @@ def _rank_order(u: np.ndarray, key: np.ndarray) -> np.ndarray:
     return order
 
 
-def _rank_match(u: np.ndarray, marginals: TableMarginals, c: int, rng: RandomSource) -> np.ndarray:
-    """``u``'s ranks (random ties) mapped onto column ``c``'s released quantiles."""
+def roundest_values(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per interval ``[lo, hi]`` (``lo <= hi``, finite), its roundest number: the multiple
+    ``k 10^p`` inside it of the largest power ``p`` (the fewest significant decimal digits), the
+    smallest such multiple; computed as ``k / 10^-p`` for ``p < 0``, the float nearest the
+    decimal (what parsing its text gives).  A loop over the powers of ten, vectorised over the
+    intervals.
+
+    >>> roundest_values(np.array([57.988, 0.2995, -3.7]), np.array([58.003, 0.3004, -3.2]))
+    array([58. ,  0.3, -3.7])
+    """
+    a = np.asarray(lo, dtype=np.float64)
+    b = np.asarray(hi, dtype=np.float64)
+    out = a.copy()
+    todo = np.ones(len(a), dtype=bool)
+    if not len(a):
+        return out
+    top = int(np.floor(np.log10(max(float(np.max(np.abs(np.concatenate([a, b])))), 1e-300))))
+    width = np.maximum(b - a, 0.0)
+    low = int(np.floor(np.log10(max(float(np.min(width[width > 0], initial=1.0)), 1e-300)))) - 1
+    for p in range(top + 1, max(low, -300) - 1, -1):  # powers of ten (public), not rows
+        if not todo.any():
+            break
+        if p >= 0:
+            unit = float(10**p)
+            r = np.ceil(a / unit) * unit
+        else:
+            unit = float(10 ** (-p))
+            r = np.ceil(a * unit) / unit
+            r = np.where(r < a, np.ceil(a * unit + 1) / unit, r)
+        hit = todo & (r >= a) & (r <= b)
+        out[hit] = r[hit]
+        todo &= ~hit
+    return out
+
+
+def atom_cells(masses: np.ndarray) -> np.ndarray:
+    """The leaves of a released marginal that are atoms: mass above :data:`ATOM_RATIO` times
+    each neighbour's (a missing neighbour at the bounds counts as 0); none below
+    :data:`ATOM_MIN_LEAVES` leaves."""
+    m = np.clip(np.asarray(masses, dtype=np.float64), 0.0, None)
+    if len(m) < ATOM_MIN_LEAVES:
+        return np.zeros(len(m), dtype=bool)
+    left = np.concatenate(([0.0], m[:-1]))
+    right = np.concatenate((m[1:], [0.0]))
+    return (m > 0) & (m > ATOM_RATIO * np.maximum(left, right))  # type: ignore[no-any-return]
+
+
+def _atom_values(spec: FloatColumn, cells: np.ndarray, leaves: int) -> np.ndarray:
+    """The encoded coordinates of the roundest values of the leaves ``cells`` of a float
+    column's ``leaves``: inside each leaf, decoding (``lo + u (hi - lo)``) to the value itself."""
+    lo, hi = float(spec.lower), float(spec.upper)
+    span = hi - lo
+    a = lo + cells / leaves * span
+    b = lo + (cells + 1) / leaves * span
+    r = roundest_values(a, np.minimum(b, hi))
+    u = (r - lo) / span
+    for _ in range(4):  # the float round trip: nudge u until it decodes to r (a few ulps)
+        d = lo + u * span
+        u = np.where(d < r, np.nextafter(u, 2.0), np.where(d > r, np.nextafter(u, -1.0), u))
+    return np.clip(u, cells / leaves, (cells + 1) / leaves)  # type: ignore[no-any-return]
+
+
+def _rank_match(
+    u: np.ndarray,
+    marginals: TableMarginals,
+    c: int,
+    rng: RandomSource,
+    spec: object = None,
+) -> np.ndarray:
+    """``u``'s ranks (random ties) mapped onto column ``c``'s released quantiles; with a
+    :class:`~opendp_wasserstein.tables.schema.FloatColumn` ``spec``, the values in an atom leaf
+    (:func:`atom_cells`) at the leaf's roundest value (:func:`_atom_values`)."""
     m = len(u)
     if m == 0:
         return u
     order = _rank_order(u, rng.uniform(m))
     out = np.empty(m)
     out[order] = marginals.quantiles(c, (np.arange(m) + 0.5) / m)
+    if isinstance(spec, FloatColumn):
+        atoms = atom_cells(marginals.masses[c])
+        if atoms.any():
+            leaves = len(atoms)
+            cell = np.clip(np.floor(out * leaves).astype(np.int64), 0, leaves - 1)
+            hit = atoms[cell]
+            at = np.flatnonzero(atoms)
+            where = np.full(leaves, np.nan)
+            where[at] = _atom_values(spec, at.astype(np.float64), leaves)
+            out[hit] = where[cell[hit]]
     return out
 
 
@@ -149,5 +254,7 @@ def calibrate(
         else:
             present = np.ones(m, dtype=bool)
         if "numeric" in kinds:
-            out[present, p.value_axis] = _rank_match(out[present, p.value_axis], marginals, c, rng)
+            out[present, p.value_axis] = _rank_match(
+                out[present, p.value_axis], marginals, c, rng, enc.schema[p.name]
+            )
     return out

@@ -24,7 +24,11 @@ categorical column, so the sensitivity is the pair score's, ``6 + 4/n``,
 is a function of the earlier rounds' releases and of public values.
 
 **The measurements**: each chosen clique's count table (:func:`make_clique_counts`, ``l1``
-stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``, at the pair tree's scale.
+stability 2 per replacement) ``>>`` OpenDP's ``then_laplace``, at the pair tree's scale; with
+two nullable numeric columns or more, the pair tree's missingness pattern table
+(:func:`~opendp_wasserstein.tables.pairs.make_pattern_counts` at
+:data:`~opendp_wasserstein.tables.pairs.PATTERN_SCALE` times that scale, the fine codes'
+:func:`~opendp_wasserstein.tables.pairs.pair_tables`).
 
 **In zCDP** (``noise="gaussian"``, the release under ``delta``): the pair tree's zCDP parts
 unchanged: every round OpenDP's ``make_noisy_max`` in ``zero_concentrated_divergence``
@@ -40,17 +44,19 @@ from its DP marginal, every other from the conditional law of its table given it
 (computed from the values already drawn); a 3-way table's rows shrink toward the mean of its two
 2-way conditionals (the table summed over one parent) in proportion to the noise
 (:func:`conditional_rows`); positions inside bins follow a Gaussian copula with the numeric
-parent of the largest released rank correlation; the pipeline calibrates every column to the DP
-marginals.
+parent of the largest released rank correlation; a pattern column's missingness combines its
+clique's conditional with the pattern law given the flags drawn so far, as the pair tree's;
+the pipeline calibrates every column to the DP marginals.
 
 **Privacy map.**  The pair tree's: ``(k - 1) epsilon_round`` for the rounds plus ``(k - 1) 2 /
-s`` for the counts (in zCDP: ``(k - 1)`` times OpenDP's noisy-max map plus ``(k - 1)`` times
-its Gaussian map ``(sqrt(2) / sigma)^2 / 2``), summed over the rationals and rounded up;
+s`` for the counts and ``2 / (4 s)`` for the pattern table if any (in zCDP: ``(k - 1)`` times
+OpenDP's noisy-max map plus ``(k - 1)`` times its Gaussian map ``(sqrt(2) / sigma)^2 / 2`` plus
+the pattern's at ``4 sigma``), summed over the rationals and rounded up;
 neither the candidate sets, the chosen cliques nor the codes change it
 (:doc:`/proofs/table_marginals`), so the pipeline fits the budget to the map of a template
 built from the schema alone (:func:`network_template`, :func:`fit_network`: the pair tree's
-split and search, :func:`~opendp_wasserstein.tables.pipeline.fit_pairs`; without a
-missingness pattern table the two maps are equal at the same budgets).
+split and search, :func:`~opendp_wasserstein.tables.pipeline.fit_pairs`; the two maps are
+equal at the same budgets).
 """
 
 from __future__ import annotations
@@ -95,13 +101,20 @@ from opendp_wasserstein.tables.marginals import (
 )
 from opendp_wasserstein.tables.pairs import (
     PAIR_BINS_MAX,
+    PATTERN_SCALE,
     FirstLookNoise,
     PairCoding,
+    _present_rows,
     combine_margins,
     grade_correlation,
+    make_pattern_counts,
     pair_bins,
     pair_count_scale,
     pair_score_sensitivity,
+    pair_tables,
+    pattern_columns,
+    pattern_law,
+    pattern_missing_probability,
     zcdp_selection,
 )
 
@@ -173,12 +186,19 @@ class NetworkCoding:
 
     @classmethod
     def from_marginals(
-        cls, marginals: TableMarginals, fine_bins: int, coarse_bins: int, max_cells: int
+        cls,
+        marginals: TableMarginals,
+        fine_bins: int,
+        coarse_bins: int,
+        max_cells: int,
+        enc: TableEncoding | None = None,
     ) -> NetworkCoding:
-        """Both codings cut at the DP quantiles."""
+        """Both codings cut at the DP quantiles; with ``enc``, an int column of one leaf per
+        value at its leaf edges (:meth:`~opendp_wasserstein.tables.pairs.PairCoding.from_marginals`:
+        a value is never split between two codes)."""
         return cls(
-            PairCoding.from_marginals(marginals, fine_bins),
-            PairCoding.from_marginals(marginals, coarse_bins),
+            PairCoding.from_marginals(marginals, fine_bins, enc),
+            PairCoding.from_marginals(marginals, coarse_bins, enc),
             int(max_cells),
         )
 
@@ -323,15 +343,20 @@ def make_network(
     :param coding: the public codes (:meth:`NetworkCoding.from_marginals`)
     :param marginals: the DP first look; None only for a template (invoking it raises)
     :param epsilon_select: the budget of the ``k - 1`` rounds of selection, shared equally
-    :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally
+    :param epsilon_counts: the budget of the ``k - 1`` count tables, shared equally, and of
+        the missingness pattern table (with two nullable numeric columns or more) at
+        :data:`~opendp_wasserstein.tables.pairs.PATTERN_SCALE` times their scale
+        (:func:`~opendp_wasserstein.tables.pairs.pair_tables`)
     :param noise: ``"laplace"`` (default: pure DP) or ``"gaussian"``: the two budgets are zCDP
         ``rho``, every round :func:`~opendp_wasserstein.tables.pairs.zcdp_selection` (OpenDP's
         zCDP noisy max), every table ``make_clique_counts(..., "l2") >> then_gaussian`` at
         :func:`~opendp_wasserstein.tables.pairs.pair_count_scale`; the measurement is in
         ``zero_concentrated_divergence``
-    :return: a Measurement releasing ``(cliques, tables)``: the chosen cliques in the order
-        chosen and their noisy count tables (int64 arrays, one axis per column of
-        ``clique.columns``); map at most ``epsilon_select + epsilon_counts`` per replacement
+    :return: a Measurement releasing ``(cliques, tables, pattern)``: the chosen cliques in the
+        order chosen, their noisy count tables (int64 arrays, one axis per column of
+        ``clique.columns``) and the noisy pattern counts (``2^m`` int64, or None when
+        :func:`~opendp_wasserstein.tables.pairs.pattern_columns` is empty); map at most
+        ``epsilon_select + epsilon_counts`` per replacement
     """
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
@@ -348,7 +373,9 @@ def make_network(
     measure = dp.zero_concentrated_divergence() if gauss else dp.max_divergence()
     eps_round = round_down(Fraction(e_sel) / rounds)
     sel_sens = round_up(pair_score_sensitivity(n))
-    count_scale = pair_count_scale(rounds, e_cnt, noise)
+    with_pattern = bool(pattern_columns(coding.fine))
+    count_scale = pair_count_scale(pair_tables(coding.fine, noise), e_cnt, noise)
+    pattern_scale = PATTERN_SCALE * count_scale  # exact: a power of 2
     metric = "l2" if gauss else "l1"
     then = dp.m.then_gaussian if gauss else dp.m.then_laplace
     sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
@@ -363,13 +390,20 @@ def make_network(
     count_template = make_clique_counts(
         input_domain, input_metric, coding.fine, Clique(1, (0,)), metric
     ) >> then(count_scale)
+    pattern_template = (
+        make_pattern_counts(input_domain, input_metric, coding.fine, metric) >> then(pattern_scale)
+        if with_pattern
+        else None
+    )
 
     def round_map(d_in: Any) -> Fraction:
         return Fraction(
             select_template.map(round_up(replacements(kind, d_in) * Fraction(sel_sens)))
         )
 
-    def function(x: np.ndarray) -> tuple[list[Clique], list[np.ndarray]]:
+    def function(
+        x: np.ndarray,
+    ) -> tuple[list[Clique], list[np.ndarray], np.ndarray | None]:
         if marginals is None:
             raise ValueError("make_network: a template (marginals=None) cannot be invoked")
         x = validate_data(x, d, n, nan=False)
@@ -407,6 +441,15 @@ def make_network(
                 raw = np.asarray(counts(x), dtype=np.int64)
                 t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
             tables.append(t.reshape([cd.sizes[c] for c in q.columns]))
+        pattern = None
+        if with_pattern:  # after the tables: their draws are the pattern-free network's
+            counts = make_pattern_counts(input_domain, input_metric, coding.fine, metric)
+            if src.secure:
+                pattern = np.asarray((counts >> then(pattern_scale))(x), dtype=np.int64)
+            else:
+                raw = np.asarray(counts(x), dtype=np.int64)
+                z = sampler(np.full(len(raw), float(pattern_scale)), noise_rng, "fast")
+                pattern = raw + z
         names = [p.name for p in coding.fine.plans]
         runtime.record(
             {
@@ -414,13 +457,19 @@ def make_network(
                     (names[q.child], tuple(names[p] for p in q.parents)) for q in chosen
                 ],
                 "network_scale": float(count_scale),
+                "network_pattern": [
+                    coding.fine.plans[c].name for c in pattern_columns(coding.fine)
+                ],
             }
         )
-        return chosen, tables
+        return chosen, tables, pattern
 
     def privacy_map(d_in: Any) -> float:
         per_count = Fraction(count_template.map(d_in))
-        return round_up(rounds * round_map(d_in) + rounds * per_count)
+        total = rounds * round_map(d_in) + rounds * per_count
+        if pattern_template is not None:
+            total += Fraction(pattern_template.map(d_in))
+        return round_up(total)
 
     return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 
@@ -484,16 +533,22 @@ def fit_network(
 
 
 def network_codings(
-    marginals: TableMarginals, n: int, epsilon_counts: float, noise: str = "laplace"
+    marginals: TableMarginals,
+    n: int,
+    epsilon_counts: float,
+    noise: str = "laplace",
+    enc: TableEncoding | None = None,
 ) -> NetworkCoding:
     """The network's codes from the DP first look and public values (``noise``: the tables'
-    law, ``epsilon_counts`` a ``rho`` when Gaussian)."""
+    law, ``epsilon_counts`` a ``rho`` when Gaussian; ``enc``: the leaf-edge cuts of
+    :meth:`NetworkCoding.from_marginals`)."""
     k = len(marginals.plans)
     return NetworkCoding.from_marginals(
         marginals,
         pair_bins(n, epsilon_counts, k, noise),
         network_bins(n, epsilon_counts, k, noise),
         network_cells(n, epsilon_counts, k, noise),
+        enc,
     )
 
 
@@ -543,6 +598,13 @@ def _relative(coding: PairCoding, c: int, code: np.ndarray, out: np.ndarray) -> 
     return np.where(code == nb, 0.5, np.clip(r, 0.0, 1.0))
 
 
+def _missing_axis(coding: PairCoding, c: int) -> int:
+    """Column ``c``'s is-missing axis in the encoding (a nullable numeric column)."""
+    p = coding.plans[c]
+    assert p.missing_axis is not None
+    return p.axes[p.missing_axis]
+
+
 def _draw(cond: np.ndarray, rows: np.ndarray, rng: RandomSource) -> Any:
     cum = np.cumsum(cond, axis=1)
     cum[:, -1] = 1.0
@@ -558,6 +620,7 @@ def sample_network(
     m: int,
     rng: RandomSource,
     count_scale: float,
+    pattern: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""``m`` encoded points drawn from the network (post-processing of DP releases).
 
@@ -569,7 +632,15 @@ def sample_network(
     (:func:`conditional_rows`; the parents' mass is the rows drawn, scaled to ``n``).  Inside
     a bin, a numeric child's position follows a Gaussian copula with its numeric parent of the
     largest released rank correlation (``r = 2 sin(pi rho_s / 6)``, as
-    :func:`~opendp_wasserstein.tables.pairs.sample_tree`), else it is uniform."""
+    :func:`~opendp_wasserstein.tables.pairs.sample_tree`), else it is uniform.
+
+    **Missingness** (``pattern``, the noisy counts of
+    :func:`~opendp_wasserstein.tables.pairs.make_pattern_counts`): as
+    :func:`~opendp_wasserstein.tables.pairs.sample_tree`, a child of the pattern drawn after
+    others of it is missing with the probability combining its clique's conditional and the
+    pattern law given the flags drawn so far
+    (:func:`~opendp_wasserstein.tables.pairs.pattern_missing_probability`); where present, its
+    code is drawn from its conditional restricted to its present codes."""
     k = len(coding.fine.plans)
     d = sum(len(p.axes) for p in coding.fine.plans)
     out = np.full((m, d), 0.5)
@@ -577,6 +648,13 @@ def sample_network(
     scale = n / max(m, 1)
     lam = float(count_scale)
     done: set[int] = set()
+    law = None
+    place: dict[int, int] = {}  # a pattern column's axis in the pattern law
+    if pattern is not None:
+        cols = pattern_columns(coding.fine)
+        miss = np.array([coding.fine.marginal(marginals, c)[-1] for c in cols])
+        law = pattern_law(pattern, miss).reshape((2,) * len(cols))
+        place = {c: a for a, c in enumerate(cols)}
     if cliques:
         root = cliques[0].parents[0]
         probs = coding.fine.marginal(marginals, root)
@@ -603,7 +681,17 @@ def sample_network(
             prior = (two[0][:, None, :] + two[1][None, :, :]).reshape(-1, kc) / 2
             mass = np.bincount(rows, minlength=prior.shape[0]) * scale
             cond = conditional_rows(t.reshape(-1, kc), mass, prior, lam)
-        code = _draw(cond, rows, rng)
+        drawn = [c for c in place if c in done]
+        if law is None or q.child not in place or not drawn:
+            code = _draw(cond, rows, rng)
+        else:
+            flags = np.stack([out[:, _missing_axis(coding.fine, c)] >= 0.5 for c in drawn], 1)
+            prob = pattern_missing_probability(
+                law, [place[c] for c in drawn], flags, place[q.child], cond[rows, -1]
+            )
+            missing = rng.uniform(m) < prob
+            code = np.minimum(_draw(_present_rows(cond, child), rows, rng), kc - 2)
+            code[missing] = kc - 1
         u = rng.uniform(m)
         if cd.edges[q.child] is not None:
             best, r = None, 0.0
@@ -644,6 +732,7 @@ def network_points(
     rng: RandomSource,
     noise: FirstLookNoise | None = None,
     count_noise: str = "laplace",
+    enc: TableEncoding | None = None,
 ) -> tuple[np.ndarray, TableMarginals]:
     """The network's query of the pipeline's compositor (``queryable``) and its
     post-processing: ``n`` encoded points (before the calibration) and the 1-way targets they
@@ -652,9 +741,9 @@ def network_points(
     (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing).
     ``count_noise="gaussian"``: the zCDP network (both budgets ``rho``), the tables' variance
     ``sigma^2`` in the combination, the shrinkage at the Laplace scale of that variance."""
-    coding = network_codings(marginals, n, epsilon_counts, count_noise)
+    coding = network_codings(marginals, n, epsilon_counts, count_noise, enc)
     k = len(coding.fine.plans)
-    cliques, tables = queryable(
+    cliques, tables, pattern = queryable(
         make_network(
             input_domain,
             input_metric,
@@ -672,7 +761,9 @@ def network_points(
             marginals,
             [(q.parents[0], q.child) for q, _ in two],
             [t for _, t in two],
-            float(pair_count_scale(k - 1, epsilon_counts, count_noise)),
+            float(
+                pair_count_scale(pair_tables(coding.fine, count_noise), epsilon_counts, count_noise)
+            ),
             noise,
             count_noise,
         )
@@ -683,4 +774,5 @@ def network_points(
         }
     )
     lam = _count_scale(k, epsilon_counts, count_noise)
-    return sample_network(coding, marginals, cliques, tables, n, rng, lam), marginals
+    points = sample_network(coding, marginals, cliques, tables, n, rng, lam, pattern)
+    return points, marginals

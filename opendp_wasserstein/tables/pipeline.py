@@ -690,6 +690,7 @@ def _make_structured(
                     rng,
                     look,
                     noise,
+                    enc,
                 )
                 info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
                 orders = ()

@@ -22,24 +22,17 @@ def data(tmp_path):
     return path, bounds, tmp_path
 
 
+def _synth(src, out, bounds, *extra):
+    """``synth SRC -o OUT --epsilon 1 --bounds BOUNDS EXTRA...``: the program's exit status."""
+    return main(
+        ["synth", str(src), "-o", str(out), "--epsilon", "1", "--bounds", str(bounds), *extra]
+    )
+
+
 def test_synth_success_json(data, capsys):
     path, bounds, tmp = data
     out = tmp / "out.csv"
-    rc = main(
-        [
-            "synth",
-            str(path),
-            "-o",
-            str(out),
-            "--epsilon",
-            "1",
-            "--bounds",
-            str(bounds),
-            "--json",
-            "--seed",
-            "1",
-        ]
-    )
+    rc = _synth(path, out, bounds, "--json", "--seed", "1")
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_certified"] == 1.0
@@ -81,21 +74,7 @@ def test_synth_other_mechanisms_and_columns(data, capsys, mechanism):
 
 def test_synth_prints_eps_and_schedule(data, capsys):
     path, bounds, tmp = data
-    assert (
-        main(
-            [
-                "synth",
-                str(path),
-                "-o",
-                str(tmp / "o.csv"),
-                "--epsilon",
-                "1",
-                "--bounds",
-                str(bounds),
-            ]
-        )
-        == 0
-    )
+    assert _synth(path, tmp / "o.csv", bounds) == 0
     out = capsys.readouterr().out
     assert "certified epsilon" in out
     assert "schedule" in out
@@ -270,23 +249,8 @@ def test_synth_private_size_reports_nothing_read_off_n(data, capsys):
     out = tmp / "priv.csv"
     seen = []
     for seed in ("1", "2"):
-        rc = main(
-            [
-                "synth",
-                str(path),
-                "-o",
-                str(out),
-                "--epsilon",
-                "1",
-                "--bounds",
-                str(bounds),
-                "--json",
-                "--seed",
-                seed,
-                "--private-size",
-                "--mechanism",
-                "pruned",
-            ]
+        rc = _synth(
+            path, out, bounds, "--json", "--seed", seed, "--private-size", "--mechanism", "pruned"
         )
         assert rc == 0
         summary = json.loads(capsys.readouterr().out)
@@ -338,20 +302,7 @@ def test_synth_on_neighbouring_files_succeeds_on_both(data, private_size, capsys
             src = tmp / f"n{i}.csv"
             src.write_text(text)
             out = tmp / f"o{i}.csv"
-            rc = main(
-                [
-                    "synth",
-                    str(src),
-                    "-o",
-                    str(out),
-                    "--epsilon",
-                    "1",
-                    "--bounds",
-                    str(bounds),
-                    "--json",
-                    *extra,
-                ]
-            )
+            rc = _synth(src, out, bounds, "--json", *extra)
             assert rc == 0, capsys.readouterr().err
             y = np.loadtxt(out, delimiter=",", skiprows=1, ndmin=2)
             assert np.all((y >= 0) & (y <= [10, 5]))
@@ -595,19 +546,7 @@ def test_synth_delta_certifies_the_pair(data, capsys, mechanism):
 )
 def test_synth_delta_errors(data, capsys, extra, match):
     path, bounds, tmp = data
-    rc = main(
-        [
-            "synth",
-            str(path),
-            "-o",
-            str(tmp / "e.csv"),
-            "--epsilon",
-            "1",
-            "--bounds",
-            str(bounds),
-            *extra,
-        ]
-    )
+    rc = _synth(path, tmp / "e.csv", bounds, *extra)
     assert rc != 0
     assert re.search(match, capsys.readouterr().err)
 
@@ -623,44 +562,13 @@ def test_synth_consistency_option(data, capsys):
         ("paper", ["--consistency", "paper"]),
     ]:
         out = tmp / f"c-{name}.csv"
-        rc = main(
-            [
-                "synth",
-                str(path),
-                "-o",
-                str(out),
-                "--epsilon",
-                "1",
-                "--bounds",
-                str(bounds),
-                "--mechanism",
-                "pruned",
-                "--quiet",
-                "--seed",
-                "4",
-                *extra,
-            ]
-        )
+        rc = _synth(path, out, bounds, "--mechanism", "pruned", "--quiet", "--seed", "4", *extra)
         assert rc == 0, capsys.readouterr().err
         texts[name] = out.read_text()
     assert texts["default"] == texts["least_squares"]
     assert texts["paper"] != texts["least_squares"]
-    rc = main(
-        [
-            "synth",
-            str(path),
-            "-o",
-            str(tmp / "p.csv"),
-            "--epsilon",
-            "1",
-            "--bounds",
-            str(bounds),
-            "--mechanism",
-            "pmm",
-            "--consistency",
-            "paper",
-            "--quiet",
-        ]
+    rc = _synth(
+        path, tmp / "p.csv", bounds, "--mechanism", "pmm", "--consistency", "paper", "--quiet"
     )
     assert rc == 2
     assert "consistency" in capsys.readouterr().err
@@ -676,43 +584,12 @@ def test_synth_score_option(data, capsys):
         ("capped", ["--score", "capped"]),
         ("paper", ["--score", "paper"]),
     ]:
-        rc = main(
-            [
-                "synth",
-                str(path),
-                "-o",
-                str(tmp / f"s-{name}.csv"),
-                "--epsilon",
-                "1",
-                "--bounds",
-                str(bounds),
-                "--json",
-                "--seed",
-                "4",
-                *extra,
-            ]
-        )
+        rc = _synth(path, tmp / f"s-{name}.csv", bounds, "--json", "--seed", "4", *extra)
         captured = capsys.readouterr()
         assert rc == 0, captured.err
         scores[name] = json.loads(captured.out)["details"]["score"]
     assert scores == {"default": "capped", "capped": "capped", "paper": "paper"}
-    rc = main(
-        [
-            "synth",
-            str(path),
-            "-o",
-            str(tmp / "p.csv"),
-            "--epsilon",
-            "1",
-            "--bounds",
-            str(bounds),
-            "--mechanism",
-            "pruned",
-            "--score",
-            "paper",
-            "--quiet",
-        ]
-    )
+    rc = _synth(path, tmp / "p.csv", bounds, "--mechanism", "pruned", "--score", "paper", "--quiet")
     assert rc == 2
     assert "--score applies only to mechanism='adaptive'" in capsys.readouterr().err
 
@@ -720,23 +597,7 @@ def test_synth_score_option(data, capsys):
 def test_synth_privtree(data, capsys):
     path, bounds, tmp = data
     out = tmp / "pt.csv"
-    rc = main(
-        [
-            "synth",
-            str(path),
-            "-o",
-            str(out),
-            "--epsilon",
-            "1",
-            "--bounds",
-            str(bounds),
-            "--mechanism",
-            "privtree",
-            "--json",
-            "--seed",
-            "1",
-        ]
-    )
+    rc = _synth(path, out, bounds, "--mechanism", "privtree", "--json", "--seed", "1")
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     report = json.loads(captured.out)
@@ -823,23 +684,7 @@ def test_numeric_paths_refuse_an_output_that_is_an_input(data, capsys):
     """Item 6 on the numeric paths (``--delta``; ``select`` without a schema)."""
     path, bounds, tmp = data
     before = path.read_bytes()
-    assert (
-        main(
-            [
-                "synth",
-                str(path),
-                "-o",
-                str(path),
-                "--epsilon",
-                "1",
-                "--bounds",
-                str(bounds),
-                "--delta",
-                "1e-6",
-            ]
-        )
-        == 2
-    )
+    assert _synth(path, path, bounds, "--delta", "1e-6") == 2
     assert "-o/--output" in capsys.readouterr().err
     cands = tmp / "c.csv"
     cands.write_text("height,weight\n1,1\n5,2\n9,4\n")
@@ -883,24 +728,7 @@ def test_numeric_paths_write_by_extension_and_respect_the_umask(data, capsys):
         )
         assert pq.read_table(tmp / "s.parquet").column_names == ["height", "weight", "multiplicity"]
         assert stat.S_IMODE((tmp / "s.parquet").stat().st_mode) == 0o644
-        assert (
-            main(
-                [
-                    "synth",
-                    str(path),
-                    "-o",
-                    str(tmp / "y.csv"),
-                    "--epsilon",
-                    "1",
-                    "--bounds",
-                    str(bounds),
-                    "--delta",
-                    "1e-6",
-                    "--quiet",
-                ]
-            )
-            == 0
-        )
+        assert _synth(path, tmp / "y.csv", bounds, "--delta", "1e-6", "--quiet") == 0
         assert stat.S_IMODE((tmp / "y.csv").stat().st_mode) == 0o644
     finally:
         os.umask(old)

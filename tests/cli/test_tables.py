@@ -45,6 +45,13 @@ def files(tmp_path):
     return tmp_path, csv_path, pq_path, t
 
 
+def _synth(src, out, schema_path, *extra, accept=True):
+    """``synth SRC -o OUT --epsilon 1 --schema SCHEMA [--accept-data-derived-schema] EXTRA...``:
+    the program's exit status."""
+    args = ["synth", str(src), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path)]
+    return main(args + (["--accept-data-derived-schema"] if accept else []) + list(extra))
+
+
 def _draft(tmp_path, src, extra=()):
     out = tmp_path / "schema.json"
     assert main(["schema", str(src), "-o", str(out), "--quiet", *extra]) == 0
@@ -67,9 +74,7 @@ def test_synth_refuses_marked_schema_unless_flag(files, capsys):
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
     out = tmp / "out.csv"
-    rc = main(
-        ["synth", str(csv_path), "-o", str(out), "--epsilon", "1", "--schema", str(schema_path)]
-    )
+    rc = _synth(csv_path, out, schema_path, accept=False)
     err = capsys.readouterr().err
     assert rc == 2
     assert "--accept-data-derived-schema" in err
@@ -84,20 +89,7 @@ def test_synth_table_round_trip(files, capsys, out_name, src):
     schema_path, schema = _draft(tmp, csv_path)
     out = tmp / out_name
     inp = csv_path if src == "csv" else pq_path
-    rc = main(
-        [
-            "synth",
-            str(inp),
-            "-o",
-            str(out),
-            "--epsilon",
-            "1",
-            "--schema",
-            str(schema_path),
-            "--accept-data-derived-schema",
-            "--json",
-        ]
-    )
+    rc = _synth(inp, out, schema_path, "--json")
     assert rc == 0, capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
     # the structured release composes two maps rounded up: at most the budget, within ulps of it
@@ -134,22 +126,7 @@ def test_estimate_bounds_is_composed_into_the_certificate(tmp_path, capsys):
     del spec["columns"]["region"]["derived_from_data"]
     schema_path.write_text(json.dumps(spec))
     out = tmp_path / "o.parquet"
-    assert (
-        main(
-            [
-                "synth",
-                str(src),
-                "-o",
-                str(out),
-                "--epsilon",
-                "1",
-                "--schema",
-                str(schema_path),
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert _synth(src, out, schema_path, "--json", accept=False) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["epsilon_release"] == 1.0
     assert summary["epsilon_certified"] >= 1.0 + schema.epsilon_spent
@@ -454,20 +431,7 @@ def test_an_output_that_is_the_input_is_refused(files, capsys, link, monkeypatch
     elif link == "hardlink":
         out.hardlink_to(csv_path)
     monkeypatch.chdir(tmp)
-    rc = main(
-        [
-            "synth",
-            str(csv_path),
-            "-o",
-            str(out),
-            "--epsilon",
-            "1",
-            "--schema",
-            str(schema_path),
-            "--accept-data-derived-schema",
-            "--quiet",
-        ]
-    )
+    rc = _synth(csv_path, out, schema_path, "--quiet")
     err = capsys.readouterr().err
     assert rc == 2
     assert "-o/--output" in err
@@ -596,23 +560,7 @@ def test_the_header_must_hold_the_schemas_columns_unless_columns_says_otherwise(
     del spec["columns"]["income"]
     small = tmp / "small.json"
     small.write_text(json.dumps(spec))
-    assert (
-        main(
-            [
-                "synth",
-                str(csv_path),
-                "-o",
-                str(out),
-                "--epsilon",
-                "1",
-                "--schema",
-                str(small),
-                "--accept-data-derived-schema",
-                "--quiet",
-            ]
-        )
-        == 2
-    )
+    assert _synth(csv_path, out, small, "--quiet") == 2
     err = capsys.readouterr().err
     assert "1 of its 5 header field(s) are not columns of the schema" in err
     assert "--columns age,region,visit,smoker" in err
@@ -638,19 +586,7 @@ def test_an_output_extension_the_package_does_not_write_is_refused(files, capsys
     """Item 13: ``-o out.xlsx`` wrote CSV text under that name."""
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
-    rc = main(
-        [
-            "synth",
-            str(csv_path),
-            "-o",
-            str(tmp / name),
-            "--epsilon",
-            "1",
-            "--schema",
-            str(schema_path),
-            "--accept-data-derived-schema",
-        ]
-    )
+    rc = _synth(csv_path, tmp / name, schema_path)
     err = capsys.readouterr().err
     assert rc == 2
     assert "-o/--output" in err
@@ -668,43 +604,11 @@ def test_outputs_respect_the_umask(files, capsys):
     try:
         schema_path, _ = _draft(tmp, csv_path)
         out = tmp / "o.parquet"
-        assert (
-            main(
-                [
-                    "synth",
-                    str(csv_path),
-                    "-o",
-                    str(out),
-                    "--epsilon",
-                    "1",
-                    "--schema",
-                    str(schema_path),
-                    "--accept-data-derived-schema",
-                    "--quiet",
-                ]
-            )
-            == 0
-        )
+        assert _synth(csv_path, out, schema_path, "--quiet") == 0
         assert stat.S_IMODE(out.stat().st_mode) == 0o644
         assert stat.S_IMODE(schema_path.stat().st_mode) == 0o644
         os.umask(0o027)
-        assert (
-            main(
-                [
-                    "synth",
-                    str(csv_path),
-                    "-o",
-                    str(out),
-                    "--epsilon",
-                    "1",
-                    "--schema",
-                    str(schema_path),
-                    "--accept-data-derived-schema",
-                    "--quiet",
-                ]
-            )
-            == 0
-        )
+        assert _synth(csv_path, out, schema_path, "--quiet") == 0
         assert stat.S_IMODE(out.stat().st_mode) == 0o640
     finally:
         os.umask(old)
@@ -716,23 +620,7 @@ def test_floats_are_written_with_the_shortest_round_trip_digits(files, capsys):
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
     out = tmp / "o.csv"
-    assert (
-        main(
-            [
-                "synth",
-                str(csv_path),
-                "-o",
-                str(out),
-                "--epsilon",
-                "1",
-                "--schema",
-                str(schema_path),
-                "--accept-data-derived-schema",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    assert _synth(csv_path, out, schema_path, "--quiet") == 0
     lines = out.read_text().splitlines()
     col = lines[0].split(";").index("income")
     fields = [r.split(";")[col] for r in lines[1:] if r.split(";")[col]]
@@ -760,23 +648,7 @@ def test_schema_refuses_a_header_that_reads_as_numbers(tmp_path, capsys):
 
 
 def _synth_table(tmp, csv_path, schema_path, extra):
-    return main(
-        [
-            "synth",
-            str(csv_path),
-            "-o",
-            str(tmp / "out.parquet"),
-            "--epsilon",
-            "1",
-            "--schema",
-            str(schema_path),
-            "--accept-data-derived-schema",
-            "--json",
-            "--seed",
-            "3",
-            *extra,
-        ]
-    )
+    return _synth(csv_path, tmp / "out.parquet", schema_path, "--json", "--seed", "3", *extra)
 
 
 @pytest.mark.parametrize("mechanism", [None, "structured", "adaptive", "pruned", "pmm"])

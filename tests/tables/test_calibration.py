@@ -16,7 +16,15 @@ from opendp_wasserstein.tables import (
     Schema,
     TableEncoding,
 )
-from opendp_wasserstein.tables.calibration import _relabel, calibrate, largest_remainder
+from opendp_wasserstein.tables.calibration import (
+    ATOM_MIN_LEAVES,
+    ATOM_RATIO,
+    _relabel,
+    atom_cells,
+    calibrate,
+    largest_remainder,
+    roundest_values,
+)
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.quality import (
     agreement_counts,
@@ -158,3 +166,80 @@ def test_rank_order_is_lexsort(u):
 
     key = np.random.default_rng(2).uniform(size=len(u))
     assert np.array_equal(_rank_order(u, key), np.lexsort((key, u)))
+
+
+def test_roundest_values_are_the_fewest_digit_numbers_inside():
+    lo = np.array([57.988, 0.2995, -3.7, 0.0, 1234.5, 7.77, 99.2, -0.004])
+    hi = np.array([58.003, 0.3004, -3.2, 0.01, 1299.0, 7.78, 101.0, -0.001])
+    got = roundest_values(lo, hi)
+    np.testing.assert_array_equal(got, [58.0, 0.3, -3.7, 0.0, 1240.0, 7.77, 100.0, -0.004])
+    # the float nearest the decimal, as parsed from text
+    assert roundest_values(np.array([0.29]), np.array([0.2999]))[0] == float("0.29")
+    assert roundest_values(np.array([]), np.array([])).shape == (0,)
+
+
+def test_atom_cells_at_the_ratio_and_only_at_fine_leaves():
+    m = np.full(ATOM_MIN_LEAVES, 1.0)
+    m[10] = ATOM_RATIO  # exactly the ratio times its neighbours: not an atom
+    m[20] = float(np.nextafter(ATOM_RATIO, np.inf))  # just above: an atom
+    m[30:33] = [0.0, 0.5, 0.0]  # a small mass between empty leaves: an atom
+    got = atom_cells(m)
+    assert np.flatnonzero(got).tolist() == [20, 31]
+    assert not atom_cells(m[:-1]).any()  # fewer leaves than ATOM_MIN_LEAVES: none
+    assert atom_cells(np.r_[5.0, np.ones(ATOM_MIN_LEAVES - 1)])[0]  # at the bound: 0 outside
+
+
+def test_an_atom_leaf_decodes_to_its_roundest_value_and_ranks_keep_their_order():
+    schema = Schema({"x": FloatColumn(bounds=(-5.0, 5.0))})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    leaves = ATOM_MIN_LEAVES
+    mass = np.full(leaves, 1.0)
+    at = int(np.floor((1.0 + 5.0) / 10.0 * leaves))  # the leaf holding x = 1.0
+    mass[at] = 200.0
+    tm = TableMarginals(plans, (mass / mass.sum(),), (0.0,), 1000)
+    u = np.random.default_rng(0).uniform(size=(3000, 1))
+    out = calibrate(u, enc, tm, RandomSource(0))
+    x = enc.decode(out)["x"].values
+    inside = (out[:, 0] >= at / leaves) & (out[:, 0] <= (at + 1) / leaves)
+    assert inside.sum() > 400
+    assert set(x[inside].tolist()) == {1.0}  # decodes to 1.0 exactly
+    order = np.argsort(u[:, 0])
+    assert np.all(np.diff(out[order, 0]) >= 0)  # the ranks' order is kept (ties in the atom)
+    # the other leaves are spread as before: no other repeated value
+    assert len(np.unique(x[~inside])) == (~inside).sum()
+    # fewer leaves than ATOM_MIN_LEAVES: every value spread inside its leaf, as before
+    coarse = TableMarginals(plans, (np.full(16, 1 / 16),), (0.0,), 1000)
+    spread = calibrate(u, enc, coarse, RandomSource(0))
+    assert len(np.unique(spread[:, 0])) == len(u)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_atom_values_stay_in_their_leaf_and_the_bounds(seed):
+    """Random spiky masses over ATOM_MIN_LEAVES leaves of odd bounds: every row of an atom leaf
+    decodes to one value inside the leaf's value interval and the bounds, one value per leaf."""
+    rng = np.random.default_rng(seed)
+    schema = Schema({"x": FloatColumn(bounds=(-3.7, 1234.5), nullable=True)})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    leaves = ATOM_MIN_LEAVES
+    mass = rng.uniform(size=leaves) * (rng.uniform(size=leaves) < 0.3)
+    mass[rng.choice(leaves, 40, replace=False)] = 50.0
+    tm = TableMarginals(plans, (mass / mass.sum(),), (0.1,), 1000)
+    pts = rng.uniform(size=(5000, enc.dimension))
+    out = calibrate(pts, enc, tm, RandomSource(seed))
+    assert np.all((out >= 0) & (out <= 1))
+    col = enc.decode(out)["x"]
+    present = ~col.missing
+    v = col.values[present]
+    assert np.all((v >= -3.7) & (v <= 1234.5))
+    u = out[present, plans[0].value_axis]
+    cell = np.minimum(np.floor(u * leaves).astype(np.int64), leaves - 1)
+    atoms = atom_cells(tm.masses[0])
+    width = (1234.5 + 3.7) / leaves
+    assert atoms[cell].sum() > 1000  # most rows sit in the 40 spikes
+    for c in np.unique(cell[atoms[cell]]):  # the atom leaves hit (a few dozen)
+        vals = np.unique(v[cell == c])
+        assert len(vals) == 1
+        lo = -3.7 + c * width
+        assert lo - 1e-9 <= vals[0] <= lo + width + 1e-9

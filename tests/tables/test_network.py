@@ -280,15 +280,15 @@ def test_gaussian_network_release_is_reproducible_and_keeps_dependence():
         "gaussian",
     )
     with reproducible(5):
-        cliques, tables = meas(x)
+        cliques, tables, _ = meas(x)
     with reproducible(5):
-        cliques2, tables2 = meas(x)
+        cliques2, tables2, _ = meas(x)
     assert cliques == cliques2
     for a, b in zip(tables, tables2, strict=True):
         np.testing.assert_array_equal(a, b)
     assert len(cliques) == 2
     assert set(cliques[0].columns) == {0, 2}  # the dependent pair comes first
-    secure_cliques, secure_tables = meas(x)  # OpenDP's noisy max and then_gaussian
+    secure_cliques, secure_tables, _ = meas(x)  # OpenDP's noisy max and then_gaussian
     assert len(secure_cliques) == 2
     assert set(secure_cliques[0].columns) == {0, 2}
     assert secure_tables[0].dtype == np.int64
@@ -425,3 +425,158 @@ def test_sampler_keeps_a_three_way_relation_no_pair_holds():
     assert xor > 0.99
     assert abs(np.mean(codes[:, 0]) - 0.5) < 0.01
     assert abs(np.mean(codes[:, 1]) - 0.5) < 0.05
+
+
+def test_network_int_codes_cut_at_the_leaf_edges_with_the_encoding():
+    """As the pair tree's codes: ``k`` is 4 in 60 of 96 records (one leaf per value), so the
+    quantiles fall inside value 4's cell ``[0.4, 0.5)``; with the encoding both the fine and
+    the coarse codes cut at its edges, without it inside."""
+    schema = Schema({"x": FloatColumn(bounds=(0.0, 10.0)), "k": IntColumn(bounds=(0, 9))})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    counts = np.r_[4, 4, 4, 4, 60, 4, 4, 4, 4, 4] / 96
+    marg = TableMarginals(plans, (np.full(16, 1 / 16), counts), (0.0, 0.0), 96)
+    coding = NetworkCoding.from_marginals(marg, 4, 2, 64, enc)
+    np.testing.assert_allclose(coding.fine.edges[1], [0.0, 0.4, 0.5, 1.0], atol=1e-15)
+    np.testing.assert_allclose(coding.coarse.edges[1], [0.0, 0.5, 1.0], atol=1e-15)
+    plain = NetworkCoding.from_marginals(marg, 4, 2, 64)
+    np.testing.assert_allclose(
+        plain.coarse.edges[1], [0.0, (4 + (48 - 16) / 60) / 10, 1.0], atol=1e-15
+    )
+    assert coding.fine.edges[0] is not None
+    np.testing.assert_allclose(coding.fine.edges[0], plain.fine.edges[0], atol=0)
+
+
+# two nullable numeric columns: the network measures the missingness pattern table as the pair
+# tree does
+SCHEMA2 = Schema(
+    {
+        "x": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+        "c": CategoricalColumn(categories=("a", "b", "c")),
+        "y": FloatColumn(bounds=(0.0, 10.0), nullable=True),
+    }
+)
+ENC2 = TableEncoding(SCHEMA2)
+PLANS2 = column_plans(ENC2)
+
+
+def _coding2(bins=4):
+    edges = tuple(None if p.kind == "category" else np.linspace(0, 1, bins + 1) for p in PLANS2)
+    sizes = tuple(p.cells if p.kind == "category" else bins + 1 for p in PLANS2)
+    c = PairCoding(PLANS2, edges, sizes)
+    return NetworkCoding(c, c, 10**4)
+
+
+def _marginals2(n, miss=0.3):
+    masses = tuple(np.full(p.cells or 16, 1.0 / (p.cells or 16)) for p in PLANS2)
+    missing = tuple(miss if p.missing_axis is not None else 0.0 for p in PLANS2)
+    return TableMarginals(PLANS2, masses, missing, n)
+
+
+def _domain2(n):
+    return dp.numpy.array2_domain(num_columns=ENC2.dimension, size=n, T=float, nan=False)
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_network_map_with_the_pattern_table_is_exact_and_the_pair_trees(metric, unit):
+    """k - 1 rounds, k - 1 tables at s = 2 (k - 1 + 1/4) / eps_cnt and the pattern table at
+    4 s: the pair tree's map at the same budgets."""
+    n, e_sel, e_cnt = 500, 0.3, 0.6
+    meas = make_network(_domain2(n), metric, _coding2(), _marginals2(n), e_sel, e_cnt)
+    k = 3
+    eps_round = round_down(Fraction(e_sel) / (k - 1))
+    sens = round_up(pair_score_sensitivity(n))
+    sel_scale = round_up(2 * Fraction(sens) / Fraction(eps_round))
+    cnt_scale = round_up(Fraction(2) * Fraction(9, 4) / Fraction(e_cnt))
+    expect = round_up(
+        (k - 1) * Fraction(round_up(2 * Fraction(sens) / Fraction(sel_scale)))
+        + (k - 1) * Fraction(round_up(Fraction(2) / Fraction(cnt_scale)))
+        + Fraction(round_up(Fraction(2) / Fraction(4 * cnt_scale)))
+    )
+    got = meas.map(unit)
+    assert got == expect
+    assert got <= (e_sel + e_cnt) * (1 + 1e-12)
+    assert meas.check(unit, got)
+    assert not meas.check(unit, float(np.nextafter(got, 0)))
+    assert network_template(_domain2(n), metric, ENC2, e_sel, e_cnt).map(unit) == got
+    assert tree_template(_domain2(n), metric, ENC2, n, 4, e_sel, e_cnt).map(unit) == got
+
+
+def test_gaussian_network_map_with_the_pattern_table_is_exact():
+    from opendp_wasserstein.tables.pairs import make_pattern_counts
+
+    n, r_sel, r_cnt = 500, 0.01, 0.02
+    coding = _coding2()
+    meas = make_network(
+        _domain2(n), dp.change_one_distance(), coding, _marginals2(n), r_sel, r_cnt, "gaussian"
+    )
+    k = 3
+    sens = round_up(pair_score_sensitivity(n))
+    sel, _ = zcdp_selection(3, round_down(Fraction(r_sel) / (k - 1)), sens)
+    sigma = pair_count_scale(Fraction(33, 16), r_cnt, "gaussian")
+    dom, met = _domain2(n), dp.change_one_distance()
+    count = make_clique_counts(dom, met, coding.fine, Clique(1, (0,)), "l2") >> (
+        dp.m.then_gaussian(sigma)
+    )
+    pat = make_pattern_counts(dom, met, coding.fine, "l2") >> dp.m.then_gaussian(4 * sigma)
+    expect = round_up(
+        (k - 1) * Fraction(sel.map(sens)) + (k - 1) * Fraction(count.map(1)) + Fraction(pat.map(1))
+    )
+    got = meas.map(1)
+    assert got == expect
+    assert Fraction(got) <= (Fraction(r_sel) + Fraction(r_cnt)) * (1 + Fraction(1, 10**12))
+    assert meas.check(1, got)
+    assert not meas.check(1, float(np.nextafter(got, 0)))
+
+
+def test_network_pattern_keeps_columns_missing_together():
+    """x and y are missing together in 30% of the rows: the network's release, drawn with the
+    pattern table, keeps them together (without it, a clique not joining x and y drew them
+    independently); the pattern is reproducible under a seed."""
+    n = 3000
+    rng = np.random.default_rng(0)
+    gone = rng.uniform(size=n) < 0.3
+    z = rng.uniform(0, 10, n)
+    df = pd.DataFrame(
+        {
+            "x": np.where(gone, np.nan, z),
+            "c": rng.choice(["a", "b", "c"], n).astype(object),
+            "y": np.where(gone, np.nan, np.clip(z + rng.normal(0, 1, n), 0, 10)),
+        }
+    )
+    meas = make_network(_domain2(n), dp.change_one_distance(), _coding2(), _marginals2(n), 1, 4)
+    from opendp_wasserstein.tables.frames import read_table
+
+    cols, _ = read_table(df, SCHEMA2)
+    pts = ENC2.encode(cols)
+    with reproducible(3):
+        cliques, tables, pattern = meas(pts)
+    with reproducible(3):
+        _, _, again = meas(pts)
+    np.testing.assert_array_equal(pattern, again)
+    assert pattern.dtype == np.int64
+    assert pattern.shape == (4,)
+    exact = np.bincount(2 * cols["x"].missing + cols["y"].missing, minlength=4)
+    assert np.abs(pattern - exact).max() < 60
+    # drawn through a clique that does not join x and y: c -> x, c -> y
+    coding = _coding2()
+    marg = _marginals2(n)
+    star = [Clique(0, (1,)), Clique(2, (1,))]
+    tabs = []
+    for q in star:
+        cells = cols["c"].values * 5 + np.where(
+            cols[PLANS2[q.child].name].missing,
+            4,
+            np.minimum((np.nan_to_num(cols[PLANS2[q.child].name].values) / 2.5).astype(int), 3),
+        )
+        tabs.append(np.bincount(cells, minlength=15).reshape(3, 5))
+    with_p = sample_network(coding, marg, star, tabs, n, RandomSource(1), 1.0, exact)
+    without = sample_network(coding, marg, star, tabs, n, RandomSource(1), 1.0)
+    ax = PLANS2[0].axes[PLANS2[0].missing_axis]
+    ay = PLANS2[2].axes[PLANS2[2].missing_axis]
+    agree_with = np.mean((with_p[:, ax] >= 0.5) == (with_p[:, ay] >= 0.5))
+    agree_without = np.mean((without[:, ax] >= 0.5) == (without[:, ay] >= 0.5))
+    assert agree_with > 0.97
+    assert agree_without < 0.7
