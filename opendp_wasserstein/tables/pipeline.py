@@ -25,12 +25,14 @@ at its own size; the quality figure sums the blocks' counts.  The Dask release d
 blocks on its workers.  A table of one block is one sample of ``n`` rows, as before the blocks.
 
 **The joint release** (``joint="auto"``, :func:`joint_kind`, a function of public ``n``,
-``epsilon`` and the schema): the tree of noisy 2-way marginals
+``epsilon``, the schema and whether ``delta`` is given): the tree of noisy 2-way marginals
 (:mod:`~opendp_wasserstein.tables.pairs`) when ``n * epsilon`` is at least
-:data:`PAIRS_MIN_NEPS` per column; the joint hierarchy (Adaptive Pruned-PMM over Gower split
-orders, below) on request (``joint="tree"``): its selection, made for W1 under the whole-table
-metric, picks shallow trees on tables of many columns (depth 2-3 on an 8-column, 6,900-row
-table at epsilon 1), which keep no pairwise structure.
+:data:`PAIRS_MIN_NEPS` per column, or, with ``delta`` (zCDP), the degree-2 network
+(:mod:`~opendp_wasserstein.tables.network`) from :data:`NETWORK_MIN_NEPS_ZCDP`; the joint
+hierarchy (Adaptive Pruned-PMM over Gower split orders, below) on request (``joint="tree"``):
+its selection, made for W1 under the whole-table metric, picks shallow trees on tables of many
+columns (depth 2-3 on an 8-column, 6,900-row table at epsilon 1), which keep no pairwise
+structure.
 
 **Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column a joint release would only take
 budget from the marginals: the whole budget then goes to the first look and the columns are
@@ -164,6 +166,18 @@ JOINT_MIN_NEPS = 1500.0
 #: models and Gower W1 better from 40-80; kept at 400 (docs/tables_compare.rst)
 PAIRS_MIN_NEPS = 400.0
 
+#: under zCDP (a release with ``delta``), ``joint="auto"`` runs the degree-2 network
+#: (:mod:`~opendp_wasserstein.tables.network`) instead of the pair tree once ``n * epsilon / k``
+#: reaches this.  Measured (``bench_tables_compare``, network against the pair tree, both at
+#: ``(eps, 1e-9)``, 3-6 seeds): at ``n eps / k`` 779-43,000 the network wins or ties every metric
+#: within noise (txhousing eps 1, 860: model 0.384 -> 0.460, correlations 0.174 -> 0.180;
+#: diamonds eps 4: 2-way TVD 0.055 -> 0.044, correlations 0.082 -> 0.063, model 0.868 -> 0.932;
+#: seattle-weather eps 4, 779: correlations 0.090 -> 0.076; credit eps 4 and nyc-weather tie);
+#: at 430 (txhousing eps 0.5) it loses (correlations 0.186 -> 0.215, model 0.18 -> 0.05).  Pure
+#: DP keeps the pair tree: there the network's results were mixed (txhousing eps 1: model 0.128
+#: -> 0.287 but correlations 0.192 -> 0.212; diamonds eps 1: correlations 0.114 -> 0.134)
+NETWORK_MIN_NEPS_ZCDP = 600.0
+
 #: the share of the joint release's budget spent on its selection
 DEFAULT_JOINT_SELECT_SHARE = 0.1
 
@@ -281,16 +295,31 @@ def fit_marginals(
     )  # pragma: no cover
 
 
-def joint_kind(options: StructuredOptions, n: int, epsilon: float, columns: int) -> str:
-    """Which joint release runs: ``"tree"``, ``"pairs"`` or ``"independent"``; a function of
-    public values only (``n``, ``epsilon``, the schema's columns)."""
+def joint_kind(
+    options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
+) -> str:
+    """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"`` or ``"independent"``; a
+    function of public values only (``n``, ``epsilon``, the schema's columns, the noise: the
+    discrete Gaussian of a release with ``delta``).  ``joint="auto"``: independent columns
+    below :data:`PAIRS_MIN_NEPS` per column, then the pair tree, or the network under zCDP
+    (``noise="gaussian"``) from :data:`NETWORK_MIN_NEPS_ZCDP`.
+
+    >>> o = StructuredOptions()
+    >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (799, 800, 1199, 1200)]
+    ['independent', 'pairs', 'pairs', 'network']
+    >>> joint_kind(o, 10**6, 1.0, 2)
+    'pairs'
+    """
     if options.joint == "never" or columns < 2:
         return "independent"
     if options.joint in ("tree", "always"):
         return "tree"
     if options.joint in ("pairs", "network"):
         return options.joint
-    return "pairs" if n * epsilon / max(1, columns) >= PAIRS_MIN_NEPS else "independent"
+    x = n * epsilon / max(1, columns)
+    if x < PAIRS_MIN_NEPS:
+        return "independent"
+    return "network" if check_noise(noise) == "gaussian" and x >= NETWORK_MIN_NEPS_ZCDP else "pairs"
 
 
 def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns: int) -> Fraction:
@@ -600,7 +629,8 @@ def _make_structured(
     if d != enc.dimension:
         raise ValueError(f"input_domain has {d} columns, the encoding {enc.dimension}")
     plans = column_plans(enc)
-    kind_joint = joint_kind(opts, n, eps if rule_epsilon is None else rule_epsilon, len(plans))
+    rule_eps = eps if rule_epsilon is None else rule_epsilon
+    kind_joint = joint_kind(opts, n, rule_eps, len(plans), noise)
     if gauss and kind_joint == "tree":
         raise ValueError(
             "delta: joint='tree' (the joint hierarchy) is pure DP only: leave delta unset, or "
@@ -608,7 +638,6 @@ def _make_structured(
         )
     joint = kind_joint != "independent"
     unit = 2 if kind == "symmetric" else 1
-    rule_eps = eps if rule_epsilon is None else rule_epsilon
     share = first_look_share(opts, n, rule_eps, len(plans))
     target = round_down(Fraction(eps) * share) if joint else eps
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels

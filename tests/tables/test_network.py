@@ -44,6 +44,8 @@ from opendp_wasserstein.tables.pairs import (
     zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
+    NETWORK_MIN_NEPS_ZCDP,
+    PAIRS_MIN_NEPS,
     StructuredOptions,
     joint_kind,
     make_structured_synthesis,
@@ -370,6 +372,37 @@ def test_network_release_with_delta_is_gaussian_reproducible_and_keeps_dependenc
 def test_network_is_an_option_and_auto_keeps_the_pair_tree():
     assert joint_kind(StructuredOptions(joint="network"), 10, 1.0, 3) == "network"
     assert joint_kind(StructuredOptions(), 10**6, 1.0, 3) == "pairs"
+
+
+def test_auto_runs_the_network_under_zcdp_from_its_public_threshold():
+    """``joint="auto"`` with the discrete Gaussian (a release with ``delta``): the pair tree
+    from ``PAIRS_MIN_NEPS`` per column, the network from ``NETWORK_MIN_NEPS_ZCDP``; pure DP
+    keeps the pair tree at any size."""
+    o, k = StructuredOptions(), 3
+    at = int(NETWORK_MIN_NEPS_ZCDP * k)
+    assert joint_kind(o, at, 1.0, k, "gaussian") == "network"
+    assert joint_kind(o, at - 1, 1.0, k, "gaussian") == "pairs"
+    assert joint_kind(o, int(PAIRS_MIN_NEPS * k) - 1, 1.0, k, "gaussian") == "independent"
+    assert joint_kind(o, 10**9, 1.0, k, "laplace") == "pairs"
+    assert joint_kind(StructuredOptions(joint="pairs"), 10**9, 1.0, k, "gaussian") == "pairs"
+
+
+def test_auto_with_delta_is_the_network_release_and_certificate():
+    """At ``n eps / k >= NETWORK_MIN_NEPS_ZCDP`` the default release with ``delta`` is the
+    ``joint="network"`` release, row for row under a seed, with its certificate."""
+    df = _frame(4000)  # 3 columns: n eps / k = 2667 at eps 2
+    with reproducible(7):
+        a, ra = synthesize(df, 2.0, schema=SCHEMA, delta=1e-9)
+    with reproducible(7):
+        b, rb = synthesize(
+            df, 2.0, schema=SCHEMA, delta=1e-9, structured=StructuredOptions(joint="network")
+        )
+    with reproducible(7):
+        _, rp = synthesize(df, 2.0, schema=SCHEMA)
+    assert a.equals(b)
+    assert ra.details["joint_kind"] == "network"
+    assert (ra.epsilon, ra.delta) == (rb.epsilon, rb.delta)
+    assert rp.details["joint_kind"] == "pairs"
 
 
 def test_conditional_rows_exact_values():
