@@ -11,7 +11,18 @@ reads its input only through exact integer statistics of the encoded table:
    built from the first look's release (public).  Every round's scores
    (:func:`~opendp_wasserstein.tables.pairs.make_pair_scores`) are a function of these tables:
    ``||C_ij - C_i C_j^T / n||_1`` with ``C_i`` the row sums of ``C_ij``, integers, so the float
-   scores equal the in-memory ones bit for bit.
+   scores equal the in-memory ones bit for bit;
+3. **the network** (``joint_kind == "network"``,
+   :func:`~opendp_wasserstein.tables.network.make_network`): under the codes built from the first
+   look's release (:func:`~opendp_wasserstein.tables.network.network_codings`, public), in one
+   pass, the fine 2-way tables of every pair, the coarse 2-way tables of every pair and the
+   coarse 3-way tables of every triple of at most ``max_cells`` cells
+   (:func:`network_counts_task`, :func:`network_triples`), and the fine codes' missingness
+   pattern counts.  The candidates of a round depend on the earlier rounds' choices, so every
+   table any round can read is counted; each candidate's table (parents-major, child last) is
+   a transpose of one of these, and its score a function of it (integers: bit for bit); each
+   chosen clique's table likewise.  ``O(k^3 max_cells)`` integers per block at most
+   (``max_cells``: :func:`~opendp_wasserstein.tables.network.network_cells`).
 
 Each part (:class:`TableBlock`: row groups of a Parquet file, read under the schema and encoded
 on the worker) computes them (the level counts by the package's own transformations, the 2-way
@@ -22,7 +33,8 @@ in-memory ``then_laplace``) and exponential selection on the CSPRNG by default, 
 :func:`opendp_wasserstein.runtime.reproducible` the very draws of the in-memory release (the same
 derived streams, in the same order), so the release under a seed is the in-memory release.
 Everything after the noise (:class:`~opendp_wasserstein.tables.marginals.TableMarginals`, the
-codes, :func:`~opendp_wasserstein.tables.pairs.sample_tree`,
+codes, :func:`~opendp_wasserstein.tables.pairs.sample_tree` or
+:func:`~opendp_wasserstein.tables.network.network_points` on the driver's release,
 :func:`~opendp_wasserstein.tables.calibration.calibrate`, the quality figure) reads no row: it
 is the in-memory code on the DP releases and the public ``n``.  The ``n`` synthetic rows are
 drawn on the driver (one stream, as in memory; ``O(n D)`` floats on the driver) and written as
@@ -758,11 +770,8 @@ def _network_release(
             sums = vecs if sums is None else [a + v for a, v in zip(sums, vecs, strict=True)]
         if sums is None:  # pragma: no cover - at least one block (n >= 1)
             raise ValueError("the source has no blocks")
-        keys = (
-            [("fine", p) for p in pairs]
-            + [("coarse", p) for p in pairs]
-            + [("coarse", t) for t in triples]
-        )
+        keys: list[tuple[str, tuple[int, ...]]] = [("fine", p) for p in pairs]
+        keys += [("coarse", p) for p in pairs] + [("coarse", t) for t in triples]
         stats = dict(zip(keys, sums[: len(keys)], strict=True))
         pattern = sums[len(keys)] if pattern_columns(coding.fine) else None
         released = _network(coding, stats, n, e_sel, e_cnt, noise, pattern)
