@@ -32,14 +32,23 @@ release's noise on the sums: OpenDP's discrete Laplace (``make_laplace``, the la
 in-memory ``then_laplace``) and exponential selection on the CSPRNG by default, and inside
 :func:`opendp_wasserstein.runtime.reproducible` the very draws of the in-memory release (the same
 derived streams, in the same order), so the release under a seed is the in-memory release.
-Everything after the noise (:class:`~opendp_wasserstein.tables.marginals.TableMarginals`, the
-codes, :func:`~opendp_wasserstein.tables.pairs.sample_tree` or
-:func:`~opendp_wasserstein.tables.network.network_points` on the driver's release,
-:func:`~opendp_wasserstein.tables.calibration.calibrate`, the quality figure) reads no row: it
-is the in-memory code on the DP releases and the public ``n``.  The ``n`` synthetic rows are
-drawn on the driver (one stream, as in memory; ``O(n D)`` floats on the driver) and written as
-Parquet parts.  The certified map is the in-memory measurement's (built here for the same
-arguments).
+Everything after the noise reads no row: it is the in-memory code on the DP releases and the
+public ``n``.  The driver builds the model the rows are drawn from
+(:class:`~opendp_wasserstein.tables.pipeline.BlockModel`: the targets, the codes, the tree's
+noisy tables; ``O(model)`` memory, not ``O(n)``) and sends it to the workers once; the ``n``
+synthetic rows are drawn in the in-memory release's output blocks
+(:func:`~opendp_wasserstein.tables.pipeline.release_blocks` of the public ``n`` and
+``block_rows``, not of the input's row groups), each block on a worker from its own stream
+(:func:`~opendp_wasserstein.tables.pipeline.block_source`): drawn down the tree
+(:func:`~opendp_wasserstein.tables.pairs.sample_tree`), scored (the quality figure's counts,
+summed on the driver), calibrated (:func:`~opendp_wasserstein.tables.calibration.calibrate`),
+decoded and written as Parquet parts, exactly as
+:func:`~opendp_wasserstein.tables.pipeline.draw_blocks` draws them in memory.  The certified
+map is the in-memory measurement's (built here for the same arguments).  The network's rows
+(``joint="network"``) are drawn on the driver, as in memory
+(:func:`~opendp_wasserstein.tables.network.network_points` on the driver's release, then
+:func:`~opendp_wasserstein.tables.pipeline.finish`: one stream, ``O(n D)`` floats on the
+driver; the in-memory network has no output blocks yet), and written as Parquet parts.
 
 Not on Dask: ``joint="tree"`` (the joint hierarchy: Adaptive Pruned-PMM over a family of split
 orders after the quantile encoding; refused, naming the in-memory path) and a private size (the
@@ -50,6 +59,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,7 +76,7 @@ from opendp_wasserstein.core.data import validate_data
 from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.distributed._executor import _client
-from opendp_wasserstein.distributed._output import ParquetSink
+from opendp_wasserstein.distributed._output import ParquetSink, PartWriter
 from opendp_wasserstein.distributed._pmm import Driver, public_parts
 from opendp_wasserstein.distributed._source import PARQUET_ROWS_PER_BLOCK, parquet_files
 from opendp_wasserstein.measurements._adaptive_common import softmax_choice
@@ -111,17 +121,21 @@ from opendp_wasserstein.tables.pairs import (
 )
 from opendp_wasserstein.tables.pipeline import (
     PAIR_SELECT_SHARE,
+    BlockModel,
     StructuredOptions,
+    block_source,
     finish,
     first_look_noise,
     first_look_share,
     fit_marginals,
     fit_pairs,
-    independent_join,
     joint_kind,
     make_structured_synthesis,
-    pair_points,
+    pair_model,
+    quality_info,
+    release_blocks,
 )
+from opendp_wasserstein.tables.quality import agreement_from_counts
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
 
@@ -488,18 +502,54 @@ def _write_parts(
     info: FrameInfo,
     parts: int,
 ) -> int:
-    """The decoded rows of ``points`` in ``parts`` Parquet parts of consecutive rows, each part
-    decoded and converted on its own (decoding is row by row, so the parts hold the rows of the
-    whole table's decoding; the driver holds one part's decoded table at a time, not ``n``
-    rows')."""
+    """The network's decoded rows (drawn on the driver) in ``parts`` Parquet parts of
+    consecutive rows, each part decoded and converted on its own (decoding is row by row; the
+    driver holds one part's decoded table at a time, not ``n`` rows')."""
     cuts = np.linspace(0, len(points), parts + 1).astype(np.int64)
-    for q in range(parts):
+    for q in range(parts):  # the parts (public)
         piece = write_table(enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
         final = sink.writer.path(q)
-        tmp = f"{final}.tmp"
+        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
         pq.write_table(piece, tmp)
         os.replace(tmp, final)
     return parts
+
+
+def block_release_task(
+    model: BlockModel,
+    m: int,
+    rng: Any,
+    writer: PartWriter,
+    first: int,
+    parts: int,
+    schema: Schema,
+    info: FrameInfo,
+) -> tuple[int, list[np.ndarray] | None]:
+    """One output block on a worker: ``m`` rows drawn from ``model`` with the block's stream
+    ``rng`` (:meth:`~opendp_wasserstein.tables.pipeline.BlockModel.draw`: sampled, scored,
+    calibrated), decoded and written as ``parts`` Parquet parts of consecutive rows numbered
+    from ``first`` (each part decoded and converted on its own); its rows and the quality
+    figure's counts."""
+    points, counts = model.draw(m, rng)
+    cuts = np.linspace(0, m, parts + 1).astype(np.int64)
+    for q in range(parts):  # the block's parts (public)
+        piece = write_table(model.enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
+        final = writer.path(first + q)
+        tmp = f"{final}.{uuid.uuid4().hex}.tmp"  # a retried task never shares a name
+        pq.write_table(piece, tmp)
+        os.replace(tmp, final)
+    return m, counts
+
+
+def block_parts(parts: int, blocks: int) -> list[int]:
+    """The output parts of each block: ``parts`` spread evenly over the blocks, at least one
+    each.
+
+    >>> block_parts(4, 1), block_parts(5, 2), block_parts(1, 3)
+    ([4], [3, 2], [1, 1, 1])
+    """
+    total = max(int(parts), int(blocks))
+    return [total // blocks + (1 if b < total % blocks else 0) for b in range(blocks)]
 
 
 def synthesize_table_on_dask(
@@ -597,7 +647,7 @@ def synthesize_table_on_dask(
             try:
                 workers = drv.workers()
                 t0 = time.perf_counter()
-                info, points = _release(
+                info, model, rng = _release(
                     drv,
                     enc,
                     n,
@@ -611,12 +661,43 @@ def synthesize_table_on_dask(
                     budgets,
                     noise,
                 )
+                if isinstance(model, np.ndarray):  # the network's rows, drawn on the driver
+                    want = parts or public_parts(n, len(blocks), workers)
+                    written = _write_parts(sink, model, enc, sub, info_frame, want)
+                else:
+                    sizes = release_blocks(n, opts.block_rows)
+                    per = block_parts(parts or public_parts(n, len(blocks), workers), len(sizes))
+                    firsts = np.concatenate(([0], np.cumsum(per)[:-1])).tolist()
+                    shared = c.scatter(model, broadcast=True)
+                    futures = [
+                        c.submit(
+                            block_release_task,
+                            shared,
+                            m,
+                            block_source(rng, b),
+                            sink.writer,
+                            firsts[b],
+                            per[b],
+                            sub,
+                            info_frame,
+                            pure=False,
+                        )
+                        for b, m in enumerate(sizes)
+                    ]
+                    summed: list[np.ndarray] | None = None
+                    for _, counts in drv.run(futures, "rows"):
+                        if counts is not None:
+                            summed = (
+                                counts
+                                if summed is None
+                                else [a + v for a, v in zip(summed, counts, strict=True)]
+                            )
+                    if summed is not None:
+                        info |= quality_info(agreement_from_counts(summed, model.marginals))
+                    written = sum(per)
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()
-        want = parts or public_parts(n, len(blocks), workers)
-        written = _write_parts(sink, points, enc, sub, info_frame, want)
-        del points
         sink.commit()
     except BaseException:
         sink.abort()
@@ -668,9 +749,11 @@ def _release(
     levels: int,
     pair_budgets: tuple[float, float, int] | None,
     noise: str = "laplace",
-) -> tuple[dict[str, Any], np.ndarray]:
-    """The release's statistics on the cluster, its noise and post-processing on the driver:
-    the in-memory function of :func:`make_structured_synthesis` step by step."""
+) -> tuple[dict[str, Any], BlockModel | np.ndarray, Any]:
+    """The release's statistics on the cluster, its noise and the model built from them on the
+    driver: the in-memory function of :func:`make_structured_synthesis` step by step up to the
+    rows; the model, and the stream the blocks derive theirs from (the network: its ``n``
+    rows, drawn on the driver as in memory, in place of the model)."""
     c = drv.client
     futures = [c.submit(marginal_counts_task, b, counts, pure=False) for b in drv.blocks]
     rows, raw = 0, None
@@ -690,12 +773,12 @@ def _release(
         info["epsilon_marginals"] = float(marg_map)
     if pair_budgets is None:
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
-        return info, independent_join(marginals, enc, n, rng)
+        return info, BlockModel(enc, marginals, opts), rng
     e_sel, e_cnt, bins = pair_budgets
     if kind_joint == "network":
         return _network_release(
             drv, enc, n, opts, marginals, marg_eps, levels, e_sel, e_cnt, rng, info, noise
-        )
+        ) + (rng,)
     with runtime.diagnostics() as inner:
         coding = PairCoding.from_marginals(marginals, bins, enc)
         k = len(coding.plans)
@@ -716,27 +799,13 @@ def _release(
             noise,
             pattern,
         )
-        y, marginals = pair_points(
-            enc,
-            n,
-            marg_eps,
-            levels,
-            e_cnt,
-            coding,
-            marginals,
-            edges,
-            tables,
-            rng,
-            opts,
-            noise,
-            noisy,
+        model = pair_model(
+            enc, n, marg_eps, levels, e_cnt, coding, marginals, edges, tables, opts, noise, noisy
         )
         info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
-    points, quality = finish(y, enc, marginals, rng, opts)
     for r in inner:
         info |= r
-    info |= quality
-    return info, points
+    return info, model, rng
 
 
 def _network_release(

@@ -444,6 +444,7 @@ def row_codes(
     words: Sequence[int],
     rows: np.ndarray | None = None,
     axes: Sequence[int] | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
@@ -456,6 +457,7 @@ def row_codes(
     :param x: the input rows, in the box (``box`` given) or already in ``[0, 1]^d``
     :param box: a :class:`~opendp_wasserstein.core.metrics.Box` (clamp and rescale) or None
     :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
+    :param out: where to write the words (``(len(words), n)`` uint64), else a new array
     """
     n = x.shape[0] if rows is None else rows.size
     d = x.shape[1]
@@ -463,8 +465,11 @@ def row_codes(
     if B > MAX_BITS_PER_COORD:
         raise ValueError(f"depth must be <= {max_depth(d)} for d = {d}, got {depth}")
     scaling = None if axes is not None else _unit_scaling(box, B, d)
-    if scaling is None:  # a split order (one pass per level), or a very narrow box
+    if out is None:
         out = np.empty((len(words), n), dtype=np.uint64)
+    elif out.shape != (len(words), n) or out.dtype != np.uint64:
+        raise ValueError(f"out must be a ({len(words)}, {n}) uint64 array")
+    if scaling is None:  # a split order (one pass per level), or a very narrow box
         for lo in range(0, n, _ROWS):
             part = x[lo : lo + _ROWS] if rows is None else x[rows[lo : lo + _ROWS]]
             g = _box_grid(part, box, depth, axes).view(
@@ -486,7 +491,8 @@ def row_codes(
         for c, src, m, dst in _word_plan(depth, d, w):
             fields[c].append((i, src, m, _spread_ops(m, d, dst)))
             writer.setdefault(i, c)
-    out = (np.empty if len(writer) == len(words) else np.zeros)((len(words), n), dtype=np.uint64)
+    if len(writer) < len(words):  # a word no coordinate writes (beyond the depth) stays 0
+        out.fill(0)
     R = max(1, min(_ROWS, n))
     v = np.empty((d, R))
     g = np.empty(R, dtype=np.uint64)
@@ -722,7 +728,8 @@ def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int
     ``(frame, first, ir, c)`` with ``frame[p] = (run of p) << (c + ir) | (p - first[p])`` and
     ``first[p]`` the position where the run of ``p`` starts, ``ir`` bits for an index in a run
     and ``c = 64 - (run bits) - ir`` code bits a pass; None when ``c`` would be below
-    :data:`_MIN_RUN_DIGIT`."""
+    :data:`_MIN_RUN_DIGIT`.  ``frame`` and ``first`` are built in place, with chunk-sized
+    temporaries only."""
     n = lcp.size + 1
     heads = np.flatnonzero(lcp <= 64)
     heads += 1
@@ -734,9 +741,16 @@ def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int
     c = 64 - r - ir
     if c < _MIN_RUN_DIGIT:
         return None
-    first = np.repeat(starts, lengths)
-    frame = np.repeat(np.arange(starts.size, dtype=np.uint64) << np.uint64(c + ir), lengths)
-    frame |= (np.arange(n, dtype=np.int64) - first).view(np.uint64)
+    first = np.zeros(n, dtype=np.int64)
+    first[starts] = starts
+    np.maximum.accumulate(first, out=first)  # the start of each position's run
+    frame = np.zeros(n, dtype=np.uint64)
+    frame[starts[1:]] = 1
+    np.cumsum(frame, out=frame)  # the run of each position
+    frame <<= np.uint64(c + ir)
+    for a in range(0, n, _ROWS):  # | the index in the run
+        b = min(n, a + _ROWS)
+        frame[a:b] |= (np.arange(a, b, dtype=np.int64) - first[a:b]).view(np.uint64)
     return frame, first, ir, c
 
 
@@ -947,7 +961,8 @@ class CountTree:
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
         keys = word & ~mask
-        keys |= np.arange(n, dtype=np.uint64)
+        for a in range(0, n, _ROWS):  # | the row index, chunk by chunk (no full-size temporary)
+            keys[a : a + _ROWS] |= np.arange(a, min(n, a + _ROWS), dtype=np.uint64)
         keys.sort()
         order = (keys & mask).view(np.int64)
         keys &= ~mask
@@ -971,7 +986,7 @@ class CountTree:
             words = np.empty((W, n), dtype=np.uint64)
             words[0] = word
             del word
-            words[1:] = row_codes(x, box, depth, list(range(1, W)), axes=axes)
+            row_codes(x, box, depth, list(range(1, W)), axes=axes, out=words[1:])
             return self._sort_words(words, (order, lcp, tied, i))
         words = np.empty((W, n), dtype=np.uint64)
         _take(word, order, words[0])

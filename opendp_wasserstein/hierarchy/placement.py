@@ -128,11 +128,13 @@ def shuffle_order(rng: RandomSource | _Words, k: int) -> np.ndarray:
 
 
 def _shuffled_label_keys(
-    rng: RandomSource | _Words, masses: np.ndarray
+    rng: RandomSource | _Words, masses: np.ndarray, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, int] | None:
     """:func:`shuffled_labels` as packed keys whose low ``low`` bits are the labels (their high
     bits may hold random bits), and ``low``; None when there are not two labels to shuffle or
-    too many leaves to pack."""
+    too many leaves to pack.  ``out``: where to build the keys (``masses.sum()`` uint64; with
+    ``rng`` a :class:`_Words`, its words are read chunk by chunk into it, the same words as one
+    read), else a new array."""
     k = masses.size
     low = _label_bits(k)
     m = int(masses.sum())
@@ -141,12 +143,22 @@ def _shuffled_label_keys(
     # the labels (leaf i repeated masses[i] times) are OR-ed into the random words chunk by
     # chunk: the same keys as _shuffle_packed of the repeated labels, without a full-size
     # array of them (fresh memory costs about as much to touch as the sort here)
-    keys = _random_keys(rng, m, low)
+    words = None  # a _Words source read chunk by chunk into out
+    if out is None:
+        keys = _random_keys(rng, m, low)
+    elif isinstance(rng, _Words):
+        keys, words = out, rng
+    else:  # pragma: no cover - the placement reads _Words
+        keys = out
+        np.copyto(keys, _random_keys(rng, m, low))
+    high = ~np.uint64((1 << low) - 1)
     ends = np.cumsum(masses)
     begins = ends - masses
     leaf = np.arange(k, dtype=np.uint64)
     for lo in range(0, m, _POINTS):
         hi = min(m, lo + _POINTS)
+        if words is not None:  # this chunk's random words
+            np.bitwise_and(words.uint64(hi - lo), high, out=keys[lo:hi])
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
@@ -167,13 +179,18 @@ def shuffled_labels(rng: RandomSource | _Words, masses: np.ndarray) -> np.ndarra
     return keys.view(np.int64)
 
 
-def _gather_rows(table: np.ndarray, keys: np.ndarray, low: int) -> np.ndarray:
+def _gather_rows(
+    table: np.ndarray, keys: np.ndarray, low: int, out: np.ndarray | None = None
+) -> np.ndarray:
     """``table[keys & (2^low - 1)]`` for a ``(k, d)`` float table: ``np.take`` of whole rows
     (about twice as fast as a two-dimensional fancy index), the index masked chunk by chunk in
-    cache."""
+    cache.  ``out``: an ``(m, d)`` float array to write, which may hold ``keys`` in its last
+    ``8 m`` bytes (as :func:`place_points` builds them): rows ``a .. b - 1`` are written after
+    keys ``a .. b - 1`` are read and end at byte ``8 d b <= 8 (d - 1) m + 8 b``, so no unread
+    key is overwritten."""
     k, d = table.shape
     m = keys.size
-    out = np.empty((m, d), dtype=np.float64)
+    out = np.empty((m, d), dtype=np.float64) if out is None else out
     if m == 0 or d == 0:
         return out
     src = np.ascontiguousarray(table, dtype=np.float64)
@@ -293,10 +310,15 @@ def place_points(
         centers = (cells.astype(np.float64) + 0.5) * step + lower
         np.minimum(centers, upper, out=centers)
         order = stream.order(part)
-        packed = _shuffled_label_keys(order, masses)
-        if packed is None:  # at most one row, or more than 2^48 leaves
-            return centers[shuffled_labels(order, masses)]
-        return _gather_rows(centers, *packed)
+        if m > 1 and _label_bits(masses.size) <= 48:
+            out = np.empty((m, d), dtype=np.float64)
+            # the keys in the output's last 8 m bytes (no other full-size array): _gather_rows
+            tail = out.reshape(m * d).view(np.uint64)[(d - 1) * m :]
+            packed = _shuffled_label_keys(order, masses, tail)
+            if packed is not None:  # always, for these m and labels
+                return _gather_rows(centers, *packed, out=out)
+        # at most one row, or more than 2^48 leaves
+        return centers[shuffled_labels(order, masses)]
     out = np.empty((m, d), dtype=np.float64)
     if m == 0:
         return out
@@ -307,17 +329,22 @@ def place_points(
     ends = np.cumsum(masses)
     begins = ends - masses
     chunk = max(1024, _POINTS // d)  # rows per chunk: about _POINTS floats, in cache
+    # the chunk's points, and step, lower and upper repeated once per row: each operation is one
+    # contiguous pass over the chunk (not d strided ones), the same float operations per value
+    u = np.empty(min(chunk, m) * d)
+    tiles = [np.tile(v, min(chunk, m)) for v in (step, lower, upper)]
     for lo in range(0, m, chunk):
         hi = min(m, lo + chunk)
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
-        y = np.repeat(cells[a:b].astype(np.float64), count, axis=0)
-        y += points.random((hi - lo, d))
-        for j in range(d):  # column by column: an (r, d) op (d,) array has an inner loop of d
-            col = y[:, j]
-            col *= step[j]
-            col += lower[j]
-            np.minimum(col, upper[j], out=col)
-        rows_out[dest[lo:hi]] = y.reshape((hi - lo) * d).view(row)
+        k = (hi - lo) * d
+        y = np.repeat(cells[a:b].astype(np.float64), count, axis=0).reshape(k)
+        uu = u[:k]
+        points.random(out=uu.reshape(hi - lo, d))
+        y += uu
+        y *= tiles[0][:k]
+        y += tiles[1][:k]
+        np.minimum(y, tiles[2][:k], out=y)
+        rows_out[dest[lo:hi]] = y.view(row)
     return out

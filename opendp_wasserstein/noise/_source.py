@@ -113,7 +113,12 @@ class RandomSource:
         Uniform up to key collisions (probability below ``k^2 / 2^65``; a tie keeps index
         order), which is only used to shuffle released rows.
         """
-        return np.argsort(self.uint64(k), kind="stable")
+        keys = self.uint64(k)
+        order = np.argsort(keys)  # unstable: distinct keys have one sorting permutation
+        s = keys[order]
+        if k > 1 and np.any(s[1:] == s[:-1]):  # a collision: index order among equal keys
+            return np.argsort(keys, kind="stable")
+        return order
 
     def __repr__(self) -> str:
         return "RandomSource(secure)" if self.secure else f"RandomSource(seed={self.seed})"

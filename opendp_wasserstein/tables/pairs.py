@@ -229,7 +229,7 @@ class PairCoding:
         coordinate 3/4 (1/4 when present)."""
         m = codes.shape[0]
         d = sum(len(p.axes) for p in self.plans)
-        out = np.empty((m, d))
+        out = np.empty((m, d), order="F")  # column by column: each column contiguous
         u = rng.uniform((m, len(self.plans))) if within is None else np.clip(within, 0.0, 1.0)
         for c, (p, e) in enumerate(zip(self.plans, self.edges, strict=True)):  # columns (public)
             code = codes[:, c]
@@ -711,6 +711,23 @@ def grade_correlation(joint: np.ndarray) -> float:
 WITHIN_KINDS = ("copula", "uniform")
 
 
+def _inverse_cdf(cum: np.ndarray, parent: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row ``r``, how many entries of ``cum[parent[r]]`` are at most ``u[r]`` (each row of
+    ``cum`` a cumulative law: nondecreasing, its last entry ``1 > u``): ``searchsorted`` of each
+    parent code's rows, grouped by a counting sort of the codes, ``O(m log k)`` rather than the
+    ``(m, k)`` comparison matrix."""
+    k = cum.shape[0]
+    small = parent.astype(np.int16) if k <= np.iinfo(np.int16).max else parent
+    order = np.argsort(small, kind="stable")  # a radix sort of 16-bit codes
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(parent, minlength=k))))
+    out = np.empty(len(u), dtype=np.int64)
+    for p in range(k):  # the parent's codes (public)
+        rows = order[bounds[p] : bounds[p + 1]]
+        if len(rows):
+            out[rows] = np.searchsorted(cum[p], u[rows], side="right")
+    return out
+
+
 def sample_tree(
     coding: PairCoding,
     marginals: TableMarginals,
@@ -750,7 +767,7 @@ def sample_tree(
         adj[i].append((j, t))
         adj[j].append((i, t))
     root = max(range(k), key=lambda c: (len(adj[c]), -c))
-    codes = np.zeros((m, k), dtype=np.int64)
+    codes = np.zeros((m, k), dtype=np.int64, order="F")  # columns contiguous (read by column)
     counts = largest_remainder(probs[root], m)
     codes[:, root] = np.repeat(np.arange(len(counts)), counts)[rng.permutation(m)]
     law = None
@@ -762,7 +779,8 @@ def sample_tree(
     seen = {root}
     queue = [root]
     n = marginals.size
-    pos = rng.uniform((m, k))  # positions inside bins, independent unless an edge couples them
+    # positions inside bins, independent unless an edge couples them (stored by column)
+    pos = np.asfortranarray(rng.uniform((m, k)))
     while queue:  # breadth first over the columns (public)
         a = queue.pop(0)
         for b, t in adj[a]:
@@ -776,9 +794,7 @@ def sample_tree(
                 cum = np.cumsum(cond, axis=1)
                 cum[:, -1] = 1.0
                 u = rng.uniform(m)
-                codes[:, b] = np.minimum(
-                    (cum[codes[:, a]] <= u[:, None]).sum(axis=1), cond.shape[1] - 1
-                )
+                codes[:, b] = np.minimum(_inverse_cdf(cum, codes[:, a], u), cond.shape[1] - 1)
             else:
                 flags = codes[:, drawn] == np.array([coding.sizes[c] - 1 for c in drawn])
                 tree = cond[codes[:, a], -1]
@@ -790,7 +806,7 @@ def sample_tree(
                 cum[:, -1] = 1.0
                 u = rng.uniform(m)
                 top = cond.shape[1] - 2  # the last present code
-                codes[:, b] = np.minimum((cum[codes[:, a]] <= u[:, None]).sum(axis=1), top)
+                codes[:, b] = np.minimum(_inverse_cdf(cum, codes[:, a], u), top)
                 codes[miss, b] = cond.shape[1] - 1
             ea, eb = coding.edges[a], coding.edges[b]
             if within == "copula" and ea is not None and eb is not None:

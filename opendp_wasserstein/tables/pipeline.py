@@ -17,6 +17,13 @@ marginals (:func:`~opendp_wasserstein.tables.calibration.calibrate`).  The quali
 (:func:`~opendp_wasserstein.tables.quality.marginal_agreement`) is recorded in
 :func:`opendp_wasserstein.runtime.diagnostics`.
 
+**Output blocks** (the pair tree and independent columns): the rows are drawn and calibrated in
+blocks of ``StructuredOptions.block_rows`` rows (public, default :data:`RELEASE_BLOCK_ROWS`),
+block ``b`` from its own stream (:func:`draw_blocks`): the release is the concatenation of
+independent samples of the block sizes from the one DP model, each calibrated to the targets
+at its own size; the quality figure sums the blocks' counts.  The Dask release draws the same
+blocks on its workers.  A table of one block is one sample of ``n`` rows, as before the blocks.
+
 **The joint release** (``joint="auto"``, :func:`joint_kind`, a function of public ``n``,
 ``epsilon`` and the schema): the tree of noisy 2-way marginals
 (:mod:`~opendp_wasserstein.tables.pairs`) when ``n * epsilon`` is at least
@@ -105,7 +112,12 @@ from opendp_wasserstein.tables.pairs import (
     sample_tree,
     tree_template,
 )
-from opendp_wasserstein.tables.quality import QUALITY_WARNING, marginal_agreement
+from opendp_wasserstein.tables.quality import (
+    QUALITY_WARNING,
+    MarginalAgreement,
+    agreement_counts,
+    agreement_from_counts,
+)
 
 __all__ = [
     "StructuredOptions",
@@ -113,7 +125,18 @@ __all__ = [
     "make_structured_synthesis_zcdp",
     "DEFAULT_MARGINAL_SHARE",
     "JOINT_MIN_NEPS",
+    "RELEASE_BLOCK_ROWS",
+    "BlockModel",
+    "release_blocks",
+    "block_source",
+    "draw_blocks",
 ]
+
+#: the rows of one output block of the structured release (public; ``pairs`` and independent
+#: columns): the rows are drawn, calibrated, scored and (on Dask) written block by block, each
+#: block of its own random stream (:func:`release_blocks`, :func:`block_source`); a table of
+#: fewer rows is one block, released as one sample
+RELEASE_BLOCK_ROWS = 2**20
 
 #: the share of epsilon the first look spends by default once ``n epsilon / k`` reaches
 #: :data:`SHARE_FLAT_NEPS` (:func:`first_look_share`)
@@ -182,6 +205,9 @@ class StructuredOptions:
     :param combine: the pair tree's 1-way targets combine the first look with the margins of
         the released pair tables by inverse variance
         (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)
+    :param block_rows: the rows of one output block (public; default
+        :data:`RELEASE_BLOCK_ROWS`): the pair tree's and the independent columns' rows are
+        drawn and calibrated block by block (:func:`draw_blocks`), in memory and on Dask alike
     """
 
     marginal_share: float | None = None
@@ -196,6 +222,7 @@ class StructuredOptions:
     marginal_levels: int | None = None
     within: str = "copula"
     combine: bool = True
+    block_rows: int = RELEASE_BLOCK_ROWS
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -216,6 +243,9 @@ class StructuredOptions:
             raise ValueError(
                 f"marginal_levels must be None or an int in [1, {MAX_LEVELS}], got {lv!r}"
             )
+        br = self.block_rows
+        if isinstance(br, bool) or not isinstance(br, int) or br < 1:
+            raise ValueError(f"block_rows must be a positive int, got {br!r}")
         if self.within not in WITHIN_KINDS:
             raise ValueError(f"within must be one of {WITHIN_KINDS}, got {self.within!r}")
         if not self.alphas and not self.discrete_first:
@@ -618,7 +648,7 @@ def _make_structured(
         else:
             info["epsilon_marginals"] = float(marg_map)
         if not joint:
-            points = independent_join(marginals, enc, n, rng)
+            points, _ = draw_blocks(BlockModel(enc, marginals, opts), n, rng)
             info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
             runtime.record(info)
             return points
@@ -630,7 +660,7 @@ def _make_structured(
                         input_domain, input_metric, coding, marginals, eps_sel, eps_main, noise
                     )
                 )
-                y, marginals = pair_points(
+                model = pair_model(
                     enc,
                     n,
                     marg_eps,
@@ -640,11 +670,11 @@ def _make_structured(
                     marginals,
                     edges,
                     tables,
-                    rng,
                     opts,
                     noise,
                     pattern,
                 )
+                blocked = draw_blocks(model, n, rng)
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             elif kind_joint == "network":
@@ -673,7 +703,12 @@ def _make_structured(
                 y = np.asarray(queryable(m_joint), dtype=np.float64)
                 if maps is not None:
                     y = maps.inverse(y)
-        points, quality = finish(y, enc, marginals, rng, opts)
+        if kind_joint == "pairs":
+            points, counts = blocked
+            assert counts is not None  # the pair tree's blocks are scored
+            quality = quality_info(agreement_from_counts(counts, model.marginals))
+        else:
+            points, quality = finish(y, enc, marginals, rng, opts)
         for r in inner:
             info |= r
         if orders:
@@ -692,7 +727,7 @@ def _make_structured(
     return make_measurement(input_domain, input_metric, measure, function, privacy_map)
 
 
-def pair_points(
+def pair_model(
     enc: TableEncoding,
     n: int,
     marg_eps: float,
@@ -702,39 +737,123 @@ def pair_points(
     marginals: TableMarginals,
     edges: Sequence[tuple[int, int]],
     tables: Sequence[np.ndarray],
-    rng: Any,
     opts: StructuredOptions,
     noise: str = "laplace",
     pattern: np.ndarray | None = None,
-) -> tuple[np.ndarray, TableMarginals]:
-    """The pair tree's post-processing (in memory and on Dask): the first look combined with the
-    released tables' margins (``opts.combine``, with the variances of ``noise``), then the rows
-    sampled along the tree (their missingness by the released ``pattern``); returns the points
-    and the 1-way targets they were drawn to."""
+) -> BlockModel:
+    """The pair tree's model (in memory and on Dask): the first look combined with the
+    released tables' margins (``opts.combine``, with the variances of ``noise``), the edges,
+    their tables and the released missingness ``pattern``; :meth:`BlockModel.draw` samples rows
+    along the tree."""
     if opts.combine:
         first = first_look_noise(enc, n, marg_eps, levels, noise)
         scale = pair_count_scale(pair_tables(coding, noise), eps_counts, noise)
         marginals = combine_margins(
             coding, marginals, list(edges), list(tables), scale, first, noise
         )
-    y = sample_tree(coding, marginals, list(edges), list(tables), n, rng, opts.within, pattern)
-    return y, marginals
+    return BlockModel(
+        enc, marginals, opts, coding, tuple(edges), tuple(np.asarray(t) for t in tables), pattern
+    )
 
 
-def finish(
-    y: np.ndarray, enc: TableEncoding, marginals: TableMarginals, rng: Any, opts: StructuredOptions
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """The joint release's last post-processing (in memory and on Dask): the calibration to the
-    DP 1-way marginals and the quality figure of the drawn rows against them (no privacy cost)."""
-    agreement = marginal_agreement(y, enc, marginals)
-    points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
-    return points, {
+@dataclass(frozen=True)
+class BlockModel:
+    """What the structured release draws its rows from, after the noise (DP releases and
+    public values only; picklable, sent to the Dask workers): the encoding, the 1-way targets,
+    the options and, for the pair tree, its coding, edges, noisy tables and noisy missingness
+    pattern (``coding=None``: independent columns, :func:`independent_join`).
+
+    :param enc: the encoding
+    :param marginals: the 1-way targets (the first look, combined for the pair tree)
+    :param opts: the options (``within``, ``calibrate``)
+    :param coding: the pair tree's coding, or ``None``
+    :param edges: the tree's edges
+    :param tables: the edges' noisy tables
+    :param pattern: the noisy missingness pattern counts, or ``None``
+    """
+
+    enc: TableEncoding
+    marginals: TableMarginals
+    opts: StructuredOptions
+    coding: PairCoding | None = None
+    edges: tuple[tuple[int, int], ...] = ()
+    tables: tuple[np.ndarray, ...] = ()
+    pattern: np.ndarray | None = None
+
+    def draw(self, m: int, rng: Any) -> tuple[np.ndarray, list[np.ndarray] | None]:
+        """``m`` encoded rows from ``rng`` and, for the pair tree, the quality figure's counts
+        of the rows before calibration (:func:`~opendp_wasserstein.tables.quality.
+        agreement_counts`), then the rows calibrated to the targets at ``m`` rows
+        (largest remainder of ``m``, quantiles at ``(i + 1/2) / m``)."""
+        if self.coding is None:
+            return independent_join(self.marginals, self.enc, m, rng), None
+        y = sample_tree(
+            self.coding,
+            self.marginals,
+            list(self.edges),
+            list(self.tables),
+            m,
+            rng,
+            self.opts.within,
+            self.pattern,
+        )
+        counts = agreement_counts(y, self.enc, self.marginals)
+        if self.opts.calibrate:
+            y = calibrate(y, self.enc, self.marginals, rng, self.opts.calibrate)
+        return y, counts
+
+
+def release_blocks(n: int, rows: int = RELEASE_BLOCK_ROWS) -> list[int]:
+    """The sizes of the output blocks of ``n`` rows (public): ``rows`` each, the last the rest.
+
+    >>> release_blocks(5, 2), release_blocks(4, 2), release_blocks(3, 8)
+    ([2, 2, 1], [2, 2], [3])
+    """
+    full, rest = divmod(int(n), int(rows))
+    return [int(rows)] * full + ([rest] if rest else [])
+
+
+def block_source(rng: Any, b: int) -> Any:
+    """Block ``b``'s random stream: block 0 draws from ``rng`` itself (so a table of one block
+    is released as one sample from ``rng``), block ``b >= 1`` from ``rng.derive(b)``, an
+    independent stream (secure stays secure)."""
+    return rng if b == 0 else rng.derive(b)
+
+
+def draw_blocks(model: BlockModel, n: int, rng: Any) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """The ``n`` rows of the release, block by block (:func:`release_blocks` of
+    ``model.opts.block_rows``, :func:`block_source`), concatenated, and the quality figure's
+    counts summed over the blocks (the pair tree; ``None`` for independent columns).  The Dask
+    release draws the same blocks from the same streams on its workers."""
+    pieces, total = [], None
+    for b, m in enumerate(release_blocks(n, model.opts.block_rows)):  # blocks (public)
+        y, counts = model.draw(m, block_source(rng, b))
+        pieces.append(y)
+        if counts is not None:
+            total = counts if total is None else [a + c for a, c in zip(total, counts, strict=True)]
+    return (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)), total
+
+
+def quality_info(agreement: MarginalAgreement) -> dict[str, Any]:
+    """The report's quality fields of the agreement figure."""
+    return {
         "quality": agreement.mean,
         "quality_columns": dict(zip(agreement.columns, agreement.tvd, strict=True)),
         "quality_worst": agreement.worst(),
         "quality_poor": agreement.mean > QUALITY_WARNING,
         "quality_warning": quality_warning(agreement.mean, agreement.worst()),
     }
+
+
+def finish(
+    y: np.ndarray, enc: TableEncoding, marginals: TableMarginals, rng: Any, opts: StructuredOptions
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The joint hierarchy's and the network's last post-processing (in memory): the
+    calibration to the DP 1-way marginals and the quality figure of the drawn rows against them
+    (no privacy cost)."""
+    agreement = agreement_from_counts(agreement_counts(y, enc, marginals), marginals)
+    points = calibrate(y, enc, marginals, rng, opts.calibrate) if opts.calibrate else y
+    return points, quality_info(agreement)
 
 
 def quality_warning(mean: float, worst: Sequence[str]) -> str:

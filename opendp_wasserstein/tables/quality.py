@@ -21,7 +21,14 @@ import numpy as np
 from opendp_wasserstein.tables.encoding import TableEncoding
 from opendp_wasserstein.tables.marginals import TableMarginals
 
-__all__ = ["MarginalAgreement", "marginal_agreement", "QUALITY_BINS", "QUALITY_WARNING"]
+__all__ = [
+    "MarginalAgreement",
+    "agreement_counts",
+    "agreement_from_counts",
+    "marginal_agreement",
+    "QUALITY_BINS",
+    "QUALITY_WARNING",
+]
 
 #: bins of a numeric column's agreement (cut at the released quantiles)
 QUALITY_BINS = 10
@@ -58,23 +65,21 @@ def _tvd(p: np.ndarray, q: np.ndarray) -> float:
     return float(0.5 * np.abs(p - q).sum())
 
 
-def marginal_agreement(
+def agreement_counts(
     points: np.ndarray, enc: TableEncoding, marginals: TableMarginals
-) -> MarginalAgreement:
-    """The agreement of the synthetic ``points`` (encoded, before calibration) with the DP
-    marginals (module docstring)."""
+) -> list[np.ndarray]:
+    """The counts that :func:`marginal_agreement` reads, per column (int64): a categorical
+    column's rows per category; a numeric column's present rows in each of the
+    :data:`QUALITY_BINS` bins cut at the released quantiles, then its missing rows.  Counts of
+    disjoint row sets add up: the figure of a release drawn block by block is
+    :func:`agreement_from_counts` of the blocks' summed counts, equal to the figure of all its
+    rows at once."""
     p = np.asarray(points, dtype=np.float64)
-    tvds = []
-    for c, (plan, freq, miss) in enumerate(
-        zip(marginals.plans, marginals.masses, marginals.missing, strict=True)
-    ):
+    out = []
+    for c, plan in enumerate(marginals.plans):
         if plan.kind == "category":
             codes = enc._lookup(p[:, plan.value_axis], plan.cells)
-            tvds.append(
-                _tvd(
-                    np.bincount(codes, minlength=plan.cells).astype(float), np.asarray(freq, float)
-                )
-            )
+            out.append(np.bincount(codes, minlength=plan.cells).astype(np.int64))
             continue
         present = (
             p[:, plan.axes[plan.missing_axis]] < 0.5
@@ -84,10 +89,34 @@ def marginal_agreement(
         cuts = marginals.quantiles(c, np.linspace(0, 1, QUALITY_BINS + 1)[1:-1])
         syn = np.bincount(
             np.searchsorted(cuts, p[present, plan.value_axis], side="right"), minlength=QUALITY_BINS
-        ).astype(float)
-        ref = np.full(QUALITY_BINS, 1.0)
-        share = float(present.mean()) if len(p) else 1.0
+        ).astype(np.int64)
+        out.append(np.append(syn, np.int64(len(p) - int(present.sum()))))
+    return out
+
+
+def agreement_from_counts(counts: list[np.ndarray], marginals: TableMarginals) -> MarginalAgreement:
+    """:func:`marginal_agreement` from the counts of :func:`agreement_counts` (summed over
+    blocks of rows)."""
+    tvds = []
+    for plan, freq, miss, k in zip(
+        marginals.plans, marginals.masses, marginals.missing, counts, strict=True
+    ):
+        if plan.kind == "category":
+            tvds.append(_tvd(k.astype(float), np.asarray(freq, float)))
+            continue
+        syn = k[:QUALITY_BINS].astype(float)
+        present, total = int(k[:QUALITY_BINS].sum()), int(k.sum())
+        share = present / total if total else 1.0
         syn = np.append(syn / max(syn.sum(), 1e-300) * share, 1.0 - share)
+        ref = np.full(QUALITY_BINS, 1.0)
         ref = np.append(ref / max(ref.sum(), 1e-300) * (1.0 - miss), miss)
         tvds.append(_tvd(syn, ref))
     return MarginalAgreement(tuple(pl.name for pl in marginals.plans), tuple(tvds))
+
+
+def marginal_agreement(
+    points: np.ndarray, enc: TableEncoding, marginals: TableMarginals
+) -> MarginalAgreement:
+    """The agreement of the synthetic ``points`` (encoded, before calibration) with the DP
+    marginals (module docstring)."""
+    return agreement_from_counts(agreement_counts(points, enc, marginals), marginals)

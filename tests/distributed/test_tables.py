@@ -14,6 +14,7 @@ import pytest
 from opendp_wasserstein import runtime
 from opendp_wasserstein.distributed import synthesize_on_dask
 from opendp_wasserstein.distributed._tables import (
+    block_parts,
     marginal_counts_task,
     pair_counts_task,
     synthesize_table_on_dask,
@@ -103,6 +104,55 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
     assert dreport.details["joint_kind"] == joint
     for key in ("pair_edges", "pair_bins", "pair_pattern", "quality", "epsilon_marginals"):
         assert dreport.details.get(key) == report.details.get(key)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "joint"), [(2.0, "pairs"), (0.05, "independent")], ids=["pairs", "independent"]
+)
+def test_dask_release_in_output_blocks_is_the_in_memory_release_under_the_same_key(
+    table_files: Any, cluster: Any, epsilon: float, joint: str
+) -> None:
+    """Output blocks of 2,500 rows (2,500, 2,500, 1,000: a function of n, not of the 6 row
+    groups), each drawn, calibrated and written on a worker: the in-memory release in the same
+    blocks, rows and quality figure."""
+    schema = Schema.from_json(SCHEMA)
+    opts = StructuredOptions(block_rows=2500)
+    expected, report = _in_memory(table_files, epsilon, 13, opts)
+    one, _ = _in_memory(table_files, epsilon, 13)
+    assert not one.equals(expected)  # the blocks are other draws than one sample of n rows
+    assert report.details["joint_kind"] == joint
+    out = table_files / f"out-blocks-{joint}"
+    with runtime.reproducible(13):
+        rows, parts, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            epsilon,
+            out,
+            schema,
+            cluster,
+            options=opts,
+            rows_per_block=1000,
+        )
+    # 4 parts (public_parts) over 3 blocks: 2, 1, 1
+    assert (rows, parts) == (6000, 4)
+    assert sorted(p.name for p in out.glob("*.parquet")) == [
+        f"part-{q:05d}.parquet" for q in range(4)
+    ]
+    assert [pq.ParquetFile(out / f"part-{q:05d}.parquet").metadata.num_rows for q in range(4)] == [
+        1250,
+        1250,
+        2500,
+        1000,
+    ]
+    assert pq.read_table(out).equals(expected)
+    for key in ("pair_edges", "quality", "quality_columns", "quality_worst"):
+        assert dreport.details.get(key) == report.details.get(key)
+
+
+def test_block_parts() -> None:
+    assert block_parts(4, 1) == [4]
+    assert block_parts(5, 2) == [3, 2]
+    assert block_parts(1, 3) == [1, 1, 1]
+    assert block_parts(4, 3) == [2, 1, 1]
 
 
 def test_dask_table_release_with_small_row_groups_and_parts(table_files: Any, inline: Any) -> None:

@@ -209,3 +209,33 @@ def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(mo
     place_points(leaves, box, "center", RandomSource(0))
     assert calls == [1]
     assert own._words is not None
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 10])
+def test_center_placement_builds_its_keys_in_the_output(d, monkeypatch):
+    # the shuffle keys live in the output's last 8 m bytes (no other full-size array): the rows
+    # are those that keys built in a separate array give
+    import opendp_wasserstein.hierarchy.placement as syn
+
+    rng = np.random.default_rng(d)
+    k, m = 300, 4000
+    cells = rng.integers(0, 2**6, size=(k, d))
+    masses = rng.multinomial(m, np.full(k, 1 / k))
+    box = as_box((-1.0, 2.0), d)
+    stream = PlacementStream(bytes([d]) * 32)
+    got = place_points(
+        leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream
+    )
+    centers = (cells + 0.5) * (3.0 / 2**6) - 1.0
+    keys, low = syn._shuffled_label_keys(stream.order(0), masses)  # a separate key array
+    assert np.array_equal(got, centers[(keys & np.uint64((1 << low) - 1)).astype(np.int64)])
+    seen = []
+    inner = syn._shuffled_label_keys
+    monkeypatch.setattr(syn, "_shuffled_label_keys", lambda *a: seen.append(a[2]) or inner(*a))
+    again = place_points(
+        leaves_of(cells, masses, 6 * d), box, "center", RandomSource(0), stream=stream
+    )
+    assert np.array_equal(again, got)
+    (tail,) = seen  # the keys were built in the output's last m words
+    assert tail.size == m
+    assert tail.ctypes.data == again.ctypes.data + 8 * (d - 1) * m

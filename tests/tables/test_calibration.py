@@ -26,7 +26,11 @@ from opendp_wasserstein.tables.calibration import (
     roundest_values,
 )
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
-from opendp_wasserstein.tables.quality import marginal_agreement
+from opendp_wasserstein.tables.quality import (
+    agreement_counts,
+    agreement_from_counts,
+    marginal_agreement,
+)
 
 SCHEMA = Schema(
     {
@@ -131,6 +135,12 @@ def test_quality_is_zero_on_matching_and_large_on_flat():
     bad = marginal_agreement(p, ENC, tm)  # x uniform over its range, 50% missing
     assert bad.tvd[0] > 0.5
     assert bad.worst(1) == ("x",)
+    # the figure of blocks of rows from their summed counts is the figure of all the rows
+    parts = [agreement_counts(p[lo:hi], ENC, tm) for lo, hi in [(0, 1000), (1000, 4000)]]
+    summed = [a + b for a, b in zip(*parts, strict=True)]
+    assert [c.tolist() for c in summed] == [c.tolist() for c in agreement_counts(p, ENC, tm)]
+    assert agreement_from_counts(summed, tm) == bad
+    assert agreement_counts(p[:0], ENC, tm)[0].tolist() == [0] * 11
 
 
 def test_calibrate_refuses_unknown_kinds():

@@ -26,7 +26,11 @@ from opendp_wasserstein.tables import (
 from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.pipeline import (
+    RELEASE_BLOCK_ROWS,
+    BlockModel,
     StructuredOptions,
+    block_source,
+    draw_blocks,
     first_look_share,
     first_primes,
     fit_marginals,
@@ -35,6 +39,7 @@ from opendp_wasserstein.tables.pipeline import (
     independent_join,
     make_structured_synthesis,
     make_structured_synthesis_zcdp,
+    release_blocks,
     structured_zcdp,
     uses_joint,
 )
@@ -591,3 +596,87 @@ def test_delta_release_is_reproducible_gaussian_and_keeps_the_pure_release():
     assert "noise" not in rp.details
     assert list(a.columns) == list(df.columns)
     assert a["region"].isin(["n", "e", "s", "w"]).all()
+
+
+def _blocks_marginals(n):
+    masses = (
+        np.array([0.1, 0.0, 0.3, 0.6]),
+        np.array([0.5, 0.5]),
+        np.full(8, 1 / 8),
+        np.array([0.55, 0.3, 0.15, 0.0]),
+        np.array([0.7, 0.3]),
+    )
+    return TableMarginals(column_plans(ENC), masses, (0.0, 0.2, 0.0, 0.0, 0.0), n)
+
+
+def test_release_blocks_are_a_function_of_n_and_the_block_rows():
+    assert RELEASE_BLOCK_ROWS == 2**20
+    assert release_blocks(5, 2) == [2, 2, 1]
+    assert release_blocks(4, 2) == [2, 2]
+    assert release_blocks(3, 8) == [3]
+    assert release_blocks(2**20 + 1) == [2**20, 1]
+    assert release_blocks(43_000) == [43_000]
+    assert StructuredOptions().block_rows == RELEASE_BLOCK_ROWS
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="block_rows"):
+            StructuredOptions(block_rows=bad)
+
+
+def test_draw_blocks_is_one_sample_per_block_from_its_own_stream():
+    n = 203
+    tm = _blocks_marginals(n)
+    whole = independent_join(tm, ENC, n, RandomSource(4))
+    # one block (the default, or block_rows >= n): the sample of n rows from rng itself
+    for rows in (RELEASE_BLOCK_ROWS, n):
+        got, counts = draw_blocks(
+            BlockModel(ENC, tm, StructuredOptions(block_rows=rows)), n, RandomSource(4)
+        )
+        np.testing.assert_array_equal(got, whole)
+        assert counts is None
+    # blocks of 80: 80, 80, 43 rows, block b from block_source(rng, b)
+    rng = RandomSource(4)
+    got, _ = draw_blocks(BlockModel(ENC, tm, StructuredOptions(block_rows=80)), n, rng)
+    assert block_source(rng, 0) is rng
+    assert block_source(rng, 2)._stream == (2,)
+    for b, (lo, hi) in enumerate([(0, 80), (80, 160), (160, 203)]):
+        part = independent_join(tm, ENC, hi - lo, block_source(RandomSource(4), b))
+        np.testing.assert_array_equal(got[lo:hi], part)
+        # every block holds its own largest-remainder counts of the release
+        region = column_plans(ENC)[3]
+        codes = ENC._lookup(got[lo:hi, region.value_axis], region.cells)
+        assert (
+            np.bincount(codes, minlength=4).tolist()
+            == largest_remainder(tm.masses[3], hi - lo).tolist()
+        )
+    assert not np.array_equal(got[:80], whole[:80])
+
+
+def test_a_pairs_release_in_blocks_sums_the_quality_counts():
+    n, eps = 4000, 1.0
+    x = make_table_encoding(table_domain(SCHEMA, size=n), dp.change_one_distance())(_frame(n))
+    out = {}
+    for rows in (RELEASE_BLOCK_ROWS, 1500):
+        meas = make_structured_synthesis(
+            _domain(n), dp.change_one_distance(), ENC, eps, StructuredOptions(block_rows=rows)
+        )
+        with reproducible(3), diagnostics() as rec:
+            y = meas(x)
+        info = [r for r in rec if r.get("structured")][-1]
+        assert info["joint_kind"] == "pairs"
+        out[rows] = (y, info)
+    (y1, one), (y3, three) = out[RELEASE_BLOCK_ROWS], out[1500]
+    assert y1.shape == y3.shape == (n, ENC.dimension)
+    # the same model (the noise is drawn before the blocks): the same edges, other rows
+    assert one["pair_edges"] == three["pair_edges"]
+    assert not np.array_equal(y1, y3)
+    assert 0.0 <= three["quality"] < 0.15
+    assert set(three["quality_columns"]) == set(SCHEMA.names)
+    # each block is calibrated to the targets at its own size: the two blocks of 1500 rows
+    # hold the same category counts (one calibration of all rows would not split them so)
+    region = column_plans(ENC)[3]
+    counts = [
+        np.bincount(ENC._lookup(y3[lo:hi, region.value_axis], region.cells), minlength=4)
+        for lo, hi in [(0, 1500), (1500, 3000), (3000, 4000)]
+    ]
+    assert counts[0].tolist() == counts[1].tolist()
+    assert int(counts[2].sum()) == 1000
