@@ -35,8 +35,8 @@ derived streams, in the same order), so the release under a seed is the in-memor
 Everything after the noise reads no row: it is the in-memory code on the DP releases and the
 public ``n``.  The driver builds the model the rows are drawn from
 (:class:`~opendp_wasserstein.tables.pipeline.BlockModel`: the targets, the codes, the tree's
-noisy tables; ``O(model)`` memory, not ``O(n)``) and sends it to the workers once; the ``n``
-synthetic rows are drawn in the in-memory release's output blocks
+or the network's noisy tables; ``O(model)`` memory, not ``O(n)``) and sends it to the workers
+once; the ``n`` synthetic rows are drawn in the in-memory release's output blocks
 (:func:`~opendp_wasserstein.tables.pipeline.release_blocks` of the public ``n`` and
 ``block_rows``, not of the input's row groups), each block on a worker from its own stream
 (:func:`~opendp_wasserstein.tables.pipeline.block_source`): drawn down the tree
@@ -45,10 +45,10 @@ summed on the driver), calibrated (:func:`~opendp_wasserstein.tables.calibration
 decoded and written as Parquet parts, exactly as
 :func:`~opendp_wasserstein.tables.pipeline.draw_blocks` draws them in memory.  The certified
 map is the in-memory measurement's (built here for the same arguments).  The network's rows
-(``joint="network"``) are drawn on the driver, as in memory
-(:func:`~opendp_wasserstein.tables.network.network_points` on the driver's release, then
-:func:`~opendp_wasserstein.tables.pipeline.finish`: one stream, ``O(n D)`` floats on the
-driver; the in-memory network has no output blocks yet), and written as Parquet parts.
+(``joint="network"``) are drawn the same way, block by block on the workers, from its model
+(:func:`~opendp_wasserstein.tables.pipeline.network_model` on the driver's release: the
+cliques, their noisy tables, the pattern; rows by
+:func:`~opendp_wasserstein.tables.network.sample_network`).
 
 Not on Dask: ``joint="tree"`` (the joint hierarchy: Adaptive Pruned-PMM over a family of split
 orders after the quantile encoding; refused, naming the in-memory path) and a private size (the
@@ -107,7 +107,6 @@ from opendp_wasserstein.tables.network import (
     candidates,
     fit_network,
     network_codings,
-    network_points,
 )
 from opendp_wasserstein.tables.pairs import (
     PATTERN_SCALE,
@@ -124,13 +123,12 @@ from opendp_wasserstein.tables.pipeline import (
     BlockModel,
     StructuredOptions,
     block_source,
-    finish,
-    first_look_noise,
     first_look_share,
     fit_marginals,
     fit_pairs,
     joint_kind,
     make_structured_synthesis,
+    network_model,
     pair_model,
     quality_info,
     release_blocks,
@@ -494,27 +492,6 @@ def _frame_info(block: TableBlock) -> FrameInfo:
     return info
 
 
-def _write_parts(
-    sink: ParquetSink,
-    points: np.ndarray,
-    enc: TableEncoding,
-    schema: Schema,
-    info: FrameInfo,
-    parts: int,
-) -> int:
-    """The network's decoded rows (drawn on the driver) in ``parts`` Parquet parts of
-    consecutive rows, each part decoded and converted on its own (decoding is row by row; the
-    driver holds one part's decoded table at a time, not ``n`` rows')."""
-    cuts = np.linspace(0, len(points), parts + 1).astype(np.int64)
-    for q in range(parts):  # the parts (public)
-        piece = write_table(enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
-        final = sink.writer.path(q)
-        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-        pq.write_table(piece, tmp)
-        os.replace(tmp, final)
-    return parts
-
-
 def block_release_task(
     model: BlockModel,
     m: int,
@@ -661,40 +638,36 @@ def synthesize_table_on_dask(
                     budgets,
                     noise,
                 )
-                if isinstance(model, np.ndarray):  # the network's rows, drawn on the driver
-                    want = parts or public_parts(n, len(blocks), workers)
-                    written = _write_parts(sink, model, enc, sub, info_frame, want)
-                else:
-                    sizes = release_blocks(n, opts.block_rows)
-                    per = block_parts(parts or public_parts(n, len(blocks), workers), len(sizes))
-                    firsts = np.concatenate(([0], np.cumsum(per)[:-1])).tolist()
-                    shared = c.scatter(model, broadcast=True)
-                    futures = [
-                        c.submit(
-                            block_release_task,
-                            shared,
-                            m,
-                            block_source(rng, b),
-                            sink.writer,
-                            firsts[b],
-                            per[b],
-                            sub,
-                            info_frame,
-                            pure=False,
+                sizes = release_blocks(n, opts.block_rows)
+                per = block_parts(parts or public_parts(n, len(blocks), workers), len(sizes))
+                firsts = np.concatenate(([0], np.cumsum(per)[:-1])).tolist()
+                shared = c.scatter(model, broadcast=True)
+                futures = [
+                    c.submit(
+                        block_release_task,
+                        shared,
+                        m,
+                        block_source(rng, b),
+                        sink.writer,
+                        firsts[b],
+                        per[b],
+                        sub,
+                        info_frame,
+                        pure=False,
+                    )
+                    for b, m in enumerate(sizes)
+                ]
+                summed: list[np.ndarray] | None = None
+                for _, counts in drv.run(futures, "rows"):
+                    if counts is not None:
+                        summed = (
+                            counts
+                            if summed is None
+                            else [a + v for a, v in zip(summed, counts, strict=True)]
                         )
-                        for b, m in enumerate(sizes)
-                    ]
-                    summed: list[np.ndarray] | None = None
-                    for _, counts in drv.run(futures, "rows"):
-                        if counts is not None:
-                            summed = (
-                                counts
-                                if summed is None
-                                else [a + v for a, v in zip(summed, counts, strict=True)]
-                            )
-                    if summed is not None:
-                        info |= quality_info(agreement_from_counts(summed, model.marginals))
-                    written = sum(per)
+                if summed is not None:
+                    info |= quality_info(agreement_from_counts(summed, model.marginals))
+                written = sum(per)
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()
@@ -749,11 +722,10 @@ def _release(
     levels: int,
     pair_budgets: tuple[float, float, int] | None,
     noise: str = "laplace",
-) -> tuple[dict[str, Any], BlockModel | np.ndarray, Any]:
+) -> tuple[dict[str, Any], BlockModel, Any]:
     """The release's statistics on the cluster, its noise and the model built from them on the
     driver: the in-memory function of :func:`make_structured_synthesis` step by step up to the
-    rows; the model, and the stream the blocks derive theirs from (the network: its ``n``
-    rows, drawn on the driver as in memory, in place of the model)."""
+    rows; the model, and the stream the blocks derive theirs from."""
     c = drv.client
     futures = [c.submit(marginal_counts_task, b, counts, pure=False) for b in drv.blocks]
     rows, raw = 0, None
@@ -777,7 +749,7 @@ def _release(
     e_sel, e_cnt, bins = pair_budgets
     if kind_joint == "network":
         return _network_release(
-            drv, enc, n, opts, marginals, marg_eps, levels, e_sel, e_cnt, rng, info, noise
+            drv, enc, n, opts, marginals, marg_eps, levels, e_sel, e_cnt, info, noise
         ) + (rng,)
     with runtime.diagnostics() as inner:
         coding = PairCoding.from_marginals(marginals, bins, enc)
@@ -818,14 +790,13 @@ def _network_release(
     levels: int,
     e_sel: float,
     e_cnt: float,
-    rng: Any,
     info: dict[str, Any],
     noise: str = "laplace",
-) -> tuple[dict[str, Any], np.ndarray]:
+) -> tuple[dict[str, Any], BlockModel]:
     """The network's statistics on the cluster (one pass: :func:`network_counts_task`), its
-    rounds and noise on the driver (:func:`_network`), its post-processing the in-memory
-    :func:`~opendp_wasserstein.tables.network.network_points` on that release (the codes
-    rebuilt there by the same public function of the first look), then :func:`finish`."""
+    rounds and noise on the driver (:func:`_network`) and the in-memory
+    :func:`~opendp_wasserstein.tables.pipeline.network_model` on that release (the codes
+    rebuilt there by the same public function of the first look)."""
     with runtime.diagnostics() as inner:
         coding = network_codings(marginals, n, e_cnt, noise, enc)
         k = len(coding.fine.plans)
@@ -845,23 +816,21 @@ def _network_release(
         pattern = sums[len(keys)] if pattern_columns(coding.fine) else None
         released = _network(coding, stats, n, e_sel, e_cnt, noise, pattern)
         dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
-        look = first_look_noise(enc, n, marg_eps, levels, noise) if opts.combine else None
-        y, marginals = network_points(
+        model = network_model(
             dom,
             dp.change_one_distance(),
             lambda _: released,  # the compositor's answer: the release computed above
+            enc,
             marginals,
             n,
+            marg_eps,
+            levels,
             e_sel,
             e_cnt,
-            rng,
-            look,
+            opts,
             noise,
-            enc,
         )
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
-    points, quality = finish(y, enc, marginals, rng, opts)
     for r in inner:
         info |= r
-    info |= quality
-    return info, points
+    return info, model

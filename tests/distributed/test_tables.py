@@ -441,20 +441,24 @@ def test_a_worker_counts_without_scikit_learn(table_files: Any) -> None:
 NETWORK = StructuredOptions(joint="network")
 
 
-@pytest.mark.parametrize("delta", [None, 1e-9], ids=["pure", "delta"])
+@pytest.mark.parametrize(
+    ("delta", "block_rows"), [(None, 2**20), (1e-9, 2**20), (None, 2500), (1e-9, 2500)]
+)
 def test_dask_network_release_is_the_in_memory_release_under_the_same_key(
-    table_files: Any, cluster: Any, delta: float | None
+    table_files: Any, cluster: Any, delta: float | None, block_rows: int
 ) -> None:
-    """joint='network' on a LocalCluster (6 row groups, 6 blocks): the statistics summed over
-    the blocks, the rounds and the noise on the driver give the in-memory release row for row
-    (pure DP and zCDP under delta), with 3-way cliques among the chosen ones; the certified
+    """joint='network' on a LocalCluster (6 row groups, 6 input blocks): the statistics summed
+    over the blocks, the rounds and the noise on the driver, the rows drawn on the workers in
+    one output block or three (2,500 + 2,500 + 1,000 rows) give the in-memory release row for
+    row (pure DP and zCDP under delta), with 3-way cliques among the chosen ones; the certified
     map is the in-memory measurement's."""
+    options = StructuredOptions(joint="network", block_rows=block_rows)
     schema = Schema.from_json(SCHEMA)
     table = read_file(str(table_files / "t.parquet"), schema=schema)
     with runtime.reproducible(13):
-        expected, report = synthesize_table(table, 4.0, schema, structured=NETWORK, delta=delta)
+        expected, report = synthesize_table(table, 4.0, schema, structured=options, delta=delta)
     assert report.details["joint_kind"] == "network"
-    out = table_files / f"out-network-{delta}"
+    out = table_files / f"out-network-{delta}-{block_rows}"
     with runtime.reproducible(13):
         rows, parts, dreport = synthesize_table_on_dask(
             str(table_files / "t.parquet"),
@@ -462,7 +466,7 @@ def test_dask_network_release_is_the_in_memory_release_under_the_same_key(
             out,
             schema,
             cluster,
-            options=NETWORK,
+            options=options,
             rows_per_block=1000,
             delta=delta,
         )
@@ -480,7 +484,7 @@ def test_dask_network_release_is_the_in_memory_release_under_the_same_key(
         assert dreport.details.get(key) == report.details.get(key)
     enc = TableEncoding(schema)
     dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=6000, T=float, nan=False)
-    meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, 4.0, NETWORK, delta)
+    meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, 4.0, options, delta)
     certified = meas.map(1) if delta is None else meas.map(1)[0]
     assert dreport.details["epsilon_release"] == certified
 
