@@ -11,7 +11,18 @@ reads its input only through exact integer statistics of the encoded table:
    built from the first look's release (public).  Every round's scores
    (:func:`~opendp_wasserstein.tables.pairs.make_pair_scores`) are a function of these tables:
    ``||C_ij - C_i C_j^T / n||_1`` with ``C_i`` the row sums of ``C_ij``, integers, so the float
-   scores equal the in-memory ones bit for bit.
+   scores equal the in-memory ones bit for bit;
+3. **the network** (``joint_kind == "network"``,
+   :func:`~opendp_wasserstein.tables.network.make_network`): under the codes built from the first
+   look's release (:func:`~opendp_wasserstein.tables.network.network_codings`, public), in one
+   pass, the fine 2-way tables of every pair, the coarse 2-way tables of every pair and the
+   coarse 3-way tables of every triple of at most ``max_cells`` cells
+   (:func:`network_counts_task`, :func:`network_triples`), and the fine codes' missingness
+   pattern counts.  The candidates of a round depend on the earlier rounds' choices, so every
+   table any round can read is counted; each candidate's table (parents-major, child last) is
+   a transpose of one of these, and its score a function of it (integers: bit for bit); each
+   chosen clique's table likewise.  ``O(k^3 max_cells)`` integers per block at most
+   (``max_cells``: :func:`~opendp_wasserstein.tables.network.network_cells`).
 
 Each part (:class:`TableBlock`: row groups of a Parquet file, read under the schema and encoded
 on the worker) computes them (the level counts by the package's own transformations, the 2-way
@@ -24,8 +35,8 @@ derived streams, in the same order), so the release under a seed is the in-memor
 Everything after the noise reads no row: it is the in-memory code on the DP releases and the
 public ``n``.  The driver builds the model the rows are drawn from
 (:class:`~opendp_wasserstein.tables.pipeline.BlockModel`: the targets, the codes, the tree's
-noisy tables; ``O(model)`` memory, not ``O(n)``) and sends it to the workers once; the ``n``
-synthetic rows are drawn in the in-memory release's output blocks
+or the network's noisy tables; ``O(model)`` memory, not ``O(n)``) and sends it to the workers
+once; the ``n`` synthetic rows are drawn in the in-memory release's output blocks
 (:func:`~opendp_wasserstein.tables.pipeline.release_blocks` of the public ``n`` and
 ``block_rows``, not of the input's row groups), each block on a worker from its own stream
 (:func:`~opendp_wasserstein.tables.pipeline.block_source`): drawn down the tree
@@ -33,7 +44,11 @@ synthetic rows are drawn in the in-memory release's output blocks
 summed on the driver), calibrated (:func:`~opendp_wasserstein.tables.calibration.calibrate`),
 decoded and written as Parquet parts, exactly as
 :func:`~opendp_wasserstein.tables.pipeline.draw_blocks` draws them in memory.  The certified
-map is the in-memory measurement's (built here for the same arguments).
+map is the in-memory measurement's (built here for the same arguments).  The network's rows
+(``joint="network"``) are drawn the same way, block by block on the workers, from its model
+(:func:`~opendp_wasserstein.tables.pipeline.network_model` on the driver's release: the
+cliques, their noisy tables, the pattern; rows by
+:func:`~opendp_wasserstein.tables.network.sample_network`).
 
 Not on Dask: ``joint="tree"`` (the joint hierarchy: Adaptive Pruned-PMM over a family of split
 orders after the quantile encoding; refused, naming the in-memory path) and a private size (the
@@ -85,6 +100,14 @@ from opendp_wasserstein.tables.marginals import (
     column_trees,
     level_cells,
 )
+from opendp_wasserstein.tables.network import (
+    NETWORK_SCORE_COARSE,
+    Clique,
+    NetworkCoding,
+    candidates,
+    fit_network,
+    network_codings,
+)
 from opendp_wasserstein.tables.pairs import (
     PATTERN_SCALE,
     PairCoding,
@@ -96,6 +119,7 @@ from opendp_wasserstein.tables.pairs import (
     zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
+    PAIR_SELECT_SHARE,
     BlockModel,
     StructuredOptions,
     block_source,
@@ -104,6 +128,7 @@ from opendp_wasserstein.tables.pipeline import (
     fit_pairs,
     joint_kind,
     make_structured_synthesis,
+    network_model,
     pair_model,
     quality_info,
     release_blocks,
@@ -112,7 +137,7 @@ from opendp_wasserstein.tables.quality import agreement_from_counts
 from opendp_wasserstein.tables.release import check_derived
 from opendp_wasserstein.tables.schema import Schema
 
-__all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask"]
+__all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask", "network_triples"]
 
 #: a block holds consecutive row groups of one file until it has at least this many rows (a
 #: file of ``k`` row groups of at least this many rows gives ``k`` blocks), as for arrays
@@ -196,6 +221,150 @@ def pair_counts_task(
     if cols:  # the missingness pattern counts (make_pattern_counts' function), last
         out.append(np.bincount(pattern_codes(coding, x), minlength=2 ** len(cols)).astype(np.int64))
     return out
+
+
+def network_triples(coding: NetworkCoding) -> list[tuple[int, int, int]]:
+    """The column triples ``a < b < c`` whose coarse table has at most ``max_cells`` cells
+    (public: the codes' sizes): every 3-way clique any round can choose has its columns among
+    them (:func:`~opendp_wasserstein.tables.network.candidates`; a table's cells do not depend
+    on the order of its columns)."""
+    k = len(coding.fine.plans)
+    sizes = coding.coarse.sizes
+    return [
+        (a, b, c)
+        for a in range(k)
+        for b in range(a + 1, k)
+        for c in range(b + 1, k)
+        if sizes[a] * sizes[b] * sizes[c] <= coding.max_cells
+    ]
+
+
+def network_counts_task(block: TableBlock, coding: NetworkCoding) -> list[np.ndarray]:
+    """The exact statistics of the network on one block, in one pass (every column's fine and
+    coarse codes computed once): the fine 2-way tables of every pair ``i < j``, the coarse
+    2-way tables of every pair, the coarse 3-way tables of :func:`network_triples` (row-major
+    over the sorted columns: the function of
+    :func:`~opendp_wasserstein.tables.network.make_clique_counts` for that order, a test checks
+    them equal) and, when :func:`~opendp_wasserstein.tables.pairs.pattern_columns` of the fine
+    codes is not empty, the missingness pattern counts, last.  Every score and every table the
+    rounds and the counts read is a transpose of one of these (:func:`_oriented`)."""
+    x = block()
+    k = len(coding.fine.plans)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    out = []
+    for cd in (coding.fine, coding.coarse):  # the two codings (public)
+        codes = [cd.codes(x, c) for c in range(k)]
+        for i, j in pairs:  # pairs of columns (public)
+            ki, kj = cd.sizes[i], cd.sizes[j]
+            out.append(np.bincount(codes[i] * kj + codes[j], minlength=ki * kj).astype(np.int64))
+    s = coding.coarse.sizes
+    for a, b, c in network_triples(coding):  # triples of columns (public)
+        cell = (codes[a] * s[b] + codes[b]) * s[c] + codes[c]
+        out.append(np.bincount(cell, minlength=s[a] * s[b] * s[c]).astype(np.int64))
+    if pattern_columns(coding.fine):
+        cols = len(pattern_columns(coding.fine))
+        out.append(np.bincount(pattern_codes(coding.fine, x), minlength=2**cols).astype(np.int64))
+    return out
+
+
+def _oriented(
+    coding: NetworkCoding,
+    stats: dict[tuple[str, tuple[int, ...]], np.ndarray],
+    level: int,
+    cols: Sequence[int],
+) -> np.ndarray:
+    """The exact count table of ``cols`` (parents, then the child) at ``coding.level(level)``,
+    row-major over ``cols`` as :func:`~opendp_wasserstein.tables.network.make_clique_counts`
+    gives it: a transpose of the summed table of the sorted columns."""
+    cd = coding.level(level)
+    key = tuple(sorted(cols))
+    name = "fine" if level < 2 else "coarse"
+    t = stats[(name, key)].reshape([cd.sizes[c] for c in key])
+    return np.ascontiguousarray(t.transpose([key.index(c) for c in cols])).reshape(-1)
+
+
+def _network(
+    coding: NetworkCoding,
+    stats: dict[tuple[str, tuple[int, ...]], np.ndarray],
+    n: int,
+    epsilon_select: float,
+    epsilon_counts: float,
+    noise: str = "laplace",
+    pattern: np.ndarray | None = None,
+) -> tuple[list[Clique], list[np.ndarray], np.ndarray | None]:
+    """:func:`~opendp_wasserstein.tables.network.make_network`'s release from the summed exact
+    tables (``stats``, keyed by coding and sorted columns) and pattern counts: the same
+    candidates, scores (integers, so the float scores equal the in-memory ones bit for bit),
+    selections and noise, in the same order and streams (``noise="gaussian"``: OpenDP's zCDP
+    noisy max, the discrete Gaussian)."""
+    k = len(coding.fine.plans)
+    rounds = k - 1
+    gauss = noise == "gaussian"
+    eps_round = round_down(Fraction(epsilon_select) / rounds)
+    sel_sens = round_up(pair_score_sensitivity(n))
+    if gauss:
+        _, sel_scale = zcdp_selection(1, eps_round, sel_sens)
+    else:
+        sel_scale = round_up(2 * Fraction(sel_sens) / Fraction(eps_round))
+    count_scale = pair_count_scale(pair_tables(coding.fine, noise), epsilon_counts, noise)
+    src = as_random_source()
+    sel_rng, noise_rng = src.derive(SELECTION_STREAM + 48), src.derive(NOISE_STREAM + 48)
+    inside: list[int] = []
+    chosen: list[Clique] = []
+    for _ in range(rounds):  # k - 1 rounds (public)
+        cand = candidates(coding, inside, k)
+        coarse = NETWORK_SCORE_COARSE and bool(inside)
+        scores = []
+        for q in cand:  # candidates (public)
+            lv = 2 if coarse else min(2, len(q.parents))
+            cd = coding.level(lv)
+            kp = int(np.prod([cd.sizes[c] for c in q.parents]))
+            kc = cd.sizes[q.child]
+            raw = _oriented(coding, stats, lv, q.columns)
+            t = raw.astype(np.float64)
+            m = raw.reshape(kp, kc)
+            a = m.sum(axis=1).astype(np.float64)
+            b = m.sum(axis=0).astype(np.float64)
+            scores.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()))
+        vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cand))
+        if src.secure and gauss:
+            g = dp.m.make_noisy_max(
+                vec, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), sel_scale, False
+            )
+            choice = int(g(scores))
+        elif src.secure:
+            v = make_exponential_selection(
+                vec, dp.linf_distance(T=float), eps_round, sel_sens, negate=False
+            )
+            choice = int(v(scores))
+        else:
+            choice = softmax_choice(np.asarray(scores) / float(sel_scale), sel_rng)
+        q = cand[choice]
+        chosen.append(q)
+        inside += [c for c in q.columns if c not in inside]
+    rng = None if src.secure else noise_rng
+    tables = []
+    for q in chosen:
+        cd = coding.level(len(q.parents))
+        raw = _oriented(coding, stats, len(q.parents), q.columns)
+        t = _laplace(raw, count_scale, rng, noise)
+        tables.append(t.reshape([cd.sizes[c] for c in q.columns]))
+    noisy = None
+    if pattern_columns(coding.fine):
+        if pattern is None:
+            raise ValueError("the coding has a missingness pattern: give its exact counts")
+        noisy = _laplace(pattern, PATTERN_SCALE * count_scale, rng, noise)
+    names = [p.name for p in coding.fine.plans]
+    runtime.record(
+        {
+            "network_cliques": [
+                (names[q.child], tuple(names[p] for p in q.parents)) for q in chosen
+            ],
+            "network_scale": float(count_scale),
+            "network_pattern": [coding.fine.plans[c].name for c in pattern_columns(coding.fine)],
+        }
+    )
+    return chosen, tables, noisy
 
 
 def _laplace(raw: np.ndarray, scale: float, rng: Any, noise: str = "laplace") -> np.ndarray:
@@ -417,7 +586,7 @@ def synthesize_table_on_dask(
         raise ValueError("the table must have at least one row (the size is public)")
     plans = column_plans(enc)
     kind_joint = joint_kind(opts, n, eps, len(plans))
-    if kind_joint in ("tree", "network"):
+    if kind_joint == "tree":
         raise ValueError(
             f"joint={kind_joint!r} has no Dask plan: use synthesize_table in "
             "memory, or joint='auto'/'pairs'/'never'"
@@ -441,7 +610,10 @@ def synthesize_table_on_dask(
     counts = [(p, leaves, j) for p, leaves, lv, _ in trees for j in range(len(lv))]
     scales = [s for _, _, _, sc in trees for s in sc]
     budgets = None
-    if joint:
+    if kind_joint == "network":  # the in-memory fit: the pair tree's split, the network's map
+        e_sel, e_cnt, _ = fit_network(dom, met, enc, budget, marg_map, 1, PAIR_SELECT_SHARE, noise)
+        budgets = (e_sel, e_cnt, 0)
+    elif joint:
         e_sel, e_cnt, bins, _ = fit_pairs(dom, met, enc, n, budget, marg_map, 1, noise)
         budgets = (e_sel, e_cnt, bins)
     info_frame = _frame_info(blocks[0])
@@ -495,10 +667,10 @@ def synthesize_table_on_dask(
                         )
                 if summed is not None:
                     info |= quality_info(agreement_from_counts(summed, model.marginals))
+                written = sum(per)
                 seconds = time.perf_counter() - t0
             finally:
                 drv.close()
-        written = sum(per)
         sink.commit()
     except BaseException:
         sink.abort()
@@ -514,7 +686,13 @@ def synthesize_table_on_dask(
         "epsilon_release": certified,
         "epsilon_schema": schema.epsilon_spent,
         "axes": [f"{a.column}:{a.role}" for a in enc.axes],
-        "split_order": "tree of 2-way marginals" if joint else "independent columns",
+        "split_order": (
+            "tree of 2-way marginals"
+            if kind_joint == "pairs"
+            else "network of 2- and 3-way tables"
+            if kind_joint == "network"
+            else "independent columns"
+        ),
         "parts": written,
     }
     report = SynthesisReport(
@@ -569,6 +747,10 @@ def _release(
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
         return info, BlockModel(enc, marginals, opts), rng
     e_sel, e_cnt, bins = pair_budgets
+    if kind_joint == "network":
+        return _network_release(
+            drv, enc, n, opts, marginals, marg_eps, levels, e_sel, e_cnt, info, noise
+        ) + (rng,)
     with runtime.diagnostics() as inner:
         coding = PairCoding.from_marginals(marginals, bins, enc)
         k = len(coding.plans)
@@ -596,3 +778,59 @@ def _release(
     for r in inner:
         info |= r
     return info, model, rng
+
+
+def _network_release(
+    drv: Driver,
+    enc: TableEncoding,
+    n: int,
+    opts: StructuredOptions,
+    marginals: TableMarginals,
+    marg_eps: float,
+    levels: int,
+    e_sel: float,
+    e_cnt: float,
+    info: dict[str, Any],
+    noise: str = "laplace",
+) -> tuple[dict[str, Any], BlockModel]:
+    """The network's statistics on the cluster (one pass: :func:`network_counts_task`), its
+    rounds and noise on the driver (:func:`_network`) and the in-memory
+    :func:`~opendp_wasserstein.tables.pipeline.network_model` on that release (the codes
+    rebuilt there by the same public function of the first look)."""
+    with runtime.diagnostics() as inner:
+        coding = network_codings(marginals, n, e_cnt, noise, enc)
+        k = len(coding.fine.plans)
+        pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+        triples = network_triples(coding)
+        futures = [
+            drv.client.submit(network_counts_task, b, coding, pure=False) for b in drv.blocks
+        ]
+        sums: list[np.ndarray] | None = None
+        for vecs in drv.run(futures, "network"):
+            sums = vecs if sums is None else [a + v for a, v in zip(sums, vecs, strict=True)]
+        if sums is None:  # pragma: no cover - at least one block (n >= 1)
+            raise ValueError("the source has no blocks")
+        keys: list[tuple[str, tuple[int, ...]]] = [("fine", p) for p in pairs]
+        keys += [("coarse", p) for p in pairs] + [("coarse", t) for t in triples]
+        stats = dict(zip(keys, sums[: len(keys)], strict=True))
+        pattern = sums[len(keys)] if pattern_columns(coding.fine) else None
+        released = _network(coding, stats, n, e_sel, e_cnt, noise, pattern)
+        dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
+        model = network_model(
+            dom,
+            dp.change_one_distance(),
+            lambda _: released,  # the compositor's answer: the release computed above
+            enc,
+            marginals,
+            n,
+            marg_eps,
+            levels,
+            e_sel,
+            e_cnt,
+            opts,
+            noise,
+        )
+        info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
+    for r in inner:
+        info |= r
+    return info, model

@@ -134,6 +134,8 @@ __all__ = [
     "network_template",
     "fit_network",
     "sample_network",
+    "network_release",
+    "network_points",
     "conditional_rows",
     "NETWORK_CELL_NOISE",
 ]
@@ -721,7 +723,7 @@ def sample_network(
     return out
 
 
-def network_points(
+def network_release(
     input_domain: Domain,
     input_metric: Metric,
     queryable: Any,
@@ -729,16 +731,15 @@ def network_points(
     n: int,
     epsilon_select: float,
     epsilon_counts: float,
-    rng: RandomSource,
     noise: FirstLookNoise | None = None,
     count_noise: str = "laplace",
     enc: TableEncoding | None = None,
-) -> tuple[np.ndarray, TableMarginals]:
-    """The network's query of the pipeline's compositor (``queryable``) and its
-    post-processing: ``n`` encoded points (before the calibration) and the 1-way targets they
-    were drawn to: with ``noise`` (the first look's, public), the first look combined with the
-    margins of the released 2-way tables by inverse variance
-    (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing).
+) -> tuple[NetworkCoding, list[Clique], list[np.ndarray], np.ndarray | None, TableMarginals, float]:
+    """The network's query of the pipeline's compositor (``queryable``) and the model its rows
+    are drawn from: ``(coding, cliques, tables, pattern, targets, lam)``, the targets the first
+    look combined with the margins of the released 2-way tables by inverse variance (with
+    ``noise``, the first look's, public: :func:`~opendp_wasserstein.tables.pairs.combine_margins`;
+    post-processing) and ``lam`` the shrinkage weight of :func:`sample_network`.
     ``count_noise="gaussian"``: the zCDP network (both budgets ``rho``), the tables' variance
     ``sigma^2`` in the combination, the shrinkage at the Laplace scale of that variance."""
     coding = network_codings(marginals, n, epsilon_counts, count_noise, enc)
@@ -774,5 +775,35 @@ def network_points(
         }
     )
     lam = _count_scale(k, epsilon_counts, count_noise)
+    return coding, list(cliques), list(tables), pattern, marginals, lam
+
+
+def network_points(
+    input_domain: Domain,
+    input_metric: Metric,
+    queryable: Any,
+    marginals: TableMarginals,
+    n: int,
+    epsilon_select: float,
+    epsilon_counts: float,
+    rng: RandomSource,
+    noise: FirstLookNoise | None = None,
+    count_noise: str = "laplace",
+    enc: TableEncoding | None = None,
+) -> tuple[np.ndarray, TableMarginals]:
+    """:func:`network_release`, then ``n`` encoded points (before the calibration) drawn from
+    it in one stream (:func:`sample_network`) and the 1-way targets they were drawn to."""
+    coding, cliques, tables, pattern, marginals, lam = network_release(
+        input_domain,
+        input_metric,
+        queryable,
+        marginals,
+        n,
+        epsilon_select,
+        epsilon_counts,
+        noise,
+        count_noise,
+        enc,
+    )
     points = sample_network(coding, marginals, cliques, tables, n, rng, lam, pattern)
     return points, marginals

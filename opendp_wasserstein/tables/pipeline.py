@@ -100,7 +100,13 @@ from opendp_wasserstein.tables.marginals import (
     make_table_marginals,
     noise_variance,
 )
-from opendp_wasserstein.tables.network import fit_network, network_points
+from opendp_wasserstein.tables.network import (
+    Clique,
+    NetworkCoding,
+    fit_network,
+    network_release,
+    sample_network,
+)
 from opendp_wasserstein.tables.orders import ORDER_ALPHAS, order_family, uniform_weights
 from opendp_wasserstein.tables.pairs import (
     WITHIN_KINDS,
@@ -707,20 +713,21 @@ def _make_structured(
                 info |= {"depth": 0, "visited_nodes": 0, "scales": (), "pair_bins": bins}
                 orders: Sequence[Any] = ()
             elif kind_joint == "network":
-                look = first_look_noise(enc, n, marg_eps, levels, noise) if opts.combine else None
-                y, marginals = network_points(
+                model = network_model(
                     input_domain,
                     input_metric,
                     queryable,
+                    enc,
                     marginals,
                     n,
+                    marg_eps,
+                    levels,
                     eps_sel,
                     eps_main,
-                    rng,
-                    look,
+                    opts,
                     noise,
-                    enc,
                 )
+                blocked = draw_blocks(model, n, rng)
                 info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
                 orders = ()
             else:
@@ -732,9 +739,9 @@ def _make_structured(
                 y = np.asarray(queryable(m_joint), dtype=np.float64)
                 if maps is not None:
                     y = maps.inverse(y)
-        if kind_joint == "pairs":
+        if kind_joint in ("pairs", "network"):
             points, counts = blocked
-            assert counts is not None  # the pair tree's blocks are scored
+            assert counts is not None  # the pair tree's and the network's blocks are scored
             quality = quality_info(agreement_from_counts(counts, model.marginals))
         else:
             points, quality = finish(y, enc, marginals, rng, opts)
@@ -785,6 +792,51 @@ def pair_model(
     )
 
 
+def network_model(
+    input_domain: Domain,
+    input_metric: Metric,
+    queryable: Any,
+    enc: TableEncoding,
+    marginals: TableMarginals,
+    n: int,
+    marg_eps: float,
+    levels: int,
+    eps_select: float,
+    eps_counts: float,
+    opts: StructuredOptions,
+    noise: str = "laplace",
+) -> BlockModel:
+    """The network's model (in memory; on Dask ``queryable`` answers with the driver's release
+    of the summed statistics): its query
+    (:func:`~opendp_wasserstein.tables.network.network_release`: the cliques, their noisy
+    tables, the pattern, the first look combined with the 2-way tables' margins when
+    ``opts.combine``); :meth:`BlockModel.draw` samples rows through the network."""
+    look = first_look_noise(enc, n, marg_eps, levels, noise) if opts.combine else None
+    coding, cliques, tables, pattern, targets, lam = network_release(
+        input_domain,
+        input_metric,
+        queryable,
+        marginals,
+        n,
+        eps_select,
+        eps_counts,
+        look,
+        noise,
+        enc,
+    )
+    return BlockModel(
+        enc,
+        targets,
+        opts,
+        coding.fine,
+        tables=tuple(np.asarray(t) for t in tables),
+        pattern=pattern,
+        network=coding,
+        cliques=tuple(cliques),
+        lam=float(lam),
+    )
+
+
 @dataclass(frozen=True)
 class BlockModel:
     """What the structured release draws its rows from, after the noise (DP releases and
@@ -799,6 +851,11 @@ class BlockModel:
     :param edges: the tree's edges
     :param tables: the edges' noisy tables
     :param pattern: the noisy missingness pattern counts, or ``None``
+    :param network: the network's coding (``joint="network"``: rows drawn by
+        :func:`~opendp_wasserstein.tables.network.sample_network`; ``coding`` is then its fine
+        coding), or ``None``
+    :param cliques: the network's cliques (``tables`` their noisy tables)
+    :param lam: the network's shrinkage weight
     """
 
     enc: TableEncoding
@@ -808,15 +865,39 @@ class BlockModel:
     edges: tuple[tuple[int, int], ...] = ()
     tables: tuple[np.ndarray, ...] = ()
     pattern: np.ndarray | None = None
+    network: NetworkCoding | None = None
+    cliques: tuple[Clique, ...] = ()
+    lam: float = 0.0
 
     def draw(self, m: int, rng: Any) -> tuple[np.ndarray, list[np.ndarray] | None]:
-        """``m`` encoded rows from ``rng`` and, for the pair tree, the quality figure's counts
+        """``m`` encoded rows from ``rng`` and, for the pair tree and the network, the quality
+        figure's counts
         of the rows before calibration (:func:`~opendp_wasserstein.tables.quality.
         agreement_counts`), then the rows calibrated to the targets at ``m`` rows
         (largest remainder of ``m``, quantiles at ``(i + 1/2) / m``)."""
         if self.coding is None:
             return independent_join(self.marginals, self.enc, m, rng), None
-        y = sample_tree(
+        if self.network is not None:
+            y = sample_network(
+                self.network,
+                self.marginals,
+                list(self.cliques),
+                list(self.tables),
+                m,
+                rng,
+                self.lam,
+                self.pattern,
+            )
+        else:
+            y = self._tree(m, rng)
+        counts = agreement_counts(y, self.enc, self.marginals)
+        if self.opts.calibrate:
+            y = calibrate(y, self.enc, self.marginals, rng, self.opts.calibrate)
+        return y, counts
+
+    def _tree(self, m: int, rng: Any) -> np.ndarray:
+        assert self.coding is not None
+        return sample_tree(
             self.coding,
             self.marginals,
             list(self.edges),
@@ -826,10 +907,6 @@ class BlockModel:
             self.opts.within,
             self.pattern,
         )
-        counts = agreement_counts(y, self.enc, self.marginals)
-        if self.opts.calibrate:
-            y = calibrate(y, self.enc, self.marginals, rng, self.opts.calibrate)
-        return y, counts
 
 
 def release_blocks(n: int, rows: int = RELEASE_BLOCK_ROWS) -> list[int]:
@@ -877,7 +954,7 @@ def quality_info(agreement: MarginalAgreement) -> dict[str, Any]:
 def finish(
     y: np.ndarray, enc: TableEncoding, marginals: TableMarginals, rng: Any, opts: StructuredOptions
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """The joint hierarchy's and the network's last post-processing (in memory): the
+    """The joint hierarchy's last post-processing (in memory): the
     calibration to the DP 1-way marginals and the quality figure of the drawn rows against them
     (no privacy cost)."""
     agreement = agreement_from_counts(agreement_counts(y, enc, marginals), marginals)

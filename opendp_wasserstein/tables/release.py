@@ -249,6 +249,8 @@ def _structured(
             if details.get("joint_kind") == "tree"
             else "tree of 2-way marginals"
             if details.get("joint_kind") == "pairs"
+            else "network of 2- and 3-way tables"
+            if details.get("joint_kind") == "network"
             else "independent columns"
         ),
     }

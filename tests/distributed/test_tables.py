@@ -24,7 +24,7 @@ from opendp_wasserstein.tables import Schema, TableEncoding
 from opendp_wasserstein.tables.io import read_file
 from opendp_wasserstein.tables.marginals import column_plans, make_level_counts, tree_levels
 from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts, make_pattern_counts
-from opendp_wasserstein.tables.pipeline import StructuredOptions
+from opendp_wasserstein.tables.pipeline import StructuredOptions, make_structured_synthesis
 from opendp_wasserstein.tables.release import synthesize_table
 
 SCHEMA = {
@@ -436,3 +436,122 @@ def test_a_worker_counts_without_scikit_learn(table_files: Any) -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(proc.stdout.split())
     assert outs == [["True"], ["1000", "False"]]
+
+
+NETWORK = StructuredOptions(joint="network")
+
+
+@pytest.mark.parametrize(
+    ("delta", "block_rows"), [(None, 2**20), (1e-9, 2**20), (None, 2500), (1e-9, 2500)]
+)
+def test_dask_network_release_is_the_in_memory_release_under_the_same_key(
+    table_files: Any, cluster: Any, delta: float | None, block_rows: int
+) -> None:
+    """joint='network' on a LocalCluster (6 row groups, 6 input blocks): the statistics summed
+    over the blocks, the rounds and the noise on the driver, the rows drawn on the workers in
+    one output block or three (2,500 + 2,500 + 1,000 rows) give the in-memory release row for
+    row (pure DP and zCDP under delta), with 3-way cliques among the chosen ones; the certified
+    map is the in-memory measurement's."""
+    options = StructuredOptions(joint="network", block_rows=block_rows)
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    with runtime.reproducible(13):
+        expected, report = synthesize_table(table, 4.0, schema, structured=options, delta=delta)
+    assert report.details["joint_kind"] == "network"
+    out = table_files / f"out-network-{delta}-{block_rows}"
+    with runtime.reproducible(13):
+        rows, parts, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            4.0,
+            out,
+            schema,
+            cluster,
+            options=options,
+            rows_per_block=1000,
+            delta=delta,
+        )
+    assert (rows, parts) == (6000, 4)
+    assert pq.read_table(out).equals(expected)
+    assert (dreport.epsilon, dreport.delta) == (report.epsilon, report.delta)
+    cliques = dreport.details["network_cliques"]
+    assert cliques == report.details["network_cliques"]
+    assert len(cliques) == 4  # k - 1 for 5 columns
+    assert any(len(parents) == 2 for _, parents in cliques)  # a 3-way table was released
+    assert dreport.details["network_pattern"] == ["income", "spend"]
+    assert dreport.details["split_order"] == report.details["split_order"]
+    assert report.details["split_order"] == "network of 2- and 3-way tables"
+    for key in ("network_scale", "network_bins", "network_cells", "quality", "rho_marginals"):
+        assert dreport.details.get(key) == report.details.get(key)
+    enc = TableEncoding(schema)
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=6000, T=float, nan=False)
+    meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, 4.0, options, delta)
+    certified = meas.map(1) if delta is None else meas.map(1)[0]
+    assert dreport.details["epsilon_release"] == certified
+
+
+def test_dask_network_on_the_csprng(table_files: Any, inline: Any) -> None:
+    """Without a seed: OpenDP's noise and selections on the driver, pure and delta (no equality
+    to expect: the public size, k - 1 cliques, the in-memory certificate)."""
+    schema = Schema.from_json(SCHEMA)
+    src = str(table_files / "t.parquet")
+    for delta in (None, 1e-9):
+        out = table_files / f"out-network-secure-{delta}"
+        n, _, report = synthesize_table_on_dask(
+            src, 4.0, out, schema, inline, options=NETWORK, delta=delta
+        )
+        assert (n, pq.read_table(out).num_rows) == (6000, 6000)
+        assert len(report.details["network_cliques"]) == 4
+        assert report.delta == delta
+        assert report.epsilon <= 4.0
+
+
+def test_network_counts_task_is_make_clique_counts(table_files: Any) -> None:
+    """The workers' network statistics are make_clique_counts' (fine pairs, coarse pairs,
+    coarse triples of network_triples) and make_pattern_counts' on the block's rows, and every
+    oriented table the rounds read is make_clique_counts' of that clique."""
+    from opendp_wasserstein.distributed._tables import (
+        _oriented,
+        network_counts_task,
+        network_triples,
+    )
+    from opendp_wasserstein.tables.network import Clique, NetworkCoding, make_clique_counts
+
+    schema = Schema.from_json(SCHEMA)
+    enc = TableEncoding(schema)
+    blocks, _ = table_blocks(str(table_files / "t.parquet"), enc, 1000)
+    x = blocks[4]()
+    plans = column_plans(enc)
+
+    def coding(cuts: list[float]) -> PairCoding:
+        edges = [None if p.kind == "category" else np.array(cuts) for p in plans]
+        sizes = tuple(
+            p.cells if e is None else len(cuts) - 1 + (p.missing_axis is not None)
+            for p, e in zip(plans, edges, strict=True)
+        )
+        return PairCoding(plans, tuple(edges), sizes)
+
+    net = NetworkCoding(coding([0.0, 0.2, 0.4, 0.7, 1.0]), coding([0.0, 0.5, 1.0]), 40)
+    triples = network_triples(net)
+    # coarse sizes: region 5, smoker 2, age 2, income 3, spend 3; at most 40 cells: all but
+    # region x income x spend (45)
+    assert triples == [(0, 1, 2), (0, 1, 3), (0, 1, 4), (0, 2, 3), (0, 2, 4), (1, 2, 3),
+                       (1, 2, 4), (1, 3, 4), (2, 3, 4)]  # fmt: skip
+    got = network_counts_task(blocks[4], net)
+    k = len(plans)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    assert len(got) == 2 * len(pairs) + len(triples) + 1
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
+    sym = dp.symmetric_distance()
+    keys = [("fine", p) for p in pairs] + [("coarse", p) for p in pairs]
+    keys += [("coarse", t) for t in triples]
+    for (name, cols), g in zip(keys, got[:-1], strict=True):
+        cd = net.fine if name == "fine" else net.coarse
+        want = make_clique_counts(dom, sym, cd, Clique(cols[-1], cols[:-1]))(x)
+        assert g.tolist() == list(want)
+        assert sum(want) == 1000
+    assert got[-1].tolist() == list(make_pattern_counts(dom, sym, net.fine)(x))
+    stats = dict(zip(keys, got[:-1], strict=True))
+    for q in (Clique(0, (3,)), Clique(1, (4, 0)), Clique(2, (4, 3)), Clique(3, (0, 2))):
+        lv = len(q.parents)
+        want = make_clique_counts(dom, sym, net.level(lv), q)(x)
+        assert _oriented(net, stats, lv, q.columns).tolist() == list(want)
