@@ -585,7 +585,7 @@ def synthesize_table_on_dask(
     if n < 1:
         raise ValueError("the table must have at least one row (the size is public)")
     plans = column_plans(enc)
-    kind_joint = joint_kind(opts, n, eps, len(plans))
+    kind_joint = joint_kind(opts, n, eps, len(plans), noise)
     if kind_joint == "tree":
         raise ValueError(
             f"joint={kind_joint!r} has no Dask plan: use synthesize_table in "

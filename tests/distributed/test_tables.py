@@ -305,13 +305,13 @@ def test_dask_delta_release_is_the_in_memory_release_under_the_same_key(
     table_files: Any, inline: Any, epsilon: float, joint: str
 ) -> None:
     """With delta: discrete Gaussian noise and zCDP selections, the very draws of the in-memory
-    release (the same derived streams), the same certificate (epsilon', delta)."""
+    release (the same derived streams), the same certificate (epsilon', delta).  (At epsilon 2
+    ``joint="auto"`` would run the network under delta: the pair tree is asked for.)"""
     schema = Schema.from_json(SCHEMA)
     table = read_file(str(table_files / "t.parquet"), schema=schema)
+    options = StructuredOptions(joint="pairs" if joint == "pairs" else "auto")
     with runtime.reproducible(11):
-        expected, report = synthesize_table(
-            table, epsilon, schema, structured=StructuredOptions(), delta=1e-9
-        )
+        expected, report = synthesize_table(table, epsilon, schema, structured=options, delta=1e-9)
     assert report.details["joint_kind"] == joint
     assert report.details["noise"] == "gaussian"
     out = table_files / f"out-delta-{joint}"
@@ -322,6 +322,7 @@ def test_dask_delta_release_is_the_in_memory_release_under_the_same_key(
             out,
             schema,
             inline,
+            options=options,
             rows_per_block=1000,
             delta=1e-9,
         )
@@ -342,7 +343,8 @@ def test_dask_delta_on_the_csprng_and_refused_for_arrays(table_files: Any, inlin
     assert rel.rows == 6000
     assert report.delta == 1e-9
     assert report.epsilon <= 2.0
-    assert len(report.details["pair_edges"]) == 4
+    assert report.details["joint_kind"] == "network"  # n eps / k = 2400 under delta
+    assert len(report.details["network_cliques"]) == 4
     with pytest.raises(ValueError, match="delta: synthesize_on_dask releases arrays in pure DP"):
         synthesize_on_dask(src, 1.0, table_files / "y", (0, 1), delta=1e-9)
     assert not (table_files / "y").exists()
@@ -487,6 +489,34 @@ def test_dask_network_release_is_the_in_memory_release_under_the_same_key(
     meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, 4.0, options, delta)
     certified = meas.map(1) if delta is None else meas.map(1)[0]
     assert dreport.details["epsilon_release"] == certified
+
+
+def test_dask_default_with_delta_is_the_network_in_memory_release(
+    table_files: Any, cluster: Any
+) -> None:
+    """joint='auto' with delta at n eps / k = 4800 (>= NETWORK_MIN_NEPS_ZCDP): the rule reads
+    the noise on Dask as in memory, so both run the network and give the same rows."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    with runtime.reproducible(21):
+        expected, report = synthesize_table(
+            table, 4.0, schema, structured=StructuredOptions(), delta=1e-9
+        )
+    assert report.details["joint_kind"] == "network"
+    out = table_files / "out-auto-delta"
+    with runtime.reproducible(21):
+        _, _, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            4.0,
+            out,
+            schema,
+            cluster,
+            rows_per_block=1000,
+            delta=1e-9,
+        )
+    assert dreport.details["joint_kind"] == "network"
+    assert pq.read_table(out).equals(expected)
+    assert (dreport.epsilon, dreport.delta) == (report.epsilon, report.delta)
 
 
 def test_dask_network_on_the_csprng(table_files: Any, inline: Any) -> None:
