@@ -326,19 +326,7 @@ def _network(
             a = m.sum(axis=1).astype(np.float64)
             b = m.sum(axis=0).astype(np.float64)
             scores.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()))
-        vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cand))
-        if src.secure and gauss:
-            g = dp.m.make_noisy_max(
-                vec, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), sel_scale, False
-            )
-            choice = int(g(scores))
-        elif src.secure:
-            v = make_exponential_selection(
-                vec, dp.linf_distance(T=float), eps_round, sel_sens, negate=False
-            )
-            choice = int(v(scores))
-        else:
-            choice = softmax_choice(np.asarray(scores) / float(sel_scale), sel_rng)
+        choice = _select(scores, src, gauss, sel_scale, eps_round, sel_sens, sel_rng)
         q = cand[choice]
         chosen.append(q)
         inside += [c for c in q.columns if c not in inside]
@@ -406,6 +394,32 @@ def _find(parent: list[int], a: int) -> int:
     return a
 
 
+def _select(
+    scores: list[float],
+    src: Any,
+    gauss: bool,
+    sel_scale: Any,
+    eps_round: Any,
+    sel_sens: Any,
+    sel_rng: Any,
+) -> int:
+    """One round's choice among the candidates' ``scores``, as in memory: OpenDP's zCDP noisy
+    max at ``sel_scale`` (``gauss``) or exponential selection at ``eps_round`` on the CSPRNG,
+    else (reproducible runs, not private) the same law from the seeded ``sel_rng``."""
+    vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(scores))
+    if src.secure and gauss:
+        g = dp.m.make_noisy_max(
+            vec, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), sel_scale, False
+        )
+        return int(g(scores))
+    if src.secure:
+        v = make_exponential_selection(
+            vec, dp.linf_distance(T=float), eps_round, sel_sens, negate=False
+        )
+        return int(v(scores))
+    return softmax_choice(np.asarray(scores) / float(sel_scale), sel_rng)
+
+
 def _pair_tree(
     coding: PairCoding,
     tables: dict[tuple[int, int], np.ndarray],
@@ -447,19 +461,7 @@ def _pair_tree(
             float(np.abs(tables[p] - np.outer(ones[p[0]], ones[p[1]]).reshape(-1) / n).sum())
             for p in cand
         ]
-        vec = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=len(cand))
-        if src.secure and gauss:
-            g = dp.m.make_noisy_max(
-                vec, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), sel_scale, False
-            )
-            a = int(g(scores))
-        elif src.secure:
-            v = make_exponential_selection(
-                vec, dp.linf_distance(T=float), eps_round, sel_sens, negate=False
-            )
-            a = int(v(scores))
-        else:
-            a = softmax_choice(np.asarray(scores) / float(sel_scale), sel_rng)
+        a = _select(scores, src, gauss, sel_scale, eps_round, sel_sens, sel_rng)
         i, j = cand[a]
         edges.append((i, j))
         parent[_find(parent, i)] = _find(parent, j)

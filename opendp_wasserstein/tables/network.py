@@ -89,7 +89,6 @@ from opendp_wasserstein.noise._source import (
     RandomSource,
     as_random_source,
 )
-from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 from opendp_wasserstein.tables.marginals import (
@@ -108,6 +107,7 @@ from opendp_wasserstein.tables.pairs import (
     combine_margins,
     grade_correlation,
     make_pattern_counts,
+    noisy_counts,
     pair_bins,
     pair_count_scale,
     pair_score_sensitivity,
@@ -380,7 +380,6 @@ def make_network(
     pattern_scale = PATTERN_SCALE * count_scale  # exact: a power of 2
     metric = "l2" if gauss else "l1"
     then = dp.m.then_gaussian if gauss else dp.m.then_laplace
-    sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
     if gauss:  # the map of OpenDP's zCDP noisy max does not depend on the candidates' number
         select_template, sel_scale = zcdp_selection(1, eps_round, sel_sens)
     else:
@@ -437,21 +436,12 @@ def make_network(
         for q in chosen:
             cd = coding.level(len(q.parents))
             counts = make_clique_counts(input_domain, input_metric, cd, q, metric)
-            if src.secure:
-                t = np.asarray((counts >> then(count_scale))(x), dtype=np.int64)
-            else:
-                raw = np.asarray(counts(x), dtype=np.int64)
-                t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
+            t = noisy_counts(counts, x, count_scale, gauss, src, noise_rng)
             tables.append(t.reshape([cd.sizes[c] for c in q.columns]))
         pattern = None
         if with_pattern:  # after the tables: their draws are the pattern-free network's
             counts = make_pattern_counts(input_domain, input_metric, coding.fine, metric)
-            if src.secure:
-                pattern = np.asarray((counts >> then(pattern_scale))(x), dtype=np.int64)
-            else:
-                raw = np.asarray(counts(x), dtype=np.int64)
-                z = sampler(np.full(len(raw), float(pattern_scale)), noise_rng, "fast")
-                pattern = raw + z
+            pattern = noisy_counts(counts, x, pattern_scale, gauss, src, noise_rng)
         names = [p.name for p in coding.fine.plans]
         runtime.record(
             {

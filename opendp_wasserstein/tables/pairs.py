@@ -471,6 +471,20 @@ def zcdp_selection(size: int, rho: float, sensitivity: float) -> tuple[Measureme
     raise RuntimeError("could not calibrate the selection scale")  # pragma: no cover
 
 
+def noisy_counts(
+    counts: Transformation, x: np.ndarray, scale: Any, gauss: bool, src: Any, noise_rng: Any
+) -> np.ndarray:
+    """``counts(x)`` plus discrete Laplace (``gauss``: discrete Gaussian) noise at ``scale``, as
+    int64: OpenDP's ``then_laplace`` / ``then_gaussian`` when ``src`` is secure, else the
+    package's exact sampler on the seeded ``noise_rng`` (reproducible runs, not private)."""
+    if src.secure:
+        then = dp.m.then_gaussian if gauss else dp.m.then_laplace
+        return np.asarray((counts >> then(scale))(x), dtype=np.int64)
+    sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
+    raw = np.asarray(counts(x), dtype=np.int64)
+    return raw + sampler(np.full(len(raw), float(scale)), noise_rng, "fast")
+
+
 def make_pair_tree(
     input_domain: Domain,
     input_metric: Metric,
@@ -590,29 +604,18 @@ def make_pair_tree(
             edges.append((i, j))
             parent[_find(parent, i)] = _find(parent, j)
         tables = []
-        then = dp.m.then_gaussian if gauss else dp.m.then_laplace
-        sampler = sample_discrete_gaussian if gauss else sample_discrete_laplace
         for i, j in edges:
             counts = make_pair_counts(
                 input_domain, input_metric, coding, i, j, "l2" if gauss else "l1"
             )
-            if src.secure:
-                t = np.asarray((counts >> then(count_scale))(x), dtype=np.int64)
-            else:
-                raw = np.asarray(counts(x), dtype=np.int64)
-                t = raw + sampler(np.full(len(raw), float(count_scale)), noise_rng, "fast")
+            t = noisy_counts(counts, x, count_scale, gauss, src, noise_rng)
             tables.append(t.reshape(coding.sizes[i], coding.sizes[j]))
         pattern = None
         if with_pattern:
             counts = make_pattern_counts(
                 input_domain, input_metric, coding, "l2" if gauss else "l1"
             )
-            if src.secure:
-                pattern = np.asarray((counts >> then(pattern_scale))(x), dtype=np.int64)
-            else:
-                raw = np.asarray(counts(x), dtype=np.int64)
-                z = sampler(np.full(len(raw), float(pattern_scale)), noise_rng, "fast")
-                pattern = raw + z
+            pattern = noisy_counts(counts, x, pattern_scale, gauss, src, noise_rng)
         runtime.record(
             {
                 "pair_edges": [(coding.plans[i].name, coding.plans[j].name) for i, j in edges],
