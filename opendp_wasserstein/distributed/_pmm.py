@@ -57,11 +57,9 @@ from opendp_wasserstein.distributed._source import (
 )
 from opendp_wasserstein.hierarchy.cells import (
     CountTree,
-    capped_level_sums,
     capped_sums_of_counts,
     check_axes,
     imbalance_of_counts,
-    level_imbalance,
     row_codes,
 )
 from opendp_wasserstein.hierarchy.least_squares import (
@@ -191,17 +189,58 @@ def occupancy_task(tree: CountTree, start: int, stop: int) -> np.ndarray:
     return tree.occupancy()[start:stop]
 
 
+def part_statistic(
+    tree: CountTree, caps: np.ndarray, start: int, resolution: tuple[int, int] | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`~opendp_wasserstein.hierarchy.cells.capped_level_sums` of levels ``start .. L - 1``
+    and, with ``resolution = (first, J)``,
+    :func:`~opendp_wasserstein.hierarchy.cells.level_imbalance` of levels
+    ``max(first, start) .. J - 1`` (0 elsewhere), in one descent of the tree: the same exact
+    int64 values.
+
+    Only the cells of two rows or more are split, level by level, vectorised over the level
+    (:meth:`CountTree.children`): a cell of one row adds 1 to the imbalance of its level and
+    its count to every capped sum.  With ``t = min(caps) >= 1`` every cell of more than ``t``
+    rows is visited, so ``T[j, a] = n - sum (c_v - min(c_v, caps[j, a]))`` over the visited
+    cells, as in :func:`capped_level_sums`; ``I_j = (rows in cells of one row) + sum |c_v0 -
+    c_v1|`` over the visited cells.  The levels a part visits are public (``L``, ``J``); the
+    number of cells per level is not, and only sets the work."""
+    caps = np.asarray(caps, dtype=np.int64)
+    L = caps.shape[0]
+    first, J = resolution if resolution is not None else (0, 0)
+    stat = np.zeros((L, caps.shape[1]), dtype=np.int64)
+    imbalance = np.zeros(J, dtype=np.int64) if resolution is not None else None
+    n = tree.n
+    stop = max(L, J)
+    if n == 0 or stop <= start:
+        return stat[start:], None if imbalance is None else imbalance[start:]
+    lo = np.zeros(1, dtype=np.int64)
+    hi = np.full(1, n, dtype=np.int64)
+    for j in range(stop):  # a loop over the (public) levels; each level is vectorised
+        c = hi - lo
+        if start <= j < L:
+            stat[j] = n - (int(c.sum()) - capped_sums_of_counts(c, caps[j]))
+        if j >= J and (j == stop - 1 or j >= tree.depth):
+            break
+        mid = tree.split(j, lo, hi)  # j < J <= depth here, or a deeper level is wanted
+        if imbalance is not None and max(first, start) <= j < J:
+            imbalance[j] = n - int(c.sum()) + int(np.abs(2 * mid - lo - hi).sum())
+        if j == stop - 1:
+            break
+        both = np.stack([lo, mid, hi], axis=1)
+        lo, hi = both[:, :2].reshape(-1), both[:, 1:].reshape(-1)
+        keep = hi - lo > 1
+        lo, hi = lo[keep], hi[keep]
+    return stat[start:], None if imbalance is None else imbalance[start:]
+
+
 def capped_task(
     tree: CountTree, caps: np.ndarray, start: int, resolution: tuple[int, int] | None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The part's capped sums of levels ``start .. L - 1`` (``caps`` of shape ``(L, k)``) and,
     with ``resolution = (first, J)``, its imbalance of levels ``start .. J - 1`` (0 below
-    ``first``)."""
-    imbalance = None
-    if resolution is not None:
-        first, J = resolution
-        imbalance = level_imbalance(tree, J, start=max(first, start))[start:]
-    return capped_level_sums(tree, caps, start)[start:], imbalance
+    ``first``): :func:`part_statistic`."""
+    return part_statistic(tree, caps, start, resolution)
 
 
 def score_statistic(

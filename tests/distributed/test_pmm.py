@@ -347,3 +347,34 @@ def test_output_parts_are_cut_on_noisy_masses_not_on_exact_counts(case, inline, 
         if case != "adaptive-least-squares":
             assert pre.size == hist[b[q] : b[q + 1]].sum()
         assert np.all((pre >= b[q]) & (pre < b[q + 1]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_part_statistic_is_the_capped_sums_and_imbalance(seed):
+    """One descent of the cells of two rows or more gives exactly the in-memory statistic
+    (:func:`capped_level_sums` and :func:`level_imbalance`) of every level from ``start``, on
+    trees with duplicates, ties on the first code word (d = 3, depth > 64) and empty parts."""
+    from opendp_wasserstein.distributed._pmm import part_statistic
+    from opendp_wasserstein.hierarchy.cells import CountTree, capped_level_sums, level_imbalance
+
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 4))
+    n = int(rng.integers(0, 2000)) if seed % 7 else 0
+    depth = int(rng.integers(2, 52 * d + 1 if d > 1 else 52))
+    x = rng.uniform(size=(n, d)) ** 3
+    if n and seed % 3 == 0:
+        x[: n // 3] = x[0]  # one heavy duplicate
+    if n and seed % 4 == 0:
+        x = np.round(x, 2)  # many ties
+    tree = CountTree(x, depth)
+    L = int(rng.integers(1, depth + 2))
+    caps = rng.integers(1, 50, size=(L, int(rng.integers(1, 5))))
+    J = int(rng.integers(0, depth + 1))
+    first = int(rng.integers(0, J + 1))
+    start = int(rng.integers(0, max(L, J) + 1))
+    stat, imbalance = part_statistic(tree, caps, start, (first, J))
+    assert np.array_equal(stat, capped_level_sums(tree, caps, start)[start:])
+    want = level_imbalance(tree, J, start=min(max(first, start), J))[start:]
+    assert np.array_equal(imbalance, want)
+    stat2, none = part_statistic(tree, caps, start, None)
+    assert none is None and np.array_equal(stat2, stat)
