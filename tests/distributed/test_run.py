@@ -567,3 +567,18 @@ def test_local_client_in_background_starts_then_closes_the_cluster():
     with local_client_in_background(workers=1, processes=False) as unused:
         pass  # never waited for: closed all the same once started
     assert unused.result().status == "closed"
+
+
+def test_local_client_workers_start_without_the_malloc_trim_threshold(monkeypatch):
+    """The workers of :func:`local_client` keep glibc's dynamic mmap threshold: Dask's default
+    ``MALLOC_TRIM_THRESHOLD_`` is not in their environment, even when an earlier nanny of this
+    process left it in ``os.environ`` (which is restored after)."""
+    import os
+
+    from opendp_wasserstein.distributed import local_client
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    with local_client(workers=1) as client:
+        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == "65536"
+    assert list(seen.values()) == [None]
