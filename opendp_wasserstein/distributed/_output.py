@@ -28,6 +28,11 @@ class PartWriter:
 
     directory: str
     columns: tuple[str, ...]
+    #: Parquet dictionary encoding; False: plain (points uniform in their cells are all
+    #: distinct, and the dictionary encoding of such a float column only costs time before it
+    #: falls back: 10^6 x 3 uniform floats took 102-547 ms with it, 74-89 ms without, 22-23 MB
+    #: either way)
+    dictionary: bool = True
 
     def path(self, q: int) -> str:
         return os.path.join(self.directory, f"part-{q:05d}.parquet")
@@ -38,7 +43,7 @@ class PartWriter:
         )
         final = self.path(q)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, use_dictionary=self.dictionary)
         os.replace(tmp, final)
         return int(rows.shape[0])
 

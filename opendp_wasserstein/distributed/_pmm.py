@@ -35,6 +35,7 @@ points in parallel.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
 from collections.abc import Callable, Sequence
@@ -795,6 +796,9 @@ def _finish(
 
 def _release(plan: PmmPlan, writer: PartWriter) -> Release:
     noise, stream = _keys(plan)
+    if isinstance(writer, PartWriter) and plan.placement == "uniform":
+        # uniform points are distinct floats: plain encoding (centres repeat: a dictionary)
+        writer = dataclasses.replace(writer, dictionary=False)
     return Release(
         d=plan.d,
         box=plan.box,

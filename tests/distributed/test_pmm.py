@@ -378,3 +378,25 @@ def test_part_statistic_is_the_capped_sums_and_imbalance(seed):
     assert np.array_equal(imbalance, want)
     stat2, none = part_statistic(tree, caps, start, None)
     assert none is None and np.array_equal(stat2, stat)
+
+
+@pytest.mark.parametrize("placement", ["uniform", "center"])
+def test_uniform_points_are_written_without_a_dictionary(placement, inline, tmp_path):
+    """Uniform points (distinct floats) are plain-encoded; centres (repeated) keep Parquet's
+    dictionary encoding.  The values are the same either way."""
+    import pyarrow.parquet as pq
+
+    x = data(3000, 2)
+    dom = dp.numpy.array2_domain(T=float, num_columns=2)
+    meas = make_pruned_pmm(
+        dom, dp.symmetric_distance(), 8, paper_schedule(2, 1.0, 8), placement=placement
+    )
+    rel = release_on_dask(meas, x, tmp_path / "o", client=inline, parts=2)
+    encodings = {
+        e
+        for f in sorted((tmp_path / "o").iterdir())
+        for e in pq.ParquetFile(f).metadata.row_group(0).column(0).encodings
+    }
+    dictionary = any("DICTIONARY" in e for e in encodings)
+    assert dictionary == (placement == "center")
+    assert rel.read().shape == (rel.rows, 2)
