@@ -400,3 +400,22 @@ def test_uniform_points_are_written_without_a_dictionary(placement, inline, tmp_
     dictionary = any("DICTIONARY" in e for e in encodings)
     assert dictionary == (placement == "center")
     assert rel.read().shape == (rel.rows, 2)
+
+
+def test_split_task_cuts_the_rows_by_the_part_of_their_cell():
+    """The counting split gives every part exactly the rows of its cells, in input order."""
+    from opendp_wasserstein.core.box import Box
+    from opendp_wasserstein.distributed._pmm import level_prefix, part_of_cells, split_task
+    from opendp_wasserstein.distributed._source import ArrayBlock
+
+    x = data(5000, 3, seed=3)
+    box = Box((0.0,) * 3, (1.0,) * 3)
+    bounds = np.array([0, 0, 5, 40, 41, 64])  # an empty part, a one-cell part
+    owner = part_of_cells(bounds, 6)
+    assert owner.tolist() == np.repeat(np.arange(6), [0, 5, 35, 1, 23, 0]).tolist()
+    blocks = [ArrayBlock(x[:1700]), ArrayBlock(x[1700:1700]), ArrayBlock(x[1700:])]
+    pieces = split_task(blocks, 3, False, box, 6, bounds)
+    prefix = level_prefix(x, box, 6)
+    for q, piece in enumerate(pieces):
+        hi = bounds[q + 1] if q + 1 < bounds.size else 64
+        assert np.array_equal(piece.reshape(-1, 3), x[(prefix >= bounds[q]) & (prefix < hi)])
