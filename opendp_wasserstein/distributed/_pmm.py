@@ -458,6 +458,85 @@ def synth_task(
     }
 
 
+@dataclass(frozen=True)
+class PartLeaves:
+    """A tree's leaves with positive mass, in leaf order, and what it records (kept on its
+    worker until the parts that write them have read them)."""
+
+    cells: np.ndarray
+    masses: np.ndarray
+    summary: dict[str, Any]
+
+
+def expand_task(tree: CountTree, job: Subtrees, rel: Release, hook: Any = None) -> PartLeaves:
+    """Algorithms 1-2 below the tree's active cells: its leaves, not written (the adaptive
+    release's trees are cut on exact counts; :func:`write_task` writes by the noisy cuts)."""
+    if hook is not None:
+        hook(job.q)
+    front = _expand(tree, job, rel, None)
+    keep = front.mass > 0
+    return PartLeaves(
+        front.cells[keep],
+        front.mass[keep],
+        {"visited": front.visited, "active": front.active, "leaves": int(front.mass.size)},
+    )
+
+
+def descend_leaves_task(
+    part: PartForest,
+    h: np.ndarray,
+    p: np.ndarray,
+    mass: np.ndarray,
+    rel: Release,
+    hook: Any = None,
+) -> PartLeaves:
+    """Least squares, second pass of a tree (:func:`descend_task`), its leaves not written."""
+    if hook is not None:
+        hook(part.q)
+    front = part.front
+    leaf_mass, _, _ = descend(part.forest, h, p, mass, rel.threshold)
+    keep = leaf_mass > 0
+    return PartLeaves(
+        front.cells[keep],
+        leaf_mass[keep],
+        {"visited": front.visited, "active": front.active, "leaves": int(keep.sum())},
+    )
+
+
+def write_task(
+    q: int,
+    lo: int,
+    hi: int,
+    starts: list[int],
+    rel: Release,
+    own: PartLeaves,
+    *sources: PartLeaves,
+    hook: Any = None,
+) -> dict[str, Any]:
+    """Part ``q`` of the output: the points ``lo .. hi - 1`` of the leaf order of the release,
+    from the leaves of the trees ``sources`` (their first points at ``starts``), with what tree
+    ``q`` (``own``) records.  Every leaf lies in one level-``j0`` cell and both cuts are
+    between such cells, so a part takes whole leaves."""
+    if hook is not None:
+        hook(q)
+    cells, masses = [], []
+    for first, src in zip(starts, sources, strict=True):
+        ends = first + np.cumsum(src.masses)
+        a, b = np.searchsorted(ends, [lo, hi], side="right")
+        cells.append(src.cells[a:b])
+        masses.append(src.masses[a:b])
+    d = own.cells.shape[1] if own.cells.ndim == 2 else rel.d
+    leaves = LeafMasses(
+        np.concatenate(cells) if cells else np.zeros((0, d), dtype=np.int64),
+        np.concatenate(masses) if masses else np.zeros(0, dtype=np.int64),
+        rel.depth,
+        0,
+        (),
+        rel.scales,
+    )
+    return {"rows": _write_leaves(leaves, rel, q, lo)} | own.summary
+
+
 def _write_leaves(leaves: LeafMasses, rel: Release, q: int, start: int) -> int:
     if leaves.total == 0:
         return rel.writer(q, np.zeros((0, rel.d)))
@@ -878,7 +957,7 @@ def _pruned(
     front = _top(plan, n, h, j0, rel.noise, record)
     # None: the whole traversal fits above the split level (the driver writes the leaves)
     bounds = noisy_part_bounds(front, j0, parts) if front.level < plan.depth else None
-    if built is not None and (bounds is None or not np.array_equal(built[0], bounds)):
+    if built is not None and bounds is None:
         for t in built[1]:
             t.release()
         built = None
@@ -898,8 +977,10 @@ def _pruned(
                 front.cells, front.mass, plan.depth, front.visited, tuple(front.active), plan.scales
             )
         return _finish(plan, _write_driver_leaves(drv, leaves, rel), front, 0)
+    if built is not None:
+        return _on_built(plan, drv, rel, front, record, bounds, *built)
     jobs = _jobs(front, bounds)
-    part_trees = built[1] if built is not None else build(bounds)
+    part_trees = build(bounds)
     if record is None:
         futures = [
             drv.client.submit(traverse_task, t, job, rel, drv.hook, pure=False)
@@ -927,6 +1008,84 @@ def _pruned(
         )
     ]
     return _finish(plan, drv.run(futures, "subtrees"), front, 0)
+
+
+def _on_built(
+    plan: PmmPlan,
+    drv: Driver,
+    rel: Release,
+    front: Frontier,
+    record: list[VisitedLevel] | None,
+    bounds: np.ndarray,
+    tree_bounds: np.ndarray,
+    trees: list[Any],
+) -> dict[str, Any]:
+    """The subtrees on trees already built on other cuts (the adaptive selection's, on exact
+    counts), never rebuilt: one expand task per tree (least squares: its two passes) keeps its
+    leaves on its worker, then one write task per part of the noisy cuts ``bounds`` takes the
+    leaves of its range from the trees that hold them.  The number of tasks is the same
+    whatever the two cuts are (``3 P``, least squares ``4 P``, ``P`` the parts); which trees a
+    part reads from depends on both cuts, as the trees' work did."""
+    jobs = _jobs(front, tree_bounds)
+    if record is None:
+        leaves = [
+            drv.client.submit(expand_task, t, job, rel, drv.hook, pure=False)
+            for t, job in zip(trees, jobs, strict=True)
+        ]
+        mass = front.mass
+    else:
+        forests = [
+            drv.client.submit(forest_task, t, job, rel, drv.hook, pure=False)
+            for t, job in zip(trees, jobs, strict=True)
+        ]
+        sums = drv.run(
+            [drv.client.submit(root_sums_task, f, pure=False) for f in forests], "bottom-up"
+        )
+        below = (np.concatenate([s[0] for s in sums]), np.concatenate([s[1] for s in sums]))
+        _, mass, hh, pp = top_masses(
+            record, rel.variances, front.root_noisy, plan.root_size, plan.threshold, below=below
+        )
+        cut = np.concatenate(([0], np.cumsum([job.cells.shape[0] for job in jobs])))
+        leaves = [
+            drv.client.submit(
+                descend_leaves_task, f, hh[a:b], pp[a:b], mass[a:b], rel, drv.hook, pure=False
+            )
+            for f, a, b in zip(forests, cut[:-1].tolist(), cut[1:].tolist(), strict=True)
+        ]
+    # the first point of every tree and of every part in the leaf order of the release
+    first = np.concatenate(([0], np.cumsum(mass)))
+    tree_start = first[_front_cuts(front, tree_bounds)].tolist()
+    part_start = first[_front_cuts(front, bounds)].tolist()
+    futures = []
+    for q in range(bounds.size):
+        lo, hi = part_start[q], part_start[q + 1]
+        src = [
+            t
+            for t in range(len(trees))
+            if tree_start[t] < hi and tree_start[t + 1] > lo  # its points overlap the part's
+        ]
+        futures.append(
+            drv.client.submit(
+                write_task,
+                q,
+                int(lo),
+                int(hi),
+                [int(tree_start[t]) for t in src],
+                rel,
+                leaves[q],
+                *[leaves[t] for t in src],
+                hook=drv.hook,
+                pure=False,
+            )
+        )
+    return _finish(plan, drv.run(futures, "subtrees"), front, 0)
+
+
+def _front_cuts(front: Frontier, bounds: np.ndarray) -> np.ndarray:
+    """Where the parts cut on ``bounds`` start in the frontier's cells (and its end)."""
+    (prefix,) = front.state
+    dest = np.searchsorted(bounds, prefix, side="right") - 1
+    return np.searchsorted(dest, np.arange(bounds.size + 1))
 
 
 def _run_full(plan: PmmPlan, drv: Driver, rel: Release, noise: KeyedNodeNoise) -> dict[str, Any]:

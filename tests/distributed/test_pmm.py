@@ -419,3 +419,59 @@ def test_split_task_cuts_the_rows_by_the_part_of_their_cell():
     for q, piece in enumerate(pieces):
         hi = bounds[q + 1] if q + 1 < bounds.size else 64
         assert np.array_equal(piece.reshape(-1, 3), x[(prefix >= bounds[q]) & (prefix < hi)])
+
+
+@pytest.mark.parametrize("consistency", ["paper", "least_squares"])
+def test_adaptive_never_rebuilds_and_its_task_count_ignores_the_cuts(
+    consistency, inline, tmp_path, monkeypatch
+):
+    """The adaptive release expands the selection's trees (cut on exact counts) whatever the
+    noisy cuts of the output are: the same rows as in memory, and the same number of tasks
+    of every kind whether the two cuts agree or not (the count must not tell)."""
+    from opendp_wasserstein.distributed import _pmm
+
+    seen: list[bool] = []
+    exact: list[np.ndarray] = []
+    real_bounds, real_noisy = _pmm.part_bounds, _pmm.noisy_part_bounds
+
+    def record_exact(h, parts):  # type: ignore[no-untyped-def]
+        b = real_bounds(h, parts)
+        exact.append(b)
+        return b
+
+    def record_noisy(front, j0, parts):  # type: ignore[no-untyped-def]
+        b = real_noisy(front, j0, parts)
+        exact.pop()  # its own call of part_bounds (on the noisy masses)
+        # the release's cuts, then in turn cuts a whole part away from the exact ones and the
+        # exact ones themselves (any cuts give the same rows: they only choose the files)
+        if len(exact) % 3 == 1:
+            b = np.concatenate(([0], np.minimum(b[1:] + (b[2] - b[1]), 1 << j0)))
+        elif len(exact) % 3 == 2:
+            b = exact[-1].copy()
+        seen.append(bool(np.array_equal(b, exact[-1])))
+        return b
+
+    monkeypatch.setattr(_pmm, "part_bounds", record_exact)
+    monkeypatch.setattr(_pmm, "noisy_part_bounds", record_noisy)
+    counts: dict[bool, Counter] = {}
+    real_submit = inline.submit
+
+    def counting(fn, *args, **kw):  # type: ignore[no-untyped-def]
+        tasks[fn.__name__] += 1
+        return real_submit(fn, *args, **kw)
+
+    monkeypatch.setattr(inline, "submit", counting)
+    dom = dp.numpy.array2_domain(num_columns=2, size=20000, T=float)
+    meas = make_adaptive_pruned_pmm(
+        dom, dp.change_one_distance(), 0.25, 0.75, placement="uniform", consistency=consistency
+    )
+    for seed in range(12):
+        x = data(20000, 2, seed=seed)
+        tasks: Counter = Counter()
+        y, z, _, _ = both(meas, x, inline, tmp_path, seed=seed, parts=4)
+        assert np.array_equal(sorted_rows(y), sorted_rows(z))
+        counts.setdefault(seen[-1], tasks)
+        assert tasks == counts[seen[-1]]
+        assert "split_task" in tasks and tasks["split_task"] == counts[seen[-1]]["split_task"]
+    assert set(counts) == {True, False}  # both cases were met
+    assert counts[True] == counts[False]
