@@ -190,6 +190,53 @@ def split_task(
     return tuple(np.concatenate(p) if p else np.zeros((0, d)) for p in out)
 
 
+class HeldRows:
+    """A group of blocks' rows (input order) with their level-``j0`` prefixes, held on the
+    worker that read them from the count pass to the partition, so that the source is read
+    once.  ``__sizeof__`` is the arrays' (Dask's memory accounting: it can spill them), and the
+    ``repr`` quotes nothing (Dask logs messages at DEBUG level)."""
+
+    __slots__ = ("rows", "prefix")
+
+    def __init__(self, rows: np.ndarray, prefix: np.ndarray) -> None:
+        self.rows = rows
+        self.prefix = prefix
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + int(self.rows.nbytes + self.prefix.nbytes)
+
+    def __repr__(self) -> str:
+        return "HeldRows(...)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HeldRows, (self.rows, self.prefix))
+
+
+def hold_task(
+    blocks: list[Any], d: int, nan: bool, box: Box, level: int, axes: Axes = None
+) -> HeldRows:
+    """The count pass of a group of blocks: its rows, checked, and their level-``level``
+    prefixes (uint32: ``level <= 20``), kept on the worker."""
+    xs = [rows_of(block, d, nan) for block in blocks]
+    x = np.concatenate(xs) if xs else np.zeros((0, d))
+    del xs
+    return HeldRows(x, level_prefix(x, box, level, axes).astype(np.uint32))
+
+
+def held_count_task(held: HeldRows, level: int) -> tuple[int, np.ndarray]:
+    """Rows and the level-``level`` histogram of a held group (dense, ``2^level``)."""
+    return int(held.rows.shape[0]), np.bincount(held.prefix, minlength=1 << level)
+
+
+def held_split_task(held: HeldRows, level: int, bounds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A held group's rows cut by part (:func:`split_task` without reading the source again)."""
+    dest = part_of_cells(bounds, level)[held.prefix]
+    order = np.argsort(dest, kind="stable")  # a radix sort of 16-bit keys
+    cuts = np.cumsum(np.bincount(dest, minlength=bounds.size))[:-1]
+    del dest
+    return tuple(np.split(held.rows[order], cuts))
+
+
 def tree_task(d: int, box: Box, depth: int, axes: Axes, *pieces: np.ndarray) -> CountTree:
     """The count tree of a part's rows (its pieces from every block)."""
     x = np.concatenate(pieces) if pieces else np.zeros((0, d))
@@ -719,6 +766,46 @@ class Driver:
             h += hist
         return n, h
 
+    def hold(
+        self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None
+    ) -> tuple[int, np.ndarray, list[Any]]:
+        """The count pass that keeps the rows: ``n``, the level-``level`` histogram and the
+        futures of the groups' :class:`HeldRows` (:meth:`split_groups` groups of blocks, a
+        public number), for :meth:`trees_of_held`."""
+        blocks = self.blocks
+        groups = np.array_split(np.arange(len(blocks)), min(len(blocks), self.split_groups()))
+        held = [
+            self.client.submit(
+                hold_task, [blocks[i] for i in g], plan_d, nan, box, level, axes, pure=False
+            )
+            for g in groups
+        ]
+        futures = [self.client.submit(held_count_task, f, level, pure=False) for f in held]
+        n, h = 0, np.zeros(1 << level, dtype=np.int64)
+        for rows, hist in self.run(futures, "count"):
+            n += rows
+            h += hist
+        return n, h, held
+
+    def trees_of_held(
+        self,
+        held: list[Any],
+        d: int,
+        box: Box,
+        level: int,
+        bounds: np.ndarray,
+        depth: int,
+        axes: Axes = None,
+    ) -> list[Any]:
+        """Futures of the parts' count trees from held groups (:meth:`hold`); the caller drops
+        ``held`` after, so that each group is freed once it is cut."""
+        pieces = [self.client.submit(held_split_task, f, level, bounds, pure=False) for f in held]
+        trees = []
+        for q in range(bounds.size):
+            mine = [self.client.submit(_piece, p, q, pure=False) for p in pieces]
+            trees.append(self.client.submit(tree_task, d, box, depth, axes, *mine, pure=False))
+        return trees
+
     def rows(self, plan_d: int, nan: bool) -> int:
         """The number of rows of the source (a sum over the blocks)."""
         futures = [self.client.submit(rows_task, b, plan_d, nan, pure=False) for b in self.blocks]
@@ -919,18 +1006,15 @@ def run_pmm(
         return _run_full(plan, drv, rel, rel.noise)
     parts = parts or drv.parts
     j0 = split_level(parts, plan.depth)
-    n, h = drv.count(plan.d, plan.nan, plan.box, j0, plan.axes)
+    n, h, held = drv.hold(plan.d, plan.nan, plan.box, j0, plan.axes)
     _check_size(plan, n)
-    return _pruned(
-        plan,
-        drv,
-        rel,
-        n,
-        h,
-        j0,
-        parts,
-        lambda b: drv.trees(plan.d, plan.nan, plan.box, j0, b, plan.depth, plan.axes),
-    )
+
+    def build(bounds: np.ndarray) -> list[Any]:
+        trees = drv.trees_of_held(held, plan.d, plan.box, j0, bounds, plan.depth, plan.axes)
+        held.clear()  # each group is freed once it is cut
+        return trees
+
+    return _pruned(plan, drv, rel, n, h, j0, parts, build)
 
 
 def _pruned(
@@ -1119,10 +1203,11 @@ def run_adaptive(
     sp = plan.scores
     parts = parts or drv.parts
     j0 = split_level(parts, sp.L)
-    n, h = drv.count(sp.d, sp.nan, sp.box, j0, sp.axes)
+    n, h, held = drv.hold(sp.d, sp.nan, sp.box, j0, sp.axes)
     _check_size(sp, n)
     bounds = part_bounds(h, parts)  # exact cuts balance the score pass; the release recuts on noise
-    trees = drv.trees(sp.d, sp.nan, sp.box, j0, bounds, sp.depth, sp.axes)
+    trees = drv.trees_of_held(held, sp.d, sp.box, j0, bounds, sp.depth, sp.axes)
+    del held  # each group is freed once it is cut
     a = plan.choose_from_scores(sp.scores_of_occupancy(score_statistic(sp, drv, n, h, j0, trees)))
     main = plan.mains[a]
     rel = _release(main, writer)
@@ -1134,7 +1219,7 @@ def run_adaptive(
         h,
         j0,
         parts,
-        lambda b: drv.trees(sp.d, sp.nan, sp.box, j0, b, sp.depth, sp.axes),
+        lambda b: trees,  # never called: the trees are built (and kept whatever the cuts)
         (bounds, trees),
     )
     with runtime.capture() as sink:  # run_pmm's caller records the result once

@@ -472,6 +472,37 @@ def test_adaptive_never_rebuilds_and_its_task_count_ignores_the_cuts(
         assert np.array_equal(sorted_rows(y), sorted_rows(z))
         counts.setdefault(seen[-1], tasks)
         assert tasks == counts[seen[-1]]
-        assert "split_task" in tasks and tasks["split_task"] == counts[seen[-1]]["split_task"]
+        assert tasks["tree_task"] == 4  # built once, never rebuilt
     assert set(counts) == {True, False}  # both cases were met
     assert counts[True] == counts[False]
+
+
+def test_held_rows_are_sized_for_dask_and_quote_nothing():
+    """Rows held between the count pass and the partition: Dask's memory accounting sees their
+    size (it may spill them), logs see no value, and the cut gives every part its cells' rows."""
+    import pickle
+    import sys
+
+    from opendp_wasserstein.core.box import Box
+    from opendp_wasserstein.distributed._pmm import (
+        HeldRows,
+        held_count_task,
+        held_split_task,
+        hold_task,
+        split_task,
+    )
+    from opendp_wasserstein.distributed._source import ArrayBlock
+
+    x = data(3000, 3, seed=4)
+    box = Box((0.0,) * 3, (1.0,) * 3)
+    blocks = [ArrayBlock(x[:1000]), ArrayBlock(x[1000:])]
+    held = hold_task(blocks, 3, False, box, 6)
+    assert repr(held) == "HeldRows(...)"
+    assert sys.getsizeof(held) >= x.nbytes + 4 * 3000
+    assert isinstance(pickle.loads(pickle.dumps(held)), HeldRows)
+    n, h = held_count_task(held, 6)
+    assert n == 3000 and h.sum() == 3000 and h.size == 64
+    bounds = np.array([0, 3, 30, 31])
+    cut = held_split_task(held, 6, bounds)
+    for a, b in zip(cut, split_task(blocks, 3, False, box, 6, bounds), strict=True):
+        assert np.array_equal(a.reshape(-1, 3), b.reshape(-1, 3))
