@@ -254,43 +254,70 @@ def part_statistic(
     """:func:`~opendp_wasserstein.hierarchy.cells.capped_level_sums` of levels ``start .. L - 1``
     and, with ``resolution = (first, J)``,
     :func:`~opendp_wasserstein.hierarchy.cells.level_imbalance` of levels
-    ``max(first, start) .. J - 1`` (0 elsewhere), in one descent of the tree: the same exact
-    int64 values.
+    ``max(first, start) .. J - 1`` (0 elsewhere): the same exact int64 values.
 
-    Only the cells of two rows or more are split, level by level, vectorised over the level
-    (:meth:`CountTree.children`): a cell of one row adds 1 to the imbalance of its level and
-    its count to every capped sum.  With ``t = min(caps) >= 1`` every cell of more than ``t``
-    rows is visited, so ``T[j, a] = n - sum (c_v - min(c_v, caps[j, a]))`` over the visited
-    cells, as in :func:`capped_level_sums`; ``I_j = (rows in cells of one row) + sum |c_v0 -
-    c_v1|`` over the visited cells.  The levels a part visits are public (``L``, ``J``); the
-    number of cells per level is not, and only sets the work."""
+    One descent visits the cells of more than ``t = min(caps) >= 1`` rows, level by level,
+    vectorised over the level (:meth:`CountTree.split`): ``T[j, a] = n - sum (c_v - min(c_v,
+    caps[j, a]))`` over them, as in :func:`capped_level_sums`.  The imbalance is ``I_j = n - 2
+    sum min(left, right)`` over the splits of level ``j`` (the pairs of neighbours whose common
+    prefix is ``j`` bits, :func:`level_imbalance`): the splits of the visited cells are read
+    off the descent; the others lie in cells of at most ``t`` rows, so their smaller child,
+    the distance to the nearest pair with a common prefix of at most ``j`` bits on either side,
+    is found in at most ``t / 2`` vectorised steps over all of them at once.  The levels are
+    public (``L``, ``J``, ``t``); the number of cells per level is not, and only sets the
+    work."""
     caps = np.asarray(caps, dtype=np.int64)
     L = caps.shape[0]
     first, J = resolution if resolution is not None else (0, 0)
+    first = max(first, start)
     stat = np.zeros((L, caps.shape[1]), dtype=np.int64)
     imbalance = np.zeros(J, dtype=np.int64) if resolution is not None else None
     n = tree.n
     stop = max(L, J)
     if n == 0 or stop <= start:
         return stat[start:], None if imbalance is None else imbalance[start:]
+    t = int(caps.min())
+    smaller = np.zeros(max(J, 1), dtype=np.int64)  # sum of min(left, right) per level
+    big_splits = []  # the pairs that split a visited cell at a level in first .. J - 1
     lo = np.zeros(1, dtype=np.int64)
     hi = np.full(1, n, dtype=np.int64)
     for j in range(stop):  # a loop over the (public) levels; each level is vectorised
-        c = hi - lo
         if start <= j < L:
+            c = hi - lo
             stat[j] = n - (int(c.sum()) - capped_sums_of_counts(c, caps[j]))
-        if j >= J and (j == stop - 1 or j >= tree.depth):
+        if j == stop - 1 or j >= tree.depth:
             break
-        mid = tree.split(j, lo, hi)  # j < J <= depth here, or a deeper level is wanted
-        if imbalance is not None and max(first, start) <= j < J:
-            imbalance[j] = n - int(c.sum()) + int(np.abs(2 * mid - lo - hi).sum())
-        if j == stop - 1:
-            break
-        both = np.stack([lo, mid, hi], axis=1)
-        lo, hi = both[:, :2].reshape(-1), both[:, 1:].reshape(-1)
-        keep = hi - lo > 1
-        lo, hi = lo[keep], hi[keep]
-    return stat[start:], None if imbalance is None else imbalance[start:]
+        mid = tree.split(j, lo, hi)
+        if imbalance is not None and first <= j < J:
+            inside = (mid > lo) & (mid < hi)
+            smaller[j] = int(np.minimum(mid - lo, hi - mid)[inside].sum())
+            big_splits.append(mid[inside] - 1)
+        kids_lo = np.empty(2 * lo.size, dtype=np.int64)
+        kids_hi = np.empty(2 * lo.size, dtype=np.int64)
+        kids_lo[0::2], kids_lo[1::2] = lo, mid
+        kids_hi[0::2], kids_hi[1::2] = mid, hi
+        keep = kids_hi - kids_lo > t
+        lo, hi = kids_lo[keep], kids_hi[keep]
+    if imbalance is None or first >= J:
+        return stat[start:], None if imbalance is None else imbalance[start:]
+    lcp = tree.lcp  # pair p: rows p and p + 1
+    split = np.flatnonzero((lcp >= first) & (lcp < J))
+    if big_splits:
+        big = np.zeros(lcp.size, dtype=bool)
+        big[np.concatenate(big_splits)] = True
+        split = split[~big[split]]
+        del big
+    # lcp with a pair of common prefix -1 at both ends (the ends of the rows)
+    padded = np.concatenate(([-1], lcp.astype(np.int32), [-1]))
+    level = lcp[split].astype(np.int32)
+    k = 0
+    while split.size:  # at most t / 2 steps: a cell of c <= t rows has a child of <= c / 2
+        k += 1
+        hit = (padded[split + 1 - k] <= level) | (padded[split + 1 + k] <= level)
+        smaller += k * np.bincount(level[hit], minlength=smaller.size)[: smaller.size]
+        split, level = split[~hit], level[~hit]
+    imbalance[first:J] = n - 2 * smaller[first:J]
+    return stat[start:], imbalance[start:]
 
 
 def capped_task(
