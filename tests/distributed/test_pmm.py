@@ -421,14 +421,18 @@ def test_split_task_cuts_the_rows_by_the_part_of_their_cell():
         assert np.array_equal(piece.reshape(-1, 3), x[(prefix >= bounds[q]) & (prefix < hi)])
 
 
+@pytest.mark.parametrize("hold", [True, False])
 @pytest.mark.parametrize("consistency", ["paper", "least_squares"])
 def test_adaptive_never_rebuilds_and_its_task_count_ignores_the_cuts(
-    consistency, inline, tmp_path, monkeypatch
+    consistency, hold, inline, tmp_path, monkeypatch
 ):
     """The adaptive release expands the selection's trees (cut on exact counts) whatever the
     noisy cuts of the output are: the same rows as in memory, and the same number of tasks
-    of every kind whether the two cuts agree or not (the count must not tell)."""
+    of every kind whether the two cuts agree or not (the count must not tell); with the rows
+    held by the count pass or read again."""
     from opendp_wasserstein.distributed import _pmm
+
+    monkeypatch.setattr(_pmm, "HOLD_BYTES_PER_WORKER", (1 << 28) if hold else 0)
 
     seen: list[bool] = []
     exact: list[np.ndarray] = []
@@ -473,6 +477,7 @@ def test_adaptive_never_rebuilds_and_its_task_count_ignores_the_cuts(
         counts.setdefault(seen[-1], tasks)
         assert tasks == counts[seen[-1]]
         assert tasks["tree_task"] == 4  # built once, never rebuilt
+        assert (tasks["hold_task"] > 0) == hold and (tasks["split_task"] > 0) != hold
     assert set(counts) == {True, False}  # both cases were met
     assert counts[True] == counts[False]
 
@@ -506,3 +511,14 @@ def test_held_rows_are_sized_for_dask_and_quote_nothing():
     cut = held_split_task(held, 6, bounds)
     for a, b in zip(cut, split_task(blocks, 3, False, box, 6, bounds), strict=True):
         assert np.array_equal(a.reshape(-1, 3), b.reshape(-1, 3))
+
+
+def test_rows_are_held_only_for_a_public_size_that_fits():
+    """Whether the count pass keeps the rows is a function of public values: the size, d and
+    the number of workers (a private size always reads the source again)."""
+    from opendp_wasserstein.distributed._pmm import HOLD_BYTES_PER_WORKER, holds
+
+    fits = HOLD_BYTES_PER_WORKER // 28
+    assert holds(fits, 3, 1) and holds(2 * fits, 3, 2) and holds(10**6, 3, 0)
+    assert not holds(fits + 1, 3, 1) and not holds(10**8, 3, 2)
+    assert not holds(None, 3, 100)

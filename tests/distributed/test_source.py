@@ -289,7 +289,7 @@ def test_private_size_records_at_a_block_boundary_do_not_depend_on_n(kind, threa
         release_records(threads, s, tmp_path, f"o{i}", rows_per_block=per_block)
         for i, s in enumerate(sources)
     )
-    assert any("Submit hold_task" in m for _, _, m in a.records)  # the records are captured
+    assert any("Submit count_task" in m for _, _, m in a.records)  # the records are captured
     assert_same(a, b, x)
 
 
