@@ -786,6 +786,7 @@ def sample_tree(
     pos = np.asfortranarray(rng.uniform((m, k)))
     while queue:  # breadth first over the columns (public)
         a = queue.pop(0)
+        score = None  # the parent's normal scores, computed once for all its children
         for b, t in adj[a]:
             if b in seen:
                 continue
@@ -817,9 +818,11 @@ def sample_tree(
                 rho = grade_correlation((probs[a][:, None] * cond)[:na, :nb])
                 r = 2.0 * np.sin(np.pi * rho / 6.0)
                 r = float(np.clip(r, -0.999, 0.999))
-                z = r * special.ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12)) + np.sqrt(
-                    1 - r * r
-                ) * special.ndtri(np.clip(pos[:, b], 1e-12, 1 - 1e-12))
+                if score is None:
+                    score = special.ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12))
+                z = r * score + np.sqrt(1 - r * r) * special.ndtri(
+                    np.clip(pos[:, b], 1e-12, 1 - 1e-12)
+                )
                 pos[:, b] = special.ndtr(z)
             seen.add(b)
             queue.append(b)
