@@ -148,7 +148,8 @@ TABLE_ROWS_PER_BLOCK = PARQUET_ROWS_PER_BLOCK
 class TableBlock:
     """Row groups ``row_groups`` of the Parquet file ``path``, read under the schema of ``enc``
     (typed record by record, as :func:`~opendp_wasserstein.tables.io.read_file` reads a file)
-    and encoded: ``block()`` is the ``(rows, D)`` float64 array of encoded points."""
+    and encoded: ``block()`` is the ``(rows, D)`` float64 array of encoded points (Fortran
+    order: every count reads whole columns)."""
 
     path: str
     row_groups: tuple[int, ...]
@@ -161,7 +162,7 @@ class TableBlock:
 
     def __call__(self) -> np.ndarray:
         cols, _ = read_table(self.table(), self.enc.schema, list(self.enc.schema.names))
-        return np.asarray(self.enc.encode(cols), dtype=np.float64)
+        return self.enc.encode(cols, order="F")  # the counts read it column by column
 
 
 def table_blocks(
