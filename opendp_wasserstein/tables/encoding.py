@@ -50,7 +50,14 @@ from opendp_wasserstein.tables.schema import (
     SchemaError,
 )
 
-__all__ = ["RawColumn", "Axis", "TableEncoding", "category_boundaries", "SPLIT_ORDERS"]
+__all__ = [
+    "RawColumn",
+    "Axis",
+    "TableEncoding",
+    "category_boundaries",
+    "right_index",
+    "SPLIT_ORDERS",
+]
 
 #: the split orders :meth:`TableEncoding.split_order` offers
 SPLIT_ORDERS = ("discrete-first", "cyclic")
@@ -122,6 +129,45 @@ def category_boundaries(k: int) -> np.ndarray:
 
 _DAY_US = 86_400_000_000
 
+#: the buckets of :func:`right_index`'s table: ``[b / G, (b + 1) / G)`` for ``G = 2^12``
+_RIGHT_BUCKETS = 1 << 12
+
+
+def right_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(edges, x, side="right")`` (int64) for a short sorted ``edges`` and
+    many ``x``, mostly in ``[0, 1]``: the unit interval cut into ``2^12`` buckets, each bucket
+    whose answer is the same for all its points (no edge strictly inside it) answered by a
+    table, the rest (and any ``x`` outside ``[0, 1]`` or NaN) by ``searchsorted``.  Exact:
+    ``x * 2^12`` and ``b / 2^12`` are exact, and a point of bucket ``b`` has between
+    ``#(edges <= b / G)`` and ``#(edges < (b + 1) / G)`` edges at or below it.  A binary search
+    per point costs about four times the table's few passes.
+
+    >>> e = np.array([0.0, 0.3, 0.5, 1.0])
+    >>> x = np.array([0.0, 0.29, 0.3, 0.7, 1.0, -1.0, np.nan])
+    >>> bool(np.array_equal(right_index(e, x), np.searchsorted(e, x, side="right")))
+    True
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    v = np.asarray(x, dtype=np.float64)
+    g = _RIGHT_BUCKETS
+    grid = np.arange(g + 1, dtype=np.float64) / g
+    lo = np.searchsorted(e, grid, side="right")  # bucket b: #(edges <= b / G); b = G: x = 1
+    hi = np.append(np.searchsorted(e, grid[1:], side="left"), lo[-1])  # #(edges < (b + 1)/G)
+    amb_b = lo != hi
+    inside = bool(v.size) and 0.0 <= float(v.min()) and float(v.max()) <= 1.0  # NaN: False
+    if inside:
+        b = (v * g).astype(np.int32)  # (floor: v >= 0) int32: a third of int64's cost here
+        out = lo[b]
+        amb = np.flatnonzero(amb_b[b])
+    else:
+        ok = (v >= 0.0) & (v <= 1.0)
+        b = np.where(ok, v * g, 0.0).astype(np.int32)
+        out = lo[b]
+        amb = np.flatnonzero(amb_b[b] | ~ok)
+    if amb.size:
+        out[amb] = np.searchsorted(e, v[amb], side="right")
+    return out.astype(np.int64, copy=False)
+
 
 class TableEncoding:
     """The encoding of a schema's columns into ``[0, 1]^D`` (see the module docstring).
@@ -174,7 +220,7 @@ class TableEncoding:
 
     def _lookup(self, u: np.ndarray, cells: int) -> np.ndarray:
         b = self._boundaries[cells]
-        return np.clip(np.searchsorted(b, u, side="right") - 1, 0, cells - 1).astype(np.int64)
+        return np.clip(right_index(b, u) - 1, 0, cells - 1)
 
     # ------------------------------------------------------------------ encode
     def encode(self, columns: Mapping[str, RawColumn], order: str = "C") -> np.ndarray:

@@ -274,3 +274,39 @@ def test_split_order_of_the_encoding():
     assert cyc.cells == order.cells
     with pytest.raises(ValueError, match="order"):
         enc.split_order("random")
+
+
+def test_right_index_is_searchsorted_right():
+    """Edges anywhere, on the buckets' grid, a hair either side of it, dyadic category
+    boundaries; points at and around every edge, outside [0, 1], NaN, -0.0 (seeded cases)."""
+    from opendp_wasserstein.tables.encoding import right_index
+
+    gen = np.random.default_rng(0)
+    for trial in range(600):
+        k = int(gen.integers(1, 20))
+        kind = trial % 4
+        if kind == 0:
+            e = np.sort(gen.uniform(size=k))
+        elif kind == 1:
+            e = category_boundaries(k)
+        elif kind == 2:
+            e = np.unique(np.concatenate(([0.0], np.round(gen.uniform(size=k), 3), [1.0])))
+        else:
+            grid = gen.integers(0, 4097, k) / 4096
+            e = np.sort(np.concatenate((grid, [np.nextafter(0.5, 1), np.nextafter(0.25, 0)])))
+        x = np.concatenate(
+            (
+                gen.uniform(size=int(gen.integers(0, 300))),
+                e,
+                np.nextafter(e, 2),
+                np.nextafter(e, -1),
+                gen.integers(0, 4097, 20) / 4096,
+            )
+        )
+        if trial % 7 == 0:
+            x = np.concatenate((x, [np.nan, -0.0, 1.5, -3.0, np.inf, -np.inf]))
+        gen.shuffle(x)
+        got = right_index(e, x)
+        assert got.dtype == np.int64
+        assert np.array_equal(got, np.searchsorted(e, x, side="right")), trial
+    assert right_index(np.array([0.5]), np.zeros(0)).tolist() == []
