@@ -137,7 +137,7 @@ from opendp_wasserstein.tables.pipeline import (
 )
 from opendp_wasserstein.tables.quality import agreement_from_counts
 from opendp_wasserstein.tables.release import check_derived
-from opendp_wasserstein.tables.schema import Schema
+from opendp_wasserstein.tables.schema import FloatColumn, Schema
 
 __all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask", "network_triples"]
 
@@ -549,11 +549,14 @@ def block_release_task(
     figure's counts."""
     points, counts = model.draw(m, rng)
     cuts = np.linspace(0, m, parts + 1).astype(np.int64)
+    # dictionary pages for the columns that repeat values (public: the schema's types); a
+    # float column's values are mostly distinct, and its dictionary would be built and dropped
+    repeat = [n for n in schema.names if not isinstance(schema[n], FloatColumn)]
     for q in range(parts):  # the block's parts (public)
         piece = write_table(model.enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
         final = writer.path(first + q)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"  # a retried task never shares a name
-        pq.write_table(piece, tmp)
+        pq.write_table(piece, tmp, use_dictionary=repeat)
         os.replace(tmp, final)
     return m, counts
 

@@ -243,21 +243,24 @@ def calibrate(
     marginals: TableMarginals,
     rng: RandomSource,
     kinds: Sequence[str] = CALIBRATE_KINDS,
+    copy: bool = True,
 ) -> np.ndarray:
     """The synthetic points (encoded, in the table's cube) matched to the DP marginals.
 
-    :param points: ``(m, D)`` synthetic points of the encoding (a DP release; not modified;
-        clipped into the cube, NaN read as 1/2 as the decoding does)
+    :param points: ``(m, D)`` synthetic points of the encoding (a DP release; not modified
+        unless ``copy=False``; clipped into the cube, NaN read as 1/2 as the decoding does)
     :param enc: the encoding
     :param marginals: the DP first look
     :param rng: the randomness of the tie-breaks and re-labels
     :param kinds: which of :data:`CALIBRATE_KINDS` to match
-    :return: a new ``(m, D)`` array
+    :param copy: ``False``: a float64 ``points`` is calibrated in place and returned (the
+        caller's draw, read no more: no copy of the block)
+    :return: a new ``(m, D)`` array (``points`` itself with ``copy=False`` and float64 input)
     """
     bad = [k for k in kinds if k not in CALIBRATE_KINDS]
     if bad:
         raise ValueError(f"kinds must be among {CALIBRATE_KINDS}, got {bad}")
-    out = np.array(points, dtype=np.float64, copy=True)
+    out = np.array(points, dtype=np.float64, copy=True) if copy else np.asarray(points, np.float64)
     np.copyto(out, 0.5, where=np.isnan(out))
     np.clip(out, 0.0, 1.0, out=out)  # +-inf to 1 and 0, as nan_to_num then clip
     m = out.shape[0]

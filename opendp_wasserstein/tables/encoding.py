@@ -323,32 +323,45 @@ class TableEncoding:
         p = np.asarray(points, dtype=np.float64)
         if p.ndim != 2 or p.shape[1] != self.dimension:
             raise ValueError(f"points must have shape (n, {self.dimension})")
-        p = np.clip(np.nan_to_num(p, nan=0.5), 0.0, 1.0)
+
+        def axis(j: int) -> np.ndarray:
+            # axis j as nan_to_num(nan=0.5) then clip into [0, 1] gives it, one new array
+            u = np.clip(p[:, j], 0.0, 1.0)  # +-inf to 1 and 0, NaN kept
+            np.copyto(u, 0.5, where=np.isnan(u))
+            return u
+
         out: dict[str, RawColumn] = {}
         n = p.shape[0]
         j = 0
         for name, spec in self.schema.items():
             if isinstance(spec, (CategoricalColumn, BoolColumn)):
                 k = len(spec.categories)
-                codes = self._lookup(p[:, j], self.axes[j].cells)
-                miss = codes == k if spec.nullable else np.zeros(n, dtype=bool)
-                out[name] = RawColumn(np.where(miss, 0, codes), miss)
+                codes = self._lookup(axis(j), self.axes[j].cells)
+                if spec.nullable:
+                    miss = codes == k
+                    codes[miss] = 0
+                else:
+                    miss = np.zeros(n, dtype=bool)
+                out[name] = RawColumn(codes, miss)
                 j += 1
                 continue
             if spec.nullable:
-                miss = p[:, j] >= 0.5
+                miss = axis(j) >= 0.5
                 j += 1
             else:
                 miss = np.zeros(n, dtype=bool)
-            u = p[:, j]
+            u = axis(j)  # a new array: the values are computed in it
             j += 1
             values: np.ndarray
             if isinstance(spec, FloatColumn):
-                values = np.clip(spec.lower + u * (spec.upper - spec.lower), spec.lower, spec.upper)
+                u *= spec.upper - spec.lower
+                u += spec.lower
+                values = np.clip(u, spec.lower, spec.upper, out=u)
             elif isinstance(spec, IntColumn):
-                width = spec.upper - spec.lower + 1.0
-                v = np.floor(spec.lower + u * width)
-                values = np.clip(v, spec.lower, spec.upper).astype(np.int64)
+                u *= spec.upper - spec.lower + 1.0
+                u += spec.lower
+                np.floor(u, out=u)
+                values = np.clip(u, spec.lower, spec.upper, out=u).astype(np.int64)
             else:
                 lo_t, hi_t = spec.lower_us, spec.upper_us
                 off = np.floor(u * float(hi_t - lo_t))

@@ -285,3 +285,17 @@ def test_atom_values_stay_in_their_leaf_and_the_bounds(seed):
         assert len(vals) == 1
         lo = -3.7 + c * width
         assert lo - 1e-9 <= vals[0] <= lo + width + 1e-9
+
+
+def test_calibrate_in_place_is_the_copy():
+    m = 3000
+    p = np.random.default_rng(4).uniform(size=(m, ENC.dimension))
+    p[::17, 0] = np.nan
+    tm = _marginals(
+        [np.r_[np.ones(4), np.zeros(12)], np.ones(6), np.ones(4), np.ones(2)], [0.3, 0, 0, 0]
+    )
+    want = calibrate(p, ENC, tm, RandomSource(5))
+    assert np.isnan(p[0, 0])  # not modified by default
+    got = calibrate(p, ENC, tm, RandomSource(5), copy=False)
+    assert got is p
+    assert np.array_equal(got, want)
