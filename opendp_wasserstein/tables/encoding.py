@@ -56,6 +56,7 @@ __all__ = [
     "TableEncoding",
     "category_boundaries",
     "right_index",
+    "rows_right_index",
     "SPLIT_ORDERS",
 ]
 
@@ -167,6 +168,53 @@ def right_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     if amb.size:
         out[amb] = np.searchsorted(e, v[amb], side="right")
     return out.astype(np.int64, copy=False)
+
+
+def rows_right_index(table: np.ndarray, rows: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """``np.searchsorted(table[rows[i]], x[i], side="right")`` for every ``i`` (int64), for
+    points ``x`` in ``[0, 1)``: the :func:`right_index` buckets of every row of a short
+    ``(k, w)`` ``table`` in one look-up table, a binary search only for the points in a bucket
+    holding an entry of their row.  Every search agrees when each row's entries ``<= v`` form a
+    prefix for every ``v < 1``: every row nondecreasing, except that the last entry may be
+    anything at least 1 (a cumulative law whose last entry is set to 1).  ``None`` when a row is
+    not of that form or a point is outside ``[0, 1)`` (the caller searches row by row).
+
+    >>> cum = np.array([[0.2, 0.5, 1.0], [0.0, 0.9, 1.0]])
+    >>> rows_right_index(cum, np.array([0, 1, 1, 0]), np.array([0.3, 0.3, 0.0, 0.99])).tolist()
+    [1, 1, 1, 2]
+    """
+    t = np.asarray(table, dtype=np.float64)
+    v = np.asarray(x, dtype=np.float64)
+    k, w = t.shape
+    if not (v.size and 0.0 <= float(v.min()) and float(v.max()) < 1.0):  # NaN: refused
+        return None
+    if w > 1:
+        body, last = t[:, :-1], t[:, -1]
+        if not np.all(body[:, 1:] >= body[:, :-1]):
+            return None
+        if not np.all((last >= 1.0) | (last >= body[:, -1])):
+            return None
+    g = _RIGHT_BUCKETS
+    grid = np.arange(g + 1, dtype=np.float64) / g
+    lo = np.empty((k, g), dtype=np.int64)
+    amb_b = np.empty((k, g), dtype=bool)
+    for p in range(k):  # the table's rows (public: the model's codes)
+        lo[p] = np.searchsorted(t[p], grid[:-1], side="right")  # #(entries <= b / G)
+        amb_b[p] = lo[p] != np.searchsorted(t[p], grid[1:], side="left")  # < (b + 1) / G
+    r = np.asarray(rows)
+    if k * g < 2**31:
+        flat = r.astype(np.int32) * np.int32(g)
+    else:  # pragma: no cover - tables of over 2^19 rows
+        flat = r.astype(np.int64) * g
+    flat += (v * g).astype(np.int32)  # floor: v >= 0
+    out = lo.reshape(-1)[flat]
+    amb = np.flatnonzero(amb_b.reshape(-1)[flat])
+    if amb.size:
+        ra = r[amb]
+        for p in np.unique(ra).tolist():  # rows of the table that hold such points (public)
+            at = amb[ra == p]
+            out[at] = np.searchsorted(t[p], v[at], side="right")
+    return out
 
 
 class TableEncoding:

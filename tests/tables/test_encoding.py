@@ -371,3 +371,35 @@ def test_decode_column_by_column_is_the_rules():
             assert got[name].values.dtype == v.dtype, name
             assert np.array_equal(got[name].values, v), (trial, name)
             assert np.array_equal(got[name].missing, miss), (trial, name)
+
+
+def test_rows_right_index_is_searchsorted_by_row():
+    """Cumulative laws (a last entry set to 1 below a rounded-up sum too), entries on the
+    buckets' grid, points at and around them (seeded): each point's count is ``searchsorted``
+    of its row; a point outside [0, 1) or NaN, or a row not of that form, is refused (None)."""
+    from opendp_wasserstein.tables.encoding import rows_right_index
+
+    gen = np.random.default_rng(2)
+    for trial in range(300):
+        k, w = int(gen.integers(1, 12)), int(gen.integers(1, 18))
+        law = gen.dirichlet(np.full(w, 0.5), size=k)
+        law[law < 0.02] = 0.0
+        cum = np.cumsum(law, axis=1)
+        if trial % 3 == 0:
+            cum = np.round(cum * 4096) / 4096
+        cum[:, -1] = 1.0
+        if trial % 5 == 0 and w > 1:
+            cum[0, -2] = np.nextafter(1.0, 2.0)  # a rounded-up sum before the last entry
+        n = int(gen.integers(1, 400))
+        rows = gen.integers(0, k, n)
+        x = gen.uniform(size=n)
+        at = gen.uniform(size=n) < 0.2
+        x[at] = np.minimum(cum[rows[at], gen.integers(0, w, int(at.sum()))], 0.75)
+        got = rows_right_index(cum, rows, x)
+        want = [np.searchsorted(cum[r], v, side="right") for r, v in zip(rows, x, strict=True)]
+        assert got is not None and got.dtype == np.int64
+        assert np.array_equal(got, np.array(want, dtype=np.int64)), trial
+        for odd in (1.0, np.nan, -0.5, 1.5):
+            assert rows_right_index(cum, rows, np.append(x, odd)[1:]) is None
+    bad = np.array([[0.5, 0.4, 1.0]])
+    assert rows_right_index(bad, np.zeros(3, dtype=np.int64), np.full(3, 0.45)) is None
