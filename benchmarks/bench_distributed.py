@@ -19,8 +19,9 @@ to ``10^10`` rows on 100 workers with its assumptions, its scheduler time from t
 ``--kind mixed`` (or ``both``): a mixed table of ``--columns`` columns (default 12: categorical,
 bool, int, nullable float in turn, dependent through a latent factor), released by the
 structured table release (:func:`~opendp_wasserstein.distributed.synthesize_on_dask` with
-``schema``: the first look and the tree of 2-way marginals from per-part counts, the rows drawn on
-the driver), the same release as in memory under the same key.  Each file is written in row
+``schema``: the first look and the tree of 2-way marginals from per-part counts, the rows drawn,
+calibrated, decoded and written on the workers in blocks of ``2^20``), the same release as in
+memory under the same key.  Each file is written in row
 groups of ``--row-group`` rows (default ``2^18``); the number of input parts (tasks of a pass)
 is printed.
 

@@ -89,16 +89,18 @@ from opendp_wasserstein.noise._source import (
 )
 from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.release.reports import SynthesisReport
-from opendp_wasserstein.tables.encoding import TableEncoding
+from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries, right_index
 from opendp_wasserstein.tables.frames import FrameInfo, read_table, write_table
 from opendp_wasserstein.tables.io import typed_by_schema
 from opendp_wasserstein.tables.marginals import (
+    BRANCHING,
     MAX_LEVELS,
     ColumnPlan,
     TableMarginals,
     column_plans,
     column_trees,
     level_cells,
+    tree_levels,
 )
 from opendp_wasserstein.tables.network import (
     NETWORK_SCORE_COARSE,
@@ -135,7 +137,7 @@ from opendp_wasserstein.tables.pipeline import (
 )
 from opendp_wasserstein.tables.quality import agreement_from_counts
 from opendp_wasserstein.tables.release import check_derived
-from opendp_wasserstein.tables.schema import Schema
+from opendp_wasserstein.tables.schema import FloatColumn, Schema
 
 __all__ = ["TableBlock", "table_blocks", "synthesize_table_on_dask", "network_triples"]
 
@@ -148,7 +150,8 @@ TABLE_ROWS_PER_BLOCK = PARQUET_ROWS_PER_BLOCK
 class TableBlock:
     """Row groups ``row_groups`` of the Parquet file ``path``, read under the schema of ``enc``
     (typed record by record, as :func:`~opendp_wasserstein.tables.io.read_file` reads a file)
-    and encoded: ``block()`` is the ``(rows, D)`` float64 array of encoded points."""
+    and encoded: ``block()`` is the ``(rows, D)`` float64 array of encoded points (Fortran
+    order: every count reads whole columns)."""
 
     path: str
     row_groups: tuple[int, ...]
@@ -161,7 +164,7 @@ class TableBlock:
 
     def __call__(self) -> np.ndarray:
         cols, _ = read_table(self.table(), self.enc.schema, list(self.enc.schema.names))
-        return np.asarray(self.enc.encode(cols), dtype=np.float64)
+        return self.enc.encode(cols, order="F")  # the counts read it column by column
 
 
 def table_blocks(
@@ -194,14 +197,49 @@ def marginal_counts_task(
     :func:`~opendp_wasserstein.tables.marginals.make_level_counts` on the block's rows
     (``bincount`` of :func:`~opendp_wasserstein.tables.marginals.level_cells`, a test checks them
     equal), which builds no OpenDP object on the worker, so it needs no feature there and leaves
-    the process's features as they were."""
+    the process's features as they were.  Each column's leaves are counted once (one
+    ``bincount`` per column): a level ``j`` node is ``BRANCHING^j`` consecutive leaves
+    (the last group shorter), so its count is their sum, and the missing count is the leaves'."""
     x = block()
     x = validate_data(x, x.shape[1], None, nan=False)
+    leaf_counts: dict[tuple[int, int], np.ndarray] = {}
     out = []
     for p, leaves, j in trees:  # the columns' levels (public)
-        cells, width = level_cells(p, leaves, j)
-        out.append(np.bincount(cells(x), minlength=width).astype(np.int64))
+        key = (id(p), leaves)
+        if key not in leaf_counts:
+            cells, width = level_cells(p, leaves, 0)
+            leaf_counts[key] = np.bincount(cells(x), minlength=width).astype(np.int64)
+        base = leaf_counts[key]
+        if j == 0:
+            out.append(base)
+            continue
+        _, width = level_cells(p, leaves, j)
+        size = tree_levels(leaves, p.kind)[0]  # the leaves; a missing count follows them
+        level = np.zeros(width, dtype=np.int64)
+        level[: -(-size // BRANCHING**j)] = np.add.reduceat(
+            base[:size], np.arange(0, size, BRANCHING**j)
+        )
+        if width > -(-size // BRANCHING**j):
+            level[-1] = base[size]
+        out.append(level)
     return int(x.shape[0]), out
+
+
+def _pair_codes(coding: PairCoding, x: np.ndarray, c: int) -> np.ndarray:
+    """:meth:`~opendp_wasserstein.tables.pairs.PairCoding.codes` (``x``'s codes of column
+    ``c``) with the bin of each point found by
+    :func:`~opendp_wasserstein.tables.encoding.right_index` instead of a binary search per point
+    (the same codes: a test checks the tasks' tables against ``make_pair_counts``)."""
+    p = coding.plans[c]
+    v = x[:, p.value_axis]
+    e = coding.edges[c]
+    if e is None:
+        b = category_boundaries(p.cells)
+        return np.clip(right_index(b, v) - 1, 0, p.cells - 1)
+    code = np.clip(right_index(e, v) - 1, 0, len(e) - 2)
+    if p.missing_axis is not None:
+        code = np.where(x[:, p.axes[p.missing_axis]] >= 0.5, len(e) - 1, code)
+    return code
 
 
 def pair_counts_task(
@@ -212,7 +250,7 @@ def pair_counts_task(
     code_j)``, a test checks them equal) with every column's codes computed once, not once per
     pair (``k - 1`` times fewer searches)."""
     x = block()
-    codes = {c: coding.codes(x, c) for c in sorted({c for p in pairs for c in p})}
+    codes = {c: _pair_codes(coding, x, c) for c in sorted({c for p in pairs for c in p})}
     out = []
     for i, j in pairs:  # pairs of columns (public)
         ki, kj = coding.sizes[i], coding.sizes[j]
@@ -511,11 +549,14 @@ def block_release_task(
     figure's counts."""
     points, counts = model.draw(m, rng)
     cuts = np.linspace(0, m, parts + 1).astype(np.int64)
+    # dictionary pages for the columns that repeat values (public: the schema's types); a
+    # float column's values are mostly distinct, and its dictionary would be built and dropped
+    repeat = [n for n in schema.names if not isinstance(schema[n], FloatColumn)]
     for q in range(parts):  # the block's parts (public)
         piece = write_table(model.enc.decode(points[cuts[q] : cuts[q + 1]]), schema, info)
         final = writer.path(first + q)
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"  # a retried task never shares a name
-        pq.write_table(piece, tmp)
+        pq.write_table(piece, tmp, use_dictionary=repeat)
         os.replace(tmp, final)
     return m, counts
 

@@ -1,7 +1,11 @@
 """The single source of randomness for every mechanism in the package.
 
 Secure by default: bits come from the operating system's CSPRNG (:func:`os.urandom`), read in
-bulk.  A ``seed`` switches to numpy's PCG64 generator, which is **not** cryptographically
+bulk; a request of at least :data:`AES_CTR_WORDS` words reads a fresh 32-byte key from
+:func:`os.urandom` and expands it by AES-256 in counter mode (a CSPRNG: the keystream of a
+secret, uniformly random, never reused key is indistinguishable from uniform bytes unless AES
+is not a pseudorandom permutation), about five times the throughput of :func:`os.urandom` on
+large requests.  A ``seed`` switches to numpy's PCG64 generator, which is **not** cryptographically
 secure: it exists so that tests and figures can be reproduced, and a release made with a seed
 must not be treated as private.  No code in the package touches numpy's global random state.
 """
@@ -12,6 +16,7 @@ import os
 from typing import Any
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from opendp_wasserstein.runtime import current_seed
 
@@ -24,9 +29,26 @@ __all__ = [
     "SELECTION_STREAM",
     "SIZE_STREAM",
     "TIE_STREAM",
+    "AES_CTR_WORDS",
 ]
 
 _TWO_M53 = 2.0**-53
+
+#: a secure request of at least this many 64-bit words is drawn as a fresh :func:`os.urandom`
+#: key expanded by AES-256-CTR (:func:`_aes_ctr_words`); smaller ones read :func:`os.urandom`
+AES_CTR_WORDS = 4096
+
+
+def _aes_ctr_words(count: int) -> np.ndarray:
+    """``count`` uniform 64-bit words: the AES-256-CTR keystream of a fresh 32-byte key read
+    from :func:`os.urandom`.  The key is used for this one request and dropped, so the
+    all-zero initial counter block never repeats under a key; ``count <= 2^61`` words stay far
+    inside one key's ``2^128`` counter blocks."""
+    enc = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(bytes(16))).encryptor()
+    out = np.empty(count, dtype=np.uint64)
+    enc.update_into(bytes(8 * count), memoryview(out).cast("B"))  # type: ignore[arg-type]
+    return out
+
 
 #: stream tags: with a seed, the noise, the corrections and the placement of one release draw
 #: from independent derived streams (:meth:`RandomSource.derive`)
@@ -75,6 +97,8 @@ class RandomSource:
             return self._gen.integers(0, 2**64, size=shape, dtype=np.uint64, endpoint=False)
         if count == 0:
             return np.zeros(shape, dtype=np.uint64)
+        if count >= AES_CTR_WORDS:
+            return _aes_ctr_words(count).reshape(shape)
         return np.frombuffer(os.urandom(8 * count), dtype=np.uint64).reshape(shape).copy()
 
     def uniform(self, size: int | tuple[int, ...]) -> np.ndarray:

@@ -277,7 +277,14 @@ def read_table(
             series = data.get_column(name).alias("column").to_pandas()
         elif kind == "arrow":
             col = data.column(name)
-            number = _read_arrow_number(col) if isinstance(spec, (FloatColumn, IntColumn)) else None
+            if isinstance(spec, (FloatColumn, IntColumn)):
+                number = _read_arrow_number(col)
+            elif isinstance(spec, BoolColumn):
+                number = _read_arrow_bool(col)
+            elif isinstance(spec, CategoricalColumn):
+                number = _read_arrow_category(col, spec)
+            else:
+                number = None
             if number is not None:
                 out[name] = number
                 continue
@@ -388,6 +395,60 @@ def _float64_values(col: Any) -> np.ndarray:
             vals[~bits[offset : offset + n].astype(bool)] = np.nan
         parts.append(vals)
     return np.concatenate(parts)
+
+
+def _bits(buf: Any, offset: int, n: int) -> np.ndarray:
+    """Bits ``offset .. offset + n - 1`` of an Arrow bitmap (validity or boolean values)."""
+    return np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")[offset : offset + n]
+
+
+def _int_codes(col: Any) -> tuple[np.ndarray, np.ndarray]:
+    """An int32 or boolean Arrow column as ``(int64 values, null mask)``, ``-1`` where null,
+    read from its buffers (as :func:`_float64_values`)."""
+    values, nulls = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=bool)]
+    for chunk in col.chunks:
+        validity, data = chunk.buffers()[:2]
+        n, offset = len(chunk), chunk.offset
+        if pa.types.is_boolean(chunk.type):
+            vals = _bits(data, offset, n).astype(np.int64)
+        else:
+            vals = np.frombuffer(data, dtype=np.int32, count=n, offset=4 * offset).astype(np.int64)
+        null = np.zeros(n, dtype=bool)
+        if validity is not None and chunk.null_count:
+            null = ~_bits(validity, offset, n).astype(bool)
+            vals[null] = -1
+        values.append(vals)
+        nulls.append(null)
+    return np.concatenate(values), np.concatenate(nulls)
+
+
+def _read_arrow_bool(col: Any) -> RawColumn | None:
+    """An Arrow boolean column as :func:`_read_column` reads it through pandas (``True`` 1,
+    ``False`` 0, a null missing with code ``-1``), from its bitmaps; None for any other type."""
+    if not pa.types.is_boolean(col.type):
+        return None
+    codes, null = _int_codes(col)
+    return RawColumn(codes, null)
+
+
+def _read_arrow_category(col: Any, spec: CategoricalColumn) -> RawColumn | None:
+    """A text Arrow column of a categorical column with text labels as :func:`_read_column`
+    reads it through pandas: each value's index in the declared list (Arrow's ``index_in``, an
+    exact match of the UTF-8 bytes, which is Python's equality of valid text), ``-1`` outside
+    it; a null missing with code ``-1``.  None (read through pandas) for other types, other
+    labels, or text that is not valid UTF-8 (which pandas reads value by value)."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    if not all(isinstance(c, str) for c in spec.categories):
+        return None
+    try:
+        col.validate(full=True)  # valid UTF-8 (and offsets)
+        labels = pa.array(list(spec.categories), type=col.type)
+        idx = pc.index_in(col, value_set=labels)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeEncodeError):
+        return None
+    codes, _ = _int_codes(idx)
+    return RawColumn(codes, np.asarray(_int_codes(pc.is_null(col))[0], dtype=bool))
 
 
 def _arrow_to_pandas(col: Any) -> Any:

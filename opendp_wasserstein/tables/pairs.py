@@ -75,7 +75,11 @@ from opendp_wasserstein.noise._source import (
 )
 from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.tables.calibration import largest_remainder
-from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
+from opendp_wasserstein.tables.encoding import (
+    TableEncoding,
+    category_boundaries,
+    rows_right_index,
+)
 from opendp_wasserstein.tables.marginals import (
     ColumnPlan,
     TableMarginals,
@@ -230,7 +234,7 @@ class PairCoding:
         m = codes.shape[0]
         d = sum(len(p.axes) for p in self.plans)
         out = np.empty((m, d), order="F")  # column by column: each column contiguous
-        u = rng.uniform((m, len(self.plans))) if within is None else np.clip(within, 0.0, 1.0)
+        u = rng.uniform((m, len(self.plans))) if within is None else within
         for c, (p, e) in enumerate(zip(self.plans, self.edges, strict=True)):  # columns (public)
             code = codes[:, c]
             if e is None:
@@ -239,11 +243,14 @@ class PairCoding:
                 continue
             nb = len(e) - 1
             cb = np.minimum(code, nb - 1)
-            out[:, p.value_axis] = e[cb] + u[:, c] * (e[cb + 1] - e[cb])
+            pos = u[:, c] if within is None else np.clip(within[:, c], 0.0, 1.0)
+            col = out[:, p.value_axis]  # e[cb] + pos * (e[cb + 1] - e[cb]), in the column
+            np.multiply(pos, np.diff(e)[cb], out=col)
+            col += e[cb]
             if p.missing_axis is not None:
                 miss = code == nb
                 out[:, p.axes[p.missing_axis]] = np.where(miss, 0.75, 0.25)
-                out[miss, p.value_axis] = 0.5
+                np.copyto(col, 0.5, where=miss)
         return out
 
 
@@ -719,6 +726,9 @@ def _inverse_cdf(cum: np.ndarray, parent: np.ndarray, u: np.ndarray) -> np.ndarr
     ``cum`` a cumulative law: nondecreasing, its last entry ``1 > u``): ``searchsorted`` of each
     parent code's rows, grouped by a counting sort of the codes, ``O(m log k)`` rather than the
     ``(m, k)`` comparison matrix."""
+    fast = rows_right_index(cum, parent, u)  # the same counts through bucket tables
+    if fast is not None:
+        return fast
     k = cum.shape[0]
     small = parent.astype(np.int16) if k <= np.iinfo(np.int16).max else parent
     order = np.argsort(small, kind="stable")  # a radix sort of 16-bit codes
@@ -786,6 +796,7 @@ def sample_tree(
     pos = np.asfortranarray(rng.uniform((m, k)))
     while queue:  # breadth first over the columns (public)
         a = queue.pop(0)
+        score = None  # the parent's normal scores, computed once for all its children
         for b, t in adj[a]:
             if b in seen:
                 continue
@@ -817,9 +828,11 @@ def sample_tree(
                 rho = grade_correlation((probs[a][:, None] * cond)[:na, :nb])
                 r = 2.0 * np.sin(np.pi * rho / 6.0)
                 r = float(np.clip(r, -0.999, 0.999))
-                z = r * special.ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12)) + np.sqrt(
-                    1 - r * r
-                ) * special.ndtri(np.clip(pos[:, b], 1e-12, 1 - 1e-12))
+                if score is None:
+                    score = special.ndtri(np.clip(pos[:, a], 1e-12, 1 - 1e-12))
+                z = r * score + np.sqrt(1 - r * r) * special.ndtri(
+                    np.clip(pos[:, b], 1e-12, 1 - 1e-12)
+                )
                 pos[:, b] = special.ndtr(z)
             seen.add(b)
             queue.append(b)

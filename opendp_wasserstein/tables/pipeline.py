@@ -891,8 +891,8 @@ class BlockModel:
         else:
             y = self._tree(m, rng)
         counts = agreement_counts(y, self.enc, self.marginals)
-        if self.opts.calibrate:
-            y = calibrate(y, self.enc, self.marginals, rng, self.opts.calibrate)
+        if self.opts.calibrate:  # the draw is read no more: calibrated in place
+            y = calibrate(y, self.enc, self.marginals, rng, self.opts.calibrate, copy=False)
         return y, counts
 
     def _tree(self, m: int, rng: Any) -> np.ndarray:

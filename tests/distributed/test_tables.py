@@ -384,7 +384,7 @@ def test_marginal_counts_task_is_make_level_counts_and_needs_no_feature(table_fi
     trees = [
         (p, leaves, level)
         for p in plans
-        for leaves in ((1,) if p.kind == "category" else (16, 256))
+        for leaves in ((1,) if p.kind == "category" else (16, 256, 300, 4096))
         for level in range(len(tree_levels(leaves, p.kind)))
     ]
     before = set(GLOBAL_FEATURES)

@@ -166,6 +166,48 @@ def test_rank_order_is_lexsort(u):
 
     key = np.random.default_rng(2).uniform(size=len(u))
     assert np.array_equal(_rank_order(u, key), np.lexsort((key, u)))
+    coarse = np.floor(key * 3)  # ties in the key too: then by position, as lexsort
+    assert np.array_equal(_rank_order(u, coarse), np.lexsort((coarse, u)))
+
+
+class _CoarseKeys:
+    """A source whose uniforms tie often (multiples of 1/8 below 3/8, or fine)."""
+
+    def __init__(self, seed: int, top: int) -> None:
+        self.gen = np.random.default_rng(seed)
+        self.top = top
+
+    def uniform(self, m: int) -> np.ndarray:
+        return self.gen.integers(0, self.top, m) / 8.0
+
+
+@pytest.mark.parametrize("top", [3, 10**9], ids=["tied-keys", "distinct-keys"])
+def test_relabel_by_partition_is_the_stable_sort_relabel(top):
+    """The rows freed by a partition around the surplus-th key are those of the stable sort of
+    all the category's keys, in the same order (ties by position)."""
+
+    def reference(codes, target, rng):
+        surplus = np.bincount(codes, minlength=len(target)) - target
+        if not np.any(surplus):
+            return codes
+        out, key = codes.copy(), rng.uniform(len(codes))
+        freed = [
+            rows[np.argsort(key[rows], kind="stable")[: surplus[c]]]
+            for c in np.flatnonzero(surplus > 0)
+            for rows in [np.flatnonzero(codes == c)]
+        ]
+        free = np.concatenate(freed)
+        free = free[np.argsort(key[free], kind="stable")]
+        out[free] = np.repeat(np.flatnonzero(surplus < 0), -surplus[surplus < 0])
+        return out
+
+    gen = np.random.default_rng(5)
+    for trial in range(200):
+        n, k = int(gen.integers(1, 300)), int(gen.integers(1, 6))
+        codes = gen.integers(0, k, n)
+        target = np.bincount(gen.integers(0, k, n), minlength=k)
+        got = _relabel(codes, target, _CoarseKeys(trial, top))  # type: ignore[arg-type]
+        assert np.array_equal(got, reference(codes, target, _CoarseKeys(trial, top))), trial
 
 
 def test_roundest_values_are_the_fewest_digit_numbers_inside():
@@ -243,3 +285,17 @@ def test_atom_values_stay_in_their_leaf_and_the_bounds(seed):
         assert len(vals) == 1
         lo = -3.7 + c * width
         assert lo - 1e-9 <= vals[0] <= lo + width + 1e-9
+
+
+def test_calibrate_in_place_is_the_copy():
+    m = 3000
+    p = np.random.default_rng(4).uniform(size=(m, ENC.dimension))
+    p[::17, 0] = np.nan
+    tm = _marginals(
+        [np.r_[np.ones(4), np.zeros(12)], np.ones(6), np.ones(4), np.ones(2)], [0.3, 0, 0, 0]
+    )
+    want = calibrate(p, ENC, tm, RandomSource(5))
+    assert np.isnan(p[0, 0])  # not modified by default
+    got = calibrate(p, ENC, tm, RandomSource(5), copy=False)
+    assert got is p
+    assert np.array_equal(got, want)

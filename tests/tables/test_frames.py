@@ -534,3 +534,50 @@ def test_arrays_from_buffers_equal_pa_array(values, t, masked):
     assert got.type == want.type
     assert got.null_count == want.null_count == int(mask.sum())
     assert repr(got.to_pylist()) == repr(want.to_pylist())  # NaN and -0.0 as themselves
+
+
+def test_arrow_bool_and_text_category_columns_read_as_through_pandas():
+    """The Arrow reads of boolean and text categorical columns (from buffers, ``index_in``)
+    give the codes and missing masks of the pandas read, on chunked, sliced, null-holding,
+    large-string columns with labels outside the list (seeded cases)."""
+    from opendp_wasserstein.tables.frames import (
+        _arrow_to_pandas,
+        _read_arrow_bool,
+        _read_arrow_category,
+        _read_column,
+    )
+
+    spec = CategoricalColumn(categories=("a", "b", "", "\u00e9", "c d"))
+    pool = np.array(["a", "b", "", "\u00e9", "c d", "x", "A", "a "], dtype=object)
+    gen = np.random.default_rng(0)
+    for trial in range(100):
+        n = int(gen.integers(0, 50))
+        vals = [None if gen.uniform() < 0.2 else v for v in pool[gen.integers(0, len(pool), n)]]
+        col = pa.chunked_array(
+            [pa.array(vals[: n // 2], pa.string()), pa.array(vals[n // 2 :], pa.string())]
+        )
+        if trial % 3 == 0 and n > 4:
+            col = col.slice(2, n - 3)
+        if trial % 4 == 1:
+            col = col.cast(pa.large_string())
+        got, want = _read_arrow_category(col, spec), _read_column(_arrow_to_pandas(col), "c", spec)
+        assert got is not None
+        assert np.array_equal(got.values, want.values), trial
+        assert np.array_equal(got.missing, want.missing), trial
+        share = 0.2 if trial % 2 else 0.0
+        flags = [None if gen.uniform() < share else bool(gen.integers(0, 2)) for _ in range(n)]
+        col = pa.chunked_array(
+            [pa.array(flags[: n // 3], pa.bool_()), pa.array(flags[n // 3 :], pa.bool_())]
+        )
+        if trial % 3 == 0 and n > 12:
+            col = col.slice(5, n - 9)
+        got = _read_arrow_bool(col)
+        want = _read_column(_arrow_to_pandas(col), "b", BoolColumn())
+        assert got is not None
+        assert np.array_equal(got.values, want.values), trial
+        assert np.array_equal(got.missing, want.missing), trial
+    # other types and labels go through pandas
+    assert _read_arrow_bool(pa.chunked_array([pa.array([1, 0])])) is None
+    assert _read_arrow_category(pa.chunked_array([pa.array([1, 0])]), spec) is None
+    ints = CategoricalColumn(categories=(1, 2))
+    assert _read_arrow_category(pa.chunked_array([pa.array(["1"])]), ints) is None
