@@ -106,6 +106,19 @@ def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
     mass = np.asarray(mass, dtype=np.int64)
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
+    if mass.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    # all in int64 when the largest sum and product fit (three reductions, the usual case: the
+    # entries then take the same int64 path as below, with no wide entry)
+    top_m, top_a, top_b = int(mass.max()), int(a.max()), int(b.max())
+    if top_a + top_b <= _INT64_MAX and max(top_m, 1) * top_a <= _INT64_MAX:
+        total = a + b
+        m0 = np.multiply(mass, a)
+        m0 //= np.maximum(total, 1)
+        zero = np.flatnonzero(total <= 0)
+        if zero.size:
+            m0[zero] = mass[zero] // 2
+        return m0
     wide = (a > _INT64_MAX - b) | (a > _INT64_MAX // np.maximum(mass, 1))
     narrow_a, narrow_b = (np.where(wide, 0, a), np.where(wide, 0, b)) if wide.any() else (a, b)
     total = narrow_a + narrow_b  # no wrap-around: the wide entries are zeroed here
@@ -128,8 +141,8 @@ def zero_respecting_split(
     holds one bit per node whose children are both zero, in order); exactly one zero: the other
     takes ``M``; otherwise the comparable floor split."""
     m0 = comparable_split(mass, a, b)  # already M when b == 0 < a, and 0 when a == 0 < b
-    both = (a == 0) & (b == 0)
-    if np.any(both):
+    both = np.flatnonzero((a == 0) & (b == 0))
+    if both.size:
         m0[both] = np.where(coins == 1, mass[both], 0)
     return m0
 
@@ -137,11 +150,15 @@ def zero_respecting_split(
 def child_cells(cells: np.ndarray, level: int, axes: Sequence[int] | None = None) -> np.ndarray:
     """The cells of the two children of level-``level`` cells (rows 2i, 2i+1 for parent i); the
     split is along ``axes[level]`` (default cyclic, ``level mod d``)."""
-    d = cells.shape[1]
+    k, d = cells.shape
     c = axis_of_level(level, d, axes)
-    out = np.repeat(cells, 2, axis=0)
-    out[:, c] *= 2
-    out[1::2, c] += 1
+    out = np.empty((k, 2, d), dtype=cells.dtype)
+    out[:, 0] = cells
+    out[:, 1] = cells
+    out = out.reshape(2 * k, d)
+    col = out[:, c]
+    col *= 2
+    col[1::2] += 1
     return out
 
 
@@ -244,16 +261,28 @@ def expand_levels(
         visited += int(noisy.size)
         cut = threshold * scales[level + 1]
         raw = noisy
-        noisy = np.where(noisy > cut, noisy, 0).reshape(-1, 2)
-        both = (noisy[:, 0] == 0) & (noisy[:, 1] == 0)
-        coins = noise.coins(level, cells[both]) if np.any(both) else np.zeros(0, dtype=np.int64)
-        m0 = zero_respecting_split(mass, noisy[:, 0], noisy[:, 1], coins)
-        child_mass = np.stack([m0, mass - m0], axis=1).reshape(-1)
-        keep = child_mass > 0
+        if cut == 0:  # the paper's rule: truncation at 0
+            noisy = np.maximum(noisy, 0)
+        else:
+            noisy = np.where(noisy > cut, noisy, 0)
+        pairs = noisy.reshape(-1, 2)
+        low, high = pairs[:, 0], pairs[:, 1]
+        both = np.flatnonzero((low == 0) & (high == 0))
+        coins = (
+            noise.coins(level, cells.take(both, axis=0))
+            if both.size
+            else np.zeros(0, dtype=np.int64)
+        )
+        m0 = zero_respecting_split(mass, low, high, coins)
+        pair_mass = np.empty((mass.size, 2), dtype=np.int64)
+        pair_mass[:, 0] = m0
+        np.subtract(mass, m0, out=pair_mass[:, 1])
+        child_mass = pair_mass.reshape(-1)
         if record is not None:
             record.append(VisitedLevel(raw, child_mass))
-        cells, mass = kids[keep], child_mass[keep]
-        state = tuple(arr[keep] for arr in kid_state)
+        keep = np.flatnonzero(child_mass > 0)
+        cells, mass = kids.take(keep, axis=0), child_mass.take(keep)
+        state = tuple(arr.take(keep) for arr in kid_state)
         active.append(int(mass.size))
     return Frontier(stop, cells, mass, state, visited, active, front.root_noisy)
 

@@ -212,10 +212,38 @@ class _ElementBits:
         self._streams = streams
         self._blocks = blocks
         self._width = 16 * blocks
-        ids = np.arange(size)
-        self._buf = np.array(self._read(ids, np.zeros(size, dtype=np.uint64)))  # writable
-        self._next = np.full(size, blocks, dtype=np.uint64)
-        self._pos = np.zeros(size, dtype=np.int64)
+        self._size = size
+        self._buf = self._read(np.arange(size), np.zeros(size, dtype=np.uint64))
+        # the positions, next blocks and a writable buffer: made by the first request
+        self._next = np.zeros(0, dtype=np.uint64)
+        self._pos = np.zeros(0, dtype=np.int64)
+        self._fresh = True  # no request made yet
+
+    def _start(self) -> None:
+        """The bookkeeping of the requests, made on the first (a sampler whose common case
+        reads :meth:`first_blocks` only may never need it)."""
+        self._buf = np.array(self._buf)  # writable: refills replace rows
+        self._next = np.full(self._size, self._blocks, dtype=np.uint64)
+        self._pos = np.zeros(self._size, dtype=np.int64)
+        self._fresh = False
+
+    def first_blocks(self) -> np.ndarray:
+        """The first ``blocks`` blocks of every element's stream, ``(size, 16 * blocks)`` uint8
+        (read-only), before any request: a sampler may read the bytes its common case needs
+        from here directly, and hand the elements that need more to the requests, which then
+        start from the beginning of their streams (these same bytes) as if nothing had been
+        read."""
+        if not self._fresh:
+            raise RuntimeError("first_blocks is only available before the first request")
+        view = self._buf.view()
+        view.setflags(write=False)
+        return view
+
+    def blocks_at(self, elems: np.ndarray, first: int) -> np.ndarray:
+        """Blocks ``first .. first + blocks - 1`` of the streams of elements ``elems``,
+        ``(len(elems), 16 * blocks)`` uint8, read without changing any element's position (a
+        sampler's look ahead at where an attempt that starts on a block boundary reads)."""
+        return self._read(elems, np.full(elems.size, first, dtype=np.uint64))
 
     def _read(self, elems: np.ndarray, first: np.ndarray) -> np.ndarray:
         buf = np.ascontiguousarray(self._streams(elems, first, self._blocks), dtype=np.uint8)
@@ -230,6 +258,8 @@ class _ElementBits:
             raise TypeError("per-element streams need the element ids of every request")
         if length > self._width:
             raise ValueError("a request is longer than the stream buffer")
+        if self._fresh:
+            self._start()
         pos = self._pos[elems]
         if align > 1:
             pos += align - 1

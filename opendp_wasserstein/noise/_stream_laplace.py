@@ -60,8 +60,8 @@ import numpy as np
 from opendp_wasserstein.noise._fast_laplace import (
     _CHUNK,
     _MAX_Y,
+    MAX_SCALE,
     StreamFn,
-    _check_scales,
     _ElementBits,
     _sample_elements,
     _Scale,
@@ -204,11 +204,150 @@ def _geometric(bits: _ElementBits, elems: np.ndarray, c: _Constants) -> np.ndarr
     return v
 
 
+#: bits of the V word that index the bucket table (:func:`_v_table`)
+_BUCKET_BITS = 12
+
+
+@lru_cache(maxsize=256)
+def _v_table(scale: float) -> np.ndarray:
+    """``V`` by the top ``_BUCKET_BITS`` bits of the word ``W`` (int64, ``2^12`` entries): entry
+    ``h`` is ``#{v : P_v > W}`` for every ``W`` of the bucket ``[h 2^52, (h + 1) 2^52)`` when no
+    table word lies in the bucket (so that count is the same for all of them and no ``W`` can
+    tie a ``P_v``) and it is below ``v_max``; else -1 (the word is looked up in the table).
+    A function of the exact words of :func:`_constants` (the same at every precision): one
+    entry per scale, the most recent 256 scales kept."""
+    c = _constants(scale)
+    width = np.uint64(1) << np.uint64(64 - _BUCKET_BITS)
+    low = np.arange(1 << _BUCKET_BITS, dtype=np.uint64) * width
+    high = low + (width - np.uint64(1))
+    at_least_low = c.vmax - np.searchsorted(c.words_ascending, low, side="left")  # P_v >= low
+    above_high = c.vmax - np.searchsorted(c.words_ascending, high, side="right")  # P_v > high
+    table = np.where((at_least_low == above_high) & (above_high < c.vmax), above_high, -1)
+    out = table.astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def _first_round(
+    c: _Constants, buf: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One attempt of every element from a fresh start of its bytes ``buf`` (one row each, the
+    layout of the module docstring: sign, ``U`` bytes, ``V`` word) in the common cases.
+
+    A first digit of ``theta_i`` tied by one ``U`` byte (probability about ``k / 256``) is
+    decided by the element's next byte, right after the ``U`` bytes, when that byte differs
+    from the second digit and the word stays at byte 8 (``k <= 6``), as the general path reads.
+
+    :return: ``(y, again, tail, slow)``: the signed values; the elements rejected as ``-0``
+        (their bytes end with the ``V`` word); the elements with ``V >= v_max`` (their ``y`` has
+        ``V = v_max``: a fresh ``V'`` from the word that follows is to be added; never
+        rejected); the elements the common cases do not cover (their ``y`` is meaningless)
+    """
+    size = buf.shape[0]
+    k = c.k
+    w = buf.view(">u8")[:, (1 + k + 7) // 8].astype(np.uint64)  # the first multiple of 8
+    y = _v_table(c.scale)[(w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64)]
+    slow = np.zeros(size, dtype=bool)
+    tail = np.zeros(size, dtype=bool)
+    look = np.flatnonzero(y < 0)
+    if look.size:  # a table word in the bucket: V = #{P_v > W} = v_max - idx
+        wl = w[look]
+        idx = np.searchsorted(c.words_ascending, wl, side="right")
+        y[look] = c.vmax - idx
+        tail[look] = idx == 0  # V >= v_max: a fresh word follows
+        slow[look] = c.words_ascending[np.maximum(idx, 1) - 1] == wl  # W = P_v: next digits
+    if k:  # b_i = [R_i < theta_i] from byte 1 + i; a tied first digit: the next bytes decide
+        y <<= k
+        bit = np.empty(size, dtype=bool)
+        eq = np.empty(size, dtype=bool)
+        ties = np.zeros(size, dtype=np.uint8)
+        tied_bit = np.zeros(size, dtype=np.int64)
+        for i, digit in enumerate(c.theta.digits[:, 0].tolist()):
+            col = buf[:, 1 + i]  # one column at a time: contiguous passes, any k
+            np.equal(col, digit, out=eq)
+            ties += eq
+            if i:
+                tied_bit[eq] = i
+            np.less(col, digit, out=bit)
+            y += bit.view(np.uint8) << np.int64(i) if i else bit
+        tied = np.flatnonzero(ties)
+        if tied.size:  # one tie, decided by the next byte (the word stays at byte 8): here
+            one = tied[ties[tied] == 1] if k <= 6 else tied[:0]
+            col_of = tied_bit[one]
+            nxt = buf[one, 1 + k]
+            second = c.theta.digits[col_of, 1]
+            ok = (nxt != second) & (c.theta.known[col_of] >= 2)
+            y[one[ok]] += (nxt[ok] < second[ok]).astype(np.int64) << col_of[ok]
+            handled = np.zeros(size, dtype=bool)
+            handled[one[ok]] = True
+            slow[tied[~handled[tied]]] = True
+    neg = (buf[:, 0] & np.uint8(1)).view(bool)
+    again = neg & (y == 0)  # CKS Algorithm 2 step 7: "-0" is rejected and redrawn
+    again &= ~slow
+    tail &= ~slow
+    np.negative(y, out=y, where=neg)
+    return y, again, tail, slow
+
+
 def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
     """``size`` draws of ``LapZ(c.scale)``, element ``i`` from stream ``i`` (ids
-    ``0 .. size-1``)."""
+    ``0 .. size-1``).
+
+    The common cases first, for all elements at once and without per-request bookkeeping
+    (:func:`_first_round`), from the blocks every element holds already
+    (:meth:`~opendp_wasserstein.noise._fast_laplace._ElementBits.first_blocks`): the sign at byte
+    0, the ``k`` bytes of ``U`` at bytes ``1 .. k``, the ``V`` word at the next multiple of 8.
+    When those bytes fill the blocks exactly (``k <= 7``, the usual case), an attempt rejected
+    as ``-0`` starts again at the next blocks, and ``V >= v_max`` reads its fresh word from
+    the first 8 bytes of the next block: both are done here too, on the elements concerned.
+    The few elements left are drawn by :func:`_sample_table_elems` from the start of their
+    streams, which reads the same bytes in the same order: every element's value is the one
+    :func:`_sample_table_elems` gives it, a function of its own stream.
+    """
     out = np.empty(size, dtype=np.int64)
-    pending = np.arange(size)
+    if size == 0:
+        return out
+    buf = bits.first_blocks()
+    layout = (1 + c.k + 7) // 8 * 8 + 8
+    blocks = buf.shape[1] // 16
+    exact = layout == buf.shape[1]  # an attempt ends on a block boundary
+    rest = []
+    ids = np.arange(size)
+    first = 0
+    while ids.size:
+        y, again, tail, slow = _first_round(c, buf)
+        first += blocks  # the block after this attempt's
+        if not exact:
+            slow |= again | tail
+            again[:] = False
+            tail[:] = False
+        t = np.flatnonzero(tail)
+        if t.size:  # V' from the next block's first word (a tail is never rejected)
+            w2 = bits.blocks_at(ids[t], first).view(">u8")[:, 0].astype(np.uint64)
+            idx = np.searchsorted(c.words_ascending, w2, side="right")
+            more = (idx == 0) | (c.words_ascending[np.maximum(idx, 1) - 1] == w2)
+            step = (c.vmax - idx).astype(np.int64) << c.k
+            y[t] += np.where(y[t] < 0, -step, step)
+            slow[t[more]] = True
+        done = ~(again | slow)
+        out[ids[done]] = y[done]
+        rest.append(ids[slow])
+        ids = ids[again]
+        if ids.size:
+            buf = bits.blocks_at(ids, first)
+    todo = np.concatenate(rest)
+    if todo.size:
+        out[todo] = _sample_table_elems(c, todo, bits)
+    return out
+
+
+def _sample_table_elems(c: _Constants, ids: np.ndarray, bits: _ElementBits) -> np.ndarray:
+    """Draws of ``LapZ(c.scale)`` for the elements ``ids`` (none of which has read from its
+    stream yet), element ``ids[i]`` from its own stream: every request goes through
+    :class:`~opendp_wasserstein.noise._fast_laplace._ElementBits` (the general path)."""
+    out = np.empty(ids.size, dtype=np.int64)
+    pending = ids
+    where = np.arange(ids.size)
     weights = np.left_shift(np.int64(1), np.arange(c.k, dtype=np.int64))
     while pending.size:
         neg = bits.coins(pending)
@@ -230,8 +369,9 @@ def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
         reject = neg & (y == 0)  # CKS Algorithm 2 step 7: reject "-0"
         np.negative(y, out=y, where=neg)
         keep = ~reject
-        out[pending[keep]] = y[keep]
+        out[where[keep]] = y[keep]
         pending = pending[reject]
+        where = where[reject]
     return out
 
 
@@ -254,8 +394,11 @@ def stream_discrete_laplace(scale: float, size: int, streams: StreamFn) -> np.nd
     :raises ValueError: if the scale is not finite, not positive or above ``2^52``
     :raises OverflowError: if a draw reaches ``2^62`` in magnitude
     """
-    _check_scales(np.array([scale]))
     scale = float(scale)
+    if not (math.isfinite(scale) and scale > 0.0):  # as _check_scales, for one scale
+        raise ValueError("scales must be finite and positive")
+    if scale > MAX_SCALE:
+        raise ValueError(f"scales must be at most 2^52 = {MAX_SCALE:.6g}")
     out = np.empty(int(size), dtype=np.int64)
     if scale >= MIN_TABLE_SCALE:
         c = _constants(scale)

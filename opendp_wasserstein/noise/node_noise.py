@@ -32,8 +32,12 @@ def add_noise(counts: np.ndarray, noise: np.ndarray) -> np.ndarray:
     ``clamp(counts + clamp(noise, +-2^62), +-2^61)``, which is the same value whenever
     ``|counts| <= 2^60`` (a larger draw puts either expression at the clamp).
     """
-    z = np.clip(noise, -(2**62), 2**62)
-    return np.clip(np.asarray(counts, dtype=np.int64) + z, -NOISE_LIMIT, NOISE_LIMIT)
+    z = np.minimum(np.asarray(noise, dtype=np.int64), 2**62)  # clamps without np.clip's
+    np.maximum(z, -(2**62), out=z)  # per-call overhead (once per level of a traversal)
+    out = np.add(np.asarray(counts, dtype=np.int64), z)
+    np.minimum(out, NOISE_LIMIT, out=out)
+    np.maximum(out, -NOISE_LIMIT, out=out)
+    return out
 
 
 class NodeNoise(Protocol):

@@ -97,6 +97,7 @@ _TAG = 0x4F44_5057  # "ODPW"
 _VERSION = 1
 _LE64 = np.dtype("<u8")
 _TWO_M53 = 2.0**-53
+_MAX_HEADERS = 4096  # E_K(H) blocks kept per key (one per stream, level and id width)
 
 
 class KeyedNodeNoise:
@@ -128,7 +129,7 @@ class KeyedNodeNoise:
     dtype('int64')
     """
 
-    __slots__ = ("_key", "_namespace")
+    __slots__ = ("_key", "_namespace", "_headers")
 
     def __init__(self, key: bytes, namespace: int = 0) -> None:
         if not isinstance(key, (bytes, bytearray)) or len(key) != KEY_BYTES:
@@ -139,6 +140,7 @@ class KeyedNodeNoise:
             raise ValueError("namespace must be in [0, 2^16)")
         self._key = bytes(key)
         self._namespace = int(namespace)
+        self._headers: dict[tuple[int, int, int], np.ndarray] = {}  # E_K(H): _header
 
     # ------------------------------------------------------------------ construction
 
@@ -192,24 +194,40 @@ class KeyedNodeNoise:
         out = enc.update(memoryview(data).cast("B"))  # type: ignore[arg-type]
         return np.frombuffer(out, dtype=_LE64).reshape(data.shape)
 
+    def _header(self, enc: Any, stream: int, level: int, w: int) -> np.ndarray:
+        """``E_K(H)`` of the header block of ``(stream, level, w)`` (2 little-endian uint64),
+        computed once per key and kept (the same block for every call at a level)."""
+        key = (stream, level, w)
+        out = self._headers.get(key)
+        if out is None:
+            header = np.array(
+                [
+                    [
+                        (_TAG << 32) | (_VERSION << 24) | (stream << 16) | self._namespace,
+                        (level << 32) | w,
+                    ]
+                ],
+                dtype=_LE64,
+            )
+            out = self._aes(enc, header).reshape(2)
+            if len(self._headers) >= _MAX_HEADERS:
+                self._headers.clear()
+            self._headers[key] = out
+        return out
+
     def _chain(self, enc: Any, stream: int, level: int, ids: np.ndarray) -> np.ndarray:
         """The CBC-MAC chaining value ``S`` after ``H || L_1 .. L_m`` for every node, (k, 2)."""
         k, w = ids.shape
-        header = np.array(
-            [
-                [
-                    (_TAG << 32) | (_VERSION << 24) | (stream << 16) | self._namespace,
-                    (level << 32) | w,
-                ]
-            ],
-            dtype=_LE64,
-        )
-        state = np.repeat(self._aes(enc, header), k, axis=0)
-        lanes = ids.astype("<i8").view(_LE64)
-        if w % 2:
-            lanes = np.concatenate([lanes, np.zeros((k, 1), dtype=_LE64)], axis=1)
-        for b in range(lanes.shape[1] // 2):
-            state = self._aes(enc, state ^ lanes[:, 2 * b : 2 * b + 2])
+        state = self._header(enc, stream, level, w)[None, :]  # E_K(H), the same for all nodes
+        lanes = ids.astype("<i8", copy=False).view(_LE64)
+        block = np.empty((k, 2), dtype=_LE64)
+        for b in range((w + 1) // 2):  # block b: lanes 2b, 2b + 1 (zero past the last lane)
+            np.bitwise_xor(state[:, 0], lanes[:, 2 * b], out=block[:, 0])
+            if 2 * b + 1 < w:
+                np.bitwise_xor(state[:, 1], lanes[:, 2 * b + 1], out=block[:, 1])
+            else:
+                block[:, 1] = state[:, 1]
+            state = self._aes(enc, block)
         return state
 
     @staticmethod
@@ -247,9 +265,16 @@ class KeyedNodeNoise:
         self, enc: Any, state: np.ndarray, elems: np.ndarray, first: np.ndarray, count: int
     ) -> np.ndarray:
         """Blocks ``first .. first + count - 1`` of the streams of nodes ``elems``."""
-        ctr = np.zeros((elems.size, count, 2), dtype=_LE64)
-        ctr[:, :, 0] = first.astype(np.uint64)[:, None] + np.arange(count, dtype=np.uint64)
-        out = self._aes(enc, state[elems][:, None, :] ^ ctr)
+        block = np.empty((elems.size, count, 2), dtype=_LE64)
+        block[:] = (state if elems.size == state.shape[0] and _is_range(elems) else state[elems])[
+            :, None, :
+        ]
+        ctr: np.ndarray = np.add(
+            first.astype(np.uint64)[:, None], np.arange(count, dtype=np.uint64), dtype=np.uint64
+        )
+        if ctr.any():  # C_c = (c, 0): block 0 of every stream is E_K(S)
+            block[:, :, 0] ^= ctr
+        out = self._aes(enc, block)
         return out.view(np.uint8).reshape(elems.size, 16 * count)
 
     # ------------------------------------------------------------------ what traversals use
@@ -362,6 +387,14 @@ class KeyedNodeNoise:
         out = np.right_shift(words, np.uint64(11)).astype(np.float64)
         out *= _TWO_M53
         return out
+
+
+def _is_range(elems: np.ndarray) -> bool:
+    """Whether ``elems`` is ``0, 1, .., len - 1`` (all nodes in order: no gather needed)."""
+    if elems.size == 0:
+        return True
+    ends = int(elems[0]) == 0 and int(elems[-1]) == elems.size - 1
+    return ends and bool(np.all(np.diff(elems) == 1))
 
 
 def _check_width(width: Any) -> None:

@@ -59,6 +59,28 @@ def test_blocks_are_cbc_mac_of_the_node_address(d: int) -> None:
         assert got[i].tobytes() == cbc_mac_blocks(KEY, header, cells[i], 3)
 
 
+def test_cached_headers_keep_the_cbc_mac() -> None:
+    # E_K(H) is kept per (stream, level, width): asking again, after other levels, streams and
+    # widths, still gives the CBC-MAC of the address (blocks 0..2, and block 0 alone)
+    noise = KeyedNodeNoise(KEY, namespace=2)
+    for _ in range(2):
+        for level, d, stream in (
+            (7, 3, LAPLACE_STREAM),
+            (8, 3, COIN_STREAM),
+            (7, 2, LAPLACE_STREAM),
+        ):
+            cells = cells_at(level, d, 3, seed=level + d)
+            header = np.array(
+                [(0x4F445057 << 32) | (1 << 24) | (stream << 16) | 2, (level << 32) | d],
+                dtype=np.uint64,
+            )
+            for count in (1, 3):
+                got = noise.blocks(stream, level, cells, count)
+                for i in range(cells.shape[0]):
+                    assert got[i].tobytes() == cbc_mac_blocks(KEY, header, cells[i], count)
+    assert len(noise._headers) == 3
+
+
 def test_same_key_same_values_in_any_order_and_batch() -> None:
     noise = KeyedNodeNoise(KEY)
     cells = cells_at(40, 3, 5000)

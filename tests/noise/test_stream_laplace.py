@@ -134,6 +134,48 @@ def test_value_depends_only_on_own_stream(
     assert max(seen) < 4096 // 16  # the table is long enough: no wrap-around
 
 
+@pytest.mark.parametrize(
+    "scale", [0.125, 0.9, 5.0, 21.48, 60.0, 306.2, 3000.0, 5000.0, 70000.0, 2.0**40 + 0.5]
+)
+def test_common_cases_equal_the_general_path(scale: float) -> None:
+    # _sample_table does the common cases for all elements at once (one tie decided by the
+    # next byte, -0 redrawn from the next block, V >= v_max continued from it) and hands the
+    # rest to _sample_table_elems: every value must be the general path's, bit for bit
+    c = sl._constants(scale)
+    blocks = ((1 + c.k + 7) // 8 * 8 + 8 + 15) // 16
+    n = 20_000
+    for seed in range(6):
+        streams = keyed_streams(bytes([seed + 1]) * 32, level=seed)
+        fast = sl._sample_table(c, n, _ElementBits(streams, n, blocks))
+        general = sl._sample_table_elems(c, np.arange(n), _ElementBits(streams, n, blocks))
+        assert np.array_equal(fast, general)
+
+
+def test_first_blocks_only_before_a_request() -> None:
+    bits = _ElementBits(keyed_streams(), 4, blocks=1)
+    first = bits.first_blocks()
+    assert first.shape == (4, 16)
+    assert np.array_equal(bits.blocks_at(np.arange(4), 0), first)
+    bits.bytes(np.arange(4))
+    with pytest.raises(RuntimeError):
+        bits.first_blocks()
+
+
+def test_v_table_agrees_with_the_words() -> None:
+    for scale in (0.3, 21.48, 306.2, 5000.0):
+        c = sl._constants(scale)
+        table = sl._v_table(scale)
+        w = np.random.default_rng(3).integers(0, 2**64, size=200_000, dtype=np.uint64)
+        w[:1000] = np.repeat(c.words, -(-1000 // c.vmax))[:1000]  # on the table words
+        v = table[(w >> np.uint64(64 - sl._BUCKET_BITS)).astype(np.int64)]
+        known = v >= 0
+        ref = c.vmax - np.searchsorted(c.words_ascending, w, side="right")
+        assert np.array_equal(v[known], ref[known])
+        assert not np.isin(w[known], c.words).any()  # a known bucket holds no table word
+        assert (ref[known] < c.vmax).all()
+        assert known.mean() > 0.9
+
+
 # ---------------------------------------------------------------------------------------------
 # the exact constants
 # ---------------------------------------------------------------------------------------------
