@@ -377,7 +377,8 @@ def test_part_statistic_is_the_capped_sums_and_imbalance(seed):
     want = level_imbalance(tree, J, start=min(max(first, start), J))[start:]
     assert np.array_equal(imbalance, want)
     stat2, none = part_statistic(tree, caps, start, None)
-    assert none is None and np.array_equal(stat2, stat)
+    assert none is None
+    assert np.array_equal(stat2, stat)
 
 
 @pytest.mark.parametrize("placement", ["uniform", "center"])
@@ -477,7 +478,8 @@ def test_adaptive_never_rebuilds_and_its_task_count_ignores_the_cuts(
         counts.setdefault(seen[-1], tasks)
         assert tasks == counts[seen[-1]]
         assert tasks["tree_task"] == 4  # built once, never rebuilt
-        assert (tasks["hold_task"] > 0) == hold and (tasks["split_task"] > 0) != hold
+        assert (tasks["hold_task"] > 0) == hold
+        assert (tasks["split_task"] > 0) != hold
     assert set(counts) == {True, False}  # both cases were met
     assert counts[True] == counts[False]
 
@@ -506,7 +508,9 @@ def test_held_rows_are_sized_for_dask_and_quote_nothing():
     assert sys.getsizeof(held) >= x.nbytes + 4 * 3000
     assert isinstance(pickle.loads(pickle.dumps(held)), HeldRows)
     n, h = held_count_task(held, 6)
-    assert n == 3000 and h.sum() == 3000 and h.size == 64
+    assert n == 3000
+    assert h.sum() == 3000
+    assert h.size == 64
     bounds = np.array([0, 3, 30, 31])
     cut = held_split_task(held, 6, bounds)
     for a, b in zip(cut, split_task(blocks, 3, False, box, 6, bounds), strict=True):
@@ -519,6 +523,9 @@ def test_rows_are_held_only_for_a_public_size_that_fits():
     from opendp_wasserstein.distributed._pmm import HOLD_BYTES_PER_WORKER, holds
 
     fits = HOLD_BYTES_PER_WORKER // 28
-    assert holds(fits, 3, 1) and holds(2 * fits, 3, 2) and holds(10**6, 3, 0)
-    assert not holds(fits + 1, 3, 1) and not holds(10**8, 3, 2)
+    assert holds(fits, 3, 1)
+    assert holds(2 * fits, 3, 2)
+    assert holds(10**6, 3, 0)
+    assert not holds(fits + 1, 3, 1)
+    assert not holds(10**8, 3, 2)
     assert not holds(None, 3, 100)
