@@ -107,6 +107,7 @@ from opendp_wasserstein.tables.network import (
     Clique,
     NetworkCoding,
     candidates,
+    clique_penalty,
     fit_network,
     network_codings,
 )
@@ -363,7 +364,8 @@ def _network(
             m = raw.reshape(kp, kc)
             a = m.sum(axis=1).astype(np.float64)
             b = m.sum(axis=0).astype(np.float64)
-            scores.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()))
+            pen = 0.0 if gauss else clique_penalty(coding, q, count_scale, noise)
+            scores.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()) - pen)
         choice = _select(scores, src, gauss, sel_scale, eps_round, sel_sens, sel_rng)
         q = cand[choice]
         chosen.append(q)

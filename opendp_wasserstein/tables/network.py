@@ -138,6 +138,8 @@ __all__ = [
     "network_points",
     "conditional_rows",
     "NETWORK_CELL_NOISE",
+    "NETWORK_NOISE_PENALTY",
+    "clique_penalty",
 ]
 
 #: :func:`network_cells` keeps ``n / cells`` at least this many times the counts' noise scale
@@ -145,6 +147,13 @@ NETWORK_CELL_NOISE = 2.0
 
 #: score every candidate after the first round at the coarse codes (comparable scores)
 NETWORK_SCORE_COARSE = True
+
+#: under pure DP (Laplace tables) a candidate's selection score is its dependence less this
+#: many times the expected ``l1`` noise of the table it would release (its cells times the
+#: tables' Laplace scale, :func:`clique_penalty`: public), so a round prefers a table whose
+#: dependence stands above its noise (AIM's rule, McKenna et al. 2022, in ``l1``).  Measured
+#: (``bench_tables_compare``, pure, the network against the pair tree): docs/tables_compare.rst
+NETWORK_NOISE_PENALTY = 1.0
 
 
 def _count_scale(columns: int, epsilon_counts: float, noise: str = "laplace") -> float:
@@ -260,11 +269,14 @@ def make_clique_scores(
     coding: NetworkCoding,
     cliques: Sequence[Clique],
     coarse: bool = False,
+    penalties: Sequence[float] | None = None,
 ) -> Transformation:
     r"""Per clique, ``||C_{P,c} - C_P C_c^T / n||_1`` (its count table against the product of
-    the parents' joint counts and the child's, at the clique's coding): a float vector in
-    ``linf_distance``, stability ``round_up(r (6 + 4/n))`` for ``r`` replacements (the parents'
-    joint code is one column: :func:`~opendp_wasserstein.tables.pairs.pair_score_sensitivity`)."""
+    the parents' joint counts and the child's, at the clique's coding), less the clique's public
+    ``penalties`` when given (:func:`clique_penalty`): a float vector in ``linf_distance``,
+    stability ``round_up(r (6 + 4/n))`` for ``r`` replacements (the parents' joint code is one
+    column: :func:`~opendp_wasserstein.tables.pairs.pair_score_sensitivity`; a constant of the
+    candidate, the same for every data set, moves no difference of two data sets' scores)."""
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
     if n is None:
@@ -272,13 +284,16 @@ def make_clique_scores(
     kind = check_metric(input_metric, n)
     if not cliques:
         raise ValueError("cliques must not be empty")
+    pen = [0.0] * len(cliques) if penalties is None else [float(v) for v in penalties]
+    if len(pen) != len(cliques) or not all(np.isfinite(pen)):
+        raise ValueError("penalties must be one finite number per clique")
     sens = pair_score_sensitivity(n)
 
     def function(x: np.ndarray) -> list[float]:
         x = validate_data(x, d, n, nan=False)
         codes: dict[int, dict[int, np.ndarray]] = {1: {}, 2: {}}
         out = []
-        for q in cliques:  # candidates (public)
+        for q, c0 in zip(cliques, pen, strict=True):  # candidates (public)
             lv = 2 if coarse else min(2, len(q.parents))
             cd = coding.level(lv)
             have = codes[lv]
@@ -291,7 +306,7 @@ def make_clique_scores(
             t = np.bincount(pc * kc + have[q.child], minlength=kp * kc).astype(np.float64)
             a = np.bincount(pc, minlength=kp).astype(np.float64)
             b = np.bincount(have[q.child], minlength=kc).astype(np.float64)
-            out.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()))
+            out.append(float(np.abs(t - np.outer(a, b).reshape(-1) / n).sum()) - c0)
         return out
 
     def stability(d_in: Any) -> float:
@@ -324,6 +339,19 @@ def candidates(coding: NetworkCoding, inside: Sequence[int], k: int) -> list[Cli
             if _cells(coding.coarse, (p, q, c)) <= coding.max_cells
         ]
     return out
+
+
+def clique_penalty(
+    coding: NetworkCoding, clique: Clique, count_scale: float, noise: str = "laplace"
+) -> float:
+    """The public penalty of a candidate's selection score (:data:`NETWORK_NOISE_PENALTY` times
+    the cells of the table it would release, at its coding, times the tables' noise scale
+    ``count_scale``: about that table's expected ``l1`` noise); 0 in zCDP (``noise="gaussian"``:
+    the release with ``delta`` keeps the unpenalised scores)."""
+    if check_noise(noise) == "gaussian":
+        return 0.0
+    cd = coding.level(len(clique.parents))
+    return float(NETWORK_NOISE_PENALTY * float(count_scale) * _cells(cd, clique.columns))
 
 
 def make_network(
@@ -415,7 +443,12 @@ def make_network(
         for _ in range(rounds):  # k - 1 rounds (public)
             cand = candidates(coding, inside, k)
             scores = make_clique_scores(
-                input_domain, input_metric, coding, cand, NETWORK_SCORE_COARSE and bool(inside)
+                input_domain,
+                input_metric,
+                coding,
+                cand,
+                NETWORK_SCORE_COARSE and bool(inside),
+                None if gauss else [clique_penalty(coding, q, count_scale, noise) for q in cand],
             )
             if src.secure and gauss:
                 g = dp.m.make_noisy_max(

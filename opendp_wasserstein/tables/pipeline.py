@@ -27,8 +27,9 @@ blocks on its workers.  A table of one block is one sample of ``n`` rows, as bef
 **The joint release** (``joint="auto"``, :func:`joint_kind`, a function of public ``n``,
 ``epsilon``, the schema and whether ``delta`` is given): the tree of noisy 2-way marginals
 (:mod:`~opendp_wasserstein.tables.pairs`) when ``n * epsilon`` is at least
-:data:`PAIRS_MIN_NEPS` per column, or, with ``delta`` (zCDP), the degree-2 network
-(:mod:`~opendp_wasserstein.tables.network`) from :data:`NETWORK_MIN_NEPS_ZCDP`; the joint
+:data:`PAIRS_MIN_NEPS` per column, or the degree-2 network
+(:mod:`~opendp_wasserstein.tables.network`): with ``delta`` (zCDP) from
+:data:`NETWORK_MIN_NEPS_ZCDP`, under pure DP below :data:`NETWORK_MAX_NEPS_PURE`; the joint
 hierarchy (Adaptive Pruned-PMM over Gower split orders, below) on request (``joint="tree"``):
 its selection, made for W1 under the whole-table metric, picks shallow trees on tables of many
 columns (depth 2-3 on an 8-column, 6,900-row table at epsilon 1), which keep no pairwise
@@ -184,6 +185,17 @@ PAIRS_MIN_NEPS = 400.0
 #: -> 0.287 but correlations 0.192 -> 0.212; diamonds eps 1: correlations 0.114 -> 0.134)
 NETWORK_MIN_NEPS_ZCDP = 600.0
 
+#: under pure DP, ``joint="auto"`` runs the degree-2 network (whose selection scores are then
+#: penalised by their tables' expected noise,
+#: :data:`~opendp_wasserstein.tables.network.NETWORK_NOISE_PENALTY`) instead of the pair tree
+#: from :data:`PAIRS_MIN_NEPS` while ``n * epsilon / k`` is below this.  Measured
+#: (``bench_tables_compare``, pure, network against pair tree, 3-6 seeds): txhousing at
+#: ``n eps / k`` 430 and 860 (eps 0.5, 1): 2-way TVD 0.279 -> 0.245, 0.194 -> 0.164,
+#: correlations 0.217 -> 0.169, 0.192 -> 0.134, model -0.16 -> 0.06, 0.13 -> 0.28; above, the
+#: pair tree stays: credit at 1296 (eps 4) correlations 0.093 -> 0.104 (model 0.606 -> 0.651),
+#: txhousing at 3440 (eps 4) 2-way TVD 0.111 -> 0.122, model 0.489 -> 0.420
+NETWORK_MAX_NEPS_PURE = 1000.0
+
 #: the share of the joint release's budget spent on its selection
 DEFAULT_JOINT_SELECT_SHARE = 0.1
 
@@ -307,14 +319,15 @@ def joint_kind(
     """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"`` or ``"independent"``; a
     function of public values only (``n``, ``epsilon``, the schema's columns, the noise: the
     discrete Gaussian of a release with ``delta``).  ``joint="auto"``: independent columns
-    below :data:`PAIRS_MIN_NEPS` per column, then the pair tree, or the network under zCDP
-    (``noise="gaussian"``) from :data:`NETWORK_MIN_NEPS_ZCDP`.
+    below :data:`PAIRS_MIN_NEPS` per column; under zCDP (``noise="gaussian"``) the pair tree,
+    then the network from :data:`NETWORK_MIN_NEPS_ZCDP`; under pure DP the network (its scores
+    penalised by their tables' noise), then the pair tree from :data:`NETWORK_MAX_NEPS_PURE`.
 
     >>> o = StructuredOptions()
     >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (799, 800, 1199, 1200)]
     ['independent', 'pairs', 'pairs', 'network']
-    >>> joint_kind(o, 10**6, 1.0, 2)
-    'pairs'
+    >>> [joint_kind(o, n, 1.0, 2) for n in (799, 800, 1999, 2000)]
+    ['independent', 'network', 'network', 'pairs']
     """
     if options.joint == "never" or columns < 2:
         return "independent"
@@ -325,7 +338,9 @@ def joint_kind(
     x = n * epsilon / max(1, columns)
     if x < PAIRS_MIN_NEPS:
         return "independent"
-    return "network" if check_noise(noise) == "gaussian" and x >= NETWORK_MIN_NEPS_ZCDP else "pairs"
+    if check_noise(noise) == "gaussian":
+        return "network" if x >= NETWORK_MIN_NEPS_ZCDP else "pairs"
+    return "network" if x < NETWORK_MAX_NEPS_PURE else "pairs"
 
 
 def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns: int) -> Fraction:

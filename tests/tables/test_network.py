@@ -24,9 +24,11 @@ from opendp_wasserstein.tables import (
 )
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.network import (
+    NETWORK_NOISE_PENALTY,
     Clique,
     NetworkCoding,
     candidates,
+    clique_penalty,
     conditional_rows,
     make_clique_counts,
     make_clique_scores,
@@ -44,6 +46,7 @@ from opendp_wasserstein.tables.pairs import (
     zcdp_selection,
 )
 from opendp_wasserstein.tables.pipeline import (
+    NETWORK_MAX_NEPS_PURE,
     NETWORK_MIN_NEPS_ZCDP,
     PAIRS_MIN_NEPS,
     StructuredOptions,
@@ -182,6 +185,70 @@ def test_clique_score_map_is_exact():
     )
     assert t.map(1) == round_up(Fraction(6) + Fraction(4, 50))
     assert t.map(2) == round_up(2 * (Fraction(6) + Fraction(4, 50)))
+
+
+def test_clique_penalty_is_the_released_tables_expected_noise_and_zero_in_zcdp():
+    coding = _coding()  # fine: x 5 codes (4 bins + missing), c 3, k 4; coarse: x 3, c 3, k 2
+    assert NETWORK_NOISE_PENALTY == 1.0
+    assert clique_penalty(coding, Clique(2, (0,)), 4.0) == 5 * 4 * 4.0
+    assert clique_penalty(coding, Clique(2, (0, 1)), 4.0) == 3 * 3 * 2 * 4.0
+    assert clique_penalty(coding, Clique(2, (0, 1)), 4.0, "gaussian") == 0.0
+
+
+def test_penalised_clique_scores_are_shifted_by_the_public_penalty_at_the_same_map():
+    n = 60
+    x = np.random.default_rng(3).uniform(size=(n, ENC.dimension))
+    cl = [Clique(2, (0, 1)), Clique(1, (0,)), Clique(2, (1,))]
+    plain = make_clique_scores(_domain(n), dp.change_one_distance(), _coding(), cl, True)
+    pen = [clique_penalty(_coding(), q, 4.0) for q in cl]
+    t = make_clique_scores(_domain(n), dp.change_one_distance(), _coding(), cl, True, pen)
+    assert t(x) == [a - b for a, b in zip(plain(x), pen, strict=True)]
+    bound = round_up(Fraction(6) + Fraction(4, n))
+    assert t.map(1) == plain.map(1) == bound
+    assert t.check(1, bound)
+    assert not t.check(1, float(np.nextafter(bound, 0)))
+    with pytest.raises(ValueError, match="penalties"):
+        make_clique_scores(_domain(n), dp.change_one_distance(), _coding(), cl, True, pen[:2])
+    with pytest.raises(ValueError, match="penalties"):
+        make_clique_scores(
+            _domain(n), dp.change_one_distance(), _coding(), cl, True, [0.0, np.inf, 0.0]
+        )
+
+
+def test_penalised_selection_exact_law_on_every_replacement_of_small_tables():
+    """The pure network's round: the exponential mechanism on the penalised scores.  On every
+    table of n = 3 records over a 2 x 2 x 2 grid and every replacement of one record, the
+    exact law of the choice (the softmax of ``(score - penalty) / scale`` at the round's scale
+    ``2 Delta / eps``, computed in closed form) moves by at most ``e^eps`` per candidate: a
+    public penalty keeps the round's map."""
+    schema = Schema({v: CategoricalColumn(categories=("p", "q")) for v in ("a", "b", "c")})
+    enc = TableEncoding(schema)
+    plans = column_plans(enc)
+    pc = PairCoding(plans, (None, None, None), (2, 2, 2))
+    coding = NetworkCoding(pc, pc, 8)
+    n, eps = 3, 0.5
+    cl = [Clique(2, (0, 1)), Clique(1, (0,)), Clique(2, (1,))]
+    pen = [clique_penalty(coding, q, 3.0) for q in cl]
+    assert pen == [24.0, 12.0, 12.0]
+    scores = make_clique_scores(_domain(n, 3), dp.change_one_distance(), coding, cl, False, pen)
+    scale = 2 * float(pair_score_sensitivity(n)) / eps
+    pts = enc._cell_points(2)
+    cells = [(pts[i], pts[j], pts[h]) for i in range(2) for j in range(2) for h in range(2)]
+
+    def law(x):
+        u = np.asarray(scores(x)) / scale
+        w = np.exp(u - u.max())
+        return w / w.sum()
+
+    worst = 0.0
+    for rows in itertools.combinations_with_replacement(range(8), n):
+        x = np.array([cells[r] for r in rows])
+        p = law(x)
+        for pos, new in itertools.product(range(n), range(8)):
+            y = x.copy()
+            y[pos] = cells[new]
+            worst = max(worst, float(np.max(np.abs(np.log(law(y)) - np.log(p)))))
+    assert 0 < worst <= eps * (1 + 1e-9)
 
 
 def test_two_parent_score_sensitivity_holds_on_every_replacement_of_small_tables():
@@ -369,22 +436,33 @@ def test_network_release_with_delta_is_gaussian_reproducible_and_keeps_dependenc
     assert a["k"].between(0, 9).all()
 
 
-def test_network_is_an_option_and_auto_keeps_the_pair_tree():
+def test_network_is_an_option_and_auto_keeps_the_pair_tree_on_large_pure_releases():
     assert joint_kind(StructuredOptions(joint="network"), 10, 1.0, 3) == "network"
     assert joint_kind(StructuredOptions(), 10**6, 1.0, 3) == "pairs"
 
 
 def test_auto_runs_the_network_under_zcdp_from_its_public_threshold():
     """``joint="auto"`` with the discrete Gaussian (a release with ``delta``): the pair tree
-    from ``PAIRS_MIN_NEPS`` per column, the network from ``NETWORK_MIN_NEPS_ZCDP``; pure DP
-    keeps the pair tree at any size."""
+    from ``PAIRS_MIN_NEPS`` per column, the network from ``NETWORK_MIN_NEPS_ZCDP``."""
     o, k = StructuredOptions(), 3
     at = int(NETWORK_MIN_NEPS_ZCDP * k)
     assert joint_kind(o, at, 1.0, k, "gaussian") == "network"
     assert joint_kind(o, at - 1, 1.0, k, "gaussian") == "pairs"
     assert joint_kind(o, int(PAIRS_MIN_NEPS * k) - 1, 1.0, k, "gaussian") == "independent"
-    assert joint_kind(o, 10**9, 1.0, k, "laplace") == "pairs"
+    assert joint_kind(o, 10**9, 1.0, k, "gaussian") == "network"
     assert joint_kind(StructuredOptions(joint="pairs"), 10**9, 1.0, k, "gaussian") == "pairs"
+
+
+def test_auto_runs_the_network_under_pure_dp_below_its_public_threshold():
+    """Pure DP: independent columns below ``PAIRS_MIN_NEPS`` per column, the network from
+    there, the pair tree from ``NETWORK_MAX_NEPS_PURE``."""
+    o, k = StructuredOptions(), 3
+    lo, hi = int(PAIRS_MIN_NEPS * k), int(NETWORK_MAX_NEPS_PURE * k)
+    assert joint_kind(o, lo - 1, 1.0, k) == "independent"
+    assert joint_kind(o, lo, 1.0, k) == "network"
+    assert joint_kind(o, hi - 1, 1.0, k) == "network"
+    assert joint_kind(o, hi, 1.0, k) == "pairs"
+    assert joint_kind(StructuredOptions(joint="pairs"), lo, 1.0, k) == "pairs"
 
 
 def test_auto_with_delta_is_the_network_release_and_certificate():

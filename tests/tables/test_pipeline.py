@@ -164,7 +164,7 @@ def test_the_first_look_spends_the_rules_share_and_the_map_stays_exact():
     with reproducible(0), diagnostics() as rec:
         meas(x)
     info = [r for r in rec if r.get("structured")][-1]
-    assert info["joint_kind"] == "pairs"
+    assert info["joint_kind"] == "network"  # pure DP below NETWORK_MAX_NEPS_PURE
     assert 0.5 * (1 - 1e-9) <= info["epsilon_marginals"] <= 0.5
 
 
@@ -657,7 +657,11 @@ def test_a_pairs_release_in_blocks_sums_the_quality_counts():
     out = {}
     for rows in (RELEASE_BLOCK_ROWS, 1500):
         meas = make_structured_synthesis(
-            _domain(n), dp.change_one_distance(), ENC, eps, StructuredOptions(block_rows=rows)
+            _domain(n),
+            dp.change_one_distance(),
+            ENC,
+            eps,
+            StructuredOptions(block_rows=rows, joint="pairs"),
         )
         with reproducible(3), diagnostics() as rec:
             y = meas(x)
