@@ -67,6 +67,7 @@ trusted network or with TLS (Dask's ``distributed.comm`` security settings).
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -129,7 +130,7 @@ class KeyedNodeNoise:
     dtype('int64')
     """
 
-    __slots__ = ("_key", "_namespace", "_headers")
+    __slots__ = ("_key", "_namespace", "_headers", "_contexts")
 
     def __init__(self, key: bytes, namespace: int = 0) -> None:
         if not isinstance(key, (bytes, bytearray)) or len(key) != KEY_BYTES:
@@ -141,6 +142,7 @@ class KeyedNodeNoise:
         self._key = bytes(key)
         self._namespace = int(namespace)
         self._headers: dict[tuple[int, int, int], np.ndarray] = {}  # E_K(H): _header
+        self._contexts = threading.local()  # the AES context of each thread: _encryptor
 
     # ------------------------------------------------------------------ construction
 
@@ -184,8 +186,13 @@ class KeyedNodeNoise:
     # ------------------------------------------------------------------ the PRF
 
     def _encryptor(self) -> Any:
-        # a fresh context per call: ECB is stateless, and contexts are not shared by threads
-        return Cipher(algorithms.AES(self._key), modes.ECB()).encryptor()
+        # one ECB context per thread, kept: ECB is stateless (every call encrypts whole blocks
+        # and buffers nothing), and a context is never shared by two threads
+        cache = self._contexts
+        enc = getattr(cache, "enc", None)
+        if enc is None:
+            enc = cache.enc = Cipher(algorithms.AES(self._key), modes.ECB()).encryptor()
+        return enc
 
     @staticmethod
     def _aes(enc: Any, blocks: np.ndarray) -> np.ndarray:
