@@ -94,6 +94,7 @@ MAX_BITS_PER_COORD = 52
 _ROWS = 1 << 15  # rows per chunk of the code kernel (a chunk's temporaries stay in cache)
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
+_TOP = np.uint64(1 << 63)
 _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
 # multi-word codes: radix passes over every row (_lsd_order) when more than this share of the
 # rows is still tied after the first sort, else refinement of the tied rows (CountTree._refine)
@@ -582,6 +583,17 @@ def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
     return out
 
 
+def _sort_u64(keys: np.ndarray, restore: bool = True) -> None:
+    """Sort uint64 ``keys`` in place in their uint64 order, as int64 with the top bit flipped
+    (the same order; numpy's int64 sort is faster than its uint64 sort).  ``restore=False``
+    leaves the top bit flipped, for keys whose top bit is masked off or only XOR-ed with a
+    neighbour's afterwards."""
+    keys ^= _TOP
+    keys.view(np.int64).sort()
+    if restore:
+        keys ^= _TOP
+
+
 def _lcp_histogram(lcp: np.ndarray, depth: int) -> np.ndarray:
     """``hist[v] = #{i : lcp[i] = v}`` for ``v = 0 .. depth`` (int64), chunk by chunk:
     ``np.bincount`` casts its input to intp, so a chunk of ``2^13`` rows keeps that copy (64 KB)
@@ -708,7 +720,7 @@ def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
             _take(digit, order, key)  # the digit of the rows in the current order
         key <<= np.uint64(i)
         key |= rank
-        key.sort()
+        _sort_u64(key, restore=False)
         key &= mask
         if p:
             _take(order, key.view(np.int64), spare)  # the previous order, composed
@@ -776,7 +788,7 @@ def _run_radix_order(
             _take(digit, order, key)  # the digit of the rows in the current order
         key <<= np.uint64(ir)
         key |= frame
-        key.sort()
+        _sort_u64(key, restore=False)
         key &= low
         src = key.view(np.int64)
         src += first  # the position in the previous pass's order
@@ -891,7 +903,7 @@ class CountTree:
         else:
             words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
             if W == 1 or n <= 1:
-                words[0].sort()
+                _sort_u64(words[0])
                 lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
             elif depth <= 64 + _BUCKET_BITS:
                 words, lcp = self._sort_two_words(words)
@@ -963,7 +975,7 @@ class CountTree:
         keys = word & ~mask
         for a in range(0, n, _ROWS):  # | the row index, chunk by chunk (no full-size temporary)
             keys[a : a + _ROWS] |= np.arange(a, min(n, a + _ROWS), dtype=np.uint64)
-        keys.sort()
+        _sort_u64(keys, restore=False)  # the top bit flipped: only masked or XOR-ed below
         order = (keys & mask).view(np.int64)
         keys &= ~mask
         lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
@@ -1096,7 +1108,7 @@ class CountTree:
             key = (run.astype(np.uint64) << np.uint64(count + ir)) | (bits << np.uint64(ir))
             key |= offset.view(np.uint64)
             del offset, run
-            key.sort()
+            _sort_u64(key)
             sub = np.repeat(first, lengths)
             sub += (key & np.uint64((1 << ir) - 1)).view(np.int64)
             bits = (key >> np.uint64(ir)) & np.uint64((1 << count) - 1)

@@ -228,6 +228,44 @@ def _v_table(scale: float) -> np.ndarray:
     return out
 
 
+_HIGH = np.uint64(0x8080808080808080)  # the top bit of every byte lane
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_GATHER = np.uint64(0x0102040810204080)  # bit 8 i -> bit 56 + i (i < 8, no carries)
+
+
+@lru_cache(maxsize=256)
+def _lane_constants(digits: bytes) -> tuple[np.uint64, np.uint64, np.uint64]:
+    """For first digits ``t_0 .. t_{k-1}`` (``k <= 7``): the word with ``t_i`` in byte lane
+    ``i + 1``, its low 7 bits per lane, and the top bits of lanes ``1 .. k``."""
+    word = sum(t << (8 * (i + 1)) for i, t in enumerate(digits))
+    top = sum(0x80 << (8 * (i + 1)) for i in range(len(digits)))
+    return np.uint64(word), np.uint64(word & ~0x8080808080808080), np.uint64(top)
+
+
+def _swar_bits(x: np.ndarray, digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``U = sum_i [R_i < t_i] 2^i`` and ``any_i R_i == t_i`` for the bytes ``R_i`` in lanes
+    ``1 .. k`` of the little-endian words ``x`` (``k = len(digits) <= 7``), by byte-lane
+    arithmetic on whole words: per lane, ``(R | 0x80) - (t & 0x7f)`` cannot borrow from the
+    next lane and its top bit is ``[R mod 128 >= t mod 128]``, so ``R < t`` is
+    ``(~R_7 & t_7) | (~(R_7 ^ t_7) & ~that)`` on the top bits; a lane of ``R ^ t`` is zero iff
+    the top bit of ``((z & 0x7f) + 0x7f) | z`` is clear (no carry leaves a lane)."""
+    word, low, top = _lane_constants(digits.tobytes())
+    t = x | _HIGH
+    t -= low
+    z = x ^ word
+    lt: np.ndarray = np.bitwise_and(~x, word)
+    lt |= ~(z | t)
+    lt &= top
+    eq = z & _LOW7
+    eq += _LOW7
+    eq |= z
+    tie = (~eq & top) != 0
+    lt >>= np.uint64(15)  # lane i + 1's top bit to bit 8 i
+    lt *= _GATHER
+    lt >>= np.uint64(56)
+    return lt, tie
+
+
 def _first_round(
     c: _Constants, buf: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -257,30 +295,36 @@ def _first_round(
         tail[look] = idx == 0  # V >= v_max: a fresh word follows
         slow[look] = c.words_ascending[np.maximum(idx, 1) - 1] == wl  # W = P_v: next digits
     if k:  # b_i = [R_i < theta_i] from byte 1 + i; a tied first digit: the next bytes decide
+        digits = c.theta.digits[:, 0]
+        if k <= 7:  # bytes 1 .. k are lanes of the row's first 64-bit word: all bits at once
+            u, tie = _swar_bits(buf.view("<u8")[:, 0], digits)
+        else:
+            u = np.zeros(size, dtype=np.int64)
+            bit = np.empty(size, dtype=bool)
+            part = np.empty(size, dtype=np.int64)
+            tie = np.zeros(size, dtype=bool)
+            for i, digit in enumerate(digits.tolist()):
+                col = buf[:, 1 + i]  # one column at a time: contiguous passes, any k
+                tie |= col == digit
+                np.less(col, digit, out=bit)
+                np.left_shift(bit, i, out=part, dtype=part.dtype)
+                u |= part
         y <<= k
-        bit = np.empty(size, dtype=bool)
-        eq = np.empty(size, dtype=bool)
-        ties = np.zeros(size, dtype=np.uint8)
-        tied_bit = np.zeros(size, dtype=np.int64)
-        for i, digit in enumerate(c.theta.digits[:, 0].tolist()):
-            col = buf[:, 1 + i]  # one column at a time: contiguous passes, any k
-            np.equal(col, digit, out=eq)
-            ties += eq
-            if i:
-                tied_bit[eq] = i
-            np.less(col, digit, out=bit)
-            y += bit.view(np.uint8) << np.int64(i) if i else bit
-        tied = np.flatnonzero(ties)
+        y += u.view(np.int64)
+        tied = np.flatnonzero(tie)
         if tied.size:  # one tie, decided by the next byte (the word stays at byte 8): here
-            one = tied[ties[tied] == 1] if k <= 6 else tied[:0]
-            col_of = tied_bit[one]
-            nxt = buf[one, 1 + k]
+            eq = buf[tied, 1 : 1 + k] == digits
+            count = eq.sum(axis=1)
+            one = np.flatnonzero(count == 1) if k <= 6 else np.zeros(0, dtype=np.int64)
+            col_of = eq[one].argmax(axis=1)
+            rows = tied[one]
+            nxt = buf[rows, 1 + k]
             second = c.theta.digits[col_of, 1]
             ok = (nxt != second) & (c.theta.known[col_of] >= 2)
-            y[one[ok]] += (nxt[ok] < second[ok]).astype(np.int64) << col_of[ok]
-            handled = np.zeros(size, dtype=bool)
+            y[rows[ok]] += (nxt[ok] < second[ok]).astype(np.int64) << col_of[ok]
+            handled = np.zeros(tied.size, dtype=bool)
             handled[one[ok]] = True
-            slow[tied[~handled[tied]]] = True
+            slow[tied[~handled]] = True
     neg = (buf[:, 0] & np.uint8(1)).view(bool)
     again = neg & (y == 0)  # CKS Algorithm 2 step 7: "-0" is rejected and redrawn
     again &= ~slow
