@@ -2,8 +2,10 @@
 
 The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
 
-1. **Count** (one task per input block): the level-``j0`` Morton prefix of every row, its
-   histogram (``2^j0`` counts) and the number of rows; the driver sums them.
+1. **Count** (one task per input block, or with a public size that fits
+   :data:`HOLD_BYTES_PER_WORKER` one per group of blocks that keeps its rows on its worker for
+   step 3, :class:`HeldRows`): the level-``j0`` Morton prefix of every row, its histogram
+   (``2^j0`` counts) and the number of rows; the driver sums them.
 2. **Top of the tree** (driver): the root mass and Algorithms 1-2 for levels ``< j0`` with the
    traversal code of the in-memory path
    (:func:`~opendp_wasserstein.hierarchy.traversal.expand_levels`), its exact counts read off the
@@ -12,9 +14,12 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
    cell; parts own contiguous ranges of cells, cut so that they hold about as many rows.
 4. **Subtrees** (one task per part): the count tree of the part's rows, then Algorithms 1-2
    below its active level-``j0`` cells from their masses, then the synthesis of its leaves,
-   written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
-   levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
-   selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
+   written as one Parquet part.  The adaptive mechanism first reduces the parts' statistic of
+   levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part;
+   :func:`part_statistic`) for the scores, selects on the driver, then expands the chosen
+   release on the same trees, cut on exact counts and never rebuilt (:func:`expand_task`), and
+   writes its parts on the noisy cuts (:func:`write_task`): the same number of tasks whatever
+   the cuts.
    Least squares (:mod:`opendp_wasserstein.hierarchy.least_squares`) splits step 4 in two passes:
    the parts expand by the paper's rule and run the bottom-up of their subtrees
    (:func:`forest_task`), the driver combines their roots' children sums with its own levels
