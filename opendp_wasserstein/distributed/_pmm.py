@@ -1024,8 +1024,8 @@ def _finish(
 def _release(plan: PmmPlan, writer: PartWriter) -> Release:
     noise, stream = _keys(plan)
     if isinstance(writer, PartWriter) and plan.placement == "uniform":
-        # uniform points are distinct floats: plain encoding (centres repeat: a dictionary)
-        writer = dataclasses.replace(writer, dictionary=False)
+        # uniform points are distinct floats: plain, uncompressed (centres repeat: a dictionary)
+        writer = dataclasses.replace(writer, dictionary=False, compression="none")
     return Release(
         d=plan.d,
         box=plan.box,
