@@ -40,6 +40,7 @@ points in parallel.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import math
 import uuid
@@ -255,8 +256,20 @@ def held_split_task(held: HeldRows, level: int, bounds: np.ndarray) -> tuple[np.
     return tuple(np.split(held.rows[order], cuts))
 
 
+def trim_heap() -> None:
+    """Give the C heap's free memory back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere).  The workers of :func:`~._executor.local_client` keep glibc's dynamic ``mmap``
+    threshold, so arrays of up to 32 MB come from the heap, and what the pieces and the trees'
+    temporaries freed would otherwise stay in the worker's RSS while the next trees are built."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
 def tree_task(d: int, box: Box, depth: int, axes: Axes, *pieces: np.ndarray) -> CountTree:
     """The count tree of a part's rows (its pieces from every block)."""
+    trim_heap()  # the pieces of the trees built before this one
     x = np.concatenate(pieces) if pieces else np.zeros((0, d))
     return CountTree(x, depth, box, axes=axes, keep_input=False)
 
@@ -349,6 +362,7 @@ def capped_task(
     the trees held between the selection and the release keep 18 bytes a row, not 26."""
     out = part_statistic(tree, caps, start, resolution)
     tree._grouped_cache.clear()
+    trim_heap()
     return out
 
 
