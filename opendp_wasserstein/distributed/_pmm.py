@@ -2,8 +2,10 @@
 
 The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
 
-1. **Count** (one task per input block): the level-``j0`` Morton prefix of every row, its
-   histogram (``2^j0`` counts) and the number of rows; the driver sums them.
+1. **Count** (one task per input block, or with a public size that fits
+   :data:`HOLD_BYTES_PER_WORKER` one per group of blocks that keeps its rows on its worker for
+   step 3, :class:`HeldRows`): the level-``j0`` Morton prefix of every row, its histogram
+   (``2^j0`` counts) and the number of rows; the driver sums them.
 2. **Top of the tree** (driver): the root mass and Algorithms 1-2 for levels ``< j0`` with the
    traversal code of the in-memory path
    (:func:`~opendp_wasserstein.hierarchy.traversal.expand_levels`), its exact counts read off the
@@ -12,9 +14,12 @@ The plan (``r`` the depth, ``j0`` the split level, ``P`` the number of parts):
    cell; parts own contiguous ranges of cells, cut so that they hold about as many rows.
 4. **Subtrees** (one task per part): the count tree of the part's rows, then Algorithms 1-2
    below its active level-``j0`` cells from their masses, then the synthesis of its leaves,
-   written as one Parquet part.  The adaptive mechanism first reduces the parts' occupancy of
-   levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part) for the scores,
-   selects on the driver, then runs step 4 on the parts' trees kept in worker memory.
+   written as one Parquet part.  The adaptive mechanism first reduces the parts' statistic of
+   levels ``>= j0`` (every level-``j`` cell, ``j >= j0``, lies in one part;
+   :func:`part_statistic`) for the scores, selects on the driver, then expands the chosen
+   release on the same trees, cut on exact counts and never rebuilt (:func:`expand_task`), and
+   writes its parts on the noisy cuts (:func:`write_task`): the same number of tasks whatever
+   the cuts.
    Least squares (:mod:`opendp_wasserstein.hierarchy.least_squares`) splits step 4 in two passes:
    the parts expand by the paper's rule and run the bottom-up of their subtrees
    (:func:`forest_task`), the driver combines their roots' children sums with its own levels
@@ -35,6 +40,7 @@ points in parallel.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import math
 import uuid
@@ -250,8 +256,20 @@ def held_split_task(held: HeldRows, level: int, bounds: np.ndarray) -> tuple[np.
     return tuple(np.split(held.rows[order], cuts))
 
 
+def trim_heap() -> None:
+    """Give the C heap's free memory back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere).  The workers of :func:`~._executor.local_client` keep glibc's dynamic ``mmap``
+    threshold, so arrays of up to 32 MB come from the heap, and what the pieces and the trees'
+    temporaries freed would otherwise stay in the worker's RSS while the next trees are built."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
 def tree_task(d: int, box: Box, depth: int, axes: Axes, *pieces: np.ndarray) -> CountTree:
     """The count tree of a part's rows (its pieces from every block)."""
+    trim_heap()  # the pieces of the trees built before this one
     x = np.concatenate(pieces) if pieces else np.zeros((0, d))
     return CountTree(x, depth, box, axes=axes, keep_input=False)
 
@@ -344,6 +362,7 @@ def capped_task(
     the trees held between the selection and the release keep 18 bytes a row, not 26."""
     out = part_statistic(tree, caps, start, resolution)
     tree._grouped_cache.clear()
+    trim_heap()
     return out
 
 
@@ -1019,8 +1038,8 @@ def _finish(
 def _release(plan: PmmPlan, writer: PartWriter) -> Release:
     noise, stream = _keys(plan)
     if isinstance(writer, PartWriter) and plan.placement == "uniform":
-        # uniform points are distinct floats: plain encoding (centres repeat: a dictionary)
-        writer = dataclasses.replace(writer, dictionary=False)
+        # uniform points are distinct floats: plain, uncompressed (centres repeat: a dictionary)
+        writer = dataclasses.replace(writer, dictionary=False, compression="none")
     return Release(
         d=plan.d,
         box=plan.box,

@@ -383,8 +383,8 @@ def test_part_statistic_is_the_capped_sums_and_imbalance(seed):
 
 @pytest.mark.parametrize("placement", ["uniform", "center"])
 def test_uniform_points_are_written_without_a_dictionary(placement, inline, tmp_path):
-    """Uniform points (distinct floats) are plain-encoded; centres (repeated) keep Parquet's
-    dictionary encoding.  The values are the same either way."""
+    """Uniform points (distinct floats) are plain-encoded and uncompressed; centres (repeated)
+    keep Parquet's dictionary encoding and snappy.  The values are the same either way."""
     import pyarrow.parquet as pq
 
     x = data(3000, 2)
@@ -400,6 +400,11 @@ def test_uniform_points_are_written_without_a_dictionary(placement, inline, tmp_
     }
     dictionary = any("DICTIONARY" in e for e in encodings)
     assert dictionary == (placement == "center")
+    compression = {
+        pq.ParquetFile(f).metadata.row_group(0).column(0).compression
+        for f in sorted((tmp_path / "o").iterdir())
+    }
+    assert compression == ({"UNCOMPRESSED"} if placement == "uniform" else {"SNAPPY"})
     assert rel.read().shape == (rel.rows, 2)
 
 
