@@ -44,7 +44,8 @@ def test_a_large_secure_request_is_the_aes_ctr_keystream_of_one_fresh_key(
 ) -> None:
     words = RandomSource().uint64(AES_CTR_WORDS + 6)
     assert fixed_key == [32]  # one key read, nothing else
-    assert words.dtype == np.uint64 and words.flags.writeable
+    assert words.dtype == np.uint64
+    assert words.flags.writeable
     assert np.array_equal(words, _ecb_counter_blocks(KEY, (AES_CTR_WORDS + 6) // 2))
     # shapes as the small path gives them
     assert RandomSource().uint64((AES_CTR_WORDS, 2)).shape == (AES_CTR_WORDS, 2)

@@ -131,7 +131,9 @@ def test_encode_in_fortran_order_is_the_same_points():
         "b": _raw([1, 0, 1, 1], [False, True, False, False]),
     }
     c, f = enc.encode(cols), enc.encode(cols, order="F")
-    assert c.flags.c_contiguous and f.flags.f_contiguous and not f.flags.c_contiguous
+    assert c.flags.c_contiguous
+    assert f.flags.f_contiguous
+    assert not f.flags.c_contiguous
     assert np.array_equal(c, f)
     with pytest.raises(ValueError, match="order"):
         enc.encode(cols, order="K")
@@ -397,7 +399,8 @@ def test_rows_right_index_is_searchsorted_by_row():
         x[at] = np.minimum(cum[rows[at], gen.integers(0, w, int(at.sum()))], 0.75)
         got = rows_right_index(cum, rows, x)
         want = [np.searchsorted(cum[r], v, side="right") for r, v in zip(rows, x, strict=True)]
-        assert got is not None and got.dtype == np.int64
+        assert got is not None
+        assert got.dtype == np.int64
         assert np.array_equal(got, np.array(want, dtype=np.int64)), trial
         for odd in (1.0, np.nan, -0.5, 1.5):
             assert rows_right_index(cum, rows, np.append(x, odd)[1:]) is None
