@@ -831,13 +831,9 @@ class Driver:
         """The count pass that keeps the rows: ``n``, the level-``level`` histogram and the
         futures of the groups' :class:`HeldRows` (:meth:`split_groups` groups of blocks, a
         public number), for :meth:`trees_of_held`."""
-        blocks = self.blocks
-        groups = np.array_split(np.arange(len(blocks)), min(len(blocks), self.split_groups()))
         held = [
-            self.client.submit(
-                hold_task, [blocks[i] for i in g], plan_d, nan, box, level, axes, pure=False
-            )
-            for g in groups
+            self.client.submit(hold_task, group, plan_d, nan, box, level, axes, pure=False)
+            for group in self._block_groups()
         ]
         futures = [self.client.submit(held_count_task, f, level, pure=False) for f in held]
         n, h = 0, np.zeros(1 << level, dtype=np.int64)
@@ -859,11 +855,7 @@ class Driver:
         """Futures of the parts' count trees from held groups (:meth:`hold`); the caller drops
         ``held`` after, so that each group is freed once it is cut."""
         pieces = [self.client.submit(held_split_task, f, level, bounds, pure=False) for f in held]
-        trees = []
-        for q in range(bounds.size):
-            mine = [self.client.submit(_piece, p, q, pure=False) for p in pieces]
-            trees.append(self.client.submit(tree_task, d, box, depth, axes, *mine, pure=False))
-        return trees
+        return self._trees_of_pieces(pieces, bounds.size, d, box, depth, axes)
 
     def rows(self, plan_d: int, nan: bool) -> int:
         """The number of rows of the source (a sum over the blocks)."""
@@ -894,15 +886,23 @@ class Driver:
         axes: Axes = None,
     ) -> list[Any]:
         """Futures of the parts' count trees (kept on the workers)."""
-        parts = bounds.size
+        pieces = [
+            self.client.submit(split_task, group, d, nan, box, level, bounds, axes, pure=False)
+            for group in self._block_groups()
+        ]
+        return self._trees_of_pieces(pieces, bounds.size, d, box, depth, axes)
+
+    def _block_groups(self) -> list[list[Any]]:
+        """The source's blocks in :meth:`split_groups` consecutive groups (public: from the
+        number of blocks and workers), the inputs of one hold or split task each."""
         blocks = self.blocks
         groups = np.array_split(np.arange(len(blocks)), min(len(blocks), self.split_groups()))
-        pieces = [
-            self.client.submit(
-                split_task, [blocks[i] for i in g], d, nan, box, level, bounds, axes, pure=False
-            )
-            for g in groups
-        ]
+        return [[blocks[i] for i in g] for g in groups]
+
+    def _trees_of_pieces(
+        self, pieces: list[Any], parts: int, d: int, box: Box, depth: int, axes: Axes
+    ) -> list[Any]:
+        """One count-tree task per part, from piece ``q`` of every split (held or read)."""
         trees = []
         for q in range(parts):
             mine = [self.client.submit(_piece, p, q, pure=False) for p in pieces]
