@@ -134,6 +134,17 @@ _DAY_US = 86_400_000_000
 _RIGHT_BUCKETS = 1 << 12
 
 
+def _buckets(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The look-up table of :func:`right_index` for sorted ``edges``: for each bucket ``b`` of
+    the ``2^12`` (and ``b = G`` for ``x = 1``), ``#(edges <= b / G)`` and whether an edge lies
+    strictly inside it (``#(edges < (b + 1) / G)`` differs: its points need a search)."""
+    g = _RIGHT_BUCKETS
+    grid = np.arange(g + 1, dtype=np.float64) / g
+    lo = np.searchsorted(edges, grid, side="right")  # bucket b: #(edges <= b / G); b = G: x = 1
+    hi = np.append(np.searchsorted(edges, grid[1:], side="left"), lo[-1])  # < (b + 1) / G
+    return lo, lo != hi
+
+
 def right_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``np.searchsorted(edges, x, side="right")`` (int64) for a short sorted ``edges`` and
     many ``x``, mostly in ``[0, 1]``: the unit interval cut into ``2^12`` buckets, each bucket
@@ -151,10 +162,7 @@ def right_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     e = np.asarray(edges, dtype=np.float64)
     v = np.asarray(x, dtype=np.float64)
     g = _RIGHT_BUCKETS
-    grid = np.arange(g + 1, dtype=np.float64) / g
-    lo = np.searchsorted(e, grid, side="right")  # bucket b: #(edges <= b / G); b = G: x = 1
-    hi = np.append(np.searchsorted(e, grid[1:], side="left"), lo[-1])  # #(edges < (b + 1)/G)
-    amb_b = lo != hi
+    lo, amb_b = _buckets(e)
     inside = bool(v.size) and 0.0 <= float(v.min()) and float(v.max()) <= 1.0  # NaN: False
     if inside:
         b = (v * g).astype(np.int32)  # (floor: v >= 0) int32: a third of int64's cost here
@@ -195,12 +203,11 @@ def rows_right_index(table: np.ndarray, rows: np.ndarray, x: np.ndarray) -> np.n
         if not np.all((last >= 1.0) | (last >= body[:, -1])):
             return None
     g = _RIGHT_BUCKETS
-    grid = np.arange(g + 1, dtype=np.float64) / g
     lo = np.empty((k, g), dtype=np.int64)
     amb_b = np.empty((k, g), dtype=bool)
     for p in range(k):  # the table's rows (public: the model's codes)
-        lo[p] = np.searchsorted(t[p], grid[:-1], side="right")  # #(entries <= b / G)
-        amb_b[p] = lo[p] != np.searchsorted(t[p], grid[1:], side="left")  # < (b + 1) / G
+        row_lo, row_amb = _buckets(t[p])
+        lo[p], amb_b[p] = row_lo[:g], row_amb[:g]  # points below 1: buckets 0 .. G - 1
     r = np.asarray(rows)
     if k * g < 2**31:
         flat = r.astype(np.int32) * np.int32(g)
