@@ -819,11 +819,7 @@ class Driver:
             self.client.submit(count_task, b, plan_d, nan, box, level, axes, pure=False)
             for b in self.blocks
         ]
-        n, h = 0, np.zeros(1 << level, dtype=np.int64)
-        for rows, hist in self.run(futures, "count"):
-            n += rows
-            h += hist
-        return n, h
+        return self._sum_counts(futures, level)
 
     def hold(
         self, plan_d: int, nan: bool, box: Box, level: int, axes: Axes = None
@@ -836,11 +832,16 @@ class Driver:
             for group in self._block_groups()
         ]
         futures = [self.client.submit(held_count_task, f, level, pure=False) for f in held]
+        n, h = self._sum_counts(futures, level)
+        return n, h, held
+
+    def _sum_counts(self, futures: list[Any], level: int) -> tuple[int, np.ndarray]:
+        """The count pass's ``(rows, level histogram)`` of every task, summed."""
         n, h = 0, np.zeros(1 << level, dtype=np.int64)
         for rows, hist in self.run(futures, "count"):
             n += rows
             h += hist
-        return n, h, held
+        return n, h
 
     def trees_of_held(
         self,
