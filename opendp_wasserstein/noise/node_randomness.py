@@ -198,8 +198,14 @@ class KeyedNodeNoise:
     def _aes(enc: Any, blocks: np.ndarray) -> np.ndarray:
         """``E_K`` of every 16-byte row of ``blocks`` (shape (..., 2) of little-endian uint64)."""
         data = np.ascontiguousarray(blocks, dtype=_LE64)
-        out = enc.update(memoryview(data).cast("B"))  # type: ignore[arg-type]
-        return np.frombuffer(out, dtype=_LE64).reshape(data.shape)
+        # update_into a numpy buffer (which must have room for one more block): about 3 ns a
+        # block, against 25-30 ns for update(), whose fresh bytes object is the cost from a few
+        # thousand blocks on (measured with cryptography 51 on the project's machine)
+        out = np.empty(data.size + 2, dtype=_LE64)
+        if data.size:
+            src, dst = memoryview(data).cast("B"), memoryview(out).cast("B")  # type: ignore[arg-type]
+            enc.update_into(src, dst)
+        return out[: data.size].reshape(data.shape)
 
     def _header(self, enc: Any, stream: int, level: int, w: int) -> np.ndarray:
         """``E_K(H)`` of the header block of ``(stream, level, w)`` (2 little-endian uint64),
@@ -412,7 +418,9 @@ def random_words(rng: RandomSource, count: int) -> np.ndarray:
         return rng.uint64(count)
     nonce = bytes(16)  # the key is fresh and used once
     enc = Cipher(algorithms.AES(os.urandom(KEY_BYTES)), modes.CTR(nonce)).encryptor()
-    return np.frombuffer(enc.update(bytes(8 * count)), dtype=_LE64).astype(np.uint64)
+    out = np.empty(int(count) + 2, dtype=np.uint64)  # update_into needs one block spare
+    enc.update_into(bytes(8 * int(count)), memoryview(out).cast("B"))  # type: ignore[arg-type]
+    return out[: int(count)]
 
 
 def release_node_noise(rng: Any = None) -> KeyedNodeNoise:
