@@ -446,6 +446,7 @@ def row_codes(
     rows: np.ndarray | None = None,
     axes: Sequence[int] | None = None,
     out: np.ndarray | None = None,
+    sortable: bool = False,
 ) -> np.ndarray:
     """Code words ``words`` of input rows (all, or ``x[rows]``), computed chunk by chunk.
 
@@ -459,7 +460,11 @@ def row_codes(
     :param box: a :class:`~opendp_wasserstein.core.metrics.Box` (clamp and rescale) or None
     :param axes: the split order (checked, see :func:`check_axes`; None: cyclic, word-parallel)
     :param out: where to write the words (``(len(words), n)`` uint64), else a new array
+    :param sortable: write every word as its float sort key (:func:`_float_keys`: shifted
+        right by 3 bits, bit 61 set; for ``depth <= 60``), each chunk while it is in cache
     """
+    if sortable and depth > _FLOAT_DEPTH:
+        raise ValueError(f"sortable codes need depth <= {_FLOAT_DEPTH}, got {depth}")
     n = x.shape[0] if rows is None else rows.size
     d = x.shape[1]
     B = bits_per_coord(depth, d, axes)
@@ -481,6 +486,8 @@ def row_codes(
                     out[i, lo : lo + g.shape[0]] = _morton_word(g, depth, w)
             else:
                 out[:, lo : lo + g.shape[0]] = _bitwise_words(g, depth, axes)[list(words)]
+            if sortable:
+                _float_keys(out[:, lo : lo + g.shape[0]])
         return out
     shift, factor, divide = scaling
     # per coordinate: (word row, src, m, spread ops); the first coordinate writing a word assigns it
@@ -541,6 +548,8 @@ def row_codes(
                         _spread(fld, ops, tt, out=dest)
                     else:
                         dest |= _spread(fld, ops, tt)
+            if sortable:
+                _float_keys(out[:, a:b])
     return out
 
 
@@ -581,6 +590,80 @@ def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
     if depth == 64:
         np.minimum(out, np.uint16(64), out=out)
     return out
+
+
+#: one-word codes of at most this depth are sorted as float64 keys (:func:`_sort_one_word`)
+_FLOAT_DEPTH = 60
+_FLOAT_SHIFT = np.uint64(3)
+_FLOAT_BIT = np.uint64(1 << 61)
+#: the float exponent field of the XOR of two float keys, minus their lcp (see _sorted_lcp)
+_FLOAT_FIELD = 1083
+
+
+def _float_keys(words: np.ndarray) -> None:
+    """Codes of at most 61 bits (the low 3 bits of every word zero) made float sort keys, in
+    place: ``(w >> 3) | 2^61``.  Bit 63 (the sign) is 0 and the exponent field (bits 62..52)
+    is in ``[2^9, 2^10)``, so every key read as float64 is a positive normal number, and the
+    float order of such numbers is the integer order of their bits: the codes' order."""
+    words >>= _FLOAT_SHIFT
+    words |= _FLOAT_BIT
+
+
+def _sort_one_word(
+    word: np.ndarray, depth: int, keys: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sort one-word codes in place; return their lcp (:func:`_sorted_lcp`) and its histogram
+    (:func:`_lcp_histogram`).
+
+    ``keys``: ``word`` holds the codes as float sort keys (:func:`_float_keys`, ``depth <=
+    60``): one float64 ``np.sort`` (numpy's AVX2 sort has float64 min/max but no int64 ones:
+    10-15% faster than the int64 sort of :func:`_sort_u64` on the project's machine), then
+    one pass, chunk by chunk in cache, reads the lcp of neighbours off the keys' XOR (the same
+    XOR shifted by 3 bits), counts it from the float exponent field (int64: no cast for
+    ``np.bincount``) and restores the codes (bit 61 cleared, shifted back).  Same sorted codes,
+    lcp and histogram as the int64 path."""
+    if not keys:
+        _sort_u64(word)
+        lcp = _sorted_lcp(word, depth)
+        return lcp, _lcp_histogram(lcp, depth)
+    if depth > _FLOAT_DEPTH:
+        raise ValueError(f"float keys need depth <= {_FLOAT_DEPTH}, got {depth}")
+    n = word.size
+    word.view(np.float64).sort()
+    out = np.empty(max(n - 1, 0), dtype=np.uint16)
+    fields = np.zeros(_FLOAT_FIELD + 1, dtype=np.int64)
+    R = max(1, min(_ROWS, n - 1))
+    x = np.empty(R, dtype=np.uint64)
+    y = np.empty(R, dtype=np.uint64)
+    fl = np.empty(R, dtype=np.float64)
+    fbits = fl.view(np.uint64)
+    stop = np.uint64(1 << (_FLOAT_DEPTH - depth))  # bit 63 - depth of the codes, shifted
+    for a in range(0, n - 1, R):
+        b = min(n - 1, a + R)
+        k = b - a
+        xx, yy = x[:k], y[:k]
+        np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)  # word[b] is still a key
+        xx |= stop
+        np.right_shift(xx, np.uint64(53), out=yy)
+        np.invert(yy, out=yy)
+        xx &= yy
+        np.copyto(fl[:k], xx, casting="unsafe")
+        np.right_shift(fbits[:k], np.uint64(52), out=yy)
+        fields += np.bincount(yy.view(np.int64), minlength=_FLOAT_FIELD + 1)
+        o = out[a:b]
+        np.copyto(o, yy, casting="unsafe")
+        np.subtract(np.uint16(_FLOAT_FIELD), o, out=o)
+        _restore_keys(word[a:b])
+    _restore_keys(word[max(n - 1, 0) :])
+    # lcp v <-> field 1083 - v, v = 0 .. depth
+    hist = fields[_FLOAT_FIELD - depth :][::-1].copy()
+    return out, hist
+
+
+def _restore_keys(words: np.ndarray) -> None:
+    """The inverse of :func:`_float_keys`, in place."""
+    words ^= _FLOAT_BIT
+    words <<= _FLOAT_SHIFT
 
 
 def _sort_u64(keys: np.ndarray, restore: bool = True) -> None:
@@ -901,10 +984,10 @@ class CountTree:
         ):
             words, lcp = self._sort_first_word(x)
         else:
-            words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full)
+            keys = W == 1 and n > 1 and depth <= _FLOAT_DEPTH  # float sort keys
+            words = row_codes(x, box, depth, list(range(W)), axes=self._axes_full, sortable=keys)
             if W == 1 or n <= 1:
-                _sort_u64(words[0])
-                lcp = _sorted_lcp(words[0], depth)  # uint16, at most the depth
+                lcp, hist = _sort_one_word(words[0], depth, keys)  # lcp: uint16, <= depth
             elif depth <= 64 + _BUCKET_BITS:
                 words, lcp = self._sort_two_words(words)
             else:
@@ -912,7 +995,8 @@ class CountTree:
         del x
         self._buffer = words
         self.lcp = lcp
-        hist = _lcp_histogram(lcp, depth)
+        if W > 1 and n > 1:
+            hist = _lcp_histogram(lcp, depth)
         self._lcp_starts = np.concatenate(([0], np.cumsum(hist))).astype(np.int64)
         # positions grouped by lcp value (see _grouped), built on first use for the levels a
         # traversal reads, shared with the truncated views: {"depth": d, "positions": array}

@@ -654,6 +654,52 @@ def test_sorted_lcp_matches_bit_length(depth):
     assert lcp.tolist() == expect
 
 
+@pytest.mark.parametrize("depth", [1, 5, 40, 58, 60])
+@pytest.mark.parametrize("rows", [8, 1 << 15])
+def test_one_word_float_sort_matches_the_int64_path(depth, rows, monkeypatch):
+    import opendp_wasserstein.hierarchy.cells as h
+
+    monkeypatch.setattr(h, "_ROWS", rows)  # chunk boundaries inside the fused pass
+    rng = np.random.default_rng(depth)
+    raw = rng.integers(0, 2**63, size=501, dtype=np.uint64) << np.uint64(1)
+    word = raw >> np.uint64(64 - depth) << np.uint64(64 - depth)  # a depth-bit code
+    word[:50] = word[50:100]  # equal neighbours
+    word[100] = np.uint64(2**63 - 2 ** (64 - depth))  # the float rounding case
+    word[101] = np.uint64(2**63)
+    word[102] = np.uint64(0)
+    keys = word.copy()
+    h._float_keys(keys)
+    f = keys.view(np.float64)
+    assert np.all(np.isfinite(f))
+    assert np.all(f > 0)
+    assert np.array_equal(np.argsort(f, kind="stable"), np.argsort(word, kind="stable"))
+    expect = word.copy()
+    lcp0, hist0 = h._sort_one_word(expect, depth)
+    lcp, hist = h._sort_one_word(keys, depth, keys=True)
+    assert np.array_equal(keys, expect)  # the codes restored, sorted
+    assert np.array_equal(keys, np.sort(word))
+    assert lcp.dtype == np.uint16
+    assert np.array_equal(lcp, lcp0)
+    assert hist.dtype == np.int64
+    assert hist.tolist() == np.bincount(lcp0, minlength=depth + 1).tolist()
+    assert np.array_equal(hist0, hist)
+
+
+def test_sortable_row_codes_are_the_float_keys():
+    import opendp_wasserstein.hierarchy.cells as h
+
+    x = np.random.default_rng(3).uniform(size=(300, 3))
+    x[::9] = 1.0
+    for depth, axes in ((58, None), (60, None), (12, None), (20, (0, 1, 2, 2, 1) * 4)):
+        expect = h.row_codes(x, None, depth, [0], axes=axes)
+        h._float_keys(expect)
+        assert np.array_equal(h.row_codes(x, None, depth, [0], axes=axes, sortable=True), expect)
+    with pytest.raises(ValueError, match="depth <= 60"):
+        h.row_codes(x, None, 61, [0], sortable=True)
+    with pytest.raises(ValueError, match="depth <= 60"):
+        h._sort_one_word(np.zeros(3, dtype=np.uint64), 61, keys=True)
+
+
 def test_spread_ops_move_every_bit():
     import opendp_wasserstein.hierarchy.cells as h
 
