@@ -58,18 +58,22 @@ class _Words:
         return self._gen.permutation(int(k))
 
 
-#: packed keys are held with their top bit flipped (``key ^ 2^63``): their int64 order is then
-#: the keys' uint64 order, and numpy sorts int64 faster than uint64 (the XOR of two neighbours
-#: and the low payload bits are unchanged)
-_TOP = np.uint64(1 << 63)
+#: packed keys are float sort keys: a random word shifted right by 3 bits (its top 61 bits),
+#: its low ``low`` bits cleared for the payload, and bit 61 set.  Bits 63 and 62 are then 0 and
+#: the exponent field (bits 62..52) is in ``[2^9, 2^10)``: read as float64 every key is a
+#: positive normal number, and the float order of those is the integer order of their bits
+#: (numpy's AVX2 sort has float64 min/max but no int64 ones: 10-15% faster than sorting int64)
+_KEY_SHIFT = np.uint64(3)
+_KEY_BIT = np.uint64(1 << 61)
 
 
 def _random_keys(rng: RandomSource | _Words, k: int, low: int) -> np.ndarray:
-    """``k`` i.i.d. uniform words with their low ``low`` bits cleared, top bit flipped (a fresh,
-    writable array)."""
+    """``k`` i.i.d. float sort keys (:data:`_KEY_BIT`) with their low ``low`` bits clear for
+    the payload (a fresh, writable array)."""
     keys = rng.uint64(k) if isinstance(rng, _Words) else np.array(random_words(rng, k))
+    keys >>= _KEY_SHIFT
     keys &= ~np.uint64((1 << low) - 1)
-    keys ^= _TOP
+    keys |= _KEY_BIT
     return keys
 
 
@@ -78,11 +82,13 @@ def _shuffle_packed(
 ) -> np.ndarray:
     """``payload`` (uint64 values below ``2^low``) in uniformly random order.
 
-    Every item gets i.i.d. uniform high bits above its payload and the packed words are sorted;
-    items whose high bits tie (a run of equal keys) are put in a fresh uniformly random order,
-    recursively, so the order is exactly uniform.  ``strip=False`` leaves the random high bits
-    on the items outside the tied runs (the caller masks them, :func:`_gather_rows`).  The
-    search for ties runs on cache-sized chunks (no full-size temporaries).
+    Every item gets ``61 - low`` i.i.d. uniform random bits (the top bits of a random word)
+    above its payload and the packed keys are sorted; items whose random bits tie (a run of
+    equal keys) are put in a fresh uniformly random order, recursively, so the order is exactly
+    uniform (i.i.d. keys are exchangeable: every order of the distinct keys is equally
+    likely).  ``strip=False`` leaves the random high bits on the items outside the tied runs
+    (the caller masks them, :func:`_gather_rows`).  The search for ties runs on cache-sized
+    chunks (no full-size temporaries).
     """
     keys = _random_keys(rng, payload.size, low)
     keys |= payload
@@ -93,10 +99,10 @@ def _sort_packed(
     rng: RandomSource | _Words, keys: np.ndarray, low: int, strip: bool = True
 ) -> np.ndarray:
     """:func:`_shuffle_packed` from its packed keys (random high bits above ``low`` payload
-    bits, the top bit flipped: :data:`_TOP`), sorted in place (as int64: the keys' order)."""
+    bits, float sort keys: :data:`_KEY_BIT`), sorted in place (as float64: the keys' order)."""
     k = keys.size
     mask = np.uint64((1 << low) - 1)
-    keys.view(np.int64).sort()
+    keys.view(np.float64).sort()
     # neighbours whose high bits tie have an XOR below 2^low (about k^2 / 2^(65 - low) pairs)
     ties = []
     xor = np.empty(min(_POINTS, max(k - 1, 0)), dtype=np.uint64)
@@ -163,11 +169,13 @@ def _shuffled_label_keys(
     ends = np.cumsum(masses)
     begins = ends - masses
     leaf = np.arange(k, dtype=np.uint64)
+    if words is not None:
+        leaf |= _KEY_BIT  # the float keys' bit comes with the labels
     for lo in range(0, m, _POINTS):
         hi = min(m, lo + _POINTS)
-        if words is not None:  # this chunk's random words (top bit flipped: _TOP)
-            np.bitwise_and(words.uint64(hi - lo), high, out=keys[lo:hi])
-            keys[lo:hi] ^= _TOP
+        if words is not None:  # this chunk's random words, as float sort keys (_random_keys)
+            np.right_shift(words.uint64(hi - lo), _KEY_SHIFT, out=keys[lo:hi])
+            keys[lo:hi] &= high
         a = int(np.searchsorted(ends, lo, side="right"))
         b = int(np.searchsorted(ends, hi - 1, side="right")) + 1
         count = np.minimum(ends[a:b], hi) - np.maximum(begins[a:b], lo)
