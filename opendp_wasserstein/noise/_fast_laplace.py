@@ -245,6 +245,19 @@ class _ElementBits:
         sampler's look ahead at where an attempt that starts on a block boundary reads)."""
         return self._read(elems, np.full(elems.size, first, dtype=np.uint64))
 
+    def attempts(self, elems: np.ndarray, first: np.ndarray, count: int) -> np.ndarray:
+        """``count`` consecutive reads of ``blocks`` blocks of each element's stream from block
+        ``first[i]`` on, one row per read, element-major: ``(len(elems) * count, 16 * blocks)``
+        uint8 (one stream call; read without changing any element's position, as
+        :meth:`blocks_at`)."""
+        first = np.asarray(first, dtype=np.uint64)
+        buf = np.ascontiguousarray(
+            self._streams(elems, first, self._blocks * count), dtype=np.uint8
+        )
+        if buf.shape != (elems.size, self._width * count):
+            raise ValueError("a stream function returned the wrong number of bytes")
+        return buf.reshape(elems.size * count, self._width)
+
     def _read(self, elems: np.ndarray, first: np.ndarray) -> np.ndarray:
         buf = np.ascontiguousarray(self._streams(elems, first, self._blocks), dtype=np.uint8)
         if buf.shape != (elems.size, self._width):

@@ -333,6 +333,12 @@ def _first_round(
     return y, again, tail, slow
 
 
+#: the retries of :func:`_sample_table`: at most this many attempts per element a round, as
+#: many as leave about _LEFT elements for another round (speed only, never the values)
+_MAX_REPS = 8
+_LEFT = 0.1
+
+
 def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
     """``size`` draws of ``LapZ(c.scale)``, element ``i`` from stream ``i`` (ids
     ``0 .. size-1``).
@@ -355,30 +361,51 @@ def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
     layout = (1 + c.k + 7) // 8 * 8 + 8
     blocks = buf.shape[1] // 16
     exact = layout == buf.shape[1]  # an attempt ends on a block boundary
+    # the elements rejected as -0 try again from the next blocks: all the attempts a round
+    # expects to need (``reps``, from the rejection probability; speed only) are read and
+    # drawn at once, and each element takes its first attempt that is not rejected, which is
+    # the attempt the one-at-a-time loop reaches (it reads the same blocks in the same order)
+    reject = 0.5 * -math.expm1(-1.0 / c.scale)  # P(sign 1 and Y = 0)
     rest = []
     ids = np.arange(size)
-    first = 0
+    after = np.full(size, blocks, dtype=np.uint64)  # the block after each element's attempt
+    reps = 1
     while ids.size:
         y, again, tail, slow = _first_round(c, buf)
-        first += blocks  # the block after this attempt's
         if not exact:
             slow |= again | tail
             again[:] = False
             tail[:] = False
+        if reps > 1:  # rows (element, attempt), element-major: the first accepted attempt
+            tries = again.reshape(ids.size, reps)
+            pick = np.argmin(tries, axis=1)  # the first False; 0 when every attempt is rejected
+            again = np.all(tries, axis=1, keepdims=False).reshape(-1)
+            row = np.arange(ids.size) * reps + np.where(again, reps - 1, pick)
+            y, tail, slow = y[row], tail[row], slow[row]  # a rejected row is neither
+            after += (row % reps + 1).astype(np.uint64) * np.uint64(blocks)
         t = np.flatnonzero(tail)
         if t.size:  # V' from the next block's first word (a tail is never rejected)
-            w2 = bits.blocks_at(ids[t], first).view(">u8")[:, 0].astype(np.uint64)
+            w2 = bits.attempts(ids[t], after[t], 1).view(">u8")[:, 0].astype(np.uint64)
             idx = np.searchsorted(c.words_ascending, w2, side="right")
             more = (idx == 0) | (c.words_ascending[np.maximum(idx, 1) - 1] == w2)
             step = (c.vmax - idx).astype(np.int64) << c.k
             y[t] += np.where(y[t] < 0, -step, step)
             slow[t[more]] = True
         done = ~(again | slow)
-        out[ids[done]] = y[done]
+        if reps == 1 and ids.size == size:  # the first round: ids is arange(size)
+            np.copyto(out, y, where=done)
+        else:
+            out[ids[done]] = y[done]
         rest.append(ids[slow])
-        ids = ids[again]
+        ids, after = ids[again], after[again]
         if ids.size:
-            buf = bits.blocks_at(ids, first)
+            # about ids.size * reject^reps elements are left after reps more attempts
+            reps = 1
+            while reps < _MAX_REPS and ids.size * reject**reps > _LEFT:
+                reps += 1
+            buf = bits.attempts(ids, after, reps)
+            if reps == 1:
+                after += np.uint64(blocks)
     todo = np.concatenate(rest)
     if todo.size:
         out[todo] = _sample_table_elems(c, todo, bits)

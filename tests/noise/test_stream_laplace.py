@@ -305,6 +305,33 @@ def test_minus_zero_is_rejected_and_redrawn() -> None:
     assert expected >= 1
 
 
+def test_retries_read_several_attempts_at_once() -> None:
+    # 40 elements rejected as -0 in their first attempt: the next round reads 3 attempts of
+    # each at once (40 * reject^3 <= 0.1 at scale 5) and every element takes its first accepted
+    # attempt, then a tail word right after that attempt, as the one-at-a-time loop does
+    scale = 5.0
+    c = sl._constants(scale)
+    reject = b"\x01" + bytes(7) + b"\xff" * 8  # sign odd, Y = 0
+    tail = b"\x00" + bytes(7) + bytes(8)  # sign even, W = 0: V >= vmax, a fresh word follows
+    plain = b"\x01" + bytes(7) + b"\x80" * 8  # negative, V = #{P_v > 0x80..}
+    rows = []
+    for i in range(40):
+        n_rejected = 1 + i % 5  # the accepted attempt: 2nd .. 6th (past the 3 read at once)
+        accepted = tail + bytes([i]) * 8 + b"\xff" * 8 if i % 2 else plain
+        rows.append(reject * n_rejected + accepted)
+    streams = crafted(rows)
+    x = sl.stream_discrete_laplace(scale, 40, streams)
+    general = sl._sample_table_elems(c, np.arange(40), _ElementBits(streams, 40, 1))
+    assert x.tolist() == general.tolist()
+    v_plain = int(np.count_nonzero(c.words > np.uint64(int.from_bytes(b"\x80" * 8, "big"))))
+    for i in range(40):
+        if i % 2 == 0:
+            assert x[i] == -v_plain
+        else:  # V = vmax + #{P_v > W'}, W' = the byte i repeated
+            w = np.uint64(int.from_bytes(bytes([i]) * 8, "big"))
+            assert x[i] == c.vmax + int(np.count_nonzero(c.words > w))
+
+
 def test_u_bits_tie_reads_next_digit() -> None:
     scale = 100.0  # k = 2: sign, two U bytes, V word at offset 8
     c = sl._constants(scale)
