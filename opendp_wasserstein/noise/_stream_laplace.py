@@ -284,11 +284,13 @@ def _first_round(
     size = buf.shape[0]
     k = c.k
     w = buf.view(">u8")[:, (1 + k + 7) // 8].astype(np.uint64)  # the first multiple of 8
-    y = _v_table(c.scale)[(w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64)]
+    y = np.take(_v_table(c.scale), (w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64))
     slow = np.zeros(size, dtype=bool)
     tail = np.zeros(size, dtype=bool)
     look = np.flatnonzero(y < 0)
+    any_slow = False  # whether slow has an entry (the masks below are skipped when not)
     if look.size:  # a table word in the bucket: V = #{P_v > W} = v_max - idx
+        any_slow = True
         wl = w[look]
         idx = np.searchsorted(c.words_ascending, wl, side="right")
         y[look] = c.vmax - idx
@@ -325,10 +327,12 @@ def _first_round(
             handled = np.zeros(tied.size, dtype=bool)
             handled[one[ok]] = True
             slow[tied[~handled]] = True
+            any_slow = True
     neg = (buf[:, 0] & np.uint8(1)).view(bool)
     again = neg & (y == 0)  # CKS Algorithm 2 step 7: "-0" is rejected and redrawn
-    again &= ~slow
-    tail &= ~slow
+    if any_slow:
+        again &= ~slow
+        tail &= ~slow
     np.negative(y, out=y, where=neg)
     return y, again, tail, slow
 
