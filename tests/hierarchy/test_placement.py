@@ -239,3 +239,15 @@ def test_center_placement_builds_its_keys_in_the_output(d, monkeypatch):
     (tail,) = seen  # the keys were built in the output's last m words
     assert tail.size == m
     assert tail.ctypes.data == again.ctypes.data + 8 * (d - 1) * m
+
+
+def test_shuffle_keys_are_positive_normal_floats_in_integer_order():
+    import opendp_wasserstein.hierarchy.placement as syn
+
+    for low in (1, 12, 20, 48):
+        keys = syn._random_keys(PlacementStream(bytes(32)).order(low), 5000, low)
+        assert np.all(keys & np.uint64((1 << low) - 1) == 0)  # the payload bits are clear
+        f = keys.view(np.float64)
+        assert np.all(np.isfinite(f))
+        assert np.all(f >= np.finfo(np.float64).tiny)  # normal: no denormal comparisons
+        assert np.array_equal(np.sort(f).view(np.uint64), np.sort(keys))
