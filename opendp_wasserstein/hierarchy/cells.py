@@ -684,7 +684,7 @@ def _permute_words(words: np.ndarray, order: np.ndarray, first: int = 0) -> None
 
 #: rows per chunk of :func:`_sort_runs`, about (a chunk is whole runs: it ends at the first run
 #: start past a multiple of this): a chunk's keys, frame and permutation stay in cache
-_RUN_ROWS = 1 << 14
+_RUN_ROWS = 1 << 15
 
 
 def _sort_runs(words: np.ndarray, lcp: np.ndarray, start: int, depth: int) -> None:
@@ -721,6 +721,8 @@ class _ChunkBuffers:
         self.perm = np.empty(size, dtype=np.int64)
         self.spare = np.empty(size, dtype=np.int64)
         self.head = np.empty(size, dtype=bool)
+        self.lcp = np.empty(size, dtype=np.uint16)
+        self.exp = np.empty(size, dtype=np.uint16)
 
 
 def _sort_chunk(
@@ -793,7 +795,41 @@ def _sort_chunk(
     for w in range(start // 64, cw.shape[0]):  # earlier words are equal within a run
         _take(cw[w], perm, tmp)
         np.copyto(cw[w], tmp)
-    lc[:] = _sorted_words_lcp(cw, depth)
+    if depth + 64 > 1086:  # pragma: no cover - d > 20: the lcp word by word
+        lc[:] = _sorted_words_lcp(cw, depth)
+    else:
+        _chunk_lcp(cw, lc, start, depth, work)
+
+
+def _chunk_lcp(cw: np.ndarray, lc: np.ndarray, start: int, depth: int, work: _ChunkBuffers) -> None:
+    """The lcp ``lc`` of the sorted codes ``cw`` of :func:`_sort_chunk` (``depth + 64 <= 1086``):
+    the pairs tied on the first ``start`` bits get ``min(depth, min_w v_w)`` with ``v_w = 64 w
+    + 1086 - e_w`` and ``e_w`` the float exponent field of word ``w``'s XOR (``1022 +
+    bit_length``, 0 for 0): ``64 w + 64 - bit_length`` where the XOR is not 0, else at least
+    1086, so the minimum is read at the first differing word without a mask.  Word ``start //
+    64`` is read below the tied bits only (its XOR there is below ``2^53``: exact), so an
+    untied pair keeps its lcp (below ``start``); later words clear the bits that would round the
+    float up (as :func:`_sorted_lcp`).  Plain whole-chunk passes."""
+    k = cw.shape[1] - 1
+    acc, e = work.lcp[:k], work.exp[:k]
+    x, y = work.key[:k], work.tmp[:k]
+    fl = work.first[:k].view(np.float64)
+    np.copyto(acc, lc)  # untied pairs: their lcp (below start); tied: 1086
+    w0, low = start // 64, 64 - start % 64
+    for w in range(w0, cw.shape[0]):
+        np.bitwise_xor(cw[w, 1:], cw[w, :-1], out=x)
+        if w == w0 and low < 64:
+            x &= np.uint64((1 << low) - 1)
+        if w > w0 or low > 53:
+            np.right_shift(x, np.uint64(53), out=y)
+            np.invert(y, out=y)
+            x &= y
+        np.copyto(fl, x, casting="unsafe")
+        np.right_shift(fl.view(np.uint64), np.uint64(52), out=y)
+        np.copyto(e, y, casting="unsafe")
+        np.subtract(np.uint16(64 * w + 1086), e, out=e)
+        np.minimum(acc, e, out=acc)
+    np.minimum(acc, np.uint16(depth), out=lc)
 
 
 def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
@@ -960,11 +996,11 @@ class CountTree:
             lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
         return words, lcp
 
-    def _first_sort(self, word: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def _first_sort(self, word: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """The first sort of multi-word codes: one ``np.sort`` of the top ``64 - i`` bits of
         the first words ``word`` (rows in input order) above the row index (``i`` bits).
-        Returns ``(order, lcp, tied, i)``: the input row of each sorted position, the lcp of
-        neighbours (1086 where tied on those bits), the tied pairs' positions, and ``i``."""
+        Returns ``(order, lcp, i)``: the input row of each sorted position, the lcp of
+        neighbours (1086 where tied on those bits), and ``i``."""
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
@@ -976,7 +1012,7 @@ class CountTree:
         keys &= ~mask
         lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
         del keys
-        return order, lcp, np.flatnonzero(lcp > 64), i
+        return order, lcp, i
 
     def _sort_first_word(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Multi-word codes in lexicographic order, and their lcp, computing the first word of
@@ -987,7 +1023,8 @@ class CountTree:
         n, depth, box, axes = self.n, self._full_depth, self._box, self._axes_full
         W = _words(depth)
         word = row_codes(x, box, depth, [0], axes=axes)[0]
-        order, lcp, tied, i = self._first_sort(word)
+        order, lcp, i = self._first_sort(word)
+        tied = np.flatnonzero(lcp > 64)
         runs = np.union1d(tied, tied + 1)  # the positions in runs of tied rows, increasing
         if runs.size > n * _LAZY_ROWS_SHARE:
             del runs
@@ -1043,9 +1080,14 @@ class CountTree:
         then :meth:`_refine` for the rows still tied.
         """
         n, depth = self.n, self._full_depth
-        order, lcp, tied, i = self._first_sort(words[0]) if first is None else first
+        if first is None:
+            order, lcp, i = self._first_sort(words[0])
+            tied = None  # the tied pairs' positions: built only for the refinement
+        else:
+            order, lcp, tied, i = first
         del first
-        if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes inside the runs
+        many = int(np.count_nonzero(lcp > 64)) if tied is None else tied.size
+        if many > n * _LSD_TIED_SHARE:  # most rows tied: radix passes inside the runs
             del tied
             _permute_words(words, order)
             del order
@@ -1054,6 +1096,8 @@ class CountTree:
             return words, lcp
         _permute_words(words, order)  # one word at a time: one word of temporary memory
         del order
+        if tied is None:
+            tied = np.flatnonzero(lcp > 64)
         self._refine(words, lcp, tied, 64 - i)
         np.minimum(lcp, np.uint16(depth), out=lcp)
         return words, lcp

@@ -282,6 +282,27 @@ def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
     assert trees[0].lcp.dtype == trees[3].lcp.dtype == np.uint16
 
 
+@pytest.mark.parametrize("d,depth", [(10, 196), (21, 1000), (21, 1092)])
+def test_radix_chunks_match_the_reference_on_deep_ties(d, depth, monkeypatch):
+    """Rows tied far below the first word (clusters of near-duplicates and exact duplicates)
+    through the radix passes inside chunks of runs, small chunks included: the sorted codes and
+    lcp of the plain reference, on both sides of the depth (1022) where the lcp of a chunk is
+    read word by word instead of by the minimum over words."""
+    from opendp_wasserstein.hierarchy import cells
+
+    monkeypatch.setattr(cells, "_RUN_ROWS", 64)
+    rng = np.random.default_rng(depth)
+    base = rng.uniform(size=(12, d))
+    u = np.repeat(base, 25, axis=0) + 1e-14 * rng.uniform(size=(300, d))
+    u[::7] = u[1::7]  # exact duplicates
+    tree = build_count_tree(u, depth)
+    words, lcp, starts = ref.tree_arrays(u, depth)
+    assert np.array_equal(tree._words, words)
+    assert np.array_equal(tree.lcp, lcp)
+    assert np.array_equal(tree._lcp_starts, starts)
+    assert int(lcp.max()) > 64  # the ties reach past the first word
+
+
 @pytest.mark.parametrize("d,depth,r", [(3, 58, 20), (2, 100, 64), (10, 150, 70), (10, 150, 20)])
 def test_truncated_tree_equals_a_direct_tree(d, depth, r):
     rng = np.random.default_rng(r)
