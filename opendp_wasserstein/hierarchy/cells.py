@@ -996,21 +996,40 @@ class CountTree:
             lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
         return words, lcp
 
-    def _first_sort(self, word: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def _first_sort(
+        self, word: np.ndarray, in_place: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """The first sort of multi-word codes: one ``np.sort`` of the top ``64 - i`` bits of
         the first words ``word`` (rows in input order) above the row index (``i`` bits).
         Returns ``(order, lcp, i)``: the input row of each sorted position, the lcp of
-        neighbours (1086 where tied on those bits), and ``i``."""
+        neighbours (1086 where tied on those bits), and ``i``.
+
+        :param in_place: sort the keys in ``word`` itself and leave ``word`` holding the first
+            words in sorted order: their low ``i`` bits are kept aside (uint32) and gathered
+            back through the order, which spares a full-size key array and a gather of the
+            whole word
+        """
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        keys = word & ~mask
+        if in_place:
+            low = np.empty(n, dtype=np.uint32)  # i <= 31
+            for a in range(0, n, _ROWS):
+                np.bitwise_and(word[a : a + _ROWS], mask, out=low[a : a + _ROWS], casting="unsafe")
+            keys = word
+            keys &= ~mask
+        else:
+            keys = word & ~mask
         for a in range(0, n, _ROWS):  # | the row index, chunk by chunk (no full-size temporary)
             keys[a : a + _ROWS] |= np.arange(a, min(n, a + _ROWS), dtype=np.uint64)
         _sort_u64(keys, restore=False)  # the top bit flipped: only masked or XOR-ed below
         order = (keys & mask).view(np.int64)
         keys &= ~mask
         lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
+        if in_place:
+            keys ^= _TOP
+            for a in range(0, n, _ROWS):  # the low bits back, in sorted order
+                keys[a : a + _ROWS] |= np.take(low, order[a : a + _ROWS], mode="wrap")
         del keys
         return order, lcp, i
 
@@ -1080,21 +1099,23 @@ class CountTree:
         then :meth:`_refine` for the rows still tied.
         """
         n, depth = self.n, self._full_depth
-        if first is None:
-            order, lcp, i = self._first_sort(words[0])
+        if first is None:  # the first words sorted in place
+            order, lcp, i = self._first_sort(words[0], in_place=True)
             tied = None  # the tied pairs' positions: built only for the refinement
+            done = 1
         else:
             order, lcp, tied, i = first
+            done = 0
         del first
         many = int(np.count_nonzero(lcp > 64)) if tied is None else tied.size
         if many > n * _LSD_TIED_SHARE:  # most rows tied: radix passes inside the runs
             del tied
-            _permute_words(words, order)
+            _permute_words(words, order, done)
             del order
             _sort_runs(words, lcp, 64 - i, depth)
             np.minimum(lcp, np.uint16(depth), out=lcp)
             return words, lcp
-        _permute_words(words, order)  # one word at a time: one word of temporary memory
+        _permute_words(words, order, done)  # one word at a time: one word of temporary memory
         del order
         if tied is None:
             tied = np.flatnonzero(lcp > 64)
