@@ -258,9 +258,10 @@ def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
     inner = cells._sort_chunk
     sizes: list[int] = []
 
-    def counted(cw, *args):
-        sizes.append(cw.shape[1])
-        return inner(cw, *args)
+    def counted(cw, lc, start, *args):
+        if start < 64:  # a chunk of the first sort's runs (not the tail of one: _sort_tail)
+            sizes.append(cw.shape[1])
+        return inner(cw, lc, start, *args)
 
     monkeypatch.setattr(cells, "_sort_chunk", counted)
     trees, chunks = [], []
@@ -291,11 +292,20 @@ def test_radix_chunks_match_the_reference_on_deep_ties(d, depth, monkeypatch):
     from opendp_wasserstein.hierarchy import cells
 
     monkeypatch.setattr(cells, "_RUN_ROWS", 64)
+    inner = cells._sort_tail
+    tails: list[int] = []
+
+    def counted(cw, *args):
+        tails.append(cw.shape[1])
+        return inner(cw, *args)
+
+    monkeypatch.setattr(cells, "_sort_tail", counted)
     rng = np.random.default_rng(depth)
     base = rng.uniform(size=(12, d))
     u = np.repeat(base, 25, axis=0) + 1e-14 * rng.uniform(size=(300, d))
     u[::7] = u[1::7]  # exact duplicates
     tree = build_count_tree(u, depth)
+    assert tails  # the last digit sorted inside the runs still tied above it
     words, lcp, starts = ref.tree_arrays(u, depth)
     assert np.array_equal(tree._words, words)
     assert np.array_equal(tree.lcp, lcp)
