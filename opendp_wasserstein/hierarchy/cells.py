@@ -822,12 +822,16 @@ def _sort_tail(cw: np.ndarray, lc: np.ndarray, stop: int, depth: int, work: _Chu
     mark[fix + 1] = True
     rows = np.flatnonzero(mark)
     del mark, fix
-    sub = cw[:, rows]
+    # the earlier words are equal within these runs: not gathered nor moved (zeros stand in:
+    # equal too, for the lcp read word by word)
+    w0 = stop // 64
+    sub = np.zeros((cw.shape[0], rows.size), dtype=np.uint64)
+    sub[w0:] = cw[w0:, rows]
     tied = rows[1:] == rows[:-1] + 1
     tied &= lc[rows[:-1]] >= stop
     sub_lc = np.where(tied, np.uint16(1086), np.uint16(0))  # 0: rows of different runs
     _sort_chunk(sub, sub_lc, stop, depth, work)  # the caller's buffers are free again
-    cw[:, rows] = sub
+    cw[w0:, rows] = sub[w0:]
     pairs = rows[:-1][tied]
     lc[pairs] = sub_lc[tied]
 
