@@ -101,7 +101,7 @@ _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their to
 # multi-word codes: radix passes inside the first sort's runs (_sort_runs) when more than this
 # share of the rows is still tied after the first sort, else refinement of the tied rows
 # (CountTree._refine)
-_LSD_TIED_SHARE = 0.6
+_LSD_TIED_SHARE = 0.2
 # multi-word codes: the deeper words of the rows in tied runs only (CountTree._sort_first_word)
 # when a sample of _LAZY_SAMPLE rows has at most _LAZY_SAMPLE_TIED of its neighbours tied and
 # then at most _LAZY_ROWS_SHARE of all rows are in tied runs; else of every row, up front
