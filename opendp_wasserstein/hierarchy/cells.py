@@ -37,9 +37,11 @@ Kernel
   (:func:`_sorted_lcp`), with the level histogram, in one pass.  Beyond 64 bits it sorts
   packed keys, never ``np.argsort`` (several times slower on uint64): the top ``64 - i`` code
   bits above the row index, then, for the rows still tied, ``(run, next bits, index in the
-  run)`` keys of the tied rows only, until no ties are left or the depth is reached (the runs
-  read off the sorted tied positions, the rounds' moves composed into one permutation applied
-  to the words once).  When a sample of the rows shows few of them tied on the first word's
+  run)`` keys: when most rows are tied, radix passes inside chunks of whole runs that stay in
+  cache (:func:`_sort_runs`: a chunk's few runs leave more code bits a pass), else rounds over
+  the tied rows only, until no ties are left or the depth is reached (the runs read off the
+  sorted tied positions, the rounds' moves composed into one permutation applied to the words
+  once).  When a sample of the rows shows few of them tied on the first word's
   sorted bits, only the first word of every row is computed up front: after the first sort the
   deeper words are computed for the rows in tied runs only (from the input rows, gathered), and
   those of the other rows when first read (:attr:`CountTree._words`; a split reads single rows'
@@ -96,9 +98,10 @@ _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 _TOP = np.uint64(1 << 63)
 _BUCKET_BITS = 8  # codes of up to 64 + 8 bits are sorted in buckets of their top bits
-# multi-word codes: radix passes over every row (_lsd_order) when more than this share of the
-# rows is still tied after the first sort, else refinement of the tied rows (CountTree._refine)
-_LSD_TIED_SHARE = 0.6
+# multi-word codes: radix passes inside the first sort's runs (_sort_runs) when more than this
+# share of the rows is still tied after the first sort, else refinement of the tied rows
+# (CountTree._refine)
+_LSD_TIED_SHARE = 0.2
 # multi-word codes: the deeper words of the rows in tied runs only (CountTree._sort_first_word)
 # when a sample of _LAZY_SAMPLE rows has at most _LAZY_SAMPLE_TIED of its neighbours tied and
 # then at most _LAZY_ROWS_SHARE of all rows are in tied runs; else of every row, up front
@@ -753,23 +756,6 @@ def _take(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> np.ndarray:
     return np.take(src, rows, mode="wrap", out=out)
 
 
-def _bits_in_order(words: np.ndarray, start: int, count: int, out: np.ndarray) -> np.ndarray:
-    """:func:`_bits_of` for every row in input order, into ``out`` (sequential passes, chunk by
-    chunk: no full-size temporary)."""
-    w_a, w_b = start // 64, (start + count - 1) // 64
-    off = start % 64
-    n = out.size
-    for a in range(0, n, _ROWS):
-        b = min(n, a + _ROWS)
-        o = out[a:b]
-        np.left_shift(words[w_a, a:b], np.uint64(off), out=o)
-        if w_b > w_a:
-            o |= words[w_b, a:b] >> np.uint64(64 - off)
-        if count < 64:
-            o >>= np.uint64(64 - count)
-    return out
-
-
 def _permute_words(words: np.ndarray, order: np.ndarray, first: int = 0) -> None:
     """``words[w] = words[w][order]`` for ``w >= first``, one word of temporary memory."""
     if first >= words.shape[0]:
@@ -779,108 +765,189 @@ def _permute_words(words: np.ndarray, order: np.ndarray, first: int = 0) -> None
         words[w] = _take(words[w], order, buf)
 
 
-def _lsd_order(words: np.ndarray, depth: int, i: int) -> np.ndarray:
-    """The positions of the multi-word codes ``words`` (rows in input order) in lexicographic
-    order: least-significant-digit radix passes, each one ``np.sort`` of ``(64 - i)`` code bits
-    above the ``i``-bit rank of the row in the previous pass's order (so every pass is stable),
-    from the last code bits to the first.  ``ceil(depth / (64 - i))`` sorts of ``n`` keys, what
-    :meth:`CountTree._refine` costs when nearly every row is tied over most of the code (points on
-    a curve, duplicated rows), without its per-round bookkeeping.  Each pass reads its digit of
-    every row in input order (sequential), then gathers it in the current order and composes the
-    order with the pass's: two gathers per pass (``np.take``), none in the first."""
+#: rows per chunk of :func:`_sort_runs`, about (a chunk is whole runs: it ends at the first run
+#: start past a multiple of this): a chunk's keys, frame and permutation stay in cache
+_RUN_ROWS = 1 << 15
+
+
+def _sort_runs(words: np.ndarray, lcp: np.ndarray, start: int, depth: int) -> None:
+    """Sort multi-word codes already in order of their first ``start`` bits, in place, and set
+    the lcp of the pairs tied on those bits (``lcp > 64`` marks them, as :func:`_sorted_lcp`
+    leaves the first sort's keys; the other pairs' lcp is below ``start`` and stays).
+
+    The runs of tied rows are cut into chunks of whole runs, about :data:`_RUN_ROWS` rows each
+    (the first run start at or after every multiple of it; a run never spans two chunks), and
+    each chunk is sorted on its own (:func:`_sort_chunk`) while it is in cache.  Only the speed
+    depends on the cut, never the result."""
     n = words.shape[1]
-    c = 64 - i
-    mask = np.uint64((1 << i) - 1)
-    rank = np.arange(n, dtype=np.uint64)
-    digit = np.empty(n, dtype=np.uint64)
-    key = np.empty(n, dtype=np.uint64)
-    order = np.empty(n, dtype=np.int64)
-    spare = np.empty(n, dtype=np.int64)
-    starts = list(reversed(range(0, depth, c)))
-    for p, start in enumerate(starts):
-        _bits_in_order(words, start, min(c, depth - start), digit if p else key)
-        if p:
-            _take(digit, order, key)  # the digit of the rows in the current order
-        key <<= np.uint64(i)
-        key |= rank
-        _sort_u64(key, restore=False)
-        key &= mask
-        if p:
-            _take(order, key.view(np.int64), spare)  # the previous order, composed
-            order, spare = spare, order
-        else:
-            np.copyto(order, key.view(np.int64))
-    return order
+    starts = np.flatnonzero(lcp <= 64)  # pair p untied: a run starts at p + 1
+    starts += 1
+    at = np.searchsorted(starts, np.arange(_RUN_ROWS, n, _RUN_ROWS, dtype=np.int64))
+    bounds = np.unique(np.concatenate(([0], starts[at[at < starts.size]], [n])))
+    del starts, at
+    size = int((bounds[1:] - bounds[:-1]).max())
+    work = _ChunkBuffers(size)
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if b - a > 1:
+            _sort_chunk(words[:, a:b], lcp[a : b - 1], start, depth, work)
 
 
-#: the least code bits a pass of :func:`_run_radix_order` must sort (else :func:`_lsd_order`)
-_MIN_RUN_DIGIT = 32
+class _ChunkBuffers:
+    """The scratch arrays of :func:`_sort_chunk`, allocated once for the largest chunk."""
+
+    def __init__(self, size: int) -> None:
+        self.index = np.arange(size, dtype=np.int64)
+        self.key = np.empty(size, dtype=np.uint64)
+        self.tmp = np.empty(size, dtype=np.uint64)
+        self.frame = np.empty(size, dtype=np.uint64)
+        self.first = np.empty(size, dtype=np.int64)
+        self.perm = np.empty(size, dtype=np.int64)
+        self.spare = np.empty(size, dtype=np.int64)
+        self.head = np.empty(size, dtype=bool)
+        self.lcp = np.empty(size, dtype=np.uint16)
+        self.exp = np.empty(size, dtype=np.uint16)
 
 
-def _run_frame(lcp: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, int, int] | None:
-    """The runs of sorted rows tied on their first ``start`` code bits (``lcp > 64`` marks a
-    tied pair, :func:`_sorted_lcp` of the first sort's keys), for :func:`_run_radix_order`:
-    ``(frame, first, ir, c)`` with ``frame[p] = (run of p) << (c + ir) | (p - first[p])`` and
-    ``first[p]`` the position where the run of ``p`` starts, ``ir`` bits for an index in a run
-    and ``c = 64 - (run bits) - ir`` code bits a pass; None when ``c`` would be below
-    :data:`_MIN_RUN_DIGIT`.  ``frame`` and ``first`` are built in place, with chunk-sized
-    temporaries only."""
-    n = lcp.size + 1
-    heads = np.flatnonzero(lcp <= 64)
-    heads += 1
-    starts = np.concatenate(([0], heads))  # where each run starts
-    del heads
-    lengths = np.diff(np.append(starts, n))
-    r = int(starts.size - 1).bit_length()
-    ir = max(1, int(lengths.max() - 1).bit_length())
+def _sort_chunk(
+    cw: np.ndarray, lc: np.ndarray, start: int, depth: int, work: _ChunkBuffers
+) -> None:
+    """Sort the codes ``cw`` (``(W, m)``, whole runs of rows tied on their first ``start`` bits,
+    ``lc > 64`` marking the tied pairs) in place and set their lcp ``lc``.
+
+    Least-significant-digit radix passes over the code bits from ``start`` on, ``c`` bits a
+    pass, each one ``np.sort`` of ``(run, digit, index in the run)`` keys (the run above keeps
+    every run in its positions, the index below makes the pass stable): ``c = 64 - r - ir``
+    with ``r`` bits for the chunk's runs and ``ir`` for its longest run, so a chunk of few runs
+    sorts more bits a pass than one frame over every row would.  The digit of each position is
+    gathered through the permutation so far, the passes' moves are composed, and the words are
+    permuted once at the end; the lcp is then read off the sorted words
+    (:func:`_sorted_words_lcp`)."""
+    m = cw.shape[1]
+    head = work.head[:m]
+    head[0] = True
+    np.less_equal(lc, 64, out=head[1:])  # a run starts after every untied pair
+    if bool(head.all()):  # no tied pair
+        return
+    index = work.index[:m]
+    run = work.frame[:m].view(np.int64)
+    np.cumsum(head, out=run)
+    run -= 1
+    first = work.first[:m]
+    np.multiply(head, index, out=first)
+    np.maximum.accumulate(first, out=first)  # where each position's run starts
+    perm = work.perm[:m]
+    np.subtract(index, first, out=perm)  # the index in the run
+    r = int(run[-1]).bit_length()
+    ir = max(1, int(perm.max()).bit_length())
     c = 64 - r - ir
-    if c < _MIN_RUN_DIGIT:
-        return None
-    first = np.zeros(n, dtype=np.int64)
-    first[starts] = starts
-    np.maximum.accumulate(first, out=first)  # the start of each position's run
-    frame = np.zeros(n, dtype=np.uint64)
-    frame[starts[1:]] = 1
-    np.cumsum(frame, out=frame)  # the run of each position
+    if c < 1:  # pragma: no cover - more than 2^31 rows
+        raise ValueError("the count tree holds at most 2^31 rows")
+    frame = work.frame[:m]
     frame <<= np.uint64(c + ir)
-    for a in range(0, n, _ROWS):  # | the index in the run
-        b = min(n, a + _ROWS)
-        frame[a:b] |= (np.arange(a, b, dtype=np.int64) - first[a:b]).view(np.uint64)
-    return frame, first, ir, c
-
-
-def _run_radix_order(
-    words: np.ndarray, depth: int, start: int, frame: np.ndarray, first: np.ndarray, ir: int, c: int
-) -> np.ndarray:
-    """The lexicographic order of codes whose first ``start`` bits are already sorted (rows in
-    that order, in runs of equal first bits described by :func:`_run_frame`): least-significant
-    digit radix passes over the code bits from ``start`` on, ``c`` bits a pass, each one
-    ``np.sort`` of ``(run, digit, index in the run in the previous pass's order)`` keys.  The
-    run above the digit keeps every run in its own positions, so every gather moves rows inside
-    their runs (near each other in memory: several times cheaper than :func:`_lsd_order`'s
-    gathers across the whole array), and the first sort is not repeated."""
-    n = words.shape[1]
+    frame |= perm.view(np.uint64)
     low = np.uint64((1 << ir) - 1)
-    digit = np.empty(n, dtype=np.uint64)
-    key = np.empty(n, dtype=np.uint64)
-    order = np.empty(n, dtype=np.int64)
-    spare = np.empty(n, dtype=np.int64)
-    for p, lo in enumerate(reversed(range(start, depth, c))):
-        _bits_in_order(words, lo, min(c, depth - lo), digit if p else key)
+    key, tmp, spare = work.key[:m], work.tmp[:m], work.spare[:m]
+    passes = -(-(depth - start) // c)
+    tail = depth - start - (passes - 1) * c  # the last digit's bits
+    # a short last digit is sorted only inside the runs still tied above it (_sort_tail)
+    stop = start + (passes - 1) * c if passes > 1 and 2 * tail <= c else depth
+    for p, lo in enumerate(reversed(range(start, stop, c))):
+        count = min(c, stop - lo)
+        w_a, w_b, off = lo // 64, (lo + count - 1) // 64, lo % 64
         if p:
-            _take(digit, order, key)  # the digit of the rows in the current order
-        key <<= np.uint64(ir)
+            _take(cw[w_a], perm, key)  # the digit of the code now at each position
+        else:
+            np.copyto(key, cw[w_a])
+        if off:
+            key <<= np.uint64(off)
+        if w_b > w_a:
+            if p:
+                _take(cw[w_b], perm, tmp)
+                tmp >>= np.uint64(64 - off)
+            else:
+                np.right_shift(cw[w_b], np.uint64(64 - off), out=tmp)
+            key |= tmp
+        key >>= np.uint64(64 - count - ir)  # the digit at bit ir
+        key &= ~low
         key |= frame
-        _sort_u64(key, restore=False)
+        _sort_u64(key, restore=False)  # the top bit flipped: only the index is read below
         key &= low
         src = key.view(np.int64)
         src += first  # the position in the previous pass's order
         if p:
-            _take(order, src, spare)
-            order, spare = spare, order
+            _take(perm, src, spare)
+            perm, spare = spare, perm
         else:
-            np.copyto(order, src)
-    return order
+            np.copyto(perm, src)
+    for w in range(start // 64, cw.shape[0]):  # earlier words are equal within a run
+        _take(cw[w], perm, tmp)
+        np.copyto(cw[w], tmp)
+    if depth + 64 > 1086:  # pragma: no cover - d > 20: the lcp word by word
+        lc[:] = _sorted_words_lcp(cw, depth)
+    else:
+        _chunk_lcp(cw, lc, start, depth, work)
+    if stop < depth:
+        _sort_tail(cw, lc, stop, depth, work)
+
+
+def _sort_tail(cw: np.ndarray, lc: np.ndarray, stop: int, depth: int, work: _ChunkBuffers) -> None:
+    """Finish :func:`_sort_chunk` when its passes stopped at ``stop`` bits: the rows in runs
+    tied on their first ``stop`` bits (``lc >= stop``: the lcp read off the words, whose bits
+    below ``stop`` are not sorted yet) are gathered, sorted on their own by :func:`_sort_chunk`
+    from ``stop`` on, and put back with their lcp.  On points of a curve at ``d = 10`` (depth
+    196) about a sixth of the rows are still tied at 182 bits: this spares the last pass over
+    the other five sixths."""
+    fix = np.flatnonzero(lc >= stop)  # the pairs tied on the first stop bits
+    if not fix.size:
+        return
+    mark = np.zeros(cw.shape[1], dtype=bool)
+    mark[fix] = True
+    mark[fix + 1] = True
+    rows = np.flatnonzero(mark)
+    del mark, fix
+    # the earlier words are equal within these runs: not gathered nor moved (zeros stand in:
+    # equal too, for the lcp read word by word)
+    w0 = stop // 64
+    sub = np.zeros((cw.shape[0], rows.size), dtype=np.uint64)
+    sub[w0:] = cw[w0:, rows]
+    tied = rows[1:] == rows[:-1] + 1
+    tied &= lc[rows[:-1]] >= stop
+    sub_lc = np.where(tied, np.uint16(1086), np.uint16(0))  # 0: rows of different runs
+    _sort_chunk(sub, sub_lc, stop, depth, work)  # the caller's buffers are free again
+    cw[w0:, rows] = sub[w0:]
+    pairs = rows[:-1][tied]
+    lc[pairs] = sub_lc[tied]
+
+
+def _chunk_lcp(cw: np.ndarray, lc: np.ndarray, start: int, depth: int, work: _ChunkBuffers) -> None:
+    """The lcp ``lc`` of the sorted codes ``cw`` of :func:`_sort_chunk` (``depth + 64 <= 1086``):
+    the pairs tied on the first ``start`` bits get ``min(depth, min_w v_w)`` with ``v_w = 64 w
+    + 1086 - e_w`` and ``e_w`` the float exponent field of word ``w``'s XOR (``1022 +
+    bit_length``, 0 for 0): ``64 w + 64 - bit_length`` where the XOR is not 0, else at least
+    1086, so the minimum is read at the first differing word without a mask.  Word ``start //
+    64`` is read below the tied bits only (its XOR there is below ``2^53``: exact), so an
+    untied pair keeps its lcp (below ``start``); later words clear the bits that would round the
+    float up (as :func:`_sorted_lcp`).  Plain whole-chunk passes."""
+    k = cw.shape[1] - 1
+    acc, e = work.lcp[:k], work.exp[:k]
+    x, y = work.key[:k], work.tmp[:k]
+    fl = work.first[:k].view(np.float64)
+    np.copyto(acc, lc)  # untied pairs: their lcp (below start); tied: 1086
+    w0, low = start // 64, 64 - start % 64
+    for w in range(w0, cw.shape[0]):
+        np.bitwise_xor(cw[w, 1:], cw[w, :-1], out=x)
+        if w == w0 and low < 64:
+            x &= np.uint64((1 << low) - 1)
+        if w > w0 or low > 53:
+            np.right_shift(x, np.uint64(53), out=y)
+            np.invert(y, out=y)
+            x &= y
+        np.copyto(fl, x, casting="unsafe")
+        np.right_shift(fl.view(np.uint64), np.uint64(52), out=y)
+        np.copyto(e, y, casting="unsafe")
+        np.subtract(np.uint16(64 * w + 1086), e, out=e)
+        np.minimum(acc, e, out=acc)
+    np.minimum(acc, np.uint16(depth), out=lc)
 
 
 def _sorted_words_lcp(words: np.ndarray, depth: int) -> np.ndarray:
@@ -1048,23 +1115,42 @@ class CountTree:
             lcp[tied] = np.minimum(128 - bit_length_u64(xor, overwrite=True), depth)
         return words, lcp
 
-    def _first_sort(self, word: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def _first_sort(
+        self, word: np.ndarray, in_place: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """The first sort of multi-word codes: one ``np.sort`` of the top ``64 - i`` bits of
         the first words ``word`` (rows in input order) above the row index (``i`` bits).
-        Returns ``(order, lcp, tied, i)``: the input row of each sorted position, the lcp of
-        neighbours (1086 where tied on those bits), the tied pairs' positions, and ``i``."""
+        Returns ``(order, lcp, i)``: the input row of each sorted position, the lcp of
+        neighbours (1086 where tied on those bits), and ``i``.
+
+        :param in_place: sort the keys in ``word`` itself and leave ``word`` holding the first
+            words in sorted order: their low ``i`` bits are kept aside (uint32) and gathered
+            back through the order, which spares a full-size key array and a gather of the
+            whole word
+        """
         n, depth = self.n, self._full_depth
         i = max(1, (n - 1).bit_length())
         mask = np.uint64((1 << i) - 1)
-        keys = word & ~mask
+        if in_place:
+            low = np.empty(n, dtype=np.uint32)  # i <= 31
+            for a in range(0, n, _ROWS):
+                np.bitwise_and(word[a : a + _ROWS], mask, out=low[a : a + _ROWS], casting="unsafe")
+            keys = word
+            keys &= ~mask
+        else:
+            keys = word & ~mask
         for a in range(0, n, _ROWS):  # | the row index, chunk by chunk (no full-size temporary)
             keys[a : a + _ROWS] |= np.arange(a, min(n, a + _ROWS), dtype=np.uint64)
         _sort_u64(keys, restore=False)  # the top bit flipped: only masked or XOR-ed below
         order = (keys & mask).view(np.int64)
         keys &= ~mask
         lcp = _sorted_lcp(keys, depth)  # depth > 64: 1086 marks the pairs tied on the key's bits
+        if in_place:
+            keys ^= _TOP
+            for a in range(0, n, _ROWS):  # the low bits back, in sorted order
+                keys[a : a + _ROWS] |= np.take(low, order[a : a + _ROWS], mode="wrap")
         del keys
-        return order, lcp, np.flatnonzero(lcp > 64), i
+        return order, lcp, i
 
     def _sort_first_word(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Multi-word codes in lexicographic order, and their lcp, computing the first word of
@@ -1075,7 +1161,8 @@ class CountTree:
         n, depth, box, axes = self.n, self._full_depth, self._box, self._axes_full
         W = _words(depth)
         word = row_codes(x, box, depth, [0], axes=axes)[0]
-        order, lcp, tied, i = self._first_sort(word)
+        order, lcp, i = self._first_sort(word)
+        tied = np.flatnonzero(lcp > 64)
         runs = np.union1d(tied, tied + 1)  # the positions in runs of tied rows, increasing
         if runs.size > n * _LAZY_ROWS_SHARE:
             del runs
@@ -1131,23 +1218,26 @@ class CountTree:
         then :meth:`_refine` for the rows still tied.
         """
         n, depth = self.n, self._full_depth
-        order, lcp, tied, i = self._first_sort(words[0]) if first is None else first
+        if first is None:  # the first words sorted in place
+            order, lcp, i = self._first_sort(words[0], in_place=True)
+            tied = None  # the tied pairs' positions: built only for the refinement
+            done = 1
+        else:
+            order, lcp, tied, i = first
+            done = 0
         del first
-        if tied.size > n * _LSD_TIED_SHARE:  # most rows tied: radix passes over all of them
+        many = int(np.count_nonzero(lcp > 64)) if tied is None else tied.size
+        if many > n * _LSD_TIED_SHARE:  # most rows tied: radix passes inside the runs
             del tied
-            local = _run_frame(lcp, 64 - i)
-            del lcp
-            if local is None:  # too many runs or too long ones: passes over the input order
-                del order
-                order = _lsd_order(words, depth, i)
-                _permute_words(words, order)
-            else:  # the first sort's runs kept, radix passes inside them
-                _permute_words(words, order)
-                del order
-                _permute_words(words, _run_radix_order(words, depth, 64 - i, *local))
-            return words, _sorted_words_lcp(words, depth)
-        _permute_words(words, order)  # one word at a time: one word of temporary memory
+            _permute_words(words, order, done)
+            del order
+            _sort_runs(words, lcp, 64 - i, depth)
+            np.minimum(lcp, np.uint16(depth), out=lcp)
+            return words, lcp
+        _permute_words(words, order, done)  # one word at a time: one word of temporary memory
         del order
+        if tied is None:
+            tied = np.flatnonzero(lcp > 64)
         self._refine(words, lcp, tied, 64 - i)
         np.minimum(lcp, np.uint16(depth), out=lcp)
         return words, lcp

@@ -246,34 +246,71 @@ def test_deeper_words_of_untied_rows_computed_on_first_read(
 
 @pytest.mark.parametrize("d,depth", [(10, 196), (5, 89), (3, 150)])
 def test_both_multi_word_sorts_give_the_same_tree(d, depth, monkeypatch):
-    """Radix passes inside the first sort's runs, radix passes over the input order (when the
-    runs leave too few bits a pass) and refinement (few tied) are three ways to the same sorted
-    codes and lcp, on points of a curve with duplicated rows."""
+    """Radix passes inside the first sort's runs, cut into chunks of whole runs of any size
+    (one run per chunk, several, or every run in one), and refinement of the tied rows (few
+    tied) are ways to the same sorted codes and lcp, on points of a curve with duplicated
+    rows."""
     from opendp_wasserstein.hierarchy import cells
 
     t = np.random.default_rng(d).uniform(size=4000)
     u = 0.5 + 0.4 * np.sin(2 * np.pi * np.outer(t, 1 + np.arange(d) % 3) + np.arange(d))
     u[:800] = u[800:1600]
-    trees = []
-    calls = {"runs": 0, "lsd": 0}
-    for name in ("_run_radix_order", "_lsd_order"):
-        inner = getattr(cells, name)
+    inner = cells._sort_chunk
+    sizes: list[int] = []
 
-        def counted(*args, _inner=inner, _key="runs" if "run" in name else "lsd"):
-            calls[_key] += 1
-            return _inner(*args)
+    def counted(cw, lc, start, *args):
+        if start < 64:  # a chunk of the first sort's runs (not the tail of one: _sort_tail)
+            sizes.append(cw.shape[1])
+        return inner(cw, lc, start, *args)
 
-        monkeypatch.setattr(cells, name, counted)
-    for share, min_digit in ((0.0, 32), (0.0, 65), (2.0, 32)):
+    monkeypatch.setattr(cells, "_sort_chunk", counted)
+    trees, chunks = [], []
+    for share, rows in ((0.0, 1), (0.0, 500), (0.0, 1 << 20), (2.0, 500)):
         monkeypatch.setattr(cells, "_LSD_TIED_SHARE", share)
-        monkeypatch.setattr(cells, "_MIN_RUN_DIGIT", min_digit)
+        monkeypatch.setattr(cells, "_RUN_ROWS", rows)
+        sizes.clear()
         trees.append(build_count_tree(u, depth))
-    assert calls == {"runs": 1, "lsd": 1}  # each radix path ran once
+        chunks.append(list(sizes))
+    assert sum(chunks[1]) == chunks[2][0] == 4000  # every row, once
+    assert sum(chunks[0]) < 4000  # one run a chunk: the untied rows are not sorted
+    assert len(chunks[0]) > len(chunks[1]) > len(chunks[2]) == 1
+    assert len(chunks[1]) <= 8  # a chunk ends at the first run start past a multiple of 500
+    assert chunks[3] == []  # the refinement path
     for other in trees[1:]:
         assert np.array_equal(trees[0]._words, other._words)
         assert np.array_equal(trees[0].lcp, other.lcp)
         assert np.array_equal(trees[0].occupancy(), other.occupancy())
-    assert trees[0].lcp.dtype == trees[1].lcp.dtype == np.uint16
+    assert trees[0].lcp.dtype == trees[3].lcp.dtype == np.uint16
+
+
+@pytest.mark.parametrize("d,depth", [(10, 196), (21, 1000), (21, 1092)])
+def test_radix_chunks_match_the_reference_on_deep_ties(d, depth, monkeypatch):
+    """Rows tied far below the first word (clusters of near-duplicates and exact duplicates)
+    through the radix passes inside chunks of runs, small chunks included: the sorted codes and
+    lcp of the plain reference, on both sides of the depth (1022) where the lcp of a chunk is
+    read word by word instead of by the minimum over words."""
+    from opendp_wasserstein.hierarchy import cells
+
+    monkeypatch.setattr(cells, "_RUN_ROWS", 64)
+    inner = cells._sort_tail
+    tails: list[int] = []
+
+    def counted(cw, *args):
+        tails.append(cw.shape[1])
+        return inner(cw, *args)
+
+    monkeypatch.setattr(cells, "_sort_tail", counted)
+    rng = np.random.default_rng(depth)
+    base = rng.uniform(size=(12, d))
+    u = np.repeat(base, 25, axis=0) + 1e-14 * rng.uniform(size=(300, d))
+    u[::7] = u[1::7]  # exact duplicates
+    tree = build_count_tree(u, depth)
+    assert tails  # the last digit sorted inside the runs still tied above it
+    words, lcp, starts = ref.tree_arrays(u, depth)
+    assert np.array_equal(tree._words, words)
+    assert np.array_equal(tree.lcp, lcp)
+    assert np.array_equal(tree._lcp_starts, starts)
+    assert int(lcp.max()) > 64  # the ties reach past the first word
 
 
 @pytest.mark.parametrize("d,depth,r", [(3, 58, 20), (2, 100, 64), (10, 150, 70), (10, 150, 20)])
