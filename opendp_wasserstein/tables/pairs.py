@@ -171,15 +171,22 @@ class PairCoding:
 
     @classmethod
     def from_marginals(
-        cls, marginals: TableMarginals, bins: int, enc: TableEncoding | None = None
+        cls,
+        marginals: TableMarginals,
+        bins: int | Sequence[int],
+        enc: TableEncoding | None = None,
     ) -> PairCoding:
-        """Numeric columns cut at their DP quantiles ``j / bins``; with ``enc``, a column whose
+        """Numeric columns cut at their DP quantiles ``j / bins`` (``bins`` one number, or one
+        per column: public); with ``enc``, a column whose
         leaves are its values (:func:`value_leaves`) cut at the leaf edge nearest each quantile,
         so a value is never split between two codes (its records all sit at its cell's centre:
         a cut inside the cell gave the pair tables none of the value on one side while the first
         look's quantiles put part of it there, and :func:`combine_margins` moved that part's
         mass onto the neighbouring values)."""
         atoms = value_leaves(enc, marginals) if enc is not None else (False,) * len(marginals.plans)
+        per = [bins] * len(marginals.plans) if isinstance(bins, int | np.integer) else list(bins)
+        if len(per) != len(marginals.plans):
+            raise ValueError("bins must be one number or one per column")
         edges: list[np.ndarray | None] = []
         sizes = []
         for c, p in enumerate(marginals.plans):
@@ -187,7 +194,7 @@ class PairCoding:
                 edges.append(None)
                 sizes.append(p.cells)
                 continue
-            q = marginals.quantiles(c, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+            q = marginals.quantiles(c, np.linspace(0.0, 1.0, int(per[c]) + 1)[1:-1])
             if atoms[c]:
                 leaves = len(marginals.masses[c])
                 q = np.round(q * leaves) / leaves

@@ -24,6 +24,7 @@ from opendp_wasserstein.tables import (
 )
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.network import (
+    NETWORK_MIN_BINS,
     NETWORK_NOISE_PENALTY,
     Clique,
     NetworkCoding,
@@ -35,6 +36,8 @@ from opendp_wasserstein.tables.network import (
     make_network,
     network_bins,
     network_cells,
+    network_codings,
+    network_column_bins,
     network_template,
     sample_network,
 )
@@ -117,7 +120,57 @@ def test_network_sizes_are_public_functions_at_their_bounds():
     # the cube root: 125 cells -> 5 bins, 124 -> 4
     assert network_bins(1000, 1.0, 3) == 5
     assert network_bins(992, 1.0, 3) == 4
-    assert network_bins(10, 1.0, 3) == 2
+    # the floor: 3 bins (NETWORK_MIN_BINS), whatever the cells
+    assert network_bins(10, 1.0, 3) == NETWORK_MIN_BINS == 3
+
+
+def test_nullable_coarse_bins_leave_room_for_the_missing_code():
+    # 125 cells: (4 + 1)^3 = 125 fits, (5 + 1)^3 does not; 124 cells: (3 + 1)^3 = 64 fits,
+    # (4 + 1)^3 = 125 does not; 63 cells: 3 - 1 = 2 bins, raised to the floor of 3
+    assert network_bins(1000, 1.0, 3, missing=True) == 4
+    assert network_bins(992, 1.0, 3, missing=True) == 3
+    assert network_bins(504, 1.0, 3, missing=True) == 3
+    assert network_bins(10, 1.0, 3, missing=True) == 3
+    # per column from the schema's nullability: x nullable, c categorical (unused), k not
+    assert network_column_bins(PLANS, 1000, 1.0) == (4, 5, 5)
+    assert network_column_bins(PLANS, 992, 1.0) == (3, 4, 4)
+
+
+def test_three_nullable_columns_make_a_two_parent_candidate_at_the_cell_bound():
+    """Three nullable numeric columns at 125 cells: 4 bins + missing each, 5^3 = 125 cells, so
+    the two-parent clique is a candidate; one cell fewer (124: 3 bins + missing, 64 cells) it
+    still is, at 63 it is not (the floor's 3 bins), and under the old rule (5 bins + missing,
+    216 cells at 125) it never was."""
+    schema = Schema({c: FloatColumn(bounds=(0.0, 1.0), nullable=True) for c in "abc"})
+    plans = column_plans(TableEncoding(schema))
+    marg = TableMarginals(plans, (np.full(16, 1 / 16),) * 3, (0.1,) * 3, 1000)
+    for n, sizes in ((1000, 5), (992, 4)):
+        coding = network_codings(marg, n, 1.0)
+        assert coding.coarse.sizes == (sizes,) * 3
+        assert coding.max_cells == n // 8
+        assert Clique(2, (0, 1)) in candidates(coding, [0, 1], 3)
+    # 63 cells: the floor's 3 bins + missing, 64 cells, do not fit: no two-parent clique
+    small = network_codings(marg, 504, 1.0)
+    assert small.coarse.sizes == (4, 4, 4)
+    assert small.max_cells == 63
+    assert Clique(2, (0, 1)) not in candidates(small, [0, 1], 3)
+    assert Clique(2, (0,)) in candidates(small, [0, 1], 3)
+    old = NetworkCoding.from_marginals(marg, 5, 5, 125)
+    assert old.coarse.sizes == (6, 6, 6)
+    assert Clique(2, (0, 1)) not in candidates(old, [0, 1], 3)
+
+
+def test_pair_coding_takes_one_bin_count_per_column():
+    marg = _uniform_marginals(100)
+    one = PairCoding.from_marginals(marg, 4)
+    per = PairCoding.from_marginals(marg, (4, 99, 2))
+    assert per.sizes == (5, 3, 2)
+    assert per.edges[0] is not None
+    np.testing.assert_array_equal(per.edges[0], one.edges[0])
+    assert per.edges[1] is None
+    np.testing.assert_allclose(per.edges[2], [0.0, 0.5, 1.0], atol=1e-15)
+    with pytest.raises(ValueError, match="one per column"):
+        PairCoding.from_marginals(marg, (4, 2))
 
 
 def test_gaussian_network_sizes_read_the_laplace_scale_of_the_same_variance():
