@@ -118,6 +118,7 @@ __all__ = [
     "WITHIN_KINDS",
     "PAIR_BINS_MAX",
     "PAIR_CELL_NOISE",
+    "sure_threshold",
 ]
 
 #: the most bins of a numeric column's code
@@ -650,15 +651,18 @@ def make_pair_tree(
 
 
 def _conditional(
-    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int
+    table: np.ndarray, parent_mass: np.ndarray, child: np.ndarray, n: int, floor: float = 0.0
 ) -> np.ndarray:
     """Rows ``P(child | parent = a)`` from a noisy table (parent on rows): row ``a`` projected
-    onto the simplex of mass ``n * parent_mass[a]``; a row left empty takes ``child``."""
+    onto the simplex of mass ``n * parent_mass[a]``, whose threshold ``max(t - tau, 0)`` is
+    raised to at least ``floor`` counts (``max(t - max(tau, floor), 0)``: the table's
+    :func:`sure_threshold` in :func:`sample_tree`); a row left empty takes ``child``."""
     ka, kb = table.shape
     groups = np.repeat(np.arange(ka), kb)
-    h = project_groups(table.reshape(-1).astype(np.float64), groups, n * parent_mass).reshape(
-        ka, kb
-    )
+    t = np.asarray(table, dtype=np.float64)
+    h = project_groups(t.reshape(-1), groups, n * parent_mass).reshape(ka, kb)
+    if floor > 0:
+        h = np.minimum(h, np.clip(t - floor, 0.0, None))
     s = h.sum(axis=1, keepdims=True)
     return np.where(s > 0, h / np.where(s > 0, s, 1.0), child[None, :])
 
@@ -748,6 +752,31 @@ def _inverse_cdf(cum: np.ndarray, parent: np.ndarray, u: np.ndarray) -> np.ndarr
     return out
 
 
+def sure_threshold(table: np.ndarray, variance: float) -> float:
+    r"""The soft threshold of a noisy table's counts that minimises Stein's unbiased estimate
+    of its squared error (SureShrink, Donoho and Johnstone 1995): over ``tau`` in ``{0} u
+    {|t_i|}``, ``d v - 2 v #{i: |t_i| <= tau} + sum_i min(|t_i|, tau)^2`` for the ``d`` cells
+    ``t_i`` and the noise's (public) variance ``v``.  Post-processing: the released counts and
+    a public number.  A table of a few large cells among many empty ones (a near-function:
+    diamonds' ``x``-``y``) gets a threshold of a few noise scales; a table of many cells
+    above the noise (weak dependence) a threshold near 0, which keeps its counts.
+
+    >>> sure_threshold(np.array([1000.0] + [2.0, -3.0, 1.0, 0.5, -1.0, 2.5, -2.0, 1.5] * 3), 4.0)
+    3.0
+    >>> sure_threshold(np.array([50.0, 60.0, 40.0, 55.0]), 4.0)
+    0.0
+    """
+    a = np.sort(np.abs(np.asarray(table, dtype=np.float64).reshape(-1)))
+    d, v = len(a), float(variance)
+    if d == 0 or v <= 0:
+        return 0.0
+    k = np.arange(1, d + 1)
+    risk = d * v - 2 * v * k + np.cumsum(a * a) + (d - k) * a * a
+    best = int(np.argmin(risk))
+    return float(a[best]) if risk[best] < d * v else 0.0
+
+
+
 def sample_tree(
     coding: PairCoding,
     marginals: TableMarginals,
@@ -757,10 +786,16 @@ def sample_tree(
     rng: RandomSource,
     within: str = "copula",
     pattern: np.ndarray | None = None,
+    scale: float = 0.0,
 ) -> np.ndarray:
     r"""``m`` encoded points drawn from the tree model (post-processing of DP releases): the root
     (the column with the most edges) with its DP marginal's counts by largest remainder in random
-    order, then every column given its parent by the conditional law of the edge's noisy table.
+    order, then every column given its parent by the conditional law of the edge's noisy table,
+    its counts soft-thresholded at the table's :func:`sure_threshold` for the noise variance
+    ``2 scale^2`` (``scale`` the Laplace scale of the tables' noise variance, public; 0: no
+    threshold).  The simplex projection alone keeps about half the empty cells of a row at a
+    noise scale each: 8.4% of diamonds' rows drawn at eps 1 had ``|x - y| > 0.3`` mm (the
+    real rows 0.04%).
 
     **Missingness** (``pattern``, the noisy counts of :func:`make_pattern_counts`): a tree
     carries the missingness of two columns together only along an edge joining them; the
@@ -809,7 +844,8 @@ def sample_tree(
                 continue
             i, _ = edges[t]
             tab = tables[t] if i == a else tables[t].T
-            cond = _conditional(np.asarray(tab), probs[a], probs[b], n)
+            floor = sure_threshold(np.asarray(tab), 2.0 * scale * scale) if scale > 0 else 0.0
+            cond = _conditional(np.asarray(tab), probs[a], probs[b], n, floor)
             drawn = [c for c in place if c in seen]
             if law is None or b not in place or not drawn:
                 cum = np.cumsum(cond, axis=1)

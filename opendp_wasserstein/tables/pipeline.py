@@ -796,14 +796,22 @@ def pair_model(
     released tables' margins (``opts.combine``, with the variances of ``noise``), the edges,
     their tables and the released missingness ``pattern``; :meth:`BlockModel.draw` samples rows
     along the tree."""
+    scale = pair_count_scale(pair_tables(coding, noise), eps_counts, noise)
     if opts.combine:
         first = first_look_noise(enc, n, marg_eps, levels, noise)
-        scale = pair_count_scale(pair_tables(coding, noise), eps_counts, noise)
         marginals = combine_margins(
             coding, marginals, list(edges), list(tables), scale, first, noise
         )
     return BlockModel(
-        enc, marginals, opts, coding, tuple(edges), tuple(np.asarray(t) for t in tables), pattern
+        enc,
+        marginals,
+        opts,
+        coding,
+        tuple(edges),
+        tuple(np.asarray(t) for t in tables),
+        pattern,
+        # the Laplace scale of the tables' noise variance (pair_bins' rule): sigma / sqrt 2
+        scale=float(scale) / (float(np.sqrt(2.0)) if check_noise(noise) == "gaussian" else 1.0),
     )
 
 
@@ -871,6 +879,8 @@ class BlockModel:
         coding), or ``None``
     :param cliques: the network's cliques (``tables`` their noisy tables)
     :param lam: the network's shrinkage weight
+    :param scale: the Laplace scale of the pair tables' noise variance (public; the floor of
+        :func:`~opendp_wasserstein.tables.pairs.sample_tree`'s conditional rows)
     """
 
     enc: TableEncoding
@@ -883,6 +893,7 @@ class BlockModel:
     network: NetworkCoding | None = None
     cliques: tuple[Clique, ...] = ()
     lam: float = 0.0
+    scale: float = 0.0
 
     def draw(self, m: int, rng: Any) -> tuple[np.ndarray, list[np.ndarray] | None]:
         """``m`` encoded rows from ``rng`` and, for the pair tree and the network, the quality
@@ -921,6 +932,7 @@ class BlockModel:
             rng,
             self.opts.within,
             self.pattern,
+            self.scale,
         )
 
 

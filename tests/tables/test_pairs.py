@@ -29,6 +29,7 @@ from opendp_wasserstein.tables.pairs import (
     PAIR_BINS_MAX,
     FirstLookNoise,
     PairCoding,
+    _conditional,
     combine_margins,
     make_pair_counts,
     make_pair_scores,
@@ -37,6 +38,7 @@ from opendp_wasserstein.tables.pairs import (
     pair_count_scale,
     pair_score_sensitivity,
     sample_tree,
+    sure_threshold,
     tree_template,
     value_leaves,
     zcdp_selection,
@@ -275,6 +277,107 @@ def test_sampled_and_calibrated_points_decode_within_the_schema(seed, m, bins, n
     assert np.all((k >= 0) & (k <= 9))
     assert not np.asarray(cols["k"].missing).any()
     assert set(np.asarray(cols["c"].values).tolist()) <= {0, 1, 2}
+
+
+def test_conditional_rows_drop_cells_below_the_floor():
+    """A diagonal row of 100 with noise cells of 3 and 7: the projection onto the row's mass
+    (110: threshold 0) keeps them all; a floor of 5 counts drops the 3 and lowers the rest by
+    5 (``max(t - max(tau, floor), 0)``); a floor above every cell leaves the row empty, which
+    takes the child's law."""
+    tab = np.array([[100.0, 3.0, 7.0], [7.0, 100.0, 3.0]])
+    mass = np.array([0.5, 0.5])
+    child = np.array([0.2, 0.3, 0.5])
+    plain = _conditional(tab, mass, child, 220)
+    np.testing.assert_allclose(plain[0], [100 / 110, 3 / 110, 7 / 110], atol=1e-12)
+    np.testing.assert_allclose(_conditional(tab, mass, child, 220, 0.0), plain, atol=0)
+    cut = _conditional(tab, mass, child, 220, 5.0)
+    np.testing.assert_allclose(cut[0], [95 / 97, 0.0, 2 / 97], atol=1e-12)
+    np.testing.assert_allclose(cut[1], [2 / 97, 95 / 97, 0.0], atol=1e-12)
+    # the row's own threshold wins when above the floor: mass 50 -> tau = (110 - 50) / 3 = 20
+    np.testing.assert_allclose(
+        _conditional(tab, np.array([50 / 220, 0.5]), child, 220, 5.0)[0], [1.0, 0.0, 0.0]
+    )
+    np.testing.assert_allclose(_conditional(tab, mass, child, 220, 100.0)[0], child, atol=1e-12)
+
+
+@given(
+    t=st.lists(st.integers(-60, 400), min_size=12, max_size=12),
+    floor=st.floats(0.0, 200.0),
+)
+@settings(max_examples=200, deadline=None)
+def test_conditional_rows_with_a_floor_are_laws_inside_the_projections_support(t, floor):
+    """Any noisy 3 x 4 table and floor: every row is a probability vector; floor 0 is the
+    projection; above 0 a cell is positive only where the projection without the floor is and
+    the noisy count exceeds the floor (or the row is empty and takes the child's law)."""
+    tab = np.asarray(t, dtype=np.float64).reshape(3, 4)
+    mass = np.array([0.2, 0.3, 0.5])
+    child = np.array([0.1, 0.2, 0.3, 0.4])
+    plain = _conditional(tab, mass, child, 1000)
+    cut = _conditional(tab, mass, child, 1000, floor)
+    assert np.all(cut >= 0)
+    np.testing.assert_allclose(cut.sum(axis=1), 1.0, atol=1e-12)
+    if floor == 0:
+        np.testing.assert_array_equal(cut, plain)
+        return
+    kept = (plain > 0) & (tab > floor)
+    empty = ~kept.any(axis=1)
+    np.testing.assert_allclose(cut[empty], np.broadcast_to(child, cut[empty].shape), atol=1e-12)
+    assert np.all(cut[~empty][~kept[~empty]] == 0.0)
+
+
+def test_sample_tree_threshold_keeps_a_diagonal_table_diagonal():
+    """A diagonal 4 x 4 table of 910 a cell with every off-diagonal cell at 30, rows of the
+    parent's mass 1000: without a scale 9% of the rows leave the diagonal (90 of 1000 a row);
+    at the tables' Laplace scale 20 (variance 800) the table's SURE threshold is 30 and none
+    do."""
+    coding = _coding(4)
+    marg = _uniform_marginals(4000)
+    k, x = 2, 0
+    tab = np.full((coding.sizes[k], coding.sizes[x]), 30, dtype=np.int64)
+    tab[np.arange(4), np.arange(4)] = 910
+    tab[:, 4] = 0  # x never missing
+    ctab = np.full((coding.sizes[1], coding.sizes[k]), 100, dtype=np.int64)
+    edges, tables = [(k, x), (1, k)], [tab, ctab]
+    assert sure_threshold(tab, 2 * 20.0**2) == 30.0
+    off = {}
+    for scale in (0.0, 20.0):
+        y = sample_tree(coding, marg, edges, tables, 4000, RandomSource(3), scale=scale)
+        bx = np.floor(y[:, PLANS[x].value_axis] * 4)
+        bk = np.floor(y[:, PLANS[k].value_axis] * 4)
+        off[scale] = float(np.mean(bx != bk))
+    assert off[0.0] > 0.06
+    assert off[20.0] == 0.0
+
+
+def _sure_risk(t, v, tau):
+    a = np.abs(np.asarray(t, dtype=np.float64))
+    return len(a) * v - 2 * v * np.sum(a <= tau) + np.sum(np.minimum(a, tau) ** 2)
+
+
+@given(
+    t=st.lists(st.integers(-100, 3000), min_size=1, max_size=40),
+    v=st.floats(0.5, 5000.0),
+)
+@settings(max_examples=200, deadline=None)
+def test_sure_threshold_minimises_the_risk_estimate_over_its_candidates(t, v):
+    """Any table and variance: the threshold is 0 or one of the cells' absolute counts, and no
+    candidate has a smaller SURE than it."""
+    tau = sure_threshold(np.asarray(t, dtype=np.float64), v)
+    cands = [0.0] + sorted({abs(float(x)) for x in t})
+    assert tau in cands
+    best = min(_sure_risk(t, v, c) for c in cands)
+    assert _sure_risk(t, v, tau) <= best + 1e-9 * max(1.0, abs(best), len(t) * v)
+
+
+def test_sure_threshold_is_large_for_sparse_tables_and_zero_for_dense_ones():
+    rng = np.random.default_rng(0)
+    noise = rng.laplace(0, 20, size=(15, 15))
+    sparse = np.diag(np.full(15, 2900.0)) + noise
+    dense = np.full((15, 15), 400.0) + noise
+    assert sure_threshold(sparse, 800.0) > 20
+    assert sure_threshold(dense, 800.0) == 0.0
+    assert sure_threshold(np.zeros(0), 800.0) == 0.0
+    assert sure_threshold(sparse, 0.0) == 0.0
 
 
 def test_grade_correlation_exact_values():
