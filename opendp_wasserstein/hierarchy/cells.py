@@ -826,12 +826,14 @@ def _sort_tail(cw: np.ndarray, lc: np.ndarray, stop: int, depth: int, work: _Chu
     # equal too, for the lcp read word by word)
     w0 = stop // 64
     sub = np.zeros((cw.shape[0], rows.size), dtype=np.uint64)
-    sub[w0:] = cw[w0:, rows]
+    for w in range(w0, cw.shape[0]):  # word by word: a 2-D fancy index is several times slower
+        _take(cw[w], rows, sub[w])
     tied = rows[1:] == rows[:-1] + 1
     tied &= lc[rows[:-1]] >= stop
     sub_lc = np.where(tied, np.uint16(1086), np.uint16(0))  # 0: rows of different runs
     _sort_chunk(sub, sub_lc, stop, depth, work)  # the caller's buffers are free again
-    cw[w0:, rows] = sub[w0:]
+    for w in range(w0, cw.shape[0]):
+        cw[w, rows] = sub[w]
     pairs = rows[:-1][tied]
     lc[pairs] = sub_lc[tied]
 
