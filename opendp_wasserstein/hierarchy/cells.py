@@ -737,8 +737,10 @@ def _sort_chunk(
     with ``r`` bits for the chunk's runs and ``ir`` for its longest run, so a chunk of few runs
     sorts more bits a pass than one frame over every row would.  The digit of each position is
     gathered through the permutation so far, the passes' moves are composed, and the words are
-    permuted once at the end; the lcp is then read off the sorted words
-    (:func:`_sorted_words_lcp`)."""
+    permuted once at the end; the lcp is then read off the sorted words (:func:`_chunk_lcp`,
+    or :func:`_sorted_words_lcp` for depths above 1022).  A last digit of at most half a pass's
+    bits is not sorted over every row: :func:`_sort_tail` sorts it inside the runs still tied
+    above it."""
     m = cw.shape[1]
     head = work.head[:m]
     head[0] = True
@@ -812,8 +814,8 @@ def _sort_tail(cw: np.ndarray, lc: np.ndarray, stop: int, depth: int, work: _Chu
     tied on their first ``stop`` bits (``lc >= stop``: the lcp read off the words, whose bits
     below ``stop`` are not sorted yet) are gathered, sorted on their own by :func:`_sort_chunk`
     from ``stop`` on, and put back with their lcp.  On points of a curve at ``d = 10`` (depth
-    196) about a sixth of the rows are still tied at 182 bits: this spares the last pass over
-    the other five sixths."""
+    196, 10^6 rows) the passes stop at 185 bits, where 7.7% of the pairs are still tied: this
+    spares the last pass over the other rows."""
     fix = np.flatnonzero(lc >= stop)  # the pairs tied on the first stop bits
     if not fix.size:
         return
