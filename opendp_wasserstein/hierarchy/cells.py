@@ -764,6 +764,8 @@ def _sort_chunk(
     frame = work.frame[:m]
     frame <<= np.uint64(c + ir)
     frame |= perm.view(np.uint64)
+    if r:  # bit 63 is the run's: flipped once here, the keys sort as int64 in uint64 order
+        frame ^= _TOP
     low = np.uint64((1 << ir) - 1)
     key, tmp, spare = work.key[:m], work.tmp[:m], work.spare[:m]
     passes = -(-(depth - start) // c)
@@ -789,7 +791,10 @@ def _sort_chunk(
         key >>= np.uint64(64 - count - ir)  # the digit at bit ir
         key &= ~low
         key |= frame
-        _sort_u64(key, restore=False)  # the top bit flipped: only the index is read below
+        if r:
+            key.view(np.int64).sort()
+        else:  # one run: the digit reaches bit 63
+            _sort_u64(key, restore=False)  # the top bit flipped: only the index is read below
         key &= low
         src = key.view(np.int64)
         src += first  # the position in the previous pass's order
