@@ -303,15 +303,15 @@ def _first_round(
     size = buf.shape[0]
     k = c.k
     w = buf.view(">u8")[:, (1 + k + 7) // 8].astype(np.uint64)  # the first multiple of 8
-    y = np.take(_v_table(c.scale), (w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64))
+    y = _v_table(c.scale).take((w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64))
     slow = np.zeros(size, dtype=bool)
     tail = np.zeros(size, dtype=bool)
-    look = np.flatnonzero(y < 0)
+    look = (y < 0).nonzero()[0]  # 1-D: as np.flatnonzero, without its wrappers
     any_slow = False  # whether slow has an entry (the masks below are skipped when not)
     if look.size:  # a table word in the bucket: V = #{P_v > W} = v_max - idx
         any_slow = True
         wl = w[look]
-        idx = np.searchsorted(c.words_ascending, wl, side="right")
+        idx = c.words_ascending.searchsorted(wl, side="right")
         y[look] = c.vmax - idx
         tail[look] = idx == 0  # V >= v_max: a fresh word follows
         slow[look] = c.words_ascending[np.maximum(idx, 1) - 1] == wl  # W = P_v: next digits
@@ -332,7 +332,7 @@ def _first_round(
                 u |= part
         y <<= k
         y += u.view(np.int64)
-        tied = np.flatnonzero(tie)
+        tied = tie.nonzero()[0]
         if tied.size:  # one tie, decided by the next byte (the word stays at byte 8): here
             eq = buf[tied, 1 : 1 + k] == digits
             count = eq.sum(axis=1)
@@ -406,7 +406,7 @@ def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
             row = np.arange(ids.size) * reps + np.where(again, reps - 1, pick)
             y, tail, slow = y[row], tail[row], slow[row]  # a rejected row is neither
             after += (row % reps + 1).astype(np.uint64) * np.uint64(blocks)
-        t = np.flatnonzero(tail)
+        t = tail.nonzero()[0]
         if t.size:  # V' from the next block's first word (a tail is never rejected)
             w2 = bits.attempts(ids[t], after[t], 1).view(">u8")[:, 0].astype(np.uint64)
             idx = np.searchsorted(c.words_ascending, w2, side="right")
