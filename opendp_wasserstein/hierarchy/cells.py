@@ -1390,18 +1390,19 @@ class CountTree:
         hi = np.asarray(hi, dtype=np.int64)
         positions = self._grouped()[self._lcp_starts[level] : self._lcp_starts[level + 1]]
         # the (unique) neighbour pair (p, p+1) inside the range whose common prefix is `level` bits
-        k = np.searchsorted(positions, lo, side="left")
+        k = positions.searchsorted(lo, side="left")
         cand = positions[np.minimum(k, max(positions.size - 1, 0))] if positions.size else lo
         inside = (k < positions.size) & (cand < hi - 1)
         mid = np.where(inside, cand + 1, 0)
         # no split inside: all points in one child, decided by the level's bit of the first point
-        rest = np.flatnonzero(~inside)
+        rest = (~inside).nonzero()[0]
         if rest.size:
-            nonempty = hi[rest] > lo[rest]
+            lo_r, hi_r = lo[rest], hi[rest]
+            nonempty = hi_r > lo_r
             bit = np.zeros(rest.size, dtype=np.int64)
-            if self.n and np.any(nonempty):
-                bit[nonempty] = self._first_bits(level, lo[rest][nonempty])
-            mid[rest] = np.where(nonempty, np.where(bit == 1, lo[rest], hi[rest]), lo[rest])
+            if self.n and nonempty.any():
+                bit[nonempty] = self._first_bits(level, lo_r[nonempty])
+            mid[rest] = np.where(nonempty, np.where(bit == 1, lo_r, hi_r), lo_r)
         return mid
 
     def children(self, level: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -115,7 +115,7 @@ def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
         total = a + b
         m0 = np.multiply(mass, a)
         m0 //= np.maximum(total, 1)
-        zero = np.flatnonzero(total <= 0)
+        zero = (total <= 0).nonzero()[0]  # 1-D: as np.flatnonzero, without its wrappers
         if zero.size:
             m0[zero] = mass[zero] // 2
         return m0
@@ -134,14 +134,20 @@ def comparable_split(mass: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarr
 
 
 def zero_respecting_split(
-    mass: np.ndarray, a: np.ndarray, b: np.ndarray, coins: np.ndarray
+    mass: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    coins: np.ndarray,
+    both: np.ndarray | None = None,
 ) -> np.ndarray:
     """Algorithm 2: the lower child's share of parent mass ``M > 0`` given truncated noisy counts
     ``a, b >= 0``.  Both zero: the child picked by the node's fair coin takes ``M`` (``coins``
     holds one bit per node whose children are both zero, in order); exactly one zero: the other
-    takes ``M``; otherwise the comparable floor split."""
+    takes ``M``; otherwise the comparable floor split.  ``both``: the positions where ``a`` and
+    ``b`` are both zero, if the caller has them already."""
     m0 = comparable_split(mass, a, b)  # already M when b == 0 < a, and 0 when a == 0 < b
-    both = np.flatnonzero((a == 0) & (b == 0))
+    if both is None:
+        both = np.flatnonzero((a == 0) & (b == 0))
     if both.size:
         m0[both] = np.where(coins == 1, mass[both], 0)
     return m0
@@ -267,20 +273,20 @@ def expand_levels(
             noisy = np.where(noisy > cut, noisy, 0)
         pairs = noisy.reshape(-1, 2)
         low, high = pairs[:, 0], pairs[:, 1]
-        both = np.flatnonzero((low == 0) & (high == 0))
+        both = ((low == 0) & (high == 0)).nonzero()[0]
         coins = (
             noise.coins(level, cells.take(both, axis=0))
             if both.size
             else np.zeros(0, dtype=np.int64)
         )
-        m0 = zero_respecting_split(mass, low, high, coins)
+        m0 = zero_respecting_split(mass, low, high, coins, both)
         pair_mass = np.empty((mass.size, 2), dtype=np.int64)
         pair_mass[:, 0] = m0
         np.subtract(mass, m0, out=pair_mass[:, 1])
         child_mass = pair_mass.reshape(-1)
         if record is not None:
             record.append(VisitedLevel(raw, child_mass))
-        keep = np.flatnonzero(child_mass > 0)
+        keep = (child_mass > 0).nonzero()[0]
         cells, mass = kids.take(keep, axis=0), child_mass.take(keep)
         state = tuple(arr.take(keep) for arr in kid_state)
         active.append(int(mass.size))

@@ -34,9 +34,12 @@ Digits are exact: every threshold is bracketed by integers ``lo <= 2^F x <= hi``
 one value of ``exp(-1/sigma)`` (Python's :mod:`decimal`, whose ``exp`` is correctly rounded;
 ``1/sigma`` rounded with a known error) by repeated squaring and multiplication with floor and
 ceiling, and a digit is used only where ``lo`` and ``hi`` agree on it.  A comparison that runs
-past the known digits (probability about ``256^-24``) recomputes the constants at twice the
-precision, as often as needed.  Every threshold is irrational (``e^x`` is transcendental for
-rational ``x != 0``), so a comparison ends after finitely many bytes with probability 1.
+past the known digits recomputes the constants at twice the precision, as often as needed
+(the first precision is 128 bits: about 14 known digits of every threshold at the usual
+scales, so about ``256^-6`` of the word ties, which are ``2^-64`` events, read past them).
+The ``V`` words are read from the bounds of the powers, the powers' digits built only on a
+word tie.  Every threshold is irrational (``e^x`` is transcendental for rational ``x != 0``),
+so a comparison ends after finitely many bytes with probability 1.
 
 A typical draw reads ``1 + k + 8`` bytes (one AES block for ``sigma < 2048``) in a few array
 operations over all elements; the law does not depend on the split ``k`` or on ``v_max``, only
@@ -50,10 +53,10 @@ per-element streams.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
-from fractions import Fraction
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -73,7 +76,7 @@ __all__ = ["stream_discrete_laplace"]
 MIN_TABLE_SCALE = 0.125
 _RATIO_LOG2 = 4  # T = 2^k <= sigma / 16
 _TAIL = 8 * math.log(2.0)  # v_max ~ 8 ln 2 sigma / T: P(V >= v_max) ~ 2^-8 (speed only)
-_FRAC = 256  # initial fixed-point precision of the thresholds, in bits
+_FRAC = 128  # initial fixed-point precision of the thresholds, in bits
 
 
 @dataclass(frozen=True)
@@ -93,9 +96,15 @@ class _Constants:
     k: int  # T = 2^k
     vmax: int
     theta: _Digits  # theta_0 .. theta_{k-1}
-    powers: _Digits  # p^1 .. p^vmax
     words: np.ndarray  # P_v = floor(2^64 p^v), v = 1 .. vmax, decreasing (uint64)
     words_ascending: np.ndarray  # the same, increasing
+    bounds: tuple[tuple[int, ...], tuple[int, ...]] = field(repr=False, compare=False)
+
+    @cached_property
+    def powers(self) -> _Digits:
+        """The known digits of ``p^1 .. p^vmax`` (built on the first read: only a tie of a
+        ``V`` word with a table word reads past the words)."""
+        return _digits(self.bounds[0], self.bounds[1], self.frac)
 
 
 def _split(scale: float) -> tuple[int, int]:
@@ -106,7 +115,7 @@ def _split(scale: float) -> tuple[int, int]:
     return k, vmax
 
 
-def _digits(lo: list[int], hi: list[int], frac: int) -> _Digits:
+def _digits(lo: Sequence[int], hi: Sequence[int], frac: int) -> _Digits:
     """The base-256 digits on which ``lo[t]`` and ``hi[t]`` (``frac``-bit fractions) agree, from
     the first: row ``t`` holds its first ``known[t]`` digits, zeros after them (all rows at
     once)."""
@@ -138,29 +147,40 @@ def _constants(scale: float, frac: int = _FRAC) -> _Constants:
     with localcontext() as ctx:
         ctx.prec = prec
         q_dec = (-(Decimal(1) / Decimal(scale))).exp()
-    rel = Fraction(1, 10 ** (prec - 4))
-    qf = Fraction(q_dec)
-    q_lo = math.floor(qf * (1 - rel) * one)
+    # q_dec (1 -/+ rel), rel = 10^(4 - prec), floored / ceiled at 2^-frac, in integers: q_dec
+    # = num / den exactly (a finite decimal)
+    num, den = q_dec.as_integer_ratio()
+    big = 10 ** (prec - 4)
+    q_lo = (num * (big - 1) * one) // (den * big)
     # q <= exp(-2^-52) < 1 - 2^-53, so one - 1 bounds it as soon as frac >= 53
-    q_hi = min(math.ceil(qf * (1 + rel) * one), one - 1)
+    q_hi = min(-(-(num * (big + 1) * one) // (den * big)), one - 1)
     th_lo: list[int] = []
     th_hi: list[int] = []
     for _ in range(k):  # q_i = q^(2^i); theta_i = q_i / (1 + q_i), increasing in q_i
         th_lo.append((q_lo << frac) // (one + q_lo))
         th_hi.append(-(-(q_hi << frac) // (one + q_hi)))
         q_lo = (q_lo * q_lo) >> frac
-        q_hi = min(-(-(q_hi * q_hi) // one), one - 1)
+        q_hi = min((q_hi * q_hi + one - 1) >> frac, one - 1)
     p_lo, p_hi = q_lo, q_hi  # p = q^T
     pw_lo, pw_hi = [p_lo], [p_hi]
+    lo, hi, up = p_lo, p_hi, one - 1  # ceil(x / one) = (x + one - 1) >> frac
+    add_lo, add_hi = pw_lo.append, pw_hi.append
     for _ in range(vmax - 1):
-        pw_lo.append((pw_lo[-1] * p_lo) >> frac)
-        pw_hi.append(-(-(pw_hi[-1] * p_hi) // one))
+        lo = (lo * p_lo) >> frac
+        hi = (hi * p_hi + up) >> frac
+        add_lo(lo)
+        add_hi(hi)
     theta = _digits(th_lo, th_hi, frac)
-    powers = _digits(pw_lo, pw_hi, frac)
-    if (k and int(theta.known.min()) < 1) or int(powers.known.min()) < 8:
+    # the words are the first 8 digits of p^v: known where lo and hi agree on them
+    shift = frac - 64
+    words = np.array([a >> shift for a in pw_lo], dtype=np.uint64)
+    if (k and int(theta.known.min()) < 1) or not np.array_equal(
+        words, np.array([b >> shift for b in pw_hi], dtype=np.uint64)
+    ):
         return _constants(scale, 2 * frac)  # a threshold too close to a digit boundary
-    words = powers.digits[:, :8].copy().view(">u8").reshape(-1).astype(np.uint64)
-    return _Constants(scale, frac, k, vmax, theta, powers, words, words[::-1].copy())
+    return _Constants(
+        scale, frac, k, vmax, theta, words, words[::-1].copy(), (tuple(pw_lo), tuple(pw_hi))
+    )
 
 
 def _less(
@@ -217,13 +237,12 @@ def _v_table(scale: float) -> np.ndarray:
     A function of the exact words of :func:`_constants` (the same at every precision): one
     entry per scale, the most recent 256 scales kept."""
     c = _constants(scale)
-    width = np.uint64(1) << np.uint64(64 - _BUCKET_BITS)
-    low = np.arange(1 << _BUCKET_BITS, dtype=np.uint64) * width
-    high = low + (width - np.uint64(1))
-    at_least_low = c.vmax - np.searchsorted(c.words_ascending, low, side="left")  # P_v >= low
-    above_high = c.vmax - np.searchsorted(c.words_ascending, high, side="right")  # P_v > high
-    table = np.where((at_least_low == above_high) & (above_high < c.vmax), above_high, -1)
-    out = table.astype(np.int64)
+    # words in each bucket; #{P_v > high end of bucket h} = #{P_v in a bucket above h}
+    inside = np.bincount(
+        (c.words >> np.uint64(64 - _BUCKET_BITS)).view(np.int64), minlength=1 << _BUCKET_BITS
+    )
+    above = c.vmax - np.cumsum(inside)
+    out = np.where((inside == 0) & (above < c.vmax), above, -1).astype(np.int64)
     out.setflags(write=False)
     return out
 
@@ -284,15 +303,15 @@ def _first_round(
     size = buf.shape[0]
     k = c.k
     w = buf.view(">u8")[:, (1 + k + 7) // 8].astype(np.uint64)  # the first multiple of 8
-    y = np.take(_v_table(c.scale), (w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64))
+    y = _v_table(c.scale).take((w >> np.uint64(64 - _BUCKET_BITS)).view(np.int64))
     slow = np.zeros(size, dtype=bool)
     tail = np.zeros(size, dtype=bool)
-    look = np.flatnonzero(y < 0)
+    look = (y < 0).nonzero()[0]  # 1-D: as np.flatnonzero, without its wrappers
     any_slow = False  # whether slow has an entry (the masks below are skipped when not)
     if look.size:  # a table word in the bucket: V = #{P_v > W} = v_max - idx
         any_slow = True
         wl = w[look]
-        idx = np.searchsorted(c.words_ascending, wl, side="right")
+        idx = c.words_ascending.searchsorted(wl, side="right")
         y[look] = c.vmax - idx
         tail[look] = idx == 0  # V >= v_max: a fresh word follows
         slow[look] = c.words_ascending[np.maximum(idx, 1) - 1] == wl  # W = P_v: next digits
@@ -313,7 +332,7 @@ def _first_round(
                 u |= part
         y <<= k
         y += u.view(np.int64)
-        tied = np.flatnonzero(tie)
+        tied = tie.nonzero()[0]
         if tied.size:  # one tie, decided by the next byte (the word stays at byte 8): here
             eq = buf[tied, 1 : 1 + k] == digits
             count = eq.sum(axis=1)
@@ -387,7 +406,7 @@ def _sample_table(c: _Constants, size: int, bits: _ElementBits) -> np.ndarray:
             row = np.arange(ids.size) * reps + np.where(again, reps - 1, pick)
             y, tail, slow = y[row], tail[row], slow[row]  # a rejected row is neither
             after += (row % reps + 1).astype(np.uint64) * np.uint64(blocks)
-        t = np.flatnonzero(tail)
+        t = tail.nonzero()[0]
         if t.size:  # V' from the next block's first word (a tail is never rejected)
             w2 = bits.attempts(ids[t], after[t], 1).view(">u8")[:, 0].astype(np.uint64)
             idx = np.searchsorted(c.words_ascending, w2, side="right")

@@ -280,7 +280,7 @@ class KeyedNodeNoise:
         """Blocks ``first .. first + count - 1`` of the streams of nodes ``elems``."""
         block = np.empty((elems.size, count, 2), dtype=_LE64)
         if count == 1:
-            np.take(state, elems, axis=0, out=block.reshape(elems.size, 2))
+            state.take(elems, axis=0, out=block.reshape(elems.size, 2))
         else:
             block[:] = state.take(elems, axis=0)[:, None, :]
         ctr: np.ndarray = np.add(

@@ -91,7 +91,9 @@ def test_refinement_path_keeps_the_law(monkeypatch: pytest.MonkeyPatch) -> None:
             return c
         theta = replace(c.theta, known=np.minimum(c.theta.known, 1))
         powers = replace(c.powers, known=np.minimum(c.powers.known, 8))
-        return replace(c, theta=theta, powers=powers)
+        out = replace(c, theta=theta)
+        object.__setattr__(out, "powers", powers)  # in place of the lazily built digits
+        return out
 
     monkeypatch.setattr(sl, "_constants", truncated)
     scale = 3000.0  # k = 7 U bits
@@ -389,3 +391,24 @@ def test_invalid_scale() -> None:
 
 def test_empty() -> None:
     assert sl.stream_discrete_laplace(2.0, 0, keyed_streams()).shape == (0,)
+
+
+@pytest.mark.parametrize("scale", [0.125, 1.7, 21.48, 306.2, 5000.0, 2.0**40 + 0.5, 2.0**52])
+def test_constants_agree_across_precisions(scale: float) -> None:
+    # the draws read only known digits, so the values cannot depend on the precision the
+    # constants were first built at: the words are equal and the digits agree where known
+    base = sl._constants(scale)
+    fine = sl._constants(scale, 4 * sl._FRAC)
+    assert base.frac < fine.frac
+    assert np.array_equal(base.words, fine.words)
+    assert np.array_equal(base.words_ascending, fine.words_ascending)
+    for name in ("theta", "powers"):
+        a, b = getattr(base, name), getattr(fine, name)
+        assert (a.known <= b.known).all()
+        width = a.digits.shape[1]
+        assert np.array_equal(
+            np.where(np.arange(width) < a.known[:, None], b.digits[:, :width], 0), a.digits
+        )
+    # the words are the first eight digits of the powers
+    assert (base.powers.known >= 8).all()
+    assert np.array_equal(base.powers.digits[:, :8].copy().view(">u8").reshape(-1), base.words)
