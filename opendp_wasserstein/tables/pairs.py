@@ -776,7 +776,6 @@ def sure_threshold(table: np.ndarray, variance: float) -> float:
     return float(a[best]) if risk[best] < d * v else 0.0
 
 
-
 def sample_tree(
     coding: PairCoding,
     marginals: TableMarginals,
