@@ -913,6 +913,7 @@ class BlockModel:
                 rng,
                 self.lam,
                 self.pattern,
+                "latent" if self.opts.within == "latent" else "copula",
             )
         else:
             y = self._tree(m, rng)
