@@ -107,12 +107,8 @@ from opendp_wasserstein.tables.pairs import (
     FirstLookNoise,
     PairCoding,
     _present_rows,
-    bin_bounds,
-    bin_grades,
     combine_margins,
     grade_correlation,
-    latent_correlation,
-    latent_position,
     make_pattern_counts,
     noisy_counts,
     pair_bins,
@@ -170,11 +166,6 @@ NETWORK_SCORE_COARSE = True
 #: dependence stands above its noise (AIM's rule, McKenna et al. 2022, in ``l1``).  Measured
 #: (``bench_tables_compare``, pure, the network against the pair tree): docs/tables_compare.rst
 NETWORK_NOISE_PENALTY = 1.0
-
-
-#: :func:`sample_network`'s placement inside bins (``"copula"`` or ``"latent"``, as
-#: :func:`~opendp_wasserstein.tables.pairs.sample_tree`'s ``within``)
-NETWORK_WITHIN = "copula"
 
 
 def _count_scale(columns: int, epsilon_counts: float, noise: str = "laplace") -> float:
@@ -687,7 +678,6 @@ def sample_network(
     rng: RandomSource,
     count_scale: float,
     pattern: np.ndarray | None = None,
-    within: str | None = None,
 ) -> np.ndarray:
     r"""``m`` encoded points drawn from the network (post-processing of DP releases).
 
@@ -708,7 +698,6 @@ def sample_network(
     pattern law given the flags drawn so far
     (:func:`~opendp_wasserstein.tables.pairs.pattern_missing_probability`); where present, its
     code is drawn from its conditional restricted to its present codes."""
-    within = NETWORK_WITHIN if within is None else within
     k = len(coding.fine.plans)
     d = sum(len(p.axes) for p in coding.fine.plans)
     out = np.full((m, d), 0.5)
@@ -769,17 +758,10 @@ def sample_network(
                 np_, nc = cd.sizes[p] - (cd.plans[p].missing_axis is not None), kc
                 nc -= cd.plans[q.child].missing_axis is not None
                 pm = np.bincount(pcodes[p], minlength=cd.sizes[p]).astype(np.float64)
-                joint = (pm[:, None] * two[a])[:np_, :nc]
-                rho = latent_correlation(joint) if within == "latent" else grade_correlation(joint)
+                rho = grade_correlation((pm[:, None] * two[a])[:np_, :nc])
                 if abs(rho) > abs(r):
                     best, r = p, rho
-            if best is not None and within == "latent":
-                nbp = cd.sizes[best] - (cd.plans[best].missing_axis is not None)
-                nbc = kc - (cd.plans[q.child].missing_axis is not None)
-                up = _relative(cd, best, pcodes[best], out)
-                ga = bin_grades(cd.marginal(marginals, best), nbp, pcodes[best], up)
-                u = latent_position(r, ga, *bin_bounds(child, nbc, code), u)
-            elif best is not None:
+            if best is not None:
                 rr = float(np.clip(2.0 * np.sin(np.pi * r / 6.0), -0.999, 0.999))
                 up = _relative(cd, best, pcodes[best], out)
                 z = rr * special.ndtri(np.clip(up, 1e-12, 1 - 1e-12)) + np.sqrt(
