@@ -402,7 +402,7 @@ def test_copula_placement_keeps_dependence_inside_bins():
     ctab = np.full((coding.sizes[0], coding.sizes[1]), 100, dtype=np.int64)
     edges, tables = [(x, k), (x, 1)], [tab, ctab]
     within_r = {}
-    for within in ("copula", "uniform"):
+    for within in ("copula", "uniform", "latent"):
         y = sample_tree(coding, marg, edges, tables, 4000, RandomSource(5), within=within)
         present = y[:, PLANS[x].axes[PLANS[x].missing_axis]] < 0.5
         ux, uk = y[present, PLANS[x].value_axis] * 4 % 1, y[present, PLANS[k].value_axis] * 4 % 1
@@ -411,6 +411,7 @@ def test_copula_placement_keeps_dependence_inside_bins():
         )
         within_r[within] = np.corrcoef(ux[same], uk[same])[0, 1]
     assert within_r["copula"] > 0.8
+    assert within_r["latent"] > 0.99  # a diagonal table: r near 1 inside the bins too
     assert abs(within_r["uniform"]) < 0.1
     with pytest.raises(ValueError, match="within"):
         sample_tree(coding, marg, edges, tables, 10, RandomSource(5), within="nope")
