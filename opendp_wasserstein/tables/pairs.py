@@ -939,7 +939,8 @@ def sample_tree(
     edge's :func:`latent_correlation` (the normal behind the released table, fitted with a
     share of independent mass for the noise left after the threshold), so a near-function
     (diamonds' ``x``-``y``: ``r`` 0.9988 against the copula's 0.980) keeps its order inside
-    the cells; :func:`latent_position`.  ``within="copula"`` (before): the child's
+    the cells; :func:`latent_position`.  An edge with a column of fewer than
+    :data:`LATENT_MIN_BINS` bins takes the copula.  ``within="copula"`` (before): the child's
     relative position inside its bin is
     ``Phi(r Phi^{-1}(u_parent) + sqrt(1 - r^2) Z)``, the Gaussian copula
     whose Spearman correlation is the edge's between-bin one (:func:`grade_correlation` of the
