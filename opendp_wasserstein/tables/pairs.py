@@ -727,9 +727,137 @@ def grade_correlation(joint: np.ndarray) -> float:
     return float(np.clip(ga @ p @ gb / np.sqrt(va * vb), -1.0, 1.0))
 
 
-#: :func:`sample_tree`'s placement inside bins: ``"copula"`` (a Gaussian copula along each
+#: the grid of :func:`latent_correlation` (``tanh`` of equal steps of ``atanh r``: fine near +-1)
+LATENT_GRID = np.tanh(np.linspace(-5.0, 5.0, 41))
+#: the shares of independent mass (the tables' noise left after the threshold) the fit of
+#: :func:`latent_correlation` allows, the best one per correlation
+LATENT_OUTLIERS = np.array([0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2])
+#: the fewest bins of both columns of an edge :func:`sample_tree` places by ``"latent"``
+#: (public: the codes); coarser edges take the copula (txhousing at eps 0.5 with ``delta``, 5
+#: bins, 9 seeds: model 0.060 lower on average with the latent placement, lower in 7; credit
+#: at eps 4, 7-8 bins, 6 seeds: model 0.607 -> 0.595 at a floor of 8)
+LATENT_MIN_BINS = 10
+#: the fine search's points around the coarse maximum in :func:`latent_correlation`
+LATENT_FINE = 41
+#: quadrature nodes per row bin in :func:`latent_correlation`
+LATENT_NODES = 16
+
+
+def latent_correlation(joint: np.ndarray) -> float:
+    r"""The correlation ``r`` of the bivariate normal whose cut at the margins' grades fits a
+    binned 2-way law ``joint`` best (the polychoric correlation: the maximum of ``sum p_ij log
+    P_ij(r)`` over :data:`LATENT_GRID`, ``P_ij(r)`` the normal's mass of cell ``ij`` by the
+    midpoint rule over :data:`LATENT_NODES` grades of each row bin).  Post-processing of a
+    released table.  Unlike the grade correlation of the binned pair, which the bins' width
+    caps (diamonds' ``x``-``y`` at 12 bins: 0.97, so ``r`` 0.97, while the real values' is
+    0.998), it estimates the dependence inside the cells too.  0 when a margin is one point.
+
+    >>> from scipy.stats import multivariate_normal
+    >>> cut = np.array([-np.inf, -0.5, 0.5, np.inf])
+    >>> F = lambda a, b: multivariate_normal(cov=[[1, 0.8], [0.8, 1]]).cdf(
+    ...     np.clip([a, b], -10, 10))
+    >>> t = np.array([[F(cut[i + 1], cut[j + 1]) - F(cut[i], cut[j + 1]) - F(cut[i + 1], cut[j])
+    ...                + F(cut[i], cut[j]) for j in range(3)] for i in range(3)])
+    >>> round(latent_correlation(t), 2)
+    0.8
+    """
+    p = np.clip(np.asarray(joint, dtype=np.float64), 0.0, None)
+    total = p.sum()
+    if not total > 0:
+        return 0.0
+    p = p / total
+    pa, pb = p.sum(axis=1), p.sum(axis=0)
+    if (pa > 1e-12).sum() < 2 or (pb > 1e-12).sum() < 2:
+        return 0.0
+    ca = np.concatenate(([0.0], np.cumsum(pa)))
+    cb = special.ndtri(np.clip(np.concatenate(([0.0], np.cumsum(pb))), 0.0, 1.0))
+    k = LATENT_NODES
+    u = ca[:-1, None] + (np.arange(k) + 0.5)[None, :] / k * pa[:, None]  # (na, k) grades
+    x = special.ndtri(np.clip(u, 1e-15, 1 - 1e-15)).reshape(-1)
+
+    def loglik(r: np.ndarray) -> np.ndarray:
+        # P_ij(r) = pa_i mean_k [Phi((b_{j+1} - r x_ik) / s) - Phi((b_j - r x_ik) / s)]
+        s = np.sqrt(1.0 - r * r)[:, None, None]
+        cdf = special.ndtr((cb[None, None, :] - r[:, None, None] * x[None, :, None]) / s)
+        cell = np.diff(cdf, axis=2).reshape(len(r), len(pa), k, len(pb)).mean(axis=2)
+        cell *= pa[None, :, None]
+        w = LATENT_OUTLIERS[:, None, None, None]
+        mix = (1.0 - w) * cell[None] + w * np.outer(pa, pb)[None, None]
+        ll = (p[None, None] * np.log(np.maximum(mix, 1e-300))).sum(axis=(2, 3))
+        return ll.max(axis=0)  # type: ignore[no-any-return]
+
+    z = np.arctanh(LATENT_GRID)  # coarse, then fine around the coarse maximum
+    z0 = z[int(np.argmax(loglik(LATENT_GRID)))]
+    step = z[1] - z[0]
+    fine = np.tanh(np.clip(z0 + np.linspace(-step, step, LATENT_FINE), z[0], z[-1]))
+    return float(fine[int(np.argmax(loglik(fine)))])
+
+
+def latent_position(
+    r: float,
+    grade_a: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    u: np.ndarray,
+) -> np.ndarray:
+    r"""A child's relative position inside its drawn bin (grades ``[lo, hi)`` of its margin)
+    given its parent's grade ``grade_a``: the child's normal score drawn from ``N(r z_a, 1 -
+    r^2)`` (``z_a = Phi^{-1}(grade_a)``) truncated to the bin's scores, by inverse transform of
+    the uniforms ``u`` (in the lower tail, where ``log Phi`` is exact: an interval above 0 is
+    drawn reflected).  A row whose parent is missing passes ``grade_a`` NaN: ``u``."""
+    r = float(np.clip(r, -0.9999, 0.9999))
+    za = special.ndtri(np.clip(grade_a, 1e-15, 1 - 1e-15))
+    pos = truncated_position(r * za, np.sqrt(1.0 - r * r), lo, hi, u)
+    return np.where(np.isnan(grade_a), u, pos)  # type: ignore[no-any-return]
+
+
+def truncated_position(
+    mu: np.ndarray, s: float, lo: np.ndarray, hi: np.ndarray, u: np.ndarray
+) -> np.ndarray:
+    """The relative position inside the bin of grades ``[lo, hi)`` of a normal score drawn
+    from ``N(mu, s^2)`` truncated to the bin's scores (:func:`latent_position`), by inverse
+    transform of ``u``; ``u`` where that is not finite."""
+    a = (special.ndtri(np.clip(lo, 0.0, 1.0)) - mu) / s
+    b = (special.ndtri(np.clip(hi, 0.0, 1.0)) - mu) / s
+    flip = a > 0
+    a2, b2 = np.where(flip, -b, a), np.where(flip, -a, b)
+    la, lb = special.log_ndtr(a2), special.log_ndtr(b2)
+    uu = np.clip(u, 1e-15, 1 - 1e-15)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lv = lb + np.log(uu + (1.0 - uu) * np.exp(la - lb))
+        t = special.ndtri_exp(lv)
+    t = np.clip(np.where(flip, -t, t), a, b)
+    g = special.ndtr(mu + s * t)
+    w = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = np.where(w > 0, (g - lo) / np.where(w > 0, w, 1.0), u)
+    pos = np.where(np.isfinite(pos), pos, u)
+    return np.clip(pos, 0.0, 1.0)  # type: ignore[no-any-return]
+
+
+def bin_bounds(probs: np.ndarray, bins: int, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grades ``[lo, hi)`` of each row's bin under a column's law over its codes ``probs``
+    (its first ``bins`` present codes renormalised; a missing row's bin the last)."""
+    q = np.clip(np.asarray(probs[:bins], dtype=np.float64), 0.0, None)
+    q = q / q.sum() if q.sum() > 0 else np.full(bins, 1.0 / bins)
+    c = np.concatenate(([0.0], np.cumsum(q)))
+    c[-1] = 1.0
+    cb = np.minimum(code, bins - 1)
+    return c[cb], c[cb + 1]
+
+
+def bin_grades(probs: np.ndarray, bins: int, code: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Each row's grade under its column's law over its present codes (:func:`bin_bounds`) at
+    its relative position ``pos`` inside its bin; NaN for a missing row (``code >= bins``)."""
+    lo, hi = bin_bounds(probs, bins, code)
+    return np.where(code >= bins, np.nan, lo + np.clip(pos, 0.0, 1.0) * (hi - lo))  # type: ignore[no-any-return]
+
+
+#: :func:`sample_tree`'s placement inside bins: ``"latent"`` (the child's normal score given its
+#: parent's, at the edge's :func:`latent_correlation`, truncated to its bin:
+#: :func:`latent_position`), ``"copula"`` (a Gaussian copula inside the bins along each
 #: numeric-numeric edge at the edge's released rank correlation) or ``"uniform"`` (independent)
-WITHIN_KINDS = ("copula", "uniform")
+WITHIN_KINDS = ("copula", "uniform", "latent")
 
 
 def _inverse_cdf(cum: np.ndarray, parent: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -783,7 +911,7 @@ def sample_tree(
     tables: Sequence[np.ndarray],
     m: int,
     rng: RandomSource,
-    within: str = "copula",
+    within: str = "latent",
     pattern: np.ndarray | None = None,
     scale: float = 0.0,
 ) -> np.ndarray:
@@ -804,9 +932,17 @@ def sample_tree(
     so far (:func:`pattern_missing_probability`); where present, its code is drawn from its
     conditional law restricted to its present codes.
 
-    **Inside bins** (``within="copula"``): a value's position between its bin's edges is not
-    drawn independently of its parent's: along an edge of two numeric columns the child's
-    relative position is ``Phi(r Phi^{-1}(u_parent) + sqrt(1 - r^2) Z)``, the Gaussian copula
+    **Inside bins** (``within="latent"``, the default): along an edge of two numeric columns a
+    value's position between its bin's edges follows its parent's grade (its rank, the bin's
+    share of the parent's DP marginal, and its position inside it): the child's normal score
+    is drawn from ``N(r z_parent, 1 - r^2)`` truncated to the child's drawn bin, ``r`` the
+    edge's :func:`latent_correlation` (the normal behind the released table, fitted with a
+    share of independent mass for the noise left after the threshold), so a near-function
+    (diamonds' ``x``-``y``: ``r`` 0.9988 against the copula's 0.980) keeps its order inside
+    the cells; :func:`latent_position`.  An edge with a column of fewer than
+    :data:`LATENT_MIN_BINS` bins takes the copula.  ``within="copula"`` (before): the child's
+    relative position inside its bin is
+    ``Phi(r Phi^{-1}(u_parent) + sqrt(1 - r^2) Z)``, the Gaussian copula
     whose Spearman correlation is the edge's between-bin one (:func:`grade_correlation` of the
     released table, ``r = 2 sin(pi rho_s / 6)``).  Positions drawn independently remove all
     dependence inside the cells, which is most of a Pearson correlation when a column's top or
@@ -865,7 +1001,20 @@ def sample_tree(
                 codes[:, b] = np.minimum(_inverse_cdf(cum, codes[:, a], u), top)
                 codes[miss, b] = cond.shape[1] - 1
             ea, eb = coding.edges[a], coding.edges[b]
-            if within == "copula" and ea is not None and eb is not None:
+            fine = (
+                ea is not None and eb is not None and min(len(ea), len(eb)) - 1 >= LATENT_MIN_BINS
+            )
+            if within == "latent" and fine:
+                assert ea is not None and eb is not None
+                na, nb = len(ea) - 1, len(eb) - 1
+                rho = latent_correlation((probs[a][:, None] * cond)[:na, :nb])
+                pos[:, b] = latent_position(
+                    rho,
+                    bin_grades(probs[a], na, codes[:, a], pos[:, a]),
+                    *bin_bounds(probs[b], nb, codes[:, b]),
+                    pos[:, b],
+                )
+            elif within in ("copula", "latent") and ea is not None and eb is not None:
                 na, nb = len(ea) - 1, len(eb) - 1
                 rho = grade_correlation((probs[a][:, None] * cond)[:na, :nb])
                 r = 2.0 * np.sin(np.pi * rho / 6.0)

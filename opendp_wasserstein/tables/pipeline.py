@@ -233,7 +233,8 @@ class StructuredOptions:
         rule of :func:`~opendp_wasserstein.tables.marginals.column_leaves` picks the levels from
         ``n epsilon / k`` within that)
     :param within: the pair tree's placement inside bins
-        (:data:`~opendp_wasserstein.tables.pairs.WITHIN_KINDS`, default ``"copula"``)
+        (:data:`~opendp_wasserstein.tables.pairs.WITHIN_KINDS`, default ``"latent"``; the
+        network keeps its copula)
     :param combine: the pair tree's 1-way targets combine the first look with the margins of
         the released pair tables by inverse variance
         (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)
@@ -252,7 +253,7 @@ class StructuredOptions:
     placement: str = "uniform"
     consistency: str = "least_squares"
     marginal_levels: int | None = None
-    within: str = "copula"
+    within: str = "latent"
     combine: bool = True
     block_rows: int = RELEASE_BLOCK_ROWS
 

@@ -402,7 +402,7 @@ def test_copula_placement_keeps_dependence_inside_bins():
     ctab = np.full((coding.sizes[0], coding.sizes[1]), 100, dtype=np.int64)
     edges, tables = [(x, k), (x, 1)], [tab, ctab]
     within_r = {}
-    for within in ("copula", "uniform"):
+    for within in ("copula", "uniform", "latent"):
         y = sample_tree(coding, marg, edges, tables, 4000, RandomSource(5), within=within)
         present = y[:, PLANS[x].axes[PLANS[x].missing_axis]] < 0.5
         ux, uk = y[present, PLANS[x].value_axis] * 4 % 1, y[present, PLANS[k].value_axis] * 4 % 1
@@ -411,6 +411,7 @@ def test_copula_placement_keeps_dependence_inside_bins():
         )
         within_r[within] = np.corrcoef(ux[same], uk[same])[0, 1]
     assert within_r["copula"] > 0.8
+    assert within_r["latent"] > 0.99  # 4 bins: below LATENT_MIN_BINS, the copula's placement
     assert abs(within_r["uniform"]) < 0.1
     with pytest.raises(ValueError, match="within"):
         sample_tree(coding, marg, edges, tables, 10, RandomSource(5), within="nope")
@@ -916,3 +917,64 @@ def test_structured_release_with_two_nullable_columns_records_the_pattern():
     assert rep.epsilon <= 4.0
     both = out["x"].isna() == out["y"].isna()
     assert both.mean() > 0.9  # the real rows: always together
+
+
+def _normal_cells(r, cuts_a, cuts_b):
+    from scipy.stats import multivariate_normal
+
+    mvn = multivariate_normal(cov=[[1.0, r], [r, 1.0]])
+    ca, cb = np.clip(cuts_a, -12, 12), np.clip(cuts_b, -12, 12)
+    f = np.array([[mvn.cdf([a, b]) for b in cb] for a in ca])
+    return np.clip(np.diff(np.diff(f, axis=0), axis=1), 0.0, None)
+
+
+@pytest.mark.parametrize("r", [-0.6, 0.0, 0.5, 0.9, 0.99])
+def test_latent_correlation_recovers_the_normal_behind_a_binned_table(r):
+    """The table of a bivariate normal's cells (unequal margins): its correlation within 0.01,
+    where the grade correlation of the bins is capped by their width."""
+    from opendp_wasserstein.tables.pairs import latent_correlation
+
+    t = _normal_cells(r, [-np.inf, -1.0, 0.0, 0.3, 1.5, np.inf], [-np.inf, -0.5, 0.5, np.inf])
+    assert latent_correlation(t) == pytest.approx(r, abs=0.01)
+
+
+def test_latent_correlation_degenerate_tables():
+    from opendp_wasserstein.tables.pairs import latent_correlation
+
+    assert latent_correlation(np.zeros((3, 3))) == 0.0
+    assert latent_correlation(np.array([[5.0, 3.0, 2.0]])) == 0.0  # one row
+    assert latent_correlation(np.outer([0.2, 0.8], [0.5, 0.3, 0.2])) == pytest.approx(0.0, abs=0.02)
+
+
+@given(
+    r=st.floats(-0.9999, 0.9999),
+    grade=st.floats(0.0, 1.0),
+    lo=st.floats(0.0, 1.0),
+    width=st.floats(0.0, 1.0),
+    u=st.floats(0.0, 1.0),
+)
+@settings(max_examples=300, deadline=None)
+def test_latent_position_is_a_position_inside_the_bin(r, grade, lo, width, u):
+    """Any correlation, parent grade and bin: a finite relative position in [0, 1]."""
+    from opendp_wasserstein.tables.pairs import latent_position
+
+    hi = min(1.0, lo + width)
+    pos = latent_position(r, np.array([grade]), np.array([lo]), np.array([hi]), np.array([u]))
+    assert np.isfinite(pos).all()
+    assert ((pos >= 0.0) & (pos <= 1.0)).all()
+
+
+def test_latent_position_follows_the_parent_and_ignores_a_missing_one():
+    """At r near 1 and the same bins, the child's position tracks the parent's; at r = 0 it is
+    the child's own uniform (the normal restricted to the bin); a missing parent (NaN): ``u``."""
+    from opendp_wasserstein.tables.pairs import latent_position
+
+    rng = np.random.default_rng(3)
+    g = rng.uniform(0.25, 0.5, 2000)
+    lo, hi, u = np.full(2000, 0.25), np.full(2000, 0.5), rng.uniform(size=2000)
+    near = latent_position(0.9999, g, lo, hi, u)
+    assert np.corrcoef(near, (g - 0.25) / 0.25)[0, 1] > 0.95
+    free = latent_position(0.0, g, lo, hi, u)
+    assert np.allclose(free, u, atol=1e-9)
+    miss = latent_position(0.9, np.full(5, np.nan), lo[:5], hi[:5], u[:5])
+    assert np.array_equal(miss, u[:5])
