@@ -710,15 +710,21 @@ def pattern_missing_probability(
     return np.where(w > 0, wm / np.where(w > 0, w, 1.0), pat)  # type: ignore[no-any-return]
 
 
+def _law(joint: np.ndarray) -> np.ndarray | None:
+    """A noisy 2-way table as a law: negative cells cut to 0, then normalised; ``None`` when
+    nothing is left."""
+    p = np.clip(np.asarray(joint, dtype=np.float64), 0.0, None)
+    total = p.sum()
+    return p / total if total > 0 else None
+
+
 def grade_correlation(joint: np.ndarray) -> float:
     r"""The Pearson correlation of the two codes' mid-grades under a 2-way law ``joint`` (rows:
     the first code, in increasing order of the values): Spearman's rank correlation of the binned
     pair, ties at mid-ranks; 0 when a margin is a single point."""
-    p = np.clip(np.asarray(joint, dtype=np.float64), 0.0, None)
-    total = p.sum()
-    if not total > 0:
+    p = _law(joint)
+    if p is None:
         return 0.0
-    p = p / total
     pa, pb = p.sum(axis=1), p.sum(axis=0)
     ga, gb = np.cumsum(pa) - pa / 2 - 0.5, np.cumsum(pb) - pb / 2 - 0.5
     va, vb = float(pa @ ga**2), float(pb @ gb**2)
@@ -761,11 +767,9 @@ def latent_correlation(joint: np.ndarray) -> float:
     >>> round(latent_correlation(t), 2)
     0.8
     """
-    p = np.clip(np.asarray(joint, dtype=np.float64), 0.0, None)
-    total = p.sum()
-    if not total > 0:
+    p = _law(joint)
+    if p is None:
         return 0.0
-    p = p / total
     pa, pb = p.sum(axis=1), p.sum(axis=0)
     if (pa > 1e-12).sum() < 2 or (pb > 1e-12).sum() < 2:
         return 0.0
