@@ -556,6 +556,32 @@ def row_codes(
     return out
 
 
+def _xor_fields(
+    word: np.ndarray,
+    a: int,
+    b: int,
+    stop: np.uint64 | None,
+    x: np.ndarray,
+    y: np.ndarray,
+    fl: np.ndarray,
+) -> np.ndarray:
+    """The float exponent fields of ``(word[i] ^ word[i + 1]) | stop`` for ``i`` in ``[a, b)``,
+    rounding kept off by clearing the bits below the 53 after the leading one (see
+    :func:`_sorted_lcp`); written into ``y[: b - a]`` (returned), with ``x`` and ``fl`` as
+    scratch."""
+    k = b - a
+    xx, yy = x[:k], y[:k]
+    np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)
+    if stop is not None:
+        xx |= stop
+    np.right_shift(xx, np.uint64(53), out=yy)
+    np.invert(yy, out=yy)
+    xx &= yy
+    np.copyto(fl[:k], xx, casting="unsafe")
+    np.right_shift(fl[:k].view(np.uint64), np.uint64(52), out=yy)
+    return yy
+
+
 def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
     """``lcp[i] = min(depth, 64 - bit_length(word[i] ^ word[i + 1]))`` (uint16) for the first
     code words of sorted rows, or 1086 where they are equal and ``depth > 64`` (ties, refined by
@@ -573,20 +599,10 @@ def _sorted_lcp(word: np.ndarray, depth: int) -> np.ndarray:
     x = np.empty(R, dtype=np.uint64)
     y = np.empty(R, dtype=np.uint64)
     fl = np.empty(R, dtype=np.float64)
-    fbits = fl.view(np.uint64)
     stop = np.uint64(1 << (63 - depth)) if depth < 64 else None
     for a in range(0, n - 1, R):
         b = min(n - 1, a + R)
-        k = b - a
-        xx, yy = x[:k], y[:k]
-        np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)
-        if stop is not None:
-            xx |= stop
-        np.right_shift(xx, np.uint64(53), out=yy)
-        np.invert(yy, out=yy)
-        xx &= yy
-        np.copyto(fl[:k], xx, casting="unsafe")
-        np.right_shift(fbits[:k], np.uint64(52), out=yy)
+        yy = _xor_fields(word, a, b, stop, x, y, fl)
         o = out[a:b]
         np.copyto(o, yy, casting="unsafe")
         np.subtract(np.uint16(1086), o, out=o)
@@ -639,19 +655,10 @@ def _sort_one_word(
     x = np.empty(R, dtype=np.uint64)
     y = np.empty(R, dtype=np.uint64)
     fl = np.empty(R, dtype=np.float64)
-    fbits = fl.view(np.uint64)
     stop = np.uint64(1 << (_FLOAT_DEPTH - depth))  # bit 63 - depth of the codes, shifted
     for a in range(0, n - 1, R):
         b = min(n - 1, a + R)
-        k = b - a
-        xx, yy = x[:k], y[:k]
-        np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)  # word[b] is still a key
-        xx |= stop
-        np.right_shift(xx, np.uint64(53), out=yy)
-        np.invert(yy, out=yy)
-        xx &= yy
-        np.copyto(fl[:k], xx, casting="unsafe")
-        np.right_shift(fbits[:k], np.uint64(52), out=yy)
+        yy = _xor_fields(word, a, b, stop, x, y, fl)  # word[b] is still a key
         fields += np.bincount(yy.view(np.int64), minlength=_FLOAT_FIELD + 1)
         o = out[a:b]
         np.copyto(o, yy, casting="unsafe")
