@@ -784,8 +784,9 @@ def _sort_runs(words: np.ndarray, lcp: np.ndarray, start: int, depth: int) -> No
 
     The runs of tied rows are cut into chunks of whole runs, about :data:`_RUN_ROWS` rows each
     (the first run start at or after every multiple of it; a run never spans two chunks), and
-    each chunk is sorted on its own (:func:`_sort_chunk`) while it is in cache.  Only the speed
-    depends on the cut, never the result."""
+    each chunk is sorted on its own (:func:`_sort_chunk`) while it is in cache; the chunks'
+    short last digits are sorted at the end, in one :func:`_sort_tail` over the rows still tied
+    in any chunk.  Only the speed depends on the cut, never the result."""
     n = words.shape[1]
     starts = np.flatnonzero(lcp <= 64)  # pair p untied: a run starts at p + 1
     starts += 1
@@ -794,9 +795,13 @@ def _sort_runs(words: np.ndarray, lcp: np.ndarray, start: int, depth: int) -> No
     del starts, at
     size = int((bounds[1:] - bounds[:-1]).max())
     work = _ChunkBuffers(size)
+    stop = depth  # the fewest bits a chunk's passes sorted (its short last digit left over)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         if b - a > 1:
-            _sort_chunk(words[:, a:b], lcp[a : b - 1], start, depth, work)
+            stop = min(stop, _sort_chunk(words[:, a:b], lcp[a : b - 1], start, depth, work, True))
+    del work
+    if stop < depth:  # the chunks' last digits: once, over the runs of all chunks still tied
+        _sort_tail(words, lcp, stop, depth)
 
 
 class _ChunkBuffers:
@@ -816,8 +821,13 @@ class _ChunkBuffers:
 
 
 def _sort_chunk(
-    cw: np.ndarray, lc: np.ndarray, start: int, depth: int, work: _ChunkBuffers
-) -> None:
+    cw: np.ndarray,
+    lc: np.ndarray,
+    start: int,
+    depth: int,
+    work: _ChunkBuffers,
+    defer: bool = False,
+) -> int:
     """Sort the codes ``cw`` (``(W, m)``, whole runs of rows tied on their first ``start`` bits,
     ``lc > 64`` marking the tied pairs) in place and set their lcp ``lc``.
 
@@ -830,13 +840,15 @@ def _sort_chunk(
     permuted once at the end; the lcp is then read off the sorted words (:func:`_chunk_lcp`,
     or :func:`_sorted_words_lcp` for depths above 1022).  A last digit of at most half a pass's
     bits is not sorted over every row: :func:`_sort_tail` sorts it inside the runs still tied
-    above it."""
+    above it, here, or (``defer``) the caller does, once for all its chunks.  Returns the bits
+    the codes are sorted on (``stop``, the tail's start, when a deferred tail is left; else
+    ``depth``)."""
     m = cw.shape[1]
     head = work.head[:m]
     head[0] = True
     np.less_equal(lc, 64, out=head[1:])  # a run starts after every untied pair
     if bool(head.all()):  # no tied pair
-        return
+        return depth
     index = work.index[:m]
     run = work.frame[:m].view(np.int64)
     np.cumsum(head, out=run)
@@ -900,39 +912,47 @@ def _sort_chunk(
         lc[:] = _sorted_words_lcp(cw, depth)
     else:
         _chunk_lcp(cw, lc, start, depth, work)
-    if stop < depth:
+    if stop < depth and not defer:
         _sort_tail(cw, lc, stop, depth, work)
+        return depth
+    return stop
 
 
-def _sort_tail(cw: np.ndarray, lc: np.ndarray, stop: int, depth: int, work: _ChunkBuffers) -> None:
+def _sort_tail(
+    cw: np.ndarray, lc: np.ndarray, stop: int, depth: int, work: _ChunkBuffers | None = None
+) -> None:
     """Finish :func:`_sort_chunk` when its passes stopped at ``stop`` bits: the rows in runs
     tied on their first ``stop`` bits (``lc >= stop``: the lcp read off the words, whose bits
     below ``stop`` are not sorted yet) are gathered, sorted on their own by :func:`_sort_chunk`
     from ``stop`` on, and put back with their lcp.  On points of a curve at ``d = 10`` (depth
-    196, 10^6 rows) the passes stop at 185 bits, where 7.7% of the pairs are still tied: this
-    spares the last pass over the other rows."""
-    fix = np.flatnonzero(lc >= stop)  # the pairs tied on the first stop bits
+    196, 10^6 rows) the passes stop at 182 or 185 bits, where 8.7% / 7.7% of the pairs are
+    still tied: this spares the last pass over the other rows.  :func:`_sort_runs` calls it
+    once over all its chunks, from the fewest bits any chunk sorted (runs already sorted
+    further are sorted again, to the same order), instead of once per chunk."""
+    tie = lc >= stop  # the pairs tied on the first stop bits
+    fix = np.flatnonzero(tie)
     if not fix.size:
         return
-    mark = np.zeros(cw.shape[1], dtype=bool)
-    mark[fix] = True
-    mark[fix + 1] = True
+    mark = np.zeros(cw.shape[1], dtype=bool)  # the rows of those pairs
+    mark[:-1] = tie
+    mark[1:] |= tie
     rows = np.flatnonzero(mark)
-    del mark, fix
+    del mark
     # the earlier words are equal within these runs: not gathered nor moved (zeros stand in:
     # equal too, for the lcp read word by word)
     w0 = stop // 64
     sub = np.zeros((cw.shape[0], rows.size), dtype=np.uint64)
     for w in range(w0, cw.shape[0]):  # word by word: a 2-D fancy index is several times slower
         _take(cw[w], rows, sub[w])
-    tied = rows[1:] == rows[:-1] + 1
-    tied &= lc[rows[:-1]] >= stop
+    tied = tie[rows[:-1]]  # a tied pair's second row is the next of rows
+    del tie
     sub_lc = np.where(tied, np.uint16(1086), np.uint16(0))  # 0: rows of different runs
+    if work is None or work.index.size < rows.size:
+        work = _ChunkBuffers(rows.size)
     _sort_chunk(sub, sub_lc, stop, depth, work)  # the caller's buffers are free again
     for w in range(w0, cw.shape[0]):
         cw[w, rows] = sub[w]
-    pairs = rows[:-1][tied]
-    lc[pairs] = sub_lc[tied]
+    lc[fix] = sub_lc[tied]  # the tied pairs are fix, in order
 
 
 def _chunk_lcp(cw: np.ndarray, lc: np.ndarray, start: int, depth: int, work: _ChunkBuffers) -> None:
