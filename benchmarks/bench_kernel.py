@@ -29,13 +29,17 @@ against the input.
 
 Data: the smooth closed curve of ``_common.sample_curve`` (``--data curve``, intrinsic dimension 1,
 many shared code prefixes) or uniform (``--data uniform``).  ``--quick``: ``n = 10^5``, ``d = 3``,
-``mem-n = 2 10^5``, 2 runs.  ``--no-memory`` skips part 2.
+``mem-n = 2 10^5``, 2 runs.  ``--no-memory`` skips part 2.  Each release line lists the depth
+the selection chose in every run (an exponential mechanism: at ``d = 10`` it moves a release more
+than anything else), and ``--seed S`` runs the releases inside ``reproducible(S)`` (the same depth
+and noise in every run: **not private**, for A/B figures of the kernel at one depth).
 ``python benchmarks/bench_kernel.py [--quick] [--n 1e6 1e7] [--d 3 10]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import mmap
@@ -54,7 +58,7 @@ from _common import machine_note, make_data
 from opendp_wasserstein.core.box import as_box
 from opendp_wasserstein.hierarchy.cells import build_count_tree, grid_codes, morton_words
 from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
-from opendp_wasserstein.runtime import diagnostics
+from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.schedules.pure import max_candidate_depth
 
 EPS_SELECT, EPS_MAIN = 0.2, 0.8
@@ -217,7 +221,13 @@ def interleaved(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, li
     return times
 
 
-def timing(n: int, d: int, data: str, runs: int) -> None:
+def seeded(seed: int | None) -> contextlib.AbstractContextManager[None]:
+    """``reproducible(seed)`` (the selected depth and the noise fixed: **not private**, for A/B
+    figures of one code path), or nothing (the secure release, as issue 24 measures it)."""
+    return contextlib.nullcontext() if seed is None else reproducible(seed)
+
+
+def timing(n: int, d: int, data: str, runs: int, seed: int | None = None) -> None:
     x = make_data(data, n, d, 0)
     L = max_candidate_depth(d, n, EPS_MAIN)
     B = max(-(-L // d), 64 // d)
@@ -238,14 +248,14 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
     fns["package_floor"] = lambda: np.sort(morton_words(grid_codes(x, L), L)[0])
     fns["tree"] = lambda: build_count_tree(x, L, box).release()
     fns["output"] = lambda: fresh_output(n, d)
-    info: dict[str, dict[str, object]] = {}
+    info: dict[str, list[dict[str, object]]] = {"center": [], "uniform": []}
     for placement in ("center", "uniform"):
         meas = adaptive(n, d, placement)
 
         def release(meas=meas, placement=placement) -> None:  # type: ignore[no-untyped-def]
-            with diagnostics() as rec:
+            with diagnostics() as rec, seeded(seed):
                 meas(x)
-            info[placement] = rec[-1]
+            info[placement].append(rec[-1])
 
         fns[f"release_{placement}"] = release
     t = interleaved(fns, runs)
@@ -281,10 +291,14 @@ def timing(n: int, d: int, data: str, runs: int) -> None:
     print(row("writing the (n, d) float64 output once (fresh pages)", "output"))
     for placement in ("center", "uniform"):
         key = f"release_{placement}"
-        last = info[placement]
+        runs_info = info[placement]
         print(
             row(f"release, placement={placement}", key)
-            + f"   (depth {last['depth']}, {last['visited_nodes']:,} noisy nodes)"
+            + "   (depths "
+            + ", ".join(str(r["depth"]) for r in runs_info)
+            + "; noisy nodes "
+            + ", ".join(f"{r['visited_nodes']:,}" for r in runs_info)
+            + ")"
         )
     for placement in ("center", "uniform"):
         key = f"release_{placement}"
@@ -361,6 +375,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-memory", action="store_true")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="releases inside reproducible(seed): the same depth and noise every run (NOT "
+        "private; for A/B figures of the kernel at one depth)",
+    )
     a = p.parse_args(argv)
     if a.quick:
         a.n, a.d, a.mem_n, a.runs = [1e5], [3], 2e5, 2
@@ -368,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     print(machine_note())
     for n in a.n:
         for d in a.d:
-            timing(int(n), d, a.data, a.runs)
+            timing(int(n), d, a.data, a.runs, a.seed)
     if not a.no_memory:
         memory(int(a.mem_n), a.mem_d, a.data)
 
