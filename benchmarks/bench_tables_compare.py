@@ -107,7 +107,7 @@ import numpy as np
 import opendp.prelude as dp
 import pandas as pd
 from _common import PeerError, run_runner, write_csv
-from _tables_data import COMPARE_NAMES, RealTable, load
+from _tables_data import COMPARE_NAMES, HELDOUT_NAMES, RealTable, load
 from bench_tables_real import Codes, run_marginals, run_marginals_delta
 
 from opendp_wasserstein import synthesize
@@ -188,6 +188,9 @@ FIELDS = [
     "versions",
 ]
 DEFAULT_OUT = os.path.join(ROOT, "docs", "_static", "tables_compare")
+#: every table ``--tables`` accepts, in the order of the result tables: the compared eight,
+#: then the held-out ones (``docs/_static/tables_heldout``)
+TABLE_ORDER = COMPARE_NAMES + HELDOUT_NAMES
 
 
 # ----------------------------------------------------------------------------------------------
@@ -489,7 +492,7 @@ class Cache:
         fresh = {_key(r): r for r in read_rows(self.path)}  # keep rows another run wrote meanwhile
         fresh.update(self.rows)
         self.rows = fresh
-        order = {n: i for i, n in enumerate(COMPARE_NAMES)}
+        order = {n: i for i, n in enumerate(TABLE_ORDER)}
         mech_order = {m: i for i, m in enumerate(REFERENCES)}
         rows = sorted(
             self.rows.values(),
@@ -568,7 +571,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         k = (r["table"], float(r["epsilon"]), r["mechanism"])
         if r.get("status") != "ok" and k not in agg:
             failed[k] = f"{r['status']}: {r.get('note', '')}"[:80]
-    order = {n: i for i, n in enumerate(COMPARE_NAMES)}
+    order = {n: i for i, n in enumerate(TABLE_ORDER)}
     mech_rank = {m: i for i, m in enumerate(REFERENCES)}
     keys = sorted(
         set(agg) | set(failed),
@@ -604,7 +607,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> list[str]:
 def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The means of :func:`markdown_table` as CSV rows (``summary.csv``, which the docs include)."""
     agg = means(rows)
-    order = {n: i for i, n in enumerate(COMPARE_NAMES)}
+    order = {n: i for i, n in enumerate(TABLE_ORDER)}
     mech_rank = {m: i for i, m in enumerate(REFERENCES)}
     out = []
     for (table, eps, mech), m in sorted(
@@ -660,7 +663,7 @@ def check_targets(
     met = missed = beyond = 0
     tables = sorted(
         {k[0] for k in agg if k[2] == ours},
-        key=lambda n: COMPARE_NAMES.index(n) if n in COMPARE_NAMES else 99,
+        key=lambda n: TABLE_ORDER.index(n) if n in TABLE_ORDER else 99,
     )
     for table in tables:
         for eps in epsilons:
@@ -929,9 +932,9 @@ def main(argv: list[str] | None = None) -> int:
     dp.enable_features("contrib")
 
     tables = [t for t in args.tables.split(",") if t]
-    unknown = [t for t in tables if t not in COMPARE_NAMES]
+    unknown = [t for t in tables if t not in TABLE_ORDER]
     if unknown:
-        raise SystemExit(f"unknown tables {unknown}; choose from {list(COMPARE_NAMES)}")
+        raise SystemExit(f"unknown tables {unknown}; choose from {list(TABLE_ORDER)}")
     epsilons = [float(e) for e in args.epsilons.split(",")]
     variants: dict[str, dict[str, Any]] = {} if args.no_default else {"ours": {}}
     if args.with_delta:

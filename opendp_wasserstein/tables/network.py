@@ -45,8 +45,12 @@ up) ``>>`` OpenDP's ``then_gaussian`` at
 from its DP marginal, every other from the conditional law of its table given its parents' codes
 (computed from the values already drawn); a 3-way table's rows shrink toward the mean of its two
 2-way conditionals (the table summed over one parent) in proportion to the noise
-(:func:`conditional_rows`); positions inside bins follow a Gaussian copula with the numeric
-parent of the largest released rank correlation; a pattern column's missingness combines its
+(:func:`conditional_rows`), those of a clique of numeric columns of at least
+:data:`NETWORK_SURE_MIN_BINS` bins each soft-thresholded at the table's SURE threshold; positions
+inside bins follow the child's latent normal given its numeric parents of at least
+:data:`NETWORK_LATENT_MIN_BINS` bins (both at once in a 3-way clique), else a Gaussian copula
+with the numeric parent of the largest released rank correlation; a pattern column's missingness
+combines its
 clique's conditional with the pattern law given the flags drawn so far, as the pair tree's;
 the pipeline calibrates every column to the DP marginals.
 
@@ -107,8 +111,11 @@ from opendp_wasserstein.tables.pairs import (
     FirstLookNoise,
     PairCoding,
     _present_rows,
+    bin_bounds,
+    bin_grades,
     combine_margins,
     grade_correlation,
+    latent_correlation,
     make_pattern_counts,
     noisy_counts,
     pair_bins,
@@ -118,6 +125,8 @@ from opendp_wasserstein.tables.pairs import (
     pattern_columns,
     pattern_law,
     pattern_missing_probability,
+    sure_threshold,
+    truncated_position,
     zcdp_selection,
 )
 
@@ -144,6 +153,8 @@ __all__ = [
     "NETWORK_CELL_NOISE",
     "NETWORK_MIN_BINS",
     "NETWORK_NOISE_PENALTY",
+    "NETWORK_LATENT_MIN_BINS",
+    "NETWORK_SURE_MIN_BINS",
     "clique_penalty",
 ]
 
@@ -166,6 +177,21 @@ NETWORK_SCORE_COARSE = True
 #: dependence stands above its noise (AIM's rule, McKenna et al. 2022, in ``l1``).  Measured
 #: (``bench_tables_compare``, pure, the network against the pair tree): docs/tables_compare.rst
 NETWORK_NOISE_PENALTY = 1.0
+
+#: the fewest bins of a numeric child and of a numeric parent (at their clique's coding:
+#: public) for which :func:`sample_network` places the child inside its bin given that
+#: parent's latent normal score (:func:`~opendp_wasserstein.tables.pairs.latent_correlation`,
+#: both numeric parents of a 3-way clique at once), else by the copula.  Below it the codes
+#: are too coarse for the latent fit: pure txhousing at eps 1 (3-bin 3-way tables, 6 seeds)
+#: lost its model 0.382 -> 0.290 with the latent placement on every edge.  Measured:
+#: docs/tables_compare.rst
+NETWORK_LATENT_MIN_BINS = 8
+#: the fewest bins of every column of a clique of numeric columns only whose rows
+#: :func:`sample_network` soft-thresholds at the table's
+#: :func:`~opendp_wasserstein.tables.pairs.sure_threshold` (a clique with a categorical column
+#: keeps its counts: txhousing eps 1 with ``delta``, ``city``-``median``, model 0.449 -> 0.418
+#: over 6 seeds with it, 0.478 without)
+NETWORK_SURE_MIN_BINS = 8
 
 
 def _count_scale(columns: int, epsilon_counts: float, noise: str = "laplace") -> float:
@@ -609,7 +635,9 @@ def network_codings(
     )
 
 
-def conditional_rows(table: np.ndarray, mass: np.ndarray, prior: np.ndarray, lam: float) -> Any:
+def conditional_rows(
+    table: np.ndarray, mass: np.ndarray, prior: np.ndarray, lam: float, floor: float = 0.0
+) -> Any:
     """Rows ``P(child | parents = a)`` from a noisy table (``(A, K)``, parents' joint code on
     rows): row ``a`` projected onto the simplex of mass ``mass[a]`` (the parents' rows), then
     mixed with the row ``prior[a]`` at weight ``lam`` (rows of little mass follow the prior)."""
@@ -618,6 +646,8 @@ def conditional_rows(table: np.ndarray, mass: np.ndarray, prior: np.ndarray, lam
     h = project_groups(
         table.reshape(-1).astype(np.float64), groups, np.clip(mass, 0.0, None)
     ).reshape(ka, kb)
+    if floor > 0:
+        h = np.minimum(h, np.clip(np.asarray(table, dtype=np.float64) - floor, 0.0, None))
     s = h.sum(axis=1, keepdims=True)
     out = (h + lam * prior) / (s + lam)
     return out / out.sum(axis=1, keepdims=True)
@@ -662,6 +692,87 @@ def _missing_axis(coding: PairCoding, c: int) -> int:
     return p.axes[p.missing_axis]
 
 
+def _bins(coding: PairCoding, c: int) -> int:
+    """Column ``c``'s bins at ``coding`` (0 for a categorical column)."""
+    e = coding.edges[c]
+    return 0 if e is None else len(e) - 1
+
+
+def _sure_clique(coding: PairCoding, q: Clique) -> bool:
+    """Whether :func:`sample_network` soft-thresholds a clique's tables (public: the codes):
+    every column numeric with at least :data:`NETWORK_SURE_MIN_BINS` bins."""
+    return all(_bins(coding, c) >= max(NETWORK_SURE_MIN_BINS, 1) for c in q.columns)
+
+
+def _latent_parents(coding: PairCoding, q: Clique) -> list[int]:
+    """The numeric parents with which :func:`sample_network` places a numeric child inside its
+    bin by the latent normal (public: the codes): the child and each of them at least
+    :data:`NETWORK_LATENT_MIN_BINS` bins; none for a categorical child."""
+    lo = max(NETWORK_LATENT_MIN_BINS, 1)
+    if _bins(coding, q.child) < lo:
+        return []
+    return [p for p in q.parents if _bins(coding, p) >= lo]
+
+
+def _latent_within(
+    cd: PairCoding,
+    marginals: TableMarginals,
+    q: Clique,
+    parents: Sequence[int],
+    two: Sequence[np.ndarray],
+    pcodes: dict[int, np.ndarray],
+    code: np.ndarray,
+    u: np.ndarray,
+    out: np.ndarray,
+) -> Any:
+    r"""The child's relative positions inside its drawn bins (``code``) given its latent
+    ``parents`` (:func:`_latent_parents`; post-processing).  Each parent's correlation ``r_p``
+    with the child is the :func:`~opendp_wasserstein.tables.pairs.latent_correlation` of the
+    2-way law ``P(parent) P(child | parent)`` (the parent's rows drawn, ``two``: the released
+    conditionals), its normal score ``z_p`` the inverse normal of its grade under its DP
+    marginal (:func:`~opendp_wasserstein.tables.pairs.bin_grades`).  One parent: the child's
+    score is drawn from ``N(r z, 1 - r^2)`` truncated to its bin, as the pair tree's
+    :func:`~opendp_wasserstein.tables.pairs.latent_position`.  Two: from the normal of the
+    child given both scores, ``N(beta . z, 1 - r . beta)`` with ``beta = R^{-1} r`` and ``R``
+    the parents' correlation matrix, its off-diagonal the Pearson correlation of the drawn
+    rows' scores (both already drawn: post-processing); when ``R`` is singular or the variance
+    not positive, or a row's parent is missing, the parent of the larger ``|r|`` alone (a row
+    with no parent present keeps ``u``, uniform)."""
+    nc = _bins(cd, q.child)
+    lo, hi = bin_bounds(cd.marginal(marginals, q.child), nc, code)
+    rs, zs = [], []
+    for p in parents:  # at most 2 (public)
+        a = q.parents.index(p)
+        na = _bins(cd, p)
+        pm = np.bincount(pcodes[p], minlength=cd.sizes[p]).astype(np.float64)
+        rs.append(
+            float(np.clip(latent_correlation((pm[:, None] * two[a])[:na, :nc]), -0.9999, 0.9999))
+        )
+        g = bin_grades(cd.marginal(marginals, p), na, pcodes[p], _relative(cd, p, pcodes[p], out))
+        zs.append(special.ndtri(np.clip(g, 1e-15, 1 - 1e-15)))
+    pos = u.copy()
+    have = [~np.isnan(z) for z in zs]
+    order = sorted(range(len(parents)), key=lambda i: -abs(rs[i]))
+    if len(parents) == 2:  # both parents present: the regression on both scores
+        ok = have[0] & have[1]
+        r12 = float(np.corrcoef(zs[0][ok], zs[1][ok])[0, 1]) if ok.sum() > 2 else np.nan
+        rv = np.array(rs)
+        det = 1.0 - r12 * r12
+        if np.isfinite(r12) and det > 1e-9:
+            beta = np.array([rv[0] - r12 * rv[1], rv[1] - r12 * rv[0]]) / det
+            v = float(1.0 - rv @ beta)
+            if v > 1e-6:
+                mu = beta[0] * np.where(ok, zs[0], 0.0) + beta[1] * np.where(ok, zs[1], 0.0)
+                pos = np.where(ok, truncated_position(mu, float(np.sqrt(v)), lo, hi, u), pos)
+                have = [h & ~ok for h in have]  # the rows left: one parent present
+    for i in reversed(order):  # the parent of the larger |r| written last (it wins)
+        if have[i].any():
+            mu = rs[i] * np.where(have[i], zs[i], 0.0)
+            one = truncated_position(mu, float(np.sqrt(1.0 - rs[i] ** 2)), lo, hi, u)
+            pos = np.where(have[i], one, pos)
+    return pos
+
+
 def _draw(cond: np.ndarray, rows: np.ndarray, rng: RandomSource) -> Any:
     cum = np.cumsum(cond, axis=1)
     cum[:, -1] = 1.0
@@ -686,10 +797,20 @@ def sample_network(
     values drawn so far): a 2-way table's rows shrink toward the child's DP marginal, a 3-way
     table's toward the mean of its two 2-way conditionals (the table summed over one parent,
     each shrunk toward the child's marginal), at weight ``count_scale`` rows
-    (:func:`conditional_rows`; the parents' mass is the rows drawn, scaled to ``n``).  Inside
-    a bin, a numeric child's position follows a Gaussian copula with its numeric parent of the
-    largest released rank correlation (``r = 2 sin(pi rho_s / 6)``, as
-    :func:`~opendp_wasserstein.tables.pairs.sample_tree`), else it is uniform.
+    (:func:`conditional_rows`; the parents' mass is the rows drawn, scaled to ``n``).  A
+    clique of numeric columns only, each of at least :data:`NETWORK_SURE_MIN_BINS` bins at its
+    coding (public), has its tables' counts (the 3-way table and its two 2-way sums)
+    soft-thresholded at their :func:`~opendp_wasserstein.tables.pairs.sure_threshold` for
+    the public noise variance (``2 count_scale^2``, times the cells summed), as the pair
+    tree's: a near-function (diamonds' ``carat`` given ``x`` and ``y``) no longer keeps its
+    empty cells at a noise scale each.  Inside a bin, a numeric child with numeric parents of
+    at least :data:`NETWORK_LATENT_MIN_BINS` bins (it too) takes its normal score given theirs
+    at their latent correlations, truncated to its bin (``_latent_within``); otherwise its
+    position follows a Gaussian copula with its numeric parent of the largest released rank
+    correlation (``r = 2 sin(pi rho_s / 6)``, as
+    :func:`~opendp_wasserstein.tables.pairs.sample_tree`'s ``within="copula"``), else it is
+    uniform.  Neither rule draws more random numbers: a release whose cliques have fewer bins
+    is the one before, bit for bit.
 
     **Missingness** (``pattern``, the noisy counts of
     :func:`~opendp_wasserstein.tables.pairs.make_pattern_counts`): as
@@ -725,11 +846,15 @@ def sample_network(
         kc = cd.sizes[q.child]
         child = cd.marginal(marginals, q.child)
         pcodes = {p: cd.codes(out, p) for p in q.parents}
+        sure = _sure_clique(cd, q)
+        var = 2.0 * lam * lam
         two: list[np.ndarray] = []  # per parent, P(child | parent)
         for a, p in enumerate(q.parents):
             t2 = t.sum(axis=1 - a) if len(q.parents) == 2 else t
             mass = np.bincount(pcodes[p], minlength=cd.sizes[p]) * scale
-            two.append(conditional_rows(t2, mass, np.broadcast_to(child, t2.shape), lam))
+            v2 = var * (t.shape[1 - a] if len(q.parents) == 2 else 1)
+            fl = sure_threshold(t2, v2) if sure else 0.0
+            two.append(conditional_rows(t2, mass, np.broadcast_to(child, t2.shape), lam, fl))
         if len(q.parents) == 1:
             cond, rows = two[0], pcodes[q.parents[0]]
         else:
@@ -737,7 +862,8 @@ def sample_network(
             rows = pcodes[p1] * cd.sizes[p2] + pcodes[p2]
             prior = (two[0][:, None, :] + two[1][None, :, :]).reshape(-1, kc) / 2
             mass = np.bincount(rows, minlength=prior.shape[0]) * scale
-            cond = conditional_rows(t.reshape(-1, kc), mass, prior, lam)
+            fl = sure_threshold(t, var) if sure else 0.0
+            cond = conditional_rows(t.reshape(-1, kc), mass, prior, lam, fl)
         drawn = [c for c in place if c in done]
         if law is None or q.child not in place or not drawn:
             code = _draw(cond, rows, rng)
@@ -750,7 +876,10 @@ def sample_network(
             code = np.minimum(_draw(_present_rows(cond, child), rows, rng), kc - 2)
             code[missing] = kc - 1
         u = rng.uniform(m)
-        if cd.edges[q.child] is not None:
+        latent = _latent_parents(cd, q)
+        if latent:
+            u = _latent_within(cd, marginals, q, latent, two, pcodes, code, u, out)
+        elif cd.edges[q.child] is not None:
             best, r = None, 0.0
             for a, p in enumerate(q.parents):
                 if cd.edges[p] is None:

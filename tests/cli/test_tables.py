@@ -763,3 +763,27 @@ def test_table_synth_with_a_private_size_shows_no_bar(files, monkeypatch):
     argv += ["--schema", str(schema_path), "--accept-data-derived-schema", "--private-size"]
     assert main(argv) == 0
     assert "synth:" not in stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    "extra,line",
+    [
+        (["--joint", "pairs"], "mechanism structured: tree of 2-way marginals"),
+        (["--joint", "never"], "mechanism structured: independent columns"),
+        (["--delta", "1e-9", "--joint", "network"], "mechanism structured: network of 2- and"),
+        (["--joint", "tree"], "mechanism structured: depth "),
+    ],
+)
+def test_table_synth_summary_shows_a_hierarchy_only_when_one_was_grown(files, capsys, extra, line):
+    """The printed summary of a structured release names its joint release; the depth, noisy
+    nodes and noise schedule are shown for the joint hierarchy only (the pair tree, the
+    network and independent columns have none: "depth 0, 0 noisy nodes" and an empty schedule
+    read as if nothing had been released)."""
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    assert _synth(csv_path, tmp / "out.csv", schema_path, *extra) == 0
+    out = capsys.readouterr().out
+    assert line in out
+    tree = extra == ["--joint", "tree"]
+    assert ("schedule sigma_0..sigma_r: " in out) is tree
+    assert ("noisy nodes" in out) is tree

@@ -441,6 +441,34 @@ def test_an_unreadable_object_is_missing_not_an_error(spec):
         assert np.array_equal(col.values[:3], base.values)
 
 
+_any_text = st.text(st.characters(), max_size=3)  # lone surrogates and NUL included
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(_any_text, st.none(), st.just(float("nan")), st.just(pd.NA)),
+        max_size=30,
+    ),
+    st.sampled_from([None, 7, [1], b"x"]),
+)
+def test_readable_values_equals_the_per_value_check(values, odd):
+    """The distinct-string path of ``_readable_values`` gives, at every row, what ``_readable``
+    gives on that value alone (a column of text and missing values); with one non-text value
+    (``odd``) it goes value by value, the same."""
+    from opendp_wasserstein.tables.frames import _readable, _readable_values
+
+    for vals in (values, values + ([odd] if odd is not None else [])):
+        arr = np.empty(len(vals), dtype=object)
+        arr[:] = vals
+        got = _readable_values(arr)
+        assert got.dtype == object
+        assert len(got) == len(arr)
+        for g, v in zip(got, arr, strict=True):
+            want = _readable(v)
+            assert g is want or (isinstance(want, str) and g == want)
+
+
 # ------------------------------------------- numeric Arrow columns read and written without pandas
 
 

@@ -9,7 +9,10 @@ import numpy as np
 import opendp.prelude as dp
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import opendp_wasserstein.tables.network as network_module
 from opendp_wasserstein import synthesize
 from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
 from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
@@ -24,10 +27,15 @@ from opendp_wasserstein.tables import (
 )
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.network import (
+    NETWORK_LATENT_MIN_BINS,
     NETWORK_MIN_BINS,
     NETWORK_NOISE_PENALTY,
+    NETWORK_SURE_MIN_BINS,
     Clique,
     NetworkCoding,
+    _latent_parents,
+    _latent_within,
+    _sure_clique,
     candidates,
     clique_penalty,
     conditional_rows,
@@ -744,3 +752,179 @@ def test_network_pattern_keeps_columns_missing_together():
     agree_without = np.mean((without[:, ax] >= 0.5) == (without[:, ay] >= 0.5))
     assert agree_with > 0.97
     assert agree_without < 0.7
+
+
+# --- inside bins: the latent placement and the SURE threshold on fine numeric cliques -------
+
+SCHEMA3 = Schema(
+    {
+        "a": FloatColumn(bounds=(0.0, 1.0)),
+        "b": FloatColumn(bounds=(0.0, 1.0)),
+        "c": CategoricalColumn(categories=("p", "q")),
+        "d": FloatColumn(bounds=(0.0, 1.0)),
+    }
+)
+PLANS3 = column_plans(TableEncoding(SCHEMA3))
+
+
+def _coding3(bins):
+    """Columns a, b, d numeric at ``bins`` equal bins each, c categorical (2 codes)."""
+    edges = [
+        None if p.kind == "category" else np.linspace(0, 1, bins[i] + 1)
+        for i, p in enumerate(PLANS3)
+    ]
+    sizes = [p.cells if p.kind == "category" else bins[i] for i, p in enumerate(PLANS3)]
+    return PairCoding(PLANS3, tuple(edges), tuple(sizes))
+
+
+def test_within_bin_rules_are_public_functions_of_the_codes():
+    """The latent parents: the numeric parents of a numeric child, both at least
+    ``NETWORK_LATENT_MIN_BINS`` bins; the SURE threshold: every column numeric at that many."""
+    lo = NETWORK_LATENT_MIN_BINS
+    assert (lo, NETWORK_SURE_MIN_BINS) == (8, 8)
+    cd = _coding3([lo, lo, 0, lo - 1])
+    assert _latent_parents(cd, Clique(1, (0,))) == [0]
+    assert _latent_parents(cd, Clique(1, (0, 2))) == [0]
+    assert _latent_parents(cd, Clique(1, (0, 3))) == [0]
+    assert _latent_parents(cd, Clique(3, (0, 1))) == []
+    assert _latent_parents(cd, Clique(2, (0, 1))) == []
+    assert _sure_clique(cd, Clique(1, (0,)))
+    assert not _sure_clique(cd, Clique(1, (0, 2)))
+    assert not _sure_clique(cd, Clique(1, (0, 3)))
+    wide = _coding3([lo + 4, lo, 0, lo])
+    assert _latent_parents(wide, Clique(3, (0, 1))) == [0, 1]
+    assert _sure_clique(wide, Clique(3, (0, 1)))
+
+
+def test_conditional_rows_floor_drops_cells_below_it():
+    """A floor of 5 counts: the 3 is dropped, the 7 lowered to 2, the 100 to 95 (the
+    projection onto the row's mass 110 keeps them all), then the prior mixed in at ``lam``."""
+    table = np.array([[100.0, 3.0, 7.0]])
+    prior = np.array([[0.2, 0.3, 0.5]])
+    got = conditional_rows(table, np.array([110.0]), prior, 3.0, 5.0)
+    np.testing.assert_allclose(got[0], (np.array([95.0, 0.0, 2.0]) + 3.0 * prior[0]) / 100.0)
+    np.testing.assert_allclose(
+        conditional_rows(table, np.array([110.0]), prior, 3.0, 0.0),
+        conditional_rows(table, np.array([110.0]), prior, 3.0),
+        atol=0,
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    noise=st.lists(st.integers(-60, 60), min_size=24, max_size=24),
+    mass=st.lists(st.floats(0.0, 500.0), min_size=4, max_size=4),
+    floor=st.floats(0.5, 80.0),
+    lam=st.floats(0.5, 50.0),
+)
+def test_conditional_rows_with_a_floor_are_laws(noise, mass, floor, lam):
+    """Any noisy table, masses, floor and weight: every row a law (non-negative, sum 1), and a
+    cell whose count is at most the floor gets only the (uniform) prior's share: the row's
+    smallest value."""
+    table = np.asarray(noise, dtype=np.float64).reshape(4, 6)
+    prior = np.full((4, 6), 1 / 6)
+    got = conditional_rows(table, np.asarray(mass), prior, lam, floor)
+    assert np.all(got >= 0)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-12)
+    low = table <= floor
+    least = np.broadcast_to(got.min(axis=1, keepdims=True), got.shape)
+    np.testing.assert_allclose(got[low], least[low], rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    m=st.integers(3, 80),
+    r=st.floats(-0.95, 0.95),
+    missing=st.floats(0.0, 0.5),
+    two=st.booleans(),
+)
+def test_latent_positions_are_inside_the_bins(seed, m, r, missing, two):
+    """Any parents' values (some missing), any joint law: the positions are in ``[0, 1]``, and a
+    row with no parent present keeps its uniform ``u``."""
+    rng = np.random.default_rng(seed)
+    nb = 8
+    bins = [nb, nb, 0, nb]
+    cd = PairCoding(
+        PLANS3,
+        tuple(None if b == 0 else np.linspace(0, 1, b + 1) for b in bins),
+        (nb, nb, 2, nb),
+    )
+    marg = TableMarginals(
+        PLANS3,
+        tuple(
+            np.full(16, 1 / 16) if p.kind != "category" else np.array([0.5, 0.5]) for p in PLANS3
+        ),
+        (0.0,) * 4,
+        m,
+    )
+    q = Clique(3, (0, 1) if two else (0,))
+    out = np.full((m, sum(len(p.axes) for p in PLANS3)), 0.5)
+    for c in q.parents:
+        out[:, PLANS3[c].value_axis] = rng.uniform(size=m)
+    pcodes = {c: cd.codes(out, c) for c in q.parents}
+    g = np.exp(-((np.arange(nb)[:, None] - np.arange(nb)[None, :]) ** 2) * (1 - abs(r)))
+    g = g[:, ::-1] if r < 0 else g
+    cond = g / g.sum(axis=1, keepdims=True)
+    code = rng.integers(0, nb, size=m)
+    u = rng.uniform(size=m)
+    gone = rng.uniform(size=m) < missing
+    with pytest.MonkeyPatch.context() as mp:  # a parent's missing rows: a NaN grade
+        real = network_module.bin_grades
+        mp.setattr(
+            network_module,
+            "bin_grades",
+            lambda *a: np.where(gone, np.nan, real(*a)),
+        )
+        pos = _latent_within(
+            cd, marg, q, list(q.parents), [cond] * len(q.parents), pcodes, code, u, out
+        )
+    assert pos.shape == (m,)
+    assert np.all((pos >= 0) & (pos <= 1))
+    np.testing.assert_array_equal(pos[gone], u[gone])
+
+
+def test_latent_placement_keeps_a_near_function_inside_the_bins():
+    """``b = a`` and ``d = (a + b') / 2`` (``b'`` = ``a`` reversed in every other block: a
+    3-way relation) at 12 bins, exact tables: the seeded sampler places ``b`` and ``d`` inside
+    their bins by the latent normal (``d`` given both parents), so the drawn values follow the
+    relations inside the bins; the copula (``NETWORK_LATENT_MIN_BINS`` above the bins: ``d``
+    from one parent) less closely.  Gaps in bins: mean ``|b - a|`` and ``|d - (a + b') / 2|``."""
+    nb, n = 12, 6000
+    cd = PairCoding(
+        PLANS3,
+        tuple(None if p.kind == "category" else np.linspace(0, 1, nb + 1) for p in PLANS3),
+        (nb, nb, 2, nb),
+    )
+    coding = NetworkCoding(cd, cd, nb**3)
+    uni = np.full(16, 1 / 16)
+    marg = TableMarginals(PLANS3, (uni, uni, np.array([0.5, 0.5]), uni), (0.0,) * 4, n)
+    x = (np.arange(n) + 0.5) / n
+    b2 = np.random.default_rng(0).permutation(x)  # independent of a
+    pts = np.full((n, sum(len(p.axes) for p in PLANS3)), 0.5)
+    pts[:, PLANS3[0].value_axis] = x
+    pts[:, PLANS3[1].value_axis] = b2
+    pts[:, PLANS3[3].value_axis] = (x + b2) / 2
+    cliques = [Clique(1, (0,)), Clique(3, (0, 1))]
+    tables = []
+    for q in cliques:
+        codes = [cd.codes(pts, c) for c in q.columns]
+        shape = [cd.sizes[c] for c in q.columns]
+        flat = np.ravel_multi_index(codes, shape)
+        tables.append(np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape))
+
+    def gaps():
+        y = sample_network(coding, marg, cliques, tables, n, RandomSource(5), 1.0)
+        a, b, d = (y[:, PLANS3[c].value_axis] for c in (0, 1, 3))
+        mid = (a + b) / 2
+        # d's relation against the mid-point, on the quantile scale of each
+        rd = np.argsort(np.argsort(d)) / n
+        rm = np.argsort(np.argsort(mid)) / n
+        return float(np.mean(np.abs(rd - rm))) * nb
+
+    latent = gaps()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(network_module, "NETWORK_LATENT_MIN_BINS", nb + 1)
+        copula = gaps()
+    assert latent < 0.7
+    assert copula > 0.75
