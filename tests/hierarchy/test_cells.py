@@ -815,3 +815,35 @@ def test_release_if_owned_drops_a_done_tree_only_in_an_owning_block():
         assert not h.release_if_owned(outside)  # not the block's tree
         assert outside._words is not None
     assert mid.shape == (1,)
+
+
+@pytest.mark.parametrize("group", [1, 4, 40, 200])
+def test_chunk_lcp_reads_the_last_word_of_the_pairs_that_reach_it(group):
+    """A chunk's lcp reads its last word for the pairs equal on all the others only, when they
+    are few (at most a quarter of the pairs), else for every pair: the lcp of a plain
+    word-by-word reading of the sorted codes either way (equal codes, the float rounding case
+    and an untied pair below ``start`` included)."""
+    import opendp_wasserstein.hierarchy.cells as h
+
+    rng = np.random.default_rng(group)
+    depth, m = 196, 401
+    words = rng.integers(0, 2**64 - 1, size=(4, m), dtype=np.uint64, endpoint=True)
+    words[0] &= np.uint64(~((1 << 20) - 1) & (2**64 - 1))  # rows tied on their first 44 bits
+    words[0] |= np.uint64(0xABC) << np.uint64(20)
+    words[0, 200:] ^= np.uint64(1) << np.uint64(63)  # two runs: an untied pair between them
+    words[3] &= np.uint64(0xF << 60)  # depth 196: the last word holds 4 bits
+    lead = np.arange(m) - np.arange(m) % 5 * (group > 1)  # groups of 5 rows share words 0-2
+    words[:3, : 5 * group] = words[:3, lead[: 5 * group]]
+    words[:, 7] = words[:, 6]  # equal codes
+    words[:3, 11] = words[:3, 10]  # a pair differing in the last word only: 0111 / 1000
+    words[3, 10], words[3, 11] = np.uint64(0x7 << 60), np.uint64(0x8 << 60)
+    words = np.ascontiguousarray(words[:, np.lexsort(words[::-1])])
+    start = 44
+    expect = h._sorted_words_lcp(words, depth)  # word by word: the reference
+    lc = np.where(expect >= start, np.uint16(1086), expect).astype(np.uint16)
+    h._chunk_lcp(words, lc, start, depth, h._ChunkBuffers(m))
+    assert np.array_equal(lc, expect)
+    reached = int(np.count_nonzero(expect >= 192))
+    assert reached >= 2  # the equal codes and the last-word pair at least
+    assert int(np.count_nonzero(expect < start)) >= 1
+    assert (4 * reached <= m - 1) == (group <= 4)  # both ways of reading the last word
