@@ -186,15 +186,40 @@ def test_synthesize_random_schemas_and_frames(sf, kind, mechanism, data):
     else:
         got, want = _dtypes(out), _dtypes(x)
         assert len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
+        for g, w, (_, spec) in zip(got, want, schema.items(), strict=True):
             # the same kind of dtype (its categories, time unit and zone come from the schema:
             # tests/tables/test_neighbour_dtypes.py); pandas upgrades to a nullable dtype where
-            # nulls are declared; an all-null column's "null" type cannot hold labels
-            assert _family(g) == _family(w) or kind == "pandas" or str(w).lower() == "null", (g, w)
+            # nulls are declared; an all-null column's "null" type cannot hold labels; an int
+            # dtype too narrow for the declared bounds widens (a function of the schema only)
+            assert (
+                _family(g) == _family(w)
+                or kind == "pandas"
+                or str(w).lower() == "null"
+                or _widened(g, w, spec)
+            ), (g, w)
         o = _to_pandas(out)
         assert list(o.columns) == list(schema.names)
     assert len(o) == len(df)
     _check_output(o, _in_dtype(schema, o))
+
+
+def _int_range(dtype) -> tuple[int, int] | None:
+    """The values a Polars or Arrow integer dtype holds, ``None`` for any other dtype."""
+    s = str(dtype).lower()
+    if not s.startswith(("int", "uint")):
+        return None
+    info = np.iinfo(s)
+    return int(info.min), int(info.max)
+
+
+def _widened(got, want, spec) -> bool:
+    """An integer input dtype that cannot hold the column's declared bounds came back as a wider
+    integer dtype that can: the schema decides it, never the data."""
+    w, g = _int_range(want), _int_range(got)
+    if w is None or g is None or not isinstance(spec, IntColumn):
+        return False
+    lo, hi = spec.bounds
+    return not (w[0] <= lo and hi <= w[1]) and g[0] <= lo and hi <= g[1]
 
 
 def _family(dtype) -> str:
@@ -310,3 +335,26 @@ def test_errors_name_the_column_never_a_value(sf, kind, data):
     assert "zz_extra" not in msg
     for v in values - set(names):
         assert v not in msg, "an error quotes a data value"
+
+
+def test_int32_column_widens_when_its_bounds_do_not_fit():
+    """The case Hypothesis found: a Polars Int32 column declared on [2^31 - 1, 2^31] comes back as
+    Int64 (the schema's bounds decide it, the data's values do not), inside the bounds."""
+    pl = pytest.importorskip("polars")
+    schema = Schema(
+        {
+            "a": IntColumn(bounds=(2**31 - 1, 2**31), nullable=True),
+            "b": FloatColumn(bounds=(0.0, 1.0)),
+        }
+    )
+    df = pl.DataFrame(
+        {"a": [None] + [0] * 11, "b": [0.0] * 12}, schema={"a": pl.Int32, "b": pl.Float64}
+    )
+    with reproducible(0):
+        out, _ = synthesize(df, 1.0, schema=schema)
+    assert out.schema["a"] == pl.Int64
+    assert _widened(out.schema["a"], df.schema["a"], schema.items()[0][1])
+    values = out["a"].drop_nulls().to_numpy()
+    assert values.min() >= 2**31 - 1
+    assert values.max() <= 2**31
+    assert not _widened(pl.Int64, pl.Int32, IntColumn(bounds=(0, 10)))
