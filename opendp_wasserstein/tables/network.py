@@ -47,9 +47,9 @@ from its DP marginal, every other from the conditional law of its table given it
 2-way conditionals (the table summed over one parent) in proportion to the noise
 (:func:`conditional_rows`), those of a clique of numeric columns of at least
 :data:`NETWORK_SURE_MIN_BINS` bins each soft-thresholded at the table's SURE threshold; positions
-inside bins follow the child's latent normal given its numeric parents of at least
-:data:`NETWORK_LATENT_MIN_BINS` bins (both at once in a 3-way clique), else a Gaussian copula
-with the numeric parent of the largest released rank correlation; a pattern column's missingness
+inside bins follow a Gaussian copula with the numeric parent of the largest released rank
+correlation (or, with :data:`NETWORK_LATENT_MIN_BINS` set, the child's latent normal given its
+numeric parents of that many bins, both at once in a 3-way clique); a pattern column's missingness
 combines its
 clique's conditional with the pattern law given the flags drawn so far, as the pair tree's;
 the pipeline calibrates every column to the DP marginals.
@@ -181,11 +181,12 @@ NETWORK_NOISE_PENALTY = 1.0
 #: the fewest bins of a numeric child and of a numeric parent (at their clique's coding:
 #: public) for which :func:`sample_network` places the child inside its bin given that
 #: parent's latent normal score (:func:`~opendp_wasserstein.tables.pairs.latent_correlation`,
-#: both numeric parents of a 3-way clique at once), else by the copula.  Below it the codes
-#: are too coarse for the latent fit: pure txhousing at eps 1 (3-bin 3-way tables, 6 seeds)
-#: lost its model 0.382 -> 0.290 with the latent placement on every edge.  Measured:
-#: docs/tables_compare.rst
-NETWORK_LATENT_MIN_BINS = 8
+#: both numeric parents of a 3-way clique at once), else by the copula; ``None`` (the
+#: default): the copula everywhere.  Measured at 8 (3 seeds, with ``delta``, with the SURE
+#: threshold): diamonds eps 1 Gower W1 0.0397 -> 0.0389, but diamonds eps 4 model 0.935 ->
+#: 0.922 (every seed, beyond 2 standard errors); below 8 pure txhousing at eps 1 lost its
+#: model (0.382 -> 0.326 at 6, 6 seeds).  docs/tables_compare.rst
+NETWORK_LATENT_MIN_BINS: int | None = None
 #: the fewest bins of every column of a clique of numeric columns only whose rows
 #: :func:`sample_network` soft-thresholds at the table's
 #: :func:`~opendp_wasserstein.tables.pairs.sure_threshold` (a clique with a categorical column
@@ -707,7 +708,10 @@ def _sure_clique(coding: PairCoding, q: Clique) -> bool:
 def _latent_parents(coding: PairCoding, q: Clique) -> list[int]:
     """The numeric parents with which :func:`sample_network` places a numeric child inside its
     bin by the latent normal (public: the codes): the child and each of them at least
-    :data:`NETWORK_LATENT_MIN_BINS` bins; none for a categorical child."""
+    :data:`NETWORK_LATENT_MIN_BINS` bins; none for a categorical child, or when that is
+    ``None``."""
+    if NETWORK_LATENT_MIN_BINS is None:
+        return []
     lo = max(NETWORK_LATENT_MIN_BINS, 1)
     if _bins(coding, q.child) < lo:
         return []
@@ -803,8 +807,9 @@ def sample_network(
     soft-thresholded at their :func:`~opendp_wasserstein.tables.pairs.sure_threshold` for
     the public noise variance (``2 count_scale^2``, times the cells summed), as the pair
     tree's: a near-function (diamonds' ``carat`` given ``x`` and ``y``) no longer keeps its
-    empty cells at a noise scale each.  Inside a bin, a numeric child with numeric parents of
-    at least :data:`NETWORK_LATENT_MIN_BINS` bins (it too) takes its normal score given theirs
+    empty cells at a noise scale each.  Inside a bin, when :data:`NETWORK_LATENT_MIN_BINS` is
+    set (default ``None``: off), a numeric child with numeric parents of at least that many
+    bins (it too) takes its normal score given theirs
     at their latent correlations, truncated to its bin (``_latent_within``); otherwise its
     position follows a Gaussian copula with its numeric parent of the largest released rank
     correlation (``r = 2 sin(pi rho_s / 6)``, as

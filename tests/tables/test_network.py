@@ -779,21 +779,29 @@ def _coding3(bins):
 
 def test_within_bin_rules_are_public_functions_of_the_codes():
     """The latent parents: the numeric parents of a numeric child, both at least
-    ``NETWORK_LATENT_MIN_BINS`` bins; the SURE threshold: every column numeric at that many."""
-    lo = NETWORK_LATENT_MIN_BINS
-    assert (lo, NETWORK_SURE_MIN_BINS) == (8, 8)
+    ``NETWORK_LATENT_MIN_BINS`` bins (off by default); the SURE threshold: every column
+    numeric at ``NETWORK_SURE_MIN_BINS``."""
+    lo = NETWORK_SURE_MIN_BINS
+    assert (NETWORK_LATENT_MIN_BINS, lo) == (None, 8)
     cd = _coding3([lo, lo, 0, lo - 1])
+    assert _latent_parents(cd, Clique(1, (0,))) == []
+    wide = _coding3([lo + 4, lo, 0, lo])
+    assert _sure_clique(cd, Clique(1, (0,)))
+    assert not _sure_clique(cd, Clique(1, (0, 2)))
+    assert not _sure_clique(cd, Clique(1, (0, 3)))
+    assert _sure_clique(wide, Clique(3, (0, 1)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(network_module, "NETWORK_LATENT_MIN_BINS", lo)
+        _latent_rules(cd, wide)
+
+
+def _latent_rules(cd, wide):
     assert _latent_parents(cd, Clique(1, (0,))) == [0]
     assert _latent_parents(cd, Clique(1, (0, 2))) == [0]
     assert _latent_parents(cd, Clique(1, (0, 3))) == [0]
     assert _latent_parents(cd, Clique(3, (0, 1))) == []
     assert _latent_parents(cd, Clique(2, (0, 1))) == []
-    assert _sure_clique(cd, Clique(1, (0,)))
-    assert not _sure_clique(cd, Clique(1, (0, 2)))
-    assert not _sure_clique(cd, Clique(1, (0, 3)))
-    wide = _coding3([lo + 4, lo, 0, lo])
     assert _latent_parents(wide, Clique(3, (0, 1))) == [0, 1]
-    assert _sure_clique(wide, Clique(3, (0, 1)))
 
 
 def test_conditional_rows_floor_drops_cells_below_it():
@@ -887,9 +895,10 @@ def test_latent_positions_are_inside_the_bins(seed, m, r, missing, two):
 def test_latent_placement_keeps_a_near_function_inside_the_bins():
     """``b = a`` and ``d = (a + b') / 2`` (``b'`` = ``a`` reversed in every other block: a
     3-way relation) at 12 bins, exact tables: the seeded sampler places ``b`` and ``d`` inside
-    their bins by the latent normal (``d`` given both parents), so the drawn values follow the
-    relations inside the bins; the copula (``NETWORK_LATENT_MIN_BINS`` above the bins: ``d``
-    from one parent) less closely.  Gaps in bins: mean ``|b - a|`` and ``|d - (a + b') / 2|``."""
+    their bins by the latent normal (``NETWORK_LATENT_MIN_BINS`` at the bins; ``d`` given both
+    parents), so the drawn values follow the relations inside the bins; the copula (the
+    default: ``d`` from one parent) less closely.  The gap: mean ``|rank(d) - rank((a + b) /
+    2)|`` in bins."""
     nb, n = 12, 6000
     cd = PairCoding(
         PLANS3,
@@ -922,9 +931,9 @@ def test_latent_placement_keeps_a_near_function_inside_the_bins():
         rm = np.argsort(np.argsort(mid)) / n
         return float(np.mean(np.abs(rd - rm))) * nb
 
-    latent = gaps()
+    copula = gaps()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(network_module, "NETWORK_LATENT_MIN_BINS", nb + 1)
-        copula = gaps()
+        mp.setattr(network_module, "NETWORK_LATENT_MIN_BINS", nb)
+        latent = gaps()
     assert latent < 0.7
     assert copula > 0.75
