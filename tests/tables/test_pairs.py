@@ -978,3 +978,30 @@ def test_latent_position_follows_the_parent_and_ignores_a_missing_one():
     assert np.allclose(free, u, atol=1e-9)
     miss = latent_position(0.9, np.full(5, np.nan), lo[:5], hi[:5], u[:5])
     assert np.array_equal(miss, u[:5])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_codes_memo_gives_the_codings_codes_and_forgets_another_array(seed):
+    """The pair tree reads codes through a :class:`CodesMemo`: per column the values of
+    ``coding.codes`` on that array (so scores and count tables are unchanged, and with them the
+    maps and the releases), recomputed for another array, never the previous array's."""
+    from opendp_wasserstein.tables.pairs import CodesMemo, make_pair_counts
+
+    rng = np.random.default_rng(seed)
+    coding = _coding()
+    n = 40
+    x, y = rng.uniform(size=(n, ENC.dimension)), rng.uniform(size=(n, ENC.dimension))
+    memo = CodesMemo(coding)
+    for arr in (x, y, x):
+        for c in range(len(PLANS)):
+            assert np.array_equal(memo(arr, c), coding.codes(arr, c))
+    pairs = [(0, 1), (1, 2), (0, 2)]
+    dom, met = _domain(n), dp.change_one_distance()
+    memo = CodesMemo(coding)
+    assert make_pair_scores(dom, met, coding, pairs, memo)(y) == make_pair_scores(
+        dom, met, coding, pairs
+    )(y)
+    for i, j in pairs:
+        a = make_pair_counts(dom, met, coding, i, j, "l1", memo)(y)
+        assert np.array_equal(a, make_pair_counts(dom, met, coding, i, j)(y))
