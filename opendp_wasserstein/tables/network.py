@@ -48,11 +48,9 @@ from its DP marginal, every other from the conditional law of its table given it
 (:func:`conditional_rows`), those of a clique of numeric columns of at least
 :data:`NETWORK_SURE_MIN_BINS` bins each soft-thresholded at the table's SURE threshold; positions
 inside bins follow a Gaussian copula with the numeric parent of the largest released rank
-correlation (or, with :data:`NETWORK_LATENT_MIN_BINS` set, the child's latent normal given its
-numeric parents of that many bins, both at once in a 3-way clique); a pattern column's missingness
-combines its
-clique's conditional with the pattern law given the flags drawn so far, as the pair tree's;
-the pipeline calibrates every column to the DP marginals.
+correlation; a pattern column's missingness combines its clique's conditional with the
+pattern law given the flags drawn so far, as the pair tree's; the pipeline calibrates every
+column to the DP marginals.
 
 **Privacy map.**  The pair tree's: ``(k - 1) epsilon_round`` for the rounds plus ``(k - 1) 2 /
 s`` for the counts and ``2 / (4 s)`` for the pattern table if any (in zCDP: ``(k - 1)`` times
@@ -111,11 +109,8 @@ from opendp_wasserstein.tables.pairs import (
     FirstLookNoise,
     PairCoding,
     _present_rows,
-    bin_bounds,
-    bin_grades,
     combine_margins,
     grade_correlation,
-    latent_correlation,
     make_pattern_counts,
     noisy_counts,
     pair_bins,
@@ -126,7 +121,6 @@ from opendp_wasserstein.tables.pairs import (
     pattern_law,
     pattern_missing_probability,
     sure_threshold,
-    truncated_position,
     zcdp_selection,
 )
 
@@ -153,7 +147,6 @@ __all__ = [
     "NETWORK_CELL_NOISE",
     "NETWORK_MIN_BINS",
     "NETWORK_NOISE_PENALTY",
-    "NETWORK_LATENT_MIN_BINS",
     "NETWORK_SURE_MIN_BINS",
     "clique_penalty",
 ]
@@ -178,15 +171,6 @@ NETWORK_SCORE_COARSE = True
 #: (``bench_tables_compare``, pure, the network against the pair tree): docs/tables_compare.rst
 NETWORK_NOISE_PENALTY = 1.0
 
-#: the fewest bins of a numeric child and of a numeric parent (at their clique's coding:
-#: public) for which :func:`sample_network` places the child inside its bin given that
-#: parent's latent normal score (:func:`~opendp_wasserstein.tables.pairs.latent_correlation`,
-#: both numeric parents of a 3-way clique at once), else by the copula; ``None`` (the
-#: default): the copula everywhere.  Measured at 8 (3 seeds, with ``delta``, with the SURE
-#: threshold): diamonds eps 1 Gower W1 0.0397 -> 0.0389, but diamonds eps 4 model 0.935 ->
-#: 0.922 (every seed, beyond 2 standard errors); below 8 pure txhousing at eps 1 lost its
-#: model (0.382 -> 0.326 at 6, 6 seeds).  docs/tables_compare.rst
-NETWORK_LATENT_MIN_BINS: int | None = None
 #: the fewest bins of every column of a clique of numeric columns only whose rows
 #: :func:`sample_network` soft-thresholds at the table's
 #: :func:`~opendp_wasserstein.tables.pairs.sure_threshold` (a clique with a categorical column
@@ -705,78 +689,6 @@ def _sure_clique(coding: PairCoding, q: Clique) -> bool:
     return all(_bins(coding, c) >= max(NETWORK_SURE_MIN_BINS, 1) for c in q.columns)
 
 
-def _latent_parents(coding: PairCoding, q: Clique) -> list[int]:
-    """The numeric parents with which :func:`sample_network` places a numeric child inside its
-    bin by the latent normal (public: the codes): the child and each of them at least
-    :data:`NETWORK_LATENT_MIN_BINS` bins; none for a categorical child, or when that is
-    ``None``."""
-    if NETWORK_LATENT_MIN_BINS is None:
-        return []
-    lo = max(NETWORK_LATENT_MIN_BINS, 1)
-    if _bins(coding, q.child) < lo:
-        return []
-    return [p for p in q.parents if _bins(coding, p) >= lo]
-
-
-def _latent_within(
-    cd: PairCoding,
-    marginals: TableMarginals,
-    q: Clique,
-    parents: Sequence[int],
-    two: Sequence[np.ndarray],
-    pcodes: dict[int, np.ndarray],
-    code: np.ndarray,
-    u: np.ndarray,
-    out: np.ndarray,
-) -> Any:
-    r"""The child's relative positions inside its drawn bins (``code``) given its latent
-    ``parents`` (:func:`_latent_parents`; post-processing).  Each parent's correlation ``r_p``
-    with the child is the :func:`~opendp_wasserstein.tables.pairs.latent_correlation` of the
-    2-way law ``P(parent) P(child | parent)`` (the parent's rows drawn, ``two``: the released
-    conditionals), its normal score ``z_p`` the inverse normal of its grade under its DP
-    marginal (:func:`~opendp_wasserstein.tables.pairs.bin_grades`).  One parent: the child's
-    score is drawn from ``N(r z, 1 - r^2)`` truncated to its bin, as the pair tree's
-    :func:`~opendp_wasserstein.tables.pairs.latent_position`.  Two: from the normal of the
-    child given both scores, ``N(beta . z, 1 - r . beta)`` with ``beta = R^{-1} r`` and ``R``
-    the parents' correlation matrix, its off-diagonal the Pearson correlation of the drawn
-    rows' scores (both already drawn: post-processing); when ``R`` is singular or the variance
-    not positive, or a row's parent is missing, the parent of the larger ``|r|`` alone (a row
-    with no parent present keeps ``u``, uniform)."""
-    nc = _bins(cd, q.child)
-    lo, hi = bin_bounds(cd.marginal(marginals, q.child), nc, code)
-    rs, zs = [], []
-    for p in parents:  # at most 2 (public)
-        a = q.parents.index(p)
-        na = _bins(cd, p)
-        pm = np.bincount(pcodes[p], minlength=cd.sizes[p]).astype(np.float64)
-        rs.append(
-            float(np.clip(latent_correlation((pm[:, None] * two[a])[:na, :nc]), -0.9999, 0.9999))
-        )
-        g = bin_grades(cd.marginal(marginals, p), na, pcodes[p], _relative(cd, p, pcodes[p], out))
-        zs.append(special.ndtri(np.clip(g, 1e-15, 1 - 1e-15)))
-    pos = u.copy()
-    have = [~np.isnan(z) for z in zs]
-    order = sorted(range(len(parents)), key=lambda i: -abs(rs[i]))
-    if len(parents) == 2:  # both parents present: the regression on both scores
-        ok = have[0] & have[1]
-        r12 = float(np.corrcoef(zs[0][ok], zs[1][ok])[0, 1]) if ok.sum() > 2 else np.nan
-        rv = np.array(rs)
-        det = 1.0 - r12 * r12
-        if np.isfinite(r12) and det > 1e-9:
-            beta = np.array([rv[0] - r12 * rv[1], rv[1] - r12 * rv[0]]) / det
-            v = float(1.0 - rv @ beta)
-            if v > 1e-6:
-                mu = beta[0] * np.where(ok, zs[0], 0.0) + beta[1] * np.where(ok, zs[1], 0.0)
-                pos = np.where(ok, truncated_position(mu, float(np.sqrt(v)), lo, hi, u), pos)
-                have = [h & ~ok for h in have]  # the rows left: one parent present
-    for i in reversed(order):  # the parent of the larger |r| written last (it wins)
-        if have[i].any():
-            mu = rs[i] * np.where(have[i], zs[i], 0.0)
-            one = truncated_position(mu, float(np.sqrt(1.0 - rs[i] ** 2)), lo, hi, u)
-            pos = np.where(have[i], one, pos)
-    return pos
-
-
 def _draw(cond: np.ndarray, rows: np.ndarray, rng: RandomSource) -> Any:
     cum = np.cumsum(cond, axis=1)
     cum[:, -1] = 1.0
@@ -807,14 +719,11 @@ def sample_network(
     soft-thresholded at their :func:`~opendp_wasserstein.tables.pairs.sure_threshold` for
     the public noise variance (``2 count_scale^2``, times the cells summed), as the pair
     tree's: a near-function (diamonds' ``carat`` given ``x`` and ``y``) no longer keeps its
-    empty cells at a noise scale each.  Inside a bin, when :data:`NETWORK_LATENT_MIN_BINS` is
-    set (default ``None``: off), a numeric child with numeric parents of at least that many
-    bins (it too) takes its normal score given theirs
-    at their latent correlations, truncated to its bin (``_latent_within``); otherwise its
+    empty cells at a noise scale each.  Inside a bin, a numeric child's
     position follows a Gaussian copula with its numeric parent of the largest released rank
     correlation (``r = 2 sin(pi rho_s / 6)``, as
     :func:`~opendp_wasserstein.tables.pairs.sample_tree`'s ``within="copula"``), else it is
-    uniform.  Neither rule draws more random numbers: a release whose cliques have fewer bins
+    uniform.  The threshold draws no more random numbers: a release whose cliques have fewer bins
     is the one before, bit for bit.
 
     **Missingness** (``pattern``, the noisy counts of
@@ -881,10 +790,7 @@ def sample_network(
             code = np.minimum(_draw(_present_rows(cond, child), rows, rng), kc - 2)
             code[missing] = kc - 1
         u = rng.uniform(m)
-        latent = _latent_parents(cd, q)
-        if latent:
-            u = _latent_within(cd, marginals, q, latent, two, pcodes, code, u, out)
-        elif cd.edges[q.child] is not None:
+        if cd.edges[q.child] is not None:
             best, r = None, 0.0
             for a, p in enumerate(q.parents):
                 if cd.edges[p] is None:

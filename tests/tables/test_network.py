@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import opendp_wasserstein.tables.network as network_module
 from opendp_wasserstein import synthesize
 from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
 from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
@@ -27,14 +26,11 @@ from opendp_wasserstein.tables import (
 )
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.network import (
-    NETWORK_LATENT_MIN_BINS,
     NETWORK_MIN_BINS,
     NETWORK_NOISE_PENALTY,
     NETWORK_SURE_MIN_BINS,
     Clique,
     NetworkCoding,
-    _latent_parents,
-    _latent_within,
     _sure_clique,
     candidates,
     clique_penalty,
@@ -777,31 +773,16 @@ def _coding3(bins):
     return PairCoding(PLANS3, tuple(edges), tuple(sizes))
 
 
-def test_within_bin_rules_are_public_functions_of_the_codes():
-    """The latent parents: the numeric parents of a numeric child, both at least
-    ``NETWORK_LATENT_MIN_BINS`` bins (off by default); the SURE threshold: every column
-    numeric at ``NETWORK_SURE_MIN_BINS``."""
+def test_sure_rule_is_a_public_function_of_the_codes():
+    """The SURE threshold: every column of the clique numeric at ``NETWORK_SURE_MIN_BINS``."""
     lo = NETWORK_SURE_MIN_BINS
-    assert (NETWORK_LATENT_MIN_BINS, lo) == (None, 8)
+    assert lo == 8
     cd = _coding3([lo, lo, 0, lo - 1])
-    assert _latent_parents(cd, Clique(1, (0,))) == []
     wide = _coding3([lo + 4, lo, 0, lo])
     assert _sure_clique(cd, Clique(1, (0,)))
     assert not _sure_clique(cd, Clique(1, (0, 2)))
     assert not _sure_clique(cd, Clique(1, (0, 3)))
     assert _sure_clique(wide, Clique(3, (0, 1)))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(network_module, "NETWORK_LATENT_MIN_BINS", lo)
-        _latent_rules(cd, wide)
-
-
-def _latent_rules(cd, wide):
-    assert _latent_parents(cd, Clique(1, (0,))) == [0]
-    assert _latent_parents(cd, Clique(1, (0, 2))) == [0]
-    assert _latent_parents(cd, Clique(1, (0, 3))) == [0]
-    assert _latent_parents(cd, Clique(3, (0, 1))) == []
-    assert _latent_parents(cd, Clique(2, (0, 1))) == []
-    assert _latent_parents(wide, Clique(3, (0, 1))) == [0, 1]
 
 
 def test_conditional_rows_floor_drops_cells_below_it():
@@ -837,103 +818,3 @@ def test_conditional_rows_with_a_floor_are_laws(noise, mass, floor, lam):
     low = table <= floor
     least = np.broadcast_to(got.min(axis=1, keepdims=True), got.shape)
     np.testing.assert_allclose(got[low], least[low], rtol=1e-12, atol=1e-15)
-
-
-@settings(max_examples=30, deadline=None)
-@given(
-    seed=st.integers(0, 2**31),
-    m=st.integers(3, 80),
-    r=st.floats(-0.95, 0.95),
-    missing=st.floats(0.0, 0.5),
-    two=st.booleans(),
-)
-def test_latent_positions_are_inside_the_bins(seed, m, r, missing, two):
-    """Any parents' values (some missing), any joint law: the positions are in ``[0, 1]``, and a
-    row with no parent present keeps its uniform ``u``."""
-    rng = np.random.default_rng(seed)
-    nb = 8
-    bins = [nb, nb, 0, nb]
-    cd = PairCoding(
-        PLANS3,
-        tuple(None if b == 0 else np.linspace(0, 1, b + 1) for b in bins),
-        (nb, nb, 2, nb),
-    )
-    marg = TableMarginals(
-        PLANS3,
-        tuple(
-            np.full(16, 1 / 16) if p.kind != "category" else np.array([0.5, 0.5]) for p in PLANS3
-        ),
-        (0.0,) * 4,
-        m,
-    )
-    q = Clique(3, (0, 1) if two else (0,))
-    out = np.full((m, sum(len(p.axes) for p in PLANS3)), 0.5)
-    for c in q.parents:
-        out[:, PLANS3[c].value_axis] = rng.uniform(size=m)
-    pcodes = {c: cd.codes(out, c) for c in q.parents}
-    g = np.exp(-((np.arange(nb)[:, None] - np.arange(nb)[None, :]) ** 2) * (1 - abs(r)))
-    g = g[:, ::-1] if r < 0 else g
-    cond = g / g.sum(axis=1, keepdims=True)
-    code = rng.integers(0, nb, size=m)
-    u = rng.uniform(size=m)
-    gone = rng.uniform(size=m) < missing
-    with pytest.MonkeyPatch.context() as mp:  # a parent's missing rows: a NaN grade
-        real = network_module.bin_grades
-        mp.setattr(
-            network_module,
-            "bin_grades",
-            lambda *a: np.where(gone, np.nan, real(*a)),
-        )
-        pos = _latent_within(
-            cd, marg, q, list(q.parents), [cond] * len(q.parents), pcodes, code, u, out
-        )
-    assert pos.shape == (m,)
-    assert np.all((pos >= 0) & (pos <= 1))
-    np.testing.assert_array_equal(pos[gone], u[gone])
-
-
-def test_latent_placement_keeps_a_near_function_inside_the_bins():
-    """``b = a`` and ``d = (a + b') / 2`` (``b'`` = ``a`` reversed in every other block: a
-    3-way relation) at 12 bins, exact tables: the seeded sampler places ``b`` and ``d`` inside
-    their bins by the latent normal (``NETWORK_LATENT_MIN_BINS`` at the bins; ``d`` given both
-    parents), so the drawn values follow the relations inside the bins; the copula (the
-    default: ``d`` from one parent) less closely.  The gap: mean ``|rank(d) - rank((a + b) /
-    2)|`` in bins."""
-    nb, n = 12, 6000
-    cd = PairCoding(
-        PLANS3,
-        tuple(None if p.kind == "category" else np.linspace(0, 1, nb + 1) for p in PLANS3),
-        (nb, nb, 2, nb),
-    )
-    coding = NetworkCoding(cd, cd, nb**3)
-    uni = np.full(16, 1 / 16)
-    marg = TableMarginals(PLANS3, (uni, uni, np.array([0.5, 0.5]), uni), (0.0,) * 4, n)
-    x = (np.arange(n) + 0.5) / n
-    b2 = np.random.default_rng(0).permutation(x)  # independent of a
-    pts = np.full((n, sum(len(p.axes) for p in PLANS3)), 0.5)
-    pts[:, PLANS3[0].value_axis] = x
-    pts[:, PLANS3[1].value_axis] = b2
-    pts[:, PLANS3[3].value_axis] = (x + b2) / 2
-    cliques = [Clique(1, (0,)), Clique(3, (0, 1))]
-    tables = []
-    for q in cliques:
-        codes = [cd.codes(pts, c) for c in q.columns]
-        shape = [cd.sizes[c] for c in q.columns]
-        flat = np.ravel_multi_index(codes, shape)
-        tables.append(np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape))
-
-    def gaps():
-        y = sample_network(coding, marg, cliques, tables, n, RandomSource(5), 1.0)
-        a, b, d = (y[:, PLANS3[c].value_axis] for c in (0, 1, 3))
-        mid = (a + b) / 2
-        # d's relation against the mid-point, on the quantile scale of each
-        rd = np.argsort(np.argsort(d)) / n
-        rm = np.argsort(np.argsort(mid)) / n
-        return float(np.mean(np.abs(rd - rm))) * nb
-
-    copula = gaps()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(network_module, "NETWORK_LATENT_MIN_BINS", nb)
-        latent = gaps()
-    assert latent < 0.7
-    assert copula > 0.75
