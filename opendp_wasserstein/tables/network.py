@@ -766,7 +766,7 @@ def sample_network(
         for a, p in enumerate(q.parents):
             t2 = t.sum(axis=1 - a) if len(q.parents) == 2 else t
             mass = np.bincount(pcodes[p], minlength=cd.sizes[p]) * scale
-            v2 = var * (t.shape[1 - a] if len(q.parents) == 2 else 1)
+            v2 = var * (t.size // t2.size)  # the noise of the cells summed into each
             fl = sure_threshold(t2, v2) if sure else 0.0
             two.append(conditional_rows(t2, mass, np.broadcast_to(child, t2.shape), lam, fl))
         if len(q.parents) == 1:
