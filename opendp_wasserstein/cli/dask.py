@@ -39,7 +39,7 @@ from opendp_wasserstein.cli._common import (
     unit,
     write_numeric,
 )
-from opendp_wasserstein.cli.tables import _check_derived, _release_columns
+from opendp_wasserstein.cli.tables import _check_derived, _release_columns, print_table_summary
 from opendp_wasserstein.core.optional import import_optional
 from opendp_wasserstein.distributed import local_client, select_on_dask, synthesize_on_dask
 from opendp_wasserstein.distributed._source import parquet_files
@@ -233,20 +233,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         "details": dict(report.details),
     }
     if not (args.quiet or args.json):
-        pair = f", delta {report.delta}" if report.delta is not None else ""
-        print(f"certified epsilon ({unit(False)}): {report.epsilon}{pair}")
-        if derived:
-            print(
-                f"WARNING: bounds/categories of {derived} were read off the data; this release is "
-                "not private with respect to them",
-                file=sys.stderr,
-            )
-        print(f"mechanism structured: {report.details['split_order']}")
-        if report.details.get("quality") is not None:
-            print(
-                f"quality (no privacy cost): {report.details['quality']:.3f} TVD from the DP "
-                "marginals, mean over columns"
-            )
+        print_table_summary(report, derived, unit(False))
         print(f"wrote {rel.rows} synthetic rows in {rel.parts} Parquet parts to {rel.path}")
     return summary
 

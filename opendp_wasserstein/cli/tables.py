@@ -12,6 +12,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 
 from opendp_wasserstein.api import select_candidates, synthesize
 from opendp_wasserstein.cli._common import CliError, progress, seeded, tree_em_features, unit
+from opendp_wasserstein.release.reports import SynthesisReport
 from opendp_wasserstein.tables.drafting import RELIABLE_N_EPSILON, draft_schema
 from opendp_wasserstein.tables.io import (
     atomic_output,
@@ -331,53 +333,62 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
         "details": {k: v for k, v in report.details.items() if k != "active_nodes"},
     }
     if not (args.quiet or args.json):
-        extra = (
-            f" (release {report.details['epsilon_release']} + schema bounds "
-            f"{report.details['epsilon_schema']})"
-            if report.details["epsilon_schema"]
-            else ""
-        )
-
-        unit_name = unit(private_size)
-        pair = (
-            f"{report.epsilon}, delta {report.delta}"
-            if report.delta is not None
-            else f"{report.epsilon}"
-        )
-        print(f"certified epsilon ({unit_name}): {pair}{extra}")
-        if derived:
-            print(
-                f"WARNING: bounds/categories of {derived} were read off the data; this "
-                "release is not private with respect to them",
-                file=sys.stderr,
-            )
-        if report.mechanism == "structured" and report.details.get("joint_kind") != "tree":
-            # the pair tree, the network and independent columns grow no hierarchy: no depth,
-            # noisy nodes or schedule to show (as the Dask path prints it)
-            print(f"mechanism structured: {report.details['split_order']}")
-        else:
-            print(
-                f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} "
-                "noisy nodes, "
-                f"split order {report.details['split_order']}"
-            )
-            print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
-        if report.details.get("quality") is not None:
-            print(
-                "quality (no privacy cost): the joint release's 1-way marginals are "
-                f"{report.details['quality']:.3f} "
-                "TVD from the DP marginals, mean over columns (0 is best; "
-                f"worst: {', '.join(report.details['quality_worst'])})"
-            )
-        elif report.mechanism == "structured":
-            print(
-                "quality: columns released independently from their DP marginals (n * "
-                "epsilon too small for joint structure)"
-            )
-        if report.details.get("quality_poor"):
-            print(f"WARNING: {report.details['quality_warning']}", file=sys.stderr)
+        print_table_summary(report, derived, unit(private_size))
         print(f"wrote {report.size} synthetic rows to {args.output}")
     return summary
+
+
+def print_table_summary(report: SynthesisReport, derived: Sequence[str], unit_name: str) -> None:
+    """Print the summary of a table release (``synth --schema``, in memory or on Dask): the
+    certified budget, a warning for data-derived bounds, the joint release, its quality figure
+    (no privacy cost) with the worst columns, and the warning naming the option to change when
+    the quality is poor.  Every line reads the report, public after the release.
+
+    :param report: the release's report
+    :param derived: the columns whose bounds or categories were read off the data
+    :param unit_name: the privacy unit, as :func:`~opendp_wasserstein.cli._common.unit` names it
+    """
+    details = report.details
+    extra = (
+        f" (release {details['epsilon_release']} + schema bounds {details['epsilon_schema']})"
+        if details["epsilon_schema"]
+        else ""
+    )
+    pair = (
+        f"{report.epsilon}, delta {report.delta}"
+        if report.delta is not None
+        else f"{report.epsilon}"
+    )
+    print(f"certified epsilon ({unit_name}): {pair}{extra}")
+    if derived:
+        print(
+            f"WARNING: bounds/categories of {derived} were read off the data; this "
+            "release is not private with respect to them",
+            file=sys.stderr,
+        )
+    if report.mechanism == "structured" and details.get("joint_kind") != "tree":
+        # the pair tree, the network and independent columns grow no hierarchy: no depth,
+        # noisy nodes or schedule to show
+        print(f"mechanism structured: {details['split_order']}")
+    else:
+        print(
+            f"mechanism {report.mechanism}: depth {report.depth}, {report.visited_nodes} "
+            f"noisy nodes, split order {details['split_order']}"
+        )
+        print(f"schedule sigma_0..sigma_r: {', '.join(f'{s:.4g}' for s in report.scales)}")
+    if details.get("quality") is not None:
+        print(
+            "quality (no privacy cost): the joint release's 1-way marginals are "
+            f"{details['quality']:.3f} TVD from the DP marginals, mean over columns (0 is best; "
+            f"worst: {', '.join(details['quality_worst'])})"
+        )
+    elif report.mechanism == "structured":
+        print(
+            "quality: columns released independently from their DP marginals (n * "
+            "epsilon too small for joint structure)"
+        )
+    if details.get("quality_poor"):
+        print(f"WARNING: {details['quality_warning']}", file=sys.stderr)
 
 
 def run_select_table(args: argparse.Namespace) -> dict[str, Any]:

@@ -231,6 +231,29 @@ def test_cli_synth_schema_on_a_scheduler_is_the_in_memory_synth(
     assert not (table_files / "cli-x").exists()
 
 
+def test_cli_synth_schema_on_a_scheduler_prints_the_in_memory_summary(
+    table_files: Any, cluster: Any, capsys: Any
+) -> None:
+    """The printed summary of ``synth --schema --scheduler`` is the in-memory one (one printer
+    for both: the certified budget, the joint release, the quality figure with its worst
+    columns, the warnings), all but the last line, which names the Parquet parts written."""
+    from opendp_wasserstein.cli import main
+
+    src, schema = str(table_files / "t.parquet"), str(table_files / "schema.json")
+    common = ["--epsilon", "2", "--schema", schema, "--seed", "12"]
+    assert main(["synth", src, "-o", str(table_files / "sum-mem.parquet"), *common]) == 0
+    mem = capsys.readouterr()
+    address = cluster.scheduler.address
+    out = str(table_files / "sum-dask")
+    assert main(["synth", src, "-o", out, *common, "--scheduler", address]) == 0
+    dask = capsys.readouterr()
+    mem_lines, dask_lines = mem.out.splitlines(), dask.out.splitlines()
+    assert dask_lines[:-1] == mem_lines[:-1]
+    assert any("worst: " in line for line in dask_lines)
+    assert dask_lines[-1].startswith("wrote 6000 synthetic rows in ")
+    assert dask.err == mem.err
+
+
 def test_dask_table_release_bars_move_per_part(table_files: Any, cluster: Any, capsys: Any) -> None:
     pytest.importorskip("tqdm")
     schema = Schema.from_json(SCHEMA)
