@@ -711,7 +711,10 @@ def synthesize_table_on_dask(
                             else [a + v for a, v in zip(summed, counts, strict=True)]
                         )
                 if summed is not None:
-                    info |= quality_info(agreement_from_counts(summed, model.marginals))
+                    assert model.coding is not None  # only the coded releases count
+                    info |= quality_info(
+                        agreement_from_counts(summed, model.marginals, model.coding.edges)
+                    )
                 written = sum(per)
                 seconds = time.perf_counter() - t0
             finally:

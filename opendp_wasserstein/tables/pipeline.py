@@ -758,7 +758,10 @@ def _make_structured(
         if kind_joint in ("pairs", "network"):
             points, counts = blocked
             assert counts is not None  # the pair tree's and the network's blocks are scored
-            quality = quality_info(agreement_from_counts(counts, model.marginals))
+            assert model.coding is not None
+            quality = quality_info(
+                agreement_from_counts(counts, model.marginals, model.coding.edges)
+            )
         else:
             points, quality = finish(y, enc, marginals, rng, opts)
         for r in inner:
@@ -917,7 +920,7 @@ class BlockModel:
             )
         else:
             y = self._tree(m, rng)
-        counts = agreement_counts(y, self.enc, self.marginals)
+        counts = agreement_counts(y, self.enc, self.marginals, self.coding.edges)
         if self.opts.calibrate:  # the draw is read no more: calibrated in place
             y = calibrate(y, self.enc, self.marginals, rng, self.opts.calibrate, copy=False)
         return y, counts

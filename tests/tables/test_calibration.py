@@ -30,6 +30,7 @@ from opendp_wasserstein.tables.quality import (
     agreement_counts,
     agreement_from_counts,
     marginal_agreement,
+    quality_edges,
 )
 
 SCHEMA = Schema(
@@ -140,7 +141,34 @@ def test_quality_is_zero_on_matching_and_large_on_flat():
     summed = [a + b for a, b in zip(*parts, strict=True)]
     assert [c.tolist() for c in summed] == [c.tolist() for c in agreement_counts(p, ENC, tm)]
     assert agreement_from_counts(summed, tm) == bad
-    assert agreement_counts(p[:0], ENC, tm)[0].tolist() == [0] * 11
+    bins = len(quality_edges(tm, 0)) - 1  # x's mass in 4 of 16 cells: merged bins
+    assert agreement_counts(p[:0], ENC, tm)[0].tolist() == [0] * (bins + 1)
+
+
+def test_quality_reads_whole_cells_not_the_spread_inside_an_atom():
+    """A column whose released mass sits on two cells (atoms: prices in cents, small counts):
+    rows on one point inside each of those cells agree fully (the release says nothing inside
+    a cell, its quantiles there are interpolated, and the calibration moves rows
+    monotonically); rows moved to another cell do not.
+    With the joint release's codes as ``edges``, the codes cut inside a cell are merged to
+    whole cells."""
+    m = 3000
+    rng = np.random.default_rng(1)
+    x_mass = np.zeros(16)
+    x_mass[[5, 11]] = [0.7, 0.3]
+    tm = _marginals([x_mass, np.ones(6), np.ones(4), np.ones(2)], [0.0] * 4)
+    p = calibrate(rng.uniform(size=(m, ENC.dimension)), ENC, tm, RandomSource(2))
+    cell = np.where(rng.uniform(size=m) < 0.7, 5, 11)
+    p[:, PLANS[0].value_axis] = (cell + 0.45) / 16  # one point inside each cell, as atoms are
+    np.testing.assert_allclose(quality_edges(tm, 0), [0.0, 5 / 16, 6 / 16, 11 / 16, 12 / 16, 1.0])
+    assert marginal_agreement(p, ENC, tm).tvd[0] < 0.03
+    codes = [np.array([0.0, 5.3 / 16, 5.6 / 16, 11.4 / 16, 1.0]), None, None, None]
+    np.testing.assert_allclose(quality_edges(tm, 0, codes), [0.0, 5 / 16, 6 / 16, 11 / 16, 1.0])
+    assert marginal_agreement(p, ENC, tm, codes).tvd[0] < 0.03
+    moved = p.copy()
+    moved[: m // 2, PLANS[0].value_axis] = 0.5  # half the rows in cell 8, which holds nothing
+    assert marginal_agreement(moved, ENC, tm).tvd[0] > 0.4
+    assert marginal_agreement(moved, ENC, tm, codes).tvd[0] > 0.4
 
 
 def test_calibrate_refuses_unknown_kinds():
