@@ -847,3 +847,31 @@ def test_chunk_lcp_reads_the_last_word_of_the_pairs_that_reach_it(group):
     assert reached >= 2  # the equal codes and the last-word pair at least
     assert int(np.count_nonzero(expect < start)) >= 1
     assert (4 * reached <= m - 1) == (group <= 4)  # both ways of reading the last word
+
+
+@pytest.mark.parametrize("runs", [1, 7])
+def test_chunk_passes_order_float_keys_below_2_52(runs):
+    """The chunk passes sort (run, digit, index in the run) keys as float64 (62 bits, bits 63
+    and 62 clear): where a pass's digit is 0 in the first run the key is below 2^52 (a subnormal
+    float) or 0, and these must order as their integers.  Codes tied on their first 40 bits in
+    ``runs`` runs, zero below but for a few low bits: sorted words and lcp equal the
+    lexicographic order and the common prefixes of the codes as integers."""
+    from opendp_wasserstein.hierarchy import cells
+
+    rng = np.random.default_rng(runs)
+    m, start, depth = 3000, 40, 190
+    words = np.zeros((3, m), dtype=np.uint64)
+    run = np.sort(rng.integers(0, runs, m)).astype(np.uint64)  # the runs in increasing order
+    words[0] = (np.uint64(0xABC00) + run) << np.uint64(24)  # the run in bits 20..39
+    some = rng.random(m) < 0.3
+    words[2, some] = rng.integers(0, 1 << 12, some.sum()).astype(np.uint64) << np.uint64(2)
+    words[1, rng.random(m) < 0.05] = np.uint64(1)  # bit 127: ties broken in word 1
+    codes = [(int(a) << 128) | (int(b) << 64) | int(c) for a, b, c in words.T]
+    # tied on the first 40 bits: 1086; between runs: their lcp (below 40), which stays
+    between = [192 - (x ^ y).bit_length() for x, y in zip(codes[:-1], codes[1:], strict=True)]
+    lc = np.where(run[1:] == run[:-1], 1086, between).astype(np.uint16)
+    cells._sort_chunk(words, lc, start, depth, cells._ChunkBuffers(m))
+    want = sorted(codes)
+    assert [(int(a) << 128) | (int(b) << 64) | int(c) for a, b, c in words.T] == want
+    lcp = [min(depth, 192 - (x ^ y).bit_length()) for x, y in zip(want[:-1], want[1:], strict=True)]
+    assert lc.tolist() == lcp
