@@ -425,9 +425,12 @@ def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns
     return lo + Fraction(int(t * 1000), 1000) * (SWITCH_MARGINAL_SHARE - lo)
 
 
-def uses_joint(options: StructuredOptions, n: int, epsilon: float, columns: int) -> bool:
-    """Whether a joint release (tree or pairs) runs: a function of public values only."""
-    return joint_kind(options, n, epsilon, columns) != "independent"
+def uses_joint(
+    options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
+) -> bool:
+    """Whether a joint release (tree, pairs or network) runs: a function of public values only
+    (``noise="gaussian"``: a release with ``delta``, :func:`joint_kind`)."""
+    return joint_kind(options, n, epsilon, columns, noise) != "independent"
 
 
 def _pair_budgets(eps: float, marg_map: Any, shrink: Fraction = Fraction(0)) -> tuple[float, float]:

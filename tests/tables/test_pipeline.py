@@ -124,6 +124,8 @@ def test_the_chain_certifies_the_release_and_the_joint_map_ignores_the_marginals
 def test_small_tables_go_independent_by_a_public_rule():
     opts = StructuredOptions()
     assert not uses_joint(opts, 200, 1.0, 5)
+    assert not uses_joint(opts, 1000, 1.0, 5)  # n eps / k = 200: independent under pure DP,
+    assert uses_joint(opts, 1000, 1.0, 5, "gaussian")  # the small tables' network with delta
     assert uses_joint(opts, 10**5, 1.0, 5)
     assert uses_joint(StructuredOptions(joint="always"), 10, 1.0, 5)
     assert not uses_joint(StructuredOptions(joint="never"), 10**6, 1.0, 5)
