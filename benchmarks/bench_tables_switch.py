@@ -10,6 +10,15 @@ does (1-way and 2-way TVD, correlation MAE, model, Gower W1), then writes
 metric, the ratio pairs / never against ``n eps / k``, with the rule's threshold) into
 ``--out-dir`` (default ``docs/_static/tables_compare``).
 
+``--delta 1e-9`` runs every release at ``(eps, delta)`` (zCDP: the discrete Gaussian, whose
+joint release starts lower, ``PAIRS_MIN_NEPS_ZCDP``); ``--modes`` replaces the two forced modes
+by named ``StructuredOptions`` as JSON (``'{"auto": {}, "n80": {"joint": "network",
+"marginal_share": 0.8}}'``; the first mode is the reference: every other mode's metric worse than
+it by more than 2 standard errors of the difference of the means is flagged ``!``, better ``+``);
+``--below`` skips the cells at or above ``PAIRS_MIN_NEPS``.  ``switch.csv`` holds each mode's
+mean and standard error over the seeds (``<metric>_se``); the plot needs the modes ``pairs`` and
+``never``.
+
 ``python benchmarks/bench_tables_switch.py [--tables a,b] [--epsilons 0.5,1,2,4,8] [--seeds 2]``
 ``python benchmarks/bench_tables_switch.py --plot-only`` (redraw from ``switch.csv``)
 """
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import sys
 import warnings
@@ -33,35 +43,77 @@ METRICS = ("tvd1", "tvd2", "corr", "model", "gower")
 LOWER_IS_BETTER = {"tvd1": True, "tvd2": True, "corr": True, "model": False, "gower": True}
 
 
-def measure(tables: list[str], epsilons: list[float], seeds: int) -> list[dict[str, Any]]:
+#: the default modes: the pair tree and independent columns, both forced
+DEFAULT_MODES: dict[str, dict[str, Any]] = {
+    "pairs": {"joint": "pairs"},
+    "never": {"joint": "never"},
+}
+
+
+def mean_se(xs: list[float]) -> tuple[float, float]:
+    """The mean and its standard error (0 for one value)."""
+    a = np.asarray(xs, dtype=np.float64)
+    se = float(a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else 0.0
+    return float(a.mean()), se
+
+
+def flag(m: str, row: dict[str, Any], ref: dict[str, Any]) -> str:
+    """``!`` when ``row``'s metric ``m`` is worse than ``ref``'s by more than 2 standard errors
+    of the difference of the means, ``+`` when better by as much, else empty."""
+    d = float(row[m]) - float(ref[m])
+    sd = 2.0 * float(np.hypot(float(row[m + "_se"]), float(ref[m + "_se"])))
+    worse = d > sd if LOWER_IS_BETTER[m] else d < -sd
+    better = d < -sd if LOWER_IS_BETTER[m] else d > sd
+    return "!" if worse else ("+" if better else "")
+
+
+def measure(
+    tables: list[str],
+    epsilons: list[float],
+    seeds: int,
+    modes: dict[str, dict[str, Any]] | None = None,
+    delta: float | None = None,
+    below: bool = False,
+) -> list[dict[str, Any]]:
     import opendp.prelude as dp
     from bench_tables_compare import TableContext
 
     from opendp_wasserstein import synthesize
     from opendp_wasserstein.runtime import reproducible
-    from opendp_wasserstein.tables.pipeline import StructuredOptions
+    from opendp_wasserstein.tables.pipeline import PAIRS_MIN_NEPS, StructuredOptions
 
     dp.enable_features("contrib")
+    modes = DEFAULT_MODES if modes is None else modes
+    extra = {} if delta is None else {"delta": delta}
     rows = []
     for name in tables:
-        ctx = TableContext(name, 32, 1000)
+        ctx = TableContext(name, 32, 2000)
         n, k = len(ctx.train), len(ctx.t.schema)
         for eps in epsilons:
-            for mode in ("pairs", "never"):
+            if below and n * eps / k >= PAIRS_MIN_NEPS:
+                continue
+            ref: dict[str, Any] | None = None
+            for mode, options in modes.items():
                 scores = []
                 for seed in range(seeds):
                     with reproducible(seed), warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         out, _ = synthesize(
                             ctx.train, eps, schema=ctx.t.schema,
-                            structured=StructuredOptions(joint=mode),
+                            structured=StructuredOptions(**options), **extra,
                         )  # fmt: skip
                     scores.append(ctx.score(out))
                 row = {"table": name, "n": n, "k": k, "eps": eps, "neps_k": n * eps / k}
-                row |= {"mode": mode} | {m: float(np.mean([s[m] for s in scores])) for m in METRICS}
+                row |= {"mode": mode, "delta": "" if delta is None else delta}
+                for m in METRICS:
+                    row[m], row[m + "_se"] = mean_se([s[m] for s in scores])
+                ref = row if ref is None else ref
                 print(
                     f"{name} eps={eps:g} n eps/k={row['neps_k']:.0f} {mode}: "
-                    + " ".join(f"{m} {row[m]:.3f}" for m in METRICS),
+                    + " ".join(
+                        f"{m} {row[m]:.3f}+-{row[m + '_se']:.3f}{flag(m, row, ref)}"
+                        for m in METRICS
+                    ),
                     flush=True,
                 )
                 rows.append(row)
@@ -122,22 +174,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out-dir", default=os.path.join(HERE, "..", "docs", "_static", "tables_compare")
     )
+    ap.add_argument("--delta", type=float, default=None, help="release at (eps, delta)")
+    ap.add_argument("--modes", default=None, help="named StructuredOptions as JSON")
+    ap.add_argument("--below", action="store_true", help="only n eps / k < PAIRS_MIN_NEPS")
     ap.add_argument("--plot-only", action="store_true")
     args = ap.parse_args(argv)
+    os.makedirs(args.out_dir, exist_ok=True)
     path = os.path.join(args.out_dir, "switch.csv")
     if args.plot_only:
         with open(path) as f:
             rows: list[dict[str, Any]] = list(csv.DictReader(f))
     else:
         rows = measure(
-            args.tables.split(","), [float(e) for e in args.epsilons.split(",")], args.seeds
+            args.tables.split(","),
+            [float(e) for e in args.epsilons.split(",")],
+            args.seeds,
+            None if args.modes is None else json.loads(args.modes),
+            args.delta,
+            args.below,
         )
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-    plot(rows, os.path.join(args.out_dir, "switch.png"), PAIRS_MIN_NEPS)
-    print(f"wrote {path} and switch.png")
+    if {r["mode"] for r in rows} >= {"pairs", "never"}:
+        plot(rows, os.path.join(args.out_dir, "switch.png"), PAIRS_MIN_NEPS)
+    print(
+        f"wrote {path}"
+        + (" and switch.png" if {r["mode"] for r in rows} >= {"pairs", "never"} else "")
+    )
     return 0
 
 

@@ -29,13 +29,16 @@ blocks on its workers.  A table of one block is one sample of ``n`` rows, as bef
 (:mod:`~opendp_wasserstein.tables.pairs`) when ``n * epsilon`` is at least
 :data:`PAIRS_MIN_NEPS` per column, or the degree-2 network
 (:mod:`~opendp_wasserstein.tables.network`): with ``delta`` (zCDP) from
-:data:`NETWORK_MIN_NEPS_ZCDP`, under pure DP below :data:`NETWORK_MAX_NEPS_PURE`; the joint
+:data:`NETWORK_MIN_NEPS_ZCDP`, and on small tables from :data:`PAIRS_MIN_NEPS_ZCDP` up to
+:data:`PAIRS_MIN_NEPS` (its first look at :data:`SMALL_MARGINAL_SHARE`), under pure DP below
+:data:`NETWORK_MAX_NEPS_PURE`; the joint
 hierarchy (Adaptive Pruned-PMM over Gower split orders, below) on request (``joint="tree"``):
 its selection, made for W1 under the whole-table metric, picks shallow trees on tables of many
 columns (depth 2-3 on an 8-column, 6,900-row table at epsilon 1), which keep no pairwise
 structure.
 
-**Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column a joint release would only take
+**Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column (with ``delta``: below
+:data:`PAIRS_MIN_NEPS_ZCDP`) a joint release would only take
 budget from the marginals: the whole budget then goes to the first look and the columns are
 joined independently (:func:`independent_join`: scrambled Halton points laid out on each
 column's release, so the sample's spurious dependence between columns is a fraction of random
@@ -172,6 +175,31 @@ JOINT_MIN_NEPS = 1500.0
 #: TVD is worse at every point (1.03-1.80x), its 2-way TVD better from 150-300, correlations,
 #: models and Gower W1 better from 40-80; kept at 400 (docs/tables_compare.rst)
 PAIRS_MIN_NEPS = 400.0
+
+#: under zCDP (a release with ``delta``), ``joint="auto"`` runs a joint release already from
+#: this ``n * epsilon / k``: below :data:`PAIRS_MIN_NEPS` the network
+#: (:data:`SMALL_JOINT_ZCDP`), its first look at :data:`SMALL_MARGINAL_SHARE` of the budget
+#: (:func:`first_look_share`).  In zCDP the split costs the first look little (its noise's
+#: standard deviation grows as ``1 / sqrt(share)``: 1.12x at 0.8) and the ``k - 1`` tables'
+#: noise grows as ``sqrt(k - 1)``, not ``k - 1`` as under pure DP.  Measured (6 seeds at
+#: ``(eps, 1e-9)``, eps 0.5, 1, 4, the 9 tables under 5,000 rows of ``bench_tables_compare``
+#: and the held-out set, the network at share 0.8 against independent columns): from 195 up
+#: (seattle-weather eps 1, salaries eps 4, ames eps 1, wage eps 1, births14 eps 4, credit eps 1)
+#: no metric worse beyond 2 standard errors, 23 metric-cells better (seattle-weather eps 1
+#: correlations 0.212 -> 0.126, model 0.195 -> 0.296); below, losses beyond 2 standard errors
+#: appear: credit eps 0.5 (162) 1-way TVD 0.088 -> 0.094, mpg eps 0.5 (9); births14 (36, 73)
+#: correlations 0.148 -> 0.164-0.169 (docs/tables_compare.rst, "Small tables with delta").
+#: Pure DP keeps independent columns below :data:`PAIRS_MIN_NEPS`: every joint release
+#: measured there lost the 1-way TVD beyond 2 standard errors
+PAIRS_MIN_NEPS_ZCDP = 180.0
+
+#: the joint release of ``joint="auto"`` under zCDP from :data:`PAIRS_MIN_NEPS_ZCDP` to
+#: :data:`PAIRS_MIN_NEPS`
+SMALL_JOINT_ZCDP = "network"
+
+#: the first look's share below :data:`PAIRS_MIN_NEPS` (:func:`first_look_share`): a joint
+#: release there runs with ``delta`` from :data:`PAIRS_MIN_NEPS_ZCDP`, or when forced
+SMALL_MARGINAL_SHARE = Fraction(4, 5)
 
 #: under zCDP (a release with ``delta``), ``joint="auto"`` runs the degree-2 network
 #: (:mod:`~opendp_wasserstein.tables.network`) instead of the pair tree once ``n * epsilon / k``
@@ -319,14 +347,16 @@ def joint_kind(
 ) -> str:
     """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"`` or ``"independent"``; a
     function of public values only (``n``, ``epsilon``, the schema's columns, the noise: the
-    discrete Gaussian of a release with ``delta``).  ``joint="auto"``: independent columns
-    below :data:`PAIRS_MIN_NEPS` per column; under zCDP (``noise="gaussian"``) the pair tree,
-    then the network from :data:`NETWORK_MIN_NEPS_ZCDP`; under pure DP the network (its scores
-    penalised by their tables' noise), then the pair tree from :data:`NETWORK_MAX_NEPS_PURE`.
+    discrete Gaussian of a release with ``delta``).  ``joint="auto"``: under pure DP
+    independent columns below :data:`PAIRS_MIN_NEPS` per column, then the network (its scores
+    penalised by their tables' noise), then the pair tree from :data:`NETWORK_MAX_NEPS_PURE`;
+    under zCDP (``noise="gaussian"``) independent columns below :data:`PAIRS_MIN_NEPS_ZCDP`,
+    the network (:data:`SMALL_JOINT_ZCDP`) up to :data:`PAIRS_MIN_NEPS`, the pair tree, then
+    the network from :data:`NETWORK_MIN_NEPS_ZCDP`.
 
     >>> o = StructuredOptions()
-    >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (799, 800, 1199, 1200)]
-    ['independent', 'pairs', 'pairs', 'network']
+    >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (359, 360, 799, 800, 1199, 1200)]
+    ['independent', 'network', 'network', 'pairs', 'pairs', 'network']
     >>> [joint_kind(o, n, 1.0, 2) for n in (799, 800, 1999, 2000)]
     ['independent', 'network', 'network', 'pairs']
     """
@@ -337,10 +367,14 @@ def joint_kind(
     if options.joint in ("pairs", "network"):
         return options.joint
     x = n * epsilon / max(1, columns)
+    if check_noise(noise) == "gaussian":
+        if x < PAIRS_MIN_NEPS_ZCDP:
+            return "independent"
+        if x < PAIRS_MIN_NEPS:
+            return SMALL_JOINT_ZCDP
+        return "network" if x >= NETWORK_MIN_NEPS_ZCDP else "pairs"
     if x < PAIRS_MIN_NEPS:
         return "independent"
-    if check_noise(noise) == "gaussian":
-        return "network" if x >= NETWORK_MIN_NEPS_ZCDP else "pairs"
     return "network" if x < NETWORK_MAX_NEPS_PURE else "pairs"
 
 
@@ -368,23 +402,35 @@ def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns
     epsilon 0.5 (1045: 0.46, 3 seeds) 1-way 0.063 -> 0.059, 2-way 0.141 -> 0.137, correlations
     0.088 -> 0.095 and model 0.732 -> 0.713 (losses within 1-2 standard errors).
 
+    Below the switch (a joint release there: with ``delta`` from :data:`PAIRS_MIN_NEPS_ZCDP`,
+    or forced by ``joint="pairs"`` / ``"network"``) the share is :data:`SMALL_MARGINAL_SHARE`:
+    the joint tables are noisy there and the 1-way marginals are what the independent release
+    does best (measured: docs/tables_compare.rst, "Small tables with delta").
+
     >>> o = StructuredOptions()
     >>> [float(first_look_share(o, n, 1.0, 1)) for n in (400, 800, 1600, 10**6)]
     [0.6, 0.5, 0.4, 0.4]
+    >>> [float(first_look_share(o, n, 1.0, 1)) for n in (16, 32, 399)]
+    [0.8, 0.8, 0.8]
     >>> float(first_look_share(StructuredOptions(marginal_share=0.25), 400, 1.0, 1))
     0.25
     """
     if options.marginal_share is not None:
         return Fraction(options.marginal_share)
     x = n * epsilon / max(1, columns)
+    if x < PAIRS_MIN_NEPS:  # a joint release below the switch: with delta, or forced
+        return SMALL_MARGINAL_SHARE
     t = float(np.clip(np.log(SHARE_FLAT_NEPS / x) / np.log(SHARE_FLAT_NEPS / PAIRS_MIN_NEPS), 0, 1))
     lo = Fraction(DEFAULT_MARGINAL_SHARE).limit_denominator(1000)
     return lo + Fraction(int(t * 1000), 1000) * (SWITCH_MARGINAL_SHARE - lo)
 
 
-def uses_joint(options: StructuredOptions, n: int, epsilon: float, columns: int) -> bool:
-    """Whether a joint release (tree or pairs) runs: a function of public values only."""
-    return joint_kind(options, n, epsilon, columns) != "independent"
+def uses_joint(
+    options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
+) -> bool:
+    """Whether a joint release (tree, pairs or network) runs: a function of public values only
+    (``noise="gaussian"``: a release with ``delta``, :func:`joint_kind`)."""
+    return joint_kind(options, n, epsilon, columns, noise) != "independent"
 
 
 def _pair_budgets(eps: float, marg_map: Any, shrink: Fraction = Fraction(0)) -> tuple[float, float]:

@@ -16,13 +16,15 @@ from opendp_wasserstein import synthesize
 from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
 from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.noise._source import RandomSource
-from opendp_wasserstein.runtime import reproducible
+from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.tables import (
     CategoricalColumn,
     FloatColumn,
     IntColumn,
     Schema,
     TableEncoding,
+    make_table_encoding,
+    table_domain,
 )
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.network import (
@@ -56,6 +58,9 @@ from opendp_wasserstein.tables.pipeline import (
     NETWORK_MAX_NEPS_PURE,
     NETWORK_MIN_NEPS_ZCDP,
     PAIRS_MIN_NEPS,
+    PAIRS_MIN_NEPS_ZCDP,
+    SMALL_JOINT_ZCDP,
+    SMALL_MARGINAL_SHARE,
     StructuredOptions,
     joint_kind,
     make_structured_synthesis,
@@ -471,6 +476,60 @@ def test_structured_network_with_delta_is_opendps_conversion_of_the_zcdp_map(met
     assert not meas.check(unit, (float(np.nextafter(got_eps, 0)), delta))
 
 
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_small_table_with_delta_is_the_network_at_the_small_share_and_its_exact_map(metric, unit):
+    """Below ``PAIRS_MIN_NEPS``, from ``PAIRS_MIN_NEPS_ZCDP`` (public ``n eps / k``), the
+    default release with ``delta`` is the network with the first look at
+    ``SMALL_MARGINAL_SHARE`` of ``rho``: the same zCDP map as asking for it, at most ``rho``,
+    its first look's at most the share, and OpenDP's conversion certifies ``(eps', delta)``
+    with ``eps' <= eps``, exact (false just below)."""
+    eps, delta = 1.0, 1e-9
+    n = int(np.ceil(PAIRS_MIN_NEPS_ZCDP * len(SCHEMA) / eps))  # the threshold itself
+    auto, rho = structured_zcdp(_domain(n), metric, ENC, eps, delta)
+    forced, _ = structured_zcdp(
+        _domain(n),
+        metric,
+        ENC,
+        eps,
+        delta,
+        StructuredOptions(joint=SMALL_JOINT_ZCDP, marginal_share=float(SMALL_MARGINAL_SHARE)),
+    )
+    got = auto.map(unit)
+    assert got == forced.map(unit)
+    assert rho * (1 - 1e-9) <= got <= rho
+    meas = make_structured_synthesis(_domain(n), metric, ENC, eps, None, delta=delta)
+    got_eps, got_delta = meas.map(unit)
+    assert got_delta == delta
+    assert got_eps <= eps
+    assert meas.check(unit, (got_eps, delta))
+    assert not meas.check(unit, (float(np.nextafter(got_eps, 0)), delta))
+    x = make_table_encoding(table_domain(SCHEMA, size=n), dp.change_one_distance())(_frame(n))
+    with reproducible(3), diagnostics() as rec:
+        auto(x)
+    info = [r for r in rec if r.get("structured")][-1]
+    assert info["joint_kind"] == SMALL_JOINT_ZCDP
+    assert info["rho_marginals"] <= float(SMALL_MARGINAL_SHARE) * rho
+    assert info["rho_marginals"] >= float(SMALL_MARGINAL_SHARE) * rho * (1 - 1e-9)
+
+
+def test_small_table_with_delta_is_the_forced_network_row_for_row_and_pure_stays_independent():
+    df = _frame(int(np.ceil(2 * PAIRS_MIN_NEPS_ZCDP * len(SCHEMA))))  # n eps / k = 64 at eps 1
+    with reproducible(7):
+        a, ra = synthesize(df, 1.0, schema=SCHEMA, delta=1e-9)
+    opts = StructuredOptions(joint=SMALL_JOINT_ZCDP, marginal_share=float(SMALL_MARGINAL_SHARE))
+    with reproducible(7):
+        b, rb = synthesize(df, 1.0, schema=SCHEMA, delta=1e-9, structured=opts)
+    with reproducible(7):
+        _, rp = synthesize(df, 1.0, schema=SCHEMA)
+    assert a.equals(b)
+    assert ra.details["joint_kind"] == SMALL_JOINT_ZCDP
+    assert (ra.epsilon, ra.delta) == (rb.epsilon, rb.delta)
+    assert ra.epsilon <= 1.0
+    assert rp.details["joint_kind"] == "independent"
+
+
 def test_network_release_with_delta_is_gaussian_reproducible_and_keeps_dependence():
     df = _frame(4000)
     opts = StructuredOptions(joint="network")
@@ -499,14 +558,23 @@ def test_network_is_an_option_and_auto_keeps_the_pair_tree_on_large_pure_release
 
 
 def test_auto_runs_the_network_under_zcdp_from_its_public_threshold():
-    """``joint="auto"`` with the discrete Gaussian (a release with ``delta``): the pair tree
-    from ``PAIRS_MIN_NEPS`` per column, the network from ``NETWORK_MIN_NEPS_ZCDP``."""
+    """``joint="auto"`` with the discrete Gaussian (a release with ``delta``): independent
+    columns below ``PAIRS_MIN_NEPS_ZCDP`` per column, the small tables' network
+    (``SMALL_JOINT_ZCDP``) up to ``PAIRS_MIN_NEPS``, the pair tree from there, the network from
+    ``NETWORK_MIN_NEPS_ZCDP``."""
     o, k = StructuredOptions(), 3
     at = int(NETWORK_MIN_NEPS_ZCDP * k)
+    small, switch = int(PAIRS_MIN_NEPS_ZCDP * k), int(PAIRS_MIN_NEPS * k)
     assert joint_kind(o, at, 1.0, k, "gaussian") == "network"
     assert joint_kind(o, at - 1, 1.0, k, "gaussian") == "pairs"
-    assert joint_kind(o, int(PAIRS_MIN_NEPS * k) - 1, 1.0, k, "gaussian") == "independent"
+    assert joint_kind(o, switch, 1.0, k, "gaussian") == "pairs"
+    assert joint_kind(o, switch - 1, 1.0, k, "gaussian") == SMALL_JOINT_ZCDP
+    assert joint_kind(o, small, 1.0, k, "gaussian") == SMALL_JOINT_ZCDP
+    assert joint_kind(o, small - 1, 1.0, k, "gaussian") == "independent"
     assert joint_kind(o, 10**9, 1.0, k, "gaussian") == "network"
+    # pure DP keeps independent columns below PAIRS_MIN_NEPS
+    assert joint_kind(o, switch - 1, 1.0, k) == "independent"
+    assert joint_kind(o, small, 1.0, k) == "independent"
     assert joint_kind(StructuredOptions(joint="pairs"), 10**9, 1.0, k, "gaussian") == "pairs"
 
 

@@ -27,6 +27,7 @@ from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.pipeline import (
     RELEASE_BLOCK_ROWS,
+    SMALL_MARGINAL_SHARE,
     BlockModel,
     StructuredOptions,
     block_source,
@@ -123,6 +124,8 @@ def test_the_chain_certifies_the_release_and_the_joint_map_ignores_the_marginals
 def test_small_tables_go_independent_by_a_public_rule():
     opts = StructuredOptions()
     assert not uses_joint(opts, 200, 1.0, 5)
+    assert not uses_joint(opts, 1000, 1.0, 5)  # n eps / k = 200: independent under pure DP,
+    assert uses_joint(opts, 1000, 1.0, 5, "gaussian")  # the small tables' network with delta
     assert uses_joint(opts, 10**5, 1.0, 5)
     assert uses_joint(StructuredOptions(joint="always"), 10, 1.0, 5)
     assert not uses_joint(StructuredOptions(joint="never"), 10**6, 1.0, 5)
@@ -143,7 +146,9 @@ def test_first_look_share_is_a_public_rule_from_the_switch_to_1600():
     assert first_look_share(o, 4000, 1.0, 5) == Fraction(1, 2)
     assert first_look_share(o, 2000, 4.0, 5) == Fraction(2, 5)
     assert first_look_share(o, 10**6, 1.0, 5) == Fraction(2, 5)
-    assert first_look_share(o, 100, 1.0, 5) == Fraction(3, 5)  # below the switch (unused)
+    # below the switch (a joint release there: with delta, or forced): SMALL_MARGINAL_SHARE
+    assert first_look_share(o, 1999, 1.0, 5) == SMALL_MARGINAL_SHARE
+    assert first_look_share(o, 100, 1.0, 5) == SMALL_MARGINAL_SHARE
     # the geometric middle of 800 and 1600 (1131.37): 0.45 just below it, and just above it
     # the rule's position (0.2499...) rounded down to 0.249 thousandths
     assert first_look_share(o, 5656, 1.0, 5) == Fraction(9, 20)
