@@ -178,7 +178,7 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
             f"{', '.join(given)} apply to the one-tree mechanisms, not to the structured table "
             "release that --schema runs with --scheduler"
         )
-    schema = Schema.from_json(args.schema)
+    schema = Schema.from_json(args.schema, columns=_columns(args))
     try:
         header = list(pq.ParquetFile(parquet_files(args.input)[0]).schema_arrow.names)
     except (OSError, ValueError) as e:

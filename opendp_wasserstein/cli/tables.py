@@ -233,8 +233,8 @@ def run_synth_table(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.schema and args.bounds:
         raise _fail("give either --schema or --bounds, not both")
-    schema = Schema.from_json(args.schema) if args.schema else Schema.from_json(args.bounds)
     columns = _columns(args.columns)
+    schema = Schema.from_json(args.schema or args.bounds, columns=columns)
     used = columns if columns else None
     table = read_file(args.input, delimiter=args.delimiter, columns=used, schema=schema)
     names = _release_columns(schema, list(table.column_names), args.input, "input", columns)
@@ -403,8 +403,8 @@ def run_select_table(args: argparse.Namespace) -> dict[str, Any]:
         raise _fail("-m must be at least 1")
     if args.metric is not None:
         raise _fail("with --schema the metric is the table metric; --metric does not apply")
-    schema = Schema.from_json(args.schema)
     columns = _columns(args.columns)
+    schema = Schema.from_json(args.schema, columns=columns)
     data = read_file(args.data, delimiter=args.delimiter, columns=columns, schema=schema)
     names = _release_columns(schema, list(data.column_names), args.data, "data", columns)
     cand = read_file(args.candidates, delimiter=args.delimiter, columns=None, schema=schema)

@@ -367,7 +367,8 @@ def draft_schema(
                     name,
                     entry,
                     f"more than {max_categories} distinct values (an identifier?): write a public "
-                    "category list, or delete the column",
+                    "category list, or leave the column out (delete it, or release the others "
+                    "with --columns)",
                 )
             else:
                 cats = tuple(sorted(str(v) for v in labels.to_pylist()))

@@ -350,8 +350,16 @@ TOP_LEVEL_FIELDS = ("columns", "epsilon_spent")
 
 #: what a drafted schema leaves to fill in (``null``) and how to fill it in
 _TO_FILL = (
-    "left to fill in (null in a drafted schema): write the public {what}, or delete the column"
+    "left to fill in (null in a drafted schema): write the public {what}, or leave the column "
+    "out (delete it, or release the others: columns=... / --columns)"
 )
+
+
+def _check_named(names: Sequence[str], present: Sequence[str]) -> None:
+    """Refuse the ``names`` asked for that the schema lacks, naming them."""
+    missing = [n for n in names if n not in set(present)]
+    if missing:
+        raise SchemaError(f"columns {missing} are not in the schema")
 
 
 def _column_from_json(name: str, entry: Any) -> ColumnSpec:
@@ -573,10 +581,16 @@ class Schema:
         return '{"columns": {\n' + cols + "\n}" + extra + "}\n"
 
     @classmethod
-    def from_json(cls, source: Any) -> Schema:
+    def from_json(cls, source: Any, columns: Sequence[str] | None = None) -> Schema:
         """A schema from a dict, a JSON string or a path to a JSON file.
 
         The old ``bounds.json`` form (``{"height": [100, 220]}``) reads as float columns.
+
+        :param source: the schema
+        :param columns: read only these columns' entries, in the file's order (the others are
+            not validated, so a drafted schema's column left to fill in can be left out of a
+            release, as ``--columns`` does; a name the schema lacks is refused); ``None``:
+            every column
         """
         if isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{"):
             try:
@@ -594,7 +608,11 @@ class Schema:
                 raise SchemaError(f"schema is not valid JSON: {e.msg} (line {e.lineno})") from None
         if not isinstance(source, dict):
             raise SchemaError("a schema must be a JSON object")
+        keep = None if columns is None else [str(c) for c in columns]
         if all(isinstance(v, list) for v in source.values()) and "columns" not in source:
+            if keep is not None:
+                _check_named(keep, [str(k) for k in source])
+                source = {k: v for k, v in source.items() if str(k) in keep}
             return cls.from_bounds(source)  # the old {"column": [lower, upper]} form
         # every top-level field is acted on; any other is refused (a "privacy" note would
         # otherwise be dropped, and a release would report less than was spent)
@@ -608,8 +626,15 @@ class Schema:
         if not isinstance(cols, dict):
             raise SchemaError('a schema needs "columns": {name: column entry}')
         eps = source.get("epsilon_spent", 0.0)
+        if keep is not None:
+            _check_named(keep, [str(n) for n in cols])
         return cls(
-            [(str(n), _column_from_json(str(n), e)) for n, e in cols.items()], epsilon_spent=eps
+            [
+                (str(n), _column_from_json(str(n), e))
+                for n, e in cols.items()
+                if keep is None or str(n) in keep
+            ],
+            epsilon_spent=eps,
         )
 
     @classmethod

@@ -103,7 +103,7 @@ def write(tmp, name, text):
         ("empty", "empty"),
         ("eps_zero", "epsilon"),
         ("eps_negative", "epsilon"),
-        ("unknown_column", "\\['age'\\] are not in the header of file"),
+        ("unknown_column", "\\['age'\\] are not in the schema"),
     ],
 )
 def test_synth_errors(data, capsys, case, match):

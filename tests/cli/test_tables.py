@@ -787,3 +787,24 @@ def test_table_synth_summary_shows_a_hierarchy_only_when_one_was_grown(files, ca
     tree = extra == ["--joint", "tree"]
     assert ("schedule sigma_0..sigma_r: " in out) is tree
     assert ("noisy nodes" in out) is tree
+
+
+def test_synth_columns_leave_out_a_column_the_drafted_schema_left_to_fill_in(files, capsys):
+    """A drafted schema with a column left to fill in (more distinct labels than
+    ``--max-categories``: an identifier?) is refused by name, the message naming ``--columns``;
+    with ``--columns`` leaving that column out, the other columns are released (the column left
+    out is never read, so its null categories are not an error)."""
+    tmp, csv_path, _, _ = files
+    schema_path = tmp / "schema.json"
+    assert main(["schema", str(csv_path), "-o", str(schema_path), "--max-categories", "2"]) == 0
+    text = schema_path.read_text()
+    assert '"categories": null' in text  # region has more than 2 labels
+    capsys.readouterr()
+    assert _synth(csv_path, tmp / "all.csv", schema_path) == 2
+    err = capsys.readouterr().err
+    assert "'region'" in err
+    assert "--columns" in err
+    kept = "age,income,visit,smoker"
+    assert _synth(csv_path, tmp / "some.csv", schema_path, "--columns", kept) == 0
+    out = read_file(str(tmp / "some.csv"), delimiter=";")
+    assert list(out.column_names) == kept.split(",")

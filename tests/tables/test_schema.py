@@ -226,3 +226,25 @@ def test_every_field_written_is_read_back():
 def test_a_draft_left_to_fill_in_is_refused_naming_the_column(entry, what):
     with pytest.raises(SchemaError, match=f"column 'id': {what} are left to fill in"):
         Schema.from_json({"columns": {"id": entry, "b": {"type": "bool"}}})
+
+
+def test_from_json_reads_only_the_columns_asked_for():
+    """``columns``: only those entries are read and validated (a drafted schema's column left
+    to fill in can be left out), in the file's order; the old bounds form too."""
+    text = json.dumps(
+        {
+            "columns": {
+                "id": {"type": "categorical", "categories": None},
+                "x": {"type": "float", "bounds": [0, 1]},
+                "k": {"type": "int", "bounds": [0, 9]},
+            }
+        }
+    )
+    with pytest.raises(SchemaError, match="'id'.*--columns"):
+        Schema.from_json(text)
+    assert Schema.from_json(text, columns=["k", "x"]).names == ("x", "k")
+    assert Schema.from_json({"x": [0, 1], "y": [2, 3]}, columns=["y"]).names == ("y",)
+    with pytest.raises(SchemaError, match=r"\['z'\] are not in the schema"):
+        Schema.from_json(text, columns=["x", "z"])
+    with pytest.raises(SchemaError, match=r"\['z'\] are not in the schema"):
+        Schema.from_json({"x": [0, 1]}, columns=["z"])
