@@ -515,7 +515,7 @@ def test_small_table_with_delta_is_the_network_at_the_small_share_and_its_exact_
 
 
 def test_small_table_with_delta_is_the_forced_network_row_for_row_and_pure_stays_independent():
-    df = _frame(int(np.ceil(2 * PAIRS_MIN_NEPS_ZCDP * len(SCHEMA))))  # n eps / k = 64 at eps 1
+    df = _frame(int(np.ceil(2 * PAIRS_MIN_NEPS_ZCDP * len(SCHEMA))))  # n eps / k = 360 at eps 1
     with reproducible(7):
         a, ra = synthesize(df, 1.0, schema=SCHEMA, delta=1e-9)
     opts = StructuredOptions(joint=SMALL_JOINT_ZCDP, marginal_share=float(SMALL_MARGINAL_SHARE))
