@@ -16,6 +16,21 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN_ALL = ROOT / "benchmarks" / "run_all.py"
 
 
+def _run_ok(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a benchmark command from the repository root, unbuffered; assert it exits 0 (its
+    output's tails in the message otherwise)."""
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -25,15 +40,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 @pytest.mark.skipif(not RUN_ALL.exists(), reason="benchmarks/ not present")
 def test_run_all_quick(tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    proc = subprocess.run(
-        [sys.executable, str(RUN_ALL), "--quick", "--skip-peers", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    proc = _run_ok(
+        [sys.executable, str(RUN_ALL), "--quick", "--skip-peers", "--out", str(out)], 240
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "SUMMARY" in proc.stdout
     assert "targets:" in proc.stdout
 
@@ -274,15 +283,7 @@ def test_tables_compare_quick(tmp_path: Path) -> None:
         "--variant",
         'sel20={"epsilon_select": 0.2}',
     ]
-    proc = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _run_ok(cmd, 900)
     rows = _rows(out / "results.csv")
     assert {
         "table",
@@ -482,15 +483,7 @@ def test_tables_sweep_quick(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     named = "openintro/blizzard_salary,mlmRev/Mmmec"
     cmd = [sys.executable, str(SWEEP), "--tables", named]
-    proc = subprocess.run(
-        [*cmd, "--out-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = _run_ok([*cmd, "--out-dir", str(out)], 600)
     assert "2 of them with the input's columns kept" in proc.stdout
     records = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
     assert len(records) == 2
