@@ -356,8 +356,11 @@ _TO_FILL = (
 
 
 def _check_named(names: Sequence[str], present: Sequence[str]) -> None:
-    """Refuse the ``names`` asked for that the schema lacks, naming them."""
-    missing = [n for n in names if n not in set(present)]
+    """Refuse the ``names`` asked for that the schema lacks, naming them (only them: unlike
+    :meth:`Schema.check_names`, the schema's columns are not listed, as the command line's
+    errors about a table's header never quote a field the schema does not name)."""
+    known = set(present)
+    missing = [n for n in names if n not in known]
     if missing:
         raise SchemaError(f"columns {missing} are not in the schema")
 
