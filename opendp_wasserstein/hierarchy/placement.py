@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from opendp_wasserstein.core.box import Box
-from opendp_wasserstein.hierarchy.cells import coord_bits_at_level, unreleased_trees
+from opendp_wasserstein.hierarchy.cells import _KEY_SORT, coord_bits_at_level, unreleased_trees
 from opendp_wasserstein.hierarchy.traversal import LeafMasses
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.noise.node_randomness import random_words
@@ -62,7 +62,9 @@ class _Words:
 #: its low ``low`` bits cleared for the payload, and bit 61 set.  Bits 63 and 62 are then 0 and
 #: the exponent field (bits 62..52) is in ``[2^9, 2^10)``: read as float64 every key is a
 #: positive normal number, and the float order of those is the integer order of their bits
-#: (numpy's AVX2 sort has float64 min/max but no int64 ones: 10-15% faster than sorting int64)
+#: (numpy's AVX2 sort has float64 min/max but no int64 ones: 10-15% faster than sorting int64;
+#: with AVX-512 the int64 sort is the faster: the keys sort as ``cells._KEY_SORT``, the same
+#: sorted array either way)
 _KEY_SHIFT = np.uint64(3)
 _KEY_BIT = np.uint64(1 << 61)
 
@@ -99,10 +101,11 @@ def _sort_packed(
     rng: RandomSource | _Words, keys: np.ndarray, low: int, strip: bool = True
 ) -> np.ndarray:
     """:func:`_shuffle_packed` from its packed keys (random high bits above ``low`` payload
-    bits, float sort keys: :data:`_KEY_BIT`), sorted in place (as float64: the keys' order)."""
+    bits, float sort keys: :data:`_KEY_BIT`), sorted in place (as float64 or int64: the keys'
+    order either way)."""
     k = keys.size
     mask = np.uint64((1 << low) - 1)
-    keys.view(np.float64).sort()
+    keys.view(_KEY_SORT).sort()
     # neighbours whose high bits tie have an XOR below 2^low (about k^2 / 2^(65 - low) pairs)
     ties = []
     xor = np.empty(min(_POINTS, max(k - 1, 0)), dtype=np.uint64)

@@ -907,3 +907,57 @@ def test_count_tree_is_the_same_where_subnormals_are_zero(monkeypatch, d):
     assert calls  # the chunk passes ran and read the mode
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("simd512", [False, True], ids=["float64-view", "int64-view"])
+def test_sort_views_give_the_same_trees_shuffles_and_sorts(monkeypatch, simd512):
+    """The sort keys below 2^62 sort as float64 (AVX2) or int64 (AVX-512) and uint64 keys as
+    int64 with the top bit flipped or as uint64 (``cells._SORT512``): the same sorted arrays,
+    hence the same count trees (one word, chunk passes, refinement) and shuffles, whichever
+    view this machine's numpy picks."""
+    from opendp_wasserstein.core.box import as_box
+    from opendp_wasserstein.hierarchy import cells
+    from opendp_wasserstein.hierarchy import placement as pl
+    from opendp_wasserstein.noise._source import RandomSource
+    from tests.hierarchy import reference_kernel as ref
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**64, size=3001, dtype=np.uint64, endpoint=False)
+    keys[:40] = keys[40:80]  # ties
+    keys[80:84] = [0, 2**63 - 1, 2**63, 2**64 - 1]
+    t = rng.random(6_000)
+    data = {
+        d: np.stack([0.5 + 0.45 * np.sin(2 * np.pi * (j + 1) * t + j) for j in range(d)], 1)
+        for d in (3, 10)
+    }
+    u = rng.random((6_000, 10))
+    u[:600] = u[600:1200]  # few ties: the tied rows refined by their deeper words (_refine)
+    masses = rng.integers(0, 40, size=700)
+
+    def outcome() -> list[np.ndarray]:
+        got = []
+        for d, x in [*data.items(), (10, u)]:
+            for depth in (20, 58) if d == 3 else (40, 130, 196):
+                tree = cells.build_count_tree(x, depth, as_box((0.0, 1.0), d))
+                got += [np.asarray(tree.lcp).copy(), tree.occupancy().copy()]
+                tree.release()
+        sorted_keys = keys.copy()
+        cells._sort_u64(sorted_keys)
+        got.append(sorted_keys)
+        got.append(pl.shuffled_labels(RandomSource(7), masses))
+        got.append(pl.shuffle_order(RandomSource(8), 5000))
+        return got
+
+    monkeypatch.setattr(cells, "_SORT512", not simd512)
+    for mod in (cells, pl):
+        monkeypatch.setattr(mod, "_KEY_SORT", np.int64 if not simd512 else np.float64)
+    want = outcome()
+    monkeypatch.setattr(cells, "_SORT512", simd512)
+    for mod in (cells, pl):
+        monkeypatch.setattr(mod, "_KEY_SORT", np.int64 if simd512 else np.float64)
+    got = outcome()
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[-3], np.sort(keys))
+    np.testing.assert_array_equal(got[-2], ref.shuffled_labels(RandomSource(7), masses))
+    np.testing.assert_array_equal(got[-1], ref.shuffle_order(RandomSource(8), 5000))
