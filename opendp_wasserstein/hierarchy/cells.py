@@ -590,11 +590,14 @@ def _xor_fields(
     x: np.ndarray,
     y: np.ndarray,
     fl: np.ndarray,
+    below63: bool = False,
 ) -> np.ndarray:
     """The float exponent fields of ``(word[i] ^ word[i + 1]) | stop`` for ``i`` in ``[a, b)``,
     rounding kept off by clearing the bits below the 53 after the leading one (see
     :func:`_sorted_lcp`); written into ``y[: b - a]`` (returned), with ``x`` and ``fl`` as
-    scratch."""
+    scratch.  ``below63``: every XOR is below ``2^63`` (the words are float sort keys, bits 63
+    and 62 clear), so it converts to float from its int64 view, the same value (numpy's int64
+    to float64 conversion is about 1.6x faster than its uint64 one on a chunk in cache)."""
     k = b - a
     xx, yy = x[:k], y[:k]
     np.bitwise_xor(word[a + 1 : b + 1], word[a:b], out=xx)
@@ -603,7 +606,7 @@ def _xor_fields(
     np.right_shift(xx, np.uint64(53), out=yy)
     np.invert(yy, out=yy)
     xx &= yy
-    np.copyto(fl[:k], xx, casting="unsafe")
+    np.copyto(fl[:k], xx.view(np.int64) if below63 else xx, casting="unsafe")
     np.right_shift(fl[:k].view(np.uint64), np.uint64(52), out=yy)
     return yy
 
@@ -684,7 +687,7 @@ def _sort_one_word(
     stop = np.uint64(1 << (_FLOAT_DEPTH - depth))  # bit 63 - depth of the codes, shifted
     for a in range(0, n - 1, R):
         b = min(n - 1, a + R)
-        yy = _xor_fields(word, a, b, stop, x, y, fl)  # word[b] is still a key
+        yy = _xor_fields(word, a, b, stop, x, y, fl, below63=True)  # word[b] is still a key
         fields += np.bincount(yy.view(np.int64), minlength=_FLOAT_FIELD + 1)
         o = out[a:b]
         np.copyto(o, yy, casting="unsafe")
@@ -697,8 +700,8 @@ def _sort_one_word(
 
 
 def _restore_keys(words: np.ndarray) -> None:
-    """The inverse of :func:`_float_keys`, in place."""
-    words ^= _FLOAT_BIT
+    """The inverse of :func:`_float_keys`, in place: one shift left by 3 bits, which carries
+    the key's bit 61 out of the word (bits 63 and 62 of a key are 0, so no code bit is lost)."""
     words <<= _FLOAT_SHIFT
 
 

@@ -106,17 +106,17 @@ def _sort_packed(
     k = keys.size
     mask = np.uint64((1 << low) - 1)
     keys.view(_KEY_SORT).sort()
-    # neighbours whose high bits tie have an XOR below 2^low (about k^2 / 2^(65 - low) pairs)
+    # neighbours whose high bits tie have an XOR below 2^low (about k^2 / 2^(65 - low) pairs):
+    # a chunk is searched only where its smallest XOR is (one reduction instead of a full-size
+    # comparison and its test)
     ties = []
     xor = np.empty(min(_POINTS, max(k - 1, 0)), dtype=np.uint64)
-    near = np.empty(xor.size, dtype=bool)
     for a in range(0, k - 1, _POINTS):
         b = min(k - 1, a + _POINTS)
-        x, t = xor[: b - a], near[: b - a]
+        x = xor[: b - a]
         np.bitwise_xor(keys[a + 1 : b + 1], keys[a:b], out=x)
-        np.less_equal(x, mask, out=t)
-        if t.any():
-            ties.append(np.flatnonzero(t) + a)
+        if x.min() <= mask:
+            ties.append(np.flatnonzero(x <= mask) + a)
     if strip:
         keys &= mask
     if ties:  # every run of equal keys in a fresh random order
