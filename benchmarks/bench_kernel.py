@@ -19,8 +19,8 @@ against the input.
    the **package floor** of issue 12
    (``grid_codes`` + ``morton_words`` at depth ``L`` plus one sort of the first word), and,
    for reference, the cost of writing the ``(n, d)`` float64 output once into fresh anonymous
-   memory (an ``mmap`` filled once: page faults included, as for a release's output, which the
-   floor does not write).
+   memory (a private ``mmap`` advised huge pages, as numpy's large buffers, filled once: page
+   faults included, as for a release's output, which the floor does not write).
    Everything is timed in the same runs, interleaved (``--runs``, default 5): minimum and
    median of each, and the ratios of the medians and of the minima.
 2. **Memory** (issue 12: at most 2x the input): one release on ``--mem-n`` rows (default
@@ -198,8 +198,14 @@ def physical_codes(x: np.ndarray, B: int, method: str) -> np.ndarray:
 def fresh_output(n: int, d: int) -> None:
     """Write ``(n, d)`` float64 values once into fresh anonymous memory (page faults included;
     huge pages advised where the platform has them, as numpy does for large arrays), as a
-    release's output is: what any release pays beyond the floor."""
-    buf = mmap.mmap(-1, max(8 * n * d, 1))
+    release's output is: what any release pays beyond the floor.  The mapping is private, as
+    the allocator's (a shared anonymous mapping is shared memory, whose huge pages Linux
+    governs by ``shmem_enabled``, off by default: it faulted 4 KB pages, 5,860 for 24 MB in
+    24-26 ms on the project's VM, where a private mapping advised huge pages faulted 239 in
+    2.4-2.7 ms; 80 MB: 79-83 ms shared, 6.4-6.7 ms private, once 104 ms where the VM's host
+    backed the pages afresh)."""
+    flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    buf = mmap.mmap(-1, max(8 * n * d, 1), **({"flags": flags} if flags else {}))
     if hasattr(mmap, "MADV_HUGEPAGE"):  # as numpy advises its own large buffers
         buf.madvise(mmap.MADV_HUGEPAGE)
     np.frombuffer(buf, dtype=np.float64, count=n * d).fill(0.5)
