@@ -33,7 +33,8 @@ __all__ = [
 PLACEMENTS = ("center", "uniform")
 
 _POINTS = 1 << 18  # floats placed per chunk (bounds the temporaries, stays in cache)
-_COLLECT = 1 << 22  # outputs from this many floats on first free unreachable cycles
+_COLLECT = 1 << 22  # outputs from this many floats on first free every unreachable cycle ...
+_YOUNG = 1 << 18  # ... and from this many the young ones (place_points)
 _KEY_BYTES = 32
 
 
@@ -309,12 +310,18 @@ def place_points(
     """
     d = box.dim
     m = leaves.total
-    if m * d >= _COLLECT and unreleased_trees() > 1:
-        # an earlier release's count tree may still be held by OpenDP's ctypes keep-alive cycle
-        # (this release's own tree is in use): free it first.  A full collection costs about as
-        # much as sorting a million keys, so it is skipped when no other tree holds its arrays
-        # (the adaptive releases drop theirs as they end: shared_count_trees(release=True))
-        gc.collect()
+    if m * d >= _YOUNG:
+        # OpenDP's FFI keeps what a measurement returns (ctypes ExtrinsicObject pointers) in
+        # reference cycles that only the garbage collector frees, so an earlier release's
+        # output, dropped by the caller, still holds its memory and this output would land on
+        # pages never touched before (up to 2-3 ms a MB on the project's VM: seeded d = 3
+        # releases of 10^6 rows back to back took 91-127 ms median instead of 62-68).  Those
+        # cycles are young: a collection of generations 0 and 1 (about 0.05 ms) frees them.
+        # An earlier release's count tree may be held the same way (this release's own tree is
+        # in use): then a full collection (about 115 ms in a benchmark's process), skipped
+        # when no other tree holds its arrays (the adaptive releases drop theirs as they end:
+        # shared_count_trees(release=True))
+        gc.collect() if m * d >= _COLLECT and unreleased_trees() > 1 else gc.collect(1)
     if stream is None:
         stream = PlacementStream.from_random_source(rng)
     masses = np.asarray(leaves.masses, dtype=np.int64)

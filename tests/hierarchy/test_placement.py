@@ -186,29 +186,72 @@ def test_center_placement_equals_the_fancy_index_reference():
         assert np.array_equal(got, ref.center_points(cells, masses, 6 * d, box, stream, part=2))
 
 
-def test_large_placements_collect_garbage_only_when_another_tree_holds_arrays(monkeypatch):
+def test_large_placements_collect_garbage_fully_only_when_another_tree_holds_arrays(monkeypatch):
     import gc
 
     import opendp_wasserstein.hierarchy.cells as h
     import opendp_wasserstein.hierarchy.placement as syn
 
     calls = []
-    monkeypatch.setattr(gc, "collect", lambda *a: calls.append(1) or 0)
+    monkeypatch.setattr(gc, "collect", lambda *a: calls.append(a) or 0)
     monkeypatch.setattr(syn, "_COLLECT", 8)  # 10 rows x 2 columns count as large
+    monkeypatch.setattr(syn, "_YOUNG", 8)
     leaves = leaves_of([[0, 1], [3, 2]], [4, 6], 4)
+    small = leaves_of([[0, 1], [3, 2]], [1, 2], 4)
     box = as_box((0.0, 1.0), 2)
     u = np.random.default_rng(0).uniform(size=(50, 2))
     monkeypatch.setattr(h, "_UNRELEASED", type(h._UNRELEASED)())  # no tree of earlier tests
     own = h.build_count_tree(u, 10)  # the release's own tree (in use)
     place_points(leaves, box, "center", RandomSource(0))
-    assert calls == []
-    other = h.build_count_tree(u, 10)  # another tree holds its arrays: collect first
+    assert calls == [(1,)]  # the young generations only (an earlier output's FFI cycles)
+    place_points(small, box, "center", RandomSource(0))
+    assert calls == [(1,)]  # a small output: no collection
+    other = h.build_count_tree(u, 10)  # another tree holds its arrays: a full collection
+    place_points(leaves, box, "uniform", RandomSource(0))
+    assert calls == [(1,), ()]
+    other.release()  # released: the young generations again
     place_points(leaves, box, "center", RandomSource(0))
-    assert calls == [1]
-    other.release()  # released: nothing to collect
+    assert calls == [(1,), (), (1,)]
+    monkeypatch.setattr(syn, "_COLLECT", 30)  # between _YOUNG and _COLLECT: the young ones
+    other = h.build_count_tree(u, 10)
     place_points(leaves, box, "center", RandomSource(0))
-    assert calls == [1]
+    assert calls == [(1,), (), (1,), (1,)]
+    other.release()
     assert own._words is not None
+
+
+def test_a_dropped_release_output_is_freed_before_the_next_large_output(monkeypatch):
+    """OpenDP's FFI keeps a returned output in ctypes reference cycles: the next large placement
+    frees it (a collection of the young generations) before it allocates its own output."""
+    import gc
+    import weakref
+
+    import opendp.prelude as dp
+
+    import opendp_wasserstein.hierarchy.placement as syn
+    from opendp_wasserstein.measurements import make_adaptive_pruned_pmm
+
+    dp.enable_features("contrib")
+    monkeypatch.setattr(syn, "_YOUNG", 8)
+    x = np.random.default_rng(0).uniform(size=(400, 2))
+    meas = make_adaptive_pruned_pmm(
+        dp.numpy.array2_domain(num_columns=2, size=400, T=float),
+        dp.change_one_distance(),
+        0.2,
+        0.8,
+        bounds=(0.0, 1.0),
+    )
+    gc.collect()
+    gc.disable()  # no automatic collection: only the placement's
+    try:
+        out = meas(x)
+        first = weakref.ref(out.base if out.base is not None else out)
+        del out
+        assert first() is not None  # still held by the FFI's cycles
+        meas(x)
+        assert first() is None  # freed by the second release's placement
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 10])
