@@ -321,7 +321,10 @@ def place_points(
         # in use): then a full collection (about 115 ms in a benchmark's process), skipped
         # when no other tree holds its arrays (the adaptive releases drop theirs as they end:
         # shared_count_trees(release=True))
-        gc.collect() if m * d >= _COLLECT and unreleased_trees() > 1 else gc.collect(1)
+        if m * d >= _COLLECT and unreleased_trees() > 1:
+            gc.collect()
+        else:
+            gc.collect(1)
     if stream is None:
         stream = PlacementStream.from_random_source(rng)
     masses = np.asarray(leaves.masses, dtype=np.int64)
