@@ -91,6 +91,14 @@ from opendp_wasserstein.core.exact import round_down, round_up
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.noise._source import PLACEMENT_STREAM, as_random_source
 from opendp_wasserstein.tables.calibration import CALIBRATE_KINDS, calibrate, largest_remainder
+from opendp_wasserstein.tables.copula import (
+    CopulaSplits,
+    copula_scale,
+    copula_splits,
+    correlate_axes,
+    latent_correlations,
+    make_copula_counts,
+)
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries
 from opendp_wasserstein.tables.joint import make_order_adaptive_pmm
 from opendp_wasserstein.tables.marginals import (
@@ -232,7 +240,14 @@ DEFAULT_JOINT_SELECT_SHARE = 0.1
 PAIR_SELECT_SHARE = Fraction(1, 3)
 
 #: the values of :attr:`StructuredOptions.joint`
-JOINT_KINDS = ("auto", "tree", "always", "pairs", "network", "never")
+JOINT_KINDS = ("auto", "tree", "always", "pairs", "network", "copula", "never")
+
+#: the first look's share of the budget before the copula's pair counts (``joint="copula"``,
+#: :mod:`~opendp_wasserstein.tables.copula`)
+COPULA_MARGINAL_SHARE = Fraction(17, 20)
+
+#: the columns that may take part in the copula (``StructuredOptions.copula_columns``)
+COPULA_COLUMNS = ("all", "numeric")
 
 
 @dataclass(frozen=True)
@@ -284,6 +299,8 @@ class StructuredOptions:
     within: str = "latent"
     combine: bool = True
     block_rows: int = RELEASE_BLOCK_ROWS
+    copula_columns: str = "all"
+    copula_shrink: bool = True
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -364,7 +381,7 @@ def joint_kind(
         return "independent"
     if options.joint in ("tree", "always"):
         return "tree"
-    if options.joint in ("pairs", "network"):
+    if options.joint in ("pairs", "network", "copula"):
         return options.joint
     x = n * epsilon / max(1, columns)
     if check_noise(noise) == "gaussian":
@@ -567,7 +584,14 @@ def _codes_by_rank(u: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return codes
 
 
-def independent_join(marginals: TableMarginals, enc: TableEncoding, n: int, rng: Any) -> np.ndarray:
+def independent_join(
+    marginals: TableMarginals,
+    enc: TableEncoding,
+    n: int,
+    rng: Any,
+    copula_axes: Sequence[int] = (),
+    copula_corr: np.ndarray | None = None,
+) -> np.ndarray:
     """``n`` rows whose columns are independent with the DP marginals (post-processing).
 
     The rows are scrambled Halton points (:func:`halton_points`) rather than independent
@@ -580,6 +604,8 @@ def independent_join(marginals: TableMarginals, enc: TableEncoding, n: int, rng:
     pairwise tables and correlations are then the product of its marginals up to far less
     sampling noise.  The rows are returned in a random order."""
     u = halton_points(n, enc.dimension, rng)
+    if copula_corr is not None:
+        correlate_axes(u, copula_axes, copula_corr)
     for p, freq, miss in zip(marginals.plans, marginals.masses, marginals.missing, strict=True):
         if p.kind == "category":
             b = category_boundaries(p.cells)
@@ -707,6 +733,8 @@ def _make_structured(
     joint = kind_joint != "independent"
     unit = 2 if kind == "symmetric" else 1
     share = first_look_share(opts, n, rule_eps, len(plans))
+    if kind_joint == "copula" and opts.marginal_share is None:
+        share = COPULA_MARGINAL_SHARE
     target = round_down(Fraction(eps) * share) if joint else eps
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
     marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels, noise)
@@ -726,6 +754,13 @@ def _make_structured(
         eps_sel, eps_main, template = fit_network(
             input_domain, input_metric, enc, eps, marg_map, unit, PAIR_SELECT_SHARE, noise
         )
+    elif kind_joint == "copula":
+        if gauss:
+            raise ValueError("delta: joint='copula' is pure DP only")
+        allowed = copula_allowed(plans, opts)
+        eps_cop, template = fit_copula(
+            input_domain, input_metric, eps, marg_map, unit, plans, allowed
+        )
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
     comp = dp.c.make_adaptive_composition(input_domain, input_metric, measure, unit, d_mids)
 
@@ -744,6 +779,21 @@ def _make_structured(
             info |= {"noise": "gaussian", "rho_marginals": float(marg_map)}
         else:
             info["epsilon_marginals"] = float(marg_map)
+        if kind_joint == "copula":
+            splits = copula_splits(marginals, allowed)
+            corr = None
+            if splits.pairs and template is not None:
+                scale = copula_runtime_scale(splits.pairs, eps_cop)
+                noisy = queryable(make_copula_counts(input_domain, input_metric, splits, scale))
+                corr = latent_correlations(
+                    np.asarray(noisy), splits, n, scale, opts.copula_shrink
+                )
+            model = BlockModel(enc, marginals, opts, copula_axes=splits.axes, copula_corr=corr)
+            points, _ = draw_blocks(model, n, rng)
+            info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
+            info["copula_pairs"] = splits.pairs
+            runtime.record(info)
+            return points
         if not joint:
             points, _ = draw_blocks(BlockModel(enc, marginals, opts), n, rng)
             info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
@@ -826,6 +876,57 @@ def _make_structured(
         return round_up(total)
 
     return make_measurement(input_domain, input_metric, measure, function, privacy_map)
+
+
+def copula_allowed(plans: Sequence[Any], opts: StructuredOptions) -> tuple[int, ...]:
+    """The columns that may take part in the copula (public: the schema and the options)."""
+    if opts.copula_columns == "numeric":
+        return tuple(c for c, p in enumerate(plans) if p.kind == "numeric")
+    return tuple(range(len(plans)))
+
+
+def copula_runtime_scale(pairs: int, eps_cop: float) -> float:
+    """The counts' scale at ``pairs`` pairs within the copula's budget: ``P / eps_cop`` rounded
+    up and raised by a relative ``2^-40`` so that OpenDP's float map stays below the declared
+    one of the template (built at the most pairs)."""
+    return round_up(Fraction(copula_scale(pairs, eps_cop)) * (1 + Fraction(1, 2**40)))
+
+
+def fit_copula(
+    input_domain: Domain,
+    input_metric: Metric,
+    eps: float,
+    marg_map: Any,
+    unit: int,
+    plans: Sequence[Any],
+    allowed: Sequence[int],
+) -> tuple[float, Measurement | None]:
+    """The copula counts' budget and template (the most pairs, splits from the schema alone):
+    the rest of the budget after the first look, lowered by a relative ``2^-52``, twice that,
+    and so on, until the exact sum of the maps is at most ``eps``."""
+    k = len(allowed)
+    if k < 2:
+        return 0.0, None
+    splits = CopulaSplits(
+        tuple(allowed),
+        tuple(plans[c].value_axis for c in allowed),
+        (0.5,) * k,
+        tuple(-1 if plans[c].missing_axis is None else plans[c].axes[plans[c].missing_axis]
+              for c in allowed),
+        (0.5,) * k,
+        (1.0,) * k,
+    )
+    rest = Fraction(eps) - Fraction(marg_map)
+    step = Fraction(0)
+    for _ in range(60):
+        budget = round_down(rest * (1 - step))
+        t = make_copula_counts(
+            input_domain, input_metric, splits, copula_runtime_scale(splits.pairs, budget)
+        )
+        if Fraction(marg_map) + Fraction(t.map(unit)) <= Fraction(eps):
+            return budget, t
+        step = Fraction(1, 2**52) if step == 0 else 2 * step
+    raise ValueError("epsilon is too small to represent the copula's budget")  # pragma: no cover
 
 
 def pair_model(
@@ -944,6 +1045,8 @@ class BlockModel:
     cliques: tuple[Clique, ...] = ()
     lam: float = 0.0
     scale: float = 0.0
+    copula_axes: tuple[int, ...] = ()
+    copula_corr: np.ndarray | None = None
 
     def draw(self, m: int, rng: Any) -> tuple[np.ndarray, list[np.ndarray] | None]:
         """``m`` encoded rows from ``rng`` and, for the pair tree and the network, the quality
@@ -952,7 +1055,12 @@ class BlockModel:
         agreement_counts`), then the rows calibrated to the targets at ``m`` rows
         (largest remainder of ``m``, quantiles at ``(i + 1/2) / m``)."""
         if self.coding is None:
-            return independent_join(self.marginals, self.enc, m, rng), None
+            return (
+                independent_join(
+                    self.marginals, self.enc, m, rng, self.copula_axes, self.copula_corr
+                ),
+                None,
+            )
         if self.network is not None:
             y = sample_network(
                 self.network,
