@@ -251,7 +251,7 @@ def _solve_r(h: np.ndarray, k: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def latent_correlations(
-    noisy: np.ndarray, splits: CopulaSplits, n: int, scale: float, shrink: bool = True
+    noisy: np.ndarray, splits: CopulaSplits, n: int, scale: float, shrink: bool | str = True
 ) -> np.ndarray:
     """The ``k' x k'`` latent correlation matrix from the noisy counts (post-processing,
     module docstring step 3)."""
@@ -267,13 +267,40 @@ def latent_correlations(
     p = np.asarray(noisy, dtype=np.float64) / denom
     dev = p - ai * aj
     hi_, hj = special.ndtri(ai), special.ndtri(aj)
-    if shrink:
+    slope = np.exp(-(hi_**2 + hj**2) / 2) / (2 * np.pi)
+    var = 2.0 * float(scale) ** 2 / denom**2 / slope**2
+    z = dev / slope
+    mode = shrink if isinstance(shrink, str) else ("eb" if shrink else "none")
+    if mode == "eb":
         # in units of r near 0: dev / phi_2(h_i, h_j; 0)
-        slope = np.exp(-(hi_**2 + hj**2) / 2) / (2 * np.pi)
-        var = 2.0 * float(scale) ** 2 / denom**2 / slope**2
-        z = dev / slope
         tau2 = max(0.0, float(np.mean(z * z - var)))
         dev = dev * (tau2 / (tau2 + var))
+    elif mode == "eb2":
+        se = float(np.sqrt(5.0 * np.mean(var**2) / len(z)))
+        tau2 = max(0.0, float(np.mean(z * z - var)) - 2.0 * se)
+        dev = dev * (tau2 / (tau2 + var))
+    elif mode == "bayes":
+        r = _posterior_median(
+            np.asarray(noisy, dtype=np.float64), denom, ai, aj, float(scale), n
+        )
+        out[iu] = r
+        out[(iu[1], iu[0])] = r
+        return nearest_correlation(out)
+    elif mode == "spectral":
+        zm = np.zeros((k, k))
+        zm[iu] = z
+        zm = zm + zm.T
+        sigma2 = float(np.mean(var))
+        w, v = np.linalg.eigh(zm)
+        edge = 2.0 * np.sqrt(sigma2 * k)
+        est = np.zeros((k, k))
+        for lam, vec in zip(w.tolist(), v.T):  # eigenpairs (k' of them, public size)
+            if abs(lam) <= edge:
+                continue
+            theta = np.sign(lam) * (abs(lam) + np.sqrt(lam * lam - 4 * sigma2 * k)) / 2
+            overlap = max(0.0, 1.0 - sigma2 * k / theta**2)
+            est += theta * overlap * np.outer(vec, vec)
+        dev = est[iu] * slope
     lo = np.maximum(0.0, ai + aj - 1.0)
     top = np.minimum(ai, aj)
     p = np.clip(ai * aj + dev, lo + 1e-9, top - 1e-9)
@@ -281,6 +308,43 @@ def latent_correlations(
     out[iu] = r
     out[(iu[1], iu[0])] = r
     return nearest_correlation(out)
+
+
+#: the grid of latent correlations of :func:`_posterior_median`
+R_GRID = np.linspace(-MAX_CORRELATION, MAX_CORRELATION, 199)
+
+#: the candidate weights of the point mass at 0 in :func:`_posterior_median`'s prior
+NULL_WEIGHTS = np.linspace(0.0, 1.0, 41)
+
+
+def _posterior_median(
+    noisy: np.ndarray, denom: np.ndarray, ai: np.ndarray, aj: np.ndarray, scale: float, n: int
+) -> np.ndarray:
+    """Per pair, the posterior median of ``r`` under the prior ``w delta_0 + (1 - w)
+    Uniform(-1, 1)`` (on :data:`R_GRID`), the noisy count's likelihood Laplace around the
+    expected count ``denom Phi_2(h_i, h_j; r)`` (its scale widened by the sampling noise),
+    ``w`` chosen by maximum marginal likelihood over the pairs (empirical Bayes).
+    Post-processing of the noisy counts."""
+    h, k = special.ndtri(ai)[:, None], special.ndtri(aj)[:, None]
+    p = bivariate_normal_cdf(h, k, R_GRID[None, :])  # (P, G)
+    mean = denom[:, None] * p
+    b = np.sqrt(scale**2 + denom[:, None] * p * (1 - p) / 2)
+    lik = np.exp(-np.abs(noisy[:, None] - mean) / b) / (2 * b)  # (P, G)
+    g = len(R_GRID)
+    zero = int(np.argmin(np.abs(R_GRID)))
+    slab = lik.mean(axis=1)  # uniform prior over the grid
+    spike = lik[:, zero]
+    ll = np.log(
+        np.maximum(NULL_WEIGHTS[None, :] * spike[:, None]
+                   + (1 - NULL_WEIGHTS[None, :]) * slab[:, None], 1e-300)
+    ).sum(axis=0)
+    w = float(NULL_WEIGHTS[int(np.argmax(ll))])
+    post = (1 - w) * lik / g
+    post[:, zero] += w * spike
+    cdf = np.cumsum(post, axis=1)
+    cdf /= cdf[:, -1:]
+    idx = np.argmax(cdf >= 0.5, axis=1)
+    return R_GRID[idx]  # type: ignore[no-any-return]
 
 
 def nearest_correlation(r: np.ndarray) -> np.ndarray:

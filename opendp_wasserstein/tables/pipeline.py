@@ -247,7 +247,7 @@ JOINT_KINDS = ("auto", "tree", "always", "pairs", "network", "copula", "never")
 COPULA_MARGINAL_SHARE = Fraction(17, 20)
 
 #: the columns that may take part in the copula (``StructuredOptions.copula_columns``)
-COPULA_COLUMNS = ("all", "numeric")
+COPULA_COLUMNS = ("all", "numeric", "none")
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ class StructuredOptions:
     combine: bool = True
     block_rows: int = RELEASE_BLOCK_ROWS
     copula_columns: str = "all"
-    copula_shrink: bool = True
+    copula_shrink: bool | str = True
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -783,7 +783,8 @@ def _make_structured(
             splits = copula_splits(marginals, allowed)
             corr = None
             if splits.pairs and template is not None:
-                scale = copula_runtime_scale(splits.pairs, eps_cop)
+                k_most = len(allowed)
+                scale = copula_runtime_scale(splits.pairs, k_most * (k_most - 1) // 2, eps_cop)
                 noisy = queryable(make_copula_counts(input_domain, input_metric, splits, scale))
                 corr = latent_correlations(
                     np.asarray(noisy), splits, n, scale, opts.copula_shrink
@@ -880,16 +881,20 @@ def _make_structured(
 
 def copula_allowed(plans: Sequence[Any], opts: StructuredOptions) -> tuple[int, ...]:
     """The columns that may take part in the copula (public: the schema and the options)."""
+    if opts.copula_columns == "none":
+        return ()
     if opts.copula_columns == "numeric":
         return tuple(c for c, p in enumerate(plans) if p.kind == "numeric")
     return tuple(range(len(plans)))
 
 
-def copula_runtime_scale(pairs: int, eps_cop: float) -> float:
-    """The counts' scale at ``pairs`` pairs within the copula's budget: ``P / eps_cop`` rounded
-    up and raised by a relative ``2^-40`` so that OpenDP's float map stays below the declared
-    one of the template (built at the most pairs)."""
-    return round_up(Fraction(copula_scale(pairs, eps_cop)) * (1 + Fraction(1, 2**40)))
+def copula_runtime_scale(pairs: int, most: int, template_scale: float) -> float:
+    """The counts' scale at ``pairs`` of the template's ``most`` pairs: the template's scale
+    times ``pairs / most``, raised by a relative ``2^-40`` and rounded up, so that OpenDP's
+    float map stays below the template's (the declared one)."""
+    return round_up(
+        Fraction(template_scale) * Fraction(pairs, most) * (1 + Fraction(1, 2**40))
+    )
 
 
 def fit_copula(
@@ -921,10 +926,10 @@ def fit_copula(
     for _ in range(60):
         budget = round_down(rest * (1 - step))
         t = make_copula_counts(
-            input_domain, input_metric, splits, copula_runtime_scale(splits.pairs, budget)
+            input_domain, input_metric, splits, copula_scale(splits.pairs, budget)
         )
         if Fraction(marg_map) + Fraction(t.map(unit)) <= Fraction(eps):
-            return budget, t
+            return copula_scale(splits.pairs, budget), t
         step = Fraction(1, 2**52) if step == 0 else 2 * step
     raise ValueError("epsilon is too small to represent the copula's budget")  # pragma: no cover
 
