@@ -631,7 +631,7 @@ def synthesize_table_on_dask(
         raise ValueError("the table must have at least one row (the size is public)")
     plans = column_plans(enc)
     kind_joint = joint_kind(opts, n, eps, len(plans), noise)
-    if kind_joint == "tree":
+    if kind_joint in ("tree", "copula"):
         raise ValueError(
             f"joint={kind_joint!r} has no Dask plan: use synthesize_table in "
             "memory, or joint='auto'/'pairs'/'never'"

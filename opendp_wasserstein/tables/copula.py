@@ -40,7 +40,6 @@ import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
 
 from opendp_wasserstein._compat import make_transformation
-from opendp_wasserstein.core.optional import lazy_module
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import (
     check_data_domain,
@@ -49,6 +48,7 @@ from opendp_wasserstein.core.data import (
     whole_replacements,
 )
 from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.optional import lazy_module
 from opendp_wasserstein.tables.encoding import category_boundaries
 from opendp_wasserstein.tables.marginals import ColumnPlan, TableMarginals, seeded_laplace
 
@@ -122,9 +122,7 @@ def _split(plan: ColumnPlan, masses: np.ndarray) -> tuple[float, float] | None:
     return (i + 1) / len(m), a
 
 
-def copula_splits(
-    marginals: TableMarginals, columns: Sequence[int] | None = None
-) -> CopulaSplits:
+def copula_splits(marginals: TableMarginals, columns: Sequence[int] | None = None) -> CopulaSplits:
     """Every column's split at its released median (module docstring, step 1).
 
     :param marginals: the first look (a DP release)
@@ -233,8 +231,9 @@ def bivariate_normal_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndar
     )
     t = (r[..., None] / 2.0) * (_GL_NODES + 1.0)  # nodes on [0, r]
     s = 1.0 - t * t
-    dens = np.exp(-(h[..., None] ** 2 - 2 * t * h[..., None] * k[..., None] + k[..., None] ** 2)
-                  / (2 * s)) / (2 * np.pi * np.sqrt(s))
+    dens = np.exp(
+        -(h[..., None] ** 2 - 2 * t * h[..., None] * k[..., None] + k[..., None] ** 2) / (2 * s)
+    ) / (2 * np.pi * np.sqrt(s))
     integral = (r / 2.0) * (dens * _GL_WEIGHTS).sum(axis=-1)
     return special.ndtr(h) * special.ndtr(k) + integral  # type: ignore[no-any-return]
 
@@ -251,10 +250,20 @@ def _solve_r(h: np.ndarray, k: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def latent_correlations(
-    noisy: np.ndarray, splits: CopulaSplits, n: int, scale: float, shrink: bool | str = True
+    noisy: np.ndarray, splits: CopulaSplits, n: int, scale: float, shrink: bool = True
 ) -> np.ndarray:
-    """The ``k' x k'`` latent correlation matrix from the noisy counts (post-processing,
-    module docstring step 3)."""
+    """The ``k' x k'`` latent correlation matrix from the noisy counts (post-processing of a
+    DP release and public values; module docstring, step 3).
+
+    :param noisy: the ``P`` noisy counts (:func:`make_copula_counts`)
+    :param splits: the splits they were counted at
+    :param n: the public number of rows
+    :param scale: the counts' discrete Laplace scale (public)
+    :param shrink: ``True`` (default): every pair's posterior median under the empirical Bayes
+        prior of :func:`_posterior_median`; ``False``: the plug-in root of
+        ``Phi_2(h_i, h_j; r) = p_ij`` (tests)
+    :return: a correlation matrix (:func:`nearest_correlation`)
+    """
     k = len(splits.columns)
     out = np.eye(k)
     if k < 2:
@@ -265,46 +274,14 @@ def latent_correlations(
     ai, aj = a[iu[0]], a[iu[1]]
     denom = n * pres[iu[0]] * pres[iu[1]]
     p = np.asarray(noisy, dtype=np.float64) / denom
-    dev = p - ai * aj
     hi_, hj = special.ndtri(ai), special.ndtri(aj)
-    slope = np.exp(-(hi_**2 + hj**2) / 2) / (2 * np.pi)
-    var = 2.0 * float(scale) ** 2 / denom**2 / slope**2
-    z = dev / slope
-    mode = shrink if isinstance(shrink, str) else ("eb" if shrink else "none")
-    if mode == "eb":
-        # in units of r near 0: dev / phi_2(h_i, h_j; 0)
-        tau2 = max(0.0, float(np.mean(z * z - var)))
-        dev = dev * (tau2 / (tau2 + var))
-    elif mode == "eb2":
-        se = float(np.sqrt(5.0 * np.mean(var**2) / len(z)))
-        tau2 = max(0.0, float(np.mean(z * z - var)) - 2.0 * se)
-        dev = dev * (tau2 / (tau2 + var))
-    elif mode == "bayes":
-        r = _posterior_median(
-            np.asarray(noisy, dtype=np.float64), denom, ai, aj, float(scale), n
-        )
-        out[iu] = r
-        out[(iu[1], iu[0])] = r
-        return nearest_correlation(out)
-    elif mode == "spectral":
-        zm = np.zeros((k, k))
-        zm[iu] = z
-        zm = zm + zm.T
-        sigma2 = float(np.mean(var))
-        w, v = np.linalg.eigh(zm)
-        edge = 2.0 * np.sqrt(sigma2 * k)
-        est = np.zeros((k, k))
-        for lam, vec in zip(w.tolist(), v.T):  # eigenpairs (k' of them, public size)
-            if abs(lam) <= edge:
-                continue
-            theta = np.sign(lam) * (abs(lam) + np.sqrt(lam * lam - 4 * sigma2 * k)) / 2
-            overlap = max(0.0, 1.0 - sigma2 * k / theta**2)
-            est += theta * overlap * np.outer(vec, vec)
-        dev = est[iu] * slope
-    lo = np.maximum(0.0, ai + aj - 1.0)
-    top = np.minimum(ai, aj)
-    p = np.clip(ai * aj + dev, lo + 1e-9, top - 1e-9)
-    r = _solve_r(hi_, hj, p)
+    if shrink:
+        r = _posterior_median(np.asarray(noisy, dtype=np.float64), denom, ai, aj, float(scale))
+    else:
+        lo = np.maximum(0.0, ai + aj - 1.0)
+        top = np.minimum(ai, aj)
+        p = np.clip(p, lo + 1e-9, top - 1e-9)
+        r = _solve_r(hi_, hj, p)
     out[iu] = r
     out[(iu[1], iu[0])] = r
     return nearest_correlation(out)
@@ -318,7 +295,7 @@ NULL_WEIGHTS = np.linspace(0.0, 1.0, 41)
 
 
 def _posterior_median(
-    noisy: np.ndarray, denom: np.ndarray, ai: np.ndarray, aj: np.ndarray, scale: float, n: int
+    noisy: np.ndarray, denom: np.ndarray, ai: np.ndarray, aj: np.ndarray, scale: float
 ) -> np.ndarray:
     """Per pair, the posterior median of ``r`` under the prior ``w delta_0 + (1 - w)
     Uniform(-1, 1)`` (on :data:`R_GRID`), the noisy count's likelihood Laplace around the
@@ -329,14 +306,19 @@ def _posterior_median(
     p = bivariate_normal_cdf(h, k, R_GRID[None, :])  # (P, G)
     mean = denom[:, None] * p
     b = np.sqrt(scale**2 + denom[:, None] * p * (1 - p) / 2)
-    lik = np.exp(-np.abs(noisy[:, None] - mean) / b) / (2 * b)  # (P, G)
+    log_lik = -np.abs(noisy[:, None] - mean) / b - np.log(2 * b)  # (P, G)
+    # each pair's likelihood up to its own constant factor (no underflow): the posterior and
+    # the argmax over w do not change
+    lik = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))
     g = len(R_GRID)
     zero = int(np.argmin(np.abs(R_GRID)))
     slab = lik.mean(axis=1)  # uniform prior over the grid
     spike = lik[:, zero]
     ll = np.log(
-        np.maximum(NULL_WEIGHTS[None, :] * spike[:, None]
-                   + (1 - NULL_WEIGHTS[None, :]) * slab[:, None], 1e-300)
+        np.maximum(
+            NULL_WEIGHTS[None, :] * spike[:, None] + (1 - NULL_WEIGHTS[None, :]) * slab[:, None],
+            1e-300,
+        )
     ).sum(axis=0)
     w = float(NULL_WEIGHTS[int(np.argmax(ll))])
     post = (1 - w) * lik / g

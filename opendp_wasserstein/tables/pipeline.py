@@ -244,10 +244,11 @@ JOINT_KINDS = ("auto", "tree", "always", "pairs", "network", "copula", "never")
 
 #: the first look's share of the budget before the copula's pair counts (``joint="copula"``,
 #: :mod:`~opendp_wasserstein.tables.copula`)
-COPULA_MARGINAL_SHARE = Fraction(17, 20)
+COPULA_MARGINAL_SHARE = Fraction(9, 10)
 
-#: the columns that may take part in the copula (``StructuredOptions.copula_columns``)
-COPULA_COLUMNS = ("all", "numeric", "none")
+#: the columns that may take part in the copula (``StructuredOptions.copula_columns``): the
+#: numeric ones (default) or all
+COPULA_COLUMNS = ("numeric", "all")
 
 
 @dataclass(frozen=True)
@@ -267,8 +268,11 @@ class StructuredOptions:
     :param joint: ``"auto"`` (the public rule of :func:`joint_kind`), ``"tree"`` (the joint
         hierarchy; ``"always"`` is the same), ``"pairs"`` (the tree of noisy 2-way marginals,
         :mod:`~opendp_wasserstein.tables.pairs`), ``"network"`` (the degree-2 network of noisy
-        2- and 3-way tables, :mod:`~opendp_wasserstein.tables.network`) or ``"never"``
-        (independent columns)
+        2- and 3-way tables, :mod:`~opendp_wasserstein.tables.network`), ``"copula"`` (pure DP
+        only: the Gaussian copula of one noisy count per pair of columns,
+        :mod:`~opendp_wasserstein.tables.copula`, its first look at
+        :data:`COPULA_MARGINAL_SHARE`; never chosen by ``"auto"``) or ``"never"`` (independent
+        columns)
     :param placement: the joint release's placement within cells
     :param consistency: the joint release's post-processing
     :param marginal_levels: the most levels of a numeric column's first-look tree, 1 to
@@ -281,6 +285,9 @@ class StructuredOptions:
     :param combine: the pair tree's 1-way targets combine the first look with the margins of
         the released pair tables by inverse variance
         (:func:`~opendp_wasserstein.tables.pairs.combine_margins`; post-processing)
+    :param copula_columns: the columns taking part in ``joint="copula"``
+        (:data:`COPULA_COLUMNS`): ``"numeric"`` (default: ``P = k'(k'-1)/2`` counts over the
+        ``k'`` numeric columns) or ``"all"``
     :param block_rows: the rows of one output block (public; default
         :data:`RELEASE_BLOCK_ROWS`): the pair tree's and the independent columns' rows are
         drawn and calibrated block by block (:func:`draw_blocks`), in memory and on Dask alike
@@ -299,8 +306,7 @@ class StructuredOptions:
     within: str = "latent"
     combine: bool = True
     block_rows: int = RELEASE_BLOCK_ROWS
-    copula_columns: str = "all"
-    copula_shrink: bool | str = True
+    copula_columns: str = "numeric"
 
     def __post_init__(self) -> None:
         for name in ("marginal_share", "select_share"):
@@ -324,6 +330,10 @@ class StructuredOptions:
         br = self.block_rows
         if isinstance(br, bool) or not isinstance(br, int) or br < 1:
             raise ValueError(f"block_rows must be a positive int, got {br!r}")
+        if self.copula_columns not in COPULA_COLUMNS:
+            raise ValueError(
+                f"copula_columns must be one of {COPULA_COLUMNS}, got {self.copula_columns!r}"
+            )
         if self.within not in WITHIN_KINDS:
             raise ValueError(f"within must be one of {WITHIN_KINDS}, got {self.within!r}")
         if not self.alphas and not self.discrete_first:
@@ -362,7 +372,8 @@ def fit_marginals(
 def joint_kind(
     options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
 ) -> str:
-    """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"`` or ``"independent"``; a
+    """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"``, ``"copula"`` (only on
+    request) or ``"independent"``; a
     function of public values only (``n``, ``epsilon``, the schema's columns, the noise: the
     discrete Gaussian of a release with ``delta``).  ``joint="auto"``: under pure DP
     independent columns below :data:`PAIRS_MIN_NEPS` per column, then the network (its scores
@@ -725,12 +736,19 @@ def _make_structured(
     plans = column_plans(enc)
     rule_eps = eps if rule_epsilon is None else rule_epsilon
     kind_joint = joint_kind(opts, n, rule_eps, len(plans), noise)
+    if gauss and kind_joint == "copula":
+        raise ValueError(
+            "delta: joint='copula' (the Gaussian copula of pair counts) is pure DP only: leave "
+            "delta unset, or use joint='auto', 'pairs', 'network' or 'never'"
+        )
     if gauss and kind_joint == "tree":
         raise ValueError(
             "delta: joint='tree' (the joint hierarchy) is pure DP only: leave delta unset, or "
             "use joint='auto', 'pairs', 'network' or 'never'"
         )
-    joint = kind_joint != "independent"
+    # the copula's columns (public: the schema); with fewer than two, nothing to count
+    allowed = copula_allowed(plans, opts) if kind_joint == "copula" else ()
+    joint = kind_joint != "independent" and (kind_joint != "copula" or len(allowed) >= 2)
     unit = 2 if kind == "symmetric" else 1
     share = first_look_share(opts, n, rule_eps, len(plans))
     if kind_joint == "copula" and opts.marginal_share is None:
@@ -740,6 +758,7 @@ def _make_structured(
     marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels, noise)
     marg_map = m_marg.map(unit)
     template: Measurement | None = None
+    cop_scale = 0.0
     if kind_joint == "tree":
         eps_sel, eps_main = _budgets(eps, opts, joint, marg_map)
         # the joint release's map does not depend on what the first look releases: a template
@@ -754,11 +773,8 @@ def _make_structured(
         eps_sel, eps_main, template = fit_network(
             input_domain, input_metric, enc, eps, marg_map, unit, PAIR_SELECT_SHARE, noise
         )
-    elif kind_joint == "copula":
-        if gauss:
-            raise ValueError("delta: joint='copula' is pure DP only")
-        allowed = copula_allowed(plans, opts)
-        eps_cop, template = fit_copula(
+    elif kind_joint == "copula" and joint:
+        cop_scale, template = fit_copula(
             input_domain, input_metric, eps, marg_map, unit, plans, allowed
         )
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
@@ -783,12 +799,10 @@ def _make_structured(
             splits = copula_splits(marginals, allowed)
             corr = None
             if splits.pairs and template is not None:
-                k_most = len(allowed)
-                scale = copula_runtime_scale(splits.pairs, k_most * (k_most - 1) // 2, eps_cop)
+                most = len(allowed) * (len(allowed) - 1) // 2
+                scale = copula_runtime_scale(splits.pairs, most, cop_scale)
                 noisy = queryable(make_copula_counts(input_domain, input_metric, splits, scale))
-                corr = latent_correlations(
-                    np.asarray(noisy), splits, n, scale, opts.copula_shrink
-                )
+                corr = latent_correlations(np.asarray(noisy), splits, n, scale)
             model = BlockModel(enc, marginals, opts, copula_axes=splits.axes, copula_corr=corr)
             points, _ = draw_blocks(model, n, rng)
             info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
@@ -881,8 +895,6 @@ def _make_structured(
 
 def copula_allowed(plans: Sequence[Any], opts: StructuredOptions) -> tuple[int, ...]:
     """The columns that may take part in the copula (public: the schema and the options)."""
-    if opts.copula_columns == "none":
-        return ()
     if opts.copula_columns == "numeric":
         return tuple(c for c, p in enumerate(plans) if p.kind == "numeric")
     return tuple(range(len(plans)))
@@ -892,9 +904,7 @@ def copula_runtime_scale(pairs: int, most: int, template_scale: float) -> float:
     """The counts' scale at ``pairs`` of the template's ``most`` pairs: the template's scale
     times ``pairs / most``, raised by a relative ``2^-40`` and rounded up, so that OpenDP's
     float map stays below the template's (the declared one)."""
-    return round_up(
-        Fraction(template_scale) * Fraction(pairs, most) * (1 + Fraction(1, 2**40))
-    )
+    return round_up(Fraction(template_scale) * Fraction(pairs, most) * (1 + Fraction(1, 2**40)))
 
 
 def fit_copula(
@@ -906,9 +916,11 @@ def fit_copula(
     plans: Sequence[Any],
     allowed: Sequence[int],
 ) -> tuple[float, Measurement | None]:
-    """The copula counts' budget and template (the most pairs, splits from the schema alone):
-    the rest of the budget after the first look, lowered by a relative ``2^-52``, twice that,
-    and so on, until the exact sum of the maps is at most ``eps``."""
+    """The copula counts' scale and template at the most pairs (``allowed``: the columns that may
+    take part; the splits from the schema alone: the map does not depend on them): the rest of
+    the budget after the first look, lowered by a relative ``2^-52``, twice that, and so on,
+    until the exact sum of the maps is at most ``eps``; ``(0.0, None)`` with fewer than two
+    columns.  The release counts at most these pairs (:func:`copula_runtime_scale`)."""
     k = len(allowed)
     if k < 2:
         return 0.0, None
@@ -916,8 +928,10 @@ def fit_copula(
         tuple(allowed),
         tuple(plans[c].value_axis for c in allowed),
         (0.5,) * k,
-        tuple(-1 if plans[c].missing_axis is None else plans[c].axes[plans[c].missing_axis]
-              for c in allowed),
+        tuple(
+            -1 if plans[c].missing_axis is None else plans[c].axes[plans[c].missing_axis]
+            for c in allowed
+        ),
         (0.5,) * k,
         (1.0,) * k,
     )

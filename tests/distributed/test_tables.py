@@ -186,6 +186,15 @@ def test_dask_table_release_refusals(table_files: Any, inline: Any) -> None:
             structured=StructuredOptions(joint="tree"),
             client=inline,
         )
+    with pytest.raises(ValueError, match="joint='copula' has no Dask plan"):
+        synthesize_on_dask(
+            src,
+            1.0,
+            table_files / "x",
+            schema=schema,
+            structured=StructuredOptions(joint="copula"),
+            client=inline,
+        )
     assert not (table_files / "x").exists()
 
 

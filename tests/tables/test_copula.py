@@ -22,8 +22,6 @@ from opendp_wasserstein.tables import (
     IntColumn,
     Schema,
     TableEncoding,
-    make_table_encoding,
-    table_domain,
 )
 from opendp_wasserstein.tables.calibration import largest_remainder
 from opendp_wasserstein.tables.copula import (
@@ -72,9 +70,10 @@ def _splits(k=3):
 
 def _frame(n, seed=0):
     rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n, 3)) @ np.linalg.cholesky(
-        np.array([[1.0, 0.8, 0.5], [0.8, 1.0, 0.4], [0.5, 0.4, 1.0]])
-    ).T
+    z = (
+        rng.standard_normal((n, 3))
+        @ np.linalg.cholesky(np.array([[1.0, 0.8, 0.5], [0.8, 1.0, 0.4], [0.5, 0.4, 1.0]])).T
+    )
     y = np.clip(5 + 1.5 * z[:, 1], 0, 10)
     y[rng.random(n) < 0.1] = np.nan
     return pd.DataFrame(
@@ -181,18 +180,21 @@ def test_release_map_is_the_sum_and_at_most_epsilon(metric, unit):
     target = round_down(Fraction(eps) * COPULA_MARGINAL_SHARE)
     _, m_marg = fit_marginals(_domain(n), metric, ENC, target, unit)
     plans = column_plans(ENC)
-    scale, template = fit_copula(
-        _domain(n), metric, eps, m_marg.map(unit), unit, plans, tuple(range(len(plans)))
-    )
+    scale, template = fit_copula(_domain(n), metric, eps, m_marg.map(unit), unit, plans, (0, 1, 3))
     assert template is not None
     assert d == round_up(Fraction(m_marg.map(unit)) + Fraction(template.map(unit)))
-    assert scale == round_up(Fraction(6) / (Fraction(eps) - Fraction(m_marg.map(unit))))
+    # the default copula_columns="numeric": x, y and k, P = 3
+    assert scale == round_up(Fraction(3) / (Fraction(eps) - Fraction(m_marg.map(unit))))
 
 
 def test_release_refuses_delta():
     with pytest.raises(ValueError, match="pure DP only"):
         make_structured_synthesis(
-            _domain(100), dp.change_one_distance(), ENC, 1.0, StructuredOptions(joint="copula"),
+            _domain(100),
+            dp.change_one_distance(),
+            ENC,
+            1.0,
+            StructuredOptions(joint="copula"),
             delta=1e-9,
         )
 
@@ -300,10 +302,29 @@ def test_copula_release_keeps_the_marginals_and_adds_correlation():
     assert rep.epsilon <= 4.0
     info = {k: v for r in rec for k, v in r.items()}
     assert info["joint_kind"] == "copula"
-    assert info["copula_pairs"] == 6
+    assert info["copula_pairs"] == 3
     with reproducible(1):
         ind, _ = synthesize(df, 4.0, schema=SCHEMA, structured=StructuredOptions(joint="never"))
     c_cop = out[["x", "y"]].astype(float).corr().iloc[0, 1]
     c_ind = ind[["x", "y"]].astype(float).corr().iloc[0, 1]
     assert c_cop > 0.4
     assert abs(c_ind) < 0.1
+
+
+def test_fewer_than_two_copula_columns_release_independent_columns_at_the_whole_budget():
+    """One numeric column: nothing to count; the first look gets the whole budget, as with
+    joint='never' (the same map), and the options are checked."""
+    schema = Schema(
+        {"x": FloatColumn(bounds=(0.0, 1.0)), "c": CategoricalColumn(categories=("a", "b"))}
+    )
+    enc = TableEncoding(schema)
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=50, T=float, nan=False)
+    cop = make_structured_synthesis(
+        dom, dp.change_one_distance(), enc, 1.0, StructuredOptions(joint="copula")
+    )
+    never = make_structured_synthesis(
+        dom, dp.change_one_distance(), enc, 1.0, StructuredOptions(joint="never")
+    )
+    assert cop.map(1) == never.map(1)
+    with pytest.raises(ValueError, match="copula_columns"):
+        StructuredOptions(copula_columns="some")
