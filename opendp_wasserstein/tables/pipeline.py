@@ -243,8 +243,23 @@ PAIR_SELECT_SHARE = Fraction(1, 3)
 JOINT_KINDS = ("auto", "tree", "always", "pairs", "network", "copula", "never")
 
 #: the first look's share of the budget before the copula's pair counts (``joint="copula"``,
-#: :mod:`~opendp_wasserstein.tables.copula`)
+#: :mod:`~opendp_wasserstein.tables.copula`; :func:`first_look_share`)
 COPULA_MARGINAL_SHARE = Fraction(9, 10)
+
+#: under pure DP, ``joint="auto"`` runs the Gaussian copula of pair counts
+#: (:mod:`~opendp_wasserstein.tables.copula`: the numeric columns, the posterior median, the
+#: first look at :data:`COPULA_MARGINAL_SHARE`) from this ``n * epsilon / k`` up to
+#: :data:`PAIRS_MIN_NEPS`; independent columns below.  Measured (``bench_tables_compare
+#: --ours-only --variant``, 6 seeds, eps 0.5, 1, 4, the small compare and held-out tables, the
+#: cells of independent columns; docs/tables_compare.rst, "A Gaussian copula of pair counts"):
+#: from 100 the metric-cells worse than the independent-marginals baseline fall 15 -> 13
+#: (compare) and 7 -> 6 (held-out), 14 metric-cells better beyond 2 standard errors
+#: (correlations ames eps 1 0.410 -> 0.173, salaries eps 4 0.565 -> 0.134, cars eps 4 0.643 ->
+#: 0.482), three worse, each still better than the baseline (1-way TVD cars eps 4 0.134 ->
+#: 0.141, seattle-weather eps 1 0.084 -> 0.093; 2-way TVD credit eps 1 0.116 -> 0.125); below
+#: 100 the copula's counts are too noisy to win and its share costs the 1-way TVD (mpg eps 1,
+#: 19: 1-way, 2-way TVD and Gower W1 worse).  zCDP keeps its rule (:data:`PAIRS_MIN_NEPS_ZCDP`)
+COPULA_MIN_NEPS = 100.0
 
 #: the columns that may take part in the copula (``StructuredOptions.copula_columns``): the
 #: numeric ones (default) or all
@@ -271,7 +286,8 @@ class StructuredOptions:
         2- and 3-way tables, :mod:`~opendp_wasserstein.tables.network`), ``"copula"`` (pure DP
         only: the Gaussian copula of one noisy count per pair of columns,
         :mod:`~opendp_wasserstein.tables.copula`, its first look at
-        :data:`COPULA_MARGINAL_SHARE`; never chosen by ``"auto"``) or ``"never"`` (independent
+        :data:`COPULA_MARGINAL_SHARE`; ``"auto"`` chooses it under pure DP from
+        :data:`COPULA_MIN_NEPS` to :data:`PAIRS_MIN_NEPS`) or ``"never"`` (independent
         columns)
     :param placement: the joint release's placement within cells
     :param consistency: the joint release's post-processing
@@ -372,11 +388,12 @@ def fit_marginals(
 def joint_kind(
     options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
 ) -> str:
-    """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"``, ``"copula"`` (only on
-    request) or ``"independent"``; a
-    function of public values only (``n``, ``epsilon``, the schema's columns, the noise: the
-    discrete Gaussian of a release with ``delta``).  ``joint="auto"``: under pure DP
-    independent columns below :data:`PAIRS_MIN_NEPS` per column, then the network (its scores
+    """Which joint release runs: ``"tree"``, ``"pairs"``, ``"network"``, ``"copula"`` or
+    ``"independent"``; a function of public values only (``n``, ``epsilon``, the schema's
+    columns, the noise: the discrete Gaussian of a release with ``delta``).  ``joint="auto"``:
+    under pure DP independent columns below :data:`COPULA_MIN_NEPS` per column, the Gaussian
+    copula of pair counts up to :data:`PAIRS_MIN_NEPS` (with fewer than two numeric columns it
+    counts nothing: independent columns at the whole budget), then the network (its scores
     penalised by their tables' noise), then the pair tree from :data:`NETWORK_MAX_NEPS_PURE`;
     under zCDP (``noise="gaussian"``) independent columns below :data:`PAIRS_MIN_NEPS_ZCDP`,
     the network (:data:`SMALL_JOINT_ZCDP`) up to :data:`PAIRS_MIN_NEPS`, the pair tree, then
@@ -385,8 +402,8 @@ def joint_kind(
     >>> o = StructuredOptions()
     >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (359, 360, 799, 800, 1199, 1200)]
     ['independent', 'network', 'network', 'pairs', 'pairs', 'network']
-    >>> [joint_kind(o, n, 1.0, 2) for n in (799, 800, 1999, 2000)]
-    ['independent', 'network', 'network', 'pairs']
+    >>> [joint_kind(o, n, 1.0, 2) for n in (199, 200, 799, 800, 1999, 2000)]
+    ['independent', 'copula', 'copula', 'network', 'network', 'pairs']
     """
     if options.joint == "never" or columns < 2:
         return "independent"
@@ -401,15 +418,21 @@ def joint_kind(
         if x < PAIRS_MIN_NEPS:
             return SMALL_JOINT_ZCDP
         return "network" if x >= NETWORK_MIN_NEPS_ZCDP else "pairs"
-    if x < PAIRS_MIN_NEPS:
+    if x < COPULA_MIN_NEPS:
         return "independent"
+    if x < PAIRS_MIN_NEPS:
+        return "copula"
     return "network" if x < NETWORK_MAX_NEPS_PURE else "pairs"
 
 
-def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns: int) -> Fraction:
+def first_look_share(
+    options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
+) -> Fraction:
     """The first look's share of the budget when a joint release follows; a function of public
-    values only (``n``, ``epsilon``, the schema's columns): ``options.marginal_share`` when
-    given, else :data:`SWITCH_MARGINAL_SHARE` at the switch to the pair tree (``n epsilon / k``
+    values only (``n``, ``epsilon``, the schema's columns, the noise): ``options.marginal_share``
+    when given, else :data:`COPULA_MARGINAL_SHARE` before the Gaussian copula
+    (:func:`joint_kind` ``"copula"``), else :data:`SWITCH_MARGINAL_SHARE` at the switch to the
+    pair tree (``n epsilon / k``
     at :data:`PAIRS_MIN_NEPS`), falling linearly in ``log(n epsilon / k)`` to
     :data:`DEFAULT_MARGINAL_SHARE` at :data:`SHARE_FLAT_NEPS` and after, rounded down to a
     multiple of ``1/1000``.
@@ -430,8 +453,9 @@ def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns
     epsilon 0.5 (1045: 0.46, 3 seeds) 1-way 0.063 -> 0.059, 2-way 0.141 -> 0.137, correlations
     0.088 -> 0.095 and model 0.732 -> 0.713 (losses within 1-2 standard errors).
 
-    Below the switch (a joint release there: with ``delta`` from :data:`PAIRS_MIN_NEPS_ZCDP`,
-    or forced by ``joint="pairs"`` / ``"network"``) the share is :data:`SMALL_MARGINAL_SHARE`:
+    Below the switch (a joint release there other than the copula: with ``delta`` from
+    :data:`PAIRS_MIN_NEPS_ZCDP`, or forced by ``joint="pairs"`` / ``"network"``) the share is
+    :data:`SMALL_MARGINAL_SHARE`:
     the joint tables are noisy there and the 1-way marginals are what the independent release
     does best (measured: docs/tables_compare.rst, "Small tables with delta").
 
@@ -440,11 +464,15 @@ def first_look_share(options: StructuredOptions, n: int, epsilon: float, columns
     [0.6, 0.5, 0.4, 0.4]
     >>> [float(first_look_share(o, n, 1.0, 1)) for n in (16, 32, 399)]
     [0.8, 0.8, 0.8]
+    >>> [float(first_look_share(o, 399, 1.0, 2, noise)) for noise in ("laplace", "gaussian")]
+    [0.9, 0.8]
     >>> float(first_look_share(StructuredOptions(marginal_share=0.25), 400, 1.0, 1))
     0.25
     """
     if options.marginal_share is not None:
         return Fraction(options.marginal_share)
+    if joint_kind(options, n, epsilon, columns, noise) == "copula":
+        return COPULA_MARGINAL_SHARE
     x = n * epsilon / max(1, columns)
     if x < PAIRS_MIN_NEPS:  # a joint release below the switch: with delta, or forced
         return SMALL_MARGINAL_SHARE
@@ -750,9 +778,7 @@ def _make_structured(
     allowed = copula_allowed(plans, opts) if kind_joint == "copula" else ()
     joint = kind_joint != "independent" and (kind_joint != "copula" or len(allowed) >= 2)
     unit = 2 if kind == "symmetric" else 1
-    share = first_look_share(opts, n, rule_eps, len(plans))
-    if kind_joint == "copula" and opts.marginal_share is None:
-        share = COPULA_MARGINAL_SHARE
+    share = first_look_share(opts, n, rule_eps, len(plans), noise)
     target = round_down(Fraction(eps) * share) if joint else eps
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
     marg_eps, m_marg = fit_marginals(input_domain, input_metric, enc, target, unit, levels, noise)

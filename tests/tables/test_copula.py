@@ -39,8 +39,13 @@ from opendp_wasserstein.tables.encoding import category_boundaries
 from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.pipeline import (
     COPULA_MARGINAL_SHARE,
+    COPULA_MIN_NEPS,
+    PAIRS_MIN_NEPS,
     StructuredOptions,
+    fit_copula,
+    fit_marginals,
     independent_join,
+    joint_kind,
     make_structured_synthesis,
 )
 
@@ -175,8 +180,6 @@ def test_release_map_is_the_sum_and_at_most_epsilon(metric, unit):
     assert meas.check(unit, d)
     assert not meas.check(unit, float(np.nextafter(d, 0.0)))
     # its parts: the first look at COPULA_MARGINAL_SHARE, the counts at the rest
-    from opendp_wasserstein.tables.pipeline import fit_copula, fit_marginals
-
     target = round_down(Fraction(eps) * COPULA_MARGINAL_SHARE)
     _, m_marg = fit_marginals(_domain(n), metric, ENC, target, unit)
     plans = column_plans(ENC)
@@ -185,6 +188,67 @@ def test_release_map_is_the_sum_and_at_most_epsilon(metric, unit):
     assert d == round_up(Fraction(m_marg.map(unit)) + Fraction(template.map(unit)))
     # the default copula_columns="numeric": x, y and k, P = 3
     assert scale == round_up(Fraction(3) / (Fraction(eps) - Fraction(m_marg.map(unit))))
+
+
+def test_auto_rule_runs_the_copula_from_its_public_threshold_under_pure_dp():
+    """``joint="auto"``: independent columns below ``COPULA_MIN_NEPS`` per column, the copula
+    from there up to ``PAIRS_MIN_NEPS``; with delta the zCDP rule (no copula)."""
+    o, k = StructuredOptions(), 4
+    lo, hi = int(COPULA_MIN_NEPS * k), int(PAIRS_MIN_NEPS * k)
+    assert joint_kind(o, lo - 1, 1.0, k) == "independent"
+    assert joint_kind(o, lo, 1.0, k) == "copula"
+    assert joint_kind(o, hi - 1, 1.0, k) == "copula"
+    assert joint_kind(o, hi, 1.0, k) == "network"
+    assert joint_kind(o, lo, 1.0, k, "gaussian") == "independent"
+    assert joint_kind(o, hi - 1, 1.0, k, "gaussian") == "network"
+    assert joint_kind(StructuredOptions(joint="never"), lo, 1.0, k) == "independent"
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_auto_release_in_the_copula_range_has_the_exact_map(metric, unit):
+    """At ``n eps / k = COPULA_MIN_NEPS`` (4 columns, n 400, eps 1) the default release's map is
+    the first look's at ``COPULA_MARGINAL_SHARE`` plus the copula counts' (3 numeric columns,
+    ``P = 3``), summed over the rationals and rounded up; ``check`` holds at it and fails just
+    below; one row fewer is independent columns at the whole budget."""
+    n, eps = 400, 1.0
+    meas = make_structured_synthesis(_domain(n), metric, ENC, eps, StructuredOptions())
+    d = meas.map(unit)
+    target = round_down(Fraction(eps) * COPULA_MARGINAL_SHARE)
+    _, m_marg = fit_marginals(_domain(n), metric, ENC, target, unit)
+    plans = column_plans(ENC)
+    _, template = fit_copula(_domain(n), metric, eps, m_marg.map(unit), unit, plans, (0, 1, 3))
+    assert template is not None
+    assert d == round_up(Fraction(m_marg.map(unit)) + Fraction(template.map(unit)))
+    assert d <= eps
+    assert meas.check(unit, d)
+    assert not meas.check(unit, float(np.nextafter(d, 0.0)))
+    forced = make_structured_synthesis(
+        _domain(n), metric, ENC, eps, StructuredOptions(joint="copula")
+    )
+    assert forced.map(unit) == d
+    below = make_structured_synthesis(_domain(n - 1), metric, ENC, eps, StructuredOptions())
+    never = make_structured_synthesis(
+        _domain(n - 1), metric, ENC, eps, StructuredOptions(joint="never")
+    )
+    assert below.map(unit) == never.map(unit)
+    _, m_all = fit_marginals(_domain(n - 1), metric, ENC, eps, unit)
+    assert below.map(unit) == m_all.map(unit)
+
+
+def test_auto_release_in_the_copula_range_is_the_copula_release():
+    """Under a seed the default release at ``n eps / k`` in ``[100, 400)`` is the
+    ``joint="copula"`` release, row for row, and reports the copula."""
+    df = _frame(800)  # 4 columns: n eps / k = 200 at eps 1
+    with reproducible(3), diagnostics() as rec:
+        a, ra = synthesize(df, 1.0, schema=SCHEMA)
+    with reproducible(3):
+        b, _ = synthesize(df, 1.0, schema=SCHEMA, structured=StructuredOptions(joint="copula"))
+    assert a.equals(b)
+    info = {k: v for r in rec for k, v in r.items()}
+    assert info["joint_kind"] == "copula"
+    assert ra.details["split_order"] == "gaussian copula of pair counts"
 
 
 def test_release_refuses_delta():
