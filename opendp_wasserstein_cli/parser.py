@@ -164,7 +164,8 @@ def add_synth_table_options(syn: Any, source: Any = None) -> None:
         type=float,
         default=None,
         help="structured: the share of epsilon for the DP first look at every column (default: "
-        "0.8 below n * epsilon / columns = 400 where a joint release runs there, 0.6 at 400, "
+        "0.9 before the copula, 0.8 below n * epsilon / columns = 400 where another joint "
+        "release runs there, 0.6 at 400, "
         "falling to 0.4 from 1600); a larger share gives "
         "better 1-way marginals, a smaller one more joint structure",
     )

@@ -31,9 +31,14 @@ DPCopula estimates each pair's Kendall tau; here every pair costs one count:
    (``L`` the Cholesky factor), then the same layout and calibration: every column is released
    exactly as by the independent join (its law given the first look unchanged).
 
-``joint="auto"`` never chooses it: measured on the small tables it wins correlations where the
-numeric columns are strongly dependent but the budget it takes from the first look costs 1-way
-TVD elsewhere (docs/tables_compare.rst, "A Gaussian copula of pair counts").
+``joint="auto"`` chooses it under pure DP from
+:data:`~opendp_wasserstein.tables.pipeline.COPULA_MIN_NEPS` to
+:data:`~opendp_wasserstein.tables.pipeline.PAIRS_MIN_NEPS` per column (independent columns
+below): measured on the small tables it wins correlations where the numeric columns are
+strongly dependent, and where the budget it takes from the first look costs 1-way or 2-way TVD
+the release stays better than independent noisy marginals (docs/tables_compare.rst, "A Gaussian
+copula of pair counts").  The Dask release counts the pairs block by block (per-block sums of
+:func:`pair_counts`) and noises the sum once on the driver.
 """
 
 from __future__ import annotations
