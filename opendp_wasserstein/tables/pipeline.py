@@ -37,9 +37,13 @@ its selection, made for W1 under the whole-table metric, picks shallow trees on 
 columns (depth 2-3 on an 8-column, 6,900-row table at epsilon 1), which keep no pairwise
 structure.
 
-**Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column (with ``delta``: below
-:data:`PAIRS_MIN_NEPS_ZCDP`) a joint release would only take
-budget from the marginals: the whole budget then goes to the first look and the columns are
+**Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column the tables of a joint release would
+only take budget from the marginals.  Under pure DP from :data:`COPULA_MIN_NEPS` the Gaussian
+copula (:mod:`~opendp_wasserstein.tables.copula`) spends the budget's last tenth
+(:data:`COPULA_MARGINAL_SHARE`) on one noisy count per pair of numeric columns and correlates
+the independent join's points through the latent correlations read from them (every column
+released as below); below :data:`COPULA_MIN_NEPS` (with ``delta``: below
+:data:`PAIRS_MIN_NEPS_ZCDP`) the whole budget goes to the first look and the columns are
 joined independently (:func:`independent_join`: scrambled Halton points laid out on each
 column's release, so the sample's spurious dependence between columns is a fraction of random
 draws'), which is the
