@@ -823,7 +823,8 @@ def _release(
     release = _noisy_marginals(raw, scales, noise)
     marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels, noise)
     rng = as_random_source().derive(PLACEMENT_STREAM + 16)
-    joint = kind_joint != "independent"
+    # the copula with fewer than two columns taking part counts nothing (as in memory)
+    joint = kind_joint != "independent" and (copula is None or len(copula[0]) >= 2)
     info: dict[str, Any] = {"structured": True, "joint": joint, "joint_kind": kind_joint}
     if noise == "gaussian":
         info |= {"noise": "gaussian", "rho_marginals": float(marg_map)}

@@ -488,8 +488,9 @@ def first_look_share(
 def uses_joint(
     options: StructuredOptions, n: int, epsilon: float, columns: int, noise: str = "laplace"
 ) -> bool:
-    """Whether a joint release (tree, pairs or network) runs: a function of public values only
-    (``noise="gaussian"``: a release with ``delta``, :func:`joint_kind`)."""
+    """Whether a joint release (tree, pairs, network or the copula) runs: a function of public
+    values only (``noise="gaussian"``: a release with ``delta``, :func:`joint_kind`; the copula
+    counts nothing when fewer than two numeric columns take part)."""
     return joint_kind(options, n, epsilon, columns, noise) != "independent"
 
 

@@ -114,6 +114,7 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
         "quality",
         "epsilon_marginals",
         "copula_pairs",
+        "joint",
     ):
         assert dreport.details.get(key) == report.details.get(key)
 
@@ -412,6 +413,33 @@ def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) ->
     got = pq.read_table(out)
     assert got.column_names == cols
     assert got.equals(expected)
+
+
+def test_dask_copula_of_one_numeric_column_is_the_in_memory_release(
+    table_files: Any, inline: Any
+) -> None:
+    """``columns=["age", "region", "smoker"]`` at eps 0.1 (``n eps / k = 200``: the copula by
+    the rule) has one numeric column: nothing is counted, independent columns at the whole
+    budget, as in memory, under the same key."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    cols = ["age", "region", "smoker"]
+    with runtime.reproducible(4):
+        expected, report = synthesize_table(
+            table, 0.1, schema, columns=cols, structured=StructuredOptions()
+        )
+    assert report.details["joint_kind"] == "copula"
+    out = table_files / "out-copula-one"
+    with runtime.reproducible(4):
+        _, _, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"), 0.1, out, schema, inline, columns=cols
+        )
+    assert pq.read_table(out).equals(expected)
+    assert dreport.details["joint"] is False
+    assert report.details["joint"] is False
+    assert dreport.details["copula_pairs"] == 0
+    assert dreport.details["split_order"] == "independent columns"
+    assert dreport.epsilon == report.epsilon
 
 
 @pytest.mark.parametrize(
