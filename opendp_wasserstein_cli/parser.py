@@ -164,19 +164,22 @@ def add_synth_table_options(syn: Any, source: Any = None) -> None:
         type=float,
         default=None,
         help="structured: the share of epsilon for the DP first look at every column (default: "
-        "0.8 below n * epsilon / columns = 400 where a joint release runs there, 0.6 at 400, "
+        "0.9 before the copula, 0.8 below n * epsilon / columns = 400 where another joint "
+        "release runs there, 0.6 at 400, "
         "falling to 0.4 from 1600); a larger share gives "
         "better 1-way marginals, a smaller one more joint structure",
     )
     syn.add_argument(
         "--joint",
-        choices=["auto", "pairs", "network", "tree", "never"],
+        choices=["auto", "pairs", "network", "copula", "tree", "never"],
         default=None,
         help="structured: the joint release after the first look: auto (default: the tree of noisy "
         "2-way marginals, pairs, or the network, when n * epsilon / columns >= 400, with --delta "
-        "the network from 180, else never), pairs (a tree of "
+        "the network from 180, without it the copula from 100, else never), pairs (a tree of "
         "noisy 2-way marginals chosen by the exponential mechanism), network (a degree-2 network "
-        "of noisy 2- and 3-way tables), tree (the joint hierarchy) "
+        "of noisy 2- and 3-way tables), copula (pure DP: a Gaussian copula of the numeric "
+        "columns from one noisy count per pair, the first look at 90%% of epsilon), tree (the "
+        "joint hierarchy) "
         "or never (columns released independently, the whole budget on the first look); public, "
         "no privacy cost",
     )

@@ -22,7 +22,15 @@ reads its input only through exact integer statistics of the encoded table:
    table any round can read is counted; each candidate's table (parents-major, child last) is
    a transpose of one of these, and its score a function of it (integers: bit for bit); each
    chosen clique's table likewise.  ``O(k^3 max_cells)`` integers per block at most
-   (``max_cells``: :func:`~opendp_wasserstein.tables.network.network_cells`).
+   (``max_cells``: :func:`~opendp_wasserstein.tables.network.network_cells`);
+4. **the Gaussian copula** (``joint_kind == "copula"``, :mod:`~opendp_wasserstein.tables.copula`):
+   under the splits at the first look's released medians
+   (:func:`~opendp_wasserstein.tables.copula.copula_splits`, public), the ``P`` counts of the
+   rows below both splits of every pair (:func:`copula_counts_task`: the function of
+   :func:`~opendp_wasserstein.tables.copula.make_split_counts`), ``P`` integers per block; their
+   sum is noised once on the driver (the in-memory ``make_copula_counts``' scale and stream),
+   the latent correlations computed there, and the blocks' Halton points correlated through
+   them on the workers, as in memory.
 
 Each part (:class:`TableBlock`: row groups of a Parquet file, read under the schema and encoded
 on the worker) computes them (the level counts by the package's own transformations, the 2-way
@@ -89,6 +97,13 @@ from opendp_wasserstein.noise._source import (
 )
 from opendp_wasserstein.noise.samplers import sample_discrete_gaussian, sample_discrete_laplace
 from opendp_wasserstein.release.reports import SynthesisReport
+from opendp_wasserstein.tables.copula import (
+    COPULA_NOISE_TAG,
+    CopulaSplits,
+    copula_splits,
+    latent_correlations,
+    pair_counts,
+)
 from opendp_wasserstein.tables.encoding import TableEncoding, category_boundaries, right_index
 from opendp_wasserstein.tables.frames import FrameInfo, read_table, write_table
 from opendp_wasserstein.tables.io import typed_by_schema
@@ -126,7 +141,10 @@ from opendp_wasserstein.tables.pipeline import (
     BlockModel,
     StructuredOptions,
     block_source,
+    copula_allowed,
+    copula_runtime_scale,
     first_look_share,
+    fit_copula,
     fit_marginals,
     fit_pairs,
     joint_kind,
@@ -260,6 +278,16 @@ def pair_counts_task(
     if cols:  # the missingness pattern counts (make_pattern_counts' function), last
         out.append(np.bincount(pattern_codes(coding, x), minlength=2 ** len(cols)).astype(np.int64))
     return out
+
+
+def copula_counts_task(block: TableBlock, splits: CopulaSplits) -> np.ndarray:
+    """The copula's ``P`` exact pair counts on one block (the rows present and below both
+    splits): :func:`~opendp_wasserstein.tables.copula.pair_counts`, the function of
+    :func:`~opendp_wasserstein.tables.copula.make_split_counts`, on the block's rows; the sum
+    over the blocks is the whole table's (each row in one block)."""
+    x = block()
+    x = validate_data(x, x.shape[1], None, nan=False)
+    return np.asarray(pair_counts(x, splits), dtype=np.int64)
 
 
 def network_triples(coding: NetworkCoding) -> list[tuple[int, int, int]]:
@@ -634,7 +662,7 @@ def synthesize_table_on_dask(
     if kind_joint == "tree":
         raise ValueError(
             f"joint={kind_joint!r} has no Dask plan: use synthesize_table in "
-            "memory, or joint='auto'/'pairs'/'never'"
+            "memory, or joint='auto'/'pairs'/'network'/'copula'/'never'"
         )
     dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=n, T=float, nan=False)
     met = dp.change_one_distance()
@@ -644,9 +672,10 @@ def synthesize_table_on_dask(
         certified = meas.map(1)
     else:
         certified, certified_delta = meas.map(1)
-    joint = kind_joint != "independent"
     # the in-memory release's parameters, from the same public values by the same functions
-    share = first_look_share(opts, n, eps, len(plans))
+    allowed = copula_allowed(plans, opts) if kind_joint == "copula" else ()
+    joint = kind_joint != "independent" and (kind_joint != "copula" or len(allowed) >= 2)
+    share = first_look_share(opts, n, eps, len(plans), noise)
     target = round_down(Fraction(budget) * share) if joint else budget
     levels = MAX_LEVELS if opts.marginal_levels is None else opts.marginal_levels
     marg_eps, m_marg = fit_marginals(dom, met, enc, target, 1, levels, noise)
@@ -655,7 +684,11 @@ def synthesize_table_on_dask(
     counts = [(p, leaves, j) for p, leaves, lv, _ in trees for j in range(len(lv))]
     scales = [s for _, _, _, sc in trees for s in sc]
     budgets = None
-    if kind_joint == "network":  # the in-memory fit: the pair tree's split, the network's map
+    copula: tuple[tuple[int, ...], float] | None = None
+    if kind_joint == "copula":  # pure DP only (the certificate refuses delta)
+        cop_scale, _ = fit_copula(dom, met, budget, marg_map, 1, plans, allowed)
+        copula = (allowed, cop_scale)
+    elif kind_joint == "network":  # the in-memory fit: the pair tree's split, the network's map
         e_sel, e_cnt, _ = fit_network(dom, met, enc, budget, marg_map, 1, PAIR_SELECT_SHARE, noise)
         budgets = (e_sel, e_cnt, 0)
     elif joint:
@@ -682,6 +715,7 @@ def synthesize_table_on_dask(
                     levels,
                     budgets,
                     noise,
+                    copula,
                 )
                 sizes = release_blocks(n, opts.block_rows)
                 per = block_parts(parts or public_parts(n, len(blocks), workers), len(sizes))
@@ -739,6 +773,8 @@ def synthesize_table_on_dask(
             if kind_joint == "pairs"
             else "network of 2- and 3-way tables"
             if kind_joint == "network"
+            else "gaussian copula of pair counts"
+            if kind_joint == "copula" and details.get("copula_pairs")
             else "independent columns"
         ),
         "parts": written,
@@ -770,10 +806,12 @@ def _release(
     levels: int,
     pair_budgets: tuple[float, float, int] | None,
     noise: str = "laplace",
+    copula: tuple[tuple[int, ...], float] | None = None,
 ) -> tuple[dict[str, Any], BlockModel, Any]:
     """The release's statistics on the cluster, its noise and the model built from them on the
     driver: the in-memory function of :func:`make_structured_synthesis` step by step up to the
-    rows; the model, and the stream the blocks derive theirs from."""
+    rows; the model, and the stream the blocks derive theirs from (``copula``: the columns that
+    may take part and the template's scale, :func:`_copula_release`)."""
     c = drv.client
     futures = [c.submit(marginal_counts_task, b, counts, pure=False) for b in drv.blocks]
     rows, raw = 0, None
@@ -785,12 +823,15 @@ def _release(
     release = _noisy_marginals(raw, scales, noise)
     marginals = TableMarginals.from_release(enc, release, n, marg_eps, levels, noise)
     rng = as_random_source().derive(PLACEMENT_STREAM + 16)
-    joint = kind_joint != "independent"
+    # the copula with fewer than two columns taking part counts nothing (as in memory)
+    joint = kind_joint != "independent" and (copula is None or len(copula[0]) >= 2)
     info: dict[str, Any] = {"structured": True, "joint": joint, "joint_kind": kind_joint}
     if noise == "gaussian":
         info |= {"noise": "gaussian", "rho_marginals": float(marg_map)}
     else:
         info["epsilon_marginals"] = float(marg_map)
+    if copula is not None:
+        return info, _copula_release(drv, enc, n, opts, marginals, copula, info), rng
     if pair_budgets is None:
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
         return info, BlockModel(enc, marginals, opts), rng
@@ -826,6 +867,40 @@ def _release(
     for r in inner:
         info |= r
     return info, model, rng
+
+
+def _copula_release(
+    drv: Driver,
+    enc: TableEncoding,
+    n: int,
+    opts: StructuredOptions,
+    marginals: TableMarginals,
+    copula: tuple[tuple[int, ...], float],
+    info: dict[str, Any],
+) -> BlockModel:
+    """The copula's statistics on the cluster (:func:`copula_counts_task` under the public
+    splits of the first look), their discrete Laplace on the driver (the in-memory
+    ``make_copula_counts``: OpenDP's on the CSPRNG, or seeded the stream ``COPULA_NOISE_TAG``),
+    the latent correlations there and the in-memory model (the independent join's Halton points
+    correlated through them).  With fewer than two columns taking part nothing is counted."""
+    allowed, cop_scale = copula
+    splits = copula_splits(marginals, allowed)
+    corr = None
+    if splits.pairs and len(allowed) >= 2:
+        futures = [drv.client.submit(copula_counts_task, b, splits, pure=False) for b in drv.blocks]
+        raw: np.ndarray | None = None
+        for vec in drv.run(futures, "copula"):
+            raw = vec if raw is None else raw + vec
+        if raw is None:  # pragma: no cover - at least one block (n >= 1)
+            raise ValueError("the source has no blocks")
+        most = len(allowed) * (len(allowed) - 1) // 2
+        scale = copula_runtime_scale(splits.pairs, most, cop_scale)
+        src = as_random_source()
+        rng = None if src.secure else src.derive(NOISE_STREAM + 64).derive(COPULA_NOISE_TAG)
+        noisy = _laplace(raw, scale, rng, "laplace")
+        corr = latent_correlations(noisy, splits, n, scale)
+    info |= {"depth": 0, "visited_nodes": 0, "scales": (), "copula_pairs": splits.pairs}
+    return BlockModel(enc, marginals, opts, copula_axes=splits.axes, copula_corr=corr)
 
 
 def _network_release(

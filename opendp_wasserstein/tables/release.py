@@ -251,6 +251,8 @@ def _structured(
             if details.get("joint_kind") == "pairs"
             else "network of 2- and 3-way tables"
             if details.get("joint_kind") == "network"
+            else "gaussian copula of pair counts"
+            if details.get("joint_kind") == "copula" and details.get("copula_pairs")
             else "independent columns"
         ),
     }

@@ -770,6 +770,7 @@ def test_table_synth_with_a_private_size_shows_no_bar(files, monkeypatch):
     [
         (["--joint", "pairs"], "mechanism structured: tree of 2-way marginals"),
         (["--joint", "never"], "mechanism structured: independent columns"),
+        (["--joint", "copula"], "mechanism structured: gaussian copula of pair counts"),
         (["--delta", "1e-9", "--joint", "network"], "mechanism structured: network of 2- and"),
         (["--joint", "tree"], "mechanism structured: depth "),
     ],
@@ -808,3 +809,14 @@ def test_synth_columns_leave_out_a_column_the_drafted_schema_left_to_fill_in(fil
     assert _synth(csv_path, tmp / "some.csv", schema_path, "--columns", kept) == 0
     out = read_file(str(tmp / "some.csv"), delimiter=";")
     assert list(out.column_names) == kept.split(",")
+
+
+def test_synth_joint_copula_refuses_delta_by_name(files, capsys):
+    """``--joint copula`` is pure DP only: with ``--delta`` the release is refused, naming it,
+    and nothing is written."""
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    out = tmp / "out.csv"
+    assert _synth(csv_path, out, schema_path, "--joint", "copula", "--delta", "1e-9") != 0
+    assert "joint='copula'" in capsys.readouterr().err
+    assert not out.exists()

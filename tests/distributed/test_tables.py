@@ -15,12 +15,14 @@ from opendp_wasserstein import runtime
 from opendp_wasserstein.distributed import synthesize_on_dask
 from opendp_wasserstein.distributed._tables import (
     block_parts,
+    copula_counts_task,
     marginal_counts_task,
     pair_counts_task,
     synthesize_table_on_dask,
     table_blocks,
 )
 from opendp_wasserstein.tables import Schema, TableEncoding
+from opendp_wasserstein.tables.copula import CopulaSplits, make_split_counts
 from opendp_wasserstein.tables.io import read_file
 from opendp_wasserstein.tables.marginals import column_plans, make_level_counts, tree_levels
 from opendp_wasserstein.tables.pairs import PairCoding, make_pair_counts, make_pattern_counts
@@ -79,7 +81,9 @@ def _in_memory(d: Any, epsilon: float, seed: int, options: Any = None) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("epsilon", "joint"), [(2.0, "pairs"), (0.05, "independent")], ids=["pairs", "independent"]
+    ("epsilon", "joint"),
+    [(2.0, "pairs"), (0.25, "copula"), (0.05, "independent")],
+    ids=["pairs", "copula", "independent"],
 )
 def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
     table_files: Any, cluster: Any, epsilon: float, joint: str
@@ -102,12 +106,23 @@ def test_dask_table_release_is_the_in_memory_release_under_the_same_key(
     assert got.equals(expected)
     assert dreport.epsilon == report.epsilon
     assert dreport.details["joint_kind"] == joint
-    for key in ("pair_edges", "pair_bins", "pair_pattern", "quality", "epsilon_marginals"):
+    assert dreport.details["split_order"] == report.details["split_order"]
+    for key in (
+        "pair_edges",
+        "pair_bins",
+        "pair_pattern",
+        "quality",
+        "epsilon_marginals",
+        "copula_pairs",
+        "joint",
+    ):
         assert dreport.details.get(key) == report.details.get(key)
 
 
 @pytest.mark.parametrize(
-    ("epsilon", "joint"), [(2.0, "pairs"), (0.05, "independent")], ids=["pairs", "independent"]
+    ("epsilon", "joint"),
+    [(2.0, "pairs"), (0.25, "copula"), (0.05, "independent")],
+    ids=["pairs", "copula", "independent"],
 )
 def test_dask_release_in_output_blocks_is_the_in_memory_release_under_the_same_key(
     table_files: Any, cluster: Any, epsilon: float, joint: str
@@ -186,6 +201,16 @@ def test_dask_table_release_refusals(table_files: Any, inline: Any) -> None:
             structured=StructuredOptions(joint="tree"),
             client=inline,
         )
+    with pytest.raises(ValueError, match="joint='copula' .* is pure DP only"):
+        synthesize_on_dask(
+            src,
+            1.0,
+            table_files / "x",
+            schema=schema,
+            structured=StructuredOptions(joint="copula"),
+            client=inline,
+            delta=1e-9,
+        )
     assert not (table_files / "x").exists()
 
 
@@ -205,6 +230,54 @@ def test_dask_table_release_on_the_csprng(table_files: Any, inline: Any) -> None
     assert len(report.details["pair_edges"]) == 4  # k - 1 for 5 columns
     assert report.details["pair_pattern"] == ["income", "spend"]
     assert set(got.column("region").to_pylist()) <= set("neswc")
+
+
+def test_dask_copula_on_the_csprng(table_files: Any, inline: Any) -> None:
+    """joint='auto' at n eps / k = 300 without a seed: OpenDP's discrete Laplace on the pair
+    counts' sum on the driver (no equality to expect: the public size, the 3 numeric columns'
+    pairs counted, the in-memory certificate)."""
+    schema = Schema.from_json(SCHEMA)
+    out = table_files / "out-copula-secure"
+    n, _, report = synthesize_table_on_dask(
+        str(table_files / "t.parquet"), 0.25, out, schema, inline
+    )
+    assert (n, pq.read_table(out).num_rows) == (6000, 6000)
+    assert report.details["joint_kind"] == "copula"
+    assert report.details["copula_pairs"] == 3
+    enc = TableEncoding(schema)
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, size=6000, T=float, nan=False)
+    meas = make_structured_synthesis(dom, dp.change_one_distance(), enc, 0.25)
+    assert report.details["epsilon_release"] == meas.map(1)
+
+
+def test_copula_counts_task_is_make_split_counts(table_files: Any) -> None:
+    """The workers' pair counts are make_split_counts' on the block's rows, and the blocks' sum
+    is the whole table's."""
+    schema = Schema.from_json(SCHEMA)
+    enc = TableEncoding(schema)
+    blocks, _ = table_blocks(str(table_files / "t.parquet"), enc, 1000)
+    plans = column_plans(enc)
+    cols = tuple(c for c, p in enumerate(plans) if p.kind == "numeric")
+    assert len(cols) == 3  # age, income, spend
+    splits = CopulaSplits(
+        cols,
+        tuple(plans[c].value_axis for c in cols),
+        (0.5, 0.3, 0.6),
+        tuple(
+            -1 if plans[c].missing_axis is None else plans[c].axes[plans[c].missing_axis]
+            for c in cols
+        ),
+        (0.5,) * 3,
+        (1.0,) * 3,
+    )
+    dom = dp.numpy.array2_domain(num_columns=enc.dimension, T=float, nan=False)
+    counts = make_split_counts(dom, dp.symmetric_distance(), splits)
+    assert copula_counts_task(blocks[2], splits).tolist() == counts(blocks[2]())
+    x = np.concatenate([b() for b in blocks])
+    total = sum(copula_counts_task(b, splits) for b in blocks)
+    assert total.tolist() == counts(x)
+    assert x.shape[0] == 6000
+    assert total.min() > 0
 
 
 def test_cli_synth_schema_on_a_scheduler_is_the_in_memory_synth(
@@ -229,6 +302,27 @@ def test_cli_synth_schema_on_a_scheduler_is_the_in_memory_synth(
     assert "--private-size" in capsys.readouterr().err
     assert main([*bad, "--mechanism", "adaptive"]) == 2
     assert not (table_files / "cli-x").exists()
+
+
+def test_cli_synth_joint_copula_on_a_scheduler_is_the_in_memory_synth(
+    table_files: Any, cluster: Any, capsys: Any
+) -> None:
+    """``synth --joint copula --scheduler`` (eps 4, n eps / k = 4800: forced above the auto
+    range) gives the in-memory rows under the same seed and names the copula."""
+    from opendp_wasserstein.cli import main
+
+    src, schema = str(table_files / "t.parquet"), str(table_files / "schema.json")
+    common = ["--epsilon", "4", "--schema", schema, "--seed", "5", "--joint", "copula", "--json"]
+    mem = table_files / "cli-copula-mem.parquet"
+    assert main(["synth", src, "-o", str(mem), *common]) == 0
+    capsys.readouterr()
+    out = table_files / "cli-copula-dask"
+    address = cluster.scheduler.address
+    assert main(["synth", src, "-o", str(out), *common, "--scheduler", address]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows_out"] == 6000
+    assert pq.read_table(out).equals(pq.read_table(mem))
+    assert "copula" in json.dumps(summary)
 
 
 def test_cli_synth_schema_on_a_scheduler_prints_the_in_memory_summary(
@@ -319,6 +413,33 @@ def test_dask_table_release_of_a_column_subset(table_files: Any, inline: Any) ->
     got = pq.read_table(out)
     assert got.column_names == cols
     assert got.equals(expected)
+
+
+def test_dask_copula_of_one_numeric_column_is_the_in_memory_release(
+    table_files: Any, inline: Any
+) -> None:
+    """``columns=["age", "region", "smoker"]`` at eps 0.1 (``n eps / k = 200``: the copula by
+    the rule) has one numeric column: nothing is counted, independent columns at the whole
+    budget, as in memory, under the same key."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    cols = ["age", "region", "smoker"]
+    with runtime.reproducible(4):
+        expected, report = synthesize_table(
+            table, 0.1, schema, columns=cols, structured=StructuredOptions()
+        )
+    assert report.details["joint_kind"] == "copula"
+    out = table_files / "out-copula-one"
+    with runtime.reproducible(4):
+        _, _, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"), 0.1, out, schema, inline, columns=cols
+        )
+    assert pq.read_table(out).equals(expected)
+    assert dreport.details["joint"] is False
+    assert report.details["joint"] is False
+    assert dreport.details["copula_pairs"] == 0
+    assert dreport.details["split_order"] == "independent columns"
+    assert dreport.epsilon == report.epsilon
 
 
 @pytest.mark.parametrize(

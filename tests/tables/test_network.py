@@ -514,7 +514,7 @@ def test_small_table_with_delta_is_the_network_at_the_small_share_and_its_exact_
     assert info["rho_marginals"] >= float(SMALL_MARGINAL_SHARE) * rho * (1 - 1e-9)
 
 
-def test_small_table_with_delta_is_the_forced_network_row_for_row_and_pure_stays_independent():
+def test_small_table_with_delta_is_the_forced_network_row_for_row_and_pure_is_the_copula():
     df = _frame(int(np.ceil(2 * PAIRS_MIN_NEPS_ZCDP * len(SCHEMA))))  # n eps / k = 360 at eps 1
     with reproducible(7):
         a, ra = synthesize(df, 1.0, schema=SCHEMA, delta=1e-9)
@@ -527,7 +527,7 @@ def test_small_table_with_delta_is_the_forced_network_row_for_row_and_pure_stays
     assert ra.details["joint_kind"] == SMALL_JOINT_ZCDP
     assert (ra.epsilon, ra.delta) == (rb.epsilon, rb.delta)
     assert ra.epsilon <= 1.0
-    assert rp.details["joint_kind"] == "independent"
+    assert rp.details["joint_kind"] == "copula"  # pure DP there: the copula
 
 
 def test_network_release_with_delta_is_gaussian_reproducible_and_keeps_dependence():
@@ -572,18 +572,19 @@ def test_auto_runs_the_network_under_zcdp_from_its_public_threshold():
     assert joint_kind(o, small, 1.0, k, "gaussian") == SMALL_JOINT_ZCDP
     assert joint_kind(o, small - 1, 1.0, k, "gaussian") == "independent"
     assert joint_kind(o, 10**9, 1.0, k, "gaussian") == "network"
-    # pure DP keeps independent columns below PAIRS_MIN_NEPS
-    assert joint_kind(o, switch - 1, 1.0, k) == "independent"
-    assert joint_kind(o, small, 1.0, k) == "independent"
+    # pure DP: the copula there (from COPULA_MIN_NEPS), not the network
+    assert joint_kind(o, switch - 1, 1.0, k) == "copula"
+    assert joint_kind(o, small, 1.0, k) == "copula"
     assert joint_kind(StructuredOptions(joint="pairs"), 10**9, 1.0, k, "gaussian") == "pairs"
 
 
 def test_auto_runs_the_network_under_pure_dp_below_its_public_threshold():
-    """Pure DP: independent columns below ``PAIRS_MIN_NEPS`` per column, the network from
-    there, the pair tree from ``NETWORK_MAX_NEPS_PURE``."""
+    """Pure DP: the copula below ``PAIRS_MIN_NEPS`` per column (test_copula: from
+    ``COPULA_MIN_NEPS``), the network from there, the pair tree from
+    ``NETWORK_MAX_NEPS_PURE``."""
     o, k = StructuredOptions(), 3
     lo, hi = int(PAIRS_MIN_NEPS * k), int(NETWORK_MAX_NEPS_PURE * k)
-    assert joint_kind(o, lo - 1, 1.0, k) == "independent"
+    assert joint_kind(o, lo - 1, 1.0, k) == "copula"
     assert joint_kind(o, lo, 1.0, k) == "network"
     assert joint_kind(o, hi - 1, 1.0, k) == "network"
     assert joint_kind(o, hi, 1.0, k) == "pairs"

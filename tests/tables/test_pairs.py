@@ -118,7 +118,7 @@ def test_the_public_rule_at_its_threshold():
     k = 5
     n = int(PAIRS_MIN_NEPS * k)
     assert joint_kind(opts, n, 1.0, k) == "network"  # pure DP: the network up to 1000
-    assert joint_kind(opts, n - 1, 1.0, k) == "independent"
+    assert joint_kind(opts, n - 1, 1.0, k) == "copula"  # the copula below, from 100
     assert joint_kind(opts, int(NETWORK_MAX_NEPS_PURE * k), 1.0, k) == "pairs"
     assert joint_kind(StructuredOptions(joint="tree"), 10, 1.0, k) == "tree"
     assert joint_kind(StructuredOptions(joint="always"), 10, 1.0, k) == "tree"
