@@ -382,6 +382,11 @@ def print_table_summary(report: SynthesisReport, derived: Sequence[str], unit_na
             f"{details['quality']:.3f} TVD from the DP marginals, mean over columns (0 is best; "
             f"worst: {', '.join(details['quality_worst'])})"
         )
+    elif report.mechanism == "structured" and details.get("copula_pairs"):
+        print(
+            "quality: every column drawn from its DP marginal, the numeric columns joined by "
+            "a Gaussian copula of noisy pair counts (n * epsilon too small for joint tables)"
+        )
     elif report.mechanism == "structured":
         print(
             "quality: columns released independently from their DP marginals (n * "

@@ -790,6 +790,26 @@ def test_table_synth_summary_shows_a_hierarchy_only_when_one_was_grown(files, ca
     assert ("noisy nodes" in out) is tree
 
 
+@pytest.mark.parametrize(
+    "extra,line",
+    [
+        (["--joint", "copula"], "joined by a Gaussian copula of noisy pair counts"),
+        (["--joint", "never"], "quality: columns released independently"),
+    ],
+)
+def test_table_synth_summary_quality_line_names_the_small_table_join(files, capsys, extra, line):
+    """Without a joint table (no quality figure), the summary says how the columns were joined:
+    the copula's release is not called independent columns, and independent columns are not
+    called a copula."""
+    tmp, csv_path, _, _ = files
+    schema_path, _ = _draft(tmp, csv_path)
+    assert _synth(csv_path, tmp / "out.csv", schema_path, *extra) == 0
+    out = capsys.readouterr().out
+    assert line in out
+    other = "Gaussian copula" if extra[-1] == "never" else "released independently"
+    assert other not in out
+
+
 def test_synth_columns_leave_out_a_column_the_drafted_schema_left_to_fill_in(files, capsys):
     """A drafted schema with a column left to fill in (more distinct labels than
     ``--max-categories``: an identifier?) is refused by name, the message naming ``--columns``;
