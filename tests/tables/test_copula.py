@@ -3,7 +3,9 @@ change-one), the counts' sensitivity and the exact law of their noise by enumera
 splits, the latent correlations, the join's outputs within the schema, and the release's map."""
 
 import itertools
+from collections.abc import Iterator
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
@@ -125,19 +127,24 @@ def test_copula_counts_map_is_exact_and_check_is_tight(metric, unit):
     assert not meas.check(unit, float(np.nextafter(0.5, 0.0)))
 
 
-def test_split_counts_sensitivity_by_enumeration():
-    """Every table of n = 3 rows over the 2 x 2 x 2 grid of below/above, every replacement
-    of one row: the count vector moves by at most P = 3 in l1, and P is reached."""
-    sp = _splits(3)
+def _replaced_counts(sp: Any) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The pair counts of every table of 3 rows over the 2 x 2 x 2 grid of below/above, and
+    of every replacement of one of its rows: ``(counts, counts after the replacement)``."""
     cells = [np.array(c, dtype=float) for c in itertools.product((0.25, 0.75), repeat=3)]
-    worst = 0
     for rows in itertools.combinations_with_replacement(range(8), 3):
         x = np.array([cells[r] for r in rows])
         cx = pair_counts(x, sp)
         for pos, new in itertools.product(range(3), range(8)):
             y = x.copy()
             y[pos] = cells[new]
-            worst = max(worst, int(np.abs(pair_counts(y, sp) - cx).sum()))
+            yield cx, pair_counts(y, sp)
+
+
+def test_split_counts_sensitivity_by_enumeration():
+    """Every table of n = 3 rows over the 2 x 2 x 2 grid of below/above, every replacement
+    of one row: the count vector moves by at most P = 3 in l1, and P is reached."""
+    sp = _splits(3)
+    worst = max(int(np.abs(cy - cx).sum()) for cx, cy in _replaced_counts(sp))
     assert worst == sp.pairs == 3
 
 
@@ -151,18 +158,11 @@ def test_copula_counts_exact_law_on_every_replacement():
     sp = _splits(3)
     eps = 0.5
     s = copula_scale(sp.pairs, eps)
-    cells = [np.array(c, dtype=float) for c in itertools.product((0.25, 0.75), repeat=3)]
     grid = np.array(list(itertools.product(range(-2, 6), repeat=3)))  # outputs
     worst = 0.0
-    for rows in itertools.combinations_with_replacement(range(8), 3):
-        x = np.array([cells[r] for r in rows])
-        cx = pair_counts(x, sp)
-        for pos, new in itertools.product(range(3), range(8)):
-            y = x.copy()
-            y[pos] = cells[new]
-            cy = pair_counts(y, sp)
-            ratio = (np.abs(grid - cy).sum(axis=1) - np.abs(grid - cx).sum(axis=1)) / s
-            worst = max(worst, float(np.max(np.abs(ratio))))
+    for cx, cy in _replaced_counts(sp):
+        ratio = (np.abs(grid - cy).sum(axis=1) - np.abs(grid - cx).sum(axis=1)) / s
+        worst = max(worst, float(np.max(np.abs(ratio))))
     assert worst == pytest.approx(eps)
     assert worst <= eps * (1 + 1e-12)
 
