@@ -177,7 +177,7 @@ def add_synth_table_options(syn: Any, source: Any = None) -> None:
         "2-way marginals, pairs, or the network, when n * epsilon / columns >= 400, with --delta "
         "the network from 180, without it the copula from 100, else never), pairs (a tree of "
         "noisy 2-way marginals chosen by the exponential mechanism), network (a degree-2 network "
-        "of noisy 2- and 3-way tables), copula (pure DP: a Gaussian copula of the numeric "
+        "of noisy 2- and 3-way tables), copula (a Gaussian copula of the numeric "
         "columns from one noisy count per pair, the first look at 90%% of epsilon), tree (the "
         "joint hierarchy) "
         "or never (columns released independently, the whole budget on the first look); public, "

@@ -28,7 +28,8 @@ reads its input only through exact integer statistics of the encoded table:
    (:func:`~opendp_wasserstein.tables.copula.copula_splits`, public), the ``P`` counts of the
    rows below both splits of every pair (:func:`copula_counts_task`: the function of
    :func:`~opendp_wasserstein.tables.copula.make_split_counts`), ``P`` integers per block; their
-   sum is noised once on the driver (the in-memory ``make_copula_counts``' scale and stream),
+   sum is noised once on the driver (the in-memory ``make_copula_counts``' noise, scale and
+   stream: discrete Laplace, with ``delta`` discrete Gaussian),
    the latent correlations computed there, and the blocks' Halton points correlated through
    them on the workers, as in memory.
 
@@ -685,8 +686,8 @@ def synthesize_table_on_dask(
     scales = [s for _, _, _, sc in trees for s in sc]
     budgets = None
     copula: tuple[tuple[int, ...], float] | None = None
-    if kind_joint == "copula":  # pure DP only (the certificate refuses delta)
-        cop_scale, _ = fit_copula(dom, met, budget, marg_map, 1, plans, allowed)
+    if kind_joint == "copula":  # the in-memory fit (zCDP with delta: the budget is a rho)
+        cop_scale, _ = fit_copula(dom, met, budget, marg_map, 1, plans, allowed, noise)
         copula = (allowed, cop_scale)
     elif kind_joint == "network":  # the in-memory fit: the pair tree's split, the network's map
         e_sel, e_cnt, _ = fit_network(dom, met, enc, budget, marg_map, 1, PAIR_SELECT_SHARE, noise)
@@ -831,7 +832,7 @@ def _release(
     else:
         info["epsilon_marginals"] = float(marg_map)
     if copula is not None:
-        return info, _copula_release(drv, enc, n, opts, marginals, copula, info), rng
+        return info, _copula_release(drv, enc, n, opts, marginals, copula, info, noise), rng
     if pair_budgets is None:
         info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
         return info, BlockModel(enc, marginals, opts), rng
@@ -877,10 +878,12 @@ def _copula_release(
     marginals: TableMarginals,
     copula: tuple[tuple[int, ...], float],
     info: dict[str, Any],
+    noise: str = "laplace",
 ) -> BlockModel:
     """The copula's statistics on the cluster (:func:`copula_counts_task` under the public
-    splits of the first look), their discrete Laplace on the driver (the in-memory
-    ``make_copula_counts``: OpenDP's on the CSPRNG, or seeded the stream ``COPULA_NOISE_TAG``),
+    splits of the first look), their discrete Laplace (``noise="gaussian"``: discrete Gaussian)
+    on the driver (the in-memory ``make_copula_counts``: OpenDP's on the CSPRNG, or seeded the
+    stream ``COPULA_NOISE_TAG``),
     the latent correlations there and the in-memory model (the independent join's Halton points
     correlated through them).  With fewer than two columns taking part nothing is counted."""
     allowed, cop_scale = copula
@@ -894,11 +897,11 @@ def _copula_release(
         if raw is None:  # pragma: no cover - at least one block (n >= 1)
             raise ValueError("the source has no blocks")
         most = len(allowed) * (len(allowed) - 1) // 2
-        scale = copula_runtime_scale(splits.pairs, most, cop_scale)
+        scale = copula_runtime_scale(splits.pairs, most, cop_scale, noise)
         src = as_random_source()
         rng = None if src.secure else src.derive(NOISE_STREAM + 64).derive(COPULA_NOISE_TAG)
-        noisy = _laplace(raw, scale, rng, "laplace")
-        corr = latent_correlations(noisy, splits, n, scale)
+        noisy = _laplace(raw, scale, rng, noise)
+        corr = latent_correlations(noisy, splits, n, scale, noise=noise)
     info |= {"depth": 0, "visited_nodes": 0, "scales": (), "copula_pairs": splits.pairs}
     return BlockModel(enc, marginals, opts, copula_axes=splits.axes, copula_corr=corr)
 

@@ -59,10 +59,16 @@ from opendp_wasserstein.core.data import (
     validate_data,
     whole_replacements,
 )
-from opendp_wasserstein.core.exact import round_up
+from opendp_wasserstein.core.exact import round_up, sqrt_up
 from opendp_wasserstein.core.optional import lazy_module
 from opendp_wasserstein.tables.encoding import category_boundaries
-from opendp_wasserstein.tables.marginals import ColumnPlan, TableMarginals, seeded_laplace
+from opendp_wasserstein.tables.marginals import (
+    ColumnPlan,
+    TableMarginals,
+    check_noise,
+    seeded_gaussian,
+    seeded_laplace,
+)
 
 if TYPE_CHECKING:
     from scipy import special
@@ -181,7 +187,7 @@ def pair_counts(x: np.ndarray, splits: CopulaSplits) -> np.ndarray:
 
 
 def make_split_counts(
-    input_domain: Domain, input_metric: Metric, splits: CopulaSplits
+    input_domain: Domain, input_metric: Metric, splits: CopulaSplits, output_metric: str = "l1"
 ) -> Transformation:
     r"""The pair counts of :func:`pair_counts`: a Transformation from the encoded points to an
     ``i64`` vector of ``P`` counts in ``l1_distance``.  A row adds at most 1 to every count: an
@@ -190,6 +196,11 @@ def make_split_counts(
     replacements ``d_in`` stands for (``d_in`` under ``change_one_distance``, ``d_in // 2``
     under ``symmetric_distance`` on a sized domain, whose data sets differ by as many additions
     as removals) or, without a size, ``P d_in``.
+
+    ``output_metric="l2"`` (the discrete Gaussian of a release with ``delta``): the vector in
+    ``l2_distance(T=float)``; every count moves by at most 1 per replacement, so the vector by
+    at most ``sqrt(P)`` in ``l2``: stability ``sqrt(P m^2)`` rounded up (``m`` as above, the
+    added or removed rows without a size).
 
     **Proof Definition:** :doc:`/proofs/table_copula`
     """
@@ -207,28 +218,49 @@ def make_split_counts(
     def stability(d_in: Any) -> int:
         return size * whole_replacements(kind, d_in)
 
+    def l2_stability(d_in: Any) -> float:
+        m = whole_replacements(kind, d_in)
+        return sqrt_up(size * m * m)
+
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
+    l2 = output_metric == "l2"
     return make_transformation(
         input_domain,
         input_metric,
         dp.vector_domain(dp.atom_domain(T="i64"), size=size),
-        dp.l1_distance(T="i64"),
+        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
         function,
-        stability,
+        l2_stability if l2 else stability,
     )
 
 
-def copula_scale(pairs: int, epsilon: float) -> float:
+def copula_scale(pairs: int, epsilon: float, noise: str = "laplace") -> float:
     """The discrete Laplace scale of ``pairs`` counts at ``epsilon`` per replacement: ``P /
-    epsilon`` rounded up (at least the scale of one pair)."""
+    epsilon`` rounded up (at least the scale of one pair); ``noise="gaussian"``: the discrete
+    Gaussian's ``sigma`` at ``rho = epsilon`` per replacement, ``sqrt(P / (2 rho))`` rounded up
+    (the map of ``sqrt(P)`` in ``l2`` is ``P / (2 sigma^2)``)."""
+    if check_noise(noise) == "gaussian":
+        return sqrt_up(Fraction(max(pairs, 1)) / (2 * Fraction(epsilon)))
     return round_up(Fraction(max(pairs, 1)) / Fraction(epsilon))
 
 
 def make_copula_counts(
-    input_domain: Domain, input_metric: Metric, splits: CopulaSplits, scale: float
+    input_domain: Domain,
+    input_metric: Metric,
+    splits: CopulaSplits,
+    scale: float,
+    noise: str = "laplace",
 ) -> Measurement:
     """:func:`make_split_counts` ``>>`` OpenDP's discrete Laplace at ``scale`` (seeded in
     reproducible runs, :func:`~opendp_wasserstein.tables.marginals.seeded_laplace`): map ``P m
-    / scale`` for ``m`` replacements."""
+    / scale`` for ``m`` replacements.  ``noise="gaussian"``: the counts in ``l2`` ``>>``
+    OpenDP's discrete Gaussian at ``sigma = scale``
+    (:func:`~opendp_wasserstein.tables.marginals.seeded_gaussian`), map ``(sqrt(P m^2) /
+    sigma)^2 / 2`` in ``zero_concentrated_divergence``."""
+    if check_noise(noise) == "gaussian":
+        l2 = make_split_counts(input_domain, input_metric, splits, "l2")
+        return seeded_gaussian(l2, scale, COPULA_NOISE_TAG)
     counts = make_split_counts(input_domain, input_metric, splits)
     return seeded_laplace(counts, scale, COPULA_NOISE_TAG)
 
@@ -265,7 +297,12 @@ def _solve_r(h: np.ndarray, k: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def latent_correlations(
-    noisy: np.ndarray, splits: CopulaSplits, n: int, scale: float, shrink: bool = True
+    noisy: np.ndarray,
+    splits: CopulaSplits,
+    n: int,
+    scale: float,
+    shrink: bool = True,
+    noise: str = "laplace",
 ) -> np.ndarray:
     """The ``k' x k'`` latent correlation matrix from the noisy counts (post-processing of a
     DP release and public values; module docstring, step 3).
@@ -273,10 +310,13 @@ def latent_correlations(
     :param noisy: the ``P`` noisy counts (:func:`make_copula_counts`)
     :param splits: the splits they were counted at
     :param n: the public number of rows
-    :param scale: the counts' discrete Laplace scale (public)
+    :param scale: the counts' discrete Laplace scale (``noise="gaussian"``: the discrete
+        Gaussian's ``sigma``; public)
     :param shrink: ``True`` (default): every pair's posterior median under the empirical Bayes
         prior of :func:`_posterior_median`; ``False``: the plug-in root of
         ``Phi_2(h_i, h_j; r) = p_ij`` (tests)
+    :param noise: the counts' noise, ``"laplace"`` (default) or ``"gaussian"``: the
+        likelihood of :func:`_posterior_median`
     :return: a correlation matrix (:func:`nearest_correlation`)
     """
     k = len(splits.columns)
@@ -291,7 +331,9 @@ def latent_correlations(
     p = np.asarray(noisy, dtype=np.float64) / denom
     hi_, hj = special.ndtri(ai), special.ndtri(aj)
     if shrink:
-        r = _posterior_median(np.asarray(noisy, dtype=np.float64), denom, ai, aj, float(scale))
+        r = _posterior_median(
+            np.asarray(noisy, dtype=np.float64), denom, ai, aj, float(scale), noise
+        )
     else:
         lo = np.maximum(0.0, ai + aj - 1.0)
         top = np.minimum(ai, aj)
@@ -310,18 +352,28 @@ NULL_WEIGHTS = np.linspace(0.0, 1.0, 41)
 
 
 def _posterior_median(
-    noisy: np.ndarray, denom: np.ndarray, ai: np.ndarray, aj: np.ndarray, scale: float
+    noisy: np.ndarray,
+    denom: np.ndarray,
+    ai: np.ndarray,
+    aj: np.ndarray,
+    scale: float,
+    noise: str = "laplace",
 ) -> np.ndarray:
     """Per pair, the posterior median of ``r`` under the prior ``w delta_0 + (1 - w)
     Uniform(-1, 1)`` (on :data:`R_GRID`), the noisy count's likelihood Laplace around the
-    expected count ``denom Phi_2(h_i, h_j; r)`` (its scale widened by the sampling noise),
-    ``w`` chosen by maximum marginal likelihood over the pairs (empirical Bayes).
-    Post-processing of the noisy counts."""
+    expected count ``denom Phi_2(h_i, h_j; r)`` (its scale widened by the sampling noise;
+    ``noise="gaussian"``: normal, variance ``sigma^2`` plus the sampling variance), ``w`` chosen
+    by maximum marginal likelihood over the pairs (empirical Bayes).  Post-processing of the
+    noisy counts."""
     h, k = special.ndtri(ai)[:, None], special.ndtri(aj)[:, None]
     p = bivariate_normal_cdf(h, k, R_GRID[None, :])  # (P, G)
     mean = denom[:, None] * p
-    b = np.sqrt(scale**2 + denom[:, None] * p * (1 - p) / 2)
-    log_lik = -np.abs(noisy[:, None] - mean) / b - np.log(2 * b)  # (P, G)
+    if check_noise(noise) == "gaussian":
+        var = scale**2 + denom[:, None] * p * (1 - p)
+        log_lik = -((noisy[:, None] - mean) ** 2) / (2 * var) - np.log(var) / 2
+    else:
+        b = np.sqrt(scale**2 + denom[:, None] * p * (1 - p) / 2)
+        log_lik = -np.abs(noisy[:, None] - mean) / b - np.log(2 * b)  # (P, G)
     # each pair's likelihood up to its own constant factor (no underflow): the posterior and
     # the argmax over w do not change
     lik = np.exp(log_lik - log_lik.max(axis=1, keepdims=True))

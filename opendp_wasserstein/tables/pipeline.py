@@ -91,7 +91,7 @@ from opendp_wasserstein._compat import make_measurement
 from opendp_wasserstein.combinators import make_approx_dp, rho_for_approx_dp
 from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import check_data_domain, check_metric, validate_data
-from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.core.parameters import check_delta, check_epsilon
 from opendp_wasserstein.noise._source import PLACEMENT_STREAM, as_random_source
 from opendp_wasserstein.tables.calibration import CALIBRATE_KINDS, calibrate, largest_remainder
@@ -769,11 +769,6 @@ def _make_structured(
     plans = column_plans(enc)
     rule_eps = eps if rule_epsilon is None else rule_epsilon
     kind_joint = joint_kind(opts, n, rule_eps, len(plans), noise)
-    if gauss and kind_joint == "copula":
-        raise ValueError(
-            "delta: joint='copula' (the Gaussian copula of pair counts) is pure DP only: leave "
-            "delta unset, or use joint='auto', 'pairs', 'network' or 'never'"
-        )
     if gauss and kind_joint == "tree":
         raise ValueError(
             "delta: joint='tree' (the joint hierarchy) is pure DP only: leave delta unset, or "
@@ -806,7 +801,7 @@ def _make_structured(
         )
     elif kind_joint == "copula" and joint:
         cop_scale, template = fit_copula(
-            input_domain, input_metric, eps, marg_map, unit, plans, allowed
+            input_domain, input_metric, eps, marg_map, unit, plans, allowed, noise
         )
     d_mids = [marg_map] if template is None else [marg_map, template.map(unit)]
     comp = dp.c.make_adaptive_composition(input_domain, input_metric, measure, unit, d_mids)
@@ -831,9 +826,11 @@ def _make_structured(
             corr = None
             if splits.pairs and template is not None:
                 most = len(allowed) * (len(allowed) - 1) // 2
-                scale = copula_runtime_scale(splits.pairs, most, cop_scale)
-                noisy = queryable(make_copula_counts(input_domain, input_metric, splits, scale))
-                corr = latent_correlations(np.asarray(noisy), splits, n, scale)
+                scale = copula_runtime_scale(splits.pairs, most, cop_scale, noise)
+                noisy = queryable(
+                    make_copula_counts(input_domain, input_metric, splits, scale, noise)
+                )
+                corr = latent_correlations(np.asarray(noisy), splits, n, scale, noise=noise)
             model = BlockModel(enc, marginals, opts, copula_axes=splits.axes, copula_corr=corr)
             points, _ = draw_blocks(model, n, rng)
             info |= {"depth": 0, "visited_nodes": 0, "scales": ()}
@@ -931,10 +928,17 @@ def copula_allowed(plans: Sequence[Any], opts: StructuredOptions) -> tuple[int, 
     return tuple(range(len(plans)))
 
 
-def copula_runtime_scale(pairs: int, most: int, template_scale: float) -> float:
+def copula_runtime_scale(
+    pairs: int, most: int, template_scale: float, noise: str = "laplace"
+) -> float:
     """The counts' scale at ``pairs`` of the template's ``most`` pairs: the template's scale
-    times ``pairs / most``, raised by a relative ``2^-40`` and rounded up, so that OpenDP's
-    float map stays below the template's (the declared one)."""
+    times ``pairs / most`` (``noise="gaussian"``: ``sigma`` times ``sqrt(pairs / most)``, the
+    map ``P / (2 sigma^2)`` unchanged), raised by a relative ``2^-40`` and rounded up, so that
+    OpenDP's float map stays below the template's (the declared one)."""
+    if check_noise(noise) == "gaussian":
+        return sqrt_up(
+            Fraction(template_scale) ** 2 * Fraction(pairs, most) * (1 + Fraction(1, 2**40))
+        )
     return round_up(Fraction(template_scale) * Fraction(pairs, most) * (1 + Fraction(1, 2**40)))
 
 
@@ -946,12 +950,15 @@ def fit_copula(
     unit: int,
     plans: Sequence[Any],
     allowed: Sequence[int],
+    noise: str = "laplace",
 ) -> tuple[float, Measurement | None]:
     """The copula counts' scale and template at the most pairs (``allowed``: the columns that may
     take part; the splits from the schema alone: the map does not depend on them): the rest of
     the budget after the first look, lowered by a relative ``2^-52``, twice that, and so on,
     until the exact sum of the maps is at most ``eps``; ``(0.0, None)`` with fewer than two
-    columns.  The release counts at most these pairs (:func:`copula_runtime_scale`)."""
+    columns.  The release counts at most these pairs (:func:`copula_runtime_scale`).
+    ``noise="gaussian"``: the same in zCDP (``eps`` and the maps are ``rho``, the discrete
+    Gaussian's ``sigma`` of :func:`~opendp_wasserstein.tables.copula.copula_scale`)."""
     k = len(allowed)
     if k < 2:
         return 0.0, None
@@ -970,11 +977,10 @@ def fit_copula(
     step = Fraction(0)
     for _ in range(60):
         budget = round_down(rest * (1 - step))
-        t = make_copula_counts(
-            input_domain, input_metric, splits, copula_scale(splits.pairs, budget)
-        )
+        scale = copula_scale(splits.pairs, budget, noise)
+        t = make_copula_counts(input_domain, input_metric, splits, scale, noise)
         if Fraction(marg_map) + Fraction(t.map(unit)) <= Fraction(eps):
-            return copula_scale(splits.pairs, budget), t
+            return scale, t
         step = Fraction(1, 2**52) if step == 0 else 2 * step
     raise ValueError("epsilon is too small to represent the copula's budget")  # pragma: no cover
 

@@ -831,12 +831,12 @@ def test_synth_columns_leave_out_a_column_the_drafted_schema_left_to_fill_in(fil
     assert list(out.column_names) == kept.split(",")
 
 
-def test_synth_joint_copula_refuses_delta_by_name(files, capsys):
-    """``--joint copula`` is pure DP only: with ``--delta`` the release is refused, naming it,
-    and nothing is written."""
+def test_synth_joint_copula_with_delta_releases_the_zcdp_copula(files, capsys):
+    """``--joint copula --delta``: the copula with discrete Gaussian counts (zCDP), written, its
+    summary naming the copula."""
     tmp, csv_path, _, _ = files
     schema_path, _ = _draft(tmp, csv_path)
     out = tmp / "out.csv"
-    assert _synth(csv_path, out, schema_path, "--joint", "copula", "--delta", "1e-9") != 0
-    assert "joint='copula'" in capsys.readouterr().err
-    assert not out.exists()
+    assert _synth(csv_path, out, schema_path, "--joint", "copula", "--delta", "1e-9") == 0
+    assert "joined by a Gaussian copula of noisy pair counts" in capsys.readouterr().out
+    assert out.exists()

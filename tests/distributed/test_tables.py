@@ -201,16 +201,6 @@ def test_dask_table_release_refusals(table_files: Any, inline: Any) -> None:
             structured=StructuredOptions(joint="tree"),
             client=inline,
         )
-    with pytest.raises(ValueError, match="joint='copula' .* is pure DP only"):
-        synthesize_on_dask(
-            src,
-            1.0,
-            table_files / "x",
-            schema=schema,
-            structured=StructuredOptions(joint="copula"),
-            client=inline,
-            delta=1e-9,
-        )
     assert not (table_files / "x").exists()
 
 
@@ -729,3 +719,35 @@ def test_network_counts_task_is_make_clique_counts(table_files: Any) -> None:
         lv = len(q.parents)
         want = make_clique_counts(dom, sym, net.level(lv), q)(x)
         assert _oriented(net, stats, lv, q.columns).tolist() == list(want)
+
+
+def test_dask_delta_copula_is_the_in_memory_release_under_the_same_key(
+    table_files: Any, cluster: Any
+) -> None:
+    """``joint="copula"`` with delta on a LocalCluster: the per-block pair counts summed, their
+    discrete Gaussian drawn once on the driver from the in-memory stream: the in-memory rows,
+    the same certificate ``(epsilon', delta)`` and the same number of pairs."""
+    schema = Schema.from_json(SCHEMA)
+    table = read_file(str(table_files / "t.parquet"), schema=schema)
+    options = StructuredOptions(joint="copula")
+    with runtime.reproducible(17):
+        expected, report = synthesize_table(table, 0.25, schema, structured=options, delta=1e-9)
+    assert report.details["joint_kind"] == "copula"
+    assert report.details["noise"] == "gaussian"
+    out = table_files / "out-delta-copula"
+    with runtime.reproducible(17):
+        _, _, dreport = synthesize_table_on_dask(
+            str(table_files / "t.parquet"),
+            0.25,
+            out,
+            schema,
+            cluster,
+            options=options,
+            rows_per_block=1000,
+            delta=1e-9,
+        )
+    assert pq.read_table(out).equals(expected)
+    assert dreport.epsilon == report.epsilon
+    assert dreport.delta == report.delta
+    for key in ("copula_pairs", "rho", "rho_marginals", "split_order"):
+        assert dreport.details.get(key) == report.details.get(key)

@@ -13,9 +13,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.special import logsumexp
 
 from opendp_wasserstein import synthesize
-from opendp_wasserstein.core.exact import round_down, round_up
+from opendp_wasserstein.combinators import make_approx_dp
+from opendp_wasserstein.core.exact import round_down, round_up, sqrt_up
 from opendp_wasserstein.noise._source import RandomSource
 from opendp_wasserstein.runtime import diagnostics, reproducible
 from opendp_wasserstein.tables import (
@@ -49,6 +51,8 @@ from opendp_wasserstein.tables.pipeline import (
     independent_join,
     joint_kind,
     make_structured_synthesis,
+    make_structured_synthesis_zcdp,
+    structured_zcdp,
 )
 
 dp.enable_features("contrib")
@@ -251,16 +255,182 @@ def test_auto_release_in_the_copula_range_is_the_copula_release():
     assert ra.details["split_order"] == "gaussian copula of pair counts"
 
 
-def test_release_refuses_delta():
-    with pytest.raises(ValueError, match="pure DP only"):
-        make_structured_synthesis(
-            _domain(100),
-            dp.change_one_distance(),
-            ENC,
-            1.0,
-            StructuredOptions(joint="copula"),
-            delta=1e-9,
-        )
+# ------------------------------------------------------------------ zCDP (with delta)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_split_counts_l2_stability_is_exact(k):
+    """In ``l2`` every count moves by at most 1 per replacement: ``sqrt(P m^2)`` rounded up to
+    the smallest float whose square is at least ``P m^2``."""
+    p = k * (k - 1) // 2
+    sized_c1 = make_split_counts(_domain(4, k), dp.change_one_distance(), _splits(k), "l2")
+    sized_sym = make_split_counts(_domain(4, k), dp.symmetric_distance(), _splits(k), "l2")
+    unsized = make_split_counts(
+        dp.numpy.array2_domain(num_columns=k, T=float, nan=False),
+        dp.symmetric_distance(),
+        _splits(k),
+        "l2",
+    )
+    assert sized_c1.output_metric == dp.l2_distance(T=float)
+    assert [sized_c1.map(d) for d in (0, 1, 2, 3)] == [sqrt_up(p * m * m) for m in (0, 1, 2, 3)]
+    assert [sized_sym.map(d) for d in (0, 2, 3, 4)] == [sqrt_up(p * m * m) for m in (0, 1, 1, 2)]
+    assert [unsized.map(d) for d in (0, 1, 2)] == [sqrt_up(p * m * m) for m in (0, 1, 2)]
+    one = sized_c1.map(1)
+    assert Fraction(one) ** 2 >= p
+    assert Fraction(float(np.nextafter(one, 0.0))) ** 2 < p
+
+
+def test_split_counts_l2_sensitivity_by_enumeration():
+    """Every replacement of one row of every table of 3 rows over the 2 x 2 x 2 grid: the
+    squared ``l2`` move of the counts is at most ``P = 3``, and ``P`` is reached."""
+    sp = _splits(3)
+    worst = max(int(((cy - cx) ** 2).sum()) for cx, cy in _replaced_counts(sp))
+    assert worst == sp.pairs == 3
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_copula_counts_zcdp_map_is_exact_and_check_is_tight(metric, unit):
+    """``P = 36`` (9 columns), rho 1/2: sigma ``sqrt(36 / 1) = 6`` and the map ``(6 / 6)^2 / 2
+    = 1/2`` exactly; ``check`` true at it, false just below."""
+    sp = _splits(9)
+    scale = copula_scale(sp.pairs, 0.5, "gaussian")
+    assert scale == 6.0
+    meas = make_copula_counts(_domain(5, 9), metric, sp, scale, "gaussian")
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    assert meas.map(unit) == 0.5
+    assert meas.check(unit, 0.5)
+    assert not meas.check(unit, float(np.nextafter(0.5, 0.0)))
+
+
+def test_copula_scale_zcdp_rounds_sigma_up():
+    """``P = 3``, rho 1/2: sigma is the smallest float with ``sigma^2 >= 3``; the map at most
+    rho."""
+    sigma = copula_scale(3, 0.5, "gaussian")
+    assert Fraction(sigma) ** 2 >= 3
+    assert Fraction(float(np.nextafter(sigma, 0.0))) ** 2 < 3
+    co = dp.change_one_distance()
+    meas = make_copula_counts(_domain(5, 3), co, _splits(3), sigma, "gaussian")
+    assert meas.map(1) <= 0.5
+
+
+@pytest.mark.parametrize("alpha", [2, 10])
+def test_copula_counts_gaussian_renyi_divergence_on_every_replacement(alpha):
+    """The exact Renyi divergence of order ``alpha`` between the released vectors (independent
+    discrete Gaussian noise of ``sigma = copula_scale(3, rho)`` on each count) before and after
+    every replacement of one row of every table of 3 rows over the 2 x 2 x 2 grid, summed over
+    the coordinates (independent), each in log space on the integers ``|z| <= 200``: at most
+    ``alpha rho`` and reached (``rho`` the map's)."""
+    sp = _splits(3)
+    rho = 0.5
+    s = copula_scale(sp.pairs, rho, "gaussian")
+    z = np.arange(-200, 201, dtype=np.float64)
+
+    def renyi(shift: int) -> float:
+        lp = -(z**2) / (2 * s * s)
+        lq = -((z - shift) ** 2) / (2 * s * s)
+        lp, lq = lp - logsumexp(lp), lq - logsumexp(lq)  # the normalised log pmfs
+        return float(logsumexp(alpha * lp + (1 - alpha) * lq) / (alpha - 1))
+
+    table = {d: renyi(d) for d in (-1, 0, 1)}
+    worst = max(sum(table[int(d)] for d in cy - cx) for cx, cy in _replaced_counts(sp))
+    assert worst == pytest.approx(alpha * rho, rel=1e-9)
+    assert worst <= alpha * rho * (1 + 1e-9)
+
+
+def _fit_zcdp_parts(n, metric, unit, rho, share=COPULA_MARGINAL_SHARE):
+    target = round_down(Fraction(rho) * share)
+    _, m_marg = fit_marginals(_domain(n), metric, ENC, target, unit, noise="gaussian")
+    plans = column_plans(ENC)
+    scale, template = fit_copula(
+        _domain(n), metric, rho, m_marg.map(unit), unit, plans, (0, 1, 3), "gaussian"
+    )
+    assert template is not None
+    return m_marg, scale, template
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_zcdp_release_map_is_the_sum_and_at_most_rho(metric, unit):
+    """``joint="copula"`` in zCDP: the map is the first look's (at ``COPULA_MARGINAL_SHARE`` of
+    rho) plus the counts' (3 numeric columns, ``P = 3``, sigma ``sqrt(3 / (2 rho_rest))``
+    rounded up, raised only by the fit's relative steps), summed over the rationals and rounded
+    up; at most rho; ``check`` true at it,
+    false just below."""
+    n, rho = 400, 0.25
+    meas = make_structured_synthesis_zcdp(
+        _domain(n), metric, ENC, rho, StructuredOptions(joint="copula")
+    )
+    assert meas.output_measure == dp.zero_concentrated_divergence()
+    d = meas.map(unit)
+    m_marg, scale, template = _fit_zcdp_parts(n, metric, unit, rho)
+    assert d == round_up(Fraction(m_marg.map(unit)) + Fraction(template.map(unit)))
+    assert d <= rho
+    assert Fraction(d) >= Fraction(rho) * (1 - Fraction(1, 2**40))
+    assert meas.check(unit, d)
+    assert not meas.check(unit, float(np.nextafter(d, 0.0)))
+    # sigma at the rest of rho, lowered by the fit's relative steps only (OpenDP's float map)
+    exact = Fraction(3) / (2 * (Fraction(rho) - Fraction(m_marg.map(unit))))
+    assert Fraction(scale) ** 2 >= exact
+    assert Fraction(scale) ** 2 <= exact * (1 + Fraction(1, 2**40))
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_delta_release_is_opendps_conversion_of_the_zcdp_map(metric, unit):
+    """With ``delta``: OpenDP's conversion of the zCDP release's map; ``(eps', delta)`` with
+    ``eps' <= eps``, ``check`` true at it and false just below."""
+    n, eps, delta = 400, 1.0, 1e-9
+    opts = StructuredOptions(joint="copula")
+    meas = make_structured_synthesis(_domain(n), metric, ENC, eps, opts, delta=delta)
+    zcdp, rho = structured_zcdp(_domain(n), metric, ENC, eps, delta, opts)
+    m_marg, _, template = _fit_zcdp_parts(n, metric, unit, rho)
+    assert zcdp.map(unit) == round_up(Fraction(m_marg.map(unit)) + Fraction(template.map(unit)))
+    got_eps, got_delta = meas.map(unit)
+    assert (got_eps, got_delta) == make_approx_dp(zcdp, delta).map(unit)
+    assert got_delta == delta
+    assert got_eps <= eps
+    assert meas.check(unit, (got_eps, delta))
+    assert not meas.check(unit, (float(np.nextafter(got_eps, 0.0)), delta))
+
+
+def test_delta_copula_release_adds_correlation():
+    """Seeded, 3,000 rows at ``(4, 1e-9)``: the correlation of x and y (0.8 in the data) is
+    positive in the copula release; the release reports the Gaussian noise."""
+    df = _frame(3000)
+    opts = StructuredOptions(joint="copula")
+    with reproducible(1), diagnostics() as rec:
+        out, rep = synthesize(df, 4.0, schema=SCHEMA, structured=opts, delta=1e-9)
+    assert rep.delta == 1e-9
+    info = {k: v for r in rec for k, v in r.items()}
+    assert info["joint_kind"] == "copula"
+    assert info["noise"] == "gaussian"
+    assert info["copula_pairs"] == 3
+    assert out[["x", "y"]].astype(float).corr().iloc[0, 1] > 0.4
+
+
+def test_latent_correlations_gaussian_shrink_pure_noise_to_near_zero():
+    sp = _splits(5)
+    n, sigma = 300, 40.0
+    counts = n / 4 + np.random.default_rng(5).normal(0, sigma, sp.pairs)
+    got = latent_correlations(counts, sp, n, sigma, noise="gaussian")
+    assert np.abs(got[np.triu_indices(5, 1)]).mean() < 0.1
+
+
+def test_latent_correlations_gaussian_keep_a_strong_pair():
+    """Counts of 20,000 rows of latent correlation 0.8 with discrete-Gaussian-sized noise
+    (sigma 5, seeded): the posterior median under the normal likelihood is near 0.8."""
+    rng = np.random.default_rng(9)
+    corr = np.array([[1.0, 0.8], [0.8, 1.0]])
+    z = rng.standard_normal((20_000, 2)) @ np.linalg.cholesky(corr).T
+    x = 1 / (1 + np.exp(-z))
+    sp = _splits(2)
+    noisy = pair_counts(x, sp) + np.round(rng.normal(0, 5.0, 1))
+    got = latent_correlations(noisy, sp, len(x), 5.0, noise="gaussian")
+    assert abs(got[0, 1] - 0.8) < 0.05
 
 
 # ------------------------------------------------------------------ post-processing
