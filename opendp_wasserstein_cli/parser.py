@@ -175,7 +175,8 @@ def add_synth_table_options(syn: Any, source: Any = None) -> None:
         default=None,
         help="structured: the joint release after the first look: auto (default: the tree of noisy "
         "2-way marginals, pairs, or the network, when n * epsilon / columns >= 400, with --delta "
-        "the network from 180, without it the copula from 100, else never), pairs (a tree of "
+        "the network from 180 and the copula from 100, without it the copula from 100, else "
+        "never), pairs (a tree of "
         "noisy 2-way marginals chosen by the exponential mechanism), network (a degree-2 network "
         "of noisy 2- and 3-way tables), copula (a Gaussian copula of the numeric "
         "columns from one noisy count per pair, the first look at 90%% of epsilon), tree (the "

@@ -1,4 +1,4 @@
-r"""A DP Gaussian copula from one noisy count per column pair (small tables, pure DP).
+r"""A DP Gaussian copula from one noisy count per column pair (small tables; pure DP or zCDP).
 
 In the spirit of DPCopula (Li, Xiong and Jiang, *DPCopula: Differentially Private Data
 Synthesis for Multi-Dimensional Data via Copulas*, EDBT 2014): the 1-D marginals come from the
@@ -31,9 +31,15 @@ DPCopula estimates each pair's Kendall tau; here every pair costs one count:
    (``L`` the Cholesky factor), then the same layout and calibration: every column is released
    exactly as by the independent join (its law given the first look unchanged).
 
+With ``delta`` (zCDP) the counts are in ``l2`` (a replacement moves each by at most 1: ``l2``
+sensitivity ``sqrt(P)``, rounded up) under OpenDP's discrete Gaussian, and the posterior
+median's likelihood is normal (the noise's variance plus the sampling variance).
+
 ``joint="auto"`` chooses it under pure DP from
 :data:`~opendp_wasserstein.tables.pipeline.COPULA_MIN_NEPS` to
-:data:`~opendp_wasserstein.tables.pipeline.PAIRS_MIN_NEPS` per column (independent columns
+:data:`~opendp_wasserstein.tables.pipeline.PAIRS_MIN_NEPS` per column, with ``delta`` from
+:data:`~opendp_wasserstein.tables.pipeline.COPULA_MIN_NEPS_ZCDP` to
+:data:`~opendp_wasserstein.tables.pipeline.PAIRS_MIN_NEPS_ZCDP` (independent columns
 below): measured on the small tables it wins correlations where the numeric columns are
 strongly dependent, and where the budget it takes from the first look costs 1-way or 2-way TVD
 the release stays better than independent noisy marginals (docs/tables_compare.rst, "A Gaussian

@@ -38,12 +38,14 @@ columns (depth 2-3 on an 8-column, 6,900-row table at epsilon 1), which keep no 
 structure.
 
 **Small tables.**  Below :data:`PAIRS_MIN_NEPS` per column the tables of a joint release would
-only take budget from the marginals.  Under pure DP from :data:`COPULA_MIN_NEPS` the Gaussian
+only take budget from the marginals.  Under pure DP from :data:`COPULA_MIN_NEPS` (with
+``delta``: from :data:`COPULA_MIN_NEPS_ZCDP` to :data:`PAIRS_MIN_NEPS_ZCDP`, its counts
+under discrete Gaussian noise) the Gaussian
 copula (:mod:`~opendp_wasserstein.tables.copula`) spends the budget's last tenth
 (:data:`COPULA_MARGINAL_SHARE`) on one noisy count per pair of numeric columns and correlates
 the independent join's points through the latent correlations read from them (every column
 released as below); below :data:`COPULA_MIN_NEPS` (with ``delta``: below
-:data:`PAIRS_MIN_NEPS_ZCDP`) the whole budget goes to the first look and the columns are
+:data:`COPULA_MIN_NEPS_ZCDP`) the whole budget goes to the first look and the columns are
 joined independently (:func:`independent_join`: scrambled Halton points laid out on each
 column's release, so the sample's spurious dependence between columns is a fraction of random
 draws'), which is the
@@ -262,8 +264,21 @@ COPULA_MARGINAL_SHARE = Fraction(9, 10)
 #: 0.482), three worse, each still better than the baseline (1-way TVD cars eps 4 0.134 ->
 #: 0.141, seattle-weather eps 1 0.084 -> 0.093; 2-way TVD credit eps 1 0.116 -> 0.125); below
 #: 100 the copula's counts are too noisy to win and its share costs the 1-way TVD (mpg eps 1,
-#: 19: 1-way, 2-way TVD and Gower W1 worse).  zCDP keeps its rule (:data:`PAIRS_MIN_NEPS_ZCDP`)
+#: 19: 1-way, 2-way TVD and Gower W1 worse).  With delta: :data:`COPULA_MIN_NEPS_ZCDP`
 COPULA_MIN_NEPS = 100.0
+
+#: under zCDP (a release with ``delta``), ``joint="auto"`` runs the Gaussian copula of pair
+#: counts (discrete Gaussian counts, ``l2`` sensitivity ``sqrt(P)``; the first look at
+#: :data:`COPULA_MARGINAL_SHARE`) from this ``n * epsilon / k`` up to
+#: :data:`PAIRS_MIN_NEPS_ZCDP`; independent columns below.  Measured (``bench_tables_compare
+#: --ours-only --variant``, eps 0.5, 1, 4 at delta 1e-9, the small compare tables at 6 seeds
+#: and held-out at 3, against the committed independent release; docs/tables_compare.rst, "The
+#: copula with delta"): from 100 the metric-cells worse than ``marginals:delta``'s mean fall 8
+#: -> 4, none new, 8 better beyond 2 standard errors, none worse (correlations cars eps 4 0.643
+#: -> 0.265, penguins eps 4 0.398 -> 0.223, ames eps 0.5 0.411 -> 0.212); share 0.95 gained
+#: less (misses 8 -> 5); from 50 seattle-weather eps 0.5 (97) lost correlations 0.212 -> 0.253
+#: and births14 eps 1 (73) 0.150 -> 0.225
+COPULA_MIN_NEPS_ZCDP = 100.0
 
 #: the columns that may take part in the copula (``StructuredOptions.copula_columns``): the
 #: numeric ones (default) or all
@@ -287,12 +302,13 @@ class StructuredOptions:
     :param joint: ``"auto"`` (the public rule of :func:`joint_kind`), ``"tree"`` (the joint
         hierarchy; ``"always"`` is the same), ``"pairs"`` (the tree of noisy 2-way marginals,
         :mod:`~opendp_wasserstein.tables.pairs`), ``"network"`` (the degree-2 network of noisy
-        2- and 3-way tables, :mod:`~opendp_wasserstein.tables.network`), ``"copula"`` (pure DP
-        only: the Gaussian copula of one noisy count per pair of columns,
-        :mod:`~opendp_wasserstein.tables.copula`, its first look at
+        2- and 3-way tables, :mod:`~opendp_wasserstein.tables.network`), ``"copula"`` (the
+        Gaussian copula of one noisy count per pair of columns, discrete Gaussian counts with
+        ``delta``, :mod:`~opendp_wasserstein.tables.copula`, its first look at
         :data:`COPULA_MARGINAL_SHARE`; ``"auto"`` chooses it under pure DP from
-        :data:`COPULA_MIN_NEPS` to :data:`PAIRS_MIN_NEPS`) or ``"never"`` (independent
-        columns)
+        :data:`COPULA_MIN_NEPS` to :data:`PAIRS_MIN_NEPS`, with ``delta`` from
+        :data:`COPULA_MIN_NEPS_ZCDP` to :data:`PAIRS_MIN_NEPS_ZCDP`) or ``"never"``
+        (independent columns)
     :param placement: the joint release's placement within cells
     :param consistency: the joint release's post-processing
     :param marginal_levels: the most levels of a numeric column's first-look tree, 1 to
@@ -399,13 +415,14 @@ def joint_kind(
     copula of pair counts up to :data:`PAIRS_MIN_NEPS` (with fewer than two numeric columns it
     counts nothing: independent columns at the whole budget), then the network (its scores
     penalised by their tables' noise), then the pair tree from :data:`NETWORK_MAX_NEPS_PURE`;
-    under zCDP (``noise="gaussian"``) independent columns below :data:`PAIRS_MIN_NEPS_ZCDP`,
-    the network (:data:`SMALL_JOINT_ZCDP`) up to :data:`PAIRS_MIN_NEPS`, the pair tree, then
-    the network from :data:`NETWORK_MIN_NEPS_ZCDP`.
+    under zCDP (``noise="gaussian"``) independent columns below :data:`COPULA_MIN_NEPS_ZCDP`,
+    the copula (discrete Gaussian counts) up to :data:`PAIRS_MIN_NEPS_ZCDP`, the network
+    (:data:`SMALL_JOINT_ZCDP`) up to :data:`PAIRS_MIN_NEPS`, the pair tree, then the network
+    from :data:`NETWORK_MIN_NEPS_ZCDP`.
 
     >>> o = StructuredOptions()
-    >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (359, 360, 799, 800, 1199, 1200)]
-    ['independent', 'network', 'network', 'pairs', 'pairs', 'network']
+    >>> [joint_kind(o, n, 1.0, 2, "gaussian") for n in (199, 200, 359, 360, 799, 800, 1200)]
+    ['independent', 'copula', 'copula', 'network', 'network', 'pairs', 'network']
     >>> [joint_kind(o, n, 1.0, 2) for n in (199, 200, 799, 800, 1999, 2000)]
     ['independent', 'copula', 'copula', 'network', 'network', 'pairs']
     """
@@ -417,8 +434,10 @@ def joint_kind(
         return options.joint
     x = n * epsilon / max(1, columns)
     if check_noise(noise) == "gaussian":
-        if x < PAIRS_MIN_NEPS_ZCDP:
+        if x < COPULA_MIN_NEPS_ZCDP:
             return "independent"
+        if x < PAIRS_MIN_NEPS_ZCDP:
+            return "copula"
         if x < PAIRS_MIN_NEPS:
             return SMALL_JOINT_ZCDP
         return "network" if x >= NETWORK_MIN_NEPS_ZCDP else "pairs"

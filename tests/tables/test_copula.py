@@ -44,8 +44,11 @@ from opendp_wasserstein.tables.marginals import TableMarginals, column_plans
 from opendp_wasserstein.tables.pipeline import (
     COPULA_MARGINAL_SHARE,
     COPULA_MIN_NEPS,
+    COPULA_MIN_NEPS_ZCDP,
     PAIRS_MIN_NEPS,
+    PAIRS_MIN_NEPS_ZCDP,
     StructuredOptions,
+    first_look_share,
     fit_copula,
     fit_marginals,
     independent_join,
@@ -196,16 +199,66 @@ def test_release_map_is_the_sum_and_at_most_epsilon(metric, unit):
 
 def test_auto_rule_runs_the_copula_from_its_public_threshold_under_pure_dp():
     """``joint="auto"``: independent columns below ``COPULA_MIN_NEPS`` per column, the copula
-    from there up to ``PAIRS_MIN_NEPS``; with delta the zCDP rule (no copula)."""
+    from there up to ``PAIRS_MIN_NEPS``."""
     o, k = StructuredOptions(), 4
     lo, hi = int(COPULA_MIN_NEPS * k), int(PAIRS_MIN_NEPS * k)
     assert joint_kind(o, lo - 1, 1.0, k) == "independent"
     assert joint_kind(o, lo, 1.0, k) == "copula"
     assert joint_kind(o, hi - 1, 1.0, k) == "copula"
     assert joint_kind(o, hi, 1.0, k) == "network"
-    assert joint_kind(o, lo, 1.0, k, "gaussian") == "independent"
-    assert joint_kind(o, hi - 1, 1.0, k, "gaussian") == "network"
     assert joint_kind(StructuredOptions(joint="never"), lo, 1.0, k) == "independent"
+
+
+def test_auto_rule_runs_the_copula_from_its_public_threshold_with_delta():
+    """With delta (``noise="gaussian"``): independent columns below ``COPULA_MIN_NEPS_ZCDP`` per
+    column, the copula from there up to ``PAIRS_MIN_NEPS_ZCDP``, the network from there, its
+    first look at ``COPULA_MARGINAL_SHARE`` in the copula's range."""
+    o, k = StructuredOptions(), 4
+    lo, hi = int(COPULA_MIN_NEPS_ZCDP * k), int(PAIRS_MIN_NEPS_ZCDP * k)
+    assert joint_kind(o, lo - 1, 1.0, k, "gaussian") == "independent"
+    assert joint_kind(o, lo, 1.0, k, "gaussian") == "copula"
+    assert joint_kind(o, hi - 1, 1.0, k, "gaussian") == "copula"
+    assert joint_kind(o, hi, 1.0, k, "gaussian") == "network"
+    assert first_look_share(o, lo, 1.0, k, "gaussian") == COPULA_MARGINAL_SHARE
+
+
+@pytest.mark.parametrize(
+    "metric, unit", [(dp.change_one_distance(), 1), (dp.symmetric_distance(), 2)]
+)
+def test_auto_delta_release_in_the_copula_range_is_the_copula_and_its_exact_map(metric, unit):
+    """At ``n eps / k = COPULA_MIN_NEPS_ZCDP`` (4 columns, n 400, eps 1, delta 1e-9) the default
+    zCDP release's map is the forced copula's (first look at ``COPULA_MARGINAL_SHARE`` of rho
+    plus the Gaussian counts', summed exactly, rounded up); ``check`` true at it and false just
+    below; one row fewer is independent columns at the whole rho."""
+    n, eps, delta = 400, 1.0, 1e-9
+    auto, rho = structured_zcdp(_domain(n), metric, ENC, eps, delta)
+    forced, _ = structured_zcdp(
+        _domain(n), metric, ENC, eps, delta, StructuredOptions(joint="copula")
+    )
+    d = auto.map(unit)
+    assert d == forced.map(unit)
+    m_marg, _, template = _fit_zcdp_parts(n, metric, unit, rho)
+    assert d == round_up(Fraction(m_marg.map(unit)) + Fraction(template.map(unit)))
+    assert auto.check(unit, d)
+    assert not auto.check(unit, float(np.nextafter(d, 0.0)))
+    below, _ = structured_zcdp(_domain(n - 1), metric, ENC, eps, delta)
+    _, m_all = fit_marginals(_domain(n - 1), metric, ENC, rho, unit, noise="gaussian")
+    assert below.map(unit) == m_all.map(unit)
+
+
+def test_auto_delta_release_in_the_copula_range_is_the_copula_release():
+    """Under a seed the default release with delta at ``n eps / k`` in ``[100, 180)`` is the
+    ``joint="copula"`` release, row for row, and reports the copula."""
+    df = _frame(600)  # 4 columns: n eps / k = 150 at eps 1
+    with reproducible(3), diagnostics() as rec:
+        a, ra = synthesize(df, 1.0, schema=SCHEMA, delta=1e-9)
+    opts = StructuredOptions(joint="copula")
+    with reproducible(3):
+        b, _ = synthesize(df, 1.0, schema=SCHEMA, delta=1e-9, structured=opts)
+    assert a.equals(b)
+    info = {k: v for r in rec for k, v in r.items()}
+    assert info["joint_kind"] == "copula"
+    assert ra.details["split_order"] == "gaussian copula of pair counts"
 
 
 @pytest.mark.parametrize(

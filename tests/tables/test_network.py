@@ -558,8 +558,9 @@ def test_network_is_an_option_and_auto_keeps_the_pair_tree_on_large_pure_release
 
 
 def test_auto_runs_the_network_under_zcdp_from_its_public_threshold():
-    """``joint="auto"`` with the discrete Gaussian (a release with ``delta``): independent
-    columns below ``PAIRS_MIN_NEPS_ZCDP`` per column, the small tables' network
+    """``joint="auto"`` with the discrete Gaussian (a release with ``delta``): the copula
+    below ``PAIRS_MIN_NEPS_ZCDP`` per column (test_copula: from ``COPULA_MIN_NEPS_ZCDP``,
+    independent columns below), the small tables' network
     (``SMALL_JOINT_ZCDP``) up to ``PAIRS_MIN_NEPS``, the pair tree from there, the network from
     ``NETWORK_MIN_NEPS_ZCDP``."""
     o, k = StructuredOptions(), 3
@@ -570,7 +571,7 @@ def test_auto_runs_the_network_under_zcdp_from_its_public_threshold():
     assert joint_kind(o, switch, 1.0, k, "gaussian") == "pairs"
     assert joint_kind(o, switch - 1, 1.0, k, "gaussian") == SMALL_JOINT_ZCDP
     assert joint_kind(o, small, 1.0, k, "gaussian") == SMALL_JOINT_ZCDP
-    assert joint_kind(o, small - 1, 1.0, k, "gaussian") == "independent"
+    assert joint_kind(o, small - 1, 1.0, k, "gaussian") == "copula"
     assert joint_kind(o, 10**9, 1.0, k, "gaussian") == "network"
     # pure DP: the copula there (from COPULA_MIN_NEPS), not the network
     assert joint_kind(o, switch - 1, 1.0, k) == "copula"

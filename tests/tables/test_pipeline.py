@@ -126,7 +126,8 @@ def test_small_tables_go_independent_by_a_public_rule():
     opts = StructuredOptions()
     assert not uses_joint(opts, 200, 1.0, 5)
     assert not uses_joint(opts, 499, 1.0, 5)  # n eps / k below 100: independent under pure DP
-    assert not uses_joint(opts, 899, 1.0, 5, "gaussian")  # and below 180 with delta
+    assert not uses_joint(opts, 499, 1.0, 5, "gaussian")  # and with delta
+    assert uses_joint(opts, 500, 1.0, 5, "gaussian")  # from 100 the copula with delta
     assert uses_joint(opts, 1000, 1.0, 5)  # n eps / k = 200: the copula under pure DP,
     assert uses_joint(opts, 1000, 1.0, 5, "gaussian")  # the small tables' network with delta
     assert uses_joint(opts, 10**5, 1.0, 5)
