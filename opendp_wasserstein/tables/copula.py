@@ -57,8 +57,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from opendp.mod import Domain, Measurement, Metric, Transformation, assert_features
 
-from opendp_wasserstein._compat import make_transformation
-from opendp_wasserstein.core import dp
 from opendp_wasserstein.core.data import (
     check_data_domain,
     check_metric,
@@ -72,6 +70,7 @@ from opendp_wasserstein.tables.marginals import (
     ColumnPlan,
     TableMarginals,
     check_noise,
+    make_count_vector,
     seeded_gaussian,
     seeded_laplace,
 )
@@ -228,16 +227,8 @@ def make_split_counts(
         m = whole_replacements(kind, d_in)
         return sqrt_up(size * m * m)
 
-    if output_metric not in ("l1", "l2"):
-        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
-    l2 = output_metric == "l2"
-    return make_transformation(
-        input_domain,
-        input_metric,
-        dp.vector_domain(dp.atom_domain(T="i64"), size=size),
-        dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
-        function,
-        l2_stability if l2 else stability,
+    return make_count_vector(
+        input_domain, input_metric, size, function, stability, l2_stability, output_metric
     )
 
 

@@ -330,8 +330,6 @@ def make_cell_counts(
     assert_features("contrib")
     d, n = check_data_domain(input_domain)
     kind = check_metric(input_metric, n)
-    if output_metric not in ("l1", "l2"):
-        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
 
     def function(x: np.ndarray) -> list[int]:
         x = validate_data(x, d, n, nan=False)
@@ -343,6 +341,29 @@ def make_cell_counts(
     def l2_stability(d_in: Any) -> float:
         return l2_count_stability(kind, n is not None, d_in)
 
+    return make_count_vector(
+        input_domain, input_metric, size, function, stability, l2_stability, output_metric
+    )
+
+
+def make_count_vector(
+    input_domain: Domain,
+    input_metric: Metric,
+    size: int,
+    function: Callable[[np.ndarray], list[int]],
+    l1_stability: Callable[[Any], int],
+    l2_stability: Callable[[Any], float],
+    output_metric: str = "l1",
+) -> Transformation:
+    """The shell of the count Transformations (:func:`make_cell_counts`,
+    :func:`~opendp_wasserstein.tables.copula.make_split_counts`): ``function`` into an ``i64``
+    vector of length ``size``, in ``l1_distance(T="i64")`` with ``l1_stability`` or
+    (``output_metric="l2"``) in ``l2_distance(T=float)`` with ``l2_stability``.
+
+    :param output_metric: ``"l1"`` (default) or ``"l2"``
+    """
+    if output_metric not in ("l1", "l2"):
+        raise ValueError(f"output_metric must be 'l1' or 'l2', got {output_metric!r}")
     l2 = output_metric == "l2"
     return make_transformation(
         input_domain,
@@ -350,7 +371,7 @@ def make_cell_counts(
         dp.vector_domain(dp.atom_domain(T="i64"), size=size),
         dp.l2_distance(T=float) if l2 else dp.l1_distance(T="i64"),
         function,
-        l2_stability if l2 else stability,
+        l2_stability if l2 else l1_stability,
     )
 
 
