@@ -360,6 +360,8 @@ def make_count_vector(
     vector of length ``size``, in ``l1_distance(T="i64")`` with ``l1_stability`` or
     (``output_metric="l2"``) in ``l2_distance(T=float)`` with ``l2_stability``.
 
+    **Proof Definition:** :doc:`/proofs/table_marginals`
+
     :param output_metric: ``"l1"`` (default) or ``"l2"``
     """
     if output_metric not in ("l1", "l2"):
